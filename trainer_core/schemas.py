@@ -1,0 +1,198 @@
+"""Pydantic models shared by the engine, the UI, the CLI and (later) the HTTP API.
+
+Every request field carries its description, default and bounds exactly once, here; the UI builds
+its widgets and the CLI its flags from this metadata (``json_schema_extra["group"]`` says which
+form section a field belongs to).
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+LLAMA_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+class TrainingType(str, Enum):
+    """How the weights are trained: LoRA adapters, LoRA on a 4-bit base (QLoRA), or all weights."""
+
+    lora = "lora"
+    qlora = "qlora"
+    full = "full"
+
+
+class FormatType(str, Enum):
+    """Dataset layouts we can read; ``auto`` detects one from the columns."""
+
+    auto = "auto"
+    alpaca = "alpaca"
+    sharegpt = "sharegpt"
+    messages = "messages"
+    prompt_completion = "prompt_completion"
+    text = "text"
+
+
+class Phase(str, Enum):
+    """Where the one job is in its life (``idle`` when no job has run since the last reset)."""
+
+    idle = "idle"
+    loading_model = "loading_model"
+    loading_dataset = "loading_dataset"
+    configuring = "configuring"
+    training = "training"
+    completed = "completed"
+    error = "error"
+    stopped = "stopped"
+
+
+LIVE_PHASES = (Phase.loading_model, Phase.loading_dataset, Phase.configuring, Phase.training)
+TERMINAL_PHASES = (Phase.completed, Phase.error, Phase.stopped)
+
+Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
+Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
+
+
+def _group(name: str) -> dict[str, str]:
+    return {"group": name}
+
+
+class TrainingStartRequest(BaseModel):
+    """Everything one fine-tuning run needs. Field names follow the seed API; ``config.py`` maps
+    ``batch_size``, ``num_epochs`` and ``max_seq_length`` to the transformers/TRL names.
+
+    Raises ``pydantic.ValidationError`` naming the field for any value out of bounds or any
+    contradictory combination (see ``_check_combinations``).
+    """
+
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+    # --- model ---
+    model_name: str = Field(DEFAULT_MODEL, min_length=1, description="Hub model id or path to a local model folder.", json_schema_extra=_group("model"))
+    training_type: TrainingType = Field(TrainingType.lora, description="lora: train adapters; qlora: adapters on a 4-bit base; full: all weights.", json_schema_extra=_group("model"))
+    load_in_4bit: bool = Field(False, description="Load the base model in 4-bit NF4 (bitsandbytes). Only with training_type=qlora, which turns it on.", json_schema_extra=_group("model"))
+    max_seq_length: int = Field(512, ge=16, le=32768, description="Longest training sequence in tokens; longer rows are truncated (and counted).", json_schema_extra=_group("model"))
+    hf_token: Optional[SecretStr] = Field(None, description="Hugging Face token for gated or private models and datasets. Never logged or stored.", json_schema_extra=_group("model"))
+    # --- data ---
+    hf_dataset: Optional[str] = Field(None, description="Hub dataset id, e.g. tatsu-lab/alpaca.", json_schema_extra=_group("data"))
+    local_datasets: list[str] = Field(default_factory=list, description="Training files (.json, .jsonl, .csv, .parquet, .txt).", json_schema_extra=_group("data"))
+    local_eval_datasets: list[str] = Field(default_factory=list, description="Evaluation files, same formats as the training files.", json_schema_extra=_group("data"))
+    format_type: FormatType = Field(FormatType.auto, description="Dataset layout; auto detects it from the columns.", json_schema_extra=_group("data"))
+    custom_format_mapping: dict[str, str] = Field(default_factory=dict, description="Our column name -> the file's column, e.g. {\"instruction\": \"question\", \"output\": \"answer\"}.", json_schema_extra=_group("data"))
+    subset: Optional[str] = Field(None, description="Hub dataset configuration (subset) name.", json_schema_extra=_group("data"))
+    train_split: str = Field("train", min_length=1, description="Split used for training.", json_schema_extra=_group("data"))
+    eval_split: Optional[str] = Field(None, description="Hub split used for evaluation (none: no evaluation unless eval files are given).", json_schema_extra=_group("data"))
+    eval_steps: int = Field(50, ge=1, le=1_000_000, description="Evaluate every this many optimizer steps (when there is evaluation data).", json_schema_extra=_group("data"))
+    dataset_slice_start: int = Field(0, ge=0, description="First training row to use (0-based).", json_schema_extra=_group("data"))
+    dataset_slice_end: Optional[int] = Field(None, ge=1, description="Row after the last one to use (exclusive); empty: to the end.", json_schema_extra=_group("data"))
+    # --- hyperparameters ---
+    num_epochs: float = Field(1.0, ge=0, le=1000, description="Passes over the data (num_train_epochs); ignored when max_steps > 0.", json_schema_extra=_group("training"))
+    max_steps: int = Field(0, ge=0, le=10_000_000, description="Optimizer steps to run; 0 means use num_epochs.", json_schema_extra=_group("training"))
+    learning_rate: float = Field(2e-4, gt=0, lt=1, description="Peak learning rate (a positive number below 1).", json_schema_extra=_group("training"))
+    batch_size: int = Field(4, ge=1, le=1024, description="Rows per device per step (per_device_train_batch_size).", json_schema_extra=_group("training"))
+    gradient_accumulation_steps: int = Field(1, ge=1, le=1024, description="Micro-batches summed before each optimizer step.", json_schema_extra=_group("training"))
+    warmup_steps: int = Field(0, ge=0, le=1_000_000, description="Linear warm-up length in steps (use this or warmup_ratio).", json_schema_extra=_group("training"))
+    warmup_ratio: float = Field(0.0, ge=0, le=1, description="Warm-up length as a fraction of all steps (use this or warmup_steps).", json_schema_extra=_group("training"))
+    save_steps: int = Field(0, ge=0, le=1_000_000, description="Save a checkpoint every this many steps; 0: only at the end.", json_schema_extra=_group("training"))
+    weight_decay: float = Field(0.0, ge=0, le=1, description="AdamW weight decay.", json_schema_extra=_group("training"))
+    max_grad_norm: float = Field(1.0, ge=0, le=1000, description="Gradient clipping norm; 0 disables clipping.", json_schema_extra=_group("training"))
+    random_seed: int = Field(42, ge=0, le=2**32 - 1, description="Seed for data order and initialisation.", json_schema_extra=_group("training"))
+    packing: bool = Field(False, description="Pack several rows into each max_seq_length sequence.", json_schema_extra=_group("training"))
+    optim: Optimizer = Field("adamw_torch", description="Optimizer (transformers OptimizerNames).", json_schema_extra=_group("training"))
+    lr_scheduler_type: Scheduler = Field("cosine", description="Learning-rate schedule after warm-up.", json_schema_extra=_group("training"))
+    gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass: less memory, about 30% slower.", json_schema_extra=_group("training"))
+    train_on_completions: bool = Field(True, description="Count only assistant tokens in the loss (every assistant turn).", json_schema_extra=_group("training"))
+    # --- LoRA ---
+    lora_r: int = Field(16, ge=1, le=1024, description="LoRA rank.", json_schema_extra=_group("lora"))
+    lora_alpha: int = Field(32, ge=1, le=4096, description="LoRA scaling numerator (scale = lora_alpha / lora_r, or / sqrt(r) with rsLoRA).", json_schema_extra=_group("lora"))
+    lora_dropout: float = Field(0.05, ge=0, lt=1, description="Dropout on the LoRA input.", json_schema_extra=_group("lora"))
+    target_modules: list[str] = Field(default_factory=lambda: list(LLAMA_PROJECTIONS), min_length=1, description="Module names that get adapters, or [\"all-linear\"].", json_schema_extra=_group("lora"))
+    use_rslora: bool = Field(False, description="Rank-stabilised LoRA scaling (alpha / sqrt(r)).", json_schema_extra=_group("lora"))
+    # --- output ---
+    output_dir: Optional[str] = Field(None, description="Folder for checkpoints and the result; empty: <data dir>/runs/<job id>.", json_schema_extra=_group("output"))
+    resume_from_checkpoint: Optional[str] = Field(None, description="Checkpoint folder to continue from.", json_schema_extra=_group("output"))
+
+    @model_validator(mode="after")
+    def _check_combinations(self) -> "TrainingStartRequest":
+        if self.num_epochs == 0 and self.max_steps == 0:
+            raise ValueError("num_epochs and max_steps are both 0: set num_epochs > 0 or max_steps > 0")
+        if self.training_type == TrainingType.qlora:
+            self.load_in_4bit = True
+        elif self.load_in_4bit:
+            raise ValueError("load_in_4bit is only used with training_type='qlora': choose qlora or turn load_in_4bit off")
+        if self.dataset_slice_end is not None and self.dataset_slice_end <= self.dataset_slice_start:
+            raise ValueError(
+                f"dataset_slice_end ({self.dataset_slice_end}) must be after dataset_slice_start ({self.dataset_slice_start})"
+            )
+        if self.warmup_steps > 0 and self.warmup_ratio > 0:
+            raise ValueError("set either warmup_steps or warmup_ratio, not both")
+        if not self.hf_dataset and not self.local_datasets:
+            raise ValueError("no training data: give local_datasets (files) or hf_dataset (a hub id)")
+        if self.lora_r > 0 and any(not m.strip() for m in self.target_modules):
+            raise ValueError("target_modules contains an empty name")
+        return self
+
+    def public_dict(self) -> dict[str, Any]:
+        """The settings as plain JSON-able values with secrets removed (for logs, files, history)."""
+        return self.model_dump(mode="json", exclude={"hf_token"})
+
+
+class TrainingJobResponse(BaseModel):
+    """Answer to a start request: ``queued`` with the new job id, or ``error`` with the reason."""
+
+    job_id: Optional[str] = None
+    status: Literal["queued", "error"]
+    message: str
+    error: Optional[str] = None
+
+
+class TrainingProgress(BaseModel):
+    """One logged training (or evaluation) step. Times in seconds; ``num_tokens`` counts
+    non-padding input tokens seen so far."""
+
+    job_id: str
+    step: int = Field(ge=0)
+    total_steps: int = Field(ge=0)
+    loss: Optional[float] = None
+    learning_rate: Optional[float] = None
+    grad_norm: Optional[float] = None
+    eval_loss: Optional[float] = None
+    epoch: Optional[float] = None
+    progress_percent: float = Field(0.0, ge=0, le=100)
+    elapsed_seconds: float = Field(0.0, ge=0)
+    eta_seconds: Optional[float] = None
+    num_tokens: Optional[int] = None
+
+
+class MetricHistory(BaseModel):
+    """Series for the charts; each value list is aligned with the steps list beside it."""
+
+    steps: list[int] = Field(default_factory=list)
+    loss: list[Optional[float]] = Field(default_factory=list)
+    learning_rate: list[Optional[float]] = Field(default_factory=list)
+    grad_norm: list[float] = Field(default_factory=list)
+    grad_norm_steps: list[int] = Field(default_factory=list)
+    eval_loss: list[float] = Field(default_factory=list)
+    eval_steps: list[int] = Field(default_factory=list)
+
+
+class TrainingStatus(BaseModel):
+    """The one job's state as any client sees it."""
+
+    job_id: Optional[str] = None
+    phase: Phase = Phase.idle
+    is_training_running: bool = False
+    message: str = "No training job has run yet."
+    error: Optional[str] = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    metric_history: MetricHistory = Field(default_factory=MetricHistory)
+
+
+def new_job_id(now: Optional[datetime] = None) -> str:
+    """A sortable, unique job id such as ``job_20261130_142501_1a2b3c4d``."""
+    now = now or datetime.now()
+    return f"job_{now:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
