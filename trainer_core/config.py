@@ -1,0 +1,80 @@
+"""The one mapping from a ``TrainingStartRequest`` to TRL's ``SFTConfig`` and PEFT's ``LoraConfig``.
+
+The seed API's names are translated here and nowhere else:
+``batch_size`` -> ``per_device_train_batch_size``, ``num_epochs`` -> ``num_train_epochs``,
+``max_seq_length`` -> ``max_length``, ``random_seed`` -> ``seed``, ``warmup_ratio`` -> fractional
+``warmup_steps`` (transformers 5 folded the ratio into ``warmup_steps`` < 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from trainer_core.schemas import TrainingStartRequest, TrainingType
+
+
+def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool) -> Any:
+    """``trl.SFTConfig`` for ``request``: logs every step, saves at ``save_steps`` (and at a stop),
+    evaluates every ``eval_steps`` when ``has_eval``. fp32 on CPU, bf16 on CUDA where supported;
+    activation checkpointing only when asked (TRL's defaults turn both on)."""
+    from trl import SFTConfig
+
+    from trainer_core.models import compute_dtype
+
+    import torch
+
+    bf16 = compute_dtype(device) == torch.bfloat16
+    return SFTConfig(
+        output_dir=str(output_dir),
+        num_train_epochs=request.num_epochs,
+        max_steps=request.max_steps if request.max_steps > 0 else -1,
+        learning_rate=request.learning_rate,
+        per_device_train_batch_size=request.batch_size,
+        per_device_eval_batch_size=request.batch_size,
+        gradient_accumulation_steps=request.gradient_accumulation_steps,
+        warmup_steps=request.warmup_steps if request.warmup_steps > 0 else request.warmup_ratio,
+        weight_decay=request.weight_decay,
+        max_grad_norm=request.max_grad_norm,
+        lr_scheduler_type=request.lr_scheduler_type,
+        optim=request.optim,
+        seed=request.random_seed,
+        data_seed=request.random_seed,
+        max_length=request.max_seq_length,
+        packing=request.packing,
+        gradient_checkpointing=request.gradient_checkpointing,
+        bf16=bf16,
+        fp16=False,
+        use_cpu=device == "cpu",
+        logging_steps=1,
+        logging_first_step=True,
+        eval_strategy="steps" if has_eval else "no",
+        eval_steps=request.eval_steps if has_eval else None,
+        save_strategy="steps" if request.save_steps > 0 else "no",
+        save_steps=request.save_steps if request.save_steps > 0 else 500,
+        report_to="none",
+        disable_tqdm=True,
+        include_num_input_tokens_seen="non_padding",
+        # Our data layer already tokenized, masked and truncated the rows (see tokenization.py).
+        dataset_kwargs={"skip_prepare_dataset": not request.packing},
+    )
+
+
+def build_lora_config(request: TrainingStartRequest) -> Optional[Any]:
+    """``peft.LoraConfig`` for lora/qlora requests; None for full fine-tuning."""
+    if request.training_type == TrainingType.full:
+        return None
+    from peft import LoraConfig
+
+    targets: Any = request.target_modules
+    if targets == ["all-linear"]:
+        targets = "all-linear"
+    return LoraConfig(
+        r=request.lora_r,
+        lora_alpha=request.lora_alpha,
+        lora_dropout=request.lora_dropout,
+        target_modules=targets,
+        use_rslora=request.use_rslora,
+        bias="none",
+        task_type="CAUSAL_LM",
+    )

@@ -1,0 +1,220 @@
+"""The single-job runner: one job per app process, whoever asks.
+
+``start`` takes a non-blocking lock that the job thread holds for the job's whole life; the job
+thread spawns the worker process, drains its event queue into ``MetricsHistory`` (so training never
+waits on a browser), and turns a worker that dies into phase ``error``.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import queue
+import threading
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from trainer_core.metrics import MetricsHistory
+from trainer_core.schemas import (
+    LIVE_PHASES,
+    Phase,
+    TrainingJobResponse,
+    TrainingProgress,
+    TrainingStartRequest,
+    TrainingStatus,
+    new_job_id,
+)
+from trainer_core.settings import get_settings
+from trainer_core.worker import EventKind, run_worker
+
+log = logging.getLogger(__name__)
+POLL_S = 0.1  # how often the job thread checks the worker between events
+CANCEL_GRACE_S = 1.0  # SIGTERM -> SIGKILL delay on cancel
+
+
+def _exit_reason(exitcode: Optional[int]) -> str:
+    if exitcode is not None and exitcode < 0:
+        hint = " - most often the machine ran out of memory" if exitcode == -9 else ""
+        return f"The training worker was killed by signal {-exitcode}{hint}. Try a smaller batch_size or max_seq_length."
+    return f"The training worker exited unexpectedly (exit code {exitcode})."
+
+
+class JobRunner:
+    """Owns the one job: start / stop / cancel / reset and a consistent status for every client."""
+
+    def __init__(self, worker_target: Callable[..., None] = run_worker, runs_dir: Optional[Path] = None) -> None:
+        self._worker_target = worker_target
+        self._runs_dir = runs_dir
+        self._job_lock = threading.Lock()  # held from start until the job thread ends
+        self._state = threading.RLock()  # guards the fields below
+        self._status = TrainingStatus()
+        self._details: dict[str, Any] = {}
+        self._process: Optional[Any] = None
+        self._stop: Optional[Any] = None
+        self._cancelled = False
+        self._thread: Optional[threading.Thread] = None
+        self.history = MetricsHistory()
+
+    # ----- commands -----
+    def start(self, request: TrainingStartRequest) -> TrainingJobResponse:
+        """Queue a job; ``status="error"`` (and nothing changed) if one is already running."""
+        if not self._job_lock.acquire(blocking=False):
+            current = self.status()
+            return TrainingJobResponse(
+                job_id=current.job_id, status="error", message="A training job is already in progress.",
+                error=f"job {current.job_id} is in phase {current.phase.value}; stop it or wait for it to finish",
+            )
+        job_id = new_job_id()
+        output_dir = Path(request.output_dir) if request.output_dir else (self._runs_dir or get_settings().runs_dir) / job_id
+        with self._state:
+            self._status = TrainingStatus(job_id=job_id, phase=Phase.loading_model, is_training_running=True,
+                                          message="Starting the training worker")
+            self._details = {"output_dir": str(output_dir.resolve())}
+            self._cancelled = False
+            self.history.reset()
+            self._thread = threading.Thread(target=self._run, args=(request, job_id, output_dir),
+                                            name=f"job-{job_id}", daemon=True)
+            self._thread.start()
+        return TrainingJobResponse(job_id=job_id, status="queued", message=f"Job {job_id} queued; output in {output_dir}")
+
+    def stop(self, save: bool = True) -> bool:
+        """Stop the running job: ``save`` stops at the next step and saves it; otherwise cancel
+        (the worker is ended within ~1 s in any phase). False when nothing runs."""
+        with self._state:
+            process, stop_event = self._process, self._stop
+            if not self._status.is_training_running:
+                return False
+            if save and self._status.phase == Phase.training and stop_event is not None:
+                stop_event.set()
+                self._set(message="Stopping at the next step and saving")
+                return True
+            self._cancelled = True
+            self._set(message="Cancelling")
+        if process is not None:
+            _terminate(process)
+        return True
+
+    def reset(self) -> bool:
+        """Back to idle with an empty history; False (nothing changed) while a job runs."""
+        with self._state:
+            if self._status.is_training_running:
+                return False
+            self._status, self._details = TrainingStatus(), {}
+            self.history.reset()
+        return True
+
+    def wait(self, timeout_s: Optional[float] = None) -> bool:
+        """Block until the current job thread ends; True if it has ended."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+        return thread is None or not thread.is_alive()
+
+    # ----- reads -----
+    def status(self) -> TrainingStatus:
+        """A consistent copy of the status with details and the chart series."""
+        with self._state:
+            status = self._status.model_copy(deep=True)
+            details = dict(self._details)
+        latest = self.history.latest_train()
+        if latest is not None:
+            details.update(latest.model_dump(include={"step", "total_steps", "epoch", "loss", "learning_rate",
+                                                      "progress_percent", "elapsed_seconds", "eta_seconds"}))
+        status.details = details
+        status.metric_history = self.history.series()
+        return status
+
+    # ----- the job thread -----
+    def _set(self, **fields: Any) -> None:
+        with self._state:
+            self._status = self._status.model_copy(update=fields)
+        self.history.touch()
+
+    def _run(self, request: TrainingStartRequest, job_id: str, output_dir: Path) -> None:
+        try:
+            ctx = mp.get_context("spawn")
+            events, stop = ctx.Queue(), ctx.Event()
+            process = ctx.Process(target=self._worker_target, args=(request, job_id, str(output_dir), events, stop),
+                                  name=f"worker-{job_id}", daemon=True)
+            with self._state:
+                if self._cancelled:
+                    return self._finish(Phase.stopped, "Cancelled before the worker started.")
+                self._process, self._stop = process, stop
+                process.start()
+            self._supervise(process, events)
+        except Exception as exc:  # noqa: BLE001 - the app must keep serving
+            log.exception("job thread failed")
+            self._finish(Phase.error, "The job failed to run.", error=str(exc))
+        finally:
+            with self._state:
+                if self._status.is_training_running:
+                    self._finish(Phase.error, "The job ended without a result.", error="no final event")
+                self._process = self._stop = None
+            self._job_lock.release()
+            self.history.touch()
+
+    def _supervise(self, process: Any, events: Any) -> None:
+        while True:
+            try:
+                kind, payload = events.get(timeout=POLL_S)
+            except queue.Empty:
+                if process.is_alive():
+                    continue
+                if self._drain(events):
+                    break
+                process.join()
+                if self._cancelled:
+                    self._finish(Phase.stopped, "Cancelled; nothing was saved.")
+                else:
+                    reason = _exit_reason(process.exitcode)
+                    self._finish(Phase.error, reason, error=reason)
+                break
+            if self._handle(kind, payload):
+                break
+        process.join(timeout=5)
+        if process.is_alive():
+            _terminate(process)
+
+    def _drain(self, events: Any) -> bool:
+        """Handle events still in the queue after the worker exited; True if one was final."""
+        while True:
+            try:
+                kind, payload = events.get(timeout=0.5)
+            except (queue.Empty, OSError, EOFError):
+                return False
+            if self._handle(kind, payload):
+                return True
+
+    def _handle(self, kind: str, payload: dict[str, Any]) -> bool:
+        """Apply one worker event; True when it ends the job."""
+        if self._cancelled:
+            return False
+        if kind == EventKind.PHASE:
+            self._set(phase=Phase(payload["phase"]), message=payload["message"])
+        elif kind == EventKind.INFO:
+            with self._state:
+                self._details.update(payload.get("details", {}))
+            self._set(message=payload["message"])
+        elif kind == EventKind.PROGRESS:
+            self.history.append(TrainingProgress(**payload))
+        elif kind == EventKind.DONE:
+            self._finish(Phase(payload["phase"]), payload["message"])
+            return True
+        elif kind == EventKind.ERROR:
+            self._finish(Phase.error, "Training failed.", error=payload["message"])
+            return True
+        return False
+
+    def _finish(self, phase: Phase, message: str, error: Optional[str] = None) -> None:
+        assert phase not in LIVE_PHASES
+        self._set(phase=phase, message=message, error=error, is_training_running=False)
+
+
+def _terminate(process: Any) -> None:
+    """SIGTERM, then SIGKILL after ``CANCEL_GRACE_S`` seconds."""
+    if process.is_alive():
+        process.terminate()
+        process.join(CANCEL_GRACE_S)
+    if process.is_alive():
+        process.kill()
+        process.join(1.0)

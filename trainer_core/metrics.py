@@ -1,0 +1,81 @@
+"""Thread-safe history of a job's progress events, with a change counter that watchers block on."""
+
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+from trainer_core.schemas import MetricHistory, TrainingProgress
+
+
+class MetricsHistory:
+    """Every ``TrainingProgress`` of the current job, in arrival order.
+
+    Readers (UI generators, SSE streams) call ``wait_for_change(version, timeout_s)`` and wake on any
+    append or ``touch()`` (the runner touches on phase changes), so nobody polls.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._events: list[TrainingProgress] = []
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        """Counter that rises on every change."""
+        with self._cond:
+            return self._version
+
+    def _bump(self) -> None:
+        self._version += 1
+        self._cond.notify_all()
+
+    def reset(self) -> None:
+        """Forget all events (a new job or an explicit reset)."""
+        with self._cond:
+            self._events = []
+            self._bump()
+
+    def append(self, progress: TrainingProgress) -> None:
+        """Add one logged step (train or eval)."""
+        with self._cond:
+            self._events.append(progress)
+            self._bump()
+
+    def touch(self) -> None:
+        """Wake watchers without adding an event (status changed)."""
+        with self._cond:
+            self._bump()
+
+    def wait_for_change(self, version: int, timeout_s: float) -> int:
+        """Block until the version differs from ``version`` or ``timeout_s`` seconds pass; returns
+        the current version."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._version != version, timeout=timeout_s)
+            return self._version
+
+    def events(self, after_step: int = -1) -> list[TrainingProgress]:
+        """A copy of the events whose step is greater than ``after_step``."""
+        with self._cond:
+            return [e for e in self._events if e.step > after_step]
+
+    def latest_train(self) -> Optional[TrainingProgress]:
+        """The newest event that carries a training loss (None before the first step)."""
+        with self._cond:
+            return next((e for e in reversed(self._events) if e.loss is not None), None)
+
+    def series(self) -> MetricHistory:
+        """Chart series: loss / learning_rate per train step, grad_norm and eval_loss where present."""
+        history = MetricHistory()
+        for e in self.events():
+            if e.loss is not None:
+                history.steps.append(e.step)
+                history.loss.append(e.loss)
+                history.learning_rate.append(e.learning_rate)
+                if e.grad_norm is not None:
+                    history.grad_norm_steps.append(e.step)
+                    history.grad_norm.append(e.grad_norm)
+            if e.eval_loss is not None:
+                history.eval_steps.append(e.step)
+                history.eval_loss.append(e.eval_loss)
+        return history

@@ -1,0 +1,164 @@
+"""The training process: load, prepare data, train with TRL, save. Runs in a spawned child.
+
+It talks to the job thread only through two objects: an event queue out (``(kind, payload)``
+tuples, see ``EventKind``) and a stop event in (set = stop at the next step and save).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Optional
+
+from trainer_core.schemas import Phase, TrainingProgress, TrainingStartRequest
+
+log = logging.getLogger(__name__)
+
+
+class EventKind:
+    """Event kinds on the worker -> job thread queue; payloads are plain dicts."""
+
+    PHASE = "phase"  # {"phase": Phase value, "message": str}
+    INFO = "info"  # {"message": str, "details": dict}
+    PROGRESS = "progress"  # TrainingProgress.model_dump()
+    DONE = "done"  # {"phase": "completed" | "stopped", "message": str, "output_dir": str}
+    ERROR = "error"  # {"message": str}
+
+
+def _finite(value: Any) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Path) -> Any:
+    """A ``transformers.TrainerCallback`` that emits a ``TrainingProgress`` per logged step (train
+    and eval), appends it to ``metrics_path`` (JSON lines), and honours ``stop`` at step end."""
+    from transformers import TrainerCallback
+
+    class ProgressCallback(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.t0, self.step0 = time.monotonic(), state.global_step
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if stop.is_set():
+                control.should_training_stop = True
+                control.should_save = True  # a resumable checkpoint at this very step
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            logs = logs or {}
+            if "loss" not in logs and "eval_loss" not in logs:
+                return  # the end-of-training summary (train_runtime, ...)
+            elapsed = time.monotonic() - self.t0
+            done = state.global_step - self.step0
+            remaining = max(state.max_steps - state.global_step, 0)
+            progress = TrainingProgress(
+                job_id=job_id,
+                step=state.global_step,
+                total_steps=state.max_steps,
+                loss=_finite(logs.get("loss")),
+                learning_rate=_finite(logs.get("learning_rate")),
+                grad_norm=_finite(logs.get("grad_norm")),
+                eval_loss=_finite(logs.get("eval_loss")),
+                epoch=_finite(state.epoch),
+                progress_percent=min(100.0, 100.0 * state.global_step / max(state.max_steps, 1)),
+                elapsed_seconds=elapsed,
+                eta_seconds=elapsed / done * remaining if done else None,
+                num_tokens=int(state.num_input_tokens_seen) if state.num_input_tokens_seen else None,
+            )
+            with metrics_path.open("a", encoding="utf-8") as fh:
+                fh.write(progress.model_dump_json() + "\n")
+            events.put((EventKind.PROGRESS, progress.model_dump()))
+
+    return ProgressCallback()
+
+
+def _phase(events: Any, phase: Phase, message: str) -> None:
+    log.info("%s: %s", phase.value, message)
+    events.put((EventKind.PHASE, {"phase": phase.value, "message": message}))
+
+
+def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, str]:
+    from trainer_core import models
+    from trainer_core.data import prepare_data
+    from trainer_core.settings import get_settings
+
+    _phase(events, Phase.loading_model, f"Loading {request.model_name}")
+    token = request.hf_token.get_secret_value() if request.hf_token else None
+    path = models.resolve_model_path(request.model_name, token, get_settings().models_dir)
+    device = models.pick_device()
+    tokenizer = models.load_tokenizer(path)
+    model = models.load_model(path, request, device)
+    _phase(events, Phase.loading_dataset, "Reading and tokenizing the dataset")
+    data = prepare_data(request, tokenizer)
+    stats = data.stats
+    events.put((EventKind.INFO, {
+        "message": f"{stats.rows} rows, {stats.total_tokens} tokens ({stats.trained_tokens} trained); "
+                   f"{stats.truncated_rows} rows truncated to {stats.max_seq_length} tokens",
+        "details": {"format": data.format.value, "device": device, **vars(stats)},
+    }))
+    return model, tokenizer, data, device
+
+
+def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: Any, stop: Any) -> str:
+    """Load, train and save; returns the final phase value (``completed`` or ``stopped``)."""
+    from trl import SFTTrainer
+
+    from trainer_core.config import build_lora_config, build_sft_config
+
+    model, tokenizer, data, device = _load(request, events)
+    _phase(events, Phase.configuring, "Building the trainer")
+    args = build_sft_config(request, output_dir, device, has_eval=data.eval is not None)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=data.train,
+        eval_dataset=data.eval,
+        processing_class=tokenizer,
+        peft_config=build_lora_config(request),
+        callbacks=[make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")],
+    )
+    if stop.is_set():
+        return Phase.stopped.value
+    _phase(events, Phase.training, f"Training on {device}")
+    trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
+    trainer.save_model(str(output_dir))
+    tokenizer.save_pretrained(str(output_dir))
+    return Phase.stopped.value if stop.is_set() else Phase.completed.value
+
+
+def _redact(text: str, request: TrainingStartRequest) -> str:
+    secret = request.hf_token.get_secret_value() if request.hf_token else ""
+    return text.replace(secret, "***") if secret else text
+
+
+def _user_message(exc: BaseException) -> str:
+    from trainer_core.datafiles import DatasetError
+    from trainer_core.models import ModelLoadError
+
+    if isinstance(exc, (DatasetError, ModelLoadError)):
+        return str(exc)
+    if "out of memory" in str(exc).lower():
+        return f"Out of memory: {exc}. Lower batch_size or max_seq_length, or use qlora."
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, events: Any, stop: Any) -> None:
+    """Process entry point. Never raises: failures become one ``error`` event (the traceback goes
+    to ``<output_dir>/worker.log`` only)."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        filename=out / "worker.log", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    (out / "request.json").write_text(json.dumps(request.public_dict(), indent=2), encoding="utf-8")
+    try:
+        phase = train(request, job_id, out, events, stop)
+    except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
+        log.error("training failed:\n%s", _redact(traceback.format_exc(), request))
+        events.put((EventKind.ERROR, {"message": _redact(_user_message(exc), request)}))
+        return
+    verb = "stopped and saved" if phase == Phase.stopped.value else "completed"
+    events.put((EventKind.DONE, {"phase": phase, "message": f"Training {verb}; output in {out}", "output_dir": str(out)}))

@@ -1,0 +1,114 @@
+"""Form widgets built from ``TrainingStartRequest``'s field metadata, and form values -> request.
+
+Labels, help text, defaults, bounds and choices all come from the pydantic model; nothing here
+repeats them. The dataset files come from the upload / path widgets in ``layout.py`` instead.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from typing import Any
+
+import gradio as gr
+from pydantic import SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+
+from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
+
+REQUEST_FIELDS = TrainingStartRequest.model_fields
+# Fields the layout provides itself (file pickers) rather than from metadata.
+FILE_FIELDS = ("local_datasets", "local_eval_datasets")
+FORM_FIELDS = tuple(name for name in REQUEST_FIELDS if name not in FILE_FIELDS)
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def _bounds(info: FieldInfo) -> dict[str, float]:
+    bounds: dict[str, float] = {}
+    for meta in info.metadata:
+        for attr, key in (("ge", "minimum"), ("gt", "minimum"), ("le", "maximum"), ("lt", "maximum")):
+            if getattr(meta, attr, None) is not None:
+                bounds[key] = getattr(meta, attr)
+    return bounds
+
+
+def _choices(annotation: Any) -> list[str] | None:
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return [m.value for m in annotation]
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(typing.get_args(annotation))
+    return None
+
+
+def _base_type(annotation: Any) -> Any:
+    """``Optional[X]`` -> ``X``; anything else unchanged."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return next(a for a in typing.get_args(annotation) if a is not type(None))
+    return annotation
+
+
+def make_widget(name: str) -> gr.components.Component:
+    """One Gradio input for request field ``name``, with its label, help, default and bounds."""
+    info = REQUEST_FIELDS[name]
+    kind = _base_type(info.annotation)
+    default = info.get_default(call_default_factory=True)
+    common = {"label": _label(name), "info": info.description, "elem_id": f"field-{name}"}
+    if (choices := _choices(kind)) is not None:
+        value = default.value if isinstance(default, enum.Enum) else default
+        return gr.Dropdown(choices=choices, value=value, **common)
+    if kind is bool:
+        return gr.Checkbox(value=default, **common)
+    if kind in (int, float):
+        return gr.Number(value=default, precision=0 if kind is int else None, **_bounds(info), **common)
+    if kind is SecretStr:
+        return gr.Textbox(value="", type="password", **common)
+    if name == "target_modules":
+        return gr.Dropdown(choices=[*LLAMA_PROJECTIONS, "all-linear"], value=default, multiselect=True,
+                           allow_custom_value=True, **common)
+    if name == "custom_format_mapping":
+        return gr.Textbox(value="", placeholder="instruction=question, output=answer", **common)
+    return gr.Textbox(value=default or "", **common)
+
+
+def parse_mapping(text: str) -> dict[str, str]:
+    """``"a=b, c=d"`` -> ``{"a": "b", "c": "d"}``; raises ValueError naming the bad pair."""
+    mapping: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in (text or "").split(","))):
+        ours, sep, theirs = (s.strip() for s in pair.partition("="))
+        if not sep or not ours or not theirs:
+            raise ValueError(f"custom_format_mapping: '{pair}' is not 'our_column=file_column'")
+        mapping[ours] = theirs
+    return mapping
+
+
+def _clean(name: str, value: Any) -> Any:
+    if name == "custom_format_mapping":
+        return parse_mapping(value)
+    if isinstance(value, str) and not value.strip() and REQUEST_FIELDS[name].default is None:
+        return None
+    if isinstance(value, float) and _base_type(REQUEST_FIELDS[name].annotation) is int and value.is_integer():
+        return int(value)
+    return value
+
+
+def explain(error: ValidationError) -> str:
+    """One line per problem: ``field: message``."""
+    lines = []
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "settings"
+        lines.append(f"{field}: {item['msg'].removeprefix('Value error, ')}")
+    return "; ".join(lines)
+
+
+def build_request(values: dict[str, Any], train_files: list[str], eval_files: list[str]) -> TrainingStartRequest:
+    """Form values (by field name) + dataset paths -> a validated request. Raises ``gr.Error``
+    naming the field for any invalid setting."""
+    try:
+        data = {name: _clean(name, values[name]) for name in FORM_FIELDS if values.get(name) is not None}
+        return TrainingStartRequest(**data, local_datasets=train_files, local_eval_datasets=eval_files)
+    except ValueError as exc:  # ValidationError is a ValueError
+        raise gr.Error(explain(exc) if isinstance(exc, ValidationError) else str(exc)) from None

@@ -1,0 +1,125 @@
+"""Functions behind the UI's events. They read and command the shared ``JobRunner``; the watching
+generators block on the metrics history's change counter, so an idle tab costs nothing and a closed
+tab never touches training."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import gradio as gr
+import pandas as pd
+
+from trainer_core.datafiles import DatasetError
+from trainer_core.job import JobRunner
+from trainer_core.schemas import FormatType, TrainingStatus
+from trainer_core.settings import get_settings
+from ui import charts
+from ui.form import FORM_FIELDS, build_request, parse_mapping
+
+HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (elapsed time keeps moving)
+
+
+def _clock(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+
+
+def status_line(status: TrainingStatus) -> str:
+    """Markdown: phase, step / total, percent, elapsed, ETA, last loss, then the message/error."""
+    d = status.details
+    parts = [f"**{status.phase.value}**"]
+    if d.get("step") is not None:
+        total = d.get("total_steps") or 0
+        parts.append(f"step {d['step']} / {total} ({100 * d['step'] / max(total, 1):.0f}%)")
+        parts.append(f"elapsed {_clock(d.get('elapsed_seconds'))}")
+        parts.append(f"ETA {_clock(d.get('eta_seconds'))}")
+        if d.get("loss") is not None:
+            parts.append(f"loss {d['loss']:.4f}")
+    text = " · ".join(parts) + f"\n\n{status.message}"
+    if status.error:
+        text += f"\n\n**Error:** {status.error}"
+    return text
+
+
+def render(status: TrainingStatus) -> tuple:
+    """Outputs of every watcher: status line, raw status JSON, three charts."""
+    history = status.metric_history
+    raw = status.model_dump(mode="json", exclude={"metric_history"})
+    return (status_line(status), raw, charts.loss_figure(history),
+            charts.learning_rate_figure(history), charts.grad_norm_figure(history))
+
+
+def watch(runner: JobRunner) -> Iterator[tuple]:
+    """Yield the rendered status now and on every change until the job is no longer running."""
+    while True:
+        version = runner.history.version
+        status = runner.status()
+        yield render(status)
+        if not status.is_training_running:
+            return
+        runner.history.wait_for_change(version, HEARTBEAT_S)
+
+
+def keep_upload(upload: Optional[str]) -> Optional[str]:
+    """Copy a Gradio temp upload into the data dir's uploads folder; returns the kept path."""
+    if not upload:
+        return None
+    target_dir = get_settings().uploads_dir
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / Path(upload).name
+    shutil.copyfile(upload, target)
+    return str(target.resolve())
+
+
+def dataset_paths(upload: Optional[str], paths_text: str) -> list[str]:
+    """The uploaded file (kept) plus each comma- or newline-separated path typed in."""
+    typed = [p.strip() for p in (paths_text or "").replace("\n", ",").split(",") if p.strip()]
+    kept = keep_upload(upload)
+    return ([kept] if kept else []) + typed
+
+
+def preview(upload: Optional[str], paths_text: str, format_type: str, mapping_text: str) -> tuple[str, pd.DataFrame]:
+    """Detected format and the first rows as parsed, for the first dataset; errors shown inline."""
+    from trainer_core.data import preview as preview_rows
+
+    typed = [p.strip() for p in (paths_text or "").replace("\n", ",").split(",") if p.strip()]
+    first = upload or (typed[0] if typed else None)
+    if not first:
+        return "Choose a dataset file or type its path.", pd.DataFrame()
+    try:
+        fmt, frame = preview_rows(first, rows=5, format_type=FormatType(format_type), mapping=parse_mapping(mapping_text))
+    except (DatasetError, ValueError) as exc:
+        return f"**Cannot use this dataset:** {exc}", pd.DataFrame()
+    return f"Detected format: **{fmt.value}** ({Path(first).name})", frame
+
+
+def start(runner: JobRunner, upload: Optional[str], paths_text: str, eval_text: str, *values: Any) -> Iterator[tuple]:
+    """Validate the form, start the job and stream its status; ``gr.Error`` for bad settings or
+    when a job is already running."""
+    train_files = dataset_paths(upload, paths_text)
+    eval_files = dataset_paths(None, eval_text)
+    request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
+    missing = [p for p in [*request.local_datasets, *request.local_eval_datasets] if not Path(p).is_file()]
+    if missing:
+        raise gr.Error(f"local_datasets: file not found: {', '.join(missing[:3])}")
+    response = runner.start(request)
+    if response.status == "error":
+        raise gr.Error(f"{response.message} {response.error or ''}".strip())
+    yield from watch(runner)
+
+
+def stop(runner: JobRunner) -> None:
+    """Stop at the next step and save."""
+    if not runner.stop(save=True):
+        gr.Info("No training job is running.")
+
+
+def cancel(runner: JobRunner) -> None:
+    """End the worker now; nothing is saved."""
+    if not runner.stop(save=False):
+        gr.Info("No training job is running.")
