@@ -6,18 +6,14 @@ repeats them. The dataset files come from the upload / path widgets in ``layout.
 
 from __future__ import annotations
 
-import enum
-import types
-import typing
 from typing import Any
 
 import gradio as gr
 from pydantic import SecretStr, ValidationError
-from pydantic.fields import FieldInfo
 
-from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
-
-REQUEST_FIELDS = TrainingStartRequest.model_fields
+from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
+from trainer_core.fieldmeta import base_type, bounds, choices, default
+from trainer_core.schemas import LLAMA_PROJECTIONS
 # Fields the layout provides itself (file pickers) rather than from metadata.
 FILE_FIELDS = ("local_datasets", "local_eval_datasets")
 FORM_FIELDS = tuple(name for name in REQUEST_FIELDS if name not in FILE_FIELDS)
@@ -27,51 +23,25 @@ def _label(name: str) -> str:
     return name.replace("_", " ").capitalize()
 
 
-def _bounds(info: FieldInfo) -> dict[str, float]:
-    bounds: dict[str, float] = {}
-    for meta in info.metadata:
-        for attr, key in (("ge", "minimum"), ("gt", "minimum"), ("le", "maximum"), ("lt", "maximum")):
-            if getattr(meta, attr, None) is not None:
-                bounds[key] = getattr(meta, attr)
-    return bounds
-
-
-def _choices(annotation: Any) -> list[str] | None:
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return [m.value for m in annotation]
-    if typing.get_origin(annotation) is typing.Literal:
-        return list(typing.get_args(annotation))
-    return None
-
-
-def _base_type(annotation: Any) -> Any:
-    """``Optional[X]`` -> ``X``; anything else unchanged."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return next(a for a in typing.get_args(annotation) if a is not type(None))
-    return annotation
-
-
 def make_widget(name: str) -> gr.components.Component:
     """One Gradio input for request field ``name``, with its label, help, default and bounds."""
     info = REQUEST_FIELDS[name]
-    kind = _base_type(info.annotation)
-    default = info.get_default(call_default_factory=True)
+    kind, value = base_type(info.annotation), default(name)
     common = {"label": _label(name), "info": info.description, "elem_id": f"field-{name}"}
-    if (choices := _choices(kind)) is not None:
-        value = default.value if isinstance(default, enum.Enum) else default
-        return gr.Dropdown(choices=choices, value=value, **common)
+    if (allowed := choices(kind)) is not None:
+        return gr.Dropdown(choices=allowed, value=value, **common)
     if kind is bool:
-        return gr.Checkbox(value=default, **common)
+        return gr.Checkbox(value=value, **common)
     if kind in (int, float):
-        return gr.Number(value=default, precision=0 if kind is int else None, **_bounds(info), **common)
+        return gr.Number(value=value, precision=0 if kind is int else None, **bounds(info), **common)
     if kind is SecretStr:
         return gr.Textbox(value="", type="password", **common)
     if name == "target_modules":
-        return gr.Dropdown(choices=[*LLAMA_PROJECTIONS, "all-linear"], value=default, multiselect=True,
+        return gr.Dropdown(choices=[*LLAMA_PROJECTIONS, "all-linear"], value=value, multiselect=True,
                            allow_custom_value=True, **common)
     if name == "custom_format_mapping":
         return gr.Textbox(value="", placeholder="instruction=question, output=answer", **common)
-    return gr.Textbox(value=default or "", **common)
+    return gr.Textbox(value=value or "", **common)
 
 
 def parse_mapping(text: str) -> dict[str, str]:
@@ -90,7 +60,7 @@ def _clean(name: str, value: Any) -> Any:
         return parse_mapping(value)
     if isinstance(value, str) and not value.strip() and REQUEST_FIELDS[name].default is None:
         return None
-    if isinstance(value, float) and _base_type(REQUEST_FIELDS[name].annotation) is int and value.is_integer():
+    if isinstance(value, float) and base_type(REQUEST_FIELDS[name].annotation) is int and value.is_integer():
         return int(value)
     return value
 

@@ -9,7 +9,8 @@ import gradio as gr
 
 from trainer_core.job import JobRunner
 from ui import handlers
-from ui.form import FORM_FIELDS, REQUEST_FIELDS, make_widget
+from trainer_core.fieldmeta import group
+from ui.form import FORM_FIELDS, make_widget
 
 SECTIONS = (  # (schema group, accordion title, open)
     ("data", "Data options", False),
@@ -20,18 +21,14 @@ SECTIONS = (  # (schema group, accordion title, open)
 DATASET_TYPES = [".json", ".jsonl", ".csv", ".parquet", ".txt"]
 
 
-def _group(name: str) -> str:
-    return (REQUEST_FIELDS[name].json_schema_extra or {}).get("group", "training")
-
-
 def _build_settings() -> dict[str, gr.components.Component]:
     widgets = {}
     with gr.Group():
-        for name in (n for n in FORM_FIELDS if _group(n) == "model"):
+        for name in (n for n in FORM_FIELDS if group(n) == "model"):
             widgets[name] = make_widget(name)
     for group, title, is_open in SECTIONS:
         with gr.Accordion(title, open=is_open):
-            for name in (n for n in FORM_FIELDS if _group(n) == group):
+            for name in (n for n in FORM_FIELDS if group(n) == group):
                 widgets[name] = make_widget(name)
     return widgets
 

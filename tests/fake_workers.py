@@ -1,0 +1,35 @@
+"""Light stand-ins for ``trainer_core.worker.run_worker`` (same signature and event protocol), so the
+runner's locking and supervision can be tested in seconds. Module-level: spawn must import them."""
+
+import os
+import signal
+import time
+
+from trainer_core.schemas import TrainingProgress
+from trainer_core.worker import EventKind
+
+
+def stepping_worker(request, job_id, output_dir, events, stop):
+    """Reports training steps every 50 ms until stopped (then 'stopped') or 200 steps ('completed')."""
+    events.put((EventKind.PHASE, {"phase": "training", "message": "fake training"}))
+    for step in range(1, 201):
+        if stop.is_set():
+            events.put((EventKind.DONE, {"phase": "stopped", "message": "stopped", "output_dir": output_dir}))
+            return
+        events.put((EventKind.PROGRESS, TrainingProgress(job_id=job_id, step=step, total_steps=200, loss=1.0 / step).model_dump()))
+        time.sleep(0.05)
+    events.put((EventKind.DONE, {"phase": "completed", "message": "done", "output_dir": output_dir}))
+
+
+def dying_worker(request, job_id, output_dir, events, stop):
+    """Reports one phase, then is killed by SIGKILL, as the kernel's OOM killer would."""
+    events.put((EventKind.PHASE, {"phase": "loading_model", "message": "loading"}))
+    time.sleep(0.3)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def stubborn_worker(request, job_id, output_dir, events, stop):
+    """Ignores SIGTERM and never reports: only SIGKILL ends it (like a hung native call)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    events.put((EventKind.PHASE, {"phase": "loading_model", "message": "loading"}))
+    time.sleep(600)

@@ -1,0 +1,123 @@
+"""Headless training: ``python -m trainer_core train --dataset FILE [--config FILE.yaml] [--max-steps N] ...``.
+
+Flags are generated from ``TrainingStartRequest``'s fields (``--learning-rate``, ``--lora-r``, ...),
+with their help text and defaults; a YAML config supplies any of the same keys, and flags win.
+It runs the same job runner and worker process as the app, with a progress bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import typing
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+from pydantic import ValidationError
+from tqdm import tqdm
+
+from trainer_core.fieldmeta import FIELDS, base_type, choices, default
+from trainer_core.job import JobRunner
+from trainer_core.schemas import TrainingStartRequest, TrainingStatus
+
+SKIP = {"local_datasets", "local_eval_datasets"}  # --dataset / --eval-dataset
+
+
+def _flag_type(annotation: Any) -> Any:
+    kind = base_type(annotation)
+    if kind is bool:
+        return "bool"
+    if typing.get_origin(kind) in (list, dict):
+        return "list"
+    return kind if kind in (int, float) else str
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``train`` sub-command with one flag per request field (defaults left to the schema)."""
+    parser = argparse.ArgumentParser(prog="python -m trainer_core", description="Finetune Studio, headless")
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="Fine-tune a model and save the result.")
+    train.add_argument("--dataset", action="append", required=True, help="Training file (repeat for several).")
+    train.add_argument("--eval-dataset", action="append", default=[], help="Evaluation file (repeatable).")
+    train.add_argument("--config", type=Path, help="YAML file of request fields (flags override it).")
+    for name, info in FIELDS.items():
+        if name in SKIP:
+            continue
+        flag, kind = "--" + name.replace("_", "-"), _flag_type(info.annotation)
+        help_text = f"{info.description} (default: {default(name)!s})"
+        if kind == "bool":
+            train.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        elif kind == "list":
+            train.add_argument(flag, nargs="+", default=None, help=help_text + "; for mappings give ours=theirs pairs")
+        else:
+            train.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
+    return parser
+
+
+def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
+    """Config file values, then flags, then the dataset paths -> a validated request."""
+    values: dict[str, Any] = yaml.safe_load(args.config.read_text()) if args.config else {}
+    if not isinstance(values, dict):
+        raise ValueError(f"{args.config}: expected a mapping of request fields")
+    for name in TrainingStartRequest.model_fields:
+        value = getattr(args, name, None)
+        if value is not None:
+            values[name] = value
+    if isinstance(values.get("custom_format_mapping"), list):
+        values["custom_format_mapping"] = dict(pair.split("=", 1) for pair in values["custom_format_mapping"])
+    values["local_datasets"] = [str(Path(p).resolve()) for p in args.dataset]
+    values["local_eval_datasets"] = [str(Path(p).resolve()) for p in args.eval_dataset]
+    return TrainingStartRequest(**values)
+
+
+def follow(runner: JobRunner) -> TrainingStatus:
+    """Show phases and a progress bar (step, loss) until the job ends; returns the final status."""
+    bar: Optional[tqdm] = None
+    shown_phase, seen_step = None, 0
+    while True:
+        version = runner.history.version
+        status = runner.status()
+        if status.phase != shown_phase:
+            shown_phase = status.phase
+            tqdm.write(f"[{status.phase.value}] {status.message}")
+        for event in runner.history.events(after_step=seen_step):
+            if event.loss is None:
+                continue
+            bar = bar or tqdm(total=event.total_steps, unit="step")
+            bar.update(event.step - seen_step)
+            bar.set_postfix(loss=f"{event.loss:.4f}", lr=f"{event.learning_rate or 0:.2e}")
+            seen_step = event.step
+        if not status.is_training_running:
+            if bar:
+                bar.close()
+            return runner.status()
+        runner.history.wait_for_change(version, 5.0)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point; returns the process exit code (0 completed or stopped, 1 error, 2 bad input)."""
+    args = build_parser().parse_args(argv)
+    try:
+        request = request_from_args(args)
+    except (ValidationError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    missing = [p for p in request.local_datasets + request.local_eval_datasets if not Path(p).is_file()]
+    if missing:
+        print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    runner = JobRunner()
+    response = runner.start(request)
+    try:
+        final = follow(runner)
+    except KeyboardInterrupt:
+        runner.stop(save=False)
+        runner.wait()
+        print("cancelled", file=sys.stderr)
+        return 130
+    if final.error:
+        print(f"error: {final.error}", file=sys.stderr)
+        return 1
+    print(f"{final.phase.value}: {final.message} (job {response.job_id})")
+    return 0

@@ -1,0 +1,52 @@
+"""Reading ``TrainingStartRequest``'s field metadata, for the UI's widgets and the CLI's flags."""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from typing import Any, Optional
+
+from pydantic.fields import FieldInfo
+
+from trainer_core.schemas import TrainingStartRequest
+
+FIELDS: dict[str, FieldInfo] = TrainingStartRequest.model_fields
+
+
+def base_type(annotation: Any) -> Any:
+    """``Optional[X]`` -> ``X``; anything else unchanged."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return next(a for a in typing.get_args(annotation) if a is not type(None))
+    return annotation
+
+
+def choices(annotation: Any) -> Optional[list[str]]:
+    """The allowed values of an Enum or Literal type; None for free values."""
+    annotation = base_type(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return [m.value for m in annotation]
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(typing.get_args(annotation))
+    return None
+
+
+def bounds(info: FieldInfo) -> dict[str, float]:
+    """``{"minimum": .., "maximum": ..}`` from the field's ge/gt/le/lt constraints."""
+    found: dict[str, float] = {}
+    for meta in info.metadata:
+        for attr, key in (("ge", "minimum"), ("gt", "minimum"), ("le", "maximum"), ("lt", "maximum")):
+            if getattr(meta, attr, None) is not None:
+                found[key] = getattr(meta, attr)
+    return found
+
+
+def group(name: str) -> str:
+    """The form section of field ``name`` (model, data, training, lora, output)."""
+    return (FIELDS[name].json_schema_extra or {}).get("group", "training")
+
+
+def default(name: str) -> Any:
+    """The field's default value, with enum members as their plain values."""
+    value = FIELDS[name].get_default(call_default_factory=True)
+    return value.value if isinstance(value, enum.Enum) else value
