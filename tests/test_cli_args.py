@@ -1,0 +1,25 @@
+"""CLI flags are generated from the schema; config file + flags -> request."""
+
+import pytest
+
+from trainer_core.cli import build_parser, request_from_args
+
+
+def test_flags_config_and_precedence(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text("learning_rate: 0.001\nlora_r: 8\nmax_steps: 10\n")
+    args = build_parser().parse_args([
+        "train", "--dataset", "a.json", "--config", str(config), "--max-steps", "3", "--no-train-on-completions",
+        "--target-modules", "q_proj", "v_proj", "--custom-format-mapping", "instruction=q", "output=a",
+    ])
+    request = request_from_args(args)
+    assert request.max_steps == 3 and request.learning_rate == 0.001 and request.lora_r == 8
+    assert request.train_on_completions is False
+    assert request.target_modules == ["q_proj", "v_proj"]
+    assert request.custom_format_mapping == {"instruction": "q", "output": "a"}
+    assert request.local_datasets == [str((tmp_path.cwd() / "a.json").resolve())]
+
+
+def test_enum_flags_are_checked():
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--dataset", "a.json", "--training-type", "dora"])

@@ -1,0 +1,57 @@
+"""UI form: widgets come from the schema's metadata; form values become a validated request."""
+
+import gradio as gr
+import pytest
+
+from trainer_core.fieldmeta import FIELDS
+from ui import form
+
+
+def _values(**overrides):
+    values = {name: form.default(name) for name in form.FORM_FIELDS}
+    values["hf_token"] = ""
+    values["custom_format_mapping"] = ""
+    values.update(overrides)
+    return values
+
+
+def test_widgets_follow_the_schema():
+    with gr.Blocks():
+        lr = form.make_widget("learning_rate")
+        rank = form.make_widget("lora_r")
+        kind = form.make_widget("training_type")
+        token = form.make_widget("hf_token")
+    assert lr.value == FIELDS["learning_rate"].default and lr.maximum == 1 and lr.minimum == 0
+    assert rank.precision == 0 and rank.minimum == 1 and rank.maximum == 1024
+    assert [c[0] for c in kind.choices] == ["lora", "qlora", "full"]
+    assert token.type == "password"
+    assert lr.info == FIELDS["learning_rate"].description
+
+
+def test_build_request_from_form_values():
+    request = form.build_request(
+        _values(max_steps=4.0, custom_format_mapping="instruction=question, output=answer", dataset_slice_end=""),
+        ["train.json"], [],
+    )
+    assert request.max_steps == 4 and isinstance(request.max_steps, int)
+    assert request.custom_format_mapping == {"instruction": "question", "output": "answer"}
+    assert request.dataset_slice_end is None and request.hf_token is None
+
+
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        ({"learning_rate": 2.0}, "learning_rate"),
+        ({"num_epochs": 0, "max_steps": 0}, "num_epochs and max_steps are both 0"),
+        ({"custom_format_mapping": "instruction"}, "custom_format_mapping"),
+    ],
+)
+def test_bad_settings_raise_gr_error_naming_the_field(overrides, needle):
+    with pytest.raises(gr.Error) as info:
+        form.build_request(_values(**overrides), ["train.json"], [])
+    assert needle in str(info.value)
+
+
+def test_no_dataset_is_a_clear_error():
+    with pytest.raises(gr.Error, match="no training data"):
+        form.build_request(_values(), [], [])
