@@ -42,7 +42,7 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         data_seed=request.random_seed,
         max_length=request.max_seq_length,
         packing=request.packing,
-        gradient_checkpointing=request.gradient_checkpointing,
+        activation_checkpointing=request.gradient_checkpointing,  # transformers 5 name; TRL defaults the old one to True
         bf16=bf16,
         fp16=False,
         use_cpu=device == "cpu",

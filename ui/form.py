@@ -13,7 +13,7 @@ from pydantic import SecretStr, ValidationError
 
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
 from trainer_core.fieldmeta import base_type, bounds, choices, default
-from trainer_core.schemas import LLAMA_PROJECTIONS
+from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
 # Fields the layout provides itself (file pickers) rather than from metadata.
 FILE_FIELDS = ("local_datasets", "local_eval_datasets")
 FORM_FIELDS = tuple(name for name in REQUEST_FIELDS if name not in FILE_FIELDS)
