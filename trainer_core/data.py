@@ -1,0 +1,153 @@
+"""The data façade for the worker and the UI: request -> canonical rows -> tokenized splits, and a
+quick preview of a file.
+
+Reading is in ``datafiles``, layouts in ``formats``, rendering and loss masks in ``tokenization``.
+Each source (file or Hub split) is detected and normalised on its own, then the sources are joined,
+so one request may mix, say, an Alpaca file and a ShareGPT file.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import datasets
+import pandas as pd
+
+from trainer_core.datafiles import DatasetError, read_file, read_head, read_hub
+from trainer_core.formats import apply_mapping, detect_format, message_lines, normalize
+from trainer_core.schemas import FormatType, TrainingStartRequest
+from trainer_core.tokenization import TokenizationStats, tokenize_dataset
+
+log = logging.getLogger(__name__)
+
+PREVIEW_CHARS = 300  # characters per preview cell
+
+
+@dataclass
+class PreparedData:
+    """Tokenized splits (columns ``input_ids``, ``labels``) with their layout and token counts."""
+
+    train: datasets.Dataset
+    eval: Optional[datasets.Dataset]
+    format: FormatType
+    stats: TokenizationStats
+    eval_stats: Optional[TokenizationStats]
+
+
+def has_eval_data(request: TrainingStartRequest) -> bool:
+    """True when the request names evaluation files or a Hub evaluation split."""
+    return bool(request.local_eval_datasets or (request.hf_dataset and request.eval_split))
+
+
+def _sources(request: TrainingStartRequest, eval: bool) -> list[tuple[str, datasets.Dataset]]:
+    """(name, raw dataset) for each file, then the Hub split; the token stays out of names."""
+    files = request.local_eval_datasets if eval else request.local_datasets
+    split = request.eval_split if eval else request.train_split
+    sources = [(Path(path).name, read_file(path)) for path in files]
+    if request.hf_dataset and split and (not eval or not files):
+        token = request.hf_token.get_secret_value() if request.hf_token else None
+        sources.append((f"{request.hf_dataset} [{split}]", read_hub(request.hf_dataset, request.subset, split, token)))
+    if not sources:
+        raise DatasetError("no evaluation data: give local_eval_datasets or an eval_split" if eval else "no training data: give local_datasets or hf_dataset")
+    return sources
+
+
+def _slice(sources: list[tuple[str, datasets.Dataset]], start: int, end: Optional[int]) -> list[tuple[str, datasets.Dataset, int]]:
+    """Rows ``[start, end)`` of the sources taken as one sequence, as (name, rows, first file row
+    number). Raises DatasetError when the slice reaches beyond the data."""
+    total = sum(len(dataset) for _, dataset in sources)
+    if start >= total or (end is not None and end > total):
+        raise DatasetError(
+            f"dataset_slice_start={start}, dataset_slice_end={end} reaches beyond the training data, which has {total} rows: "
+            f"use a start below {total} and an end of at most {total} (or empty)"
+        )
+    end = total if end is None else end
+    out, offset = [], 0
+    for name, dataset in sources:
+        lo, hi = max(start - offset, 0), min(end - offset, len(dataset))
+        if lo < hi:
+            out.append((name, dataset if (lo, hi) == (0, len(dataset)) else dataset.select(range(lo, hi)), lo + 1))
+        offset += len(dataset)
+    return out
+
+
+def _canonical(name: str, dataset: datasets.Dataset, request: TrainingStartRequest, first_row: int) -> tuple[datasets.Dataset, FormatType]:
+    """One source mapped, detected (unless the request fixes the format) and normalised."""
+    if request.custom_format_mapping:
+        dataset = apply_mapping(dataset, request.custom_format_mapping, name)
+    fmt = detect_format(dataset.column_names, name) if request.format_type == FormatType.auto else request.format_type
+    log.info("%s: format %s, %d rows", name, fmt.value, len(dataset))
+    return normalize(dataset, fmt, name, first_row=first_row), fmt
+
+
+def load_conversations(request: TrainingStartRequest, eval: bool = False) -> tuple[datasets.Dataset, FormatType]:
+    """The request's training (or, with ``eval``, evaluation) rows in canonical form (column
+    ``messages`` or ``text``) and the layout of the first source. The training rows are cut to
+    ``dataset_slice_start:dataset_slice_end`` across all sources taken in order.
+
+    Raises DatasetError for anything wrong with the data (see ``datafiles`` and ``formats``), a
+    slice beyond the data, or sources that mix raw text with conversations.
+    """
+    sources = _sources(request, eval)
+    if eval:
+        parts = [(name, dataset, 1) for name, dataset in sources]
+    else:
+        parts = _slice(sources, request.dataset_slice_start, request.dataset_slice_end)
+    normalised = [(name, *_canonical(name, dataset, request, first_row)) for name, dataset, first_row in parts]
+    first_name, first, first_fmt = normalised[0]
+    for name, dataset, _ in normalised[1:]:
+        if dataset.column_names != first.column_names:
+            raise DatasetError(
+                f"{first_name} is {first.column_names[0]} data but {name} is {dataset.column_names[0]} data: "
+                "train on raw text and on conversations in separate runs"
+            )
+    if len(normalised) == 1:
+        return first, first_fmt
+    return datasets.concatenate_datasets([dataset for _, dataset, _ in normalised]), first_fmt
+
+
+def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
+    """Load, normalise and tokenize the training data (and the evaluation data, when given) with
+    ``request.max_seq_length`` and ``request.train_on_completions``. Raises DatasetError."""
+    train_rows, fmt = load_conversations(request)
+    train, stats = tokenize_dataset(train_rows, tokenizer, request.max_seq_length, request.train_on_completions)
+    eval_split, eval_stats = None, None
+    if has_eval_data(request):
+        eval_rows, _ = load_conversations(request, eval=True)
+        eval_split, eval_stats = tokenize_dataset(eval_rows, tokenizer, request.max_seq_length, request.train_on_completions)
+    return PreparedData(train=train, eval=eval_split, format=fmt, stats=stats, eval_stats=eval_stats)
+
+
+def preview(
+    path: str, rows: int = 5, format_type: FormatType = FormatType.auto, mapping: Optional[dict[str, str]] = None
+) -> tuple[FormatType, pd.DataFrame]:
+    """The detected (or given) layout of a local file and its first ``rows`` rows as parsed, for
+    the UI: columns ``row`` (1-based) and ``conversation`` ("role: content" lines) or ``text``,
+    each cell cut to ~300 characters. Reads only the start of the file where it can.
+    Raises DatasetError like ``load_conversations``."""
+    name = Path(path).name
+    head = read_head(path, rows)
+    try:
+        columns = list(dict.fromkeys(key for row in head for key in row))  # from_list keeps only row 1's keys
+        dataset = datasets.Dataset.from_dict({key: [row.get(key) for row in head] for key in columns})
+    except (ValueError, TypeError):  # values arrow cannot hold together: the full reader names them
+        dataset = read_file(path).select(range(min(rows, len(head))))
+    if mapping:
+        dataset = apply_mapping(dataset, mapping, name)
+    fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
+    canonical = normalize(dataset, fmt, name)
+    if "text" in canonical.column_names:
+        cells = [_cut(text) for text in canonical["text"]]
+        column = "text"
+    else:
+        cells = [message_lines(messages, PREVIEW_CHARS) for messages in canonical["messages"]]
+        column = "conversation"
+    return fmt, pd.DataFrame({"row": range(1, len(cells) + 1), column: cells})
+
+
+def _cut(text: str) -> str:
+    """``text`` cut to PREVIEW_CHARS characters (with an ellipsis)."""
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"

@@ -1,0 +1,220 @@
+"""Detect a dataset's layout and normalise it to one canonical form.
+
+The canonical form is either one column ``messages`` (a list of ``{"role", "content"}`` with roles
+system / user / assistant / tool) for conversational data, or one column ``text`` for raw text.
+Row numbers in errors are 1-based rows of the file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Optional
+
+import datasets
+
+from trainer_core.datafiles import DatasetError
+from trainer_core.schemas import FormatType
+
+# a source role -> (our role, text before the content, text after it)
+ROLES: dict[str, tuple[str, str, str]] = {
+    "system": ("system", "", ""),
+    "human": ("user", "", ""),
+    "user": ("user", "", ""),
+    "gpt": ("assistant", "", ""),
+    "assistant": ("assistant", "", ""),
+    "function_call": ("assistant", "<tool_call>\n", "\n</tool_call>"),
+    "observation": ("tool", "<tool_response>\n", "\n</tool_response>"),
+    "tool": ("tool", "<tool_response>\n", "\n</tool_response>"),
+}
+KNOWN_ROLES = ", ".join(ROLES)
+MESSAGE_FEATURES = datasets.Features(
+    {"messages": datasets.List({"role": datasets.Value("string"), "content": datasets.Value("string")})}
+)
+TEXT_FEATURES = datasets.Features({"text": datasets.Value("string")})
+REQUIRED = {
+    FormatType.sharegpt: ["conversations"],
+    FormatType.messages: ["messages"],
+    FormatType.alpaca: ["instruction", "output"],
+    FormatType.prompt_completion: ["prompt", "completion"],
+    FormatType.text: ["text"],
+}
+LAYOUTS = (
+    "conversations (ShareGPT), messages (role/content chat), instruction + output (Alpaca), "
+    "prompt + completion, or text (raw text)"
+)
+
+
+class RowError(ValueError):
+    """A problem inside one row; ``normalize`` adds the file and row number."""
+
+
+def detect_format(columns: list[str], source: str) -> FormatType:
+    """The layout named by ``columns`` (never ``auto``). Raises DatasetError for preference pairs
+    (chosen / rejected: DPO data) and for columns that match no layout."""
+    names = set(columns)
+    if {"chosen", "rejected"} & names:
+        raise DatasetError(
+            f"{source} holds preference pairs (columns 'chosen'/'rejected', DPO data), which are not supported "
+            "for supervised fine-tuning: use a file of conversations or instruction/output pairs"
+        )
+    for fmt, required in REQUIRED.items():
+        if names.issuperset(required):
+            return fmt
+    raise DatasetError(
+        f"{source} has columns {list(columns)}, which match no known layout; expected {LAYOUTS}. "
+        "Rename the columns, or map them with custom_format_mapping, e.g. {\"instruction\": \"question\", \"output\": \"answer\"}"
+    )
+
+
+def apply_mapping(dataset: datasets.Dataset, mapping: dict[str, str], source: str) -> datasets.Dataset:
+    """Rename the file's columns to ours; ``mapping`` is our column -> the file's column. A column of
+    the file that already has one of our mapped names is dropped. Raises DatasetError when a mapped
+    column is not in the file."""
+    renames = {theirs: ours for ours, theirs in mapping.items() if theirs != ours}
+    for ours, theirs in mapping.items():
+        if theirs not in dataset.column_names:
+            raise DatasetError(
+                f"custom_format_mapping maps {ours!r} to column {theirs!r}, but {source} has no such column; "
+                f"its columns are {dataset.column_names}"
+            )
+    shadowed = [name for name in renames.values() if name in dataset.column_names and name not in renames]
+    return dataset.remove_columns(shadowed).rename_columns(renames) if renames else dataset
+
+
+def normalize(dataset: datasets.Dataset, fmt: FormatType, source: str, first_row: int = 1) -> datasets.Dataset:
+    """``dataset`` in canonical form: column ``messages`` (conversational formats) or ``text``.
+
+    ``first_row`` is the file row number of ``dataset[0]`` (for messages after slicing). Raises
+    DatasetError naming the file, the row and the problem: missing columns, an empty required
+    field, non-text content, an unknown role, an empty conversation or one without an assistant turn.
+    """
+    if fmt == FormatType.auto:
+        fmt = detect_format(dataset.column_names, source)
+    missing = [name for name in REQUIRED[fmt] if name not in dataset.column_names]
+    if missing:
+        raise DatasetError(
+            f"format {fmt.value} needs column(s) {missing}, but {source} has {dataset.column_names}: "
+            "choose another format_type or map the columns with custom_format_mapping"
+        )
+    build = _ROW_BUILDERS[fmt]
+    wanted = [name for name in (*REQUIRED[fmt], *_OPTIONAL.get(fmt, ())) if name in dataset.column_names]
+    rows = dataset.select_columns(wanted).to_list()
+    out = []
+    for index, row in enumerate(rows):
+        try:
+            out.append(build(row))
+        except RowError as exc:
+            raise DatasetError(f"{source}, row {first_row + index}: {exc}") from None
+    if fmt == FormatType.text:
+        return datasets.Dataset.from_dict({"text": out}, features=TEXT_FEATURES)
+    return datasets.Dataset.from_dict({"messages": out}, features=MESSAGE_FEATURES)
+
+
+def _text(row: dict, field: str, required: bool = True) -> str:
+    """The string in ``row[field]``; '' when absent and optional. RowError for non-text or empty."""
+    value = row.get(field)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        kind = "missing" if value is None else f"a {type(value).__name__}, not text"
+        raise RowError(f"field {field!r} is {kind}: give it a text value")
+    if required and not value.strip():
+        raise RowError(f"field {field!r} is empty: fill it in or remove the row")
+    return value
+
+
+def _turn(turn: Any, position: int) -> dict[str, str]:
+    """One {from, value} or {role, content} turn as our {role, content} (tool text wrapped)."""
+    if not isinstance(turn, dict):
+        raise RowError(f"turn {position} is a {type(turn).__name__}: each turn must be {{\"role\": ..., \"content\": ...}}")
+    role_key, content_key = ("from", "value") if turn.get("from") is not None else ("role", "content")
+    source_role, content = turn.get(role_key), turn.get(content_key)
+    if source_role not in ROLES:
+        raise RowError(f"turn {position} has unknown role {source_role!r}; known roles: {KNOWN_ROLES}")
+    if not isinstance(content, str):
+        raise RowError(f"turn {position} ({source_role}) has content of type {type(content).__name__}: content must be text")
+    role, before, after = ROLES[source_role]
+    if before and content.lstrip().startswith(before.strip()):  # already wrapped
+        before = after = ""
+    return {"role": role, "content": before + content + after}
+
+
+def _tools_text(tools: Any) -> str:
+    """The tools block for the system message ('' when there are none); ``tools`` is a JSON string
+    or a list of tool schemas."""
+    if isinstance(tools, str):
+        if not tools.strip():
+            return ""
+        try:
+            tools = json.loads(tools)
+        except json.JSONDecodeError as exc:
+            raise RowError(f"field 'tools' is not valid JSON ({exc.msg} at column {exc.colno}): fix it or leave it empty") from None
+    if tools is None or tools == []:
+        return ""
+    tools = [tools] if isinstance(tools, dict) else tools
+    if not isinstance(tools, list):
+        raise RowError(f"field 'tools' is a {type(tools).__name__}: give a list of tool schemas (or its JSON text)")
+    lines = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
+    return f"You have access to the following tools:\n<tools>\n{lines}\n</tools>"
+
+
+def _conversation(turns: Any, row: dict, field: str) -> list[dict[str, str]]:
+    """Our message list from a list of turns plus the row's optional ``system`` and ``tools``
+    fields (merged into one leading system message). RowError when it cannot be trained on."""
+    if not isinstance(turns, list) or not turns:
+        raise RowError(f"field {field!r} is empty or not a list: give a list of turns")
+    messages = [_turn(turn, position) for position, turn in enumerate(turns, start=1)]
+    system_parts = [_text(row, "system", required=False), _tools_text(row.get("tools"))]
+    if messages[0]["role"] == "system":
+        system_parts.insert(1, messages.pop(0)["content"])
+    system = "\n\n".join(part for part in system_parts if part)
+    if system:
+        messages.insert(0, {"role": "system", "content": system})
+    assistant = [m for m in messages if m["role"] == "assistant"]
+    if not assistant:
+        raise RowError(f"{field!r} has no assistant turn: the model learns from assistant (gpt) turns, add one")
+    if any(not m["content"].strip() for m in assistant):
+        raise RowError(f"{field!r} has an empty assistant turn: fill it in or remove the row")
+    return messages
+
+
+def _alpaca(row: dict) -> list[dict[str, str]]:
+    instruction, extra = _text(row, "instruction"), _text(row, "input", required=False)
+    user = f"{instruction}\n\n{extra}" if extra.strip() else instruction
+    turns: list[dict[str, str]] = []
+    history = row.get("history") or []
+    if not isinstance(history, list) or any(not isinstance(pair, (list, tuple)) or len(pair) != 2 for pair in history):
+        raise RowError("field 'history' must be a list of [query, response] pairs")
+    for query, response in history:
+        turns += [{"role": "user", "content": query}, {"role": "assistant", "content": response}]
+    turns += [{"role": "user", "content": user}, {"role": "assistant", "content": _text(row, "output")}]
+    return _conversation(turns, row, "history")
+
+
+def _prompt_completion(row: dict) -> list[dict[str, str]]:
+    prompt, completion = row.get("prompt"), row.get("completion")
+    if isinstance(prompt, list) and isinstance(completion, list):  # conversational prompt/completion (TRL)
+        return _conversation(prompt + completion, row, "prompt")
+    turns = [{"role": "user", "content": _text(row, "prompt")}, {"role": "assistant", "content": _text(row, "completion")}]
+    return _conversation(turns, row, "prompt")
+
+
+_ROW_BUILDERS: dict[FormatType, Callable[[dict], Any]] = {
+    FormatType.alpaca: _alpaca,
+    FormatType.sharegpt: lambda row: _conversation(row.get("conversations"), row, "conversations"),
+    FormatType.messages: lambda row: _conversation(row.get("messages"), row, "messages"),
+    FormatType.prompt_completion: _prompt_completion,
+    FormatType.text: lambda row: _text(row, "text"),
+}
+_OPTIONAL: dict[FormatType, tuple[str, ...]] = {
+    FormatType.alpaca: ("input", "system", "history"),
+    FormatType.sharegpt: ("system", "tools"),
+    FormatType.messages: ("system", "tools"),
+    FormatType.prompt_completion: ("system",),
+}
+
+
+def message_lines(messages: list[dict[str, str]], limit: Optional[int] = None) -> str:
+    """'role: content' lines for display, cut to ``limit`` characters (with an ellipsis)."""
+    text = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
