@@ -78,20 +78,20 @@ def follow(runner: JobRunner) -> TrainingStatus:
     while True:
         version = runner.history.version
         status = runner.status()
-        if status.phase != shown_phase:
-            shown_phase = status.phase
-            tqdm.write(f"[{status.phase.value}] {status.message}")
         for event in runner.history.events(after_step=seen_step):
             if event.loss is None:
                 continue
-            bar = bar or tqdm(total=event.total_steps, unit="step")
+            bar = bar or tqdm(total=event.total_steps, unit="step", initial=seen_step)
             bar.update(event.step - seen_step)
             bar.set_postfix(loss=f"{event.loss:.4f}", lr=f"{event.learning_rate or 0:.2e}")
             seen_step = event.step
+        if bar is not None and not status.is_training_running:
+            bar.close()
+        if status.phase != shown_phase:
+            shown_phase = status.phase
+            tqdm.write(f"[{status.phase.value}] {status.message}")
         if not status.is_training_running:
-            if bar:
-                bar.close()
-            return runner.status()
+            return status
         runner.history.wait_for_change(version, 5.0)
 
 

@@ -104,6 +104,7 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
 
 def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: Any, stop: Any) -> str:
     """Load, train and save; returns the final phase value (``completed`` or ``stopped``)."""
+    from transformers import PrinterCallback
     from trl import SFTTrainer
 
     from trainer_core.config import build_lora_config, build_sft_config
@@ -120,6 +121,7 @@ def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: 
         peft_config=build_lora_config(request),
         callbacks=[make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")],
     )
+    trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout
     if stop.is_set():
         return Phase.stopped.value
     _phase(events, Phase.training, f"Training on {device}")
@@ -145,6 +147,15 @@ def _user_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _quiet_progress_bars() -> None:
+    """The app's console is for the app's log lines; the worker reports through events."""
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+
+
 def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, events: Any, stop: Any) -> None:
     """Process entry point. Never raises: failures become one ``error`` event (the traceback goes
     to ``<output_dir>/worker.log`` only)."""
@@ -153,6 +164,7 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
     logging.basicConfig(
         filename=out / "worker.log", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    _quiet_progress_bars()
     (out / "request.json").write_text(json.dumps(request.public_dict(), indent=2), encoding="utf-8")
     try:
         phase = train(request, job_id, out, events, stop)

@@ -19,6 +19,23 @@ FILE_FIELDS = ("local_datasets", "local_eval_datasets")
 FORM_FIELDS = tuple(name for name in REQUEST_FIELDS if name not in FILE_FIELDS)
 
 
+class FieldNumber(gr.Number):
+    """``gr.Number`` whose out-of-bounds error names the request field (Gradio's own does not).
+    ``is_template`` makes the browser render it as a plain Number."""
+
+    is_template = True
+
+    def __init__(self, *args: Any, field: str, **kwargs: Any) -> None:
+        self.field = field
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, payload: float | None) -> float | int | None:
+        try:
+            return super().preprocess(payload)
+        except gr.Error as exc:
+            raise gr.Error(f"{self.field}: {exc.message}") from None
+
+
 def _label(name: str) -> str:
     return name.replace("_", " ").capitalize()
 
@@ -33,7 +50,7 @@ def make_widget(name: str) -> gr.components.Component:
     if kind is bool:
         return gr.Checkbox(value=value, **common)
     if kind in (int, float):
-        return gr.Number(value=value, precision=0 if kind is int else None, **bounds(info), **common)
+        return FieldNumber(value=value, precision=0 if kind is int else None, field=name, **bounds(info), **common)
     if kind is SecretStr:
         return gr.Textbox(value="", type="password", **common)
     if name == "target_modules":

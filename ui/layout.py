@@ -26,9 +26,9 @@ def _build_settings() -> dict[str, gr.components.Component]:
     with gr.Group():
         for name in (n for n in FORM_FIELDS if group(n) == "model"):
             widgets[name] = make_widget(name)
-    for group, title, is_open in SECTIONS:
+    for section, title, is_open in SECTIONS:
         with gr.Accordion(title, open=is_open):
-            for name in (n for n in FORM_FIELDS if group(n) == group):
+            for name in (n for n in FORM_FIELDS if group(n) == section):
                 widgets[name] = make_widget(name)
     return widgets
 

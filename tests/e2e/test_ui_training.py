@@ -1,0 +1,124 @@
+"""Real fine-tunes of SmolLM2-135M-Instruct through the page's own API (gradio_client)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import form_args, is_training, statuses, wait_for
+from trainer_core.schemas import Phase
+
+pytestmark = pytest.mark.slow
+SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=32, lr_scheduler_type="linear")
+
+
+def _generate(output_dir: Path, model_dir: Path) -> str:
+    """Reload the saved adapter on the base model with PEFT and greedily generate a few tokens."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(output_dir)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir), output_dir)
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Name a fruit."}], tokenize=False,
+                                           add_generation_prompt=True)
+    inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():
+        out = model.generate(**inputs, max_new_tokens=8, do_sample=False)
+    return tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def test_train_alpaca_streams_every_step_and_saves_a_working_adapter(client, app_server, datasets_dir, model_dir):
+    runner, _ = app_server
+    job = client.submit(*form_args(str(datasets_dir / "alpaca_en_demo.json"), max_steps=4, **SMALL), api_name="/start")
+    updates = list(statuses(job))
+    steps = [u["details"]["step"] for u in updates if u["details"].get("step") is not None]
+    losses = [u["details"]["loss"] for u in updates if u["details"].get("loss") is not None]
+    assert len(set(steps)) >= 4 and steps == sorted(steps) and steps[-1] == 4
+    assert all(math.isfinite(x) for x in losses) and len(losses) >= 4
+    final = updates[-1]
+    assert final["phase"] == Phase.completed.value and final["error"] is None
+    assert final["details"]["format"] == "alpaca" and final["details"]["total_steps"] == 4
+    output_dir = Path(final["details"]["output_dir"])
+    assert (output_dir / "adapter_model.safetensors").is_file() and (output_dir / "tokenizer.json").is_file()
+    logged = [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in logged] == [1, 2, 3, 4] and all(m["loss"] > 0 for m in logged)
+    assert isinstance(_generate(output_dir, model_dir), str)
+
+
+def test_page_opened_mid_run_gets_full_history_and_stop_saves_a_loadable_adapter(client, app_server, datasets_dir, model_dir):
+    from gradio_client import Client
+
+    runner, url = app_server
+    client.submit(*form_args(str(datasets_dir / "alpaca_en_demo.json"), max_steps=6, **SMALL), api_name="/start")
+    wait_for(lambda: is_training(runner, min_step=2), what="step 2")
+    late_tab = Client(url, verbose=False).submit(api_name="/watch")
+    first = next(iter(late_tab))
+    loss_chart = json.loads(first[2]["plot"])
+    assert loss_chart["data"][0]["x"][:2] == [1, 2]  # the history from step 1, not just new steps
+    client.predict(api_name="/stop")
+    assert runner.wait(120)
+    status = runner.status()
+    assert status.phase == Phase.stopped and status.error is None
+    saved_step = status.details["step"]
+    assert 2 <= saved_step < 6
+    output_dir = Path(status.details["output_dir"])
+    assert (output_dir / "adapter_model.safetensors").is_file()
+    assert (output_dir / f"checkpoint-{saved_step}" / "trainer_state.json").is_file()
+    assert isinstance(_generate(output_dir, model_dir), str)
+
+
+def test_cancel_during_model_loading_ends_the_worker_within_two_seconds(client, app_server, datasets_dir):
+    runner, _ = app_server
+    client.submit(*form_args(str(datasets_dir / "identity.json"), max_steps=4, **SMALL), api_name="/start")
+    wait_for(lambda: runner._process is not None and runner._process.is_alive(), what="worker start")
+    time.sleep(1.5)  # the worker is importing torch / loading the model
+    assert runner.status().phase == Phase.loading_model
+    process = runner._process
+    began = time.monotonic()
+    client.predict(api_name="/cancel")
+    wait_for(lambda: not process.is_alive(), timeout_s=5, what="worker exit")
+    assert time.monotonic() - began <= 2.0
+    assert runner.wait(5) and runner.status().phase == Phase.stopped
+
+
+def test_killed_worker_gives_error_and_the_next_start_works(client, app_server, datasets_dir):
+    runner, _ = app_server
+    args = form_args(str(datasets_dir / "identity.json"), max_steps=50, **SMALL)
+    client.submit(*args, api_name="/start")
+    wait_for(lambda: is_training(runner), what="first training step")
+    os.kill(runner._process.pid, signal.SIGKILL)
+    assert runner.wait(30)
+    status = runner.status()
+    assert status.phase == Phase.error and "signal 9" in status.error
+    job = client.submit(*args, api_name="/start")
+    wait_for(lambda: runner.status().is_training_running, timeout_s=10, what="second start")
+    client.predict(api_name="/cancel")
+    assert runner.wait(10) and runner.status().phase == Phase.stopped
+    job.cancel()
+
+
+def test_second_start_while_running_is_refused(client, app_server, datasets_dir):
+    runner, _ = app_server
+    args = form_args(str(datasets_dir / "identity.json"), max_steps=50, **SMALL)
+    client.submit(*args, api_name="/start")
+    wait_for(lambda: runner.status().is_training_running, timeout_s=10, what="start")
+    job_id = runner.status().job_id
+    with pytest.raises(Exception, match="already in progress"):
+        client.predict(*args, api_name="/start")
+    assert runner.status().job_id == job_id
+    client.predict(api_name="/cancel")
+    assert runner.wait(10)
+
+
+def test_invalid_settings_show_an_error_naming_the_field(client, datasets_dir):
+    with pytest.raises(Exception, match="learning_rate"):
+        client.predict(*form_args(str(datasets_dir / "identity.json"), learning_rate=1.5), api_name="/start")
+    with pytest.raises(Exception, match="file not found"):
+        client.predict(*form_args("/nonexistent/data.json"), api_name="/start")

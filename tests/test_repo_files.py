@@ -1,0 +1,27 @@
+"""The README's Space front matter matches space.yaml, and CI runs the README's test command."""
+
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _front_matter() -> dict:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n"), "README.md must start with the Hugging Face Spaces front matter"
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def test_space_settings_in_step():
+    assert _front_matter() == yaml.safe_load((REPO / "space.yaml").read_text(encoding="utf-8"))
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    command = next(line.strip() for line in readme.splitlines() if "pytest" in line and "setup.sh" in line)
+    assert command in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_requirements_pin_torch():
+    assert "torch==2.13.0" in (REPO / "requirements.txt").read_text().splitlines()

@@ -1,0 +1,107 @@
+"""Form widgets built from ``TrainingStartRequest``'s field metadata, and form values -> request.
+
+Labels, help text, defaults, bounds and choices all come from the pydantic model; nothing here
+repeats them. The dataset files come from the upload / path widgets in ``layout.py`` instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+from pydantic import SecretStr, ValidationError
+
+from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
+from trainer_core.fieldmeta import base_type, bounds, choices, default
+from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
+# Fields the layout provides itself (file pickers) rather than from metadata.
+FILE_FIELDS = ("local_datasets", "local_eval_datasets")
+FORM_FIELDS = tuple(name for name in REQUEST_FIELDS if name not in FILE_FIELDS)
+
+from gradio.events import Dependency
+
+class FieldNumber(gr.Number):
+    """``gr.Number`` whose out-of-bounds error names the request field (Gradio's own does not).
+    ``is_template`` makes the browser render it as a plain Number."""
+
+    is_template = True
+
+    def __init__(self, *args: Any, field: str, **kwargs: Any) -> None:
+        self.field = field
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, payload: float | None) -> float | int | None:
+        try:
+            return super().preprocess(payload)
+        except gr.Error as exc:
+            raise gr.Error(f"{self.field}: {exc.message}") from None
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def make_widget(name: str) -> gr.components.Component:
+    """One Gradio input for request field ``name``, with its label, help, default and bounds."""
+    info = REQUEST_FIELDS[name]
+    kind, value = base_type(info.annotation), default(name)
+    common = {"label": _label(name), "info": info.description, "elem_id": f"field-{name}"}
+    if (allowed := choices(kind)) is not None:
+        return gr.Dropdown(choices=allowed, value=value, **common)
+    if kind is bool:
+        return gr.Checkbox(value=value, **common)
+    if kind in (int, float):
+        return FieldNumber(value=value, precision=0 if kind is int else None, field=name, **bounds(info), **common)
+    if kind is SecretStr:
+        return gr.Textbox(value="", type="password", **common)
+    if name == "target_modules":
+        return gr.Dropdown(choices=[*LLAMA_PROJECTIONS, "all-linear"], value=value, multiselect=True,
+                           allow_custom_value=True, **common)
+    if name == "custom_format_mapping":
+        return gr.Textbox(value="", placeholder="instruction=question, output=answer", **common)
+    return gr.Textbox(value=value or "", **common)
+
+
+def parse_mapping(text: str) -> dict[str, str]:
+    """``"a=b, c=d"`` -> ``{"a": "b", "c": "d"}``; raises ValueError naming the bad pair."""
+    mapping: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in (text or "").split(","))):
+        ours, sep, theirs = (s.strip() for s in pair.partition("="))
+        if not sep or not ours or not theirs:
+            raise ValueError(f"custom_format_mapping: '{pair}' is not 'our_column=file_column'")
+        mapping[ours] = theirs
+    return mapping
+
+
+def _clean(name: str, value: Any) -> Any:
+    if name == "custom_format_mapping":
+        return parse_mapping(value)
+    if isinstance(value, str) and not value.strip() and REQUEST_FIELDS[name].default is None:
+        return None
+    if isinstance(value, float) and base_type(REQUEST_FIELDS[name].annotation) is int and value.is_integer():
+        return int(value)
+    return value
+
+
+def explain(error: ValidationError) -> str:
+    """One line per problem: ``field: message``."""
+    lines = []
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "settings"
+        lines.append(f"{field}: {item['msg'].removeprefix('Value error, ')}")
+    return "; ".join(lines)
+
+
+def build_request(values: dict[str, Any], train_files: list[str], eval_files: list[str]) -> TrainingStartRequest:
+    """Form values (by field name) + dataset paths -> a validated request. Raises ``gr.Error``
+    naming the field for any invalid setting."""
+    try:
+        data = {name: _clean(name, values[name]) for name in FORM_FIELDS if values.get(name) is not None}
+        return TrainingStartRequest(**data, local_datasets=train_files, local_eval_datasets=eval_files)
+    except ValueError as exc:  # ValidationError is a ValueError
+        raise gr.Error(explain(exc) if isinstance(exc, ValidationError) else str(exc)) from None
