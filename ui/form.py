@@ -23,11 +23,8 @@ class FieldNumber(gr.Number):
     """``gr.Number`` whose out-of-bounds error names the request field (Gradio's own does not).
     ``is_template`` makes the browser render it as a plain Number."""
 
-    is_template = True
-
-    def __init__(self, *args: Any, field: str, **kwargs: Any) -> None:
-        self.field = field
-        super().__init__(*args, **kwargs)
+    is_template = True  # no __init__ of its own: Gradio reads the props from gr.Number's signature
+    field = "value"
 
     def preprocess(self, payload: float | None) -> float | int | None:
         try:
@@ -50,7 +47,9 @@ def make_widget(name: str) -> gr.components.Component:
     if kind is bool:
         return gr.Checkbox(value=value, **common)
     if kind in (int, float):
-        return FieldNumber(value=value, precision=0 if kind is int else None, field=name, **bounds(info), **common)
+        widget = FieldNumber(value=value, precision=0 if kind is int else None, **bounds(info), **common)
+        widget.field = name
+        return widget
     if kind is SecretStr:
         return gr.Textbox(value="", type="password", **common)
     if name == "target_modules":

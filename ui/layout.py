@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import partial
 
 import gradio as gr
+import pandas as pd
 
 from trainer_core.job import JobRunner
 from ui import handlers
@@ -55,7 +56,8 @@ def build_ui(runner: JobRunner) -> gr.Blocks:
                     grad_plot = gr.Plot(label="Grad norm")
                 with gr.Accordion("Dataset preview", open=True):
                     detected = gr.Markdown("Choose a dataset file or type its path.")
-                    table = gr.Dataframe(wrap=True, max_height=320, interactive=False)
+                    table = gr.Dataframe(value=pd.DataFrame({"row": [], "preview": []}), wrap=True, max_height=320,
+                                         interactive=False)
                 with gr.Accordion("Status (JSON)", open=False):
                     raw = gr.JSON(label="status")
 
