@@ -1,37 +1,101 @@
-"""Finetune Studio: build the app (UI over the single-job runner) and launch it. No logic here."""
+"""Finetune Studio: one FastAPI app serving the Gradio UI at ``/`` and the training API at
+``/api/train``, over one single-job runner and one run history. Parse host/port, check access, serve."""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
+import threading
+from typing import Optional
 
 import gradio as gr
+import uvicorn
+from fastapi import FastAPI
 
+from api.routes import router
 from trainer_core.job import JobRunner
+from trainer_core.settings import Settings, get_settings
+from trainer_core.store import RunStore
 from ui.layout import build_ui
 
+log = logging.getLogger("finetune_studio")
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     """``--host`` / ``--port`` default to GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, then 127.0.0.1:7860."""
     parser = argparse.ArgumentParser(description="Finetune Studio web app")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     parser.add_argument("--share", action="store_true", help="Open a public Gradio share link.")
+    parser.add_argument("--insecure", action="store_true", help="Serve publicly without credentials (not advised).")
     return parser.parse_args(argv)
 
 
-def build_app(runner: JobRunner | None = None) -> gr.Blocks:
-    """The Blocks app with its queue configured; one runner per process, shared by all visitors."""
-    demo = build_ui(runner or JobRunner())
-    return demo.queue(default_concurrency_limit=None)
+def is_loopback(host: str) -> bool:
+    """True for localhost and 127.0.0.0/8 / ::1 addresses."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Parse the command line and serve until interrupted."""
+def access_problem(host: str, share: bool, insecure: bool, settings: Settings) -> Optional[str]:
+    """Why serving publicly is refused (None when allowed): a share link or a non-loopback host
+    needs both a UI login and an API token, unless ``--insecure`` / STUDIO_INSECURE."""
+    if insecure or settings.insecure or (not share and is_loopback(host)):
+        return None
+    missing = [name for name, ok in (("STUDIO_USERNAME and STUDIO_PASSWORD", settings.login_enabled),
+                                     ("STUDIO_API_TOKEN", settings.api_token is not None)) if not ok]
+    if not missing:
+        return None
+    where = "a share link" if share else f"host {host}"
+    return (f"refusing to serve on {where} without credentials: set {' and '.join(missing)}, "
+            "or pass --insecure to serve anyway")
+
+
+def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] = None) -> FastAPI:
+    """The FastAPI app: API routes, then the UI mounted at ``/`` (with a login when configured).
+    Runs left live by an earlier process are marked ``interrupted``."""
+    settings = settings or get_settings()
+    if runner is None:
+        store = RunStore(settings.db_path)
+        interrupted = store.mark_interrupted()
+        if interrupted:
+            log.info("marked %d run(s) interrupted", interrupted)
+        runner = JobRunner(runs_dir=settings.runs_dir, store=store)
+    app = FastAPI(title="Finetune Studio", description="Fine-tune language models; watch training live.")
+    app.state.settings, app.state.runner = settings, runner
+    app.include_router(router)
+    demo = build_ui(runner, settings).queue(default_concurrency_limit=None)
+    auth = (settings.username, settings.password.get_secret_value()) if settings.login_enabled else None
+    return gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)])
+
+
+def _open_share_link(host: str, port: int) -> None:
+    import secrets
+
+    from gradio import networking
+
+    url = networking.setup_tunnel(host if host != "0.0.0.0" else "127.0.0.1", port, secrets.token_urlsafe(32), None, None)
+    log.info("public share link: %s", url)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Parse the command line, refuse unsafe public serving, and serve until interrupted."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    build_app().launch(server_name=args.host, server_port=args.port, share=args.share)
+    problem = access_problem(args.host, args.share, args.insecure, get_settings())
+    if problem:
+        raise SystemExit(f"error: {problem}")
+    app = build_app()
+    if args.share:
+        threading.Timer(2.0, _open_share_link, args=(args.host, args.port)).start()
+    log.info("serving on http://%s:%d", args.host, args.port)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -78,5 +78,5 @@ def test_job_id_shape():
 
 def test_phases():
     assert [p.value for p in Phase] == [
-        "idle", "loading_model", "loading_dataset", "configuring", "training", "completed", "error", "stopped"
+        "idle", "loading_model", "loading_dataset", "configuring", "training", "completed", "error", "stopped", "interrupted"
     ]

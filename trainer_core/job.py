@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import queue
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from trainer_core.metrics import MetricsHistory
+from trainer_core.resume import ResumeError, find_resume_target, latest_checkpoint
 from trainer_core.schemas import (
     LIVE_PHASES,
     Phase,
@@ -25,6 +27,7 @@ from trainer_core.schemas import (
     new_job_id,
 )
 from trainer_core.settings import get_settings
+from trainer_core.store import RunStore
 from trainer_core.worker import EventKind, run_worker
 
 log = logging.getLogger(__name__)
@@ -42,9 +45,11 @@ def _exit_reason(exitcode: Optional[int]) -> str:
 class JobRunner:
     """Owns the one job: start / stop / cancel / reset and a consistent status for every client."""
 
-    def __init__(self, worker_target: Callable[..., None] = run_worker, runs_dir: Optional[Path] = None) -> None:
+    def __init__(self, worker_target: Callable[..., None] = run_worker, runs_dir: Optional[Path] = None,
+                 store: Optional[RunStore] = None) -> None:
         self._worker_target = worker_target
         self._runs_dir = runs_dir
+        self.store = store
         self._job_lock = threading.Lock()  # held from start until the job thread ends
         self._state = threading.RLock()  # guards the fields below
         self._status = TrainingStatus()
@@ -57,25 +62,52 @@ class JobRunner:
 
     # ----- commands -----
     def start(self, request: TrainingStartRequest) -> TrainingJobResponse:
-        """Queue a job; ``status="error"`` (and nothing changed) if one is already running."""
-        if not self._job_lock.acquire(blocking=False):
-            current = self.status()
-            return TrainingJobResponse(
-                job_id=current.job_id, status="error", message="A training job is already in progress.",
-                error=f"job {current.job_id} is in phase {current.phase.value}; stop it or wait for it to finish",
-            )
-        job_id = new_job_id()
-        output_dir = Path(request.output_dir) if request.output_dir else (self._runs_dir or get_settings().runs_dir) / job_id
+        """Queue a job; ``status="error"`` (and nothing changed) if one is already running. The
+        state lock is held throughout, so a refused caller always sees the winner's job id."""
         with self._state:
+            if not self._job_lock.acquire(blocking=False):
+                return TrainingJobResponse(
+                    job_id=self._status.job_id, status="error", message="A training job is already in progress.",
+                    error=f"job {self._status.job_id} is in phase {self._status.phase.value}; stop it or wait for it to finish",
+                )
+            try:
+                job_id, output_dir = self._open_run(request)
+            except (ResumeError, OSError, sqlite3.Error) as exc:
+                self._job_lock.release()
+                return TrainingJobResponse(status="error", message="The job could not be started.", error=str(exc))
             self._status = TrainingStatus(job_id=job_id, phase=Phase.loading_model, is_training_running=True,
                                           message="Starting the training worker")
-            self._details = {"output_dir": str(output_dir.resolve())}
+            self._details = {"output_dir": str(output_dir)}
             self._cancelled = False
-            self.history.reset()
             self._thread = threading.Thread(target=self._run, args=(request, job_id, output_dir),
                                             name=f"job-{job_id}", daemon=True)
             self._thread.start()
         return TrainingJobResponse(job_id=job_id, status="queued", message=f"Job {job_id} queued; output in {output_dir}")
+
+    def _open_run(self, request: TrainingStartRequest) -> tuple[str, Path]:
+        """A new run (fresh job id and folder), or the resumed run's own id and folder with its
+        history up to the checkpoint. Records it in the store."""
+        if request.resume_from_checkpoint:
+            target = find_resume_target(self.store, request.resume_from_checkpoint)
+            job_id, output_dir = target.run.job_id, Path(target.run.output_dir)
+            earlier = self.store.get_run(job_id).metrics
+            self.store.reopen_run(job_id, request.public_dict(), Phase.loading_model.value, target.step)
+            self.history.reset()
+            for event in (e for e in earlier if e.step <= target.step):
+                self.history.append(event)
+            return job_id, output_dir
+        job_id = new_job_id()
+        base = Path(request.output_dir) if request.output_dir else (self._runs_dir or get_settings().runs_dir) / job_id
+        output_dir = base.resolve()
+        if self.store is not None:
+            self.store.create_run(job_id, request.public_dict(), str(output_dir), Phase.loading_model.value)
+        self.history.reset()
+        return job_id, output_dir
+
+    def check_resume(self, request: TrainingStartRequest) -> None:
+        """Raise ResumeError when ``request`` asks to resume something that cannot be resumed."""
+        if request.resume_from_checkpoint:
+            find_resume_target(self.store, request.resume_from_checkpoint)
 
     def stop(self, save: bool = True) -> bool:
         """Stop the running job: ``save`` stops at the next step and saves it; otherwise cancel
@@ -94,8 +126,17 @@ class JobRunner:
             _terminate(process)
         return True
 
-    def reset(self) -> bool:
-        """Back to idle with an empty history; False (nothing changed) while a job runs."""
+    def reset(self, end_cancelled: bool = False) -> bool:
+        """Back to idle with an empty history; False (nothing changed) while a job runs, except
+        that with ``end_cancelled`` a job already being cancelled is ended first."""
+        with self._state:
+            running, cancelled, process = self._status.is_training_running, self._cancelled, self._process
+        if running and not (end_cancelled and cancelled):
+            return False
+        if running:
+            if process is not None:
+                _terminate(process)
+            self.wait(10)
         with self._state:
             if self._status.is_training_running:
                 return False
@@ -191,12 +232,16 @@ class JobRunner:
             return False
         if kind == EventKind.PHASE:
             self._set(phase=Phase(payload["phase"]), message=payload["message"])
+            self._record("set_phase", payload["phase"])
         elif kind == EventKind.INFO:
             with self._state:
                 self._details.update(payload.get("details", {}))
             self._set(message=payload["message"])
         elif kind == EventKind.PROGRESS:
-            self.history.append(TrainingProgress(**payload))
+            progress = TrainingProgress(**payload)
+            self.history.append(progress)
+            if self.store is not None:
+                self._store_call(self.store.add_metric, progress)
         elif kind == EventKind.DONE:
             self._finish(Phase(payload["phase"]), payload["message"])
             return True
@@ -207,7 +252,24 @@ class JobRunner:
 
     def _finish(self, phase: Phase, message: str, error: Optional[str] = None) -> None:
         assert phase not in LIVE_PHASES
+        with self._state:
+            output_dir = self._details.get("output_dir")
+            checkpoint = latest_checkpoint(Path(output_dir)) if output_dir else None
+            self._details["last_checkpoint"] = str(checkpoint) if checkpoint else None
+        self._record("finish_run", phase.value, error, str(checkpoint) if checkpoint else None)
         self._set(phase=phase, message=message, error=error, is_training_running=False)
+
+    def _record(self, method: str, *args: Any) -> None:
+        """Write to the run history for the current job (if a store is attached)."""
+        if self.store is not None and self._status.job_id:
+            self._store_call(getattr(self.store, method), self._status.job_id, *args)
+
+    @staticmethod
+    def _store_call(fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except sqlite3.Error:  # a full disk must not kill the job thread; the live view goes on
+            log.exception("could not write the run history")
 
 
 def _terminate(process: Any) -> None:

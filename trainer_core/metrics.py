@@ -54,6 +54,27 @@ class MetricsHistory:
             self._cond.wait_for(lambda: self._version != version, timeout=timeout_s)
             return self._version
 
+    def count(self) -> int:
+        """How many events there are (an index for ``events_from``)."""
+        with self._cond:
+            return len(self._events)
+
+    def events_from(self, index: int) -> list[TrainingProgress]:
+        """A copy of the events at positions ``index`` and later (a train and an eval event may
+        share a step, so streams track positions, not steps)."""
+        with self._cond:
+            return self._events[index:]
+
+    def first_index_after(self, step: int) -> int:
+        """Position of the first event whose step is greater than ``step``."""
+        with self._cond:
+            return next((i for i, e in enumerate(self._events) if e.step > step), len(self._events))
+
+    def latest(self) -> Optional[TrainingProgress]:
+        """The newest event of any kind."""
+        with self._cond:
+            return self._events[-1] if self._events else None
+
     def events(self, after_step: int = -1) -> list[TrainingProgress]:
         """A copy of the events whose step is greater than ``after_step``."""
         with self._cond:
@@ -65,17 +86,22 @@ class MetricsHistory:
             return next((e for e in reversed(self._events) if e.loss is not None), None)
 
     def series(self) -> MetricHistory:
-        """Chart series: loss / learning_rate per train step, grad_norm and eval_loss where present."""
-        history = MetricHistory()
-        for e in self.events():
-            if e.loss is not None:
-                history.steps.append(e.step)
-                history.loss.append(e.loss)
-                history.learning_rate.append(e.learning_rate)
-                if e.grad_norm is not None:
-                    history.grad_norm_steps.append(e.step)
-                    history.grad_norm.append(e.grad_norm)
-            if e.eval_loss is not None:
-                history.eval_steps.append(e.step)
-                history.eval_loss.append(e.eval_loss)
-        return history
+        """Chart series of every event so far (see ``series_of``)."""
+        return series_of(self.events())
+
+
+def series_of(events: list[TrainingProgress]) -> MetricHistory:
+    """Chart series: loss / learning_rate per train step, grad_norm and eval_loss where present."""
+    history = MetricHistory()
+    for e in events:
+        if e.loss is not None:
+            history.steps.append(e.step)
+            history.loss.append(e.loss)
+            history.learning_rate.append(e.learning_rate)
+            if e.grad_norm is not None:
+                history.grad_norm_steps.append(e.step)
+                history.grad_norm.append(e.grad_norm)
+        if e.eval_loss is not None:
+            history.eval_steps.append(e.step)
+            history.eval_loss.append(e.eval_loss)
+    return history

@@ -48,10 +48,12 @@ class Phase(str, Enum):
     completed = "completed"
     error = "error"
     stopped = "stopped"
+    interrupted = "interrupted"  # run history only: the app stopped while the run was live
 
 
 LIVE_PHASES = (Phase.loading_model, Phase.loading_dataset, Phase.configuring, Phase.training)
-TERMINAL_PHASES = (Phase.completed, Phase.error, Phase.stopped)
+TERMINAL_PHASES = (Phase.completed, Phase.error, Phase.stopped, Phase.interrupted)
+RESUMABLE_PHASES = (Phase.stopped, Phase.interrupted)
 
 Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
 Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]

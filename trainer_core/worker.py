@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -124,6 +126,8 @@ def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: 
     trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout
     if stop.is_set():
         return Phase.stopped.value
+    if request.resume_from_checkpoint:
+        _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
     _phase(events, Phase.training, f"Training on {device}")
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
     trainer.save_model(str(output_dir))
@@ -147,6 +151,28 @@ def _user_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _exit_with_parent() -> None:
+    """End this process within ~1 s of the app that spawned it dying (even by SIGKILL), so no
+    orphan keeps training and holding memory."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _trim_metrics(metrics_path: Path, checkpoint: str) -> None:
+    """On resume, drop logged steps after the checkpoint's step: they are about to be redone."""
+    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text(encoding="utf-8"))
+    if metrics_path.is_file():
+        lines = metrics_path.read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if json.loads(line)["step"] <= state.get("global_step", 0)]
+        metrics_path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
+
 def _quiet_progress_bars() -> None:
     """The app's console is for the app's log lines; the worker reports through events."""
     import datasets
@@ -159,6 +185,7 @@ def _quiet_progress_bars() -> None:
 def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, events: Any, stop: Any) -> None:
     """Process entry point. Never raises: failures become one ``error`` event (the traceback goes
     to ``<output_dir>/worker.log`` only)."""
+    _exit_with_parent()
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(

@@ -5,16 +5,19 @@ tab never touches training."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import gradio as gr
 import pandas as pd
 
+from trainer_core.access import checked_request
 from trainer_core.datafiles import DatasetError
 from trainer_core.job import JobRunner
-from trainer_core.schemas import FormatType, TrainingStatus
-from trainer_core.settings import get_settings
+from trainer_core.paths import confine
+from trainer_core.schemas import FormatType, TrainingStartRequest, TrainingStatus
+from trainer_core.settings import Settings
 from ui import charts
 from ui.form import FORM_FIELDS, build_request, parse_mapping
 
@@ -65,61 +68,80 @@ def watch(runner: JobRunner) -> Iterator[tuple]:
         runner.history.wait_for_change(version, HEARTBEAT_S)
 
 
-def keep_upload(upload: Optional[str]) -> Optional[str]:
+@dataclass(frozen=True)
+class Context:
+    """What every handler works on: the one runner and the app's settings."""
+
+    runner: JobRunner
+    settings: Settings
+
+
+def keep_upload(upload: Optional[str], settings: Settings) -> Optional[str]:
     """Copy a Gradio temp upload into the data dir's uploads folder; returns the kept path."""
     if not upload:
         return None
-    target_dir = get_settings().uploads_dir
+    target_dir = settings.uploads_dir
     target_dir.mkdir(parents=True, exist_ok=True)
     target = target_dir / Path(upload).name
     shutil.copyfile(upload, target)
     return str(target.resolve())
 
 
-def dataset_paths(upload: Optional[str], paths_text: str) -> list[str]:
-    """The uploaded file (kept) plus each comma- or newline-separated path typed in."""
-    typed = [p.strip() for p in (paths_text or "").replace("\n", ",").split(",") if p.strip()]
-    kept = keep_upload(upload)
-    return ([kept] if kept else []) + typed
+def split_paths(text: str) -> list[str]:
+    """Comma- or newline-separated paths typed in a textbox."""
+    return [p.strip() for p in (text or "").replace("\n", ",").split(",") if p.strip()]
 
 
-def preview(upload: Optional[str], paths_text: str, format_type: str, mapping_text: str) -> tuple[str, pd.DataFrame]:
-    """Detected format and the first rows as parsed, for the first dataset; errors shown inline."""
+def dataset_paths(upload: Optional[str], paths_text: str, settings: Settings) -> list[str]:
+    """The uploaded file (kept) plus each path typed in."""
+    kept = keep_upload(upload, settings)
+    return ([kept] if kept else []) + split_paths(paths_text)
+
+
+def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: str,
+            mapping_text: str) -> tuple[str, pd.DataFrame]:
+    """Detected format and the first rows as parsed, for the uploaded file or the first typed
+    path (confined to the allowed folders); problems shown inline."""
     from trainer_core.data import preview as preview_rows
 
-    typed = [p.strip() for p in (paths_text or "").replace("\n", ",").split(",") if p.strip()]
-    first = upload or (typed[0] if typed else None)
-    if not first:
+    typed = split_paths(paths_text)
+    if not upload and not typed:
         return "Choose a dataset file or type its path.", pd.DataFrame()
     try:
+        first = upload or str(confine(typed[0], ctx.settings.allowed_roots, "dataset path"))
         fmt, frame = preview_rows(first, rows=5, format_type=FormatType(format_type), mapping=parse_mapping(mapping_text))
     except (DatasetError, ValueError) as exc:
         return f"**Cannot use this dataset:** {exc}", pd.DataFrame()
     return f"Detected format: **{fmt.value}** ({Path(first).name})", frame
 
 
-def start(runner: JobRunner, upload: Optional[str], paths_text: str, eval_text: str, *values: Any) -> Iterator[tuple]:
-    """Validate the form, start the job and stream its status; ``gr.Error`` for bad settings or
-    when a job is already running."""
-    train_files = dataset_paths(upload, paths_text)
-    eval_files = dataset_paths(None, eval_text)
-    request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
-    missing = [p for p in [*request.local_datasets, *request.local_eval_datasets] if not Path(p).is_file()]
-    if missing:
-        raise gr.Error(f"local_datasets: file not found: {', '.join(missing[:3])}")
-    response = runner.start(request)
+def start(ctx: Context, upload: Optional[str], paths_text: str, eval_text: str, *values: Any) -> Iterator[tuple]:
+    """Validate the form and the paths, start the job and stream its status; ``gr.Error`` for bad
+    settings, paths outside the allowed folders, missing files, or a job already running."""
+    train_files = dataset_paths(upload, paths_text, ctx.settings)
+    request = build_request(dict(zip(FORM_FIELDS, values)), train_files, split_paths(eval_text))
+    yield from start_request(ctx, request)
+
+
+def start_request(ctx: Context, request: TrainingStartRequest) -> Iterator[tuple]:
+    """Start ``request`` after the same checks as the API, then stream its status."""
+    try:
+        checked = checked_request(request, ctx.settings.allowed_roots)
+    except ValueError as exc:
+        raise gr.Error(str(exc)) from None
+    response = ctx.runner.start(checked)
     if response.status == "error":
         raise gr.Error(f"{response.message} {response.error or ''}".strip())
-    yield from watch(runner)
+    yield from watch(ctx.runner)
 
 
-def stop(runner: JobRunner) -> None:
+def stop(ctx: Context) -> None:
     """Stop at the next step and save."""
-    if not runner.stop(save=True):
+    if not ctx.runner.stop(save=True):
         gr.Info("No training job is running.")
 
 
-def cancel(runner: JobRunner) -> None:
+def cancel(ctx: Context) -> None:
     """End the worker now; nothing is saved."""
-    if not runner.stop(save=False):
+    if not ctx.runner.stop(save=False):
         gr.Info("No training job is running.")

@@ -1,5 +1,6 @@
-"""The Gradio Blocks: model, dataset (+ preview), settings accordions, Start / Stop / Cancel, status
-and charts. Widgets come from the schema (``ui.form``); behaviour lives in ``ui.handlers``."""
+"""The Gradio Blocks: a Train tab (model, dataset + preview, settings, Start / Stop / Cancel, status
+and charts) and a Runs tab (history). Widgets come from the schema (``ui.form``); behaviour lives in
+``ui.handlers`` and ``ui.run_handlers``."""
 
 from __future__ import annotations
 
@@ -8,18 +9,20 @@ from functools import partial
 import gradio as gr
 import pandas as pd
 
-from trainer_core.job import JobRunner
-from ui import handlers
 from trainer_core.fieldmeta import group
+from trainer_core.job import JobRunner
+from trainer_core.settings import Settings
+from ui import handlers, run_handlers
 from ui.form import FORM_FIELDS, make_widget
 
-SECTIONS = (  # (schema group, accordion title, open)
-    ("data", "Data options", False),
-    ("training", "Hyperparameters", False),
-    ("lora", "LoRA", False),
-    ("output", "Output", False),
+SECTIONS = (  # (schema group, accordion title)
+    ("data", "Data options"),
+    ("training", "Hyperparameters"),
+    ("lora", "LoRA"),
+    ("output", "Output"),
 )
 DATASET_TYPES = [".json", ".jsonl", ".csv", ".parquet", ".txt"]
+FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap
 
 
 def _build_settings() -> dict[str, gr.components.Component]:
@@ -27,50 +30,84 @@ def _build_settings() -> dict[str, gr.components.Component]:
     with gr.Group():
         for name in (n for n in FORM_FIELDS if group(n) == "model"):
             widgets[name] = make_widget(name)
-    for section, title, is_open in SECTIONS:
-        with gr.Accordion(title, open=is_open):
+    for section, title in SECTIONS:
+        with gr.Accordion(title, open=False):
             for name in (n for n in FORM_FIELDS if group(n) == section):
                 widgets[name] = make_widget(name)
     return widgets
 
 
-def build_ui(runner: JobRunner) -> gr.Blocks:
+def _monitor() -> list[gr.components.Component]:
+    """Status line, raw status JSON and the three charts (in ``handlers.render``'s order)."""
+    status = gr.Markdown("Loading status...", elem_id="status")
+    loss_plot = gr.Plot(label="Loss")
+    with gr.Row():
+        lr_plot = gr.Plot(label="Learning rate")
+        grad_plot = gr.Plot(label="Grad norm")
+    with gr.Accordion("Status (JSON)", open=False):
+        raw = gr.JSON(label="status")
+    return [status, raw, loss_plot, lr_plot, grad_plot]
+
+
+def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr.Tabs) -> gr.Tab:
+    with gr.Tab("Runs", id="runs") as tab:
+        selected = gr.State(None)
+        refresh = gr.Button("Refresh", size="sm")
+        table = gr.Dataframe(value=pd.DataFrame(columns=run_handlers.RUN_COLUMNS), interactive=False, max_height=300)
+        summary = gr.Markdown("Click a run to see its charts and settings.")
+        with gr.Row():
+            load_btn = gr.Button("Load settings into the form")
+            resume_btn = gr.Button("Resume", variant="primary")
+            delete_btn = gr.Button("Delete...", variant="stop")
+            confirm_btn = gr.Button("Yes, delete this run and its files", variant="stop", visible=False)
+        loss, lr, grad = gr.Plot(label="Loss"), gr.Plot(label="Learning rate"), gr.Plot(label="Grad norm")
+        settings = gr.JSON(label="Settings")
+    tab.select(partial(run_handlers.runs_table, ctx), None, table, **FREE)
+    refresh.click(partial(run_handlers.runs_table, ctx), None, table, **FREE)
+    table.select(run_handlers.on_select(ctx), table, [selected, summary, settings, loss, lr, grad], **FREE)
+    load_btn.click(partial(run_handlers.load_settings, ctx), selected, train_inputs, **FREE).then(
+        lambda: gr.Tabs(selected="train"), None, tabs)
+    resume_btn.click(lambda: gr.Tabs(selected="train"), None, tabs).then(
+        partial(run_handlers.resume, ctx), selected, monitor, api_name="resume", **FREE)
+    delete_btn.click(lambda: gr.update(visible=True), None, confirm_btn)
+    confirm_btn.click(partial(run_handlers.delete, ctx), selected, [table, confirm_btn], **FREE)
+    return tab
+
+
+def build_ui(runner: JobRunner, settings: Settings) -> gr.Blocks:
     """The whole page, wired to ``runner`` (shared by every visitor: one job per app)."""
+    ctx = handlers.Context(runner=runner, settings=settings)
     with gr.Blocks(title="Finetune Studio") as demo:
         gr.Markdown("# Finetune Studio\nFine-tune a language model with LoRA, QLoRA or full training and watch it live.")
-        with gr.Row():
-            with gr.Column(scale=2):
-                upload = gr.File(label="Training dataset (upload)", file_types=DATASET_TYPES, type="filepath")
-                paths = gr.Textbox(label="...or dataset paths on the server", info="Comma-separated .json/.jsonl/.csv/.parquet/.txt paths.")
-                eval_paths = gr.Textbox(label="Evaluation dataset paths (optional)", info="Comma-separated; evaluated every eval_steps.")
-                widgets = _build_settings()
-            with gr.Column(scale=3):
+        with gr.Tabs() as tabs:
+            with gr.Tab("Train", id="train"):
                 with gr.Row():
-                    start_btn = gr.Button("Start", variant="primary", elem_id="start")
-                    stop_btn = gr.Button("Stop (save)", elem_id="stop")
-                    cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel")
-                status = gr.Markdown("Loading status...", elem_id="status")
-                loss_plot = gr.Plot(label="Loss")
-                with gr.Row():
-                    lr_plot = gr.Plot(label="Learning rate")
-                    grad_plot = gr.Plot(label="Grad norm")
-                with gr.Accordion("Dataset preview", open=True):
-                    detected = gr.Markdown("Choose a dataset file or type its path.")
-                    table = gr.Dataframe(value=pd.DataFrame({"row": [], "preview": []}), wrap=True, max_height=320,
-                                         interactive=False)
-                with gr.Accordion("Status (JSON)", open=False):
-                    raw = gr.JSON(label="status")
+                    with gr.Column(scale=2):
+                        upload = gr.File(label="Training dataset (upload)", file_types=DATASET_TYPES, type="filepath")
+                        paths = gr.Textbox(label="...or dataset paths on the server",
+                                           info="Comma-separated .json/.jsonl/.csv/.parquet/.txt paths.")
+                        eval_paths = gr.Textbox(label="Evaluation dataset paths (optional)",
+                                                info="Comma-separated; evaluated every eval_steps.")
+                        widgets = _build_settings()
+                    with gr.Column(scale=3):
+                        with gr.Row():
+                            start_btn = gr.Button("Start", variant="primary", elem_id="start")
+                            stop_btn = gr.Button("Stop (save)", elem_id="stop")
+                            cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel")
+                        monitor = _monitor()
+                        with gr.Accordion("Dataset preview", open=True):
+                            detected = gr.Markdown("Choose a dataset file or type its path.")
+                            table = gr.Dataframe(value=pd.DataFrame({"row": [], "preview": []}), wrap=True,
+                                                 max_height=320, interactive=False)
+            form = [widgets[name] for name in FORM_FIELDS]
+            _runs_tab(ctx, [paths, eval_paths, *form], monitor, tabs)
 
-        outputs = [status, raw, loss_plot, lr_plot, grad_plot]
-        form = [widgets[name] for name in FORM_FIELDS]
         preview_inputs = [upload, paths, widgets["format_type"], widgets["custom_format_mapping"]]
         for trigger in (upload.change, paths.submit, paths.blur, widgets["format_type"].change):
-            trigger(handlers.preview, preview_inputs, [detected, table], concurrency_limit=None, api_name=False)
-        # concurrency_limit=None everywhere: the runner's lock guards the one job, so a second
-        # Start is answered at once and any number of tabs can watch.
-        start_btn.click(partial(handlers.start, runner), [upload, paths, eval_paths, *form], outputs,
-                        concurrency_limit=None, api_name="start")
-        stop_btn.click(partial(handlers.stop, runner), None, None, concurrency_limit=None, api_name="stop")
-        cancel_btn.click(partial(handlers.cancel, runner), None, None, concurrency_limit=None, api_name="cancel")
-        demo.load(partial(handlers.watch, runner), None, outputs, concurrency_limit=None, api_name="watch")
+            trigger(partial(handlers.preview, ctx), preview_inputs, [detected, table], api_name=False, **FREE)
+        start_btn.click(partial(handlers.start, ctx), [upload, paths, eval_paths, *form], monitor,
+                        api_name="start", **FREE)
+        stop_btn.click(partial(handlers.stop, ctx), None, None, api_name="stop", **FREE)
+        cancel_btn.click(partial(handlers.cancel, ctx), None, None, api_name="cancel", **FREE)
+        demo.load(partial(handlers.watch, runner), None, monitor, api_name="watch", **FREE)
     return demo

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from typing import Any, Iterator
 
@@ -19,20 +20,46 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def app_server(model_dir, tmp_path_factory):
-    """(runner, url) of a launched app whose runs go to a temporary folder."""
-    from app import build_app
-    from trainer_core.job import JobRunner
+class ServerThread:
+    """uvicorn serving ``app`` on a free loopback port in a daemon thread."""
 
-    runner = JobRunner(runs_dir=tmp_path_factory.mktemp("runs"))
-    demo = build_app(runner)
-    port = _free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    yield runner, f"http://127.0.0.1:{port}/"
-    runner.stop(save=False)
-    runner.wait(10)
-    demo.close()
+    def __init__(self, app) -> None:
+        import uvicorn
+
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> "ServerThread":
+        self.thread.start()
+        wait_for(lambda: self.server.started, timeout_s=30, what="server start")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def studio_settings(tmp_path_factory, datasets_dir):
+    """Settings for a test app: a temporary data dir; the shared datasets are an allowed folder."""
+    from trainer_core.settings import Settings
+
+    return Settings(data_dir=tmp_path_factory.mktemp("studio"), allowed_paths=str(datasets_dir))
+
+
+@pytest.fixture(scope="session")
+def app_server(model_dir, studio_settings):
+    """(runner, url) of the whole app (API + UI) served on a loopback port."""
+    from app import build_app
+
+    app = build_app(studio_settings)
+    runner = app.state.runner
+    with ServerThread(app) as server:
+        yield runner, server.url
+        runner.stop(save=False)
+        runner.wait(10)
 
 
 @pytest.fixture

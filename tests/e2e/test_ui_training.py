@@ -121,4 +121,6 @@ def test_invalid_settings_show_an_error_naming_the_field(client, datasets_dir):
     with pytest.raises(Exception, match="learning_rate"):
         client.predict(*form_args(str(datasets_dir / "identity.json"), learning_rate=1.5), api_name="/start")
     with pytest.raises(Exception, match="file not found"):
-        client.predict(*form_args("/nonexistent/data.json"), api_name="/start")
+        client.predict(*form_args(str(datasets_dir / "missing.json")), api_name="/start")
+    with pytest.raises(Exception, match="outside the allowed folders"):
+        client.predict(*form_args(str(datasets_dir / ".." / "STYLE.md")), api_name="/start")

@@ -1,0 +1,130 @@
+"""The training API under ``/api/train``: thin routes over the shared ``JobRunner`` and run history."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
+
+from api.auth import require_token
+from api.sse import progress_stream
+from trainer_core.access import MissingPaths, PathNotAllowed, checked_request
+from trainer_core.hardware import HardwareSnapshot, snapshot
+from trainer_core.job import JobRunner
+from trainer_core.resume import ResumeError
+from trainer_core.schemas import MetricHistory, TrainingJobResponse, TrainingProgress, TrainingStartRequest, TrainingStatus
+from trainer_core.store import RunDetail, RunRecord, RunStore
+
+router = APIRouter(prefix="/api/train", tags=["training"], dependencies=[Depends(require_token)])
+
+
+class StopRequest(BaseModel):
+    """``save``: stop at the next step and save (true), or cancel at once without saving (false)."""
+
+    save: bool = True
+
+
+class StopResponse(BaseModel):
+    """``idle`` when nothing was running."""
+
+    status: Literal["idle", "stopped"]
+    message: Optional[str] = None
+
+
+class ResetResponse(BaseModel):
+    """The runner is idle with an empty live history."""
+
+    status: Literal["idle"] = "idle"
+    message: str
+
+
+class MetricsResponse(BaseModel):
+    """Chart series of the current (or last) job and its newest logged values."""
+
+    job_id: Optional[str]
+    current: Optional[TrainingProgress]
+    history: MetricHistory
+
+
+def _runner(request: Request) -> JobRunner:
+    return request.app.state.runner
+
+
+def _store(request: Request) -> RunStore:
+    return request.app.state.runner.store
+
+
+@router.post("/start", response_model=TrainingJobResponse, responses={400: {"description": "Bad paths or resume target"}})
+def start(body: TrainingStartRequest, request: Request, runner: JobRunner = Depends(_runner)) -> TrainingJobResponse:
+    """Start a job (``queued``), or ``error`` with "already in progress" while one runs."""
+    try:
+        checked = checked_request(body, request.app.state.settings.allowed_roots)
+        runner.check_resume(checked)
+    except MissingPaths as exc:
+        raise HTTPException(400, {"message": "dataset files not found", "missing": exc.paths}) from None
+    except (PathNotAllowed, ResumeError) as exc:
+        raise HTTPException(400, str(exc)) from None
+    return runner.start(checked)
+
+
+@router.post("/stop", response_model=StopResponse)
+def stop(body: StopRequest = StopRequest(), runner: JobRunner = Depends(_runner)) -> StopResponse:
+    """Stop the running job (saving by default)."""
+    if not runner.stop(save=body.save):
+        return StopResponse(status="idle", message="no training job is running")
+    verb = "stopping at the next step and saving" if body.save else "cancelling without saving"
+    return StopResponse(status="stopped", message=verb)
+
+
+@router.post("/reset", response_model=ResetResponse, responses={409: {"description": "A job is running"}})
+def reset(runner: JobRunner = Depends(_runner)) -> ResetResponse:
+    """Back to idle; 409 while a job runs, unless a cancel was asked for (then the worker is ended)."""
+    if not runner.reset(end_cancelled=True):
+        raise HTTPException(409, "a training job is running: stop or cancel it first")
+    return ResetResponse(message="reset to idle")
+
+
+@router.get("/status", response_model=TrainingStatus)
+def status(runner: JobRunner = Depends(_runner)) -> TrainingStatus:
+    """Phase, message, details and the chart series."""
+    return runner.status()
+
+
+@router.get("/metrics", response_model=MetricsResponse)
+def metrics(runner: JobRunner = Depends(_runner)) -> MetricsResponse:
+    """The histories and the current values."""
+    return MetricsResponse(job_id=runner.status().job_id, current=runner.history.latest(),
+                           history=runner.history.series())
+
+
+@router.get("/progress", response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}}, "description": "TrainingProgress events"}})
+def progress(request: Request, runner: JobRunner = Depends(_runner),
+             last_event_id: Optional[int] = Header(None, alias="Last-Event-ID")) -> StreamingResponse:
+    """Server-Sent Events: progress / heartbeat / complete / error, each with ``id`` = step."""
+    stream = progress_stream(runner, last_event_id, request.app.state.settings.sse_heartbeat_s)
+    return StreamingResponse(stream, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.get("/hardware", response_model=HardwareSnapshot)
+def hardware() -> HardwareSnapshot:
+    """CPU percent, RAM used/total (GiB), each CUDA device's memory (GiB); no GPU is a valid answer."""
+    return snapshot()
+
+
+@router.get("/runs", response_model=list[RunRecord])
+def runs(store: RunStore = Depends(_store)) -> list[RunRecord]:
+    """Every remembered run, newest first."""
+    return store.list_runs()
+
+
+@router.get("/runs/{job_id}", response_model=RunDetail, responses={404: {"description": "Unknown run"}})
+def run(job_id: str, store: RunStore = Depends(_store)) -> RunDetail:
+    """One run with its settings and per-step metrics."""
+    found = store.get_run(job_id)
+    if found is None:
+        raise HTTPException(404, f"no run {job_id}")
+    return found

@@ -1,0 +1,74 @@
+"""A live CPU / RAM / GPU snapshot, without importing torch into the app process."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from typing import Optional
+
+import psutil
+from pydantic import BaseModel
+
+GIB = 1024**3
+
+
+class GpuInfo(BaseModel):
+    """One CUDA device; memory in GiB."""
+
+    index: int
+    name: str
+    memory_used_gib: float
+    memory_total_gib: float
+
+
+class HardwareSnapshot(BaseModel):
+    """CPU use in percent (all cores), RAM in GiB, and each visible CUDA device (empty: no GPU)."""
+
+    cpu_percent: float
+    cpu_count: int
+    ram_used_gib: float
+    ram_total_gib: float
+    gpus: list[GpuInfo]
+
+
+def _gpus_from_nvidia_smi() -> Optional[list[GpuInfo]]:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-gpu=index,name,memory.used,memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=5, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    gpus = []
+    for line in filter(None, out.strip().splitlines()):
+        index, name, used, total = (part.strip() for part in line.split(","))
+        gpus.append(GpuInfo(index=int(index), name=name, memory_used_gib=float(used) / 1024,
+                            memory_total_gib=float(total) / 1024))  # nvidia-smi reports MiB
+    return gpus
+
+
+def _gpus_from_torch() -> list[GpuInfo]:
+    torch = sys.modules.get("torch")  # only if something already paid for importing it
+    if torch is None or not torch.cuda.is_available():
+        return []
+    gpus = []
+    for i in range(torch.cuda.device_count()):
+        free, total = torch.cuda.mem_get_info(i)
+        gpus.append(GpuInfo(index=i, name=torch.cuda.get_device_name(i), memory_used_gib=(total - free) / GIB,
+                            memory_total_gib=total / GIB))
+    return gpus
+
+
+def snapshot() -> HardwareSnapshot:
+    """Current figures; CPU percent is measured over 0.1 s."""
+    memory = psutil.virtual_memory()
+    gpus = _gpus_from_nvidia_smi()
+    return HardwareSnapshot(
+        cpu_percent=psutil.cpu_percent(interval=0.1),
+        cpu_count=psutil.cpu_count() or 1,
+        ram_used_gib=(memory.total - memory.available) / GIB,
+        ram_total_gib=memory.total / GIB,
+        gpus=gpus if gpus is not None else _gpus_from_torch(),
+    )

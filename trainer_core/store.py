@@ -1,0 +1,164 @@
+"""Run history in one SQLite file (stdlib ``sqlite3``, WAL mode): every run and every logged step.
+
+Written by the job thread as events arrive; each write is its own transaction, so a crash mid-run
+leaves every step committed before it. Secrets never reach it: runs store ``public_dict()``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field
+
+from trainer_core.schemas import LIVE_PHASES, Phase, TrainingProgress
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    job_id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    finished_at REAL,
+    phase TEXT NOT NULL,
+    request_json TEXT NOT NULL,
+    output_dir TEXT NOT NULL,
+    last_checkpoint TEXT,
+    final_loss REAL,
+    total_steps INTEGER,
+    last_step INTEGER NOT NULL DEFAULT 0,
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    job_id TEXT NOT NULL REFERENCES runs(job_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    progress_json TEXT NOT NULL,
+    PRIMARY KEY (job_id, seq)
+);
+"""
+
+
+class RunRecord(BaseModel):
+    """One run as stored. Times are Unix seconds."""
+
+    job_id: str
+    created_at: float
+    finished_at: Optional[float] = None
+    phase: Phase
+    request: dict[str, Any]
+    output_dir: str
+    last_checkpoint: Optional[str] = None
+    final_loss: Optional[float] = None
+    total_steps: Optional[int] = None
+    last_step: int = 0
+    error: Optional[str] = None
+
+    @property
+    def duration_seconds(self) -> Optional[float]:
+        """Wall time from creation to finish (None while live)."""
+        return None if self.finished_at is None else self.finished_at - self.created_at
+
+
+class RunDetail(RunRecord):
+    """A run with its per-step metrics (train and eval events, in logged order)."""
+
+    metrics: list[TrainingProgress] = Field(default_factory=list)
+
+
+class RunStore:
+    """Thread-safe access to the history database at ``path`` (created on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(SCHEMA)
+
+    def _write(self, sql: str, args: tuple = ()) -> int:
+        with self._lock, self._db:
+            return self._db.execute(sql, args).rowcount
+
+    def _read(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # ----- writes (the job thread) -----
+    def create_run(self, job_id: str, request: dict[str, Any], output_dir: str, phase: str) -> None:
+        """Record a new run (``request`` must already be free of secrets)."""
+        self._write("INSERT INTO runs (job_id, created_at, phase, request_json, output_dir) VALUES (?, ?, ?, ?, ?)",
+                    (job_id, time.time(), phase, json.dumps(request), output_dir))
+
+    def reopen_run(self, job_id: str, request: dict[str, Any], phase: str, from_step: int) -> None:
+        """A resumed run is live again: drop its steps after ``from_step`` (they are redone)."""
+        self._write("DELETE FROM metrics WHERE job_id = ? AND step > ?", (job_id, from_step))
+        self._write("UPDATE runs SET phase = ?, finished_at = NULL, error = NULL, request_json = ?, last_step = ? "
+                    "WHERE job_id = ?", (phase, json.dumps(request), from_step, job_id))
+
+    def set_phase(self, job_id: str, phase: str) -> None:
+        """Record a phase change."""
+        self._write("UPDATE runs SET phase = ? WHERE job_id = ?", (phase, job_id))
+
+    def add_metric(self, progress: TrainingProgress) -> None:
+        """Append one logged step and keep the run's summary columns current."""
+        with self._lock, self._db:
+            seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM metrics WHERE job_id = ?",
+                                   (progress.job_id,)).fetchone()[0]
+            self._db.execute("INSERT INTO metrics (job_id, seq, step, progress_json) VALUES (?, ?, ?, ?)",
+                             (progress.job_id, seq, progress.step, progress.model_dump_json()))
+            self._db.execute("UPDATE runs SET last_step = ?, total_steps = ?, final_loss = COALESCE(?, final_loss) "
+                             "WHERE job_id = ?", (progress.step, progress.total_steps, progress.loss, progress.job_id))
+
+    def finish_run(self, job_id: str, phase: str, error: Optional[str], last_checkpoint: Optional[str]) -> None:
+        """Record the final phase, the error text and the newest checkpoint folder."""
+        self._write("UPDATE runs SET phase = ?, finished_at = ?, error = ?, "
+                    "last_checkpoint = COALESCE(?, last_checkpoint) WHERE job_id = ?",
+                    (phase, time.time(), error, last_checkpoint, job_id))
+
+    def mark_interrupted(self) -> int:
+        """Runs left live by a process that died become ``interrupted``; returns how many."""
+        marks = ",".join("?" * len(LIVE_PHASES))
+        return self._write(f"UPDATE runs SET phase = 'interrupted', finished_at = COALESCE(finished_at, ?), "
+                           f"error = COALESCE(error, 'the app stopped while this run was live') "
+                           f"WHERE phase IN ({marks})", (time.time(), *[p.value for p in LIVE_PHASES]))
+
+    def delete_run(self, job_id: str) -> bool:
+        """Forget a run and its metrics (its files are the caller's business)."""
+        return self._write("DELETE FROM runs WHERE job_id = ?", (job_id,)) > 0
+
+    # ----- reads -----
+    def list_runs(self, limit: int = 200) -> list[RunRecord]:
+        """Newest first."""
+        return [_record(r) for r in self._read("SELECT * FROM runs ORDER BY created_at DESC LIMIT ?", (limit,))]
+
+    def get_run(self, job_id: str) -> Optional[RunDetail]:
+        """One run with its metrics, or None."""
+        rows = self._read("SELECT * FROM runs WHERE job_id = ?", (job_id,))
+        if not rows:
+            return None
+        metrics = self._read("SELECT progress_json FROM metrics WHERE job_id = ? ORDER BY seq", (job_id,))
+        return RunDetail(**_record(rows[0]).model_dump(),
+                         metrics=[TrainingProgress.model_validate_json(m[0]) for m in metrics])
+
+    def find_by_output_dir(self, output_dir: str) -> Optional[RunRecord]:
+        """The run that writes into ``output_dir`` (resolved path), if any."""
+        rows = self._read("SELECT * FROM runs WHERE output_dir = ? ORDER BY created_at DESC LIMIT 1", (output_dir,))
+        return _record(rows[0]) if rows else None
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+
+def _record(row: sqlite3.Row) -> RunRecord:
+    data = dict(row)
+    data["request"] = json.loads(data.pop("request_json"))
+    return RunRecord(**data)

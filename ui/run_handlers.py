@@ -1,0 +1,115 @@
+"""Functions behind the Runs tab: list, inspect, load settings back, resume, delete.
+
+(No ``from __future__ import annotations`` here: Gradio finds the ``gr.SelectData`` parameter by
+its evaluated annotation.)"""
+
+
+import shutil
+from datetime import datetime
+from typing import Any, Callable, Iterator, Optional
+
+import gradio as gr
+import pandas as pd
+
+from trainer_core.metrics import series_of
+from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
+from trainer_core.store import RunDetail, RunRecord
+from ui import charts
+from ui.form import FORM_FIELDS
+from ui.handlers import Context, start_request
+
+RUN_COLUMNS = ["job_id", "created", "phase", "steps", "final_loss", "duration"]
+
+
+def _row(run: RunRecord) -> list[Any]:
+    duration = run.duration_seconds
+    return [
+        run.job_id,
+        datetime.fromtimestamp(run.created_at).strftime("%Y-%m-%d %H:%M:%S"),
+        run.phase.value,
+        f"{run.last_step} / {run.total_steps or '?'}",
+        None if run.final_loss is None else round(run.final_loss, 4),
+        "-" if duration is None else f"{duration / 60:.1f} min",
+    ]
+
+
+def runs_table(ctx: Context) -> pd.DataFrame:
+    """Every remembered run, newest first."""
+    return pd.DataFrame([_row(r) for r in ctx.runner.store.list_runs()], columns=RUN_COLUMNS)
+
+
+def _get(ctx: Context, job_id: Optional[str]) -> RunDetail:
+    run = ctx.runner.store.get_run(job_id) if job_id else None
+    if run is None:
+        raise gr.Error("Select a run in the table first.")
+    return run
+
+
+def select_run(ctx: Context, table: pd.DataFrame, evt: gr.SelectData) -> tuple:
+    """The clicked row's run: id, summary, settings, charts."""
+    job_id = str(table.iloc[evt.index[0]]["job_id"])
+    run = _get(ctx, job_id)
+    history = series_of(run.metrics)
+    summary = (f"**{run.job_id}** · {run.phase.value} · step {run.last_step} / {run.total_steps or '?'}"
+               f"\n\nOutput: `{run.output_dir}`\n\nLast checkpoint: `{run.last_checkpoint or 'none'}`")
+    if run.error:
+        summary += f"\n\n**Error:** {run.error}"
+    return (job_id, summary, run.request, charts.loss_figure(history), charts.learning_rate_figure(history),
+            charts.grad_norm_figure(history))
+
+
+def on_select(ctx: Context) -> Callable[[pd.DataFrame, gr.SelectData], tuple]:
+    """``select_run`` bound to ``ctx`` with its ``gr.SelectData`` parameter visible to Gradio
+    (which does not see it through ``functools.partial``)."""
+
+    def handler(table: pd.DataFrame, evt: gr.SelectData) -> tuple:
+        return select_run(ctx, table, evt)
+
+    return handler
+
+
+def _widget_value(name: str, value: Any) -> Any:
+    if name == "custom_format_mapping":
+        return ", ".join(f"{k}={v}" for k, v in (value or {}).items())
+    if value is None and name not in ("dataset_slice_end",):
+        return ""
+    return value
+
+
+def load_settings(ctx: Context, job_id: Optional[str]) -> list[Any]:
+    """Values for [server paths, eval paths, *form widgets] from the run's stored settings (the
+    token is never stored, so it stays empty)."""
+    request = _get(ctx, job_id).request
+    values = [", ".join(request.get("local_datasets", [])), ", ".join(request.get("local_eval_datasets", []))]
+    values += [_widget_value(name, request.get(name)) for name in FORM_FIELDS]
+    gr.Info(f"Loaded the settings of {job_id} into the Train tab.")
+    return values
+
+
+def resume(ctx: Context, job_id: Optional[str]) -> Iterator[tuple]:
+    """Continue a stopped or interrupted run from its last checkpoint; streams like Start."""
+    run = _get(ctx, job_id)
+    if run.phase not in RESUMABLE_PHASES or not run.last_checkpoint:
+        raise gr.Error(f"Run {run.job_id} is {run.phase.value} with no saved checkpoint; only stopped or "
+                       "interrupted runs with a checkpoint can be resumed.")
+    request = TrainingStartRequest(**{**run.request, "resume_from_checkpoint": run.last_checkpoint})
+    yield from start_request(ctx, request)
+
+
+def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any]:
+    """Forget a run and delete its output folder (when inside the allowed folders)."""
+    run = _get(ctx, job_id)
+    status = ctx.runner.status()
+    if status.is_training_running and status.job_id == run.job_id:
+        raise gr.Error("This run is training: stop or cancel it first.")
+    try:
+        folder = confine(run.output_dir, ctx.settings.allowed_roots, "output_dir")
+    except PathNotAllowed:
+        folder = None
+    if folder is not None and folder.is_dir():
+        shutil.rmtree(folder)
+    ctx.runner.store.delete_run(run.job_id)
+    kept = "" if folder is not None else f" Its folder {run.output_dir} is outside the data dir and was kept."
+    gr.Info(f"Deleted run {run.job_id}.{kept}")
+    return runs_table(ctx), gr.update(visible=False)
