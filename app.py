@@ -8,6 +8,7 @@ import ipaddress
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import Optional
 
 import gradio as gr
@@ -16,6 +17,7 @@ from fastapi import FastAPI
 
 from api.routes import router
 from trainer_core.job import JobRunner
+from trainer_core.resume import latest_checkpoint
 from trainer_core.settings import Settings, get_settings
 from trainer_core.store import RunStore
 from ui.layout import build_ui
@@ -57,16 +59,23 @@ def access_problem(host: str, share: bool, insecure: bool, settings: Settings) -
             "or pass --insecure to serve anyway")
 
 
+def open_history(settings: Settings) -> RunStore:
+    """The run history, with runs an earlier process left live marked ``interrupted`` (and their
+    newest checkpoint recorded, so they can be resumed)."""
+    store = RunStore(settings.db_path)
+    for run in store.mark_interrupted():
+        checkpoint = latest_checkpoint(Path(run.output_dir))
+        store.set_checkpoint(run.job_id, str(checkpoint) if checkpoint else None)
+        log.info("run %s was interrupted; last checkpoint %s", run.job_id, checkpoint)
+    return store
+
+
 def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] = None) -> FastAPI:
     """The FastAPI app: API routes, then the UI mounted at ``/`` (with a login when configured).
     Runs left live by an earlier process are marked ``interrupted``."""
     settings = settings or get_settings()
     if runner is None:
-        store = RunStore(settings.db_path)
-        interrupted = store.mark_interrupted()
-        if interrupted:
-            log.info("marked %d run(s) interrupted", interrupted)
-        runner = JobRunner(runs_dir=settings.runs_dir, store=store)
+        runner = JobRunner(runs_dir=settings.runs_dir, store=open_history(settings))
     app = FastAPI(title="Finetune Studio", description="Fine-tune language models; watch training live.")
     app.state.settings, app.state.runner = settings, runner
     app.include_router(router)

@@ -122,12 +122,17 @@ class RunStore:
                     "last_checkpoint = COALESCE(?, last_checkpoint) WHERE job_id = ?",
                     (phase, time.time(), error, last_checkpoint, job_id))
 
-    def mark_interrupted(self) -> int:
-        """Runs left live by a process that died become ``interrupted``; returns how many."""
+    def mark_interrupted(self) -> list[RunRecord]:
+        """Runs left live by a process that died become ``interrupted``; returns them."""
         marks = ",".join("?" * len(LIVE_PHASES))
-        return self._write(f"UPDATE runs SET phase = 'interrupted', finished_at = COALESCE(finished_at, ?), "
-                           f"error = COALESCE(error, 'the app stopped while this run was live') "
-                           f"WHERE phase IN ({marks})", (time.time(), *[p.value for p in LIVE_PHASES]))
+        live = self._read(f"SELECT * FROM runs WHERE phase IN ({marks})", tuple(p.value for p in LIVE_PHASES))
+        for row in live:
+            self.finish_run(row["job_id"], Phase.interrupted.value, "the app stopped while this run was live", None)
+        return [_record(row) for row in live]
+
+    def set_checkpoint(self, job_id: str, checkpoint: Optional[str]) -> None:
+        """Record the run's newest resumable checkpoint folder."""
+        self._write("UPDATE runs SET last_checkpoint = ? WHERE job_id = ?", (checkpoint, job_id))
 
     def delete_run(self, job_id: str) -> bool:
         """Forget a run and its metrics (its files are the caller's business)."""

@@ -1,0 +1,197 @@
+"""The training API over HTTP against the real app process: start / status / stop / reset / metrics,
+SSE with heartbeat and replay, run history across a crash and resume, auth, path confinement."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.api_server import AppProcess, sse_events
+from tests.e2e.conftest import _free_port, wait_for
+
+pytestmark = pytest.mark.slow
+TOKEN = "test-api-token-5f2c9a"
+HF_TOKEN = "hf_NeverStoreThisToken123"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=32, lr_scheduler_type="linear")
+
+
+@pytest.fixture
+def app_proc(tmp_path, datasets_dir, model_dir):
+    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_ALLOWED_PATHS": str(datasets_dir),
+           "STUDIO_API_TOKEN": TOKEN, "STUDIO_SSE_HEARTBEAT_S": "2"}
+    proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
+    yield proc
+    proc.stop()
+
+
+def _client(proc: AppProcess) -> httpx.Client:
+    return httpx.Client(base_url=proc.url, headers=AUTH, timeout=30)
+
+
+def _body(datasets_dir: Path, **fields) -> dict:
+    return {"local_datasets": [str(datasets_dir / "alpaca_en_demo.json")], **SMALL, **fields}
+
+
+def _wait_step(api: httpx.Client, step: int, timeout_s: float = 240) -> dict:
+    wait_for(lambda: (api.get("/api/train/status").json()["details"].get("step") or 0) >= step, timeout_s,
+             f"step {step}")
+    return api.get("/api/train/status").json()
+
+
+def test_start_status_metrics_stop_reset_and_history(app_proc, datasets_dir, tmp_path):
+    api = _client(app_proc)
+    started = api.post("/api/train/start", json=_body(datasets_dir, max_steps=4, hf_token=HF_TOKEN)).json()
+    assert started["status"] == "queued" and started["job_id"].startswith("job_")
+    again = api.post("/api/train/start", json=_body(datasets_dir, max_steps=4)).json()
+    assert again["status"] == "error" and "already in progress" in again["message"]
+    assert api.post("/api/train/reset").status_code == 409
+    status = _wait_step(api, 2)
+    assert status["is_training_running"] and status["phase"] == "training"
+    assert status["details"]["output_dir"] and status["details"]["total_steps"] == 4
+    assert status["metric_history"]["steps"][:2] == [1, 2]
+    metrics = api.get("/api/train/metrics").json()
+    assert metrics["job_id"] == started["job_id"] and metrics["current"]["step"] >= 2
+    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 240, "completion")
+    final = api.get("/api/train/status").json()
+    assert final["phase"] == "completed" and final["details"]["step"] == 4
+    assert api.post("/api/train/stop", json={"save": True}).json() == {"status": "idle", "message": "no training job is running"}
+    runs = api.get("/api/train/runs").json()
+    assert runs[0]["job_id"] == started["job_id"] and runs[0]["phase"] == "completed"
+    assert runs[0]["last_step"] == 4 and runs[0]["final_loss"] > 0
+    run = api.get(f"/api/train/runs/{started['job_id']}").json()
+    assert [m["step"] for m in run["metrics"]] == [1, 2, 3, 4]
+    assert run["request"]["max_steps"] == 4 and "hf_token" not in run["request"]
+    assert api.get("/api/train/runs/job_nope").status_code == 404
+    reset = api.post("/api/train/reset")
+    assert reset.status_code == 200 and api.get("/api/train/status").json()["phase"] == "idle"
+    # The secret is nowhere on disk: database (and its WAL), logs, run folder, app log.
+    app_proc.stop()
+    for path in (tmp_path / "data").rglob("*"):
+        if path.is_file() and path.suffix not in (".safetensors", ".bin"):
+            assert HF_TOKEN.encode() not in path.read_bytes(), path
+    assert HF_TOKEN not in (tmp_path / "app.log").read_text() and TOKEN not in (tmp_path / "app.log").read_text()
+
+
+def test_sse_ids_rise_heartbeat_when_paused_and_replay_after_reconnect(app_proc, datasets_dir):
+    api = _client(app_proc)
+    assert api.post("/api/train/start", json=_body(datasets_dir, max_steps=6)).json()["status"] == "queued"
+    stream = sse_events(api, AUTH)
+    assert next(stream) == {"retry": "3000"}
+    progress = []
+    for event in stream:
+        assert event["event"] in ("progress", "heartbeat")
+        if event["event"] == "progress":
+            progress.append(event)
+            if int(event["id"]) >= 2:
+                break
+    ids = [int(e["id"]) for e in progress]
+    assert ids == sorted(ids) and ids[0] == 1
+    assert json.loads(progress[0]["data"])["loss"] > 0
+    worker = app_proc.workers()[0]
+    worker.send_signal(signal.SIGSTOP)  # the worker hangs: the stream must say it is alive
+    try:
+        for event in stream:
+            if event["event"] == "heartbeat":
+                break
+    finally:
+        worker.send_signal(signal.SIGCONT)
+    seen = int(progress[-1]["id"])
+    _wait_step(api, seen + 2)
+    replay = sse_events(api, {**AUTH, "Last-Event-ID": str(seen)})
+    next(replay)  # retry
+    replayed = [int(next(replay)["id"]) for _ in range(2)]
+    assert replayed == [seen + 1, seen + 2]
+    tail = [e for e in replay if e["event"] != "heartbeat"]
+    assert tail[-1]["event"] == "complete" and json.loads(tail[-1]["data"])["step"] == 6
+    closed = list(sse_events(api, AUTH))  # no job running: the final state, then complete, then close
+    assert closed[-1]["event"] == "complete" and closed[-1]["id"] == "6"
+
+
+def test_crash_restart_marks_interrupted_and_resume_continues(app_proc, datasets_dir):
+    api = _client(app_proc)
+    job = api.post("/api/train/start", json=_body(datasets_dir, max_steps=6, save_steps=2)).json()["job_id"]
+    _wait_step(api, 3)
+    lr_before = {m["step"]: m["learning_rate"] for m in api.get(f"/api/train/runs/{job}").json()["metrics"]}
+    workers = app_proc.workers()
+    app_proc.kill()
+    wait_for(lambda: not any(w.is_running() and w.status() != "zombie" for w in workers), 10, "orphan worker exit")
+    app_proc.start()
+    run = api.get(f"/api/train/runs/{job}").json()
+    assert run["phase"] == "interrupted" and len(run["metrics"]) >= 3
+    checkpoint = run["last_checkpoint"]
+    assert checkpoint and Path(checkpoint).name.startswith("checkpoint-")
+    step0 = int(Path(checkpoint).name.split("-")[1])
+    bad = api.post("/api/train/start", json=_body(datasets_dir, resume_from_checkpoint=str(datasets_dir)))
+    assert bad.status_code == 400 and "trainer_state.json" in bad.text
+    resumed = api.post("/api/train/start", json=_body(datasets_dir, max_steps=6, save_steps=2,
+                                                      resume_from_checkpoint=checkpoint)).json()
+    assert resumed["status"] == "queued" and resumed["job_id"] == job
+    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "resumed run")
+    status = api.get("/api/train/status").json()
+    assert status["phase"] == "completed" and status["metric_history"]["steps"] == [1, 2, 3, 4, 5, 6]
+    run = api.get(f"/api/train/runs/{job}").json()
+    steps = [m["step"] for m in run["metrics"]]
+    assert steps == [1, 2, 3, 4, 5, 6] and run["phase"] == "completed"
+    lr_after = {m["step"]: m["learning_rate"] for m in run["metrics"]}
+    for step in range(1, step0 + 2):  # the schedule continued where it was, not from the start
+        if step in lr_before:
+            assert lr_after[step] == pytest.approx(lr_before[step])
+    again = api.post("/api/train/start", json=_body(datasets_dir, resume_from_checkpoint=checkpoint))
+    assert again.status_code == 400 and "completed" in again.text
+
+
+def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir, tmp_path):
+    plain = httpx.Client(base_url=app_proc.url, timeout=30)
+    assert plain.get("/api/train/status").status_code == 401
+    assert plain.get("/api/train/status", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    api = _client(app_proc)
+    outside = api.post("/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(datasets_dir / ".." / "STYLE.md")]})
+    assert outside.status_code == 400 and "outside the allowed folders" in outside.text
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(exist_ok=True)
+    escape = data_dir / "escape.json"
+    os.symlink("/etc/hostname", escape)
+    via_link = api.post("/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(escape)]})
+    assert via_link.status_code == 400 and "outside the allowed folders" in via_link.text
+    missing = api.post("/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(datasets_dir / "a.json"), str(datasets_dir / "b.json")]})
+    assert missing.status_code == 400 and missing.json()["detail"]["missing"] == [str(datasets_dir / "a.json"), str(datasets_dir / "b.json")]
+    assert api.post("/api/train/start", json={"learning_rate": 2}).status_code == 422
+    hardware = api.get("/api/train/hardware").json()
+    assert hardware["cpu_count"] >= 1 and 0 < hardware["ram_used_gib"] < hardware["ram_total_gib"]
+    assert 0 <= hardware["cpu_percent"] <= 100 and isinstance(hardware["gpus"], list)
+    spec = plain.get("/openapi.json").json()
+    for route in ("start", "stop", "reset", "status", "metrics", "progress", "hardware", "runs", "runs/{job_id}"):
+        assert f"/api/train/{route}" in spec["paths"]
+    assert "TrainingStartRequest" in spec["components"]["schemas"]
+
+
+def test_ui_login_required_when_set(tmp_path, datasets_dir):
+    from gradio_client import Client
+
+    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_USERNAME": "ada", "STUDIO_PASSWORD": "lovelace-1843"}
+    proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
+    try:
+        with pytest.raises(Exception):
+            Client(proc.url + "/", verbose=False)
+        client = Client(proc.url + "/", auth=("ada", "lovelace-1843"), verbose=False)
+        assert client.predict(api_name="/watch")[1]["phase"] == "idle"
+    finally:
+        proc.stop()
+
+
+def test_public_bind_without_credentials_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.e2e.api_server import REPO
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIO_")}
+    result = subprocess.run([sys.executable, "app.py", "--share"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode != 0 and "without credentials" in result.stderr and "--insecure" in result.stderr
