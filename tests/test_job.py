@@ -112,3 +112,17 @@ def test_watchers_wake_on_change(request_):
     assert time.monotonic() - began < 5
     runner.stop(save=False)
     runner.wait(10)
+
+
+def test_reset_ends_a_job_being_cancelled(request_):
+    runner = JobRunner(worker_target=fake_workers.stubborn_worker)
+    runner.start(request_)
+    assert _wait_for(lambda: runner._process is not None and runner._process.is_alive())
+    assert runner.reset(end_cancelled=True) is False  # running, no cancel asked: refused
+    canceller = threading.Thread(target=runner.stop, kwargs={"save": False})
+    canceller.start()
+    assert _wait_for(lambda: runner._cancelled)
+    assert runner.reset(end_cancelled=True) is True
+    canceller.join()
+    status = runner.status()
+    assert status.phase == Phase.idle and not status.is_training_running

@@ -51,8 +51,9 @@ def _monitor() -> list[gr.components.Component]:
 
 def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr.Tabs) -> gr.Tab:
     with gr.Tab("Runs", id="runs") as tab:
-        selected = gr.State(None)
-        refresh = gr.Button("Refresh", size="sm")
+        with gr.Row():
+            selected = gr.Textbox(label="Run", placeholder="click a run in the table, or paste its job id", scale=4)
+            refresh = gr.Button("Refresh", size="sm", scale=1)
         table = gr.Dataframe(value=pd.DataFrame(columns=run_handlers.RUN_COLUMNS), interactive=False, max_height=300)
         summary = gr.Markdown("Click a run to see its charts and settings.")
         with gr.Row():
@@ -62,15 +63,17 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr
             confirm_btn = gr.Button("Yes, delete this run and its files", variant="stop", visible=False)
         loss, lr, grad = gr.Plot(label="Loss"), gr.Plot(label="Learning rate"), gr.Plot(label="Grad norm")
         settings = gr.JSON(label="Settings")
-    tab.select(partial(run_handlers.runs_table, ctx), None, table, **FREE)
-    refresh.click(partial(run_handlers.runs_table, ctx), None, table, **FREE)
-    table.select(run_handlers.on_select(ctx), table, [selected, summary, settings, loss, lr, grad], **FREE)
-    load_btn.click(partial(run_handlers.load_settings, ctx), selected, train_inputs, **FREE).then(
-        lambda: gr.Tabs(selected="train"), None, tabs)
-    resume_btn.click(lambda: gr.Tabs(selected="train"), None, tabs).then(
+    tab.select(partial(run_handlers.runs_table, ctx), None, table, api_name=False, **FREE)
+    refresh.click(partial(run_handlers.runs_table, ctx), None, table, api_name="runs", **FREE)
+    table.select(run_handlers.on_select(ctx), table, selected, api_name=False, **FREE)
+    selected.change(partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad],
+                    api_name="show_run", **FREE)
+    load_btn.click(partial(run_handlers.load_settings, ctx), selected, train_inputs, api_name="load_settings",
+                   **FREE).then(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False)
+    resume_btn.click(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False).then(
         partial(run_handlers.resume, ctx), selected, monitor, api_name="resume", **FREE)
-    delete_btn.click(lambda: gr.update(visible=True), None, confirm_btn)
-    confirm_btn.click(partial(run_handlers.delete, ctx), selected, [table, confirm_btn], **FREE)
+    delete_btn.click(lambda: gr.update(visible=True), None, confirm_btn, api_name=False)
+    confirm_btn.click(partial(run_handlers.delete, ctx), selected, [table, confirm_btn], api_name="delete_run", **FREE)
     return tab
 
 

@@ -40,33 +40,40 @@ def runs_table(ctx: Context) -> pd.DataFrame:
 
 
 def _get(ctx: Context, job_id: Optional[str]) -> RunDetail:
+    job_id = (job_id or "").strip()
     run = ctx.runner.store.get_run(job_id) if job_id else None
     if run is None:
-        raise gr.Error("Select a run in the table first.")
+        raise gr.Error(f"No run '{job_id}': click a run in the table first." if job_id else "Click a run in the table first.")
     return run
 
 
-def select_run(ctx: Context, table: pd.DataFrame, evt: gr.SelectData) -> tuple:
-    """The clicked row's run: id, summary, settings, charts."""
-    job_id = str(table.iloc[evt.index[0]]["job_id"])
-    run = _get(ctx, job_id)
+def select_run(table: pd.DataFrame, evt: gr.SelectData) -> str:
+    """The job id of the clicked row."""
+    return str(table.iloc[evt.index[0]]["job_id"])
+
+
+def on_select(ctx: Context) -> Callable[[pd.DataFrame, gr.SelectData], str]:
+    """``select_run`` with its ``gr.SelectData`` parameter visible to Gradio (which does not see
+    it through ``functools.partial``)."""
+
+    def handler(table: pd.DataFrame, evt: gr.SelectData) -> str:
+        return select_run(table, evt)
+
+    return handler
+
+
+def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
+    """Summary, settings and charts of run ``job_id`` (blank when none is chosen)."""
+    if not (job_id or "").strip():
+        return "Click a run to see its charts and settings.", None, None, None, None
+    run = _get(ctx, job_id.strip())
     history = series_of(run.metrics)
     summary = (f"**{run.job_id}** · {run.phase.value} · step {run.last_step} / {run.total_steps or '?'}"
                f"\n\nOutput: `{run.output_dir}`\n\nLast checkpoint: `{run.last_checkpoint or 'none'}`")
     if run.error:
         summary += f"\n\n**Error:** {run.error}"
-    return (job_id, summary, run.request, charts.loss_figure(history), charts.learning_rate_figure(history),
+    return (summary, run.request, charts.loss_figure(history), charts.learning_rate_figure(history),
             charts.grad_norm_figure(history))
-
-
-def on_select(ctx: Context) -> Callable[[pd.DataFrame, gr.SelectData], tuple]:
-    """``select_run`` bound to ``ctx`` with its ``gr.SelectData`` parameter visible to Gradio
-    (which does not see it through ``functools.partial``)."""
-
-    def handler(table: pd.DataFrame, evt: gr.SelectData) -> tuple:
-        return select_run(ctx, table, evt)
-
-    return handler
 
 
 def _widget_value(name: str, value: Any) -> Any:

@@ -13,6 +13,7 @@ import pytest
 
 from tests.e2e.conftest import form_args, is_training, statuses, wait_for
 from trainer_core.schemas import Phase
+from ui.form import FORM_FIELDS
 
 pytestmark = pytest.mark.slow
 SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=32, lr_scheduler_type="linear")
@@ -124,3 +125,31 @@ def test_invalid_settings_show_an_error_naming_the_field(client, datasets_dir):
         client.predict(*form_args(str(datasets_dir / "missing.json")), api_name="/start")
     with pytest.raises(Exception, match="outside the allowed folders"):
         client.predict(*form_args(str(datasets_dir / ".." / "STYLE.md")), api_name="/start")
+
+
+def test_runs_tab_lists_shows_loads_resumes_and_deletes(client, app_server, datasets_dir):
+    runner, _ = app_server
+    client.submit(*form_args(str(datasets_dir / "identity.json"), max_steps=5, **SMALL), api_name="/start")
+    wait_for(lambda: is_training(runner, min_step=1), what="first step")
+    client.predict(api_name="/stop")
+    assert runner.wait(120) and runner.status().phase == Phase.stopped
+    job_id = runner.status().job_id
+    stopped_at = runner.status().details["step"]
+    table = client.predict(api_name="/runs")
+    assert table["data"][0][0] == job_id and table["data"][0][2] == "stopped"  # newest first
+    summary, settings, *_ = client.predict(job_id, api_name="/show_run")
+    assert "stopped" in summary and "checkpoint-" in summary and settings["max_steps"] == 5
+    loaded = client.predict(job_id, api_name="/load_settings")
+    assert loaded[0] == str(datasets_dir / "identity.json")
+    assert dict(zip(FORM_FIELDS, loaded[2:]))["max_steps"] == 5
+    updates = list(statuses(client.submit(job_id, api_name="/resume")))
+    final = updates[-1]
+    assert final["phase"] == "completed" and final["job_id"] == job_id and final["details"]["step"] == 5
+    run = runner.store.get_run(job_id)
+    assert [m.step for m in run.metrics] == list(range(1, 6)) and stopped_at < 5
+    output_dir = Path(run.output_dir)
+    assert output_dir.is_dir()
+    client.predict(job_id, api_name="/delete_run")
+    assert not output_dir.exists() and runner.store.get_run(job_id) is None
+    with pytest.raises(Exception, match="No run"):
+        client.predict(job_id, api_name="/show_run")
