@@ -30,12 +30,12 @@ def test_widgets_follow_the_schema():
 
 def test_build_request_from_form_values():
     request = form.build_request(
-        _values(max_steps=4.0, custom_format_mapping="instruction=question, output=answer", dataset_slice_end=""),
+        _values(max_steps=4.0, custom_format_mapping="instruction=question, output=answer", output_dir=""),
         ["train.json"], [],
     )
     assert request.max_steps == 4 and isinstance(request.max_steps, int)
     assert request.custom_format_mapping == {"instruction": "question", "output": "answer"}
-    assert request.dataset_slice_end is None and request.hf_token is None
+    assert request.dataset_slice_end == 0 and request.output_dir is None and request.hf_token is None
 
 
 @pytest.mark.parametrize(

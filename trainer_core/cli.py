@@ -17,9 +17,9 @@ import yaml
 from pydantic import ValidationError
 from tqdm import tqdm
 
-from trainer_core.fieldmeta import FIELDS, base_type, choices, default
+from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain
 from trainer_core.job import JobRunner
-from trainer_core.schemas import TrainingStartRequest, TrainingStatus
+from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
 
 SKIP = {"local_datasets", "local_eval_datasets"}  # --dataset / --eval-dataset
 
@@ -45,11 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
         if name in SKIP:
             continue
         flag, kind = "--" + name.replace("_", "-"), _flag_type(info.annotation)
-        help_text = f"{info.description} (default: {default(name)!s})"
+        help_text = f"{info.description} (default: {default(name)!s})".replace("%", "%%")
         if kind == "bool":
             train.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif kind == "list":
-            train.add_argument(flag, nargs="+", default=None, help=help_text + "; for mappings give ours=theirs pairs")
+            pairs = "; give ours=theirs pairs" if typing.get_origin(base_type(info.annotation)) is dict else ""
+            train.add_argument(flag, nargs="+", default=None, help=help_text + pairs)
         else:
             train.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
     return parser
@@ -78,10 +79,12 @@ def follow(runner: JobRunner) -> TrainingStatus:
     while True:
         version = runner.history.version
         status = runner.status()
+        if bar is None and status.phase == Phase.training:
+            bar = tqdm(unit="step")  # created before the first step, so its rate is real
         for event in runner.history.events(after_step=seen_step):
-            if event.loss is None:
+            if event.loss is None or bar is None:
                 continue
-            bar = bar or tqdm(total=event.total_steps, unit="step", initial=seen_step)
+            bar.total = event.total_steps
             bar.update(event.step - seen_step)
             bar.set_postfix(loss=f"{event.loss:.4f}", lr=f"{event.learning_rate or 0:.2e}")
             seen_step = event.step
@@ -100,7 +103,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         request = request_from_args(args)
-    except (ValidationError, ValueError, OSError) as exc:
+    except ValidationError as exc:
+        print(f"error: {explain(exc)}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     missing = [p for p in request.local_datasets + request.local_eval_datasets if not Path(p).is_file()]

@@ -95,7 +95,7 @@ def load_conversations(request: TrainingStartRequest, eval: bool = False) -> tup
     if eval:
         parts = [(name, dataset, 1) for name, dataset in sources]
     else:
-        parts = _slice(sources, request.dataset_slice_start, request.dataset_slice_end)
+        parts = _slice(sources, request.dataset_slice_start, request.dataset_slice_end or None)
     normalised = [(name, *_canonical(name, dataset, request, first_row)) for name, dataset, first_row in parts]
     first_name, first, first_fmt = normalised[0]
     for name, dataset, _ in normalised[1:]:

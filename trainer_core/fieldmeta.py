@@ -7,6 +7,7 @@ import types
 import typing
 from typing import Any, Optional
 
+from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from trainer_core.schemas import TrainingStartRequest
@@ -50,3 +51,12 @@ def default(name: str) -> Any:
     """The field's default value, with enum members as their plain values."""
     value = FIELDS[name].get_default(call_default_factory=True)
     return value.value if isinstance(value, enum.Enum) else value
+
+
+def explain(error: ValidationError) -> str:
+    """All problems on one line, each as ``field: message`` (no pydantic boilerplate)."""
+    lines = []
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "settings"
+        lines.append(f"{field}: {item['msg'].removeprefix('Value error, ')}")
+    return "; ".join(lines)

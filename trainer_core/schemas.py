@@ -76,21 +76,21 @@ class TrainingStartRequest(BaseModel):
     # --- model ---
     model_name: str = Field(DEFAULT_MODEL, min_length=1, description="Hub model id or path to a local model folder.", json_schema_extra=_group("model"))
     training_type: TrainingType = Field(TrainingType.lora, description="lora: train adapters; qlora: adapters on a 4-bit base; full: all weights.", json_schema_extra=_group("model"))
-    load_in_4bit: bool = Field(False, description="Load the base model in 4-bit NF4 (bitsandbytes). Only with training_type=qlora, which turns it on.", json_schema_extra=_group("model"))
+    load_in_4bit: bool = Field(False, title="Load in 4-bit", description="Load the base model in 4-bit NF4 (bitsandbytes). Only with training_type=qlora, which turns it on.", json_schema_extra=_group("model"))
     max_seq_length: int = Field(512, ge=16, le=32768, description="Longest training sequence in tokens; longer rows are truncated (and counted).", json_schema_extra=_group("model"))
-    hf_token: Optional[SecretStr] = Field(None, description="Hugging Face token for gated or private models and datasets. Never logged or stored.", json_schema_extra=_group("model"))
+    hf_token: Optional[SecretStr] = Field(None, title="Hugging Face token", description="Hugging Face token for gated or private models and datasets. Never logged or stored.", json_schema_extra=_group("model"))
     # --- data ---
-    hf_dataset: Optional[str] = Field(None, description="Hub dataset id, e.g. tatsu-lab/alpaca.", json_schema_extra=_group("data"))
+    hf_dataset: Optional[str] = Field(None, title="Hub dataset", description="Hub dataset id, e.g. tatsu-lab/alpaca.", json_schema_extra=_group("data"))
     local_datasets: list[str] = Field(default_factory=list, description="Training files (.json, .jsonl, .csv, .parquet, .txt).", json_schema_extra=_group("data"))
     local_eval_datasets: list[str] = Field(default_factory=list, description="Evaluation files, same formats as the training files.", json_schema_extra=_group("data"))
     format_type: FormatType = Field(FormatType.auto, description="Dataset layout; auto detects it from the columns.", json_schema_extra=_group("data"))
-    custom_format_mapping: dict[str, str] = Field(default_factory=dict, description="Our column name -> the file's column, e.g. {\"instruction\": \"question\", \"output\": \"answer\"}.", json_schema_extra=_group("data"))
+    custom_format_mapping: dict[str, str] = Field(default_factory=dict, description="Our column name -> the file's column, e.g. instruction -> question, output -> answer.", json_schema_extra=_group("data"))
     subset: Optional[str] = Field(None, description="Hub dataset configuration (subset) name.", json_schema_extra=_group("data"))
     train_split: str = Field("train", min_length=1, description="Split used for training.", json_schema_extra=_group("data"))
     eval_split: Optional[str] = Field(None, description="Hub split used for evaluation (none: no evaluation unless eval files are given).", json_schema_extra=_group("data"))
     eval_steps: int = Field(50, ge=1, le=1_000_000, description="Evaluate every this many optimizer steps (when there is evaluation data).", json_schema_extra=_group("data"))
     dataset_slice_start: int = Field(0, ge=0, description="First training row to use (0-based).", json_schema_extra=_group("data"))
-    dataset_slice_end: Optional[int] = Field(None, ge=1, description="Row after the last one to use (exclusive); empty: to the end.", json_schema_extra=_group("data"))
+    dataset_slice_end: int = Field(0, ge=0, description="Row after the last one to use (exclusive); 0: to the end.", json_schema_extra=_group("data"))
     # --- hyperparameters ---
     num_epochs: float = Field(1.0, ge=0, le=1000, description="Passes over the data (num_train_epochs); ignored when max_steps > 0.", json_schema_extra=_group("training"))
     max_steps: int = Field(0, ge=0, le=10_000_000, description="Optimizer steps to run; 0 means use num_epochs.", json_schema_extra=_group("training"))
@@ -104,16 +104,16 @@ class TrainingStartRequest(BaseModel):
     max_grad_norm: float = Field(1.0, ge=0, le=1000, description="Gradient clipping norm; 0 disables clipping.", json_schema_extra=_group("training"))
     random_seed: int = Field(42, ge=0, le=2**32 - 1, description="Seed for data order and initialisation.", json_schema_extra=_group("training"))
     packing: bool = Field(False, description="Pack several rows into each max_seq_length sequence.", json_schema_extra=_group("training"))
-    optim: Optimizer = Field("adamw_torch", description="Optimizer (transformers OptimizerNames).", json_schema_extra=_group("training"))
-    lr_scheduler_type: Scheduler = Field("cosine", description="Learning-rate schedule after warm-up.", json_schema_extra=_group("training"))
-    gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass: less memory, about 30% slower.", json_schema_extra=_group("training"))
+    optim: Optimizer = Field("adamw_torch", title="Optimizer (optim)", description="Optimizer (transformers OptimizerNames).", json_schema_extra=_group("training"))
+    lr_scheduler_type: Scheduler = Field("cosine", title="Learning-rate schedule (lr_scheduler_type)", description="Learning-rate schedule after warm-up.", json_schema_extra=_group("training"))
+    gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass: less memory, slower steps.", json_schema_extra=_group("training"))
     train_on_completions: bool = Field(True, description="Count only assistant tokens in the loss (every assistant turn).", json_schema_extra=_group("training"))
     # --- LoRA ---
-    lora_r: int = Field(16, ge=1, le=1024, description="LoRA rank.", json_schema_extra=_group("lora"))
-    lora_alpha: int = Field(32, ge=1, le=4096, description="LoRA scaling numerator (scale = lora_alpha / lora_r, or / sqrt(r) with rsLoRA).", json_schema_extra=_group("lora"))
-    lora_dropout: float = Field(0.05, ge=0, lt=1, description="Dropout on the LoRA input.", json_schema_extra=_group("lora"))
+    lora_r: int = Field(16, ge=1, le=1024, title="LoRA rank (lora_r)", description="LoRA rank.", json_schema_extra=_group("lora"))
+    lora_alpha: int = Field(32, ge=1, le=4096, title="LoRA alpha", description="LoRA scaling numerator (scale = lora_alpha / lora_r, or / sqrt(r) with rsLoRA).", json_schema_extra=_group("lora"))
+    lora_dropout: float = Field(0.05, ge=0, lt=1, title="LoRA dropout", description="Dropout on the LoRA input.", json_schema_extra=_group("lora"))
     target_modules: list[str] = Field(default_factory=lambda: list(LLAMA_PROJECTIONS), min_length=1, description="Module names that get adapters, or [\"all-linear\"].", json_schema_extra=_group("lora"))
-    use_rslora: bool = Field(False, description="Rank-stabilised LoRA scaling (alpha / sqrt(r)).", json_schema_extra=_group("lora"))
+    use_rslora: bool = Field(False, title="Use rsLoRA", description="Rank-stabilised LoRA scaling (alpha / sqrt(r)).", json_schema_extra=_group("lora"))
     # --- output ---
     output_dir: Optional[str] = Field(None, description="Folder for checkpoints and the result; empty: <data dir>/runs/<job id>.", json_schema_extra=_group("output"))
     resume_from_checkpoint: Optional[str] = Field(None, description="Checkpoint folder to continue from.", json_schema_extra=_group("output"))
@@ -126,7 +126,7 @@ class TrainingStartRequest(BaseModel):
             self.load_in_4bit = True
         elif self.load_in_4bit:
             raise ValueError("load_in_4bit is only used with training_type='qlora': choose qlora or turn load_in_4bit off")
-        if self.dataset_slice_end is not None and self.dataset_slice_end <= self.dataset_slice_start:
+        if 0 < self.dataset_slice_end <= self.dataset_slice_start:
             raise ValueError(
                 f"dataset_slice_end ({self.dataset_slice_end}) must be after dataset_slice_start ({self.dataset_slice_start})"
             )

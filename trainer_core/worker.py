@@ -13,6 +13,7 @@ import os
 import threading
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
@@ -180,6 +181,8 @@ def _quiet_progress_bars() -> None:
 
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()
+    # Raised by peft/trl internals calling the transformers 4 name on every run; nothing for users to do.
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
 def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, events: Any, stop: Any) -> None:

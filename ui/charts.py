@@ -32,6 +32,11 @@ def downsample(xs: Sequence[float], ys: Sequence[Optional[float]], max_points: i
     return [p[0] for p in kept], [p[1] for p in kept]
 
 
+def _mode(xs: list) -> str:
+    """Markers too while a series is short, so the first step is visible."""
+    return "lines+markers" if len(xs) <= 20 else "lines"
+
+
 def _figure(title: str, y_title: str) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(title=title, xaxis_title="step", yaxis_title=y_title, height=300,
@@ -43,7 +48,7 @@ def loss_figure(history: MetricHistory) -> go.Figure:
     """Training loss per step, with evaluation loss as markers."""
     fig = _figure("Loss", "loss")
     x, y = downsample(history.steps, history.loss)
-    fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="loss"))
+    fig.add_trace(go.Scatter(x=x, y=y, mode=_mode(x), name="loss"))
     if history.eval_loss:
         x, y = downsample(history.eval_steps, history.eval_loss)
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name="eval_loss"))
@@ -54,7 +59,7 @@ def learning_rate_figure(history: MetricHistory) -> go.Figure:
     """Learning rate per step."""
     fig = _figure("Learning rate", "learning_rate")
     x, y = downsample(history.steps, history.learning_rate)
-    fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="learning_rate"))
+    fig.add_trace(go.Scatter(x=x, y=y, mode=_mode(x), name="learning_rate"))
     fig.update_yaxes(exponentformat="e")
     return fig
 
@@ -63,5 +68,5 @@ def grad_norm_figure(history: MetricHistory) -> go.Figure:
     """Gradient norm (before clipping) per step."""
     fig = _figure("Gradient norm", "grad_norm")
     x, y = downsample(history.grad_norm_steps, history.grad_norm)
-    fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="grad_norm"))
+    fig.add_trace(go.Scatter(x=x, y=y, mode=_mode(x), name="grad_norm"))
     return fig

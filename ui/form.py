@@ -12,7 +12,7 @@ import gradio as gr
 from pydantic import SecretStr, ValidationError
 
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
-from trainer_core.fieldmeta import base_type, bounds, choices, default
+from trainer_core.fieldmeta import base_type, bounds, choices, default, explain
 from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
 # Fields the layout provides itself (file pickers) rather than from metadata.
 FILE_FIELDS = ("local_datasets", "local_eval_datasets")
@@ -41,7 +41,7 @@ def make_widget(name: str) -> gr.components.Component:
     """One Gradio input for request field ``name``, with its label, help, default and bounds."""
     info = REQUEST_FIELDS[name]
     kind, value = base_type(info.annotation), default(name)
-    common = {"label": _label(name), "info": info.description, "elem_id": f"field-{name}"}
+    common = {"label": info.title or _label(name), "info": info.description, "elem_id": f"field-{name}"}
     if (allowed := choices(kind)) is not None:
         return gr.Dropdown(choices=allowed, value=value, **common)
     if kind is bool:
@@ -79,15 +79,6 @@ def _clean(name: str, value: Any) -> Any:
     if isinstance(value, float) and base_type(REQUEST_FIELDS[name].annotation) is int and value.is_integer():
         return int(value)
     return value
-
-
-def explain(error: ValidationError) -> str:
-    """One line per problem: ``field: message``."""
-    lines = []
-    for item in error.errors():
-        field = ".".join(str(p) for p in item["loc"]) or "settings"
-        lines.append(f"{field}: {item['msg'].removeprefix('Value error, ')}")
-    return "; ".join(lines)
 
 
 def build_request(values: dict[str, Any], train_files: list[str], eval_files: list[str]) -> TrainingStartRequest:

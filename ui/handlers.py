@@ -21,7 +21,8 @@ from trainer_core.settings import Settings
 from ui import charts
 from ui.form import FORM_FIELDS, build_request, parse_mapping
 
-HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (elapsed time keeps moving)
+HEARTBEAT_S = 10.0
+EMPTY_PREVIEW = pd.DataFrame({"row": [], "preview": []})  # a watcher re-renders at least this often (elapsed time keeps moving)
 
 
 def _clock(seconds: Optional[float]) -> str:
@@ -40,9 +41,13 @@ def status_line(status: TrainingStatus) -> str:
         total = d.get("total_steps") or 0
         parts.append(f"step {d['step']} / {total} ({100 * d['step'] / max(total, 1):.0f}%)")
         parts.append(f"elapsed {_clock(d.get('elapsed_seconds'))}")
-        parts.append(f"ETA {_clock(d.get('eta_seconds'))}")
+        if status.is_training_running:
+            parts.append(f"ETA {_clock(d.get('eta_seconds'))}")
         if d.get("loss") is not None:
             parts.append(f"loss {d['loss']:.4f}")
+    if d.get("truncated_rows") or d.get("dropped_rows"):
+        parts.append(f"{d.get('truncated_rows', 0)} of {d.get('rows', 0) + d.get('dropped_rows', 0)} rows truncated "
+                     f"to {d.get('max_seq_length')} tokens, {d.get('dropped_rows', 0)} dropped")
     text = " · ".join(parts) + f"\n\n{status.message}"
     if status.error:
         text += f"\n\n**Error:** {status.error}"
@@ -106,12 +111,12 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
 
     typed = split_paths(paths_text)
     if not upload and not typed:
-        return "Choose a dataset file or type its path.", pd.DataFrame()
+        return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy()
     try:
         first = upload or str(confine(typed[0], ctx.settings.allowed_roots, "dataset path"))
         fmt, frame = preview_rows(first, rows=5, format_type=FormatType(format_type), mapping=parse_mapping(mapping_text))
     except (DatasetError, ValueError) as exc:
-        return f"**Cannot use this dataset:** {exc}", pd.DataFrame()
+        return f"**Cannot use this dataset:** {exc}", EMPTY_PREVIEW.copy()
     return f"Detected format: **{fmt.value}** ({Path(first).name})", frame
 
 

@@ -100,13 +100,14 @@ def build_ui(runner: JobRunner, settings: Settings) -> gr.Blocks:
                         monitor = _monitor()
                         with gr.Accordion("Dataset preview", open=True):
                             detected = gr.Markdown("Choose a dataset file or type its path.")
-                            table = gr.Dataframe(value=pd.DataFrame({"row": [], "preview": []}), wrap=True,
-                                                 max_height=320, interactive=False)
+                            table = gr.Dataframe(value=handlers.EMPTY_PREVIEW, wrap=True, max_height=320,
+                                                 interactive=False, column_widths=["60px", "100%"])
             form = [widgets[name] for name in FORM_FIELDS]
             _runs_tab(ctx, [paths, eval_paths, *form], monitor, tabs)
 
         preview_inputs = [upload, paths, widgets["format_type"], widgets["custom_format_mapping"]]
-        for trigger in (upload.change, paths.submit, paths.blur, widgets["format_type"].change):
+        mapping = widgets["custom_format_mapping"]
+        for trigger in (upload.change, paths.submit, paths.blur, widgets["format_type"].change, mapping.submit, mapping.blur):
             trigger(partial(handlers.preview, ctx), preview_inputs, [detected, table], api_name=False, **FREE)
         start_btn.click(partial(handlers.start, ctx), [upload, paths, eval_paths, *form], monitor,
                         api_name="start", **FREE)

@@ -79,7 +79,7 @@ def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
 def _widget_value(name: str, value: Any) -> Any:
     if name == "custom_format_mapping":
         return ", ".join(f"{k}={v}" for k, v in (value or {}).items())
-    if value is None and name not in ("dataset_slice_end",):
+    if value is None:
         return ""
     return value
 
