@@ -160,7 +160,8 @@ def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir, tmp_path):
     via_link = api.post("/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(escape)]})
     assert via_link.status_code == 400 and "outside the allowed folders" in via_link.text
     missing = api.post("/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(datasets_dir / "a.json"), str(datasets_dir / "b.json")]})
-    assert missing.status_code == 400 and missing.json()["detail"]["missing"] == [str(datasets_dir / "a.json"), str(datasets_dir / "b.json")]
+    resolved = [os.path.realpath(datasets_dir / name) for name in ("a.json", "b.json")]
+    assert missing.status_code == 400 and missing.json()["detail"]["missing"] == resolved
     assert api.post("/api/train/start", json={"learning_rate": 2}).status_code == 422
     hardware = api.get("/api/train/hardware").json()
     assert hardware["cpu_count"] >= 1 and 0 < hardware["ram_used_gib"] < hardware["ram_total_gib"]
