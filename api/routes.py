@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from api.auth import require_token
 from api.sse import progress_stream
 from trainer_core.access import MissingPaths, PathNotAllowed, checked_request
+from trainer_core.datafiles import DatasetError
 from trainer_core.hardware import HardwareSnapshot, snapshot
 from trainer_core.job import JobRunner
 from trainer_core.resume import ResumeError
@@ -59,12 +60,15 @@ def _store(request: Request) -> RunStore:
 @router.post("/start", response_model=TrainingJobResponse, responses={400: {"description": "Bad paths or resume target"}})
 def start(body: TrainingStartRequest, request: Request, runner: JobRunner = Depends(_runner)) -> TrainingJobResponse:
     """Start a job (``queued``), or ``error`` with "already in progress" while one runs."""
+    from trainer_core.data import check_local_data
+
     try:
         checked = checked_request(body, request.app.state.settings.allowed_roots)
         runner.check_resume(checked)
+        check_local_data(checked)
     except MissingPaths as exc:
         raise HTTPException(400, {"message": "dataset files not found", "missing": exc.paths}) from None
-    except (PathNotAllowed, ResumeError) as exc:
+    except (PathNotAllowed, ResumeError, DatasetError) as exc:
         raise HTTPException(400, str(exc)) from None
     return runner.start(checked)
 

@@ -110,10 +110,27 @@ def test_empty_file(tmp_path: Path, name: str, text: str) -> None:
         read_files([write(tmp_path, name, text)])
 
 
-@pytest.mark.parametrize("name,text", [("rows.json", "[]"), ("rows.jsonl", "[]\n"), ("rows.csv", "question,answer\n")])
+@pytest.mark.parametrize("name,text", [("rows.json", "[]"), ("rows.csv", "question,answer\n")])
 def test_zero_rows(tmp_path: Path, name: str, text: str) -> None:
     with pytest.raises(DatasetError, match=rf"{name} has no rows"):
         read_files([write(tmp_path, name, text)])
+
+
+def test_jsonl_line_that_is_a_list(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"rows.jsonl: line 1 \(row 1\) is a list, not a JSON object"):
+        read_files([write(tmp_path, "rows.jsonl", "[]\n")])
+
+
+@pytest.mark.parametrize("text, needle", [("null\n", "holds NoneType"), ("  null  ", "holds NoneType"),
+                                          ('[{"text": "a"}, null]', "row 2 is NoneType")])
+def test_null_json_is_an_error_not_a_crash(tmp_path: Path, text: str, needle: str) -> None:
+    # pyarrow's JSON reader segfaults on a top-level null; the stdlib check must come first
+    from trainer_core.data import preview
+
+    path = write(tmp_path, "null.json", text)
+    for read in (lambda p: read_files([p]), preview):
+        with pytest.raises(DatasetError, match=needle):
+            read(path)
 
 
 def test_csv_without_header(tmp_path: Path) -> None:

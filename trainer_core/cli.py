@@ -8,6 +8,7 @@ It runs the same job runner and worker process as the app, with a progress bar.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import typing
 from pathlib import Path
@@ -17,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 from tqdm import tqdm
 
-from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain
+from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
 from trainer_core.job import JobRunner
 from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
 
@@ -58,7 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
     """Config file values, then flags, then the dataset paths -> a validated request."""
-    values: dict[str, Any] = yaml.safe_load(args.config.read_text()) if args.config else {}
+    try:
+        values: dict[str, Any] = (yaml.safe_load(args.config.read_text()) or {}) if args.config else {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{args.config} is not valid YAML: {exc}") from None
     if not isinstance(values, dict):
         raise ValueError(f"{args.config}: expected a mapping of request fields")
     for name in TrainingStartRequest.model_fields:
@@ -66,7 +70,7 @@ def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
         if value is not None:
             values[name] = value
     if isinstance(values.get("custom_format_mapping"), list):
-        values["custom_format_mapping"] = dict(pair.split("=", 1) for pair in values["custom_format_mapping"])
+        values["custom_format_mapping"] = parse_mapping(",".join(values["custom_format_mapping"]))
     values["local_datasets"] = [str(Path(p).resolve()) for p in args.dataset]
     values["local_eval_datasets"] = [str(Path(p).resolve()) for p in args.eval_dataset]
     return TrainingStartRequest(**values)
@@ -98,6 +102,10 @@ def follow(runner: JobRunner) -> TrainingStatus:
         runner.history.wait_for_change(version, 5.0)
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point; returns the process exit code (0 completed or stopped, 1 error, 2 bad input)."""
     args = build_parser().parse_args(argv)
@@ -114,6 +122,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
         return 2
     runner = JobRunner()
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` cancels like Ctrl-C: the worker goes too
     response = runner.start(request)
     try:
         final = follow(runner)

@@ -109,6 +109,17 @@ def load_conversations(request: TrainingStartRequest, eval: bool = False) -> tup
     return datasets.concatenate_datasets([dataset for _, dataset, _ in normalised]), first_fmt
 
 
+def check_local_data(request: TrainingStartRequest) -> None:
+    """Read and normalise the request's local files now (well under a second for files of a few MB),
+    so a bad file is reported at Start instead of after the worker has loaded the model. Hub data is
+    left to the worker. Raises DatasetError."""
+    if request.hf_dataset:
+        return
+    load_conversations(request)
+    if request.local_eval_datasets:
+        load_conversations(request, eval=True)
+
+
 def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
     """Load, normalise and tokenize the training data (and the evaluation data, when given) with
     ``request.max_seq_length`` and ``request.train_on_completions``. Raises DatasetError."""

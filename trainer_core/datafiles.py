@@ -64,6 +64,11 @@ def read_file(path: str) -> datasets.Dataset:
         kwargs["features"] = datasets.Features({name: datasets.Value("string") for name in _csv_header(file)})
     elif builder == "json":
         kwargs["parse_agent_traces"] = False  # keep the file's own columns
+        # Checked with the stdlib first: pyarrow's JSON reader crashes the process (SIGSEGV) on some
+        # malformed files, e.g. a top-level `null`, and the app previews files in its own process.
+        problem = json_problem(file)
+        if problem is not None:
+            raise DatasetError(f"{file.name}: {problem}")
     with tempfile.TemporaryDirectory(prefix="studio-datasets-") as cache_dir:  # nothing stale is reused
         try:
             dataset = datasets.load_dataset(
@@ -85,10 +90,15 @@ def _check_file(file: Path) -> str:
     builder = BUILDERS.get(file.suffix.lower())
     if builder is None:
         raise DatasetError(f"{file.name}: unsupported file type {file.suffix or '(none)'!r}; use one of {SUPPORTED}")
+    if file.is_dir():
+        raise DatasetError(f"{file} is a folder: give the path of a data file inside it")
     if not file.is_file():
         raise DatasetError(f"data file {file} does not exist: check the path or upload the file again")
-    with file.open("rb") as handle:
-        start = handle.read(65536)
+    try:
+        with file.open("rb") as handle:
+            start = handle.read(65536)
+    except OSError as exc:
+        raise DatasetError(f"{file.name} cannot be read ({exc.strerror}): check its permissions") from exc
     if not start or (builder != "parquet" and not start.strip()):
         raise DatasetError(f"{file.name} is empty: add data to it")
     return builder

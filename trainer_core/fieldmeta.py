@@ -60,3 +60,14 @@ def explain(error: ValidationError) -> str:
         field = ".".join(str(p) for p in item["loc"]) or "settings"
         lines.append(f"{field}: {item['msg'].removeprefix('Value error, ')}")
     return "; ".join(lines)
+
+
+def parse_mapping(text: str) -> dict[str, str]:
+    """``"a=b, c=d"`` -> ``{"a": "b", "c": "d"}``; raises ValueError naming the bad pair."""
+    mapping: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in (text or "").split(","))):
+        ours, sep, theirs = (s.strip() for s in pair.partition("="))
+        if not sep or not ours or not theirs:
+            raise ValueError(f"custom_format_mapping: '{pair}' is not 'our_column=file_column'")
+        mapping[ours] = theirs
+    return mapping

@@ -31,6 +31,7 @@ from trainer_core.store import RunStore
 from trainer_core.worker import EventKind, run_worker
 
 log = logging.getLogger(__name__)
+Final = tuple  # (Phase, message, error or None): how a job ended
 POLL_S = 0.1  # how often the job thread checks the worker between events
 CANCEL_GRACE_S = 1.0  # SIGTERM -> SIGKILL delay on cancel
 
@@ -172,6 +173,8 @@ class JobRunner:
         self.history.touch()
 
     def _run(self, request: TrainingStartRequest, job_id: str, output_dir: Path) -> None:
+        process = None
+        final: Final = (Phase.error, "The job ended without a result.", "no final event")
         try:
             ctx = mp.get_context("spawn")
             events, stop = ctx.Queue(), ctx.Event()
@@ -179,57 +182,58 @@ class JobRunner:
                                   name=f"worker-{job_id}", daemon=True)
             with self._state:
                 if self._cancelled:
-                    return self._finish(Phase.stopped, "Cancelled before the worker started.")
+                    final = (Phase.stopped, "Cancelled before the worker started.", None)
+                    return
                 self._process, self._stop = process, stop
                 process.start()
-            self._supervise(process, events)
+            final = self._supervise(process, events)
         except Exception as exc:  # noqa: BLE001 - the app must keep serving
             log.exception("job thread failed")
-            self._finish(Phase.error, "The job failed to run.", error=str(exc))
+            final = (Phase.error, "The job failed to run.", str(exc))
         finally:
-            with self._state:
-                if self._status.is_training_running:
-                    self._finish(Phase.error, "The job ended without a result.", error="no final event")
+            with self._state:  # one step for readers: not running <=> a new start is accepted
+                self._finish(*final)
                 self._process = self._stop = None
-            self._job_lock.release()
+                self._job_lock.release()
             self.history.touch()
+            if process is not None and process.pid is not None:
+                process.join(timeout=5)  # the worker is tearing down; it no longer holds the job
+                _terminate(process)
 
-    def _supervise(self, process: Any, events: Any) -> None:
+    def _supervise(self, process: Any, events: Any) -> Final:
+        """Apply the worker's events until one is final (or the worker dies); returns the outcome."""
         while True:
             try:
                 kind, payload = events.get(timeout=POLL_S)
             except queue.Empty:
                 if process.is_alive():
                     continue
-                if self._drain(events):
-                    break
+                final = self._drain(events)
+                if final is not None:
+                    return final
                 process.join()
                 if self._cancelled:
-                    self._finish(Phase.stopped, "Cancelled; nothing was saved.")
-                else:
-                    reason = _exit_reason(process.exitcode)
-                    self._finish(Phase.error, reason, error=reason)
-                break
-            if self._handle(kind, payload):
-                break
-        process.join(timeout=5)
-        if process.is_alive():
-            _terminate(process)
+                    return Phase.stopped, "Cancelled; nothing was saved.", None
+                return Phase.error, "The training worker stopped.", _exit_reason(process.exitcode)
+            final = self._handle(kind, payload)
+            if final is not None:
+                return final
 
-    def _drain(self, events: Any) -> bool:
-        """Handle events still in the queue after the worker exited; True if one was final."""
+    def _drain(self, events: Any) -> Optional[Final]:
+        """Handle events still in the queue after the worker exited; the final outcome if one was."""
         while True:
             try:
                 kind, payload = events.get(timeout=0.5)
             except (queue.Empty, OSError, EOFError):
-                return False
-            if self._handle(kind, payload):
-                return True
+                return None
+            final = self._handle(kind, payload)
+            if final is not None:
+                return final
 
-    def _handle(self, kind: str, payload: dict[str, Any]) -> bool:
-        """Apply one worker event; True when it ends the job."""
+    def _handle(self, kind: str, payload: dict[str, Any]) -> Optional[Final]:
+        """Apply one worker event; returns the outcome when it ends the job."""
         if self._cancelled:
-            return False
+            return None
         if kind == EventKind.PHASE:
             self._set(phase=Phase(payload["phase"]), message=payload["message"])
             self._record("set_phase", payload["phase"])
@@ -243,12 +247,10 @@ class JobRunner:
             if self.store is not None:
                 self._store_call(self.store.add_metric, progress)
         elif kind == EventKind.DONE:
-            self._finish(Phase(payload["phase"]), payload["message"])
-            return True
+            return Phase(payload["phase"]), payload["message"], None
         elif kind == EventKind.ERROR:
-            self._finish(Phase.error, "Training failed.", error=payload["message"])
-            return True
-        return False
+            return Phase.error, "Training failed.", payload["message"]
+        return None
 
     def _finish(self, phase: Phase, message: str, error: Optional[str] = None) -> None:
         assert phase not in LIVE_PHASES
@@ -273,7 +275,7 @@ class JobRunner:
 
 
 def _terminate(process: Any) -> None:
-    """SIGTERM, then SIGKILL after ``CANCEL_GRACE_S`` seconds."""
+    """SIGTERM, then SIGKILL after ``CANCEL_GRACE_S`` seconds (nothing if it has exited)."""
     if process.is_alive():
         process.terminate()
         process.join(CANCEL_GRACE_S)

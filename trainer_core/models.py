@@ -151,7 +151,10 @@ def load_tokenizer(path: Path) -> Any:
     """Tokenizer with a pad token (eos when missing) and a chat template (ChatML when missing)."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError, ImportError) as exc:
+        raise ModelLoadError(f"could not load the tokenizer from {path}: {exc}") from exc
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if not tokenizer.chat_template:

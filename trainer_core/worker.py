@@ -147,9 +147,16 @@ def _user_message(exc: BaseException) -> str:
 
     if isinstance(exc, (DatasetError, ModelLoadError)):
         return str(exc)
-    if "out of memory" in str(exc).lower():
-        return f"Out of memory: {exc}. Lower batch_size or max_seq_length, or use qlora."
-    return f"{type(exc).__name__}: {exc}"
+    text = str(exc)
+    if "out of memory" in text.lower() or "can't allocate memory" in text.lower():
+        return f"Out of memory: {_first_lines(text)} Lower batch_size or max_seq_length, or use qlora."
+    return f"{type(exc).__name__}: {_first_lines(text)}"
+
+
+def _first_lines(text: str, lines: int = 3, chars: int = 600) -> str:
+    """The head of a long error (e.g. hundreds of size-mismatch lines); the rest is in worker.log."""
+    kept = "\n".join(text.strip().splitlines()[:lines])[:chars]
+    return kept if kept == text.strip() else kept + " ... (more in worker.log)"
 
 
 def _exit_with_parent() -> None:
@@ -190,12 +197,16 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
     to ``<output_dir>/worker.log`` only)."""
     _exit_with_parent()
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    logging.basicConfig(
-        filename=out / "worker.log", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        logging.basicConfig(
+            filename=out / "worker.log", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+        (out / "request.json").write_text(json.dumps(request.public_dict(), indent=2), encoding="utf-8")
+    except OSError as exc:
+        events.put((EventKind.ERROR, {"message": f"output_dir {out} cannot be used ({exc.strerror}): choose another folder"}))
+        return
     _quiet_progress_bars()
-    (out / "request.json").write_text(json.dumps(request.public_dict(), indent=2), encoding="utf-8")
     try:
         phase = train(request, job_id, out, events, stop)
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything

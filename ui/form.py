@@ -12,7 +12,7 @@ import gradio as gr
 from pydantic import SecretStr, ValidationError
 
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
-from trainer_core.fieldmeta import base_type, bounds, choices, default, explain
+from trainer_core.fieldmeta import base_type, bounds, choices, default, explain, parse_mapping
 from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
 # Fields the layout provides itself (file pickers) rather than from metadata.
 FILE_FIELDS = ("local_datasets", "local_eval_datasets")
@@ -58,17 +58,6 @@ def make_widget(name: str) -> gr.components.Component:
     if name == "custom_format_mapping":
         return gr.Textbox(value="", placeholder="instruction=question, output=answer", **common)
     return gr.Textbox(value=value or "", **common)
-
-
-def parse_mapping(text: str) -> dict[str, str]:
-    """``"a=b, c=d"`` -> ``{"a": "b", "c": "d"}``; raises ValueError naming the bad pair."""
-    mapping: dict[str, str] = {}
-    for pair in filter(None, (p.strip() for p in (text or "").split(","))):
-        ours, sep, theirs = (s.strip() for s in pair.partition("="))
-        if not sep or not ours or not theirs:
-            raise ValueError(f"custom_format_mapping: '{pair}' is not 'our_column=file_column'")
-        mapping[ours] = theirs
-    return mapping
 
 
 def _clean(name: str, value: Any) -> Any:

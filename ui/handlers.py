@@ -19,7 +19,8 @@ from trainer_core.paths import confine
 from trainer_core.schemas import FormatType, TrainingStartRequest, TrainingStatus
 from trainer_core.settings import Settings
 from ui import charts
-from ui.form import FORM_FIELDS, build_request, parse_mapping
+from trainer_core.fieldmeta import parse_mapping
+from ui.form import FORM_FIELDS, build_request
 
 HEARTBEAT_S = 10.0
 EMPTY_PREVIEW = pd.DataFrame({"row": [], "preview": []})  # a watcher re-renders at least this often (elapsed time keeps moving)
@@ -115,7 +116,7 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
     try:
         first = upload or str(confine(typed[0], ctx.settings.allowed_roots, "dataset path"))
         fmt, frame = preview_rows(first, rows=5, format_type=FormatType(format_type), mapping=parse_mapping(mapping_text))
-    except (DatasetError, ValueError) as exc:
+    except (DatasetError, ValueError, OSError) as exc:
         return f"**Cannot use this dataset:** {exc}", EMPTY_PREVIEW.copy()
     return f"Detected format: **{fmt.value}** ({Path(first).name})", frame
 
@@ -130,9 +131,12 @@ def start(ctx: Context, upload: Optional[str], paths_text: str, eval_text: str, 
 
 def start_request(ctx: Context, request: TrainingStartRequest) -> Iterator[tuple]:
     """Start ``request`` after the same checks as the API, then stream its status."""
+    from trainer_core.data import check_local_data
+
     try:
         checked = checked_request(request, ctx.settings.allowed_roots)
-    except ValueError as exc:
+        check_local_data(checked)
+    except ValueError as exc:  # PathNotAllowed, MissingPaths, DatasetError
         raise gr.Error(str(exc)) from None
     response = ctx.runner.start(checked)
     if response.status == "error":

@@ -118,13 +118,20 @@ def test_second_start_while_running_is_refused(client, app_server, datasets_dir)
     assert runner.wait(10)
 
 
-def test_invalid_settings_show_an_error_naming_the_field(client, datasets_dir):
+def test_invalid_settings_show_an_error_naming_the_field(client, app_server, datasets_dir, studio_settings):
     with pytest.raises(Exception, match="learning_rate"):
         client.predict(*form_args(str(datasets_dir / "identity.json"), learning_rate=1.5), api_name="/start")
     with pytest.raises(Exception, match="file not found"):
         client.predict(*form_args(str(datasets_dir / "missing.json")), api_name="/start")
     with pytest.raises(Exception, match="outside the allowed folders"):
         client.predict(*form_args(str(datasets_dir / ".." / "STYLE.md")), api_name="/start")
+    bad = Path(studio_settings.data_dir) / "bad.json"
+    bad.write_text('[{"conversations": [{"from": "human", "value": "hi"}, {"from": "robot", "value": "x"}]}]')
+    began = time.monotonic()
+    with pytest.raises(Exception, match="bad.json, row 1: turn 2 has unknown role 'robot'"):
+        client.predict(*form_args(str(bad)), api_name="/start")
+    assert time.monotonic() - began < 10  # at Start, not after a model load
+    assert not app_server[0].status().is_training_running
 
 
 def test_runs_tab_lists_shows_loads_resumes_and_deletes(client, app_server, datasets_dir):
