@@ -107,24 +107,12 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
 
 def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: Any, stop: Any) -> str:
     """Load, train and save; returns the final phase value (``completed`` or ``stopped``)."""
-    from transformers import PrinterCallback
-    from trl import SFTTrainer
-
-    from trainer_core.config import build_lora_config, build_sft_config
+    from trainer_core.trainer import build_trainer
 
     model, tokenizer, data, device = _load(request, events)
     _phase(events, Phase.configuring, "Building the trainer")
-    args = build_sft_config(request, output_dir, device, has_eval=data.eval is not None)
-    trainer = SFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=data.train,
-        eval_dataset=data.eval,
-        processing_class=tokenizer,
-        peft_config=build_lora_config(request),
-        callbacks=[make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")],
-    )
-    trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout
+    callback = make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")
+    trainer = build_trainer(request, model, tokenizer, data.train, data.eval, output_dir, device, [callback])
     if stop.is_set():
         return Phase.stopped.value
     if request.resume_from_checkpoint:
