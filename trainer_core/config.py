@@ -37,10 +37,13 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         weight_decay=request.weight_decay,
         max_grad_norm=request.max_grad_norm,
         lr_scheduler_type=request.lr_scheduler_type,
-        optim=request.optim,
+        optim=optimizer_for(request.optim, device),
         seed=request.random_seed,
         data_seed=request.random_seed,
-        max_length=request.max_seq_length,
+        # Padding-free batches (see trainer.py; bench/throughput.py). TRL wants max_length=None without
+        # packing: our data layer has already cut every row to max_seq_length (tokenization.py).
+        padding_free=True,
+        max_length=request.max_seq_length if request.packing else None,
         packing=request.packing,
         activation_checkpointing=request.gradient_checkpointing,  # transformers 5 name; TRL defaults the old one to True
         bf16=bf16,
@@ -58,6 +61,13 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         # Our data layer already tokenized, masked and truncated the rows (see tokenization.py).
         dataset_kwargs={"skip_prepare_dataset": not request.packing},
     )
+
+
+def optimizer_for(optim: str, device: str) -> str:
+    """``adamw_torch`` becomes the fused ``adamw_torch_fused`` on CUDA (the usual GPU choice; one
+    kernel for all parameters). Not measured here: this machine has no GPU (docs/BENCHMARKS.md).
+    Other optimizers, and every optimizer on CPU, are left as asked."""
+    return "adamw_torch_fused" if device == "cuda" and optim == "adamw_torch" else optim
 
 
 def build_lora_config(request: TrainingStartRequest) -> Optional[Any]:

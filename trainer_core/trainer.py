@@ -1,10 +1,17 @@
-"""Our TRL trainer: ``SFTTrainer`` with the plain causal-LM loss and no per-step metric work.
+"""Our TRL trainer: ``SFTTrainer`` on padding-free batches, with a loss computed only where it counts.
 
-TRL 1.16's ``SFTTrainer.compute_loss`` runs a fused LM-head path that also computes per-token
-entropy and top-1 accuracy on every step (logged as ``entropy`` / ``mean_token_accuracy``). Nobody
-here asked for those; the model's own loss over the ``labels`` we built (-100 outside answers) is
-the same mean negative log-likelihood: over 6 steps on alpaca_en_demo (batch 4, 256 tokens) both
-logged identical losses to 4 decimals. Its speed-up is for the throughput benchmark to measure.
+Three departures from a stock ``SFTTrainer`` (each measured by ``bench/throughput.py``; figures in
+docs/BENCHMARKS.md):
+
+- Padding-free batches (TRL's ``padding_free`` collator): the B rows of a batch are laid end to end
+  in one row of sum(n_i) tokens, so no compute goes to padding (31 % of the tokens of a batch of 4
+  alpaca rows cut at 256 are padding otherwise).
+- Per-row attention (``trainer_core.attention``) instead of a dense block-diagonal mask.
+- The loss: TRL 1.16's ``compute_loss`` runs a fused LM-head path that also computes per-token
+  entropy and top-1 accuracy every step. We compute the LM head only at the positions whose next
+  token has a label (answers, with ``train_on_completions``) via transformers' ``logits_to_keep``,
+  and take the token-mean cross-entropy over the same labels: the same loss (equal to 4 decimals
+  on alpaca batches) for less work.
 """
 
 from __future__ import annotations
@@ -12,26 +19,52 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+import torch.nn.functional as F
 from transformers import PrinterCallback, Trainer
 from trl import SFTTrainer
 
+from trainer_core.attention import register_varlen_sdpa
 from trainer_core.config import build_lora_config, build_sft_config
 from trainer_core.schemas import TrainingStartRequest
 
 
+def answer_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> tuple[torch.Tensor, Any]:
+    """Causal-LM cross-entropy (nats per labelled token) of a padding-free batch (``input_ids`` and
+    ``labels`` of shape (1, T)), with logits computed only at the K positions t whose target
+    ``labels[t + 1]`` is not -100. Divides the summed loss by ``num_items_in_batch`` (the labelled
+    tokens of the whole accumulated batch, counted by ``Trainer``) when given, else by K.
+    Returns (loss, model outputs with logits of shape (1, K, vocab))."""
+    inputs = dict(inputs)
+    labels = inputs.pop("labels")
+    targets = labels[0, 1:]
+    keep = (targets != -100).nonzero().squeeze(-1)
+    outputs = model(**inputs, use_cache=False, logits_to_keep=keep)
+    total = F.cross_entropy(outputs.logits[0].float(), targets[keep], reduction="sum")
+    denominator = num_items_in_batch if num_items_in_batch is not None else max(keep.numel(), 1)
+    return total / denominator, outputs
+
+
 class LeanSFTTrainer(SFTTrainer):
-    """``SFTTrainer`` whose loss is ``transformers.Trainer``'s (model(**inputs).loss, token-weighted
-    across gradient accumulation via ``num_items_in_batch``)."""
+    """``SFTTrainer`` whose loss is ``answer_loss`` for padding-free batches (batch dimension 1) and
+    ``transformers.Trainer``'s otherwise; no entropy / token-accuracy metrics."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: D102
-        return Trainer.compute_loss(self, model, inputs, return_outputs=return_outputs,
-                                    num_items_in_batch=num_items_in_batch)
+        if inputs.get("labels") is None or inputs["input_ids"].shape[0] != 1:
+            return Trainer.compute_loss(self, model, {**inputs, "use_cache": False}, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+        loss, outputs = answer_loss(model, inputs, num_items_in_batch)
+        if self.args.average_tokens_across_devices and num_items_in_batch is not None:  # as Trainer.compute_loss
+            loss = loss * (self.accelerator.num_processes // self.get_tp_size() if self.args.n_gpu <= 1 else self.args.n_gpu)
+        return (loss, outputs) if return_outputs else loss
 
 
 def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, train: Any, eval_split: Any,
                   output_dir: Path, device: str, callbacks: list[Any]) -> SFTTrainer:
-    """The trainer the worker (and the throughput benchmark) runs for ``request``."""
+    """The trainer the worker (and the throughput benchmark) runs for ``request``. Switches ``model``
+    to per-row attention (``sdpa_varlen``; a runtime setting that saved configs do not record)."""
     args = build_sft_config(request, output_dir, device, has_eval=eval_split is not None)
+    model.set_attn_implementation(register_varlen_sdpa())
     trainer = LeanSFTTrainer(
         model=model,
         args=args,
@@ -43,3 +76,4 @@ def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, tra
     )
     trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout
     return trainer
+

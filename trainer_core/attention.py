@@ -1,0 +1,54 @@
+"""Per-sequence SDPA for padding-free batches ("varlen" attention without flash-attn).
+
+TRL's padding-free collator flattens a batch of B rows into one row of T = sum(n_i) tokens with
+``position_ids`` restarting at 0 for each row and ``cu_seq_lens_q`` = [0, n_1, n_1+n_2, ..., T]
+(the FlashAttention varlen convention). Plain ``sdpa`` then needs a dense (T, T) block-diagonal mask
+and computes all T^2 scores; flash-attn, which handles ``cu_seq_lens`` natively, is not installed on
+CPU. This attention runs causal SDPA on each row's slice instead: sum(n_i^2) work, the same result.
+On 4 alpaca rows (695 tokens) the masked path spent 25 % of a LoRA step in attention (bench/throughput.py
+measures the whole effect).
+
+Models with a sliding window (Mistral, Gemma 2/3 local layers) fall back to the masked path, which
+honours the window.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+VARLEN_SDPA = "sdpa_varlen"
+
+
+def varlen_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                        attention_mask: Optional[torch.Tensor], dropout: float = 0.0, scaling: Optional[float] = None,
+                        is_causal: Optional[bool] = None, cu_seq_lens_q: Optional[torch.Tensor] = None,
+                        **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """Attention for query/key/value of shape (batch, heads, tokens, head_dim); returns
+    (batch, tokens, heads, head_dim) like transformers' ``sdpa_attention_forward``.
+
+    With ``cu_seq_lens_q`` (int32 offsets, shape (rows + 1,)) and batch 1, each slice
+    ``[cu[i], cu[i+1])`` attends causally to itself only; otherwise this is plain ``sdpa``."""
+    if cu_seq_lens_q is None or query.shape[0] != 1 or getattr(module, "sliding_window", None) or not getattr(module, "is_causal", True):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    bounds = cu_seq_lens_q.tolist()
+    pieces = [
+        sdpa_attention_forward(module, query[:, :, start:end], key[:, :, start:end], value[:, :, start:end], None,
+                               dropout=dropout, scaling=scaling, is_causal=True)[0]
+        for start, end in zip(bounds[:-1], bounds[1:])
+        if end > start
+    ]
+    return torch.cat(pieces, dim=1), None
+
+
+def register_varlen_sdpa() -> str:
+    """Register ``sdpa_varlen`` with transformers (idempotent); returns the name to pass to
+    ``model.set_attn_implementation``. The mask builder stays ``sdpa``'s, for the fallback path."""
+    AttentionInterface.register(VARLEN_SDPA, varlen_sdpa_forward)
+    AttentionMaskInterface.register(VARLEN_SDPA, sdpa_mask)
+    return VARLEN_SDPA
