@@ -90,6 +90,20 @@ def reset(runner: JobRunner = Depends(_runner)) -> ResetResponse:
     return ResetResponse(message="reset to idle")
 
 
+class PrewarmResponse(BaseModel):
+    """``ready``: a standby worker has imported the training stack and waits for the next Start."""
+
+    ready: bool
+
+
+@router.post("/prewarm", response_model=PrewarmResponse)
+def prewarm(runner: JobRunner = Depends(_runner)) -> PrewarmResponse:
+    """Start importing the training stack in a standby worker now (about 8 s here), so the next
+    Start begins loading at once; call it when your form opens, and again to ask if it is ready.
+    The standby exits after 10 idle minutes. Does nothing while a job runs."""
+    return PrewarmResponse(ready=runner.prewarm())
+
+
 @router.get("/status", response_model=TrainingStatus)
 def status(runner: JobRunner = Depends(_runner)) -> TrainingStatus:
     """Phase, message, details and the chart series."""

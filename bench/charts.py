@@ -1,5 +1,6 @@
-"""Chart cost at long histories: time to build one update (status + three figures, as a watching
-tab does) and its size as JSON on the wire, at 1k / 10k / 100k logged steps.
+"""Chart cost at long histories: time to build one update (downsampled points + three figures +
+JSON, as a watching tab does on every step) and its size on the wire, at 1k / 10k / 100k logged
+steps; and the cost of appending one step to the history (which keeps the downsampled series).
 
     python -m bench.charts [--quick] [--repeats N]
 
@@ -18,13 +19,16 @@ import time
 import plotly.io as pio
 
 from trainer_core.metrics import MetricsHistory
+from trainer_core.minmax import MAX_POINTS
 from trainer_core.schemas import TrainingProgress
 from ui import charts
 
 
-def _history(steps: int) -> MetricsHistory:
-    """A synthetic run: noisy decaying loss, cosine LR, grad norm, eval every 100 steps."""
+def _history(steps: int) -> tuple[MetricsHistory, float]:
+    """A synthetic run (noisy decaying loss, cosine LR, grad norm, eval every 100 steps) and the
+    mean time of one ``append`` in microseconds."""
     history = MetricsHistory()
+    began = time.perf_counter()
     for step in range(1, steps + 1):
         history.append(TrainingProgress(
             job_id="bench", step=step, total_steps=steps, loss=2.0 * math.exp(-step / steps) + 0.1 * math.sin(step),
@@ -32,20 +36,22 @@ def _history(steps: int) -> MetricsHistory:
         ))
         if step % 100 == 0:
             history.append(TrainingProgress(job_id="bench", step=step, total_steps=steps, eval_loss=1.5))
-    return history
+    return history, (time.perf_counter() - began) / steps * 1e6
 
 
 def measure(steps: int, repeats: int) -> dict:
-    """Median wall time (ms) of series + three figures + JSON encoding, and the encoded size (KB)."""
-    history = _history(steps)
+    """Median wall time (ms) of chart points + three figures + JSON encoding, the encoded size (KB),
+    and the mean cost of one append (us, including building the synthetic event)."""
+    history, append_us = _history(steps)
     times, size = [], 0
     for _ in range(repeats):
         began = time.perf_counter()
-        series = history.series()
-        figures = [charts.loss_figure(series), charts.learning_rate_figure(series), charts.grad_norm_figure(series)]
+        points = history.chart_points()
+        figures = [charts.loss_figure(points), charts.learning_rate_figure(points), charts.grad_norm_figure(points)]
         size = sum(len(pio.to_json(fig, validate=False)) for fig in figures)
         times.append((time.perf_counter() - began) * 1000)
-    return {"steps": steps, "update_ms": round(statistics.median(times), 1), "wire_kb": round(size / 1024, 1)}
+    return {"steps": steps, "update_ms": round(statistics.median(times), 1), "wire_kb": round(size / 1024, 1),
+            "append_us": round(append_us, 1)}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -56,10 +62,11 @@ def main(argv: list[str] | None = None) -> dict:
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
     repeats = 2 if args.quick else args.repeats
     results = [measure(n, repeats) for n in sizes]
-    report = {"bench": "charts", "max_points_per_series": charts.MAX_POINTS, "results": results}
+    report = {"bench": "charts", "max_points_per_series": MAX_POINTS, "results": results}
     print(json.dumps(report))
     for r in results:
-        print(f"{r['steps']:>7} steps: {r['update_ms']:7.1f} ms per update, {r['wire_kb']:7.1f} KB on the wire")
+        print(f"{r['steps']:>7} steps: {r['update_ms']:7.1f} ms per update, {r['wire_kb']:7.1f} KB on the wire, "
+              f"{r['append_us']:.0f} us per append")
     return report
 
 

@@ -33,3 +33,9 @@ def stubborn_worker(request, job_id, output_dir, events, stop):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     events.put((EventKind.PHASE, {"phase": "loading_model", "message": "loading"}))
     time.sleep(600)
+
+
+def pid_worker(request, job_id, output_dir, events, stop):
+    """Reports its process id, then completes."""
+    events.put((EventKind.INFO, {"message": "pid", "details": {"worker_pid": os.getpid()}}))
+    events.put((EventKind.DONE, {"phase": "completed", "message": "done", "output_dir": output_dir}))

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from app import access_problem, is_loopback
+from server import access_problem, is_loopback
 from trainer_core.access import MissingPaths, checked_request
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.schemas import TrainingStartRequest

@@ -126,3 +126,34 @@ def test_reset_ends_a_job_being_cancelled(request_):
     canceller.join()
     status = runner.status()
     assert status.phase == Phase.idle and not status.is_training_running
+
+
+def test_start_hands_the_job_to_a_ready_standby(request_):
+    runner = JobRunner(worker_target=fake_workers.pid_worker, warm_modules=("json",))
+    assert runner.prewarm() is False  # spawning: not ready yet
+    assert _wait_for(runner.prewarm)  # asking again does not spawn another; it becomes ready
+    standby_pid = runner._standby.process.pid
+    assert runner.start(request_).status == "queued"
+    assert runner.wait(10)
+    status = runner.status()
+    assert status.phase == Phase.completed and status.details["worker_pid"] == standby_pid
+    assert runner._standby is None  # used up; the next page load warms a new one
+
+
+def test_a_standby_times_out_and_start_falls_back_to_a_fresh_worker(request_):
+    runner = JobRunner(worker_target=fake_workers.pid_worker, standby_idle_s=1.0, warm_modules=())
+    runner.prewarm()
+    standby = runner._standby
+    assert _wait_for(lambda: not standby.process.is_alive(), timeout_s=15)  # exited by itself
+    assert runner.start(request_).status == "queued"
+    assert runner.wait(10)
+    status = runner.status()
+    assert status.phase == Phase.completed and status.details["worker_pid"] != standby.process.pid
+
+
+def test_no_standby_while_a_job_runs(request_):
+    runner = JobRunner(worker_target=fake_workers.stepping_worker, warm_modules=())
+    runner.start(request_)
+    assert runner.prewarm() is False and runner._standby is None
+    runner.stop(save=False)
+    assert runner.wait(10)

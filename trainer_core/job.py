@@ -27,6 +27,7 @@ from trainer_core.schemas import (
     new_job_id,
 )
 from trainer_core.settings import get_settings
+from trainer_core.standby import TRAINING_STACK, Standby, spawn_standby
 from trainer_core.store import RunStore
 from trainer_core.worker import EventKind, run_worker
 
@@ -47,8 +48,11 @@ class JobRunner:
     """Owns the one job: start / stop / cancel / reset and a consistent status for every client."""
 
     def __init__(self, worker_target: Callable[..., None] = run_worker, runs_dir: Optional[Path] = None,
-                 store: Optional[RunStore] = None) -> None:
+                 store: Optional[RunStore] = None, standby_idle_s: float = 600.0,
+                 warm_modules: tuple[str, ...] = TRAINING_STACK) -> None:
         self._worker_target = worker_target
+        self._standby: Optional[Standby] = None
+        self._standby_idle_s, self._warm_modules = standby_idle_s, warm_modules
         self._runs_dir = runs_dir
         self.store = store
         self._job_lock = threading.Lock()  # held from start until the job thread ends
@@ -105,6 +109,18 @@ class JobRunner:
         self.history.reset()
         return job_id, output_dir
 
+    def prewarm(self) -> bool:
+        """Have a standby worker import the training stack now, so the next Start skips that
+        (see ``standby``). Nothing happens while a job runs. Returns whether a standby is ready."""
+        with self._state:
+            if self._status.is_training_running:
+                return False
+            if self._standby is None or not self._standby.usable():
+                if self._standby is not None:
+                    self._standby.close()
+                self._standby = spawn_standby(self._worker_target, self._standby_idle_s, self._warm_modules)
+            return self._standby.ready.is_set()
+
     def check_resume(self, request: TrainingStartRequest) -> None:
         """Raise ResumeError when ``request`` asks to resume something that cannot be resumed."""
         if request.resume_from_checkpoint:
@@ -153,8 +169,9 @@ class JobRunner:
         return thread is None or not thread.is_alive()
 
     # ----- reads -----
-    def status(self) -> TrainingStatus:
-        """A consistent copy of the status with details and the chart series."""
+    def status(self, with_history: bool = True) -> TrainingStatus:
+        """A consistent copy of the status with details and (unless ``with_history`` is False; an
+        O(history) copy) the full metric series."""
         with self._state:
             status = self._status.model_copy(deep=True)
             details = dict(self._details)
@@ -163,7 +180,8 @@ class JobRunner:
             details.update(latest.model_dump(include={"step", "total_steps", "epoch", "loss", "learning_rate",
                                                       "progress_percent", "elapsed_seconds", "eta_seconds"}))
         status.details = details
-        status.metric_history = self.history.series()
+        if with_history:
+            status.metric_history = self.history.series()
         return status
 
     # ----- the job thread -----
@@ -176,16 +194,29 @@ class JobRunner:
         process = None
         final: Final = (Phase.error, "The job ended without a result.", "no final event")
         try:
-            ctx = mp.get_context("spawn")
-            events, stop = ctx.Queue(), ctx.Event()
-            process = ctx.Process(target=self._worker_target, args=(request, job_id, str(output_dir), events, stop),
-                                  name=f"worker-{job_id}", daemon=True)
+            with self._state:
+                standby, self._standby = self._standby, None
+            if standby is not None and not standby.usable():
+                standby.close()
+                standby = None
+            if standby is None:
+                ctx = mp.get_context("spawn")
+                events, stop = ctx.Queue(), ctx.Event()
+                process = ctx.Process(target=self._worker_target, args=(request, job_id, str(output_dir), events, stop),
+                                      name=f"worker-{job_id}", daemon=True)
+            else:
+                process, events, stop = standby.process, standby.events, standby.stop
             with self._state:
                 if self._cancelled:
                     final = (Phase.stopped, "Cancelled before the worker started.", None)
+                    if standby is not None:
+                        standby.close()
                     return
                 self._process, self._stop = process, stop
-                process.start()
+                if standby is None:
+                    process.start()
+                else:
+                    standby.hand_over(request, job_id, str(output_dir))
             final = self._supervise(process, events)
         except Exception as exc:  # noqa: BLE001 - the app must keep serving
             log.exception("job thread failed")

@@ -5,7 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
+from trainer_core.minmax import MinMaxSeries
 from trainer_core.schemas import MetricHistory, TrainingProgress
+
+CHART_SERIES = ("loss", "eval_loss", "learning_rate", "grad_norm")  # TrainingProgress fields charted
+
+ChartPoints = dict[str, tuple[list[float], list[float]]]  # series name -> (steps, values), downsampled
 
 
 class MetricsHistory:
@@ -18,6 +23,7 @@ class MetricsHistory:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._events: list[TrainingProgress] = []
+        self._charts = _chart_series()
         self._version = 0
 
     @property
@@ -34,12 +40,14 @@ class MetricsHistory:
         """Forget all events (a new job or an explicit reset)."""
         with self._cond:
             self._events = []
+            self._charts = _chart_series()
             self._bump()
 
     def append(self, progress: TrainingProgress) -> None:
         """Add one logged step (train or eval)."""
         with self._cond:
             self._events.append(progress)
+            _add(self._charts, progress)
             self._bump()
 
     def touch(self) -> None:
@@ -86,8 +94,31 @@ class MetricsHistory:
             return next((e for e in reversed(self._events) if e.loss is not None), None)
 
     def series(self) -> MetricHistory:
-        """Chart series of every event so far (see ``series_of``)."""
+        """Every logged value so far, at full resolution (see ``series_of``; O(events))."""
         return series_of(self.events())
+
+    def chart_points(self) -> ChartPoints:
+        """The charted series downsampled to at most ``minmax.MAX_POINTS`` points each, kept up to
+        date on every append: O(points), independent of the history's length."""
+        with self._cond:
+            return {name: series.points() for name, series in self._charts.items()}
+
+
+def _chart_series() -> dict[str, MinMaxSeries]:
+    return {name: MinMaxSeries() for name in CHART_SERIES}
+
+
+def _add(charts: dict[str, MinMaxSeries], progress: TrainingProgress) -> None:
+    for name, series in charts.items():
+        series.append(progress.step, getattr(progress, name))
+
+
+def chart_points_of(events: list[TrainingProgress]) -> ChartPoints:
+    """``chart_points`` for a stored run's events."""
+    charts = _chart_series()
+    for progress in events:
+        _add(charts, progress)
+    return {name: series.points() for name, series in charts.items()}
 
 
 def series_of(events: list[TrainingProgress]) -> MetricHistory:

@@ -147,7 +147,7 @@ def _first_lines(text: str, lines: int = 3, chars: int = 600) -> str:
     return kept if kept == text.strip() else kept + " ... (more in worker.log)"
 
 
-def _exit_with_parent() -> None:
+def exit_with_parent() -> None:
     """End this process within ~1 s of the app that spawned it dying (even by SIGKILL), so no
     orphan keeps training and holding memory."""
     parent = os.getppid()
@@ -183,7 +183,7 @@ def _quiet_progress_bars() -> None:
 def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, events: Any, stop: Any) -> None:
     """Process entry point. Never raises: failures become one ``error`` event (the traceback goes
     to ``<output_dir>/worker.log`` only)."""
-    _exit_with_parent()
+    exit_with_parent()
     out = Path(output_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)

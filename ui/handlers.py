@@ -15,6 +15,7 @@ import pandas as pd
 from trainer_core.access import checked_request
 from trainer_core.datafiles import DatasetError
 from trainer_core.job import JobRunner
+from trainer_core.metrics import ChartPoints
 from trainer_core.paths import confine
 from trainer_core.schemas import FormatType, TrainingStartRequest, TrainingStatus
 from trainer_core.settings import Settings
@@ -55,23 +56,32 @@ def status_line(status: TrainingStatus) -> str:
     return text
 
 
-def render(status: TrainingStatus) -> tuple:
-    """Outputs of every watcher: status line, raw status JSON, three charts."""
-    history = status.metric_history
+def render(status: TrainingStatus, points: ChartPoints) -> tuple:
+    """Outputs of every watcher: status line, raw status JSON (without the series), three charts."""
     raw = status.model_dump(mode="json", exclude={"metric_history"})
-    return (status_line(status), raw, charts.loss_figure(history),
-            charts.learning_rate_figure(history), charts.grad_norm_figure(history))
+    return (status_line(status), raw, charts.loss_figure(points),
+            charts.learning_rate_figure(points), charts.grad_norm_figure(points))
 
 
 def watch(runner: JobRunner) -> Iterator[tuple]:
     """Yield the rendered status now and on every change until the job is no longer running."""
     while True:
         version = runner.history.version
-        status = runner.status()
-        yield render(status)
+        status = runner.status(with_history=False)
+        yield render(status, runner.history.chart_points())
         if not status.is_training_running:
             return
         runner.history.wait_for_change(version, HEARTBEAT_S)
+
+
+def prewarm(runner: JobRunner):
+    """Page-load handler: a standby worker imports the training stack while the user fills in the
+    form, so Start begins loading at once (``JobRunner.prewarm``)."""
+
+    def handler() -> None:
+        runner.prewarm()
+
+    return handler
 
 
 @dataclass(frozen=True)

@@ -114,4 +114,5 @@ def build_ui(runner: JobRunner, settings: Settings) -> gr.Blocks:
         stop_btn.click(partial(handlers.stop, ctx), None, None, api_name="stop", **FREE)
         cancel_btn.click(partial(handlers.cancel, ctx), None, None, api_name="cancel", **FREE)
         demo.load(partial(handlers.watch, runner), None, monitor, api_name="watch", **FREE)
+        demo.load(handlers.prewarm(runner), None, None, api_name=False, show_progress="hidden", **FREE)
     return demo

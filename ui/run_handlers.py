@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Optional
 import gradio as gr
 import pandas as pd
 
-from trainer_core.metrics import series_of
+from trainer_core.metrics import chart_points_of
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
 from trainer_core.store import RunDetail, RunRecord
@@ -67,13 +67,13 @@ def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
     if not (job_id or "").strip():
         return "Click a run to see its charts and settings.", None, None, None, None
     run = _get(ctx, job_id.strip())
-    history = series_of(run.metrics)
+    points = chart_points_of(run.metrics)
     summary = (f"**{run.job_id}** · {run.phase.value} · step {run.last_step} / {run.total_steps or '?'}"
                f"\n\nOutput: `{run.output_dir}`\n\nLast checkpoint: `{run.last_checkpoint or 'none'}`")
     if run.error:
         summary += f"\n\n**Error:** {run.error}"
-    return (summary, run.request, charts.loss_figure(history), charts.learning_rate_figure(history),
-            charts.grad_norm_figure(history))
+    return (summary, run.request, charts.loss_figure(points), charts.learning_rate_figure(points),
+            charts.grad_norm_figure(points))
 
 
 def _widget_value(name: str, value: Any) -> Any:

@@ -52,7 +52,7 @@ def studio_settings(tmp_path_factory, datasets_dir):
 @pytest.fixture(scope="session")
 def app_server(model_dir, studio_settings):
     """(runner, url) of the whole app (API + UI) served on a loopback port."""
-    from app import build_app
+    from server import build_app
 
     app = build_app(studio_settings)
     runner = app.state.runner
