@@ -5,12 +5,15 @@ tab never touches training."""
 from __future__ import annotations
 
 import shutil
+import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import gradio as gr
 import pandas as pd
+from gradio.components.plot import PlotData
 
 from trainer_core.access import checked_request
 from trainer_core.datafiles import DatasetError
@@ -57,19 +60,51 @@ def status_line(status: TrainingStatus) -> str:
 
 
 def render(status: TrainingStatus, points: ChartPoints) -> tuple:
-    """Outputs of every watcher: status line, raw status JSON (without the series), three charts."""
+    """Outputs of every watcher: status line, raw status JSON (without the series), and the three
+    charts already serialised (``PlotData``, what ``gr.Plot`` would make of each figure)."""
     raw = status.model_dump(mode="json", exclude={"metric_history"})
-    return (status_line(status), raw, charts.loss_figure(points),
-            charts.learning_rate_figure(points), charts.grad_norm_figure(points))
+    figures = (charts.loss_figure(points), charts.learning_rate_figure(points), charts.grad_norm_figure(points))
+    return (status_line(status), raw, *(PlotData(type="plotly", plot=fig.to_json()) for fig in figures))
+
+
+class SharedRender:
+    """The latest rendered update of one runner, built once per history version and handed to every
+    watching tab: 20 tabs cost one build (about 40 ms) per step, not 20 (bench/ui_overhead.py)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version: Optional[int] = None
+        self._update: tuple = ()
+        self._running = False
+
+    def get(self, runner: JobRunner) -> tuple[int, tuple, bool]:
+        """(history version, rendered outputs, whether the job is running)."""
+        with self._lock:  # held while building, so tabs woken together wait for one build
+            version = runner.history.version
+            if version != self._version:
+                status = runner.status(with_history=False)
+                self._update = render(status, runner.history.chart_points())
+                self._version, self._running = version, status.is_training_running
+            return self._version, self._update, self._running
+
+
+_SHARED: "weakref.WeakKeyDictionary[JobRunner, SharedRender]" = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_render(runner: JobRunner) -> SharedRender:
+    """The one ``SharedRender`` of ``runner``."""
+    with _SHARED_LOCK:
+        return _SHARED.setdefault(runner, SharedRender())
 
 
 def watch(runner: JobRunner) -> Iterator[tuple]:
     """Yield the rendered status now and on every change until the job is no longer running."""
+    shared = shared_render(runner)
     while True:
-        version = runner.history.version
-        status = runner.status(with_history=False)
-        yield render(status, runner.history.chart_points())
-        if not status.is_training_running:
+        version, update, running = shared.get(runner)
+        yield update
+        if not running:
             return
         runner.history.wait_for_change(version, HEARTBEAT_S)
 
