@@ -1,4 +1,7 @@
-"""Benchmark scripts run in --quick mode so they cannot rot (figures are reported, not asserted)."""
+"""Benchmark scripts run in --quick mode so they cannot rot (figures are reported, not asserted;
+what is asserted is that each script measured what it says)."""
+
+import pytest
 
 from bench import charts as chart_bench
 
@@ -6,5 +9,44 @@ from bench import charts as chart_bench
 def test_chart_bench_quick(capsys):
     report = chart_bench.main(["--quick"])
     assert [r["steps"] for r in report["results"]] == [1_000, 10_000]
-    assert all(r["update_ms"] > 0 and r["wire_kb"] > 0 for r in report["results"])
+    assert all(r["update_ms"] > 0 and r["wire_kb"] > 0 and r["append_us"] > 0 for r in report["results"])
     assert '"bench": "charts"' in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_throughput_bench_quick(capsys, model_dir):
+    from bench import throughput
+
+    report = throughput.main(["--quick"])
+    ours, trl = report["runs"]
+    assert (ours["side"], trl["side"]) == ("ours", "trl")
+    assert ours["samples"] == trl["samples"] == 12 and ours["tokens_real"] == trl["tokens_real"]  # same batches
+    assert ours["padding_fraction"] == 0 and trl["padding_fraction"] > 0.1
+    assert ours["losses"][0] == pytest.approx(trl["losses"][0], abs=2e-3)  # same objective, same start
+    assert 0 < ours["mfu"] < 1 and report["median_ratio"] > 0
+    assert "vs bare TRL" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_latency_bench_quick(capsys, model_dir):
+    from bench import latency
+
+    report = latency.main(["--quick", "--port", "7881"])
+    assert 0 < report["page_served_s"] and report["idle_rss_mib"] > 50
+    for kind in ("cold", "warm"):
+        phases = report[f"phase_began_{kind}_s"]
+        assert phases["loading_model"] <= phases["training"] <= report[f"first_step_{kind}_s"]
+    assert report["standby_ready_s"] > 0 and report["rss_with_standby_mib"] > report["idle_rss_mib"]
+    assert report["cancel_s"]["training"] is not None and report["cancel_s"]["training"] > 0
+    assert "first step" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_ui_overhead_bench_quick(capsys, model_dir):
+    from bench import ui_overhead
+
+    report = ui_overhead.main(["--quick", "--port", "7882"])
+    assert set(report["median_seconds_per_step"]) == {"cli", "api_1_tab", "api_3_tabs"}
+    assert all(s > 0 for s in report["median_seconds_per_step"].values())
+    assert report["fewest_updates_per_tab"] >= 2  # every tab really streamed the run
+    assert "tabs" in capsys.readouterr().out
