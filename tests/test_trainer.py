@@ -87,3 +87,32 @@ def test_fused_adamw_on_cuda_only():
     assert optimizer_for("adamw_torch", "cuda") == "adamw_torch_fused"
     assert optimizer_for("adamw_torch", "cpu") == "adamw_torch"
     assert optimizer_for("sgd", "cuda") == "sgd"
+
+
+def test_sliding_window_models_keep_their_window():
+    """Mistral passes its window as an argument: the per-row path must not drop it."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    def model(attn):
+        torch.manual_seed(0)
+        config = MistralConfig(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2, sliding_window=4)
+        m = MistralForCausalLM(config).eval()
+        m.set_attn_implementation(attn)
+        return m
+
+    rows = _rows()
+    with torch.no_grad():
+        padded = model("sdpa")(**DataCollatorForLanguageModeling(pad_token_id=PAD)(rows), use_cache=False).loss
+        packed, _ = answer_loss(model(register_varlen_sdpa()),
+                                DataCollatorForLanguageModeling(pad_token_id=PAD, padding_free=True)(rows))
+    assert packed.item() == pytest.approx(padded.item(), abs=1e-5)
+
+
+def test_no_dense_mask_is_built_for_full_attention_models():
+    from trainer_core.attention import varlen_mask
+
+    config = _model("sdpa").config
+    assert varlen_mask(batch_size=1, q_length=8, kv_length=8, config=config, attention_mask=None) is None
+    padded = varlen_mask(batch_size=1, q_length=3, kv_length=3, config=config, attention_mask=torch.ones(1, 3, dtype=torch.bool))
+    assert padded is None or padded.shape[-1] == 3  # a padding mask still goes through sdpa_mask

@@ -8,8 +8,9 @@ CPU. This attention runs causal SDPA on each row's slice instead: sum(n_i^2) wor
 On 4 alpaca rows (695 tokens) the masked path spent 25 % of a LoRA step in attention (bench/throughput.py
 measures the whole effect).
 
-Models with a sliding window (Mistral, Gemma 2/3 local layers) fall back to the masked path, which
-honours the window.
+Layers with a sliding window (Mistral, Phi-3, Gemma 2/3 local layers: the window comes as the
+``sliding_window`` argument or attribute) fall back to the masked path, which honours the window;
+for configs without one the mask builder skips the (T, T) mask that the per-row path never reads.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ def varlen_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch
 
     With ``cu_seq_lens_q`` (int32 offsets, shape (rows + 1,)) and batch 1, each slice
     ``[cu[i], cu[i+1])`` attends causally to itself only; otherwise this is plain ``sdpa``."""
-    if cu_seq_lens_q is None or query.shape[0] != 1 or getattr(module, "sliding_window", None) or not getattr(module, "is_causal", True):
+    sliding = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
+    if cu_seq_lens_q is None or query.shape[0] != 1 or sliding or not getattr(module, "is_causal", True):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       is_causal=is_causal, **kwargs)
-    bounds = cu_seq_lens_q.tolist()
+    bounds = cu_seq_lens_q.tolist()  # a CPU tensor (LeanSFTTrainer keeps it there): no device sync
     pieces = [
         sdpa_attention_forward(module, query[:, :, start:end], key[:, :, start:end], value[:, :, start:end], None,
                                dropout=dropout, scaling=scaling, is_causal=True)[0]
@@ -46,9 +48,20 @@ def varlen_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch
     return torch.cat(pieces, dim=1), None
 
 
+def varlen_mask(*args: Any, config: Any = None, attention_mask: Optional[torch.Tensor] = None,
+                **kwargs: Any) -> Optional[torch.Tensor]:
+    """``sdpa_mask``, except None (no mask) when there is no padding mask and the model has no
+    sliding window: causal attention within each row is then all the per-row path needs. (A packed
+    row given without ``cu_seq_lens_q`` would attend across rows: TRL's collator always gives them.)"""
+    sliding = getattr(config, "sliding_window", None) or any("sliding" in kind for kind in getattr(config, "layer_types", None) or ())
+    if attention_mask is None and not sliding:
+        return None
+    return sdpa_mask(*args, config=config, attention_mask=attention_mask, **kwargs)
+
+
 def register_varlen_sdpa() -> str:
     """Register ``sdpa_varlen`` with transformers (idempotent); returns the name to pass to
-    ``model.set_attn_implementation``. The mask builder stays ``sdpa``'s, for the fallback path."""
+    ``model.set_attn_implementation``."""
     AttentionInterface.register(VARLEN_SDPA, varlen_sdpa_forward)
-    AttentionMaskInterface.register(VARLEN_SDPA, sdpa_mask)
+    AttentionMaskInterface.register(VARLEN_SDPA, varlen_mask)
     return VARLEN_SDPA

@@ -25,6 +25,8 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
     import torch
 
     bf16 = compute_dtype(device) == torch.bfloat16
+    # One row per batch cannot be split by nn.DataParallel, which Trainer uses when it sees several GPUs.
+    padding_free = not (device == "cuda" and torch.cuda.device_count() > 1)
     return SFTConfig(
         output_dir=str(output_dir),
         num_train_epochs=request.num_epochs,
@@ -42,8 +44,8 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         data_seed=request.random_seed,
         # Padding-free batches (see trainer.py; bench/throughput.py). TRL wants max_length=None without
         # packing: our data layer has already cut every row to max_seq_length (tokenization.py).
-        padding_free=True,
-        max_length=request.max_seq_length if request.packing else None,
+        padding_free=padding_free,
+        max_length=None if padding_free and not request.packing else request.max_seq_length,
         packing=request.packing,
         activation_checkpointing=request.gradient_checkpointing,  # transformers 5 name; TRL defaults the old one to True
         bf16=bf16,
@@ -57,7 +59,8 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         save_steps=request.save_steps if request.save_steps > 0 else 500,
         report_to="none",
         disable_tqdm=True,
-        include_num_input_tokens_seen="non_padding",
+        # Without padding every token counts; "non_padding" would skip real pad-id tokens (often eos).
+        include_num_input_tokens_seen="all" if padding_free else "non_padding",
         # Our data layer already tokenized, masked and truncated the rows (see tokenization.py).
         dataset_kwargs={"skip_prepare_dataset": not request.packing},
     )

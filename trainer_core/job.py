@@ -112,14 +112,17 @@ class JobRunner:
     def prewarm(self) -> bool:
         """Have a standby worker import the training stack now, so the next Start skips that
         (see ``standby``). Nothing happens while a job runs. Returns whether a standby is ready."""
+        stale = None
         with self._state:
             if self._status.is_training_running:
                 return False
             if self._standby is None or not self._standby.usable():
-                if self._standby is not None:
-                    self._standby.close()
+                stale = self._standby
                 self._standby = spawn_standby(self._worker_target, self._standby_idle_s, self._warm_modules)
-            return self._standby.ready.is_set()
+            ready = self._standby.ready.is_set()
+        if stale is not None:
+            stale.close()  # outside the lock: it may wait a few seconds
+        return ready
 
     def check_resume(self, request: TrainingStartRequest) -> None:
         """Raise ResumeError when ``request`` asks to resume something that cannot be resumed."""
@@ -207,16 +210,18 @@ class JobRunner:
             else:
                 process, events, stop = standby.process, standby.events, standby.stop
             with self._state:
-                if self._cancelled:
-                    final = (Phase.stopped, "Cancelled before the worker started.", None)
-                    if standby is not None:
-                        standby.close()
-                    return
-                self._process, self._stop = process, stop
-                if standby is None:
-                    process.start()
-                else:
-                    standby.hand_over(request, job_id, str(output_dir))
+                cancelled = self._cancelled
+                if not cancelled:
+                    self._process, self._stop = process, stop
+                    if standby is None:
+                        process.start()
+                    else:
+                        standby.hand_over(request, job_id, str(output_dir))
+            if cancelled:
+                final = (Phase.stopped, "Cancelled before the worker started.", None)
+                if standby is not None:
+                    standby.close()
+                return
             final = self._supervise(process, events)
         except Exception as exc:  # noqa: BLE001 - the app must keep serving
             log.exception("job thread failed")

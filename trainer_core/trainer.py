@@ -53,6 +53,8 @@ class LeanSFTTrainer(SFTTrainer):
         if inputs.get("labels") is None or inputs["input_ids"].shape[0] != 1:
             return Trainer.compute_loss(self, model, {**inputs, "use_cache": False}, return_outputs=return_outputs,
                                         num_items_in_batch=num_items_in_batch)
+        if "cu_seq_lens_q" in inputs:  # row offsets back on the CPU once per step, not once per layer
+            inputs = {**inputs, "cu_seq_lens_q": inputs["cu_seq_lens_q"].cpu()}
         loss, outputs = answer_loss(model, inputs, num_items_in_batch)
         if self.args.average_tokens_across_devices and num_items_in_batch is not None:  # as Trainer.compute_loss
             loss = loss * (self.accelerator.num_processes // self.get_tp_size() if self.args.n_gpu <= 1 else self.args.n_gpu)
