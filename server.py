@@ -70,6 +70,21 @@ def open_history(settings: Settings) -> RunStore:
     return store
 
 
+QUEUE_IDLE_POLL_S = 0.05  # Gradio's own value on Windows; 0.001 elsewhere
+QUEUE_PROGRESS_POLL_S = 0.1  # likewise; 0.01 elsewhere (we send no gr.Progress updates)
+
+
+def quiet_queue(demo: gr.Blocks) -> gr.Blocks:
+    """Make Gradio's queue poll at 20 Hz / 10 Hz instead of 1 kHz / 100 Hz. Its busy-wait cost an
+    idle app 9 % of a core, and that CPU came out of training on a 2-core machine
+    (bench/ui_overhead.py). Events now start up to 50 ms later. These attributes are private in
+    Gradio 6.31; tests/test_server.py fails if a Gradio upgrade renames them."""
+    queue = demo._queue
+    queue.sleep_when_free = QUEUE_IDLE_POLL_S
+    queue.progress_update_sleep_when_free = QUEUE_PROGRESS_POLL_S
+    return demo
+
+
 def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] = None) -> FastAPI:
     """The FastAPI app: API routes, then the UI mounted at ``/`` (with a login when configured).
     Runs left live by an earlier process are marked ``interrupted``."""
@@ -79,7 +94,7 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     app = FastAPI(title="Finetune Studio", description="Fine-tune language models; watch training live.")
     app.state.settings, app.state.runner = settings, runner
     app.include_router(router)
-    demo = build_ui(runner, settings).queue(default_concurrency_limit=None)
+    demo = quiet_queue(build_ui(runner, settings).queue(default_concurrency_limit=None))
     auth = (settings.username, settings.password.get_secret_value()) if settings.login_enabled else None
     return gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)])
 

@@ -15,6 +15,7 @@ process (sustained 2048-square products, before and after training; the higher),
 matmul rate (whether bf16 autocast could pay on this CPU). FLOPs follow PaLM's model-FLOPs-utilization count (Chowdhery et al. 2022, appendix B) with
 LoRA's 4 N instead of 6 N (frozen weights need no weight gradients): per row of n tokens,
 4 N n + 12 L d n^2, N = every matmul weight a token passes (blocks + LM head), L layers, d width.
+"executed" MFU counts the LM head only where each side runs it (ours: labelled positions only).
 
 Prints one JSON line, then a human summary.
 """
@@ -31,7 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "alpaca_en_demo.json"
@@ -43,12 +44,13 @@ TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 # ----- child side: one training run, reported as a JSON line -----
 
 class BatchCounter:
-    """Wraps a data collator and records, per batch, the tokens fed (padding included) and the row
-    lengths (real tokens; for the attention FLOPs)."""
+    """Wraps a data collator and records, per batch, the tokens fed (padding included), the row
+    lengths (real tokens; for the attention FLOPs) and the labelled positions (where our trainer
+    runs the LM head)."""
 
     def __init__(self, collate: Any) -> None:
         self.collate = collate
-        self.batches: list[tuple[int, list[int]]] = []  # (tokens fed, row lengths)
+        self.batches: list[tuple[int, list[int], int]] = []  # (tokens fed, row lengths, labelled)
 
     def __call__(self, examples: list[dict]) -> dict:
         batch = self.collate(examples)
@@ -56,7 +58,8 @@ class BatchCounter:
             lengths = batch["attention_mask"].sum(dim=1).tolist()
         else:
             lengths = batch["cu_seq_lens_q"].diff().tolist()
-        self.batches.append((batch["input_ids"].numel(), lengths))
+        labelled = int((batch["labels"][..., 1:] != -100).sum())
+        self.batches.append((batch["input_ids"].numel(), lengths, labelled))
         return batch
 
 
@@ -155,8 +158,10 @@ def matmul_gflops(dtype: str = "float32", size: int = 2048, seconds: float = 3.0
     return statistics.median(rates)
 
 
-def model_flops(model: Any, rows: list[list[int]]) -> float:
-    """PaLM-style LoRA training FLOPs for the given row lengths: sum over rows of 4 N n + 12 L d n^2."""
+def model_flops(model: Any, rows: list[list[int]], head_positions: Optional[int] = None) -> float:
+    """PaLM-style LoRA training FLOPs for the given row lengths: sum over rows of 4 N n + 12 L d n^2,
+    N = block weights + LM head. With ``head_positions``, the LM head is counted at that many
+    positions instead of at every token (what our trainer executes)."""
     config = model.config
     d, layers = config.hidden_size, config.num_hidden_layers
     inner = config.intermediate_size
@@ -164,8 +169,10 @@ def model_flops(model: Any, rows: list[list[int]]) -> float:
     q = config.num_attention_heads * head_dim
     kv = config.num_key_value_heads * head_dim
     per_layer = d * q + 2 * d * kv + q * d + 3 * d * inner
-    n_weights = layers * per_layer + config.vocab_size * d
-    return float(sum(4 * n_weights * n + 12 * layers * d * n * n for batch in rows for n in batch))
+    head = config.vocab_size * d
+    tokens = sum(n for batch in rows for n in batch)
+    blocks = sum(4 * layers * per_layer * n + 12 * layers * d * n * n for batch in rows for n in batch)
+    return float(blocks + 4 * head * (tokens if head_positions is None else head_positions))
 
 
 def run_child(side: str, dataset: str, steps: int) -> dict:
@@ -179,9 +186,11 @@ def run_child(side: str, dataset: str, steps: int) -> dict:
         trainer.train()
         seconds = time.perf_counter() - began
     used = counter.batches[: trainer.state.global_step * trainer.args.gradient_accumulation_steps]  # not the prefetched one
-    rows = [lengths for _, lengths in used]
-    fed, real = sum(n for n, _ in used), sum(sum(lengths) for lengths in rows)
-    flops = model_flops(trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model, rows)
+    rows = [lengths for _, lengths, _ in used]
+    fed, real = sum(n for n, _, _ in used), sum(sum(lengths) for lengths in rows)
+    base = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
+    flops = model_flops(base, rows)
+    executed = model_flops(base, rows, sum(labelled for _, _, labelled in used)) if side == "ours" else flops
     samples = sum(len(lengths) for lengths in rows)
     peak = max(peak_before, matmul_gflops())  # before and after training: the quieter of the two
     bf16 = matmul_gflops("bfloat16", seconds=1.0)
@@ -191,7 +200,7 @@ def run_child(side: str, dataset: str, steps: int) -> dict:
         "tokens_per_s": round(real / seconds, 1), "padding_fraction": round(1 - real / fed, 4),
         "losses": [round(loss, 4) for loss in recorder.losses], "last5_loss": round(statistics.fmean(recorder.losses[-5:]), 4),
         "model_gflops_per_s": round(flops / seconds / 1e9, 1), "matmul_peak_gflops_per_s": round(peak, 1),
-        "mfu": round(flops / seconds / 1e9 / peak, 3),
+        "mfu": round(flops / seconds / 1e9 / peak, 3), "executed_mfu": round(executed / seconds / 1e9 / peak, 3),
         "bf16_matmul_gflops_per_s": round(bf16, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
@@ -221,6 +230,7 @@ def summarise(runs: list[dict]) -> dict:
         "padding_fraction": {"ours": med(ours, "padding_fraction"), "trl": med(trl, "padding_fraction")},
         "peak_rss_mib": {"ours": med(ours, "peak_rss_mib"), "trl": med(trl, "peak_rss_mib")},
         "mfu": {"ours": med(ours, "mfu"), "trl": med(trl, "mfu")},
+        "executed_mfu": {"ours": med(ours, "executed_mfu"), "trl": med(trl, "executed_mfu")},
         "matmul_gflops_per_s": {"float32": med(runs, "matmul_peak_gflops_per_s"), "bfloat16": med(runs, "bf16_matmul_gflops_per_s")},
         "last5_loss": {"ours": med(ours, "last5_loss"), "trl": med(trl, "last5_loss")},
         "loss_gap": round(abs(med(ours, "last5_loss") - med(trl, "last5_loss")), 4),
@@ -260,7 +270,8 @@ def _print_summary(r: dict) -> None:
     print(f"ours {s['ours']:.3f} samples/s ({t['ours']:.0f} real tokens/s) vs bare TRL {s['trl']:.3f} samples/s "
           f"({t['trl']:.0f} tokens/s): {r['median_ratio']:.2f}x (pairs {r['pair_ratios']})")
     print(f"padding {r['padding_fraction']['ours']:.1%} vs {r['padding_fraction']['trl']:.1%}; peak RSS "
-          f"{r['peak_rss_mib']['ours']} vs {r['peak_rss_mib']['trl']} MiB; MFU {r['mfu']['ours']:.1%} vs {r['mfu']['trl']:.1%}")
+          f"{r['peak_rss_mib']['ours']} vs {r['peak_rss_mib']['trl']} MiB; MFU {r['mfu']['ours']:.1%} vs {r['mfu']['trl']:.1%} "
+          f"(executed FLOPs: {r['executed_mfu']['ours']:.1%} vs {r['executed_mfu']['trl']:.1%})")
     print(f"fp32 matmul {r['matmul_gflops_per_s']['float32']:.0f} GFLOP/s, bf16 {r['matmul_gflops_per_s']['bfloat16']:.0f} GFLOP/s")
     print(f"last-5 mean loss {r['last5_loss']['ours']} vs {r['last5_loss']['trl']} (gap {r['loss_gap']}, target <= 0.02)")
 
