@@ -14,11 +14,14 @@ from trainer_core.trainer import answer_loss
 PAD = 0
 
 
-def _model(attn: str) -> LlamaForCausalLM:
+TINY = dict(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64)
+
+
+def _model(attn: str, config_class=LlamaConfig, model_class=LlamaForCausalLM, **extra):
+    """A tiny randomly initialised causal LM (same weights for every ``attn``)."""
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    model = LlamaForCausalLM(config).eval()
+    model = model_class(config_class(**TINY, **extra)).eval()
     model.set_attn_implementation(attn)
     return model
 
@@ -94,12 +97,7 @@ def test_sliding_window_models_keep_their_window():
     from transformers import MistralConfig, MistralForCausalLM
 
     def model(attn):
-        torch.manual_seed(0)
-        config = MistralConfig(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                               num_attention_heads=4, num_key_value_heads=2, sliding_window=4)
-        m = MistralForCausalLM(config).eval()
-        m.set_attn_implementation(attn)
-        return m
+        return _model(attn, MistralConfig, MistralForCausalLM, sliding_window=4)
 
     rows = _rows()
     with torch.no_grad():
