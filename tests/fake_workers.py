@@ -1,9 +1,11 @@
 """Light stand-ins for ``trainer_core.worker.run_worker`` (same signature and event protocol), so the
 runner's locking and supervision can be tested in seconds. Module-level: spawn must import them."""
 
+import json
 import os
 import signal
 import time
+from pathlib import Path
 
 from trainer_core.schemas import TrainingProgress
 from trainer_core.worker import EventKind
@@ -39,3 +41,15 @@ def pid_worker(request, job_id, output_dir, events, stop):
     """Reports its process id, then completes."""
     events.put((EventKind.INFO, {"message": "pid", "details": {"worker_pid": os.getpid()}}))
     events.put((EventKind.DONE, {"phase": "completed", "message": "done", "output_dir": output_dir}))
+
+
+def saving_worker(request, job_id, output_dir, events, stop):
+    """Leaves a complete checkpoint-2 and a half-written checkpoint-3 (in its staging folder, as the
+    trainer writes it), reports training, then waits to be cancelled."""
+    out = Path(output_dir)
+    (out / "checkpoint-2").mkdir(parents=True)
+    (out / "checkpoint-2" / "trainer_state.json").write_text(json.dumps({"global_step": 2}))
+    (out / ".partial-checkpoint-3" / "checkpoint-3").mkdir(parents=True)
+    (out / ".partial-checkpoint-3" / "checkpoint-3" / "adapter_model.safetensors").write_bytes(b"half")
+    events.put((EventKind.PHASE, {"phase": "training", "message": "fake training"}))
+    time.sleep(600)

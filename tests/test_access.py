@@ -46,6 +46,14 @@ def test_public_serving_needs_credentials():
     assert "STUDIO_USERNAME and STUDIO_PASSWORD and STUDIO_API_TOKEN" in access_problem("0.0.0.0", False, False, bare)
     assert "share link" in access_problem("127.0.0.1", True, False, bare)
     assert access_problem("0.0.0.0", True, True, bare) is None
-    full = Settings(username="u", password="p", api_token="t")
+    full = Settings(username="u", password="password-1", api_token="t" * 16)
     assert access_problem("0.0.0.0", True, False, full) is None
-    assert "STUDIO_API_TOKEN" in access_problem("0.0.0.0", False, False, Settings(username="u", password="p"))
+    assert "STUDIO_API_TOKEN" in access_problem("0.0.0.0", False, False, Settings(username="u", password="password-1"))
+
+
+def test_values_that_cannot_be_paths_are_refused_by_name(tmp_path):
+    for bad, words in (("a\x00b", "not a valid path"), ("", "not a valid path"), (str(tmp_path / ("n" * 300)), "longer than 255 bytes")):
+        with pytest.raises(PathNotAllowed, match=f"field: .*{words}"):
+            confine(bad, [tmp_path], "field")
+    long_message = str(pytest.raises(PathNotAllowed, confine, "/x" * 3000, [tmp_path], "field").value)
+    assert len(long_message) < 600

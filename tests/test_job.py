@@ -1,13 +1,26 @@
-"""The single-job runner: one job at a time, supervision of the worker process, stop / cancel / reset."""
+"""The single-job runner: one job at a time, supervision of the worker process, stop / cancel / reset;
+honest kill reasons; partial saves cleaned up; which runs and checkpoints can be resumed."""
 
+import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from tests import fake_workers
+from trainer_core.exit_reason import KillEvidence
 from trainer_core.job import JobRunner
+from trainer_core.resume import (
+    ResumeError,
+    find_resume_target,
+    latest_checkpoint,
+    publish_files,
+    publish_folder,
+    remove_partial_saves,
+)
 from trainer_core.schemas import Phase, TrainingStartRequest
+from trainer_core.store import RunStore
 
 
 @pytest.fixture
@@ -47,7 +60,8 @@ def test_twenty_simultaneous_starts_make_exactly_one_job(request_):
     assert runner.stop(save=False)
     assert runner.wait(10)
     assert runner.status().phase == Phase.stopped
-    assert runner.start(request_).status == "queued"  # the lock was released
+    again = request_.model_copy(update={"output_dir": request_.output_dir + "-2"})  # a run's folder is its own
+    assert runner.start(again).status == "queued"  # the lock was released
     runner.stop(save=False)
     runner.wait(10)
 
@@ -71,9 +85,11 @@ def test_killed_worker_is_an_error_and_the_next_start_works(request_):
     assert runner.wait(20)
     status = runner.status()
     assert status.phase == Phase.error and not status.is_training_running
-    assert "killed by signal 9" in status.error and "memory" in status.error
+    # A plain SIGKILL with memory to spare is not called out-of-memory (exit_reason).
+    assert "killed (signal 9) by something outside the studio" in status.error
+    assert "ran out of memory" not in status.error and "GB" in status.error
     runner._worker_target = fake_workers.stepping_worker
-    assert runner.start(request_).status == "queued"
+    assert runner.start(request_.model_copy(update={"output_dir": request_.output_dir + "-2"})).status == "queued"
     runner.stop(save=False)
     runner.wait(10)
 
@@ -157,3 +173,151 @@ def test_no_standby_while_a_job_runs(request_):
     assert runner.prewarm() is False and runner._standby is None
     runner.stop(save=False)
     assert runner.wait(10)
+
+
+# ----- kill reasons: out of memory only on evidence -----
+GiB = 2**30
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def _evidence(kills, memory, clock):
+    """KillEvidence over scripted readings: ``kills`` and ``memory`` are lists consumed in order."""
+    return KillEvidence(oom_kills=lambda: kills.pop(0), memory=lambda: memory.pop(0), clock=clock)
+
+
+def test_sigkill_is_out_of_memory_when_the_cgroup_counter_rose():
+    clock = _Clock()
+    evidence = _evidence([3, 4], [(20 * GiB, 24 * GiB)], clock)
+    evidence.sample()
+    reason = evidence.reason(-9)
+    assert "ran out of memory" in reason and "out-of-memory killer ended 1 process" in reason
+    assert "batch_size" in reason
+
+
+def test_sigkill_is_out_of_memory_when_memory_ran_low_just_before():
+    clock = _Clock()
+    readings = [(20 * GiB, 24 * GiB), (10 * GiB, 24 * GiB), (int(0.2 * GiB), 24 * GiB)]
+    evidence = _evidence([None, None], list(readings), clock)  # no readable counter
+    for _ in readings:
+        evidence.sample()
+        evidence.sample()  # under 0.5 s later: not read again
+        clock.now += 0.6
+    reason = evidence.reason(-9)
+    assert "ran out of memory" in reason and "fallen to 0.21 GB of 25.8 GB" in reason
+
+
+def test_sigkill_is_from_outside_when_memory_was_plentiful_or_low_only_long_before():
+    clock = _Clock()
+    evidence = _evidence([0, 0], [(int(0.1 * GiB), 24 * GiB), (20 * GiB, 24 * GiB)], clock)
+    evidence.sample()  # low, but 10 s before the death: not evidence
+    clock.now += 10
+    evidence.sample()
+    reason = evidence.reason(-9)
+    assert reason.startswith("The training worker was killed (signal 9) by something outside the studio")
+    assert "no out-of-memory kill was recorded" in reason and "21.5 GB of 25.8 GB" in reason
+    assert "memory" not in _evidence([None], [], clock).reason(-15).lower()  # other signals: no OOM talk
+    assert "signal 15 (SIGTERM)" in _evidence([None], [], clock).reason(-15)
+    assert "exit code 1" in _evidence([None], [], clock).reason(1)
+
+
+def test_oom_kill_counter_is_read_from_cgroup_v2_or_v1_files(tmp_path, monkeypatch):
+    from trainer_core import exit_reason
+
+    v2, v1 = tmp_path / "memory.events", tmp_path / "memory.oom_control"
+    v2.write_text("low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n")
+    v1.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 5\n")
+    monkeypatch.setattr(exit_reason, "_counter_files", lambda: [tmp_path / "missing", v2, v1])
+    assert exit_reason.read_oom_kills() == 2
+    monkeypatch.setattr(exit_reason, "_counter_files", lambda: [v1])
+    assert exit_reason.read_oom_kills() == 5
+    monkeypatch.setattr(exit_reason, "_counter_files", lambda: [tmp_path / "missing"])
+    assert exit_reason.read_oom_kills() is None
+
+
+# ----- partial saves and the cancel message -----
+def test_cancel_names_the_last_checkpoint_and_partial_saves_are_removed(request_):
+    runner = JobRunner(worker_target=fake_workers.saving_worker)
+    out = Path(request_.output_dir)
+    runner.start(request_)
+    assert _wait_for(lambda: runner.status().phase == Phase.training)
+    assert (out / ".partial-checkpoint-3").is_dir()  # a save in progress when the cancel comes
+    assert runner.stop(save=False) and runner.wait(10)
+    status = runner.status()
+    assert status.phase == Phase.stopped
+    assert status.message == "Cancelled; nothing more was saved (last checkpoint: checkpoint-2)."
+    assert status.details["last_checkpoint"] == str(out / "checkpoint-2")
+    assert _wait_for(lambda: not (out / ".partial-checkpoint-3").exists())  # removed once the worker ended
+    assert (out / "checkpoint-2" / "trainer_state.json").is_file()
+
+
+def test_cancel_before_any_checkpoint_says_nothing_was_saved(request_):
+    runner = JobRunner(worker_target=fake_workers.stubborn_worker)
+    runner.start(request_)
+    assert _wait_for(lambda: runner._process is not None and runner._process.is_alive())
+    assert runner.stop(save=False) and runner.wait(10)
+    assert runner.status().message == "Cancelled; nothing was saved."
+
+
+# ----- checkpoint folders: published whole; which can be resumed -----
+def _checkpoint(folder, step, complete=True):
+    path = folder / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    (path / "adapter_model.safetensors").write_bytes(b"weights")
+    if complete:
+        (path / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    return path
+
+
+def test_latest_checkpoint_skips_staging_and_incomplete_folders(tmp_path):
+    _checkpoint(tmp_path, 2)
+    _checkpoint(tmp_path, 4, complete=False)  # written by a version without staging, then killed
+    _checkpoint(tmp_path / ".partial-checkpoint-6", 6)  # complete in staging, not yet renamed
+    assert latest_checkpoint(tmp_path) == tmp_path / "checkpoint-2"
+    assert remove_partial_saves(tmp_path) == [".partial-checkpoint-6"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "checkpoint-4"]
+    assert remove_partial_saves(tmp_path / "missing") == []
+
+
+def test_publish_replaces_a_redone_step_and_moves_final_files(tmp_path):
+    old = _checkpoint(tmp_path, 3)
+    staged = _checkpoint(tmp_path / ".partial-checkpoint-3", 3)
+    (staged / "trainer_state.json").write_text(json.dumps({"global_step": 3, "redone": True}))
+    publish_folder(staged, old)
+    assert json.loads((old / "trainer_state.json").read_text())["redone"]
+    remove_partial_saves(tmp_path)
+    final = tmp_path / ".partial-final"
+    final.mkdir()
+    (final / "adapter_model.safetensors").write_bytes(b"new")
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"old")
+    publish_files(final, tmp_path)
+    assert (tmp_path / "adapter_model.safetensors").read_bytes() == b"new" and not final.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter_model.safetensors", "checkpoint-3"]
+
+
+def test_a_failed_run_resumes_from_its_last_complete_checkpoint(tmp_path):
+    store = RunStore(tmp_path / "studio.db")
+    run_dir, empty_dir, done_dir = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for job_id, folder, phase in (("job_a", run_dir, "error"), ("job_b", empty_dir, "error"), ("job_c", done_dir, "completed")):
+        store.create_run(job_id, {}, str(folder), "training")
+        store.finish_run(job_id, phase, "Training diverged at step 3: grad_norm is nan.", None)
+    _checkpoint(run_dir, 2)
+    _checkpoint(run_dir / ".partial-checkpoint-3", 3)  # the save the divergence interrupted
+    target = find_resume_target(store, str(run_dir / "checkpoint-2"))
+    assert (target.run.job_id, target.step, target.run.phase) == ("job_a", 2, Phase.error)
+    with pytest.raises(ResumeError, match=r"is not a complete checkpoint .*last complete checkpoint of run job_a is .*checkpoint-2$"):
+        find_resume_target(store, str(run_dir))  # the run's folder, not a checkpoint
+    with pytest.raises(ResumeError, match=r"not a complete checkpoint"):
+        find_resume_target(store, str(run_dir / ".partial-checkpoint-3"))
+    empty_dir.mkdir()
+    with pytest.raises(ResumeError, match=r"run job_b \(error\) saved no complete checkpoint, so there is nothing to resume"):
+        find_resume_target(store, str(empty_dir / "checkpoint-3"))
+    _checkpoint(done_dir, 5)
+    with pytest.raises(ResumeError, match=r"run job_c is completed; only stopped, interrupted or error runs can be resumed"):
+        find_resume_target(store, str(done_dir / "checkpoint-5"))

@@ -124,6 +124,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     runner = JobRunner()
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` cancels like Ctrl-C: the worker goes too
     response = runner.start(request)
+    if response.status == "error":
+        print(f"error: {response.error or response.message}", file=sys.stderr)
+        return 2
     try:
         final = follow(runner)
     except KeyboardInterrupt:

@@ -15,9 +15,9 @@ from trainer_core.schemas import TrainingStartRequest, TrainingType
 
 
 def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool) -> Any:
-    """``trl.SFTConfig`` for ``request``: logs every step, saves at ``save_steps`` (and at a stop),
-    evaluates every ``eval_steps`` when ``has_eval``. fp32 on CPU, bf16 on CUDA where supported;
-    activation checkpointing only when asked (TRL's defaults turn both on)."""
+    """``trl.SFTConfig`` for ``request``: logs every step (NaN / inf losses unfiltered), saves at
+    ``save_steps`` (and at a stop), evaluates every ``eval_steps`` when ``has_eval``. fp32 on CPU,
+    bf16 on CUDA where supported; activation checkpointing only when asked (TRL's defaults turn both on)."""
     from trl import SFTConfig
 
     from trainer_core.models import compute_dtype
@@ -53,6 +53,9 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         use_cpu=device == "cpu",
         logging_steps=1,
         logging_first_step=True,
+        # Log a NaN / inf loss as it is (transformers' filter reports the running mean instead, which
+        # hid a diverged run behind finite numbers); DivergenceGuard (trainer.py) acts on it.
+        logging_nan_inf_filter=False,
         eval_strategy="steps" if has_eval else "no",
         eval_steps=request.eval_steps if has_eval else None,
         save_strategy="steps" if request.save_steps > 0 else "no",

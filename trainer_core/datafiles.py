@@ -231,12 +231,16 @@ def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str])
 
     Checks that the Hub answers first (a few seconds) instead of letting ``datasets`` retry for
     ~25 s. Raises DatasetError when the Hub cannot be reached, the dataset or split does not exist,
-    access is refused, or a column mixes value types. The token never appears in messages.
+    access is refused, a column mixes value types, or ``name`` is not a Hub id (a local folder is
+    never read through here). The token never appears in messages.
     """
     from huggingface_hub import constants
 
     from trainer_core.models import hub_reachable
+    from trainer_core.schemas import hub_id_problem
 
+    if hub_id_problem(name) or Path(name).exists():  # datasets would read a local folder of that name
+        raise DatasetError(f"hf_dataset: '{name[:120]}' is not a Hub dataset id; files on the server go in local_datasets")
     if not constants.HF_HUB_OFFLINE and not hub_reachable():
         raise DatasetError(f"dataset {name}: the Hugging Face Hub could not be reached; connect to the internet or use local files")
     try:

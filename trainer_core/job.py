@@ -15,8 +15,10 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from trainer_core.exit_reason import KillEvidence
 from trainer_core.metrics import MetricsHistory
-from trainer_core.resume import ResumeError, find_resume_target, latest_checkpoint
+from trainer_core.resume import ResumeError, find_resume_target, latest_checkpoint, remove_partial_saves
+from trainer_core.run_folders import OutputDirError, claim, record_files
 from trainer_core.schemas import (
     LIVE_PHASES,
     Phase,
@@ -37,11 +39,9 @@ POLL_S = 0.1  # how often the job thread checks the worker between events
 CANCEL_GRACE_S = 1.0  # SIGTERM -> SIGKILL delay on cancel
 
 
-def _exit_reason(exitcode: Optional[int]) -> str:
-    if exitcode is not None and exitcode < 0:
-        hint = " - most often the machine ran out of memory" if exitcode == -9 else ""
-        return f"The training worker was killed by signal {-exitcode}{hint}. Try a smaller batch_size or max_seq_length."
-    return f"The training worker exited unexpectedly (exit code {exitcode})."
+def _exit_reason(exitcode: Optional[int], evidence: KillEvidence) -> str:
+    """Why a worker that sent no final event ended: out of memory only when ``evidence`` says so."""
+    return evidence.reason(exitcode)
 
 
 class JobRunner:
@@ -77,7 +77,7 @@ class JobRunner:
                 )
             try:
                 job_id, output_dir = self._open_run(request)
-            except (ResumeError, OSError, sqlite3.Error) as exc:
+            except (ResumeError, OutputDirError, OSError, sqlite3.Error) as exc:
                 self._job_lock.release()
                 return TrainingJobResponse(status="error", message="The job could not be started.", error=str(exc))
             self._status = TrainingStatus(job_id=job_id, phase=Phase.loading_model, is_training_running=True,
@@ -91,7 +91,8 @@ class JobRunner:
 
     def _open_run(self, request: TrainingStartRequest) -> tuple[str, Path]:
         """A new run (fresh job id and folder), or the resumed run's own id and folder with its
-        history up to the checkpoint. Records it in the store."""
+        history up to the checkpoint. A new run claims its output folder (new or empty; see
+        ``run_folders``). Records it in the store. Raises ResumeError or OutputDirError."""
         if request.resume_from_checkpoint:
             target = find_resume_target(self.store, request.resume_from_checkpoint)
             job_id, output_dir = target.run.job_id, Path(target.run.output_dir)
@@ -104,6 +105,7 @@ class JobRunner:
         job_id = new_job_id()
         base = Path(request.output_dir) if request.output_dir else (self._runs_dir or get_settings().runs_dir) / job_id
         output_dir = base.resolve()
+        claim(output_dir, job_id)
         if self.store is not None:
             self.store.create_run(job_id, request.public_dict(), str(output_dir), Phase.loading_model.value)
         self.history.reset()
@@ -123,11 +125,6 @@ class JobRunner:
         if stale is not None:
             stale.close()  # outside the lock: it may wait a few seconds
         return ready
-
-    def check_resume(self, request: TrainingStartRequest) -> None:
-        """Raise ResumeError when ``request`` asks to resume something that cannot be resumed."""
-        if request.resume_from_checkpoint:
-            find_resume_target(self.store, request.resume_from_checkpoint)
 
     def stop(self, save: bool = True) -> bool:
         """Stop the running job: ``save`` stops at the next step and saves it; otherwise cancel
@@ -235,10 +232,14 @@ class JobRunner:
             if process is not None and process.pid is not None:
                 process.join(timeout=5)  # the worker is tearing down; it no longer holds the job
                 _terminate(process)
+                _remove_partial_saves(output_dir)
 
     def _supervise(self, process: Any, events: Any) -> Final:
-        """Apply the worker's events until one is final (or the worker dies); returns the outcome."""
+        """Apply the worker's events until one is final (or the worker dies); returns the outcome.
+        Samples the machine's memory meanwhile, to explain a killed worker (``exit_reason``)."""
+        evidence = KillEvidence()
         while True:
+            evidence.sample()
             try:
                 kind, payload = events.get(timeout=POLL_S)
             except queue.Empty:
@@ -249,11 +250,19 @@ class JobRunner:
                     return final
                 process.join()
                 if self._cancelled:
-                    return Phase.stopped, "Cancelled; nothing was saved.", None
-                return Phase.error, "The training worker stopped.", _exit_reason(process.exitcode)
+                    return Phase.stopped, self._cancelled_message(), None
+                return Phase.error, "The training worker stopped.", _exit_reason(process.exitcode, evidence)
             final = self._handle(kind, payload)
             if final is not None:
                 return final
+
+    def _cancelled_message(self) -> str:
+        """What a cancel left: nothing new, and the newest complete checkpoint if there is one."""
+        output_dir = self._details.get("output_dir")
+        checkpoint = latest_checkpoint(Path(output_dir)) if output_dir else None
+        if checkpoint is None:
+            return "Cancelled; nothing was saved."
+        return f"Cancelled; nothing more was saved (last checkpoint: {checkpoint.name})."
 
     def _drain(self, events: Any) -> Optional[Final]:
         """Handle events still in the queue after the worker exited; the final outcome if one was."""
@@ -294,6 +303,11 @@ class JobRunner:
             output_dir = self._details.get("output_dir")
             checkpoint = latest_checkpoint(Path(output_dir)) if output_dir else None
             self._details["last_checkpoint"] = str(checkpoint) if checkpoint else None
+            if output_dir and self._status.job_id:
+                try:
+                    record_files(Path(output_dir), self._status.job_id)  # what Delete may remove
+                except OSError:
+                    log.exception("could not record the files of %s", self._status.job_id)
         self._record("finish_run", phase.value, error, str(checkpoint) if checkpoint else None)
         self._set(phase=phase, message=message, error=error, is_training_running=False)
 
@@ -308,6 +322,14 @@ class JobRunner:
             fn(*args)
         except sqlite3.Error:  # a full disk must not kill the job thread; the live view goes on
             log.exception("could not write the run history")
+
+
+def _remove_partial_saves(output_dir: Path) -> None:
+    """Delete the staging folders of saves the ended worker did not finish (see ``resume``)."""
+    try:
+        remove_partial_saves(output_dir)
+    except OSError:
+        log.exception("could not remove partial saves in %s", output_dir)
 
 
 def _terminate(process: Any) -> None:

@@ -94,24 +94,19 @@ def materialize_default_model(models_dir: Path) -> Path:
     return target
 
 
-def _looks_like_path(name: str) -> bool:
-    """Hub ids are ``name`` or ``owner/name``; anything else is meant as a folder."""
-    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
-
-
 def resolve_model_path(name: str, hf_token: Optional[str], models_dir: Path) -> Path:
-    """Local folder for ``name``: the folder itself, the hub cache, a fresh hub download, or (hub
+    """Local folder for ``name``: the folder itself (a path: see ``hub.looks_like_path``), the hub cache, a fresh hub download, or (hub
     unreachable, default model only) the bundled copy. Raises ModelLoadError with the reason."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
 
-    local = Path(name).expanduser()
-    if local.is_dir():
+    from trainer_core.hub import looks_like_path
+
+    if looks_like_path(name):  # the app has confined it to the allowed folders (trainer_core.hub.check_model)
+        local = Path(name).expanduser()
         if not (local / "config.json").is_file():
-            raise ModelLoadError(f"model folder {local} has no config.json: point model_name at a saved transformers model")
+            raise ModelLoadError(f"model_name: {local} is not a saved transformers model folder (no config.json)")
         return local
-    if _looks_like_path(name):
-        raise ModelLoadError(f"model folder {local} does not exist: check model_name")
     try:
         return Path(snapshot_download(name, token=hf_token, local_files_only=True, ignore_patterns=HUB_IGNORE))
     except (LocalEntryNotFoundError, FileNotFoundError):

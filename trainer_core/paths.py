@@ -1,4 +1,5 @@
-"""Confinement of user-supplied paths (datasets, checkpoints, output folders) to allowed roots."""
+"""Confinement of user-supplied paths (datasets, uploads, models, checkpoints, output folders) to
+allowed roots: the one path check every door uses."""
 
 from __future__ import annotations
 
@@ -6,21 +7,51 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+MAX_SHOWN_CHARS = 120  # a path echoed in an error is cut to this many characters
+NAME_MAX_BYTES = 255  # longest file or folder name on Linux file systems
+
 
 class PathNotAllowed(ValueError):
-    """A path resolves (after ``..`` and symlinks) outside every allowed root."""
+    """A path resolves (after ``..`` and symlinks) outside every allowed root, or cannot be a path
+    at all (empty, a NUL byte, too long for the file system)."""
 
 
-def confine(path: str, roots: Iterable[Path], field: str) -> Path:
+def shown(path: str) -> str:
+    """``path`` cut to ``MAX_SHOWN_CHARS`` characters for an error message."""
+    path = str(path)
+    return path if len(path) <= MAX_SHOWN_CHARS else path[: MAX_SHOWN_CHARS - 1] + "…"
+
+
+def resolve(path: str | os.PathLike, field: str) -> Path:
+    """``path`` with ``~``, ``..`` and symlinks resolved. Raises PathNotAllowed naming ``field`` for
+    values that cannot be paths (empty, NUL bytes, a name longer than the file system allows)."""
+    text = os.fspath(path)
+    if not text.strip() or "\x00" in text:
+        raise PathNotAllowed(f"{field}: '{shown(text)}' is not a valid path")
+    try:
+        resolved = Path(os.path.realpath(Path(text).expanduser()))
+    except (OSError, ValueError, RuntimeError) as exc:  # symlink loops, odd encodings
+        raise PathNotAllowed(f"{field}: '{shown(text)}' is not a usable path ({exc.__class__.__name__})") from None
+    if any(len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES for part in resolved.parts):
+        raise PathNotAllowed(f"{field}: '{shown(text)}' has a file or folder name longer than {NAME_MAX_BYTES} bytes")
+    return resolved
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """True when resolved ``path`` is ``root`` or lies below it (both already resolved)."""
+    return path == root or root in path.parents
+
+
+def confine(path: str | os.PathLike, roots: Iterable[Path], field: str) -> Path:
     """The fully resolved ``path`` if it lies inside one of ``roots`` (also resolved); raises
     PathNotAllowed naming ``field`` otherwise. Symlinks are followed, so a link that points out of
-    the roots is refused like ``..`` is."""
-    resolved = Path(os.path.realpath(Path(path).expanduser()))
-    allowed = [Path(os.path.realpath(Path(r).expanduser())) for r in roots]
-    if any(resolved == root or root in resolved.parents for root in allowed):
+    the roots is refused like ``..`` is. The message never says whether the path exists."""
+    resolved = resolve(path, field)
+    allowed = [resolve(r, "allowed folder") for r in roots]
+    if any(is_within(resolved, root) for root in allowed):
         return resolved
     names = ", ".join(str(r) for r in allowed) or "(none)"
     raise PathNotAllowed(
-        f"{field}: {path} is outside the allowed folders ({names}); upload the file, or add its folder "
-        "to STUDIO_ALLOWED_PATHS"
+        f"{field}: {shown(os.fspath(path))} is outside the allowed folders ({names}); upload the file, or add "
+        "its folder to STUDIO_ALLOWED_PATHS"
     )

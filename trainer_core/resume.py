@@ -1,9 +1,15 @@
-"""Which run a checkpoint belongs to, and whether it can be resumed."""
+"""Which run a checkpoint belongs to, whether it can be resumed, and how checkpoint folders appear
+whole: each is written into a ``.partial-*`` staging folder and renamed into place when complete, so
+a kill mid-save leaves only a staging folder (removed by ``remove_partial_saves``), never a
+``checkpoint-N`` without its trainer state."""
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -11,7 +17,9 @@ from typing import Optional
 from trainer_core.schemas import RESUMABLE_PHASES
 from trainer_core.store import RunRecord, RunStore
 
+log = logging.getLogger(__name__)
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+PARTIAL_PREFIX = ".partial-"  # staging folders: <output_dir>/.partial-<name>/
 
 
 class ResumeError(ValueError):
@@ -28,27 +36,85 @@ class ResumeTarget:
 
 
 def latest_checkpoint(output_dir: Path) -> Optional[Path]:
-    """The highest-numbered ``checkpoint-N`` folder with trainer state in ``output_dir``, if any."""
+    """The highest-numbered complete ``checkpoint-N`` folder (one with trainer state) in ``output_dir``,
+    if any; staging folders (``.partial-*``) never match."""
     found = [(int(m.group(1)), p) for p in Path(output_dir).glob("checkpoint-*")
              if (m := CHECKPOINT.match(p.name)) and (p / "trainer_state.json").is_file()]
     return max(found)[1] if found else None
 
 
+def staging_dir(output_dir: Path, name: str) -> Path:
+    """The staging folder in which ``<output_dir>/<name>`` is written before it is published."""
+    return Path(output_dir) / f"{PARTIAL_PREFIX}{name}"
+
+
+def publish_folder(staged: Path, target: Path) -> None:
+    """Rename the complete folder ``staged`` to ``target`` (same filesystem; atomic). A ``target``
+    left by an earlier pass over the same step (a resumed run redoing it) is replaced. Raises OSError."""
+    if target.exists():
+        old = staged.parent / "replaced"
+        os.replace(target, old)  # a kill here leaves the old copy in the staging folder, cleaned up later
+        os.replace(staged, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staged, target)
+
+
+def publish_files(staged: Path, output_dir: Path) -> None:
+    """Move every entry of the complete folder ``staged`` into ``output_dir`` (each by one rename,
+    replacing an older copy), then remove ``staged``. Raises OSError."""
+    for entry in sorted(staged.iterdir()):
+        target = Path(output_dir) / entry.name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(entry, target)
+    staged.rmdir()
+
+
+def remove_partial_saves(output_dir: Path) -> list[str]:
+    """Delete the staging folders a killed save left in ``output_dir``; returns their names. Call it
+    only while no worker writes into ``output_dir``."""
+    removed = []
+    for path in sorted(Path(output_dir).glob(f"{PARTIAL_PREFIX}*")):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+    if removed:
+        log.info("removed partial saves in %s: %s", output_dir, ", ".join(removed))
+    return removed
+
+
 def find_resume_target(store: Optional[RunStore], checkpoint: str) -> ResumeTarget:
-    """Validate ``checkpoint`` (an already confined path): a trainer checkpoint folder of a stopped or
-    interrupted run in ``store``. Raises ResumeError with the reason otherwise."""
+    """Validate ``checkpoint`` (an already confined path): a complete trainer checkpoint folder of a
+    stopped, interrupted or failed (``error``) run in ``store``. Raises ResumeError with the reason
+    otherwise."""
     path = Path(checkpoint)
     state = path / "trainer_state.json"
     if not state.is_file():
-        raise ResumeError(f"resume_from_checkpoint: {path} has no trainer_state.json; give a checkpoint-N folder "
-                          "saved by a stopped run")
+        raise ResumeError(_not_a_checkpoint(store, path))
     if store is None:
         raise ResumeError("resume_from_checkpoint: no run history is kept by this process")
     run = store.find_by_output_dir(str(path.parent))
     if run is None:
         raise ResumeError(f"resume_from_checkpoint: {path} does not belong to any run in the history")
     if run.phase not in RESUMABLE_PHASES:
-        raise ResumeError(f"resume_from_checkpoint: run {run.job_id} is {run.phase.value}; only stopped or "
-                          "interrupted runs can be resumed")
+        values = [p.value for p in RESUMABLE_PHASES]
+        names = f"{', '.join(values[:-1])} or {values[-1]}"
+        raise ResumeError(f"resume_from_checkpoint: run {run.job_id} is {run.phase.value}; only {names} runs can "
+                          "be resumed (from their last complete checkpoint)")
     step = int(json.loads(state.read_text(encoding="utf-8")).get("global_step", 0))
     return ResumeTarget(run=run, checkpoint=path, step=step)
+
+
+def _not_a_checkpoint(store: Optional[RunStore], path: Path) -> str:
+    """Why ``path`` (without trainer state) cannot be resumed, naming the run's last complete
+    checkpoint when ``path`` is a run's folder or lies in one."""
+    head = f"resume_from_checkpoint: {path} is not a complete checkpoint (no trainer_state.json)"
+    run = store and (store.find_by_output_dir(str(path)) or store.find_by_output_dir(str(path.parent)))
+    if not run:
+        return f"{head}; give a checkpoint-N folder saved by a stopped, interrupted or failed run"
+    latest = latest_checkpoint(Path(run.output_dir))
+    if latest is not None:
+        return f"{head}; the last complete checkpoint of run {run.job_id} is {latest}"
+    return (f"{head}; run {run.job_id} ({run.phase.value}) saved no complete checkpoint, so there is nothing "
+            "to resume from: start it again (save_steps sets how often checkpoints are saved)")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import secrets
 from datetime import datetime
 from enum import Enum
-from typing import Any, Literal, Optional
+import re
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 LLAMA_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -53,7 +54,7 @@ class Phase(str, Enum):
 
 LIVE_PHASES = (Phase.loading_model, Phase.loading_dataset, Phase.configuring, Phase.training)
 TERMINAL_PHASES = (Phase.completed, Phase.error, Phase.stopped, Phase.interrupted)
-RESUMABLE_PHASES = (Phase.stopped, Phase.interrupted)
+RESUMABLE_PHASES = (Phase.stopped, Phase.interrupted, Phase.error)  # from their last complete checkpoint
 
 Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
 Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
@@ -61,6 +62,25 @@ Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cos
 
 def _group(name: str) -> dict[str, str]:
     return {"group": name}
+
+
+# Length limits on every free-text field: a path is at most PATH_MAX (4096) bytes on Linux; names
+# and ids far less. An over-long value is a 422 naming the field, never an OSError deep inside.
+MAX_PATH_CHARS = 4096
+MAX_NAME_CHARS = 256
+MAX_FILES = 64
+PathText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATH_CHARS)]
+NameText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
+# A Hub repo id: "name" or "owner/name" of letters, digits, '-', '_', '.' (huggingface_hub's
+# validate_repo_id rules, without importing it here). Local folders are never Hub ids.
+HUB_ID = re.compile(r"^(?![.-])[\w.-]{1,96}(?<![.-])(/(?![.-])[\w.-]{1,96}(?<![.-]))?$")
+
+
+def hub_id_problem(value: str) -> Optional[str]:
+    """Why ``value`` is not a Hub repo id ("owner/name"), or None when it is one."""
+    if HUB_ID.match(value) and ".." not in value and "--" not in value:
+        return None
+    return "is not a Hub id such as owner/name"
 
 
 class TrainingStartRequest(BaseModel):
@@ -71,23 +91,23 @@ class TrainingStartRequest(BaseModel):
     contradictory combination (see ``_check_combinations``).
     """
 
-    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+    model_config = ConfigDict(extra="forbid", use_enum_values=False, allow_inf_nan=False)
 
     # --- model ---
-    model_name: str = Field(DEFAULT_MODEL, min_length=1, description="Hub model id or path to a local model folder.", json_schema_extra=_group("model"))
+    model_name: str = Field(DEFAULT_MODEL, min_length=1, max_length=1024, description="Hub model id (owner/name) or the absolute path of a model folder in an allowed folder.", json_schema_extra=_group("model"))
     training_type: TrainingType = Field(TrainingType.lora, description="lora: train adapters; qlora: adapters on a 4-bit base; full: all weights.", json_schema_extra=_group("model"))
     load_in_4bit: bool = Field(False, title="Load in 4-bit", description="Load the base model in 4-bit NF4 (bitsandbytes). Only with training_type=qlora, which turns it on.", json_schema_extra=_group("model"))
     max_seq_length: int = Field(512, ge=16, le=32768, description="Longest training sequence in tokens; longer rows are truncated (and counted).", json_schema_extra=_group("model"))
-    hf_token: Optional[SecretStr] = Field(None, title="Hugging Face token", description="Hugging Face token for gated or private models and datasets. Never logged or stored.", json_schema_extra=_group("model"))
+    hf_token: Optional[SecretStr] = Field(None, max_length=512, title="Hugging Face token", description="Hugging Face token for gated or private models and datasets. Never logged or stored.", json_schema_extra=_group("model"))
     # --- data ---
-    hf_dataset: Optional[str] = Field(None, title="Hub dataset", description="Hub dataset id, e.g. tatsu-lab/alpaca.", json_schema_extra=_group("data"))
-    local_datasets: list[str] = Field(default_factory=list, description="Training files (.json, .jsonl, .csv, .parquet, .txt).", json_schema_extra=_group("data"))
-    local_eval_datasets: list[str] = Field(default_factory=list, description="Evaluation files, same formats as the training files.", json_schema_extra=_group("data"))
+    hf_dataset: Optional[str] = Field(None, max_length=200, title="Hub dataset", description="Hub dataset id, e.g. tatsu-lab/alpaca (files on the server go in local_datasets).", json_schema_extra=_group("data"))
+    local_datasets: list[PathText] = Field(default_factory=list, max_length=MAX_FILES, description="Training files (.json, .jsonl, .csv, .parquet, .txt).", json_schema_extra=_group("data"))
+    local_eval_datasets: list[PathText] = Field(default_factory=list, max_length=MAX_FILES, description="Evaluation files, same formats as the training files.", json_schema_extra=_group("data"))
     format_type: FormatType = Field(FormatType.auto, description="Dataset layout; auto detects it from the columns.", json_schema_extra=_group("data"))
-    custom_format_mapping: dict[str, str] = Field(default_factory=dict, description="Our column name -> the file's column, e.g. instruction -> question, output -> answer.", json_schema_extra=_group("data"))
-    subset: Optional[str] = Field(None, description="Hub dataset configuration (subset) name.", json_schema_extra=_group("data"))
-    train_split: str = Field("train", min_length=1, description="Split used for training.", json_schema_extra=_group("data"))
-    eval_split: Optional[str] = Field(None, description="Hub split used for evaluation (none: no evaluation unless eval files are given).", json_schema_extra=_group("data"))
+    custom_format_mapping: dict[NameText, NameText] = Field(default_factory=dict, max_length=32, description="Our column name -> the file's column, e.g. instruction -> question, output -> answer.", json_schema_extra=_group("data"))
+    subset: Optional[str] = Field(None, max_length=MAX_NAME_CHARS, description="Hub dataset configuration (subset) name.", json_schema_extra=_group("data"))
+    train_split: str = Field("train", min_length=1, max_length=MAX_NAME_CHARS, description="Split used for training.", json_schema_extra=_group("data"))
+    eval_split: Optional[str] = Field(None, max_length=MAX_NAME_CHARS, description="Hub split used for evaluation (none: no evaluation unless eval files are given).", json_schema_extra=_group("data"))
     eval_steps: int = Field(50, ge=1, le=1_000_000, description="Evaluate every this many optimizer steps (when there is evaluation data).", json_schema_extra=_group("data"))
     dataset_slice_start: int = Field(0, ge=0, description="First training row to use (0-based).", json_schema_extra=_group("data"))
     dataset_slice_end: int = Field(0, ge=0, description="Row after the last one to use (exclusive); 0: to the end.", json_schema_extra=_group("data"))
@@ -107,16 +127,24 @@ class TrainingStartRequest(BaseModel):
     optim: Optimizer = Field("adamw_torch", title="Optimizer (optim)", description="Optimizer (transformers OptimizerNames).", json_schema_extra=_group("training"))
     lr_scheduler_type: Scheduler = Field("cosine", title="Learning-rate schedule (lr_scheduler_type)", description="Learning-rate schedule after warm-up.", json_schema_extra=_group("training"))
     gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass: less memory, slower steps.", json_schema_extra=_group("training"))
+    stop_on_divergence: bool = Field(True, description="End the run in error at the first NaN or infinite loss or grad norm; no NaN weights are saved and the last good checkpoint is kept.", json_schema_extra=_group("training"))
     train_on_completions: bool = Field(True, description="Count only assistant tokens in the loss (every assistant turn).", json_schema_extra=_group("training"))
     # --- LoRA ---
     lora_r: int = Field(16, ge=1, le=1024, title="LoRA rank (lora_r)", description="LoRA rank.", json_schema_extra=_group("lora"))
     lora_alpha: int = Field(32, ge=1, le=4096, title="LoRA alpha", description="LoRA scaling numerator (scale = lora_alpha / lora_r, or / sqrt(r) with rsLoRA).", json_schema_extra=_group("lora"))
     lora_dropout: float = Field(0.05, ge=0, lt=1, title="LoRA dropout", description="Dropout on the LoRA input.", json_schema_extra=_group("lora"))
-    target_modules: list[str] = Field(default_factory=lambda: list(LLAMA_PROJECTIONS), min_length=1, description="Module names that get adapters, or [\"all-linear\"].", json_schema_extra=_group("lora"))
+    target_modules: list[NameText] = Field(default_factory=lambda: list(LLAMA_PROJECTIONS), min_length=1, max_length=256, description="Module names that get adapters, or [\"all-linear\"].", json_schema_extra=_group("lora"))
     use_rslora: bool = Field(False, title="Use rsLoRA", description="Rank-stabilised LoRA scaling (alpha / sqrt(r)).", json_schema_extra=_group("lora"))
     # --- output ---
-    output_dir: Optional[str] = Field(None, description="Folder for checkpoints and the result; empty: <data dir>/runs/<job id>.", json_schema_extra=_group("output"))
-    resume_from_checkpoint: Optional[str] = Field(None, description="Checkpoint folder to continue from.", json_schema_extra=_group("output"))
+    output_dir: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="A new or empty folder for checkpoints and the result; empty: <data dir>/runs/<job id>.", json_schema_extra=_group("output"))
+    resume_from_checkpoint: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="Checkpoint folder to continue from.", json_schema_extra=_group("output"))
+
+    @field_validator("hf_dataset")
+    @classmethod
+    def _hub_dataset_id(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and value.strip() and (problem := hub_id_problem(value.strip())):
+            raise ValueError(f"'{value[:80]}' {problem}; files on the server go in local_datasets")
+        return value.strip() if value and value.strip() else None
 
     @model_validator(mode="after")
     def _check_combinations(self) -> "TrainingStartRequest":

@@ -7,8 +7,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+MIN_TOKEN_CHARS = 16
+MIN_PASSWORD_CHARS = 8
 
 
 class Settings(BaseSettings):
@@ -28,6 +32,24 @@ class Settings(BaseSettings):
     api_token: Optional[SecretStr] = Field(None, description="Bearer token required on every /api/train/* route.")
     insecure: bool = Field(False, description="Allow a public bind or share link without credentials.")
     sse_heartbeat_s: float = Field(10.0, gt=0, description="Seconds without a new step before an SSE heartbeat.")
+    login_attempts_per_minute: int = Field(5, ge=1, description="Failed logins (UI or API token) allowed per client "
+                                                                "address in 60 s before answers are 429.")
+
+    @model_validator(mode="after")
+    def _strong_secrets(self) -> "Settings":
+        """Refuse set-but-weak secrets at start-up: a blank value would turn a guard off silently."""
+        generate = "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        token = self.api_token.get_secret_value() if self.api_token is not None else None
+        if token is not None and len(token.strip()) < MIN_TOKEN_CHARS:
+            raise ValueError(f"STUDIO_API_TOKEN is set but has {len(token.strip())} characters; it needs at least "
+                             f"{MIN_TOKEN_CHARS}: {generate}")
+        password = self.password.get_secret_value() if self.password is not None else None
+        if password is not None and len(password) < MIN_PASSWORD_CHARS:
+            raise ValueError(f"STUDIO_PASSWORD is set but has {len(password)} characters; it needs at least "
+                             f"{MIN_PASSWORD_CHARS}: {generate}")
+        if (self.username is None) != (password is None) or (self.username is not None and not self.username.strip()):
+            raise ValueError("set both STUDIO_USERNAME (not blank) and STUDIO_PASSWORD for a login, or neither")
+        return self
 
     @property
     def runs_dir(self) -> Path:
@@ -50,6 +72,20 @@ class Settings(BaseSettings):
         ``allowed_paths``."""
         extra = [p.strip() for p in self.allowed_paths.replace(os.pathsep, ",").split(",") if p.strip()]
         return [self.data_dir, self.uploads_dir, *(Path(p) for p in extra)]
+
+    @property
+    def model_roots(self) -> list[Path]:
+        """Folders a local ``model_name`` may lie in: the allowed roots, the studio's models dir and
+        the Hugging Face Hub cache."""
+        from huggingface_hub import constants
+
+        return [*self.allowed_roots, self.models_dir, Path(constants.HF_HUB_CACHE)]
+
+    @property
+    def protected_dirs(self) -> list[Path]:
+        """Folders that are never a run's output folder (nor may one contain them): the data dir,
+        uploads, runs, the models dir and each allowed root."""
+        return [self.data_dir, self.uploads_dir, self.runs_dir, self.models_dir, *self.allowed_roots]
 
     @property
     def login_enabled(self) -> bool:

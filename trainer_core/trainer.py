@@ -7,6 +7,8 @@ docs/BENCHMARKS.md):
   in one row of sum(n_i) tokens, so no compute goes to padding (31 % of the tokens of a batch of 4
   alpaca rows cut at 256 are padding otherwise).
 - Per-row attention (``trainer_core.attention``) instead of a dense block-diagonal mask.
+- Saves that never leave half a checkpoint (each is written into a ``.partial-*`` staging folder and
+  renamed into place, see ``resume.py``) and never save non-finite weights (``DivergenceError``).
 - The loss: TRL 1.16's ``compute_loss`` runs a fused LM-head path that also computes per-token
   entropy and top-1 accuracy every step. We compute the LM head only at the positions whose next
   token has a label (answers, with ``train_on_completions``) via transformers' ``logits_to_keep``,
@@ -16,17 +18,45 @@ docs/BENCHMARKS.md):
 
 from __future__ import annotations
 
+import math
+import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
-from transformers import PrinterCallback, Trainer
+from transformers import PrinterCallback, Trainer, TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import SFTTrainer
 
 from trainer_core.attention import register_varlen_sdpa
 from trainer_core.config import build_lora_config, build_sft_config
+from trainer_core.resume import publish_files, publish_folder, staging_dir
 from trainer_core.schemas import TrainingStartRequest
+
+DIVERGENCE_HINT = ("Lower learning_rate, clip gradients with max_grad_norm (e.g. 1.0), or check the data; "
+                   "the last good checkpoint is kept.")
+
+
+class DivergenceError(RuntimeError):
+    """Training produced a NaN or infinite loss, gradient norm or weight; the message names the step
+    and the value and is written for the user."""
+
+
+def divergence_message(step: int, what: str) -> str:
+    """The user's message for a divergence at optimizer step ``step``; ``what`` e.g. "loss is nan"."""
+    return f"Training diverged at step {step}: {what}. {DIVERGENCE_HINT}"
+
+
+class DivergenceGuard(TrainerCallback):
+    """Raises DivergenceError at the first logged step whose loss or grad_norm is NaN or infinite
+    (put it after the progress callback, so that step is still reported)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102
+        for key in ("loss", "grad_norm"):
+            value = (logs or {}).get(key)
+            if isinstance(value, (int, float)) and not math.isfinite(value):
+                raise DivergenceError(divergence_message(state.global_step, f"{key} is {value}"))
 
 
 def answer_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> tuple[torch.Tensor, Any]:
@@ -60,11 +90,60 @@ class LeanSFTTrainer(SFTTrainer):
             loss = loss * (self.accelerator.num_processes // self.get_tp_size() if self.args.n_gpu <= 1 else self.args.n_gpu)
         return (loss, outputs) if return_outputs else loss
 
+    # ----- saves: whole or not at all, and never non-finite weights -----
+    _staging: Optional[Path] = None  # while a checkpoint is saved: the folder Trainer writes it into
+
+    def check_finite_weights(self) -> None:
+        """Raise DivergenceError (naming the step and a parameter) if any trainable parameter holds a
+        NaN or inf; one device sync for all parameters."""
+        params = [(name, p) for name, p in self.model.named_parameters() if p.requires_grad]
+        flags = [torch.isfinite(p).all() for _, p in params]
+        if not flags or torch.stack([f.to(flags[0].device) for f in flags]).all().item():
+            return
+        bad = next(name for name, p in params if not torch.isfinite(p).all().item())
+        what = f"the trained weights hold NaN or inf values (first in {bad}), so they were not saved"
+        raise DivergenceError(divergence_message(self.state.global_step, what))
+
+    def _get_output_dir(self, trial: Any) -> str:  # noqa: D102 - Trainer's hook, redirected while saving
+        return str(self._staging) if self._staging is not None else super()._get_output_dir(trial)
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        """Trainer's checkpoint, written into ``.partial-checkpoint-N/checkpoint-N`` and renamed to
+        ``checkpoint-N`` once complete. Raises DivergenceError instead of saving non-finite weights.
+        (Trainer's rotation by ``save_total_limit`` sees only the staging folder; we do not set it.)"""
+        self.check_finite_weights()
+        run_dir = Path(super()._get_output_dir(trial))
+        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        self._staging = staging_dir(run_dir, name)
+        shutil.rmtree(self._staging, ignore_errors=True)
+        try:
+            super()._save_checkpoint(model, trial)
+            publish_folder(self._staging / name, run_dir / name)
+        finally:
+            shutil.rmtree(self._staging, ignore_errors=True)
+            self._staging = None
+
+    def save_model(self, output_dir: Optional[str] = None, _internal_call: bool = False) -> None:
+        """Trainer's ``save_model``, refused (DivergenceError) when the weights are not finite."""
+        if not _internal_call:  # checkpoint saves were checked by _save_checkpoint
+            self.check_finite_weights()
+        super().save_model(output_dir, _internal_call=_internal_call)
+
+    def save_final(self, output_dir: Path) -> None:
+        """Save the trained model and tokenizer into ``output_dir`` (PEFT: the adapter) via a staging
+        folder, so a kill leaves either the old files or complete new ones, file by file."""
+        staged = staging_dir(output_dir, "final")
+        shutil.rmtree(staged, ignore_errors=True)
+        self.save_model(str(staged))
+        self.processing_class.save_pretrained(str(staged))
+        publish_files(staged, output_dir)
+
 
 def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, train: Any, eval_split: Any,
                   output_dir: Path, device: str, callbacks: list[Any]) -> SFTTrainer:
     """The trainer the worker (and the throughput benchmark) runs for ``request``. Switches ``model``
-    to per-row attention (``sdpa_varlen``; a runtime setting that saved configs do not record)."""
+    to per-row attention (``sdpa_varlen``; a runtime setting that saved configs do not record). With
+    ``request.stop_on_divergence`` a ``DivergenceGuard`` runs after ``callbacks``."""
     args = build_sft_config(request, output_dir, device, has_eval=eval_split is not None)
     model.set_attn_implementation(register_varlen_sdpa())
     trainer = LeanSFTTrainer(
@@ -74,7 +153,7 @@ def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, tra
         eval_dataset=eval_split,
         processing_class=tokenizer,
         peft_config=build_lora_config(request),
-        callbacks=callbacks,
+        callbacks=[*callbacks, DivergenceGuard()] if request.stop_on_divergence else callbacks,
     )
     trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout
     return trainer

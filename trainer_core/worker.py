@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import os
+import sys
 import threading
 import time
 import traceback
@@ -17,6 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional
 
+from trainer_core.resume import remove_partial_saves
 from trainer_core.schemas import Phase, TrainingProgress, TrainingStartRequest
 
 log = logging.getLogger(__name__)
@@ -106,7 +108,9 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
 
 
 def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: Any, stop: Any) -> str:
-    """Load, train and save; returns the final phase value (``completed`` or ``stopped``)."""
+    """Load, train and save (whole, via a staging folder); returns the final phase value (``completed``
+    or ``stopped``). Raises ``trainer.DivergenceError`` at a NaN / inf loss or grad norm (with
+    ``stop_on_divergence``) or instead of saving non-finite weights."""
     from trainer_core.trainer import build_trainer
 
     model, tokenizer, data, device = _load(request, events)
@@ -119,8 +123,7 @@ def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: 
         _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
     _phase(events, Phase.training, f"Training on {device}")
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
-    trainer.save_model(str(output_dir))
-    tokenizer.save_pretrained(str(output_dir))
+    trainer.save_final(output_dir)
     return Phase.stopped.value if stop.is_set() else Phase.completed.value
 
 
@@ -133,7 +136,10 @@ def _user_message(exc: BaseException) -> str:
     from trainer_core.datafiles import DatasetError
     from trainer_core.models import ModelLoadError
 
-    if isinstance(exc, (DatasetError, ModelLoadError)):
+    # Not imported here: a failed import of the training stack must still be reported, and a
+    # DivergenceError can only come from an already loaded trainer module.
+    trainer = sys.modules.get("trainer_core.trainer")
+    if isinstance(exc, (DatasetError, ModelLoadError)) or (trainer and isinstance(exc, trainer.DivergenceError)):
         return str(exc)
     text = str(exc)
     if "out of memory" in text.lower() or "can't allocate memory" in text.lower():
@@ -182,7 +188,7 @@ def _quiet_progress_bars() -> None:
 
 def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, events: Any, stop: Any) -> None:
     """Process entry point. Never raises: failures become one ``error`` event (the traceback goes
-    to ``<output_dir>/worker.log`` only)."""
+    to ``<output_dir>/worker.log`` only). Removes staging folders a killed earlier save left."""
     exit_with_parent()
     out = Path(output_dir)
     try:
@@ -191,6 +197,7 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
             filename=out / "worker.log", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
         (out / "request.json").write_text(json.dumps(request.public_dict(), indent=2), encoding="utf-8")
+        remove_partial_saves(out)  # left by a killed earlier pass over this folder (a resumed run)
     except OSError as exc:
         events.put((EventKind.ERROR, {"message": f"output_dir {out} cannot be used ({exc.strerror}): choose another folder"}))
         return

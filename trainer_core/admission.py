@@ -1,0 +1,58 @@
+"""Everything a Start (from the UI, the API or a Runs-tab Resume) is checked against before it is
+answered "queued": one function, so every door refuses the same things with the same words.
+
+Each check is cheap (well under a second for data files of a few MB, about one second for a Hub
+lookup); what needs the model's weights is left to the worker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from trainer_core.access import MissingPaths, checked_request
+from trainer_core.datafiles import DatasetError
+from trainer_core.hub import HubCheckError, check_hub_dataset, check_model
+from trainer_core.paths import PathNotAllowed
+from trainer_core.resume import ResumeError, find_resume_target
+from trainer_core.run_folders import OutputDirError, check_output_dir
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.settings import Settings
+from trainer_core.store import RunStore
+
+# Every refusal is one of these (all ValueErrors); their messages name the field and the fix.
+REFUSALS = (PathNotAllowed, MissingPaths, OutputDirError, HubCheckError, ResumeError, DatasetError)
+
+
+def admit(request: TrainingStartRequest, settings: Settings, store: Optional[RunStore]) -> TrainingStartRequest:
+    """``request`` with every local path resolved and confined, after checking that it can start:
+    paths inside the allowed folders and dataset files present; a new run's ``output_dir`` new or
+    empty and not a studio folder or another run's; a resume target a complete checkpoint of a
+    resumable run; the model a Hub id that can be had or a model folder in the allowed folders;
+    ``hf_dataset`` a Hub id that can be had; the local data files readable in a known layout.
+
+    Raises one of ``REFUSALS``."""
+    checked = checked_request(request, settings.allowed_roots)
+    token = checked.hf_token.get_secret_value() if checked.hf_token else None
+    updates = {"model_name": check_model(checked.model_name, settings.model_roots, token)}
+    if checked.resume_from_checkpoint:
+        find_resume_target(store, checked.resume_from_checkpoint)
+    elif checked.output_dir:
+        runs = [(run.job_id, run.output_dir) for run in store.list_runs(limit=100_000)] if store is not None else []
+        updates["output_dir"] = str(check_output_dir(checked.output_dir, settings.allowed_roots,
+                                                     settings.protected_dirs, runs))
+    if checked.hf_dataset:
+        check_hub_dataset(checked.hf_dataset, token)
+    admitted = checked.model_copy(update=updates)
+    from trainer_core.data import check_local_data  # imports datasets: only when a Start is checked
+
+    check_local_data(admitted)
+    return admitted
+
+
+def default_run_folder(settings: Settings, job_id: str) -> Path:
+    """Where a run without ``output_dir`` writes: ``<data dir>/runs/<job id>``."""
+    return settings.runs_dir / job_id
+
+
+__all__ = ["REFUSALS", "admit", "default_run_folder"]

@@ -1,0 +1,115 @@
+"""Cheap checks, at Start, that a request's model and Hub dataset can be had, so a wrong name is
+refused in about a second instead of after a worker has spent half a minute on it.
+
+A local ``model_name`` must be an absolute (or ``~`` / ``./``) path inside the allowed folders, the
+studio's models dir or the Hugging Face cache; anything else is a Hub id. Hub ids are looked up in
+the local cache first, then (when the Hub answers) with one metadata call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Iterable, Optional
+
+from trainer_core.paths import PathNotAllowed, confine, shown
+from trainer_core.schemas import DEFAULT_MODEL, hub_id_problem
+
+log = logging.getLogger(__name__)
+REACHABLE_TTL_S = 30.0  # how long one "is the Hub reachable?" answer is reused
+HUB_CALL_TIMEOUT_S = 10.0
+
+
+class HubCheckError(ValueError):
+    """A model or dataset named in a request cannot be had; the message names the field and the fix."""
+
+
+_reachable: tuple[float, bool] = (0.0, False)
+_reachable_lock = threading.Lock()
+
+
+def hub_reachable_cached() -> bool:
+    """``models.hub_reachable()``, reused for ``REACHABLE_TTL_S`` seconds (it may take 3 s offline)."""
+    global _reachable
+    from trainer_core.models import hub_reachable
+
+    with _reachable_lock:
+        checked_at, answer = _reachable
+        if time.monotonic() - checked_at > REACHABLE_TTL_S:
+            answer = hub_reachable()
+            _reachable = (time.monotonic(), answer)
+        return answer
+
+
+def looks_like_path(name: str) -> bool:
+    """Hub ids are ``name`` or ``owner/name``; a value starting with ``/``, ``.`` or ``~``, or with
+    more than one ``/`` or any ``\\``, is meant as a folder."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
+
+
+def check_model(name: str, roots: Iterable[Path], token: Optional[str] = None) -> str:
+    """The model reference to hand to the worker: a resolved local folder or the Hub id unchanged.
+
+    Raises HubCheckError (or PathNotAllowed, also a ValueError) when a folder lies outside ``roots``
+    (without saying whether it exists), has no ``config.json``, or when a Hub id is malformed, not
+    on the Hub, or (Hub unreachable) not in the local cache."""
+    if looks_like_path(name):
+        folder = confine(name, roots, "model_name")
+        if not (folder / "config.json").is_file():
+            raise HubCheckError(f"model_name: {shown(name)} is not a saved transformers model folder (no config.json)")
+        return str(folder)
+    if problem := hub_id_problem(name):
+        raise HubCheckError(f"model_name: '{shown(name)}' {problem}, nor a folder path (start folders with / or ./)")
+    if name == DEFAULT_MODEL or _in_cache(name, "model", token):
+        return name
+    if not hub_reachable_cached():
+        raise HubCheckError(f"model_name: {name} is not in the local cache and the Hugging Face Hub cannot be reached; "
+                            "connect to the internet, or give the path of a model folder")
+    _exists_on_hub(name, "model", token)
+    return name
+
+
+def check_hub_dataset(name: str, token: Optional[str] = None) -> None:
+    """Raise HubCheckError when Hub dataset ``name`` is a local path, or cannot be had (not cached
+    and the Hub unreachable, or not on the Hub)."""
+    if Path(name).exists() or Path(f"{name}.py").exists():
+        raise HubCheckError(f"hf_dataset: '{name}' names a local file or folder here; hf_dataset is for Hub ids, "
+                            "files on the server go in local_datasets")
+    if _in_cache(name, "dataset", token):
+        return
+    if not hub_reachable_cached():
+        raise HubCheckError(f"hf_dataset: {name} is not in the local cache and the Hugging Face Hub cannot be reached; "
+                            "connect to the internet, or upload the data as a file")
+    _exists_on_hub(name, "dataset", token)
+
+
+def _in_cache(name: str, repo_type: str, token: Optional[str]) -> bool:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        snapshot_download(name, repo_type=repo_type, token=token, local_files_only=True)
+        return True
+    except (LocalEntryNotFoundError, FileNotFoundError, ValueError):
+        return False
+
+
+def _exists_on_hub(name: str, repo_type: str, token: Optional[str]) -> None:
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    field = "model_name" if repo_type == "model" else "hf_dataset"
+    try:
+        HfApi(token=token).repo_info(name, repo_type=repo_type, timeout=HUB_CALL_TIMEOUT_S)
+    except GatedRepoError:
+        return  # the worker explains gated repos with the token in hand
+    except RepositoryNotFoundError:
+        raise HubCheckError(f"{field}: {name} was not found on the Hugging Face Hub (or is private: give a "
+                            "Hugging Face token)") from None
+    except (HfHubHTTPError, OSError) as exc:
+        log.info("could not confirm %s %s on the Hub (%s); the worker will try", repo_type, name, type(exc).__name__)
+
+
+__all__ = ["HubCheckError", "PathNotAllowed", "check_hub_dataset", "check_model", "hub_reachable_cached", "looks_like_path"]

@@ -1,0 +1,159 @@
+"""Each run's output folder: which folders may be one, the claim a run puts on its folder, and
+deleting exactly the files a run wrote.
+
+A run writes only into a folder that is new or empty when it starts; it leaves a marker file there
+(``.finetune-studio-run.json``: its job id, and, from its end on, the list of files it wrote). So:
+- a second run never writes into another run's folder (item 10 of issue 8);
+- Delete removes the files on that list and nothing else, and never touches a folder that is the
+  data dir, the uploads or runs folder, the models dir, an allowed root or a parent of one of them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+from trainer_core.paths import PathNotAllowed, confine, is_within, resolve
+
+log = logging.getLogger(__name__)
+MARKER = ".finetune-studio-run.json"
+
+
+class OutputDirError(ValueError):
+    """An output folder that a run may not use; the message names ``output_dir`` and the fix."""
+
+
+def _protected_problem(folder: Path, protected: Iterable[Path]) -> Optional[str]:
+    for raw in protected:
+        root = resolve(raw, "protected folder")
+        if folder == root:
+            return f"is the studio's folder {root}"
+        if is_within(root, folder):
+            return f"contains the studio's folder {root}"
+    return None
+
+
+def read_marker(folder: Path) -> Optional[dict]:
+    """The marker of the run that owns ``folder`` ({"job_id", "files"?}), or None."""
+    try:
+        data = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("job_id"), str) else None
+
+
+def check_output_dir(path: str, roots: Iterable[Path], protected: Iterable[Path],
+                     runs: Iterable[tuple[str, str]]) -> Path:
+    """The resolved folder a new run may write into. Raises OutputDirError (or PathNotAllowed) when
+    it is outside ``roots``, is or contains a ``protected`` folder, already holds files, or lies
+    inside another run's folder (``runs``: (job id, output folder) of the runs in the history)."""
+    folder = confine(path, roots, "output_dir")
+    if problem := _protected_problem(folder, protected):
+        raise OutputDirError(f"output_dir: {folder} {problem}; choose a new folder for this run (or leave "
+                             "output_dir empty for <data dir>/runs/<job id>)")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        owner = read_marker(folder)
+        whose = f" of run {owner['job_id']}" if owner else ""
+        raise OutputDirError(f"output_dir: {folder} already holds files{whose}; choose a new or empty folder")
+    for job_id, other in runs:
+        if is_within(folder, resolve(other, "run folder")):
+            raise OutputDirError(f"output_dir: {folder} is inside the folder of another run ({job_id}); "
+                                 "choose a new or empty folder outside it")
+    return folder
+
+
+def claim(folder: Path, job_id: str) -> None:
+    """Create ``folder`` (new or empty) and mark it as ``job_id``'s. Raises OutputDirError when it
+    is not empty by now (another run took it) or cannot be created."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if any(folder.iterdir()):
+            raise OutputDirError(f"output_dir: {folder} already holds files; choose a new or empty folder")
+        with (folder / MARKER).open("x", encoding="utf-8") as fh:  # "x": fails if a racer wrote one
+            json.dump({"job_id": job_id}, fh)
+    except FileExistsError:
+        raise OutputDirError(f"output_dir: {folder} was just taken by another run; choose another folder") from None
+    except OSError as exc:
+        raise OutputDirError(f"output_dir: {folder} cannot be created ({exc.strerror}); choose another folder") from None
+
+
+def record_files(folder: Path, job_id: str) -> int:
+    """Write the list of files now in ``folder`` (which ``job_id`` owns) into its marker, added to
+    the files recorded before (a resumed run writes more). Returns the number recorded; 0 and no
+    change when the folder is not this run's."""
+    folder = Path(folder)
+    marker = read_marker(folder)
+    if marker is None or marker["job_id"] != job_id:
+        return 0
+    files = set(marker.get("files", []))
+    for path in folder.rglob("*"):
+        if (path.is_file() or path.is_symlink()) and path.name != MARKER:
+            files.add(path.relative_to(folder).as_posix())
+    tmp = folder / f"{MARKER}.tmp"
+    tmp.write_text(json.dumps({"job_id": job_id, "files": sorted(files)}), encoding="utf-8")
+    os.replace(tmp, folder / MARKER)
+    return len(files)
+
+
+@dataclass
+class Deletion:
+    """What deleting a run's files did: files removed, paths kept (not written by the run), and the
+    reason nothing was removed (when nothing was)."""
+
+    removed: int = 0
+    kept: list[str] = field(default_factory=list)
+    refused: Optional[str] = None
+
+
+def delete_run_files(output_dir: str, job_id: str, roots: Iterable[Path], protected: Iterable[Path],
+                     default_folder: Path) -> Deletion:
+    """Delete the files run ``job_id`` wrote in ``output_dir``; nothing else. Folders emptied by it
+    go too. Nothing is removed (``refused`` says why) when the folder lies outside ``roots``, is or
+    contains a protected folder, or is not marked as this run's (except a legacy run's own
+    ``default_folder``, ``<runs>/<job id>``, which the studio made for it)."""
+    try:
+        folder = confine(output_dir, roots, "output_dir")
+    except PathNotAllowed:
+        return Deletion(refused=f"its folder {output_dir} is outside the allowed folders")
+    if not folder.is_dir():
+        return Deletion()
+    if problem := _protected_problem(folder, protected):
+        return Deletion(refused=f"its folder {problem}")
+    marker = read_marker(folder)
+    if marker is None and folder == resolve(default_folder, "run folder") and folder.name == job_id:
+        count = sum(1 for p in folder.rglob("*") if p.is_file())
+        shutil.rmtree(folder)
+        return Deletion(removed=count)
+    if marker is None or marker["job_id"] != job_id:
+        return Deletion(refused=f"its folder {folder} was not created by this run")
+    if "files" not in marker:
+        record_files(folder, job_id)  # a run that never recorded its end: everything since its claim
+        marker = read_marker(folder) or marker
+    return _remove_listed(folder, marker.get("files", []))
+
+
+def _remove_listed(folder: Path, files: list[str]) -> Deletion:
+    result = Deletion()
+    parents: set[Path] = set()
+    for relative in files:
+        path = folder / relative
+        if not is_within(Path(os.path.realpath(path.parent)), folder):  # never through a swapped-in link
+            continue
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+            result.removed += 1
+            parents.update(p for p in path.parents if is_within(p, folder) and p != folder)
+    for parent in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+        if parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+    (folder / MARKER).unlink(missing_ok=True)
+    result.kept = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    if not any(folder.iterdir()):
+        folder.rmdir()
+    return result
