@@ -13,11 +13,19 @@ from typing import Optional
 
 import gradio as gr
 import uvicorn
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import ValidationError
 
+from api import errors
+from api.auth import logged_in_user, require_docs_access
+from api.page_guard import ApiInfoGuard
 from api.routes import router
+from api.throttle import FailureThrottle, ThrottleMiddleware
 from trainer_core.job import JobRunner
 from trainer_core.resume import latest_checkpoint
+from trainer_core.run_folders import record_files
 from trainer_core.settings import Settings, get_settings
 from trainer_core.store import RunStore
 from ui.layout import build_ui
@@ -66,6 +74,10 @@ def open_history(settings: Settings) -> RunStore:
     for run in store.mark_interrupted():
         checkpoint = latest_checkpoint(Path(run.output_dir))
         store.set_checkpoint(run.job_id, str(checkpoint) if checkpoint else None)
+        try:
+            record_files(Path(run.output_dir), run.job_id)  # what Delete may remove
+        except OSError:
+            log.exception("could not record the files of %s", run.job_id)
         log.info("run %s was interrupted; last checkpoint %s", run.job_id, checkpoint)
     return store
 
@@ -91,12 +103,38 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     settings = settings or get_settings()
     if runner is None:
         runner = JobRunner(runs_dir=settings.runs_dir, store=open_history(settings))
-    app = FastAPI(title="Finetune Studio", description="Fine-tune language models; watch training live.")
+    app = FastAPI(title="Finetune Studio", description="Fine-tune language models; watch training live.",
+                  docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings, app.state.runner = settings, runner
+    errors.install(app)
+    app.add_middleware(ThrottleMiddleware, throttle=FailureThrottle(settings.login_attempts_per_minute))
+    if settings.login_enabled:
+        app.add_middleware(ApiInfoGuard, is_logged_in=lambda request: logged_in_user(request) is not None)
     app.include_router(router)
+    _api_description(app)
     demo = quiet_queue(build_ui(runner, settings).queue(default_concurrency_limit=None))
     auth = (settings.username, settings.password.get_secret_value()) if settings.login_enabled else None
-    return gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)])
+    app = gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)])
+    # Gradio checks that a file value sent to an event is one it received as an upload only once
+    # the Blocks "has launched", which mounted Blocks never do: without this, a raw queue call could
+    # have any server file copied into Gradio's cache and served back. Our handlers check again
+    # (ui/uploads.py).
+    demo.has_launched = True
+    app.state.gradio_app = next(route.app for route in app.routes if getattr(route, "path", None) == "")
+    return app
+
+
+def _api_description(app: FastAPI) -> None:
+    """``/openapi.json`` and ``/docs``, behind the login or the token when either is configured."""
+    guard = [Depends(require_docs_access)]
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=guard)
+    def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=guard)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="Finetune Studio API")
 
 
 def _open_share_link(host: str, port: int) -> None:
@@ -112,7 +150,11 @@ def main(argv: Optional[list[str]] = None) -> None:
     """Parse the command line, refuse unsafe public serving, and serve until interrupted."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    problem = access_problem(args.host, args.share, args.insecure, get_settings())
+    try:
+        settings = get_settings()
+    except ValidationError as exc:  # the message only: pydantic's text would echo the secret
+        raise SystemExit("error: " + "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
+    problem = access_problem(args.host, args.share, args.insecure, settings)
     if problem:
         raise SystemExit(f"error: {problem}")
     app = build_app()

@@ -10,11 +10,10 @@ from pydantic import BaseModel
 
 from api.auth import require_token
 from api.sse import progress_stream
-from trainer_core.access import MissingPaths, PathNotAllowed, checked_request
-from trainer_core.datafiles import DatasetError
+from trainer_core.access import MissingPaths
+from trainer_core.admission import REFUSALS, admit
 from trainer_core.hardware import HardwareSnapshot, snapshot
 from trainer_core.job import JobRunner
-from trainer_core.resume import ResumeError
 from trainer_core.schemas import MetricHistory, TrainingJobResponse, TrainingProgress, TrainingStartRequest, TrainingStatus
 from trainer_core.store import RunDetail, RunRecord, RunStore
 
@@ -57,18 +56,16 @@ def _store(request: Request) -> RunStore:
     return request.app.state.runner.store
 
 
-@router.post("/start", response_model=TrainingJobResponse, responses={400: {"description": "Bad paths or resume target"}})
+@router.post("/start", response_model=TrainingJobResponse,
+             responses={400: {"description": "A path, output folder, model, dataset or resume target that cannot be used"}})
 def start(body: TrainingStartRequest, request: Request, runner: JobRunner = Depends(_runner)) -> TrainingJobResponse:
-    """Start a job (``queued``), or ``error`` with "already in progress" while one runs."""
-    from trainer_core.data import check_local_data
-
+    """Start a job (``queued``), or ``error`` with "already in progress" while one runs. Everything
+    that can be checked cheaply is checked first (``trainer_core.admission``): a 400 names the field."""
     try:
-        checked = checked_request(body, request.app.state.settings.allowed_roots)
-        runner.check_resume(checked)
-        check_local_data(checked)
+        checked = admit(body, request.app.state.settings, runner.store)
     except MissingPaths as exc:
         raise HTTPException(400, {"message": "dataset files not found", "missing": exc.paths}) from None
-    except (PathNotAllowed, ResumeError, DatasetError) as exc:
+    except REFUSALS as exc:
         raise HTTPException(400, str(exc)) from None
     return runner.start(checked)
 

@@ -4,7 +4,6 @@ tab never touches training."""
 
 from __future__ import annotations
 
-import shutil
 import threading
 import weakref
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ import gradio as gr
 import pandas as pd
 from gradio.components.plot import PlotData
 
-from trainer_core.access import checked_request
+from trainer_core.admission import REFUSALS, admit
 from trainer_core.datafiles import DatasetError
 from trainer_core.job import JobRunner
 from trainer_core.metrics import ChartPoints
@@ -25,6 +24,7 @@ from trainer_core.settings import Settings
 from ui import charts
 from trainer_core.fieldmeta import parse_mapping
 from ui.form import FORM_FIELDS, build_request
+from ui.uploads import keep_upload, received_upload
 
 HEARTBEAT_S = 10.0
 EMPTY_PREVIEW = pd.DataFrame({"row": [], "preview": []})  # a watcher re-renders at least this often (elapsed time keeps moving)
@@ -127,17 +127,6 @@ class Context:
     settings: Settings
 
 
-def keep_upload(upload: Optional[str], settings: Settings) -> Optional[str]:
-    """Copy a Gradio temp upload into the data dir's uploads folder; returns the kept path."""
-    if not upload:
-        return None
-    target_dir = settings.uploads_dir
-    target_dir.mkdir(parents=True, exist_ok=True)
-    target = target_dir / Path(upload).name
-    shutil.copyfile(upload, target)
-    return str(target.resolve())
-
-
 def split_paths(text: str) -> list[str]:
     """Comma- or newline-separated paths typed in a textbox."""
     return [p.strip() for p in (text or "").replace("\n", ",").split(",") if p.strip()]
@@ -159,8 +148,11 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
     if not upload and not typed:
         return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy()
     try:
-        first = upload or str(confine(typed[0], ctx.settings.allowed_roots, "dataset path"))
+        received = received_upload(upload, ctx.settings)
+        first = str(received) if received else str(confine(typed[0], ctx.settings.allowed_roots, "dataset path"))
         fmt, frame = preview_rows(first, rows=5, format_type=FormatType(format_type), mapping=parse_mapping(mapping_text))
+    except gr.Error as exc:
+        return f"**Cannot use this dataset:** {exc.message}", EMPTY_PREVIEW.copy()
     except (DatasetError, ValueError, OSError) as exc:
         return f"**Cannot use this dataset:** {exc}", EMPTY_PREVIEW.copy()
     return f"Detected format: **{fmt.value}** ({Path(first).name})", frame
@@ -175,13 +167,10 @@ def start(ctx: Context, upload: Optional[str], paths_text: str, eval_text: str, 
 
 
 def start_request(ctx: Context, request: TrainingStartRequest) -> Iterator[tuple]:
-    """Start ``request`` after the same checks as the API, then stream its status."""
-    from trainer_core.data import check_local_data
-
+    """Start ``request`` after the same checks as the API (``admission.admit``), then stream its status."""
     try:
-        checked = checked_request(request, ctx.settings.allowed_roots)
-        check_local_data(checked)
-    except ValueError as exc:  # PathNotAllowed, MissingPaths, DatasetError
+        checked = admit(request, ctx.settings, ctx.runner.store)
+    except REFUSALS as exc:
         raise gr.Error(str(exc)) from None
     response = ctx.runner.start(checked)
     if response.status == "error":

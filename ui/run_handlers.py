@@ -4,7 +4,6 @@
 its evaluated annotation.)"""
 
 
-import shutil
 from datetime import datetime
 from typing import Any, Callable, Iterator, Optional
 
@@ -12,7 +11,7 @@ import gradio as gr
 import pandas as pd
 
 from trainer_core.metrics import chart_points_of
-from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.run_folders import delete_run_files
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
 from trainer_core.store import RunDetail, RunRecord
 from ui import charts
@@ -95,28 +94,31 @@ def load_settings(ctx: Context, job_id: Optional[str]) -> list[Any]:
 
 
 def resume(ctx: Context, job_id: Optional[str]) -> Iterator[tuple]:
-    """Continue a stopped or interrupted run from its last checkpoint; streams like Start."""
+    """Continue a stopped, interrupted or failed run from its last complete checkpoint; streams like Start."""
     run = _get(ctx, job_id)
     if run.phase not in RESUMABLE_PHASES or not run.last_checkpoint:
-        raise gr.Error(f"Run {run.job_id} is {run.phase.value} with no saved checkpoint; only stopped or "
-                       "interrupted runs with a checkpoint can be resumed.")
+        raise gr.Error(f"Run {run.job_id} is {run.phase.value} with no saved checkpoint; only stopped, "
+                       "interrupted or failed runs with a complete checkpoint can be resumed.")
     request = TrainingStartRequest(**{**run.request, "resume_from_checkpoint": run.last_checkpoint})
     yield from start_request(ctx, request)
 
 
 def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any]:
-    """Forget a run and delete its output folder (when inside the allowed folders)."""
+    """Forget a run and delete the files it wrote (``run_folders.delete_run_files``): never a
+    studio folder, another run's files or files put beside them; what is kept is said."""
     run = _get(ctx, job_id)
-    status = ctx.runner.status()
+    status = ctx.runner.status(with_history=False)
     if status.is_training_running and status.job_id == run.job_id:
         raise gr.Error("This run is training: stop or cancel it first.")
-    try:
-        folder = confine(run.output_dir, ctx.settings.allowed_roots, "output_dir")
-    except PathNotAllowed:
-        folder = None
-    if folder is not None and folder.is_dir():
-        shutil.rmtree(folder)
+    settings = ctx.settings
+    result = delete_run_files(run.output_dir, run.job_id, settings.allowed_roots, settings.protected_dirs,
+                              settings.runs_dir / run.job_id)
     ctx.runner.store.delete_run(run.job_id)
-    kept = "" if folder is not None else f" Its folder {run.output_dir} is outside the data dir and was kept."
-    gr.Info(f"Deleted run {run.job_id}.{kept}")
+    if result.refused:
+        gr.Warning(f"Removed run {run.job_id} from the history; no files were deleted: {result.refused}.")
+    elif result.kept:
+        gr.Warning(f"Deleted run {run.job_id} ({result.removed} files). Kept {len(result.kept)} files it did not "
+                   f"write in {run.output_dir}: {', '.join(result.kept[:5])}")
+    else:
+        gr.Info(f"Deleted run {run.job_id} and its {result.removed} files.")
     return runs_table(ctx), gr.update(visible=False)

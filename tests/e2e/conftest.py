@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterator
 
+import httpx
 import pytest
 
 from trainer_core.schemas import Phase
@@ -100,3 +103,77 @@ def is_training(runner, min_step: int = 1) -> bool:
     """True once the current job is training and has logged ``min_step``."""
     status = runner.status()
     return status.is_training_running and status.phase == Phase.training and status.details.get("step", 0) >= min_step
+
+
+# ----- an attacker's view of the app (tests/e2e/test_security.py, test_fuzz_doors.py) -----
+USER, PASSWORD, TOKEN = "ada", "lovelace-1843", "test-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+CANARY = "CANARY-7f3a9c-must-not-leak"
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory) -> Path:
+    """A folder outside every allowed folder, holding a valid dataset with the canary in it."""
+    folder = tmp_path_factory.mktemp("outside")
+    rows = [{"instruction": f"say {CANARY}", "input": "", "output": CANARY}] * 8
+    (folder / "canary.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "canary.json").write_text(json.dumps(rows))
+    model = folder / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": CANARY}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory, datasets_dir):
+    """(settings, runner, url) of the whole app with login + token, a fake stepping worker."""
+    from server import build_app
+    from tests import fake_workers
+    from trainer_core.job import JobRunner
+    from trainer_core.settings import Settings
+    from trainer_core.store import RunStore
+
+    data = tmp_path_factory.mktemp("data")
+    settings = Settings(data_dir=data, allowed_paths=str(datasets_dir), username=USER, password=PASSWORD,
+                        api_token=TOKEN, login_attempts_per_minute=10_000)
+    runner = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir,
+                       store=RunStore(settings.db_path))
+    with ServerThread(build_app(settings, runner)) as server:
+        yield settings, runner, server.url.rstrip("/")
+        runner.stop(save=False)
+        runner.wait(10)
+
+
+def logged_in(url: str) -> httpx.Client:
+    """An HTTP client holding a UI login session (Gradio's cookie)."""
+    client = httpx.Client(base_url=url, timeout=60)
+    assert client.post("/login", data={"username": USER, "password": PASSWORD}).status_code == 200
+    return client
+
+
+def api(url: str) -> httpx.Client:
+    """An HTTP client sending the API token."""
+    return httpx.Client(base_url=url, headers=AUTH, timeout=60)
+
+
+def idle(runner) -> None:
+    """Cancel whatever runs and wait for the job thread to end."""
+    runner.stop(save=False)
+    assert runner.wait(20)
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, float]]:
+    """Every file below ``folder`` with its size and modification time."""
+    return {str(p): (p.stat().st_size, p.stat().st_mtime) for p in folder.rglob("*") if p.is_file()}
+
+
+def assert_no_canary(folder: Path) -> None:
+    """No file below ``folder`` (the run history included) holds the canary's text."""
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert CANARY.encode() not in path.read_bytes(), path
+
+
+def alpaca(datasets_dir: Path) -> str:
+    """The shared Alpaca file (an allowed, valid dataset)."""
+    return str(datasets_dir / "alpaca_en_demo.json")

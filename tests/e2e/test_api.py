@@ -166,7 +166,8 @@ def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir, tmp_path):
     hardware = api.get("/api/train/hardware").json()
     assert hardware["cpu_count"] >= 1 and 0 < hardware["ram_used_gib"] < hardware["ram_total_gib"]
     assert 0 <= hardware["cpu_percent"] <= 100 and isinstance(hardware["gpus"], list)
-    spec = plain.get("/openapi.json").json()
+    assert plain.get("/openapi.json").status_code == 401 and plain.get("/docs").status_code == 401
+    spec = api.get("/openapi.json").json()
     for route in ("start", "stop", "reset", "status", "metrics", "progress", "hardware", "runs", "runs/{job_id}"):
         assert f"/api/train/{route}" in spec["paths"]
     assert "TrainingStartRequest" in spec["components"]["schemas"]

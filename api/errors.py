@@ -1,0 +1,55 @@
+"""Error answers of the HTTP API: a 422 that names each bad field without echoing secrets, and
+never a 500 for a body FastAPI's default handler cannot encode (``NaN`` / ``Infinity``)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+SECRET_KEY = re.compile(r"token|password|secret|authorization|api_key", re.IGNORECASE)
+REDACTED = "***"
+MAX_ECHO_CHARS = 200  # an echoed input is cut to this many characters
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """``value`` made safe to send back: values under secret-looking keys replaced by ``***``,
+    non-finite floats written as strings (JSON has no NaN), long strings cut."""
+    if SECRET_KEY.search(key):
+        return REDACTED
+    if isinstance(value, dict):
+        return {str(k): redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v, key) for v in value[:20]]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str) and len(value) > MAX_ECHO_CHARS:
+        return value[:MAX_ECHO_CHARS] + f"... ({len(value)} characters)"
+    return value
+
+
+def _safe_error(error: dict[str, Any]) -> dict[str, Any]:
+    loc = [str(part) for part in error.get("loc", ())]
+    field = next((part for part in reversed(loc) if not part.isdigit()), "")
+    safe = {"loc": loc, "msg": error.get("msg", ""), "type": error.get("type", "")}
+    if "input" in error:
+        safe["input"] = redact(error["input"], field)
+    ctx = error.get("ctx")
+    if ctx:
+        safe["ctx"] = {k: redact(v if isinstance(v, (int, float, str, bool)) else str(v), k) for k, v in ctx.items()}
+    return safe
+
+
+async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 with FastAPI's shape (``detail``: list of {loc, msg, type, input}) minus any secret."""
+    return JSONResponse(status_code=422, content=jsonable_encoder({"detail": [_safe_error(e) for e in exc.errors()]}))
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers on ``app``."""
+    app.add_exception_handler(RequestValidationError, validation_error)

@@ -1,0 +1,62 @@
+"""Keep the API description off the login page.
+
+Gradio 6.31 writes the full description of every event (``window.gradio_api_info``) into each page
+it serves, also the login page that anyone can open. With a login configured, this ASGI middleware
+replaces it with an empty description in HTML answers to visitors who are not logged in; the page
+fetches nothing else before the login (``/config`` and ``/gradio_api/info`` are behind it).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from starlette.requests import Request
+
+API_INFO = re.compile(rb"window\.gradio_api_info = .*?;</script>", re.DOTALL)
+EMPTY_INFO = b'window.gradio_api_info = {"named_endpoints": {}, "unnamed_endpoints": {}};</script>'
+
+
+class ApiInfoGuard:
+    """ASGI middleware: for GET requests of visitors for whom ``is_logged_in(request)`` is false,
+    HTML answers lose their API description. Other requests pass through untouched (streamed)."""
+
+    def __init__(self, app: Any, is_logged_in: Callable[[Request], bool]) -> None:
+        self.app, self.is_logged_in = app, is_logged_in
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        path = scope.get("path", "")
+        if (scope["type"] != "http" or scope.get("method") != "GET" or path.startswith(("/api/", "/gradio_api/"))
+                or self.is_logged_in(Request(scope))):
+            await self.app(scope, receive, send)
+            return
+        start: dict = {}
+        chunks: list[bytes] = []
+
+        async def buffer(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                if not _is_html(message):
+                    await send(message)  # not a page: streamed as it is
+                    return
+                start.update(message)
+                return
+            if not start or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                await _send_cleaned(send, start, b"".join(chunks))
+
+        await self.app(scope, receive, buffer)
+
+
+def _is_html(start: dict) -> bool:
+    return any(k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in start.get("headers", []))
+
+
+async def _send_cleaned(send: Callable, start: dict, body: bytes) -> None:
+    body = API_INFO.sub(lambda _: EMPTY_INFO, body, count=1)
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,107 @@
+"""Throttle failed logins per client address: the UI's login form and the API's bearer token.
+
+After ``limit`` failures from one address within ``window_s`` seconds, further attempts from that
+address are answered 429 with ``Retry-After`` (seconds until its oldest failure leaves the window,
+so a real user who mistyped waits at most a minute). Each refusal is logged with the address, never
+the password or token. A pure ASGI middleware, so streamed responses (SSE) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Optional
+
+log = logging.getLogger("finetune_studio.access")
+LOGIN_PATHS = ("/login", "/login/")
+API_PREFIX = "/api/"
+
+
+class FailureThrottle:
+    """Sliding-window count of failures per key (a client address); thread-safe."""
+
+    def __init__(self, limit: int = 5, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit, self.window_s, self._clock = limit, window_s, clock
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, key: str, now: float) -> deque[float]:
+        failures = self._failures.setdefault(key, deque())
+        while failures and failures[0] <= now - self.window_s:
+            failures.popleft()
+        return failures
+
+    def retry_after(self, key: str) -> Optional[float]:
+        """Seconds until ``key`` may try again; None when it may try now."""
+        with self._lock:
+            now = self._clock()
+            failures = self._recent(key, now)
+            if len(failures) < self.limit:
+                return None
+            return max(failures[0] + self.window_s - now, 0.0)
+
+    def fail(self, key: str) -> int:
+        """Record a failure; returns the failures of ``key`` within the window."""
+        with self._lock:
+            now = self._clock()
+            failures = self._recent(key, now)
+            failures.append(now)
+            if len(self._failures) > 10_000:  # bounded memory under an address-spraying attack
+                self._failures = {k: v for k, v in self._failures.items() if v}
+            return len(failures)
+
+    def succeed(self, key: str) -> None:
+        """A correct login clears the address's failures."""
+        with self._lock:
+            self._failures.pop(key, None)
+
+
+class ThrottleMiddleware:
+    """ASGI middleware applying ``FailureThrottle`` to ``POST /login`` (Gradio's login form: 400 on
+    wrong credentials) and to ``/api/*`` (401 on a missing or wrong token)."""
+
+    def __init__(self, app: Any, throttle: FailureThrottle) -> None:
+        self.app, self.throttle = app, throttle
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        path = scope.get("path", "")
+        is_login = scope["type"] == "http" and scope.get("method") == "POST" and path in LOGIN_PATHS
+        is_api = scope["type"] == "http" and path.startswith(API_PREFIX)
+        if not (is_login or is_api):
+            await self.app(scope, receive, send)
+            return
+        address = (scope.get("client") or ("unknown", 0))[0]
+        wait_s = self.throttle.retry_after(address)
+        if wait_s is not None:
+            log.warning("refused %s %s from %s: too many failed logins (retry in %.0f s)",
+                        scope.get("method"), path, address, wait_s)
+            await _too_many(send, wait_s)
+            return
+        status: dict[str, int] = {}
+
+        async def watch(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        code = status.get("code", 0)
+        if (is_login and code in (400, 401)) or (is_api and code == 401):
+            count = self.throttle.fail(address)
+            log.warning("failed %s from %s (%d in the last %.0f s)", "login" if is_login else "API token",
+                        address, count, self.throttle.window_s)
+        elif is_login and code == 200:
+            self.throttle.succeed(address)
+
+
+async def _too_many(send: Callable, wait_s: float) -> None:
+    seconds = str(max(1, math.ceil(wait_s)))
+    body = json.dumps({"detail": f"too many failed logins from your address; try again in {seconds} s"}).encode()
+    await send({"type": "http.response.start", "status": 429,
+                "headers": [(b"content-type", b"application/json"), (b"retry-after", seconds.encode()),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,183 @@
+"""Issue 8, tried as an attacker would: raw HTTP and raw Gradio queue calls against the whole app
+(API + UI, login and token on), with a fake worker so each test takes seconds. A canary file outside
+every allowed folder must never be read, copied or reported; studio folders are never deleted."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import (AUTH, CANARY, PASSWORD, TOKEN, USER, ServerThread, alpaca, api, assert_no_canary,
+                                form_args, idle, logged_in, snapshot, wait_for)
+from tests.e2e.raw_gradio import RawGradio, error_text, file_value
+
+HF_TOKEN = "hf_SecretThatMustNeverEcho42"
+
+
+# 1. File values that the server never received ---------------------------------------------------
+def test_upload_value_must_be_a_received_upload(studio, outside, datasets_dir):
+    settings, runner, url = studio
+    raw = RawGradio(logged_in(url))
+    start, preview = raw.fn_index("start"), raw.fn_index(inputs_like="start", outputs=2)
+    before = snapshot(outside)
+    license_file = next(Path(os.__file__).parent.parent.glob("LICENSE*"), Path(os.__file__))
+    link = settings.uploads_dir / "link.jsonl"
+    settings.uploads_dir.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside / "canary.jsonl")
+    for target in (outside / "canary.jsonl", license_file, link, settings.uploads_dir / ".." / ".." / "x.json"):
+        shown = raw.call(preview, [file_value(str(target)), "", "auto", ""])
+        text = json.dumps(shown)
+        assert CANARY not in text and "not uploaded" in text, text[:500]
+        started = raw.call(start, [file_value(str(target)), *form_args("")[1:]])
+        assert "not uploaded" in error_text(started), started
+    assert runner.status().phase.value == "idle"
+    assert snapshot(outside) == before
+    assert sorted(p.name for p in settings.uploads_dir.iterdir()) == ["link.jsonl"]
+    assert_no_canary(settings.data_dir)
+
+
+def test_a_real_upload_is_kept_under_a_content_name(studio, datasets_dir):
+    settings, runner, url = studio
+    client = logged_in(url)
+    with open(datasets_dir / "identity.json", "rb") as fh:
+        uploaded = client.post("/gradio_api/upload", files={"files": ("identity.json", fh)}).json()[0]
+    raw = RawGradio(client)
+    shown = raw.call(raw.fn_index(inputs_like="start", outputs=2), [file_value(uploaded), "", "auto", ""])
+    assert "Detected format: **alpaca**" in json.dumps(shown)
+    started = raw.call(raw.fn_index("start"), [file_value(uploaded), *form_args("", max_steps=3)[1:]])
+    assert started["success"], started
+    idle(runner)
+    kept = [p.name for p in settings.uploads_dir.glob("identity-*.json")]
+    assert len(kept) == 1 and len(kept[0]) == len("identity-") + 12 + len(".json")
+
+
+# 2 and 10. Output folders and Delete -------------------------------------------------------------
+def test_output_dir_never_a_studio_folder_or_another_runs(studio, datasets_dir):
+    settings, runner, url = studio
+    client = api(url)
+    body = {"local_datasets": [alpaca(datasets_dir)], "max_steps": 3}
+    for folder in (settings.data_dir, settings.uploads_dir, settings.runs_dir, datasets_dir):
+        refused = client.post("/api/train/start", json=body | {"output_dir": str(folder)})
+        assert refused.status_code == 400 and "output_dir" in refused.text, refused.text
+    first = client.post("/api/train/start", json=body | {"output_dir": str(settings.data_dir / "mine")}).json()
+    assert first["status"] == "queued"
+    idle(runner)
+    again = client.post("/api/train/start", json=body | {"output_dir": str(settings.data_dir / "mine")})
+    assert again.status_code == 400 and first["job_id"] in again.text and "new or empty folder" in again.text
+    nested = client.post("/api/train/start", json=body | {"output_dir": str(settings.data_dir / "mine" / "sub")})
+    assert nested.status_code == 400 and "another run" in nested.text and first["job_id"] in nested.text
+
+
+def test_delete_removes_only_what_the_run_wrote(studio, datasets_dir):
+    settings, runner, url = studio
+    client = api(url)
+    settings.uploads_dir.mkdir(parents=True, exist_ok=True)
+    (settings.uploads_dir / "someones-upload.json").write_text("[]")
+    job = client.post("/api/train/start", json={"local_datasets": [alpaca(datasets_dir)], "max_steps": 3}).json()
+    assert job["status"] == "queued", job
+    wait_for(lambda: not runner.status().is_training_running, 30, "the fake run")
+    folder = settings.runs_dir / job["job_id"]
+    (folder / "notes-of-the-user.txt").write_text("keep me")
+    # A run recorded (by an older version) with the data dir itself as its output folder.
+    runner.store.create_run("job_legacy", {"max_steps": 1}, str(settings.data_dir), "completed")
+    raw = RawGradio(logged_in(url))
+    delete = raw.fn_index("delete_run")
+    assert raw.call(delete, ["job_legacy"])["success"]
+    assert settings.db_path.is_file() and (settings.uploads_dir / "someones-upload.json").is_file() and folder.is_dir()
+    assert runner.store.get_run("job_legacy") is None
+    assert raw.call(delete, [job["job_id"]])["success"]
+    assert sorted(p.name for p in folder.iterdir()) == ["notes-of-the-user.txt"]
+    assert runner.store.get_run(job["job_id"]) is None
+
+
+# 3 and 4. Hub ids are not local folders; model folders obey the path rules -----------------------
+def test_hf_dataset_is_a_hub_id_and_model_name_obeys_the_path_rules(studio, outside, datasets_dir):
+    settings, runner, url = studio
+    client = api(url)
+    last_job = runner.status().job_id
+    for value in (str(outside), "../outside", "/etc", "a/b/c"):
+        refused = client.post("/api/train/start", json={"hf_dataset": value})
+        assert refused.status_code == 422 and "hf_dataset" in refused.text and "Hub id" in refused.text
+    body = {"local_datasets": [alpaca(datasets_dir)], "max_steps": 2}
+    existing = client.post("/api/train/start", json=body | {"model_name": str(outside / "model")})
+    missing = client.post("/api/train/start", json=body | {"model_name": str(outside / "no-such-model")})
+    assert existing.status_code == missing.status_code == 400
+    assert (existing.json()["detail"].replace(str(outside / "model"), "P")
+            == missing.json()["detail"].replace(str(outside / "no-such-model"), "P"))
+    assert CANARY not in existing.text and "config.json" not in existing.text
+    inside = settings.data_dir / "not-a-model"
+    inside.mkdir(exist_ok=True)
+    no_config = client.post("/api/train/start", json=body | {"model_name": str(inside)})
+    assert no_config.status_code == 400 and "no config.json" in no_config.text
+    t0 = time.monotonic()
+    offline = client.post("/api/train/start", json=body | {"model_name": "someone/not-cached-model"})
+    assert offline.status_code == 400 and "cannot be reached" in offline.text and time.monotonic() - t0 < 10
+    offline_ds = client.post("/api/train/start", json={"hf_dataset": "someone/not-cached-data", "max_steps": 2})
+    assert offline_ds.status_code == 400 and "hf_dataset" in offline_ds.text
+    huge = client.post("/api/train/start", json=body | {"model_name": "m" * 5_000_000})
+    assert huge.status_code == 422 and len(huge.text) < 2000 and "model_name" in huge.text
+    assert runner.status().job_id == last_job  # nothing was started
+
+
+# 5-8. Secrets, logins and the API description ----------------------------------------------------
+def test_tokens_are_checked_and_never_echoed(studio, datasets_dir):
+    settings, runner, url = studio
+    plain = httpx.Client(base_url=url, timeout=30)
+    for header in ("Bearer", "bearer", f"Basic {TOKEN}", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"Token {TOKEN}"):
+        assert plain.get("/api/train/status", headers={"Authorization": header}).status_code == 401
+    client = api(url)
+    bad = client.post("/api/train/start", json={"local_datasets": [alpaca(datasets_dir)], "learning_rate": 5,
+                                                "hf_token": HF_TOKEN})
+    assert bad.status_code == 422 and "learning_rate" in bad.text
+    assert HF_TOKEN not in bad.text and TOKEN not in bad.text
+    wrong_type = client.post("/api/train/start", json={"hf_token": {"x": HF_TOKEN}})
+    assert wrong_type.status_code == 422 and HF_TOKEN not in wrong_type.text
+
+
+def test_api_description_needs_the_login_or_token(studio):
+    settings, runner, url = studio
+    plain = httpx.Client(base_url=url, timeout=30)
+    for path in ("/openapi.json", "/docs", "/config", "/gradio_api/info", "/gradio_api/openapi.json"):
+        assert plain.get(path).status_code == 401, path
+    page = plain.get("/").text
+    assert '"named_endpoints": {}' in page and "/load_settings" not in page and "learning_rate" not in page
+    assert api(url).get("/openapi.json").json()["components"]["schemas"]["TrainingStartRequest"]
+    assert logged_in(url).get("/docs").status_code == 200
+
+
+# 11. Bad requests are 4xx that name the field ----------------------------------------------------
+def test_nan_infinity_and_huge_paths_are_422(studio, datasets_dir):
+    settings, runner, url = studio
+    client = api(url)
+    for literal in ("NaN", "Infinity", "-Infinity"):
+        body = '{"local_datasets": ["%s"], "learning_rate": %s}' % (alpaca(datasets_dir), literal)
+        answer = client.post("/api/train/start", content=body, headers={"Content-Type": "application/json"})
+        assert answer.status_code == 422 and "learning_rate" in answer.text
+        assert client.get("/api/train/status").status_code == 200  # the connection still works
+    for field in ("local_datasets", "local_eval_datasets"):
+        answer = client.post("/api/train/start", json={"local_datasets": ["a.json"], field: ["/" + "a" * 100_000]})
+        assert answer.status_code == 422 and field in answer.text and len(answer.text) < 3000
+    long_name = client.post("/api/train/start", json={"local_datasets": [str(settings.data_dir / ("n" * 300))]})
+    assert long_name.status_code == 400 and "longer than 255 bytes" in long_name.text
+    nul = client.post("/api/train/start", json={"local_datasets": ["a\u0000b.json"]})
+    assert nul.status_code == 400 and "local_datasets" in nul.text
+
+
+def test_failed_logins_are_throttled_per_address(tmp_path, caplog):
+    from server import build_app
+    from trainer_core.settings import Settings
+
+    settings = Settings(data_dir=tmp_path, username=USER, password=PASSWORD, api_token=TOKEN)
+    with ServerThread(build_app(settings)) as server:
+        client = httpx.Client(base_url=server.url.rstrip("/"), timeout=30)
+        wrong = [client.post("/login", data={"username": USER, "password": f"guess-{i}"}).status_code for i in range(5)]
+        assert wrong == [400] * 5
+        blocked = client.post("/login", data={"username": USER, "password": PASSWORD})
+        assert blocked.status_code == 429 and 1 <= int(blocked.headers["Retry-After"]) <= 60
+        assert client.get("/api/train/status", headers=AUTH).status_code == 429  # same address, same door keeper
+    assert "guess-" not in caplog.text and PASSWORD not in caplog.text

@@ -1,0 +1,56 @@
+"""Uploaded dataset files: check that a file value is one this server received, and keep it."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Optional
+
+import gradio as gr
+
+from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.settings import Settings
+
+UPLOAD_LABEL = "Training dataset (upload)"
+
+
+def received_upload(upload: Optional[str], settings: Settings) -> Optional[Path]:
+    """The uploaded file, checked to be one this server received: inside Gradio's upload folder or
+    our uploads folder (the same path rule as typed paths). A raw queue call can send any path in a
+    FileData value, and Gradio does not check it when the Blocks are mounted, so we do. Raises
+    ``gr.Error`` naming the upload field; nothing is read or copied then."""
+    if not upload:
+        return None
+    from gradio.utils import get_upload_folder
+
+    try:
+        path = confine(str(upload), [Path(get_upload_folder()), settings.uploads_dir], UPLOAD_LABEL)
+    except PathNotAllowed:
+        raise gr.Error(f"{UPLOAD_LABEL}: this file was not uploaded to this server; upload it again") from None
+    if not path.is_file():
+        raise gr.Error(f"{UPLOAD_LABEL}: the upload is no longer on the server; upload it again")
+    return path
+
+
+def keep_upload(upload: Optional[str], settings: Settings) -> Optional[str]:
+    """Copy a checked upload (``received_upload``) into the data dir's uploads folder as
+    ``<name>-<first 12 hex of its SHA-256>.<ext>``: the same content is kept once, and a different
+    file of the same name never replaces one a run uses. Returns the kept path."""
+    path = received_upload(upload, settings)
+    if path is None:
+        return None
+    target_dir = settings.uploads_dir.resolve()
+    if path.parent == target_dir:
+        return str(path)
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / f"{path.stem[:100]}-{digest.hexdigest()[:12]}{path.suffix}"
+    if not target.is_file():
+        tmp = target.with_name(f".{target.name}.part")
+        shutil.copyfile(path, tmp)
+        tmp.replace(target)
+    return str(target)
