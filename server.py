@@ -23,11 +23,11 @@ from api.auth import logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.routes import router
 from api.throttle import FailureThrottle, ThrottleMiddleware
-from trainer_core.job import JobRunner
-from trainer_core.resume import latest_checkpoint
-from trainer_core.run_folders import record_files
+from trainer_core.runs.job import JobRunner
+from trainer_core.training.checkpoints import latest_checkpoint
+from trainer_core.runs.folders import record_files
 from trainer_core.settings import Settings, get_settings
-from trainer_core.store import RunStore
+from trainer_core.runs.store import RunStore
 from ui.layout import build_ui
 
 log = logging.getLogger("finetune_studio")

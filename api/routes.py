@@ -10,12 +10,12 @@ from pydantic import BaseModel
 
 from api.auth import require_token
 from api.sse import progress_stream
-from trainer_core.access import MissingPaths
-from trainer_core.admission import REFUSALS, admit
+from trainer_core.access.requests import MissingPaths
+from trainer_core.access.admission import REFUSALS, admit
 from trainer_core.hardware import HardwareSnapshot, snapshot
-from trainer_core.job import JobRunner
+from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import MetricHistory, TrainingJobResponse, TrainingProgress, TrainingStartRequest, TrainingStatus
-from trainer_core.store import RunDetail, RunRecord, RunStore
+from trainer_core.runs.store import RunDetail, RunRecord, RunStore
 
 router = APIRouter(prefix="/api/train", tags=["training"], dependencies=[Depends(require_token)])
 
@@ -60,7 +60,7 @@ def _store(request: Request) -> RunStore:
              responses={400: {"description": "A path, output folder, model, dataset or resume target that cannot be used"}})
 def start(body: TrainingStartRequest, request: Request, runner: JobRunner = Depends(_runner)) -> TrainingJobResponse:
     """Start a job (``queued``), or ``error`` with "already in progress" while one runs. Everything
-    that can be checked cheaply is checked first (``trainer_core.admission``): a 400 names the field."""
+    that can be checked cheaply is checked first (``trainer_core.access.admission``): a 400 names the field."""
     try:
         checked = admit(body, request.app.state.settings, runner.store)
     except MissingPaths as exc:

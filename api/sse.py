@@ -11,7 +11,7 @@ from typing import AsyncIterator, Optional
 
 import anyio
 
-from trainer_core.job import JobRunner
+from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import Phase, TrainingProgress, TrainingStatus
 
 RETRY_MS = 3000

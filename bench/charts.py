@@ -18,8 +18,8 @@ import time
 
 import plotly.io as pio
 
-from trainer_core.metrics import MetricsHistory
-from trainer_core.minmax import MAX_POINTS
+from trainer_core.runs.metrics import MetricsHistory
+from trainer_core.runs.minmax import MAX_POINTS
 from trainer_core.schemas import TrainingProgress
 from ui import charts
 

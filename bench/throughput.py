@@ -86,7 +86,7 @@ def _request(dataset: str, steps: int) -> Any:
 
 def _model_path() -> Path:
     """The default model's folder (built from the bundled GGUF when the hub is out of reach)."""
-    from trainer_core import models
+    from trainer_core.models import loading as models
     from trainer_core.schemas import TrainingStartRequest
     from trainer_core.settings import get_settings
 
@@ -96,9 +96,9 @@ def _model_path() -> Path:
 
 def build_ours(dataset: str, steps: int, out: Path) -> tuple[Any, Any]:
     """Our trainer exactly as the worker builds it. Returns (trainer, loss recorder)."""
-    from trainer_core import models
-    from trainer_core.data import prepare_data
-    from trainer_core.trainer import build_trainer
+    from trainer_core.models import loading as models
+    from trainer_core.data.prepare import prepare_data
+    from trainer_core.training.trainer import build_trainer
 
     request = _request(dataset, steps)
     device = models.pick_device()
@@ -121,8 +121,8 @@ def build_trl(dataset: str, steps: int, out: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    from trainer_core import models
-    from trainer_core.data import prepare_data
+    from trainer_core.models import loading as models
+    from trainer_core.data.prepare import prepare_data
 
     path = _model_path()
     tokenizer = models.load_tokenizer(path)

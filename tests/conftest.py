@@ -15,7 +15,7 @@ DATASETS = REPO.parent / "shared" / "datasets"
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     """Folder of the real SmolLM2-135M-Instruct model (built from the bundled GGUF on first use)."""
-    from trainer_core.models import materialize_default_model
+    from trainer_core.models.loading import materialize_default_model
 
     return materialize_default_model(get_settings().models_dir)
 
@@ -23,7 +23,7 @@ def model_dir() -> Path:
 @pytest.fixture(scope="session")
 def tokenizer(model_dir: Path):
     """The real SmolLM2 tokenizer (ChatML template, eos/pad = <|im_end|>)."""
-    from trainer_core.models import load_tokenizer
+    from trainer_core.models.loading import load_tokenizer
 
     return load_tokenizer(model_dir)
 

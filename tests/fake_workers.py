@@ -1,4 +1,4 @@
-"""Light stand-ins for ``trainer_core.worker.run_worker`` (same signature and event protocol), so the
+"""Light stand-ins for ``trainer_core.training.worker.run_worker`` (same signature and event protocol), so the
 runner's locking and supervision can be tested in seconds. Module-level: spawn must import them."""
 
 import json
@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from trainer_core.schemas import TrainingProgress
-from trainer_core.worker import EventKind
+from trainer_core.training.worker import EventKind
 
 
 def stepping_worker(request, job_id, output_dir, events, stop):

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from trainer_core.metrics import MetricsHistory, chart_points_of
-from trainer_core.minmax import MinMaxSeries
+from trainer_core.runs.metrics import MetricsHistory, chart_points_of
+from trainer_core.runs.minmax import MinMaxSeries
 from trainer_core.schemas import TrainingProgress
 from ui import charts
 

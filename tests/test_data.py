@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from trainer_core.data import PreparedData, has_eval_data, load_conversations, prepare_data, preview
-from trainer_core.datafiles import DatasetError
+from trainer_core.data.prepare import PreparedData, has_eval_data, load_conversations, prepare_data, preview
+from trainer_core.data.files import DatasetError
 from trainer_core.schemas import FormatType, TrainingStartRequest
-from trainer_core.tokenization import IGNORE
+from trainer_core.data.tokenization import IGNORE
 
 
 def request(**fields) -> TrainingStartRequest:
@@ -118,9 +118,9 @@ def test_prepare_data_without_eval(tokenizer, datasets_dir: Path) -> None:
 
 
 def test_hub_errors_hide_the_token(monkeypatch) -> None:
-    import trainer_core.models
+    import trainer_core.models.hub
 
-    monkeypatch.setattr(trainer_core.models, "hub_reachable", lambda timeout_s=3.0: False)
+    monkeypatch.setattr(trainer_core.models.hub, "hub_reachable", lambda timeout_s=3.0: False)
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
     req = request(hf_dataset="org/data", hf_token="hf_SECRET_value_42")
     with pytest.raises(DatasetError) as info:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from trainer_core import datafiles
-from trainer_core.datafiles import DatasetError, read_file, read_files, read_head, read_hub
+from trainer_core.data import files as datafiles
+from trainer_core.data.files import DatasetError, read_file, read_files, read_head, read_hub
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:
@@ -125,7 +125,7 @@ def test_jsonl_line_that_is_a_list(tmp_path: Path) -> None:
                                           ('[{"text": "a"}, null]', "row 2 is NoneType")])
 def test_null_json_is_an_error_not_a_crash(tmp_path: Path, text: str, needle: str) -> None:
     # pyarrow's JSON reader segfaults on a top-level null; the stdlib check must come first
-    from trainer_core.data import preview
+    from trainer_core.data.prepare import preview
 
     path = write(tmp_path, "null.json", text)
     for read in (lambda p: read_files([p]), preview):
@@ -240,9 +240,9 @@ def test_hub_unreachable_fails_fast(monkeypatch) -> None:
 
 
 def test_hub_unreachable_message(monkeypatch) -> None:
-    import trainer_core.models
+    import trainer_core.models.hub
 
-    monkeypatch.setattr(trainer_core.models, "hub_reachable", lambda timeout_s=3.0: False)
+    monkeypatch.setattr(trainer_core.models.hub, "hub_reachable", lambda timeout_s=3.0: False)
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
     with pytest.raises(DatasetError, match=r"dataset org/data: the Hugging Face Hub could not be reached"):
         read_hub("org/data", "sub", "train", None)

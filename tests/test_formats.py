@@ -9,8 +9,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from trainer_core.datafiles import DatasetError, read_file
-from trainer_core.formats import apply_mapping, detect_format, message_lines, normalize
+from trainer_core.data.files import DatasetError, read_file
+from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
 from trainer_core.schemas import FormatType
 
 

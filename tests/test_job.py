@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests import fake_workers
-from trainer_core.exit_reason import KillEvidence
-from trainer_core.job import JobRunner
-from trainer_core.resume import (
+from trainer_core.process.exit_reason import KillEvidence
+from trainer_core.runs.job import JobRunner
+from trainer_core.training.checkpoints import (
     ResumeError,
     find_resume_target,
     latest_checkpoint,
@@ -20,7 +20,7 @@ from trainer_core.resume import (
     remove_partial_saves,
 )
 from trainer_core.schemas import Phase, TrainingStartRequest
-from trainer_core.store import RunStore
+from trainer_core.runs.store import RunStore
 
 
 @pytest.fixture
@@ -228,7 +228,7 @@ def test_sigkill_is_from_outside_when_memory_was_plentiful_or_low_only_long_befo
 
 
 def test_oom_kill_counter_is_read_from_cgroup_v2_or_v1_files(tmp_path, monkeypatch):
-    from trainer_core import exit_reason
+    from trainer_core.process import exit_reason
 
     v2, v1 = tmp_path / "memory.events", tmp_path / "memory.oom_control"
     v2.write_text("low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n")

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from trainer_core.run_folders import MARKER, OutputDirError, check_output_dir, claim, delete_run_files, record_files
+from trainer_core.runs.folders import MARKER, OutputDirError, check_output_dir, claim, delete_run_files, record_files
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 import sqlite3
 
 from trainer_core.schemas import Phase, TrainingProgress
-from trainer_core.store import RunStore
+from trainer_core.runs.store import RunStore
 
 
 def _progress(job_id, step, loss=1.0):

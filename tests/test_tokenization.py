@@ -8,10 +8,10 @@ from pathlib import Path
 import datasets
 import pytest
 
-from trainer_core.datafiles import DatasetError, read_file
-from trainer_core.formats import normalize
+from trainer_core.data.files import DatasetError, read_file
+from trainer_core.data.formats import normalize
 from trainer_core.schemas import FormatType
-from trainer_core.tokenization import IGNORE, span_labels, tokenize_dataset
+from trainer_core.data.tokenization import IGNORE, span_labels, tokenize_dataset
 
 GLAIVE_MULTI_CALL_ROW = 3  # human, function_call, observation, gpt, three times
 
@@ -144,7 +144,7 @@ def test_rows_without_trained_tokens_are_dropped(tokenizer) -> None:
 
 
 def test_template_that_is_not_turn_by_turn(tokenizer, model_dir: Path) -> None:
-    from trainer_core.models import load_tokenizer
+    from trainer_core.models.loading import load_tokenizer
 
     odd = load_tokenizer(model_dir)
     odd.chat_template = (
@@ -159,7 +159,7 @@ def test_template_that_is_not_turn_by_turn(tokenizer, model_dir: Path) -> None:
 
 
 def test_template_that_fails_on_a_row(model_dir: Path) -> None:
-    from trainer_core.models import load_tokenizer
+    from trainer_core.models.loading import load_tokenizer
 
     strict = load_tokenizer(model_dir)
     strict.chat_template = (

@@ -11,11 +11,11 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, TrainerCallback
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
-from trainer_core import trainer as trainer_module
-from trainer_core.attention import register_varlen_sdpa
-from trainer_core.config import build_sft_config
+from trainer_core.training import trainer as trainer_module
+from trainer_core.training.attention import register_varlen_sdpa
+from trainer_core.training.config import build_sft_config
 from trainer_core.schemas import TrainingStartRequest
-from trainer_core.trainer import DivergenceError, DivergenceGuard, LeanSFTTrainer, answer_loss, build_trainer
+from trainer_core.training.trainer import DivergenceError, DivergenceGuard, LeanSFTTrainer, answer_loss, build_trainer
 
 PAD = 0
 
@@ -92,7 +92,7 @@ def test_sft_config_is_padding_free(tmp_path):
 
 
 def test_fused_adamw_on_cuda_only():
-    from trainer_core.config import optimizer_for
+    from trainer_core.training.config import optimizer_for
 
     assert optimizer_for("adamw_torch", "cuda") == "adamw_torch_fused"
     assert optimizer_for("adamw_torch", "cpu") == "adamw_torch"
@@ -115,7 +115,7 @@ def test_sliding_window_models_keep_their_window():
 
 
 def test_no_dense_mask_is_built_for_full_attention_models():
-    from trainer_core.attention import varlen_mask
+    from trainer_core.training.attention import varlen_mask
 
     config = _model("sdpa").config
     assert varlen_mask(batch_size=1, q_length=8, kv_length=8, config=config, attention_mask=None) is None
@@ -209,7 +209,7 @@ def test_finite_weight_check_names_a_bad_parameter():
 
 
 def test_the_worker_reports_a_divergence_as_written():
-    from trainer_core.worker import _user_message
+    from trainer_core.training.worker import _user_message
 
     message = trainer_module.divergence_message(3, "grad_norm is nan")
     assert _user_message(DivergenceError(message)) == message

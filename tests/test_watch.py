@@ -3,7 +3,7 @@
 import json
 import threading
 
-from trainer_core.job import JobRunner
+from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import TrainingProgress
 from ui import handlers
 

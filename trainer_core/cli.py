@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
-from trainer_core.job import JobRunner
+from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
 
 SKIP = {"local_datasets", "local_eval_datasets"}  # --dataset / --eval-dataset

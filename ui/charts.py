@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from trainer_core.metrics import ChartPoints
+from trainer_core.runs.metrics import ChartPoints
 
 
 def _mode(xs: list) -> str:

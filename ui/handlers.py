@@ -14,11 +14,11 @@ import gradio as gr
 import pandas as pd
 from gradio.components.plot import PlotData
 
-from trainer_core.admission import REFUSALS, admit
-from trainer_core.datafiles import DatasetError
-from trainer_core.job import JobRunner
-from trainer_core.metrics import ChartPoints
-from trainer_core.paths import confine
+from trainer_core.access.admission import REFUSALS, admit
+from trainer_core.data.files import DatasetError
+from trainer_core.runs.job import JobRunner
+from trainer_core.runs.metrics import ChartPoints
+from trainer_core.access.paths import confine
 from trainer_core.schemas import FormatType, TrainingStartRequest, TrainingStatus
 from trainer_core.settings import Settings
 from ui import charts
@@ -142,7 +142,7 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
             mapping_text: str) -> tuple[str, pd.DataFrame]:
     """Detected format and the first rows as parsed, for the uploaded file or the first typed
     path (confined to the allowed folders); problems shown inline."""
-    from trainer_core.data import preview as preview_rows
+    from trainer_core.data.prepare import preview as preview_rows
 
     typed = split_paths(paths_text)
     if not upload and not typed:

@@ -10,7 +10,7 @@ import gradio as gr
 import pandas as pd
 
 from trainer_core.fieldmeta import group
-from trainer_core.job import JobRunner
+from trainer_core.runs.job import JobRunner
 from trainer_core.settings import Settings
 from ui import handlers, run_handlers
 from ui.form import FORM_FIELDS, make_widget

@@ -10,10 +10,10 @@ from typing import Any, Callable, Iterator, Optional
 import gradio as gr
 import pandas as pd
 
-from trainer_core.metrics import chart_points_of
-from trainer_core.run_folders import delete_run_files
+from trainer_core.runs.metrics import chart_points_of
+from trainer_core.runs.folders import delete_run_files
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
-from trainer_core.store import RunDetail, RunRecord
+from trainer_core.runs.store import RunDetail, RunRecord
 from ui import charts
 from ui.form import FORM_FIELDS
 from ui.handlers import Context, start_request

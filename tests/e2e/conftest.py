@@ -129,9 +129,9 @@ def studio(tmp_path_factory, datasets_dir):
     """(settings, runner, url) of the whole app with login + token, a fake stepping worker."""
     from server import build_app
     from tests import fake_workers
-    from trainer_core.job import JobRunner
+    from trainer_core.runs.job import JobRunner
     from trainer_core.settings import Settings
-    from trainer_core.store import RunStore
+    from trainer_core.runs.store import RunStore
 
     data = tmp_path_factory.mktemp("data")
     settings = Settings(data_dir=data, allowed_paths=str(datasets_dir), username=USER, password=PASSWORD,

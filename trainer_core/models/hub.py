@@ -9,12 +9,14 @@ the local cache first, then (when the Hub answers) with one metadata call.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from pathlib import Path
 from typing import Iterable, Optional
+from urllib.parse import urlparse
 
-from trainer_core.paths import PathNotAllowed, confine, shown
+from trainer_core.access.paths import PathNotAllowed, confine, shown
 from trainer_core.schemas import DEFAULT_MODEL, hub_id_problem
 
 log = logging.getLogger(__name__)
@@ -26,15 +28,29 @@ class HubCheckError(ValueError):
     """A model or dataset named in a request cannot be had; the message names the field and the fix."""
 
 
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """True when a TCP connection to the Hugging Face endpoint opens within ``timeout_s`` seconds
+    (False at once when ``HF_HUB_OFFLINE`` is set). Avoids huggingface_hub's ~45 s of retries."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    url = urlparse(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 _reachable: tuple[float, bool] = (0.0, False)
 _reachable_lock = threading.Lock()
 
 
 def hub_reachable_cached() -> bool:
-    """``models.hub_reachable()``, reused for ``REACHABLE_TTL_S`` seconds (it may take 3 s offline)."""
+    """``hub_reachable()``, reused for ``REACHABLE_TTL_S`` seconds (it may take 3 s offline)."""
     global _reachable
-    from trainer_core.models import hub_reachable
-
     with _reachable_lock:
         checked_at, answer = _reachable
         if time.monotonic() - checked_at > REACHABLE_TTL_S:

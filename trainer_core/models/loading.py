@@ -10,12 +10,11 @@ import importlib.metadata
 import logging
 import os
 import shutil
-import socket
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
-from urllib.parse import urlparse
 
+from trainer_core.models import hub
 from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest, TrainingType
 
 log = logging.getLogger(__name__)
@@ -32,22 +31,6 @@ CHATML_TEMPLATE = (
 
 class ModelLoadError(RuntimeError):
     """A model could not be found or loaded; the message names the model and what to do."""
-
-
-def hub_reachable(timeout_s: float = 3.0) -> bool:
-    """True when a TCP connection to the Hugging Face endpoint opens within ``timeout_s`` seconds
-    (False at once when ``HF_HUB_OFFLINE`` is set). Avoids huggingface_hub's ~45 s of retries."""
-    from huggingface_hub import constants
-
-    if constants.HF_HUB_OFFLINE:
-        return False
-    url = urlparse(constants.ENDPOINT)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 def bundled_gguf_path() -> Path:
@@ -100,9 +83,8 @@ def resolve_model_path(name: str, hf_token: Optional[str], models_dir: Path) -> 
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
 
-    from trainer_core.hub import looks_like_path
 
-    if looks_like_path(name):  # the app has confined it to the allowed folders (trainer_core.hub.check_model)
+    if hub.looks_like_path(name):  # the app has confined it to the allowed folders (trainer_core.models.hub.check_model)
         local = Path(name).expanduser()
         if not (local / "config.json").is_file():
             raise ModelLoadError(f"model_name: {local} is not a saved transformers model folder (no config.json)")
@@ -111,7 +93,7 @@ def resolve_model_path(name: str, hf_token: Optional[str], models_dir: Path) -> 
         return Path(snapshot_download(name, token=hf_token, local_files_only=True, ignore_patterns=HUB_IGNORE))
     except (LocalEntryNotFoundError, FileNotFoundError):
         pass
-    if hub_reachable():
+    if hub.hub_reachable():
         try:
             return Path(snapshot_download(name, token=hf_token, ignore_patterns=HUB_IGNORE))
         except GatedRepoError as exc:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import datasets
 
-from trainer_core.datafiles import DatasetError
+from trainer_core.data.files import DatasetError
 from trainer_core.schemas import FormatType
 
 # a source role -> (our role, text before the content, text after it)

@@ -15,10 +15,10 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from trainer_core.exit_reason import KillEvidence
-from trainer_core.metrics import MetricsHistory
-from trainer_core.resume import ResumeError, find_resume_target, latest_checkpoint, remove_partial_saves
-from trainer_core.run_folders import OutputDirError, claim, record_files
+from trainer_core.process.exit_reason import KillEvidence
+from trainer_core.runs.metrics import MetricsHistory
+from trainer_core.training.checkpoints import ResumeError, find_resume_target, latest_checkpoint, remove_partial_saves
+from trainer_core.runs.folders import OutputDirError, claim, record_files
 from trainer_core.schemas import (
     LIVE_PHASES,
     Phase,
@@ -29,9 +29,9 @@ from trainer_core.schemas import (
     new_job_id,
 )
 from trainer_core.settings import get_settings
-from trainer_core.standby import TRAINING_STACK, Standby, spawn_standby
-from trainer_core.store import RunStore
-from trainer_core.worker import EventKind, run_worker
+from trainer_core.process.standby import TRAINING_STACK, Standby, spawn_standby
+from trainer_core.runs.store import RunStore
+from trainer_core.training.worker import EventKind, run_worker
 
 log = logging.getLogger(__name__)
 Final = tuple  # (Phase, message, error or None): how a job ended

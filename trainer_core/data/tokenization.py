@@ -17,7 +17,7 @@ from typing import Any
 import datasets
 import numpy as np
 
-from trainer_core.datafiles import DatasetError
+from trainer_core.data.files import DatasetError
 
 log = logging.getLogger(__name__)
 

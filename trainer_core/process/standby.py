@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from trainer_core.worker import exit_with_parent
+from trainer_core.training.worker import exit_with_parent
 
-TRAINING_STACK = ("trainer_core.trainer", "trainer_core.data", "trainer_core.models")  # torch, transformers, peft, trl, datasets
+TRAINING_STACK = ("trainer_core.training.trainer", "trainer_core.data.prepare", "trainer_core.models.loading")  # torch, transformers, peft, trl, datasets
 HANDOVER_MARGIN_S = 30.0  # a standby this close to its idle exit (or a quarter of idle_s) is replaced, not used
 
 

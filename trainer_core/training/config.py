@@ -20,7 +20,7 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
     bf16 on CUDA where supported; activation checkpointing only when asked (TRL's defaults turn both on)."""
     from trl import SFTConfig
 
-    from trainer_core.models import compute_dtype
+    from trainer_core.models.loading import compute_dtype
 
     import torch
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.access import MissingPaths, checked_request
-from trainer_core.datafiles import DatasetError
-from trainer_core.hub import HubCheckError, check_hub_dataset, check_model
-from trainer_core.paths import PathNotAllowed
-from trainer_core.resume import ResumeError, find_resume_target
-from trainer_core.run_folders import OutputDirError, check_output_dir
+from trainer_core.access.requests import MissingPaths, checked_request
+from trainer_core.data.files import DatasetError
+from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model
+from trainer_core.access.paths import PathNotAllowed
+from trainer_core.training.checkpoints import ResumeError, find_resume_target
+from trainer_core.runs.folders import OutputDirError, check_output_dir
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
-from trainer_core.store import RunStore
+from trainer_core.runs.store import RunStore
 
 # Every refusal is one of these (all ValueErrors); their messages name the field and the fix.
 REFUSALS = (PathNotAllowed, MissingPaths, OutputDirError, HubCheckError, ResumeError, DatasetError)
@@ -44,7 +44,7 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     if checked.hf_dataset:
         check_hub_dataset(checked.hf_dataset, token)
     admitted = checked.model_copy(update=updates)
-    from trainer_core.data import check_local_data  # imports datasets: only when a Start is checked
+    from trainer_core.data.prepare import check_local_data  # imports datasets: only when a Start is checked
 
     check_local_data(admitted)
     return admitted

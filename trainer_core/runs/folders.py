@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
-from trainer_core.paths import PathNotAllowed, confine, is_within, resolve
+from trainer_core.access.paths import PathNotAllowed, confine, is_within, resolve
 
 log = logging.getLogger(__name__)
 MARKER = ".finetune-studio-run.json"

@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.resume import remove_partial_saves
+from trainer_core.training.checkpoints import remove_partial_saves
 from trainer_core.schemas import Phase, TrainingProgress, TrainingStartRequest
 
 log = logging.getLogger(__name__)
@@ -86,8 +86,8 @@ def _phase(events: Any, phase: Phase, message: str) -> None:
 
 
 def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, str]:
-    from trainer_core import models
-    from trainer_core.data import prepare_data
+    from trainer_core.models import loading as models
+    from trainer_core.data.prepare import prepare_data
     from trainer_core.settings import get_settings
 
     _phase(events, Phase.loading_model, f"Loading {request.model_name}")
@@ -111,7 +111,7 @@ def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: 
     """Load, train and save (whole, via a staging folder); returns the final phase value (``completed``
     or ``stopped``). Raises ``trainer.DivergenceError`` at a NaN / inf loss or grad norm (with
     ``stop_on_divergence``) or instead of saving non-finite weights."""
-    from trainer_core.trainer import build_trainer
+    from trainer_core.training.trainer import build_trainer
 
     model, tokenizer, data, device = _load(request, events)
     _phase(events, Phase.configuring, "Building the trainer")
@@ -133,12 +133,12 @@ def _redact(text: str, request: TrainingStartRequest) -> str:
 
 
 def _user_message(exc: BaseException) -> str:
-    from trainer_core.datafiles import DatasetError
-    from trainer_core.models import ModelLoadError
+    from trainer_core.data.files import DatasetError
+    from trainer_core.models.loading import ModelLoadError
 
     # Not imported here: a failed import of the training stack must still be reported, and a
     # DivergenceError can only come from an already loaded trainer module.
-    trainer = sys.modules.get("trainer_core.trainer")
+    trainer = sys.modules.get("trainer_core.training.trainer")
     if isinstance(exc, (DatasetError, ModelLoadError)) or (trainer and isinstance(exc, trainer.DivergenceError)):
         return str(exc)
     text = str(exc)

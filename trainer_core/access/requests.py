@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.schemas import TrainingStartRequest
 
 

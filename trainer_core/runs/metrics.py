@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from trainer_core.minmax import MinMaxSeries
+from trainer_core.runs.minmax import MinMaxSeries
 from trainer_core.schemas import MetricHistory, TrainingProgress
 
 CHART_SERIES = ("loss", "eval_loss", "learning_rate", "grad_norm")  # TrainingProgress fields charted

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from trainer_core.schemas import RESUMABLE_PHASES
-from trainer_core.store import RunRecord, RunStore
+from trainer_core.runs.store import RunRecord, RunStore
 
 log = logging.getLogger(__name__)
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")

@@ -6,7 +6,7 @@ docs/BENCHMARKS.md):
 - Padding-free batches (TRL's ``padding_free`` collator): the B rows of a batch are laid end to end
   in one row of sum(n_i) tokens, so no compute goes to padding (31 % of the tokens of a batch of 4
   alpaca rows cut at 256 are padding otherwise).
-- Per-row attention (``trainer_core.attention``) instead of a dense block-diagonal mask.
+- Per-row attention (``trainer_core.training.attention``) instead of a dense block-diagonal mask.
 - Saves that never leave half a checkpoint (each is written into a ``.partial-*`` staging folder and
   renamed into place, see ``resume.py``) and never save non-finite weights (``DivergenceError``).
 - The loss: TRL 1.16's ``compute_loss`` runs a fused LM-head path that also computes per-token
@@ -29,9 +29,9 @@ from transformers import PrinterCallback, Trainer, TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import SFTTrainer
 
-from trainer_core.attention import register_varlen_sdpa
-from trainer_core.config import build_lora_config, build_sft_config
-from trainer_core.resume import publish_files, publish_folder, staging_dir
+from trainer_core.training.attention import register_varlen_sdpa
+from trainer_core.training.config import build_lora_config, build_sft_config
+from trainer_core.training.checkpoints import publish_files, publish_folder, staging_dir
 from trainer_core.schemas import TrainingStartRequest
 
 DIVERGENCE_HINT = ("Lower learning_rate, clip gradients with max_grad_norm (e.g. 1.0), or check the data; "

@@ -1,0 +1,1 @@
+"""Path rules and the checks every Start passes."""

@@ -1,0 +1,1 @@
+"""Reading, detecting, normalising and tokenizing training data."""

@@ -1,0 +1,1 @@
+"""Finding and loading models (Hub, local folders, the bundled default)."""

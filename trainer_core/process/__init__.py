@@ -1,0 +1,1 @@
+"""Worker processes: warm standby and why a worker died."""

@@ -1,0 +1,1 @@
+"""The single-job runner, the run history and each run's folder."""

@@ -1,0 +1,1 @@
+"""The training process: trainer, attention, checkpoints, the worker entry point."""
