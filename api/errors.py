@@ -3,6 +3,7 @@ never a 500 for a body FastAPI's default handler cannot encode (``NaN`` / ``Infi
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 
 SECRET_KEY = re.compile(r"token|password|secret|authorization|api_key", re.IGNORECASE)
 REDACTED = "***"
@@ -45,11 +46,19 @@ def _safe_error(error: dict[str, Any]) -> dict[str, Any]:
     return safe
 
 
-async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+def json_response(status_code: int, content: Any) -> Response:
+    """``content`` as JSON that always encodes: ASCII-escaped (a lone surrogate in a string becomes
+    ``\\ud800`` instead of failing), non-finite numbers refused upstream by ``redact``."""
+    body = json.dumps(jsonable_encoder(content), ensure_ascii=True, allow_nan=False, default=str)
+    return Response(content=body, status_code=status_code, media_type="application/json")
+
+
+async def validation_error(request: Request, exc: RequestValidationError) -> Response:
     """422 with FastAPI's shape (``detail``: list of {loc, msg, type, input}) minus any secret."""
-    return JSONResponse(status_code=422, content=jsonable_encoder({"detail": [_safe_error(e) for e in exc.errors()]}))
+    return json_response(422, {"detail": [_safe_error(e) for e in exc.errors()]})
 
 
-def install(app: FastAPI) -> None:
-    """Register the handlers on ``app``."""
+def install(app: Any) -> None:
+    """Register the handlers on ``app`` (ours, and the mounted Gradio app, whose own 422s would
+    echo a secret sent in an event's data)."""
     app.add_exception_handler(RequestValidationError, validation_error)

@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     api_token: Optional[SecretStr] = Field(None, description="Bearer token required on every /api/train/* route.")
     insecure: bool = Field(False, description="Allow a public bind or share link without credentials.")
     sse_heartbeat_s: float = Field(10.0, gt=0, description="Seconds without a new step before an SSE heartbeat.")
+    trust_proxy_headers: bool = Field(False, description="Take client addresses from X-Forwarded-For (only behind a "
+                                                         "reverse proxy you run; see forwarded_allow_ips).")
+    forwarded_allow_ips: str = Field("127.0.0.1", description="Proxies whose X-Forwarded-For is believed when "
+                                                               "trust_proxy_headers is on (uvicorn's setting).")
     login_attempts_per_minute: int = Field(5, ge=1, description="Failed logins (UI or API token) allowed per client "
                                                                 "address in 60 s before answers are 429.")
 

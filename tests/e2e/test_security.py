@@ -181,3 +181,80 @@ def test_failed_logins_are_throttled_per_address(tmp_path, caplog):
         assert blocked.status_code == 429 and 1 <= int(blocked.headers["Retry-After"]) <= 60
         assert client.get("/api/train/status", headers=AUTH).status_code == 429  # same address, same door keeper
     assert "guess-" not in caplog.text and PASSWORD not in caplog.text
+
+
+# Found by a break-it pass -----------------------------------------------------------------------
+def test_loader_names_surrogates_and_paths_too_long_once_resolved(studio):
+    settings, runner, url = studio
+    client = api(url)
+    for loader in ("json", "csv", "text", "parquet", "JSON"):
+        answer = client.post("/api/train/start", json={"hf_dataset": loader})
+        assert answer.status_code == 422 and "file loader" in answer.text, answer.text
+    for field in ("local_datasets", "output_dir", "model_name", "resume_from_checkpoint"):
+        value = '["\\ud800.json"]' if field == "local_datasets" else '"\\ud800x"'
+        body = '{"local_datasets": ["a.json"], "%s": %s}' % (field, value) if field != "local_datasets" else '{"%s": %s}' % (field, value)
+        answer = client.post("/api/train/start", content=body, headers={"Content-Type": "application/json"})
+        assert 400 <= answer.status_code < 500, (field, answer.status_code, answer.text)
+    deep = str(settings.data_dir) + "/" + "a/" * ((4094 - len(str(settings.data_dir))) // 2)
+    for field in ("local_datasets", "output_dir"):
+        value = [deep] if field == "local_datasets" else deep
+        answer = client.post("/api/train/start", json={"local_datasets": ["a.json"], field: value})
+        assert answer.status_code in (400, 422), (field, answer.status_code, answer.text[:300])
+
+
+def test_gradio_routes_never_echo_a_secret(studio):
+    settings, runner, url = studio
+    client = logged_in(url)
+    for route in ("/gradio_api/run/start", "/gradio_api/call/start"):
+        answer = client.post(route, json={"data": {"hf_token": HF_TOKEN}})
+        assert answer.status_code == 422 and HF_TOKEN not in answer.text, (route, answer.text[:300])
+    joined = client.post("/gradio_api/queue/join", content='{"fn_index": "\\ud800", "data": []}',
+                         headers={"Content-Type": "application/json"})
+    assert joined.status_code == 422
+
+
+def test_token_only_setup_still_guards_the_page(tmp_path, datasets_dir):
+    from server import build_app
+    from trainer_core.settings import Settings
+
+    settings = Settings(data_dir=tmp_path, allowed_paths=str(datasets_dir), api_token=TOKEN)
+    with ServerThread(build_app(settings)) as server:
+        base = server.url.rstrip("/")
+        stranger = httpx.Client(base_url=base, timeout=30)
+        for path in ("/config", "/gradio_api/info", "/openapi.json"):
+            assert stranger.get(path).status_code == 401, path
+        assert '"named_endpoints": {}' in stranger.get("/").text
+        joined = stranger.post("/gradio_api/queue/join", json={"data": [], "fn_index": 0, "session_hash": "x"})
+        assert joined.status_code == 401
+        user = httpx.Client(base_url=base, timeout=30)
+        assert user.post("/login", data={"username": "anyone", "password": "wrong-token-value"}).status_code == 400
+        assert user.post("/login", data={"username": "anyone", "password": TOKEN}).status_code == 200
+        assert user.get("/config").status_code == 200
+
+
+def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp_path):
+    from tests.e2e.api_server import AppProcess
+    from tests.e2e.conftest import _free_port
+
+    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_USERNAME": USER, "STUDIO_PASSWORD": PASSWORD,
+           "STUDIO_API_TOKEN": TOKEN}
+    env.pop("GRADIO_TEMP_DIR", None)
+    foreign = Path("/tmp/gradio/another-app") / "left-by-another-app.jsonl"
+    foreign.parent.mkdir(parents=True, exist_ok=True)
+    foreign.write_text(json.dumps({"instruction": CANARY, "input": "", "output": CANARY}) + "\n")
+    proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
+    try:
+        client = httpx.Client(base_url=proc.url, timeout=30)
+        codes = [client.post("/login", data={"username": USER, "password": f"guess-{i}"},
+                             headers={"X-Forwarded-For": f"10.0.0.{i}"}).status_code for i in range(7)]
+        assert codes[:5] == [400] * 5 and codes[5:] == [429, 429], codes
+    finally:
+        proc.stop()
+    proc = AppProcess(_free_port(), env, tmp_path / "app2.log").start()
+    try:
+        raw = RawGradio(logged_in(proc.url))
+        shown = raw.call(raw.fn_index(inputs_like="start", outputs=2), [file_value(str(foreign)), "", "auto", ""])
+        assert CANARY not in json.dumps(shown) and "not uploaded" in json.dumps(shown)
+    finally:
+        proc.stop()
+        foreign.unlink()

@@ -40,7 +40,7 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     elif checked.output_dir:
         runs = [(run.job_id, run.output_dir) for run in store.list_runs(limit=100_000)] if store is not None else []
         updates["output_dir"] = str(check_output_dir(checked.output_dir, settings.allowed_roots,
-                                                     settings.protected_dirs, runs))
+                                                     settings.protected_dirs, runs, [settings.uploads_dir]))
     if checked.hf_dataset:
         check_hub_dataset(checked.hf_dataset, token)
     admitted = checked.model_copy(update=updates)

@@ -9,6 +9,7 @@ from typing import Iterable
 
 MAX_SHOWN_CHARS = 120  # a path echoed in an error is cut to this many characters
 NAME_MAX_BYTES = 255  # longest file or folder name on Linux file systems
+PATH_MAX_BYTES = 4095  # longest path the kernel takes (PATH_MAX 4096, with its NUL)
 
 
 class PathNotAllowed(ValueError):
@@ -24,7 +25,8 @@ def shown(path: str) -> str:
 
 def resolve(path: str | os.PathLike, field: str) -> Path:
     """``path`` with ``~``, ``..`` and symlinks resolved. Raises PathNotAllowed naming ``field`` for
-    values that cannot be paths (empty, NUL bytes, a name longer than the file system allows)."""
+    values that cannot be paths (empty, NUL bytes, lone surrogates, a name or a resolved path longer
+    than Linux allows: 255 bytes a name, 4,096 a path)."""
     text = os.fspath(path)
     if not text.strip() or "\x00" in text:
         raise PathNotAllowed(f"{field}: '{shown(text)}' is not a valid path")
@@ -32,8 +34,14 @@ def resolve(path: str | os.PathLike, field: str) -> Path:
         resolved = Path(os.path.realpath(Path(text).expanduser()))
     except (OSError, ValueError, RuntimeError) as exc:  # symlink loops, odd encodings
         raise PathNotAllowed(f"{field}: '{shown(text)}' is not a usable path ({exc.__class__.__name__})") from None
-    if any(len(part.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES for part in resolved.parts):
+    if any(len(part.encode("utf-8", "surrogatepass")) > NAME_MAX_BYTES for part in resolved.parts):
         raise PathNotAllowed(f"{field}: '{shown(text)}' has a file or folder name longer than {NAME_MAX_BYTES} bytes")
+    if len(str(resolved).encode("utf-8", "surrogatepass")) > PATH_MAX_BYTES:
+        raise PathNotAllowed(f"{field}: '{shown(text)}' is longer than {PATH_MAX_BYTES + 1} bytes once resolved")
+    try:
+        str(resolved).encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathNotAllowed(f"{field}: the path holds characters that are not valid text (lone surrogates)") from None
     return resolved
 
 

@@ -124,7 +124,13 @@ def _exists_on_hub(name: str, repo_type: str, token: Optional[str]) -> None:
     except RepositoryNotFoundError:
         raise HubCheckError(f"{field}: {name} was not found on the Hugging Face Hub (or is private: give a "
                             "Hugging Face token)") from None
-    except (HfHubHTTPError, OSError) as exc:
+    except HfHubHTTPError as exc:
+        code = exc.response.status_code if exc.response is not None else None
+        if code in (401, 403):
+            raise HubCheckError(f"{field}: the Hugging Face Hub refused the token for {name} (HTTP {code}); check the "
+                                "Hugging Face token") from None
+        log.info("could not confirm %s %s on the Hub (HTTP %s); the worker will try", repo_type, name, code)
+    except OSError as exc:  # a timeout or a dropped connection: the worker tries again
         log.info("could not confirm %s %s on the Hub (%s); the worker will try", repo_type, name, type(exc).__name__)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
-from trainer_core.access.paths import PathNotAllowed, confine, is_within, resolve
+from trainer_core.access.paths import PathNotAllowed, confine, is_within, resolve, shown
 
 log = logging.getLogger(__name__)
 MARKER = ".finetune-studio-run.json"
@@ -48,21 +48,25 @@ def read_marker(folder: Path) -> Optional[dict]:
 
 
 def check_output_dir(path: str, roots: Iterable[Path], protected: Iterable[Path],
-                     runs: Iterable[tuple[str, str]]) -> Path:
+                     runs: Iterable[tuple[str, str]], no_runs_inside: Iterable[Path] = ()) -> Path:
     """The resolved folder a new run may write into. Raises OutputDirError (or PathNotAllowed) when
-    it is outside ``roots``, is or contains a ``protected`` folder, already holds files, or lies
-    inside another run's folder (``runs``: (job id, output folder) of the runs in the history)."""
+    it is outside ``roots``, is or contains a ``protected`` folder, lies inside one of
+    ``no_runs_inside`` (the uploads folder), already holds files, or lies inside another run's
+    folder (``runs``: (job id, output folder) of the runs in the history)."""
     folder = confine(path, roots, "output_dir")
+    for raw in no_runs_inside:
+        if is_within(folder, resolve(raw, "uploads folder")):
+            raise OutputDirError(f"output_dir: {shown(folder)} is inside the uploads folder; choose a folder outside it")
     if problem := _protected_problem(folder, protected):
-        raise OutputDirError(f"output_dir: {folder} {problem}; choose a new folder for this run (or leave "
+        raise OutputDirError(f"output_dir: {shown(folder)} {problem}; choose a new folder for this run (or leave "
                              "output_dir empty for <data dir>/runs/<job id>)")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         owner = read_marker(folder)
         whose = f" of run {owner['job_id']}" if owner else ""
-        raise OutputDirError(f"output_dir: {folder} already holds files{whose}; choose a new or empty folder")
+        raise OutputDirError(f"output_dir: {shown(folder)} already holds files{whose}; choose a new or empty folder")
     for job_id, other in runs:
         if is_within(folder, resolve(other, "run folder")):
-            raise OutputDirError(f"output_dir: {folder} is inside the folder of another run ({job_id}); "
+            raise OutputDirError(f"output_dir: {shown(folder)} is inside the folder of another run ({job_id}); "
                                  "choose a new or empty folder outside it")
     return folder
 
@@ -74,13 +78,13 @@ def claim(folder: Path, job_id: str) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         if any(folder.iterdir()):
-            raise OutputDirError(f"output_dir: {folder} already holds files; choose a new or empty folder")
+            raise OutputDirError(f"output_dir: {shown(folder)} already holds files; choose a new or empty folder")
         with (folder / MARKER).open("x", encoding="utf-8") as fh:  # "x": fails if a racer wrote one
             json.dump({"job_id": job_id}, fh)
     except FileExistsError:
-        raise OutputDirError(f"output_dir: {folder} was just taken by another run; choose another folder") from None
+        raise OutputDirError(f"output_dir: {shown(folder)} was just taken by another run; choose another folder") from None
     except OSError as exc:
-        raise OutputDirError(f"output_dir: {folder} cannot be created ({exc.strerror}); choose another folder") from None
+        raise OutputDirError(f"output_dir: {shown(folder)} cannot be created ({exc.strerror}); choose another folder") from None
 
 
 def record_files(folder: Path, job_id: str) -> int:
