@@ -7,9 +7,10 @@ import argparse
 import ipaddress
 import logging
 import os
+import secrets
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import gradio as gr
 import uvicorn
@@ -18,12 +19,13 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
-from api import errors
+from api import errors, openai_routes
 from api.auth import logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.routes import router
 from api.throttle import FailureThrottle, ThrottleMiddleware
 from trainer_core.runs.job import JobRunner
+from trainer_core.serving.engine import ChatEngine
 from trainer_core.training.checkpoints import latest_checkpoint
 from trainer_core.runs.folders import record_files
 from trainer_core.settings import Settings, get_settings
@@ -108,12 +110,15 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     app.state.settings, app.state.runner = settings, runner
     errors.install(app)
     app.add_middleware(ThrottleMiddleware, throttle=FailureThrottle(settings.login_attempts_per_minute))
-    if settings.login_enabled:
+    auth = ui_auth(settings)
+    if auth is not None:
         app.add_middleware(ApiInfoGuard, is_logged_in=lambda request: logged_in_user(request) is not None)
     app.include_router(router)
+    engine = ChatEngine(runner, settings)
+    runner.before_start = engine.unload  # training has the machine: Start unloads the chat model first
+    openai_routes.install(app, engine)  # /v1 and share links; before the UI's mount at /
     _api_description(app)
-    demo = quiet_queue(build_ui(runner, settings).queue(default_concurrency_limit=None))
-    auth = (settings.username, settings.password.get_secret_value()) if settings.login_enabled else None
+    demo = quiet_queue(build_ui(runner, settings, engine).queue(default_concurrency_limit=None))
     app = gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)])
     # Gradio checks that a file value sent to an event is one it received as an upload only once
     # the Blocks "has launched", which mounted Blocks never do: without this, a raw queue call could
@@ -121,7 +126,20 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     # (ui/uploads.py).
     demo.has_launched = True
     app.state.gradio_app = next(route.app for route in app.routes if getattr(route, "path", None) == "")
+    errors.install(app.state.gradio_app)  # Gradio's own 422s would echo an event's data (a token)
     return app
+
+
+def ui_auth(settings: Settings) -> Any:
+    """Gradio's ``auth`` for the page: the login when one is set; with only an API token, any user
+    name and the token as password (so the page is never open while the API is guarded); None
+    when neither is set."""
+    if settings.login_enabled:
+        return settings.username, settings.password.get_secret_value()
+    if settings.api_token is not None:
+        token = settings.api_token.get_secret_value().encode()
+        return lambda username, password: secrets.compare_digest(str(password).encode(), token)
+    return None
 
 
 def _api_description(app: FastAPI) -> None:
@@ -157,11 +175,17 @@ def main(argv: Optional[list[str]] = None) -> None:
     problem = access_problem(args.host, args.share, args.insecure, settings)
     if problem:
         raise SystemExit(f"error: {problem}")
+    # Gradio keeps uploads in one folder per process; inside our uploads folder it holds only what
+    # this server received (the shared /tmp/gradio may hold other apps' files).
+    os.environ.setdefault("GRADIO_TEMP_DIR", str((settings.uploads_dir / ".gradio").resolve()))
     app = build_app()
     if args.share:
         threading.Timer(2.0, _open_share_link, args=(args.host, args.port)).start()
     log.info("serving on http://%s:%d", args.host, args.port)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    # Client addresses (for the login throttle) come from the socket unless a proxy is trusted:
+    # X-Forwarded-For from anyone else would let a guesser pick a new address for each try.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
+                proxy_headers=settings.trust_proxy_headers, forwarded_allow_ips=settings.forwarded_allow_ips)
 
 
 if __name__ == "__main__":

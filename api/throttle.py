@@ -1,4 +1,5 @@
-"""Throttle failed logins per client address: the UI's login form and the API's bearer token.
+"""Throttle failed logins per client address: the UI's login form, the API's bearer token (``/api/``,
+``/v1/``) and share-link tokens (``/s/``).
 
 After ``limit`` failures from one address within ``window_s`` seconds, further attempts from that
 address are answered 429 with ``Retry-After`` (seconds until its oldest failure leaves the window,
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import threading
 import time
 from collections import deque
@@ -18,7 +20,9 @@ from typing import Any, Callable, Optional
 
 log = logging.getLogger("finetune_studio.access")
 LOGIN_PATHS = ("/login", "/login/")
-API_PREFIX = "/api/"
+TOKEN_PREFIXES = ("/api/", "/v1/", "/s/")  # a 401 or 403 under these is a wrong token
+OPENAI_PREFIXES = ("/v1/", "/s/")  # 429 answers in OpenAI's error shape
+SHARE_TOKEN_IN_PATH = re.compile(r"^/s/[^/]*")  # logged as /s/***
 
 
 class FailureThrottle:
@@ -62,7 +66,8 @@ class FailureThrottle:
 
 class ThrottleMiddleware:
     """ASGI middleware applying ``FailureThrottle`` to ``POST /login`` (Gradio's login form: 400 on
-    wrong credentials) and to ``/api/*`` (401 on a missing or wrong token)."""
+    wrong credentials) and to ``/api/*``, ``/v1/*`` (401 on a missing or wrong token) and ``/s/*``
+    (403 on a forged, revoked or expired share link)."""
 
     def __init__(self, app: Any, throttle: FailureThrottle) -> None:
         self.app, self.throttle = app, throttle
@@ -70,7 +75,7 @@ class ThrottleMiddleware:
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         path = scope.get("path", "")
         is_login = scope["type"] == "http" and scope.get("method") == "POST" and path in LOGIN_PATHS
-        is_api = scope["type"] == "http" and path.startswith(API_PREFIX)
+        is_api = scope["type"] == "http" and path.startswith(TOKEN_PREFIXES)
         if not (is_login or is_api):
             await self.app(scope, receive, send)
             return
@@ -78,8 +83,8 @@ class ThrottleMiddleware:
         wait_s = self.throttle.retry_after(address)
         if wait_s is not None:
             log.warning("refused %s %s from %s: too many failed logins (retry in %.0f s)",
-                        scope.get("method"), path, address, wait_s)
-            await _too_many(send, wait_s)
+                        scope.get("method"), SHARE_TOKEN_IN_PATH.sub("/s/***", path), address, wait_s)
+            await _too_many(send, wait_s, openai_shape=path.startswith(OPENAI_PREFIXES))
             return
         status: dict[str, int] = {}
 
@@ -90,17 +95,19 @@ class ThrottleMiddleware:
 
         await self.app(scope, receive, watch)
         code = status.get("code", 0)
-        if (is_login and code in (400, 401)) or (is_api and code == 401):
+        if (is_login and code in (400, 401)) or (is_api and code in (401, 403)):
             count = self.throttle.fail(address)
-            log.warning("failed %s from %s (%d in the last %.0f s)", "login" if is_login else "API token",
-                        address, count, self.throttle.window_s)
+            what = "login" if is_login else "share link" if path.startswith("/s/") else "API token"
+            log.warning("failed %s from %s (%d in the last %.0f s)", what, address, count, self.throttle.window_s)
         elif is_login and code == 200:
             self.throttle.succeed(address)
 
 
-async def _too_many(send: Callable, wait_s: float) -> None:
+async def _too_many(send: Callable, wait_s: float, openai_shape: bool) -> None:
     seconds = str(max(1, math.ceil(wait_s)))
-    body = json.dumps({"detail": f"too many failed logins from your address; try again in {seconds} s"}).encode()
+    message = f"too many failed logins from your address; try again in {seconds} s"
+    error = {"error": {"message": message, "type": "rate_limit_error", "param": None, "code": "too_many_failures"}}
+    body = json.dumps(error if openai_shape else {"detail": message}).encode()
     await send({"type": "http.response.start", "status": 429,
                 "headers": [(b"content-type", b"application/json"), (b"retry-after", seconds.encode()),
                             (b"content-length", str(len(body)).encode())]})

@@ -1,12 +1,17 @@
-"""Shared fixtures: the real SmolLM2 tokenizer/model (materialized once) and the shared datasets."""
+"""Shared fixtures: the real SmolLM2 tokenizer/model (materialized once), the shared datasets and a
+real trained LoRA run (``trained_run``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 import pytest
 
 from trainer_core.settings import get_settings
+
+if TYPE_CHECKING:
+    from trainer_core.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -33,3 +38,46 @@ def datasets_dir() -> Path:
     """``../shared/datasets`` beside the repo."""
     assert DATASETS.is_dir(), f"{DATASETS} is missing: CI lays ../shared beside the clone"
     return DATASETS
+
+
+class TrainedRun(NamedTuple):
+    """A finished real LoRA run, made once per session (see ``trained_run``)."""
+
+    settings: "Settings"  # data_dir (a temp folder holding the runs and studio.db), allowed_paths = the datasets
+    db_path: Path  # its run history (RunStore(db_path) opens it; WAL, so several connections are fine)
+    job_id: str  # the run's id: a chat model id; its checkpoints are f"{job_id}/checkpoint-{1,2,3}"
+    output_dir: Path  # <data_dir>/runs/<job_id>: adapter_model.safetensors, tokenizer, checkpoint-1..3
+
+
+TRAINED_RUN_REQUEST = dict(training_type="lora", max_steps=3, save_steps=1, batch_size=2, max_seq_length=128,
+                           dataset_slice_end=16, learning_rate=1e-3)
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory, model_dir, datasets_dir) -> Iterator[TrainedRun]:
+    """A LoRA run of the real SmolLM2-135M-Instruct (``model_name`` = the local ``model_dir``), trained
+    for 3 steps on the first 16 rows of ``identity.json`` (batch_size 2, max_seq_length 128,
+    learning_rate 1e-3: enough for its greedy answers to differ from the base model's), with a
+    checkpoint at every step, through the real ``JobRunner`` + ``RunStore`` (~20 s on 2 CPU cores).
+
+    Yields ``TrainedRun(settings, db_path, job_id, output_dir)`` (a NamedTuple; unpacks as four).
+    Build an engine or an app over it with ``settings`` (``Settings(data_dir=..., allowed_paths=...)``)
+    and ``RunStore(db_path)``. Treat it as read-only: it is shared by every test of the session
+    (copy ``output_dir`` elsewhere to damage it)."""
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.schemas import Phase, TrainingStartRequest
+    from trainer_core.settings import Settings
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("trained"), allowed_paths=str(datasets_dir))
+    store = RunStore(settings.db_path)
+    runner = JobRunner(runs_dir=settings.runs_dir, store=store, warm_modules=())
+    request = TrainingStartRequest(model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")],
+                                   **TRAINED_RUN_REQUEST)
+    response = runner.start(request)
+    assert response.status == "queued", response
+    assert runner.wait(600), "the trained_run fixture's training did not end within 10 minutes"
+    status = runner.status(with_history=False)
+    assert status.phase == Phase.completed, (status.message, status.error)
+    store.close()
+    yield TrainedRun(settings, settings.db_path, response.job_id, Path(status.details["output_dir"]))

@@ -50,3 +50,17 @@ def test_ui_overhead_bench_quick(capsys, model_dir):
     assert all(s > 0 for s in report["median_seconds_per_step"].values())
     assert report["fewest_updates_per_tab"] >= 2  # every tab really streamed the run
     assert "tabs" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_chat_bench_quick(capsys, trained_run):
+    from bench import chat
+
+    report = chat.main(["--quick", "--data-dir", str(trained_run.settings.data_dir)])
+    assert report["run"] == trained_run.job_id
+    assert report["tokens"]["chat"] == report["tokens"]["plain"] == 32  # the same greedy answer on both sides
+    assert all(s > 0 for s in [*report["chat_tokens_per_s"], *report["plain_tokens_per_s"], *report["ttft_s"]])
+    assert report["cold_load_s"] > 0 and report["base_load_s"] > 0
+    # base vs tuned holds one set of base weights: far less than a second copy more than the base alone
+    assert report["rss_base_vs_tuned_mib"] - report["rss_base_alone_mib"] < report["weights_mib"] / 2
+    assert "tokens/s" in capsys.readouterr().out

@@ -321,3 +321,26 @@ def test_a_failed_run_resumes_from_its_last_complete_checkpoint(tmp_path):
     _checkpoint(done_dir, 5)
     with pytest.raises(ResumeError, match=r"run job_c is completed; only stopped, interrupted or error runs can be resumed"):
         find_resume_target(store, str(done_dir / "checkpoint-5"))
+
+
+def test_before_start_runs_once_per_accepted_start_before_the_worker_spawns(request_):
+    runner = JobRunner(worker_target=fake_workers.stepping_worker)
+    calls = []
+    runner.before_start = lambda: calls.append((runner._process, runner.status(with_history=False).is_training_running))
+    assert runner.start(request_).status == "queued"
+    assert runner.start(request_).status == "error"  # refused: the hook is not called again
+    assert calls == [(None, True)]  # no worker yet; chat already sees a running job
+    runner.stop(save=False)
+    assert runner.wait(10)
+
+
+def test_a_failing_before_start_hook_does_not_stop_the_job(request_):
+    runner = JobRunner(worker_target=fake_workers.pid_worker)
+
+    def broken():
+        raise RuntimeError("unload failed")
+
+    runner.before_start = broken
+    assert runner.start(request_).status == "queued"
+    assert runner.wait(10)
+    assert runner.status().phase == Phase.completed

@@ -1,4 +1,4 @@
-"""``python -m trainer_core train ...``: see ``trainer_core.cli``."""
+"""``python -m trainer_core train ...`` and ``python -m trainer_core chat RUN ...``: see ``trainer_core.cli``."""
 
 import sys
 

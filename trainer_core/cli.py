@@ -1,4 +1,5 @@
-"""Headless training: ``python -m trainer_core train --dataset FILE [--config FILE.yaml] [--max-steps N] ...``.
+"""Headless training: ``python -m trainer_core train --dataset FILE [--config FILE.yaml] [--max-steps N] ...``
+(and ``python -m trainer_core chat RUN ...``: see ``trainer_core.serving.cli_chat``).
 
 Flags are generated from ``TrainingStartRequest``'s fields (``--learning-rate``, ``--lora-r``, ...),
 with their help text and defaults; a YAML config supplies any of the same keys, and flags win.
@@ -21,6 +22,7 @@ from tqdm import tqdm
 from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
 from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
+from trainer_core.serving import cli_chat
 
 SKIP = {"local_datasets", "local_eval_datasets"}  # --dataset / --eval-dataset
 
@@ -35,7 +37,8 @@ def _flag_type(annotation: Any) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``train`` sub-command with one flag per request field (defaults left to the schema)."""
+    """The ``train`` sub-command with one flag per request field (defaults left to the schema), and
+    ``chat``."""
     parser = argparse.ArgumentParser(prog="python -m trainer_core", description="Finetune Studio, headless")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="Fine-tune a model and save the result.")
@@ -54,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
             train.add_argument(flag, nargs="+", default=None, help=help_text + pairs)
         else:
             train.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
+    cli_chat.add_parser(sub)
     return parser
 
 
@@ -109,6 +113,8 @@ def _interrupt(signum: int, frame: Any) -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point; returns the process exit code (0 completed or stopped, 1 error, 2 bad input)."""
     args = build_parser().parse_args(argv)
+    if args.command == "chat":
+        return cli_chat.run(args)
     try:
         request = request_from_args(args)
     except ValidationError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import gradio as gr
-from pydantic import SecretStr, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
 from trainer_core.fieldmeta import base_type, bounds, choices, default, explain, parse_mapping
@@ -58,6 +58,19 @@ def make_widget(name: str) -> gr.components.Component:
     if name == "custom_format_mapping":
         return gr.Textbox(value="", placeholder="instruction=question, output=answer", **common)
     return gr.Textbox(value=value or "", **common)
+
+
+def number_widgets(model: type[BaseModel]) -> dict[str, gr.components.Component]:
+    """A ``FieldNumber`` per numeric field of ``model`` (e.g. ``GenerationSettings``), with the
+    field's label, description, default and bounds from its metadata."""
+    widgets = {}
+    for name, info in model.model_fields.items():
+        kind = base_type(info.annotation)
+        widget = FieldNumber(value=info.default, precision=0 if kind is int else None, label=info.title or _label(name),
+                             info=info.description, elem_id=f"field-{name}", **bounds(info))
+        widget.field = name
+        widgets[name] = widget
+    return widgets
 
 
 def _clean(name: str, value: Any) -> Any:

@@ -11,8 +11,11 @@ import pandas as pd
 
 from trainer_core.fieldmeta import group
 from trainer_core.runs.job import JobRunner
+from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings
-from ui import handlers, run_handlers
+from trainer_core.serving.share import ShareLinks
+from ui import handlers, run_handlers, share_handlers
+from ui.chat_tab import ChatTab
 from ui.form import FORM_FIELDS, make_widget
 
 SECTIONS = (  # (schema group, accordion title)
@@ -49,7 +52,7 @@ def _monitor() -> list[gr.components.Component]:
     return [status, raw, loss_plot, lr_plot, grad_plot]
 
 
-def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr.Tabs) -> gr.Tab:
+def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr.Tabs, chat: ChatTab) -> gr.Tab:
     with gr.Tab("Runs", id="runs") as tab:
         with gr.Row():
             selected = gr.Textbox(label="Run", placeholder="click a run in the table, or paste its job id", scale=4)
@@ -59,8 +62,19 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr
         with gr.Row():
             load_btn = gr.Button("Load settings into the form")
             resume_btn = gr.Button("Resume", variant="primary")
+            chat_btn = gr.Button("Chat with this run", elem_id="chat-with-run")
             delete_btn = gr.Button("Delete...", variant="stop")
             confirm_btn = gr.Button("Yes, delete this run and its files", variant="stop", visible=False)
+        with gr.Accordion("Share link", open=False):
+            with gr.Row():
+                hours = gr.Number(label="Expires in hours", info="Empty or 0: never (revoke it to end it).", minimum=0,
+                                  maximum=24 * 366, value=None, scale=2)
+                share_btn = gr.Button("Create share link", scale=1)
+            share_info = gr.Markdown("A link opens a chat page for this run's model only, and works as an OpenAI base_url.")
+            links = gr.Dataframe(value=pd.DataFrame(columns=share_handlers.LINK_COLUMNS), interactive=False, max_height=200)
+            with gr.Row():
+                link_id = gr.Textbox(label="Link id to revoke", scale=3)
+                revoke_btn = gr.Button("Revoke", variant="stop", scale=1)
         loss, lr, grad = gr.Plot(label="Loss"), gr.Plot(label="Learning rate"), gr.Plot(label="Grad norm")
         settings = gr.JSON(label="Settings")
     tab.select(partial(run_handlers.runs_table, ctx), None, table, api_name=False, **FREE)
@@ -72,13 +86,21 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr
                    **FREE).then(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False)
     resume_btn.click(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False).then(
         partial(run_handlers.resume, ctx), selected, monitor, api_name="resume", **FREE)
+    chat_btn.click(partial(run_handlers.chat_with, ctx, chat.engine), selected, chat.model, api_name=False, **FREE).then(
+        lambda: gr.Tabs(selected="chat"), None, tabs, api_name=False)
+    share_store = ShareLinks(ctx.settings)
+    on_create, on_revoke = share_handlers.handlers(share_store, chat.engine)
+    selected.change(partial(share_handlers.links_table, share_store), selected, links, api_name=False, **FREE)
+    share_btn.click(on_create, [selected, hours], [share_info, links], api_name="share_create", **FREE)
+    revoke_btn.click(on_revoke, [selected, link_id], [share_info, links], api_name="share_revoke", **FREE)
     delete_btn.click(lambda: gr.update(visible=True), None, confirm_btn, api_name=False)
     confirm_btn.click(partial(run_handlers.delete, ctx), selected, [table, confirm_btn], api_name="delete_run", **FREE)
     return tab
 
 
-def build_ui(runner: JobRunner, settings: Settings) -> gr.Blocks:
-    """The whole page, wired to ``runner`` (shared by every visitor: one job per app)."""
+def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine) -> gr.Blocks:
+    """The whole page, wired to ``runner`` and ``engine`` (shared by every visitor: one job and one
+    chat model per app)."""
     ctx = handlers.Context(runner=runner, settings=settings)
     with gr.Blocks(title="Finetune Studio") as demo:
         gr.Markdown("# Finetune Studio\nFine-tune a language model with LoRA, QLoRA or full training and watch it live.")
@@ -103,7 +125,8 @@ def build_ui(runner: JobRunner, settings: Settings) -> gr.Blocks:
                             table = gr.Dataframe(value=handlers.EMPTY_PREVIEW, wrap=True, max_height=320,
                                                  interactive=False, column_widths=["60px", "100%"])
             form = [widgets[name] for name in FORM_FIELDS]
-            _runs_tab(ctx, [paths, eval_paths, *form], monitor, tabs)
+            chat = ChatTab(engine)
+            _runs_tab(ctx, [paths, eval_paths, *form], monitor, tabs, chat)
 
         preview_inputs = [upload, paths, widgets["format_type"], widgets["custom_format_mapping"]]
         mapping = widgets["custom_format_mapping"]

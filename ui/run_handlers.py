@@ -12,6 +12,7 @@ import pandas as pd
 
 from trainer_core.runs.metrics import chart_points_of
 from trainer_core.runs.folders import delete_run_files
+from trainer_core.serving.engine import ChatEngine
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
 from trainer_core.runs.store import RunDetail, RunRecord
 from ui import charts
@@ -122,3 +123,15 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any]:
     else:
         gr.Info(f"Deleted run {run.job_id} and its {result.removed} files.")
     return runs_table(ctx), gr.update(visible=False)
+
+
+def chat_with(ctx: Context, engine: ChatEngine, job_id: Optional[str]) -> dict:
+    """The Chat tab's model picker set to run ``job_id``'s final weights (or, when it saved none, its
+    newest checkpoint); ``gr.Error`` when the run has nothing to talk to."""
+    run = _get(ctx, job_id)
+    choices = engine.choices()
+    own = [c for c in choices if c.job_id == run.job_id]
+    if not own:
+        raise gr.Error(f"Run {run.job_id} has no saved weights to chat with (it saved no final weights or checkpoint).")
+    pick = next((c for c in own if c.kind == "final"), own[0])
+    return gr.update(choices=[(c.label, c.id) for c in choices], value=pick.id)

@@ -1,5 +1,6 @@
 """A person's path through a real browser (headless Chromium driven by Playwright): type a dataset
-path, see the preview, set steps, press Start, watch it complete, find the run on the Runs tab."""
+path, see the preview, set steps, press Start, watch it complete, find the run on the Runs tab,
+chat with it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
-def test_train_from_the_page_and_find_the_run(app_server, datasets_dir):
+def test_train_from_the_page_and_find_the_run(app_server, datasets_dir, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api")
     runner, url = app_server
     runner.wait(60)
+    shots = tmp_path
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
@@ -38,4 +40,17 @@ def test_train_from_the_page_and_find_the_run(app_server, datasets_dir):
         job_id = runner.status().job_id
         page.get_by_role("tab", name="Runs").click()
         page.get_by_text(job_id, exact=True).filter(visible=True).first.wait_for(timeout=30_000)
+        page.get_by_text(job_id, exact=True).filter(visible=True).first.click()
+        page.get_by_text(f"**{job_id}**").or_(page.get_by_text(f"{job_id} ·")).first.wait_for(timeout=30_000)
+        page.locator("#chat-with-run").click()
+        page.locator("#chat-message textarea").wait_for(timeout=30_000)
+        page.locator("#chat-message textarea").fill("Who are you?")
+        page.locator("#chat-message textarea").press("Enter")
+        answer = page.locator("#chat-tuned .bot, #chat-tuned [data-testid='bot']").first
+        answer.wait_for(timeout=120_000)
+        page.locator("#chat-state").get_by_text("is loaded").wait_for(timeout=120_000)
+        page.wait_for_function("[...document.querySelectorAll('#chat-tuned .message')].pop().innerText.trim().length > 8",
+                               timeout=120_000)
+        page.screenshot(path=str(shots / "chat.png"))
+        assert "Who are you?" in page.locator("#chat-tuned").inner_text()
         browser.close()

@@ -1,4 +1,4 @@
-"""Why the training worker died, said only as far as the evidence goes.
+"""Why a worker process (training or inference) died, said only as far as the evidence goes.
 
 A SIGKILL is called out-of-memory only when the kernel says so (the cgroup's ``oom_kill`` counter
 rose while the worker ran) or the machine was nearly out of memory in the seconds before the death
@@ -20,6 +20,7 @@ WINDOW_S = 5.0  # samples this close to the death count as "just before" it
 LOW_FRACTION = 0.05  # available memory at or under this share of the total is "nearly out"...
 LOW_BYTES = 300 * 2**20  # ...or at or under this many bytes, whichever is larger
 GB = 1e9
+TRAINING_OOM_HINT = "Try a smaller batch_size or max_seq_length, or qlora."
 
 
 def _counter_files() -> list[Path]:
@@ -99,18 +100,18 @@ class KillEvidence:
         recent = [(available, total) for t, available, total in self._samples if now - t <= WINDOW_S]
         return min(recent) if recent else None
 
-    def reason(self, exitcode: Optional[int]) -> str:
-        """The user's explanation of a worker that ended with ``exitcode`` without a final event
-        (negative: killed by that signal, as ``multiprocessing`` reports it)."""
+    def reason(self, exitcode: Optional[int], worker: str = "training worker", oom_hint: Optional[str] = None) -> str:
+        """The user's explanation of a ``worker`` (its name in the message) that ended with
+        ``exitcode`` without a final event (negative: killed by that signal, as ``multiprocessing``
+        reports it). ``oom_hint`` is what to try after an out-of-memory kill (default: training's)."""
         if exitcode is None or exitcode >= 0:
-            return f"The training worker exited unexpectedly (exit code {exitcode})."
+            return f"The {worker} exited unexpectedly (exit code {exitcode})."
         number = -exitcode
         if number != signal.SIGKILL:
-            return f"The training worker was killed by signal {number} ({_signal_name(number)}); see worker.log."
+            return f"The {worker} was killed by signal {number} ({_signal_name(number)}); see worker.log."
         if (evidence := self.oom_evidence()) is not None:
-            return (f"The training worker was killed (signal 9) because it ran out of memory: {evidence}. "
-                    "Try a smaller batch_size or max_seq_length, or qlora.")
-        return ("The training worker was killed (signal 9) by something outside the studio (a user, a process "
+            return f"The {worker} was killed (signal 9) because it ran out of memory: {evidence}. {oom_hint or TRAINING_OOM_HINT}"
+        return (f"The {worker} was killed (signal 9) by something outside the studio (a user, a process "
                 f"manager or a container runtime): {self._no_oom_note()}.")
 
     def _no_oom_note(self) -> str:

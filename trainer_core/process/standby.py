@@ -16,14 +16,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from trainer_core.process.supervisor import WorkerProcess
 from trainer_core.training.worker import exit_with_parent
 
 TRAINING_STACK = ("trainer_core.training.trainer", "trainer_core.data.prepare", "trainer_core.models.loading")  # torch, transformers, peft, trl, datasets
 HANDOVER_MARGIN_S = 30.0  # a standby this close to its idle exit (or a quarter of idle_s) is replaced, not used
 
 
-def standby_main(target: Callable[..., None], modules: tuple[str, ...], idle_s: float, jobs: Any, events: Any,
-                 stop: Any, ready: Any) -> None:
+def standby_main(target: Callable[..., None], modules: tuple[str, ...], idle_s: float, ready: Any, jobs: Any,
+                 events: Any, stop: Any) -> None:
     """Process entry point: import ``modules``, set ``ready``, wait up to ``idle_s`` seconds for one
     job tuple (request, job_id, output_dir) and run ``target(*job, events, stop)``; None or no job
     in time ends the process."""
@@ -41,39 +42,37 @@ def standby_main(target: Callable[..., None], modules: tuple[str, ...], idle_s: 
 
 @dataclass
 class Standby:
-    """A spawned standby worker and its queues; ``events`` and ``stop`` become the job's."""
+    """A spawned standby worker; its ``worker`` (queues included) becomes the job's."""
 
-    process: Any
-    jobs: Any
-    events: Any
-    stop: Any
+    worker: WorkerProcess
     ready: Any
     idle_s: float
     started: float = field(default_factory=time.monotonic)
 
+    @property
+    def process(self) -> WorkerProcess:
+        """The standby's process (``pid``, ``is_alive()``)."""
+        return self.worker
+
     def usable(self) -> bool:
         """Alive and not about to time out."""
         margin = min(HANDOVER_MARGIN_S, self.idle_s / 4)
-        return self.process.is_alive() and time.monotonic() - self.started < self.idle_s - margin
+        return self.worker.is_alive() and time.monotonic() - self.started < self.idle_s - margin
 
-    def hand_over(self, request: Any, job_id: str, output_dir: str) -> None:
-        """Give the standby its job."""
-        self.jobs.put((request, job_id, output_dir))
+    def hand_over(self, request: Any, job_id: str, output_dir: str) -> WorkerProcess:
+        """Give the standby its job; returns its worker, now the job's."""
+        self.worker.send((request, job_id, output_dir))
+        self.worker.watch()
+        return self.worker
 
     def close(self) -> None:
         """Let the standby exit (it is not needed any more)."""
-        if self.process.is_alive():
-            self.jobs.put(None)
-            self.process.join(5)
-        if self.process.is_alive():
-            self.process.terminate()
+        self.worker.close(timeout_s=5)
 
 
 def spawn_standby(target: Callable[..., None], idle_s: float, modules: tuple[str, ...] = TRAINING_STACK) -> Standby:
     """Start a standby worker that will run ``target`` (the runner's worker function)."""
-    ctx = mp.get_context("spawn")
-    jobs, events, stop, ready = ctx.Queue(), ctx.Queue(), ctx.Event(), ctx.Event()
-    process = ctx.Process(target=standby_main, args=(target, modules, idle_s, jobs, events, stop, ready),
-                          name="worker-standby", daemon=True)
-    process.start()
-    return Standby(process, jobs, events, stop, ready, idle_s)
+    ready = mp.get_context("spawn").Event()
+    worker = WorkerProcess.create(standby_main, (target, modules, idle_s, ready), name="worker-standby", commands=True)
+    worker.start()
+    return Standby(worker, ready, idle_s)

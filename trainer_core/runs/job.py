@@ -1,24 +1,24 @@
 """The single-job runner: one job per app process, whoever asks.
 
 ``start`` takes a non-blocking lock that the job thread holds for the job's whole life; the job
-thread spawns the worker process, drains its event queue into ``MetricsHistory`` (so training never
-waits on a browser), and turns a worker that dies into phase ``error``.
+thread spawns the worker process (``process.supervisor``), drains its event queue into
+``MetricsHistory`` (so training never waits on a browser), and turns a worker that dies into phase
+``error``.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing as mp
-import queue
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from trainer_core.process.exit_reason import KillEvidence
+from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.metrics import MetricsHistory
-from trainer_core.training.checkpoints import ResumeError, find_resume_target, latest_checkpoint, remove_partial_saves
-from trainer_core.runs.folders import OutputDirError, claim, record_files
+from trainer_core.training.checkpoints import ResumeError, latest_checkpoint, remove_partial_saves
+from trainer_core.runs.folders import OutputDirError, record_files
+from trainer_core.runs.opening import open_run
 from trainer_core.schemas import (
     LIVE_PHASES,
     Phase,
@@ -26,7 +26,6 @@ from trainer_core.schemas import (
     TrainingProgress,
     TrainingStartRequest,
     TrainingStatus,
-    new_job_id,
 )
 from trainer_core.settings import get_settings
 from trainer_core.process.standby import TRAINING_STACK, Standby, spawn_standby
@@ -39,13 +38,12 @@ POLL_S = 0.1  # how often the job thread checks the worker between events
 CANCEL_GRACE_S = 1.0  # SIGTERM -> SIGKILL delay on cancel
 
 
-def _exit_reason(exitcode: Optional[int], evidence: KillEvidence) -> str:
-    """Why a worker that sent no final event ended: out of memory only when ``evidence`` says so."""
-    return evidence.reason(exitcode)
-
-
 class JobRunner:
-    """Owns the one job: start / stop / cancel / reset and a consistent status for every client."""
+    """Owns the one job: start / stop / cancel / reset and a consistent status for every client.
+
+    ``before_start`` (None, or a callable without arguments) is called by ``start`` once the job is
+    accepted and before its worker is spawned; the server sets it to the chat engine's ``unload``
+    (training has the machine). An exception from it is logged; the job starts anyway."""
 
     def __init__(self, worker_target: Callable[..., None] = run_worker, runs_dir: Optional[Path] = None,
                  store: Optional[RunStore] = None, standby_idle_s: float = 600.0,
@@ -59,8 +57,9 @@ class JobRunner:
         self._state = threading.RLock()  # guards the fields below
         self._status = TrainingStatus()
         self._details: dict[str, Any] = {}
-        self._process: Optional[Any] = None
+        self._process: Optional[WorkerProcess] = None
         self._stop: Optional[Any] = None
+        self.before_start: Optional[Callable[[], None]] = None
         self._cancelled = False
         self._thread: Optional[threading.Thread] = None
         self.history = MetricsHistory()
@@ -76,7 +75,8 @@ class JobRunner:
                     error=f"job {self._status.job_id} is in phase {self._status.phase.value}; stop it or wait for it to finish",
                 )
             try:
-                job_id, output_dir = self._open_run(request)
+                job_id, output_dir = open_run(request, self.store, self.history,
+                                              self._runs_dir or get_settings().runs_dir)
             except (ResumeError, OutputDirError, OSError, sqlite3.Error) as exc:
                 self._job_lock.release()
                 return TrainingJobResponse(status="error", message="The job could not be started.", error=str(exc))
@@ -84,32 +84,20 @@ class JobRunner:
                                           message="Starting the training worker")
             self._details = {"output_dir": str(output_dir)}
             self._cancelled = False
+            self._call_before_start()
             self._thread = threading.Thread(target=self._run, args=(request, job_id, output_dir),
                                             name=f"job-{job_id}", daemon=True)
             self._thread.start()
         return TrainingJobResponse(job_id=job_id, status="queued", message=f"Job {job_id} queued; output in {output_dir}")
 
-    def _open_run(self, request: TrainingStartRequest) -> tuple[str, Path]:
-        """A new run (fresh job id and folder), or the resumed run's own id and folder with its
-        history up to the checkpoint. A new run claims its output folder (new or empty; see
-        ``run_folders``). Records it in the store. Raises ResumeError or OutputDirError."""
-        if request.resume_from_checkpoint:
-            target = find_resume_target(self.store, request.resume_from_checkpoint)
-            job_id, output_dir = target.run.job_id, Path(target.run.output_dir)
-            earlier = self.store.get_run(job_id).metrics
-            self.store.reopen_run(job_id, request.public_dict(), Phase.loading_model.value, target.step)
-            self.history.reset()
-            for event in (e for e in earlier if e.step <= target.step):
-                self.history.append(event)
-            return job_id, output_dir
-        job_id = new_job_id()
-        base = Path(request.output_dir) if request.output_dir else (self._runs_dir or get_settings().runs_dir) / job_id
-        output_dir = base.resolve()
-        claim(output_dir, job_id)
-        if self.store is not None:
-            self.store.create_run(job_id, request.public_dict(), str(output_dir), Phase.loading_model.value)
-        self.history.reset()
-        return job_id, output_dir
+    def _call_before_start(self) -> None:
+        """Run the ``before_start`` hook (status already says a job runs, so chat refuses meanwhile)."""
+        if self.before_start is None:
+            return
+        try:
+            self.before_start()
+        except Exception:  # noqa: BLE001 - the job goes ahead; the hook's owner has logged its side
+            log.exception("before_start hook failed")
 
     def prewarm(self) -> bool:
         """Have a standby worker import the training stack now, so the next Start skips that
@@ -140,7 +128,7 @@ class JobRunner:
             self._cancelled = True
             self._set(message="Cancelling")
         if process is not None:
-            _terminate(process)
+            process.terminate(CANCEL_GRACE_S)
         return True
 
     def reset(self, end_cancelled: bool = False) -> bool:
@@ -152,7 +140,7 @@ class JobRunner:
             return False
         if running:
             if process is not None:
-                _terminate(process)
+                process.terminate(CANCEL_GRACE_S)
             self.wait(10)
         with self._state:
             if self._status.is_training_running:
@@ -191,7 +179,7 @@ class JobRunner:
         self.history.touch()
 
     def _run(self, request: TrainingStartRequest, job_id: str, output_dir: Path) -> None:
-        process = None
+        worker: Optional[WorkerProcess] = None
         final: Final = (Phase.error, "The job ended without a result.", "no final event")
         try:
             with self._state:
@@ -199,27 +187,17 @@ class JobRunner:
             if standby is not None and not standby.usable():
                 standby.close()
                 standby = None
-            if standby is None:
-                ctx = mp.get_context("spawn")
-                events, stop = ctx.Queue(), ctx.Event()
-                process = ctx.Process(target=self._worker_target, args=(request, job_id, str(output_dir), events, stop),
-                                      name=f"worker-{job_id}", daemon=True)
-            else:
-                process, events, stop = standby.process, standby.events, standby.stop
             with self._state:
                 cancelled = self._cancelled
                 if not cancelled:
-                    self._process, self._stop = process, stop
-                    if standby is None:
-                        process.start()
-                    else:
-                        standby.hand_over(request, job_id, str(output_dir))
+                    worker = self._spawn(standby, request, job_id, output_dir)
+                    self._process, self._stop = worker, worker.stop
             if cancelled:
                 final = (Phase.stopped, "Cancelled before the worker started.", None)
                 if standby is not None:
                     standby.close()
                 return
-            final = self._supervise(process, events)
+            final = self._supervise(worker)
         except Exception as exc:  # noqa: BLE001 - the app must keep serving
             log.exception("job thread failed")
             final = (Phase.error, "The job failed to run.", str(exc))
@@ -229,30 +207,31 @@ class JobRunner:
                 self._process = self._stop = None
                 self._job_lock.release()
             self.history.touch()
-            if process is not None and process.pid is not None:
-                process.join(timeout=5)  # the worker is tearing down; it no longer holds the job
-                _terminate(process)
+            if worker is not None and worker.pid is not None:
+                worker.join(5)  # the worker is tearing down; it no longer holds the job
+                worker.terminate(CANCEL_GRACE_S)
                 _remove_partial_saves(output_dir)
 
-    def _supervise(self, process: Any, events: Any) -> Final:
+    def _spawn(self, standby: Optional[Standby], request: TrainingStartRequest, job_id: str,
+               output_dir: Path) -> WorkerProcess:
+        """The job's worker, running: the standby given the job, or a freshly started process."""
+        if standby is not None:
+            return standby.hand_over(request, job_id, str(output_dir))
+        worker = WorkerProcess.create(self._worker_target, (request, job_id, str(output_dir)), name=f"worker-{job_id}")
+        worker.start()
+        return worker
+
+    def _supervise(self, worker: WorkerProcess) -> Final:
         """Apply the worker's events until one is final (or the worker dies); returns the outcome.
-        Samples the machine's memory meanwhile, to explain a killed worker (``exit_reason``)."""
-        evidence = KillEvidence()
+        The supervisor samples the machine's memory meanwhile, to explain a killed worker."""
         while True:
-            evidence.sample()
             try:
-                kind, payload = events.get(timeout=POLL_S)
-            except queue.Empty:
-                if process.is_alive():
-                    continue
-                final = self._drain(events)
-                if final is not None:
-                    return final
-                process.join()
+                event = worker.next_event(POLL_S)
+            except WorkerExited as exited:
                 if self._cancelled:
                     return Phase.stopped, self._cancelled_message(), None
-                return Phase.error, "The training worker stopped.", _exit_reason(process.exitcode, evidence)
-            final = self._handle(kind, payload)
+                return Phase.error, "The training worker stopped.", exited.reason
+            final = None if event is None else self._handle(*event)
             if final is not None:
                 return final
 
@@ -263,17 +242,6 @@ class JobRunner:
         if checkpoint is None:
             return "Cancelled; nothing was saved."
         return f"Cancelled; nothing more was saved (last checkpoint: {checkpoint.name})."
-
-    def _drain(self, events: Any) -> Optional[Final]:
-        """Handle events still in the queue after the worker exited; the final outcome if one was."""
-        while True:
-            try:
-                kind, payload = events.get(timeout=0.5)
-            except (queue.Empty, OSError, EOFError):
-                return None
-            final = self._handle(kind, payload)
-            if final is not None:
-                return final
 
     def _handle(self, kind: str, payload: dict[str, Any]) -> Optional[Final]:
         """Apply one worker event; returns the outcome when it ends the job."""
@@ -331,12 +299,3 @@ def _remove_partial_saves(output_dir: Path) -> None:
     except OSError:
         log.exception("could not remove partial saves in %s", output_dir)
 
-
-def _terminate(process: Any) -> None:
-    """SIGTERM, then SIGKILL after ``CANCEL_GRACE_S`` seconds (nothing if it has exited)."""
-    if process.is_alive():
-        process.terminate()
-        process.join(CANCEL_GRACE_S)
-    if process.is_alive():
-        process.kill()
-        process.join(1.0)

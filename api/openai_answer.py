@@ -1,0 +1,135 @@
+"""Answering one chat request for the OpenAI-compatible routes (``/v1`` and share links): a whole
+``chat.completion``, or Server-Sent Events of ``chat.completion.chunk`` objects as OpenAI streams
+them (the role first, content deltas, the finish reason, optionally the usage, then ``[DONE]``; a
+failure after the first byte is sent as ``data: {"error": {...}}``).
+
+The engine answers one request at a time and the others wait, each holding a worker thread; so
+at most ``CHAT_SLOTS`` requests per door (API token, share links) may answer or wait at once, and
+one more is told to retry (429). A client that goes away ends its generation: the engine's stream
+is closed, which stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, AsyncIterator, Callable, Iterator, Optional
+
+import anyio
+from fastapi.responses import StreamingResponse
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from api.openai_errors import OpenAIError, error_for
+from api.openai_schemas import ChatCompletionRequest, Usage, chunk, completion, completion_id
+from trainer_core.serving.schemas import StreamEvent
+
+CHAT_SLOTS = {"api": 8, "share": 4}  # requests answering or waiting for their turn, per door
+RETRY_AFTER_S = 5
+
+
+class ChatSlots:
+    """A non-blocking count of chat requests in flight; ``take`` answers 429 when all are taken."""
+
+    def __init__(self, limit: int) -> None:
+        self._free = threading.BoundedSemaphore(limit)
+
+    def take(self) -> None:
+        """Hold a slot, or raise a 429 ``OpenAIError``."""
+        if not self._free.acquire(blocking=False):
+            raise OpenAIError(429, "too many chat requests at once: the model answers one at a time; try again "
+                                   "in a few seconds", type="rate_limit_error", code="too_many_requests",
+                              headers={"Retry-After": str(RETRY_AFTER_S)})
+
+    def give(self) -> None:
+        """Free a slot."""
+        self._free.release()
+
+
+def engine_of(request: Request) -> Any:
+    """The app's chat engine (``app.state.engine``); 503 when the server has none."""
+    engine = getattr(request.app.state, "engine", None)
+    if engine is None:
+        raise OpenAIError(503, "chat is not set up on this server", type="server_error")
+    return engine
+
+
+def answer(request: Request, body: ChatCompletionRequest, model_id: str, public: bool = False) -> Any:
+    """Check ``body``, then answer with ``model_id``: a ``ChatCompletion``, or an SSE stream when
+    ``body.stream``. Refusals before the first token keep their status (404, 400, 409, 503).
+    ``public``: a share link's request (its own slots; no server paths in errors). Blocking: call
+    it from a worker thread (a plain ``def`` route)."""
+    engine = engine_of(request)
+    body.check_supported()
+    messages, settings = body.chat_messages(), body.generation_settings()
+    slots: ChatSlots = request.app.state.chat_slots["share" if public else "api"]
+    slots.take()
+    streaming = False
+    try:
+        if not body.stream:
+            return completion(model_id, engine.complete(model_id, messages, settings))
+        events = engine.stream(model_id, messages, settings)
+        try:
+            first = next(events, None)  # the model loads and late refusals come here, before the 200
+        except BaseException:
+            events.close()
+            raise
+        streaming = True
+    finally:
+        if not streaming:
+            slots.give()
+
+    def cleanup() -> None:
+        try:
+            events.close()  # ends the generation if it is still running
+        finally:
+            slots.give()
+
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    chunks = sse_chunks(events, first, model_id, include_usage, lambda exc: error_for(request, exc, public))
+    return ClosingStreamingResponse(chunks, cleanup, media_type="text/event-stream",
+                                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _sse(data: dict[str, Any]) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def sse_chunks(events: Iterator[StreamEvent], first: Optional[StreamEvent], model_id: str, include_usage: bool,
+                     error: Callable[[BaseException], OpenAIError]) -> AsyncIterator[str]:
+    """The engine's events (``first`` already taken) as ``chat.completion.chunk`` SSE lines."""
+    cid, created = completion_id(), int(time.time())
+    yield _sse(chunk(cid, created, model_id, {"role": "assistant", "content": ""}))
+    try:
+        event = first
+        while event is not None:
+            if event.delta:
+                yield _sse(chunk(cid, created, model_id, {"content": event.delta}))
+            if event.finish_reason:
+                break
+            event = await anyio.to_thread.run_sync(next, events, None)
+    except Exception as exc:  # after the 200: the error travels in the stream, as OpenAI sends it
+        yield _sse(error(exc).body())
+        return
+    yield _sse(chunk(cid, created, model_id, {}, finish_reason=(event and event.finish_reason) or "stop"))
+    if include_usage:
+        yield _sse(chunk(cid, created, model_id, {}, usage=Usage.of(event or StreamEvent())))
+    yield "data: [DONE]\n\n"
+
+
+class ClosingStreamingResponse(StreamingResponse):
+    """A ``StreamingResponse`` that, however sending ends (done, failed, the client gone), closes
+    its body iterator and then runs ``cleanup`` in a worker thread."""
+
+    def __init__(self, content: AsyncIterator[str], cleanup: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._cleanup = cleanup
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+                await anyio.to_thread.run_sync(self._cleanup)

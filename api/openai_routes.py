@@ -1,0 +1,56 @@
+"""The OpenAI-compatible API: ``GET /v1/models`` and ``POST /v1/chat/completions`` over the chat
+engine at ``app.state.engine``, behind the API token (the rule of ``/api/train/*``). Answers and
+streams: ``api/openai_answer.py``; errors in OpenAI's shape: ``api/openai_errors.py``.
+
+``install(app)`` adds these routes and the share links' (``api/share_routes.py``) to the app.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+
+from api import share_routes
+from api.auth import require_token
+from api.openai_answer import CHAT_SLOTS, ChatSlots, answer, engine_of
+from api.openai_errors import ERRORS, OpenAIError, OpenAIRoute
+from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
+
+if TYPE_CHECKING:
+    from trainer_core.serving.engine import ChatEngine
+
+router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"], route_class=OpenAIRoute,
+                   dependencies=[Depends(require_token)])
+
+
+@router.get("/models", response_model=ModelList, responses=ERRORS)
+def list_models(engine: Any = Depends(engine_of)) -> ModelList:
+    """``base`` and every run and checkpoint that can answer."""
+    return ModelList(data=[ModelObject.of(choice) for choice in engine.choices()])
+
+
+@router.get("/models/{model_id:path}", response_model=ModelObject, responses=ERRORS)
+def get_model(model_id: str, engine: Any = Depends(engine_of)) -> ModelObject:
+    """One model (404 ``model_not_found`` when unknown)."""
+    return ModelObject.of(engine.resolve(model_id))
+
+
+@router.post("/chat/completions", response_model=ChatCompletion, responses=ERRORS | {
+    200: {"content": {"text/event-stream": {}}, "description": "The answer, or chunks when `stream` is true"}})
+def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
+    """An answer in OpenAI's ``chat.completion`` shape, or streamed chunks with ``stream: true``."""
+    if not body.model:
+        raise OpenAIError(400, "model: required (see GET /v1/models)", param="model")
+    return answer(request, body, body.model)
+
+
+def install(app: FastAPI, engine: Optional["ChatEngine"] = None) -> None:
+    """Add ``/v1/*``, ``/api/train/share*`` and ``/s/<token>*`` to ``app``. Call it before the UI
+    is mounted at ``/`` (a mount there answers every later path). The engine is read from
+    ``app.state.engine`` at each request (``engine``, when given, is put there)."""
+    if engine is not None:
+        app.state.engine = engine
+    app.state.chat_slots = {door: ChatSlots(limit) for door, limit in CHAT_SLOTS.items()}
+    share_routes.install(app)
+    app.include_router(router)

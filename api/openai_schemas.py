@@ -1,0 +1,204 @@
+"""Request and answer bodies of the OpenAI-compatible chat API, and their mapping to ours.
+
+Requests follow OpenAI's ``POST /v1/chat/completions``; fields we do not know are ignored, as OpenAI
+clients expect. ``max_tokens`` / ``max_completion_tokens`` become ``max_new_tokens``; ``top_k`` and
+``repetition_penalty`` are extras. Bounds and defaults come from ``GenerationSettings`` (one source).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from api.openai_errors import OpenAIError, param_name
+from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
+
+MAX_MESSAGES = 1000
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+FINISH_REASONS = {"stop": "stop", "length": "length", "cancelled": "stop"}  # OpenAI has no "cancelled"
+
+
+class ContentPart(BaseModel):
+    """One part of a message's content; only ``{"type": "text", "text": ...}`` is supported."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    text: Optional[str] = None
+
+
+class RequestMessage(BaseModel):
+    """A message as OpenAI clients send it (``name`` and other fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: str
+    content: Union[str, list[ContentPart], None] = None
+
+
+class StreamOptions(BaseModel):
+    """``include_usage``: send a last chunk with the token counts."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(BaseModel):
+    """``POST /v1/chat/completions``. Unknown fields are ignored; ``n`` > 1 and ``stop`` are refused."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    model: Optional[str] = Field(None, max_length=300, description="`base`, a job id or `JOB_ID/checkpoint-N` (GET /v1/models).")
+    messages: list[RequestMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    max_completion_tokens: Optional[int] = Field(None, description="Longest answer in tokens (max_new_tokens).")
+    max_tokens: Optional[int] = Field(None, description="Older name of max_completion_tokens.")
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    top_k: Optional[int] = Field(None, description="Extra: keep only the top_k likeliest tokens; 0 = no limit.")
+    repetition_penalty: Optional[float] = Field(None, description="Extra: above 1 discourages repeating tokens.")
+    seed: Optional[int] = None
+    stream: bool = False
+    stream_options: Optional[StreamOptions] = None
+    n: Optional[int] = Field(None, description="Only 1 is supported.")
+    stop: Union[str, list[str], None] = Field(None, description="Not supported; send none.")
+
+    def check_supported(self) -> None:
+        """Refuse what we would otherwise get silently wrong."""
+        if self.n not in (None, 1):
+            raise OpenAIError(400, "n: only n=1 is supported; send separate requests for several answers", param="n")
+        if self.stop:
+            raise OpenAIError(400, "stop: stop sequences are not supported; the answer ends at the model's "
+                                   "end-of-turn token or max_tokens", param="stop")
+
+    def generation_settings(self) -> GenerationSettings:
+        """Our ``GenerationSettings`` (defaults for what is not sent); 400 naming the field."""
+        length_name = "max_completion_tokens" if self.max_completion_tokens is not None else "max_tokens"
+        names = {"max_new_tokens": length_name}
+        values = {"max_new_tokens": self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens,
+                  "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k,
+                  "repetition_penalty": self.repetition_penalty, "seed": self.seed}
+        try:
+            return GenerationSettings(**{k: v for k, v in values.items() if v is not None})
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = str(error["loc"][0]) if error.get("loc") else ""
+            param = names.get(field, field)
+            raise OpenAIError(400, f"{param}: {error['msg']}", param=param) from None
+
+    def chat_messages(self) -> list[ChatMessage]:
+        """Our ``ChatMessage`` list: roles system (or developer) / user / assistant, text only."""
+        return [_message(i, m) for i, m in enumerate(self.messages)]
+
+
+def _message(index: int, message: RequestMessage) -> ChatMessage:
+    where = f"messages[{index}]"
+    role = ROLES.get(message.role)
+    if role is None:
+        raise OpenAIError(400, f"{where}.role: role {message.role[:40]!r} is not supported; use system, user or "
+                               "assistant (tool and function calls are not supported)", param=f"{where}.role")
+    if message.content is None:
+        raise OpenAIError(400, f"{where}.content: a text content is required", param=f"{where}.content")
+    if isinstance(message.content, str):
+        text = message.content
+    else:
+        for j, part in enumerate(message.content):
+            if part.type != "text" or part.text is None:
+                raise OpenAIError(400, f"{where}.content[{j}]: only text parts ({{\"type\": \"text\", \"text\": ...}}) "
+                                       "are supported", param=f"{where}.content[{j}]")
+        text = "".join(part.text or "" for part in message.content)
+    try:
+        return ChatMessage(role=role, content=text)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        param = f"{where}.{param_name(tuple(error['loc']))}"
+        raise OpenAIError(400, f"{param}: {error['msg']}", param=param) from None
+
+
+# ----- answers -----
+class ModelObject(BaseModel):
+    """One entry of ``GET /v1/models``."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "finetune-studio"
+
+    @classmethod
+    def of(cls, choice: ModelChoice) -> "ModelObject":
+        """From an engine choice (``created`` is its run's start, 0 for the base model)."""
+        return cls(id=choice.id, created=int(choice.created_at or 0))
+
+
+class ModelList(BaseModel):
+    """``GET /v1/models``."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelObject]
+
+
+class Usage(BaseModel):
+    """Token counts of one answer."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+    @classmethod
+    def of(cls, event: StreamEvent) -> "Usage":
+        """From the engine's last event."""
+        prompt, completion = event.prompt_tokens or 0, event.completion_tokens or 0
+        return cls(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
+
+class AssistantMessage(BaseModel):
+    """The answer."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class Choice(BaseModel):
+    """The one choice (``n`` is always 1)."""
+
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: str
+    logprobs: None = None
+
+
+class ChatCompletion(BaseModel):
+    """A whole answer (``stream`` false)."""
+
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: Usage
+
+
+def completion_id() -> str:
+    """A fresh ``chatcmpl-...`` id."""
+    return "chatcmpl-" + secrets.token_hex(12)
+
+
+def completion(model_id: str, event: StreamEvent) -> ChatCompletion:
+    """The non-streamed answer from the engine's ``complete``."""
+    choice = Choice(message=AssistantMessage(content=event.delta),
+                    finish_reason=FINISH_REASONS.get(event.finish_reason or "stop", "stop"))
+    return ChatCompletion(id=completion_id(), created=int(time.time()), model=model_id, choices=[choice],
+                          usage=Usage.of(event))
+
+
+def chunk(cid: str, created: int, model_id: str, delta: dict[str, Any], finish_reason: Optional[str] = None,
+          usage: Optional[Usage] = None) -> dict[str, Any]:
+    """One ``chat.completion.chunk``; with ``usage``, the usage-only chunk (no choices)."""
+    body: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model_id}
+    if usage is not None:
+        return body | {"choices": [], "usage": usage.model_dump()}
+    return body | {"choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                "finish_reason": FINISH_REASONS.get(finish_reason, "stop") if finish_reason else None}]}

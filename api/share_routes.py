@@ -1,0 +1,166 @@
+"""Share links over HTTP.
+
+- ``POST /api/train/share`` / ``GET /api/train/share`` / ``DELETE /api/train/share/{link_id}``:
+  create, list and revoke links (the API token, like every ``/api/train`` route).
+- ``GET /s/<token>``: a small chat page for the link's one model (no login: the token is the key).
+- ``/s/<token>/v1``: ``base_url`` of an OpenAI client for that one model: ``GET models`` lists only
+  it, ``POST chat/completions`` answers only for it (any other ``model`` is 404).
+
+A forged, revoked or expired token is 403, a deleted run's 404, before anything else is done; the
+token opens nothing else (it is not an API token and sets no cookie).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import secrets
+from pathlib import Path
+from typing import Any, Optional
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.auth import require_token
+from api.openai_errors import ERRORS, OpenAIError, SharedRoute
+from api.openai_answer import answer, engine_of
+from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
+from trainer_core.serving.errors import ChatInputError, UnknownModel
+from trainer_core.serving.schemas import ModelChoice
+from trainer_core.serving.share import (MAX_EXPIRES_IN_HOURS, GoneShareLink, ShareLink, ShareLinkError, ShareLinks,
+                                        UnknownShareLink)
+
+manage = APIRouter(prefix="/api/train", tags=["share links"], dependencies=[Depends(require_token)])
+scoped = APIRouter(prefix="/s/{token}/v1", tags=["shared model"], route_class=SharedRoute)
+page = APIRouter(include_in_schema=False)
+PAGE_TEMPLATE = Path(__file__).with_name("share_page.html")
+SLOT = re.compile(r"\{\{([A-Z]+)\}\}")
+ERROR_PAGE = ("<!doctype html><html lang=en><head><meta charset=utf-8><meta name=robots content=noindex>"
+              "<title>{{TITLE}}</title><style nonce={{NONCE}}>body{font:16px system-ui,sans-serif;margin:3em auto;"
+              "max-width:36em;padding:0 1em}</style></head><body><h1>{{TITLE}}</h1><p>{{MESSAGE}}.</p></body></html>")
+
+
+class ShareRequest(BaseModel):
+    """A new link to ``model`` (a job id or ``JOB_ID/checkpoint-N``), valid for ``expires_in_hours``
+    (omitted: until revoked)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    model: str = Field(max_length=300)
+    expires_in_hours: Optional[float] = Field(None, gt=0, le=MAX_EXPIRES_IN_HOURS)
+
+
+def links_of(request: Request) -> ShareLinks:
+    """The app's share-link store."""
+    return request.app.state.share_links
+
+
+@manage.post("/share", response_model=ShareLink, status_code=201,
+             responses={400: {"description": "Not a run or checkpoint with weights"}, 404: {"description": "Unknown model"}})
+def create_link(body: ShareRequest, request: Request, links: ShareLinks = Depends(links_of)) -> ShareLink:
+    """A signed link to one run's final weights or one checkpoint. Its ``url_path`` is the chat
+    page, its ``api_base_path`` an OpenAI client's ``base_url``."""
+    try:
+        engine_of(request).resolve(body.model)
+        return links.create(body.model, body.expires_in_hours)
+    except UnknownModel as exc:
+        raise HTTPException(404, str(exc)) from None
+    except (ChatInputError, ValueError) as exc:
+        raise HTTPException(400, str(exc)) from None
+    except OpenAIError as exc:
+        raise HTTPException(exc.status, exc.message) from None
+
+
+@manage.get("/share", response_model=list[ShareLink])
+def list_links(model: Optional[str] = None, links: ShareLinks = Depends(links_of)) -> list[ShareLink]:
+    """Every link, newest first (revoked and expired ones too, with their ``state``)."""
+    return links.list(model)
+
+
+@manage.delete("/share/{link_id}", response_model=ShareLink, responses={404: {"description": "Unknown link"}})
+def revoke_link(link_id: str, links: ShareLinks = Depends(links_of)) -> ShareLink:
+    """Revoke a link: its token stops working at once."""
+    try:
+        return links.revoke(link_id)
+    except UnknownShareLink as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
+def shared_model(token: str, request: Request) -> ModelChoice:
+    """The model the token grants: 403 (forged, revoked, expired) or 404 (run or weights gone)
+    in OpenAI's shape, before anything else happens."""
+    try:
+        link = links_of(request).verify(token)
+        return engine_of(request).resolve(link.model_id)
+    except GoneShareLink as exc:
+        raise OpenAIError(404, str(exc), type="not_found_error", code="share_link_gone") from None
+    except ShareLinkError as exc:
+        raise OpenAIError(403, str(exc), type="permission_error", code="invalid_share_link") from None
+    except ChatInputError:  # unknown model, or its folder was deleted: nothing of the cause is told
+        raise OpenAIError(404, "the model of this share link is no longer available", type="not_found_error",
+                          code="share_link_gone") from None
+
+
+@scoped.get("/models", response_model=ModelList, responses=ERRORS)
+def shared_models(choice: ModelChoice = Depends(shared_model)) -> ModelList:
+    """Only the link's model."""
+    return ModelList(data=[ModelObject.of(choice)])
+
+
+@scoped.get("/models/{model_id:path}", response_model=ModelObject, responses=ERRORS)
+def shared_model_info(model_id: str, choice: ModelChoice = Depends(shared_model)) -> ModelObject:
+    """The link's model; any other id is 404."""
+    if model_id != choice.id:
+        raise _other_model(choice)
+    return ModelObject.of(choice)
+
+
+@scoped.post("/chat/completions", response_model=ChatCompletion, responses=ERRORS)
+def shared_chat(body: ChatCompletionRequest, request: Request, choice: ModelChoice = Depends(shared_model)) -> Any:
+    """Chat with the link's model (``model`` must be its id, or omitted)."""
+    if body.model not in (None, choice.id):
+        raise _other_model(choice)
+    try:
+        return answer(request, body, choice.id, public=True)
+    except UnknownModel:  # deleted between the check and the answer
+        raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
+
+
+def _other_model(choice: ModelChoice) -> OpenAIError:
+    return OpenAIError(404, f"this share link serves only the model {choice.id!r}", param="model",
+                       code="model_not_found")
+
+
+@page.get("/s/{token}", response_class=HTMLResponse)
+@page.get("/s/{token}/", response_class=HTMLResponse)
+def chat_page(token: str, request: Request) -> HTMLResponse:
+    """The chat page of a link, or a short page saying why the link does not work."""
+    try:
+        choice = shared_model(token, request)
+    except OpenAIError as exc:
+        return _page(exc.status, ERROR_PAGE, TITLE="Link not available", MESSAGE=html.escape(exc.message))
+    config = json.dumps({"model": choice.id}).replace("<", "\\u003c").replace("&", "\\u0026")
+    return _page(200, PAGE_TEMPLATE.read_text(encoding="utf-8"), TITLE=html.escape(choice.label), CONFIG=config)
+
+
+def _page(status: int, template: str, **values: str) -> HTMLResponse:
+    """``template`` with its ``{{NAME}}`` slots filled in one pass (a value never fills another's
+    slot), under a nonce-only Content-Security-Policy: nothing from other sites, no framing, no
+    referrer (the token is in the address)."""
+    nonce = secrets.token_urlsafe(16)
+    values["NONCE"] = nonce
+    document = SLOT.sub(lambda m: values.get(m[1], ""), template)
+    csp = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
+           "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+    return HTMLResponse(document, status_code=status, headers={
+        "Content-Security-Policy": csp, "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY"})
+
+
+def install(app: FastAPI) -> None:
+    """The link store at ``app.state.share_links`` and the three routers."""
+    app.state.share_links = ShareLinks(app.state.settings)
+    for router in (manage, scoped, page):
+        app.include_router(router)

@@ -1,0 +1,128 @@
+"""The Chat tab through the page's own API (gradio_client), with a run trained in the app: load it,
+chat (greedy answer equal to a direct ``generate`` with the same adapter), base vs tuned side by
+side, refusals during training and for a run without weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import form_args, is_training, statuses, wait_for
+
+pytestmark = pytest.mark.slow
+TUNE = dict(batch_size=2, max_seq_length=128, dataset_slice_end=16, lr_scheduler_type="constant", learning_rate=1e-3,
+            max_steps=4, save_steps=2)
+GREEDY = {"max_new_tokens": 24, "temperature": 0, "top_p": 0.9, "top_k": 50, "repetition_penalty": 1.0, "seed": 42}
+PROMPT = "Who are you?"
+
+
+def _chat_args(model_id: str, compare: bool, message: str, **settings) -> list:
+    values = {**GREEDY, **settings}
+    return [model_id, compare, "", message, [], [], *values.values()]
+
+
+def _text(message: dict) -> str:
+    content = message["content"]
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+
+
+def _direct_generate(output_dir: Path, model_dir: Path, prompt: str, max_new_tokens: int) -> str:
+    """The same adapter loaded with PEFT and ``model.generate`` greedily, outside the studio."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(output_dir)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir), output_dir).eval()
+    text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+    inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():
+        out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
+    return tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+@pytest.fixture(scope="module")
+def tuned_run(app_server, datasets_dir):
+    """A LoRA run of 4 steps on identity.json trained through the page (checkpoints at 2 and 4)."""
+    from gradio_client import Client
+
+    runner, url = app_server
+    runner.wait(120)
+    client = Client(url, verbose=False)
+    final = list(statuses(client.submit(*form_args(str(datasets_dir / "identity.json"), **TUNE), api_name="/start")))[-1]
+    assert final["phase"] == "completed", final
+    return final["job_id"], Path(final["details"]["output_dir"])
+
+
+def test_chat_with_a_trained_run_equals_direct_generate_and_differs_from_base(client, tuned_run, model_dir):
+    job_id, output_dir = tuned_run
+    loaded = client.predict(job_id, api_name="/chat_load")
+    assert "is loaded" in loaded and job_id in loaded
+    _, tuned, base, _ = client.predict(*_chat_args(job_id, True, PROMPT), api_name="/chat")
+    assert [m["role"] for m in tuned] == ["user", "assistant"] and [m["role"] for m in base] == ["user", "assistant"]
+    tuned_answer, base_answer = _text(tuned[1]).replace(" [max_new_tokens reached]", ""), _text(base[1]).replace(" [max_new_tokens reached]", "")
+    assert tuned_answer and base_answer and tuned_answer != base_answer
+    assert tuned_answer.strip() == _direct_generate(output_dir, model_dir, PROMPT, GREEDY["max_new_tokens"]).strip()
+    again = client.predict(*_chat_args(job_id, False, PROMPT), api_name="/chat")[1]
+    assert _text(again[1]) == _text(tuned[1])  # same settings and seed, same answer
+
+
+def test_checkpoints_and_base_are_offered_and_multi_turn_works(client, tuned_run):
+    job_id, _ = tuned_run
+    model, history, states = f"{job_id}/checkpoint-2", [], []
+    for turn in ("Hello!", "What did I just say?"):
+        args = _chat_args(model, False, turn, max_new_tokens=8)
+        args[4] = history
+        _, history, _, state = client.predict(*args, api_name="/chat")
+        states.append(state)
+    assert "checkpoint-2" in states[0] and "is loaded" in states[0]  # the switch shows its load time
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert "is loaded" in client.predict("base", api_name="/chat_load")
+    assert "is loaded" in client.predict(job_id, api_name="/chat_load")
+
+
+def test_chat_is_refused_while_training_and_for_runs_without_weights(client, app_server, tuned_run, datasets_dir):
+    from gradio_client.exceptions import AppError
+
+    runner, _ = app_server
+    job = client.submit(*form_args(str(datasets_dir / "alpaca_en_demo.json"), max_steps=40, batch_size=2,
+                                   max_seq_length=128), api_name="/start")
+    wait_for(lambda: is_training(runner), 240, "training")
+    with pytest.raises(AppError, match="training job is running"):
+        client.predict(*_chat_args(tuned_run[0], False, "Hi"), api_name="/chat")
+    runner.stop(save=False)
+    list(statuses(job))
+    cancelled = runner.status().job_id
+    with pytest.raises(AppError, match="no saved weights|no weights|nothing to"):
+        client.predict(*_chat_args(cancelled, False, "Hi"), api_name="/chat")
+    with pytest.raises(AppError, match="Message"):
+        client.predict(*_chat_args(tuned_run[0], False, "  "), api_name="/chat")
+    with pytest.raises(AppError, match="temperature"):
+        client.predict(*_chat_args(tuned_run[0], False, "Hi", temperature=5), api_name="/chat")
+
+
+def test_a_share_link_from_the_runs_tab_reaches_its_model_and_nothing_else(client, app_server, tuned_run):
+    import httpx
+    from openai import OpenAI
+
+    runner, url = app_server
+    job_id, _ = tuned_run
+    text, table = client.predict(job_id, None, api_name="/share_create")
+    assert job_id in text and "/s/" in text
+    page_url = table["data"][0][4]
+    link_id = table["data"][0][0]
+    assert page_url.startswith(url.rstrip("/") + "/s/") and table["data"][0][2] == "active"
+    assert httpx.get(page_url).status_code == 200
+    openai = OpenAI(base_url=page_url + "/v1", api_key="unused", max_retries=0)
+    assert [m.id for m in openai.models.list().data] == [job_id]
+    answer = openai.chat.completions.create(model=job_id, messages=[{"role": "user", "content": PROMPT}],
+                                            max_tokens=8, temperature=0)
+    assert answer.choices[0].message.content and answer.usage.completion_tokens > 0
+    # (with a login and token set, the share token opens nothing else: tests/e2e/test_share_security.py)
+    other_model = OpenAI(base_url=page_url + "/v1", api_key="unused", max_retries=0)
+    with pytest.raises(Exception, match="404|not"):
+        other_model.chat.completions.create(model="base", messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+    revoked, table = client.predict(job_id, link_id, api_name="/share_revoke")
+    assert "Revoked" in revoked and table["data"][0][2] == "revoked"
+    assert httpx.get(page_url + "/v1/models").status_code in (401, 403, 404, 410)

@@ -1,0 +1,238 @@
+"""The OpenAI-compatible API (``/v1``) over raw HTTP and through the real ``openai`` client, on the
+whole app (login + token on) with a fake engine."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import openai
+import pytest
+
+from tests.e2e.chat_server import CHECKPOINT, JOB, OTHER_JOB, chat_body, chat_studio, fresh_engine, sse_data  # noqa: F401
+from tests.e2e.conftest import TOKEN, wait_for
+
+SECRET = "sk-SecretThatMustNeverEcho-42"
+
+
+def error_of(response: httpx.Response) -> dict:
+    """The ``error`` object of an OpenAI-shaped error answer (and nothing else in the body)."""
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}, body
+    return body["error"]
+
+
+# ----- models -----
+def test_models_list_in_openai_shape(chat_studio):
+    listed = chat_studio.api().get("/v1/models")
+    assert listed.status_code == 200
+    body = listed.json()
+    assert body["object"] == "list"
+    assert [m["id"] for m in body["data"]] == ["base", JOB, CHECKPOINT, OTHER_JOB]
+    for model in body["data"]:
+        assert set(model) == {"id", "object", "created", "owned_by"}
+        assert model["object"] == "model" and model["owned_by"] == "finetune-studio" and isinstance(model["created"], int)
+    one = chat_studio.api().get(f"/v1/models/{CHECKPOINT}")
+    assert one.status_code == 200 and one.json()["id"] == CHECKPOINT
+    missing = chat_studio.api().get("/v1/models/job_nope")
+    assert missing.status_code == 404 and error_of(missing)["code"] == "model_not_found"
+
+
+def test_the_api_token_is_required(chat_studio):
+    for client in (chat_studio.plain(), chat_studio.api("wrong-token-0123456789"), chat_studio.api(TOKEN + "x")):
+        for answer in (client.get("/v1/models"), client.post("/v1/chat/completions", json=chat_body())):
+            assert answer.status_code == 401
+            error = error_of(answer)
+            assert error["code"] == "invalid_api_key" and "token" in error["message"] and TOKEN not in answer.text
+    assert chat_studio.engine.calls == []
+
+
+# ----- non-streamed answers -----
+def test_chat_completion_shape_and_settings(chat_studio):
+    body = chat_body("tell me a story", max_tokens=50, temperature=0.2, top_p=0.5, top_k=7, repetition_penalty=1.1,
+                     seed=3, user="someone", frequency_penalty=0, logit_bias={}, response_format={"type": "text"})
+    answer = chat_studio.api().post("/v1/chat/completions", json=body)
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    assert data["object"] == "chat.completion" and data["id"].startswith("chatcmpl-") and data["model"] == JOB
+    assert isinstance(data["created"], int)
+    (choice,) = data["choices"]
+    assert choice["index"] == 0 and choice["finish_reason"] == "stop"
+    assert choice["message"] == {"role": "assistant", "content": "echo: tell me a story"}
+    assert data["usage"] == {"prompt_tokens": 15, "completion_tokens": 5, "total_tokens": 20}
+    model_id, messages, settings = chat_studio.engine.calls[-1]
+    assert model_id == JOB and [(m.role, m.content) for m in messages] == [("user", "tell me a story")]
+    assert (settings.max_new_tokens, settings.temperature, settings.top_p, settings.top_k, settings.repetition_penalty,
+            settings.seed) == (50, 0.2, 0.5, 7, 1.1, 3)
+
+
+def test_max_completion_tokens_wins_and_length_is_reported(chat_studio):
+    answer = chat_studio.api().post("/v1/chat/completions",
+                                    json=chat_body("one two three four", max_tokens=100, max_completion_tokens=2))
+    data = answer.json()
+    assert data["choices"][0]["finish_reason"] == "length" and data["choices"][0]["message"]["content"] == "echo: one"
+    assert chat_studio.engine.calls[-1][2].max_new_tokens == 2
+    defaults = chat_studio.api().post("/v1/chat/completions", json=chat_body())
+    assert defaults.status_code == 200 and chat_studio.engine.calls[-1][2].max_new_tokens == 256  # GenerationSettings'
+
+
+def test_roles_and_text_parts(chat_studio):
+    messages = [{"role": "developer", "content": "be brief"},
+                {"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}],
+                 "name": "ada"},
+                {"role": "assistant", "content": "hello"},
+                {"role": "user", "content": "again"}]
+    answer = chat_studio.api().post("/v1/chat/completions", json={"model": OTHER_JOB, "messages": messages})
+    assert answer.status_code == 200, answer.text
+    sent = [(m.role, m.content) for m in chat_studio.engine.calls[-1][1]]
+    assert sent == [("system", "be brief"), ("user", "hi there"), ("assistant", "hello"), ("user", "again")]
+
+
+@pytest.mark.parametrize("change, param, words", [
+    ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].role", "not supported"),
+    ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].role", "system, user or assistant"),
+    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]},
+     "messages[0].content[0]", "only text parts"),
+    ({"messages": [{"role": "assistant", "content": None}]}, "messages[0].content", "text content is required"),
+    ({"messages": []}, "messages", "at least 1"),
+    ({"messages": "hello"}, "messages", "valid list"),
+    ({"messages": [{"role": "user", "content": "x" * 100_001}]}, "messages[0].content", "at most 100000"),
+    ({"n": 2}, "n", "only n=1"),
+    ({"stop": ["\n"]}, "stop", "not supported"),
+    ({"temperature": 5}, "temperature", "less than or equal to 2"),
+    ({"top_p": 0}, "top_p", "greater than 0"),
+    ({"max_tokens": 0}, "max_tokens", "greater than or equal to 1"),
+    ({"max_completion_tokens": 10**6}, "max_completion_tokens", "less than or equal to 4096"),
+    ({"seed": -1}, "seed", "greater than or equal to 0"),
+    ({"temperature": SECRET}, "temperature", "valid number"),
+    ({"model": None}, "model", "required"),
+    ({"stream": {"token": SECRET}}, "stream", "valid boolean"),
+])
+def test_bad_requests_are_400_in_openai_shape(chat_studio, change, param, words):
+    answer = chat_studio.api().post("/v1/chat/completions", json=chat_body(**{"password": SECRET}) | change)
+    assert answer.status_code == 400, answer.text
+    error = error_of(answer)
+    assert error["type"] == "invalid_request_error" and error["param"] == param and words in error["message"], error
+    assert SECRET not in answer.text and len(answer.text) < 1000
+    assert chat_studio.engine.calls == []
+
+
+def test_unparseable_bodies_are_400_not_422(chat_studio):
+    client = chat_studio.api()
+    for raw in ('{"model": "x", "messages": [', "[1, 2]", '{"model": "%s", "messages": [{"role": "user", '
+                '"content": "x"}], "temperature": NaN}' % JOB, "", SECRET):
+        answer = client.post("/v1/chat/completions", content=raw, headers={"Content-Type": "application/json"})
+        assert answer.status_code == 400, (raw, answer.text)
+        assert error_of(answer)["type"] == "invalid_request_error" and SECRET not in answer.text
+
+
+def test_engine_refusals(chat_studio):
+    client, engine = chat_studio.api(), chat_studio.engine
+    unknown = client.post("/v1/chat/completions", json=chat_body() | {"model": "job_20990101_000000_deadbeef"})
+    assert unknown.status_code == 404 and error_of(unknown)["code"] == "model_not_found"
+    assert error_of(unknown)["param"] == "model"
+    engine.no_weights.add(OTHER_JOB)
+    gone = client.post("/v1/chat/completions", json=chat_body() | {"model": OTHER_JOB})
+    assert gone.status_code == 400 and "no longer exists" in error_of(gone)["message"]
+    long = client.post("/v1/chat/completions", json=chat_body("y" * 20_000))
+    assert long.status_code == 400 and "reads at most" in error_of(long)["message"]
+    last_not_user = client.post("/v1/chat/completions",
+                                json={"model": JOB, "messages": [{"role": "assistant", "content": "hi"}]})
+    assert last_not_user.status_code == 400
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_during_training_is_409_and_says_why(chat_studio, stream):
+    chat_studio.engine.busy = True
+    answer = chat_studio.api().post("/v1/chat/completions", json=chat_body(stream=stream))
+    assert answer.status_code == 409
+    error = error_of(answer)
+    assert error["code"] == "training_in_progress" and "training job is running" in error["message"]
+    assert answer.headers["x-should-retry"] == "false"  # OpenAI clients would retry a 409 otherwise
+
+
+def test_a_crashed_worker_is_a_500_without_traceback(chat_studio):
+    chat_studio.engine.crash_after = 0
+    for stream in (False, True):
+        answer = chat_studio.api().post("/v1/chat/completions", json=chat_body(stream=stream))
+        assert answer.status_code == 500
+        error = error_of(answer)
+        assert error["type"] == "server_error" and "the model failed" in error["message"]
+        assert "Traceback" not in answer.text and "/srv/secret" not in answer.text
+
+
+# ----- streamed answers -----
+def test_streaming_chunks(chat_studio):
+    body = chat_body("stream this please", stream=True, stream_options={"include_usage": True})
+    with chat_studio.api().stream("POST", "/v1/chat/completions", json=body) as answer:
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream")
+        events = sse_data(answer)
+    assert events[-1] == "[DONE]"
+    chunks = events[:-1]
+    assert all(c["object"] == "chat.completion.chunk" and c["model"] == JOB for c in chunks)
+    assert len({c["id"] for c in chunks}) == 1 and chunks[0]["id"].startswith("chatcmpl-")
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    content = [c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"]]
+    assert "".join(content) == "echo: stream this please" and len([c for c in content if c]) == 4
+    finish = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
+    assert len(finish) == 1 and finish[0]["choices"][0]["finish_reason"] == "stop" and finish[0]["choices"][0]["delta"] == {}
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {"prompt_tokens": 18, "completion_tokens": 4,
+                                                                   "total_tokens": 22}
+    without = chat_studio.api().post("/v1/chat/completions", json=chat_body(stream=True))
+    assert all("usage" not in c for c in sse_data(without)[:-1])
+
+
+def test_a_crash_mid_stream_is_an_error_event(chat_studio):
+    chat_studio.engine.crash_after = 1
+    with chat_studio.api().stream("POST", "/v1/chat/completions", json=chat_body("a b c", stream=True)) as answer:
+        assert answer.status_code == 200
+        events = sse_data(answer)
+    assert events[1]["choices"][0]["delta"] == {"content": "echo:"}
+    error = events[-1]["error"]
+    assert error["type"] == "server_error" and "Traceback" not in str(events) and "[DONE]" not in events
+
+
+def test_a_client_that_goes_away_ends_the_generation(chat_studio):
+    engine = chat_studio.engine
+    engine.token_delay_s = 0.2
+    words = " ".join(["word"] * 200)
+    with chat_studio.api().stream("POST", "/v1/chat/completions", json=chat_body(words, stream=True)) as answer:
+        lines = answer.iter_lines()
+        while not next(lines).startswith("data: {"):
+            pass
+    wait_for(engine.closed.is_set, timeout_s=10, what="the engine's stream to be closed")
+    assert not engine.finished.is_set()
+
+
+# ----- the real openai client -----
+def test_openai_client(chat_studio):
+    client = openai.OpenAI(base_url=chat_studio.url + "/v1", api_key=TOKEN, max_retries=0)
+    assert [m.id for m in client.models.list()] == ["base", JOB, CHECKPOINT, OTHER_JOB]
+    assert client.models.retrieve(CHECKPOINT).id == CHECKPOINT
+    reply = client.chat.completions.create(model=CHECKPOINT, messages=[{"role": "user", "content": "hi you"}],
+                                           max_tokens=20, temperature=0)
+    assert reply.choices[0].message.content == "echo: hi you" and reply.choices[0].finish_reason == "stop"
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens == 9
+    stream = client.chat.completions.create(model=JOB, messages=[{"role": "user", "content": "streamed words"}],
+                                            stream=True, stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "echo: streamed words"
+    assert chunks[-1].usage.completion_tokens == 3
+
+
+def test_openai_client_errors(chat_studio):
+    client = openai.OpenAI(base_url=chat_studio.url + "/v1", api_key=TOKEN)
+    hello = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.NotFoundError) as found:
+        client.chat.completions.create(model="job_nope", messages=hello)
+    assert found.value.code == "model_not_found"
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model=JOB, messages=hello, n=3)
+    assert bad.value.param == "n"
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=chat_studio.url + "/v1", api_key="wrong-token-0123456789").models.list()
+    chat_studio.engine.busy = True
+    started = time.monotonic()
+    with pytest.raises(openai.ConflictError) as busy:
+        client.chat.completions.create(model=JOB, messages=hello)
+    assert "training" in busy.value.message and time.monotonic() - started < 2  # not retried

@@ -1,0 +1,51 @@
+"""Light stand-ins for ``trainer_core.serving.worker.serve`` (same signature and event protocol), so
+the chat engine's queueing, stopping and recovery can be tested in seconds. Module-level: spawn
+must import them.
+
+``echo_worker`` answers with the words of the last message, one delta per word every ``DELAY_S``
+seconds, each prefixed once with ``[choice id]``; special messages: ``die`` (SIGKILL itself, as
+the OOM killer would), ``too long`` (an input error), ``boom`` (an internal error)."""
+
+import os
+import signal
+import time
+
+DELAY_S = 0.02
+
+
+def echo_worker(choice, models_dir, commands, events, stop):
+    events.put(("loaded", {"seconds": 0.01, "device": "cpu", "context_tokens": 64}))
+    while (command := commands.get()) is not None:
+        gen_id, request = command
+        text = request["messages"][-1]["content"]
+        if text == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if text in ("too long", "boom"):
+            kind = "input" if text == "too long" else "internal"
+            events.put(("error", {"id": gen_id, "kind": kind, "message": f"fake {kind} error"}))
+            continue
+        words = [f"[{choice['id']}]", *text.split()]
+        reason, sent = "stop", 0
+        for word in words:
+            if stop.is_set():
+                reason = "cancelled"
+                break
+            if sent == request["settings"]["max_new_tokens"]:
+                reason = "length"
+                break
+            events.put(("delta", {"id": gen_id, "text": word + " "}))
+            sent += 1
+            time.sleep(DELAY_S)
+        events.put(("done", {"id": gen_id, "finish_reason": reason, "prompt_tokens": len(text.split()),
+                             "completion_tokens": sent}))
+
+
+def failing_worker(choice, models_dir, commands, events, stop):
+    """Cannot load its model."""
+    events.put(("error", {"id": None, "kind": "load", "message": "could not load model from /nowhere: broken"}))
+
+
+def dying_loader(choice, models_dir, commands, events, stop):
+    """Killed while loading."""
+    time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGKILL)

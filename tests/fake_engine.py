@@ -1,0 +1,97 @@
+"""A chat engine with ``ChatEngine``'s interface and no model: it answers ``echo: <last user message>``
+one word per token, so route tests take milliseconds. Switches: ``busy`` (a training job runs),
+``crash_after`` (fail after that many tokens), ``token_delay_s`` (slow tokens, to test Stop)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Iterator, Optional
+
+from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
+from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
+
+BASE = ModelChoice(id="base", label="Base model (tiny)", kind="base", base_model="tiny")
+
+
+class FakeEngine:
+    """``choices`` is ``base`` plus what ``add`` registered; ``calls`` records each generation."""
+
+    def __init__(self) -> None:
+        self.models: dict[str, ModelChoice] = {"base": BASE}
+        self.no_weights: set[str] = set()
+        self.busy = False
+        self.crash_after: Optional[int] = None
+        self.token_delay_s = 0.0
+        self.max_prompt_chars = 10_000
+        self.calls: list[tuple[str, list[ChatMessage], GenerationSettings]] = []
+        self.closed = threading.Event()  # a stream's generator was closed before it finished
+        self.finished = threading.Event()  # a stream ran to its end
+        self._stop = threading.Event()
+
+    def add(self, model_id: str, label: Optional[str] = None) -> ModelChoice:
+        """Register a run (``job_x``) or checkpoint (``job_x/checkpoint-N``)."""
+        kind = "checkpoint" if "/" in model_id else "final"
+        choice = ModelChoice(id=model_id, label=label or f"{model_id} (tiny)", kind=kind, base_model="tiny",
+                             path=f"/srv/data/runs/{model_id}", job_id=model_id.split("/")[0], adapter=True,
+                             created_at=1_700_000_000.5)
+        self.models[model_id] = choice
+        return choice
+
+    def choices(self) -> list[ModelChoice]:
+        return list(self.models.values())
+
+    def resolve(self, model_id: str) -> ModelChoice:
+        if model_id in self.no_weights:
+            raise ChatInputError(f"run {model_id}: its folder /srv/data/runs/{model_id} no longer exists (deleted)")
+        if model_id not in self.models:
+            raise UnknownModel(f"model {model_id!r}: no such model; use 'base', a run's job id or JOB_ID/checkpoint-N")
+        return self.models[model_id]
+
+    def load(self, model_id: str) -> float:
+        self.resolve(model_id)
+        return 0.0
+
+    def stream(self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
+               use_adapter: bool = True) -> Iterator[StreamEvent]:
+        """Checks happen at the first ``next`` (like a generator engine)."""
+        if self.busy:
+            raise ChatUnavailable(TRAINING_BUSY)
+        self.resolve(model_id)
+        if not messages or messages[-1].role != "user":
+            raise ChatInputError("messages: the last message must be the user's")
+        prompt = sum(len(m.content) for m in messages)
+        if prompt > self.max_prompt_chars:
+            raise ChatInputError(f"the prompt has {prompt} tokens; this model reads at most {self.max_prompt_chars}")
+        self.calls.append((model_id, messages, settings))
+        self._stop.clear()
+        words = f"echo: {messages[-1].content}".split(" ")
+        sent = 0
+        try:
+            for sent, word in enumerate(words[:settings.max_new_tokens], start=1):
+                if self.crash_after is not None and sent > self.crash_after:
+                    raise RuntimeError("worker died: Traceback (most recent call last) /srv/secret/path.py")
+                if self._stop.is_set():
+                    yield StreamEvent(finish_reason="cancelled", prompt_tokens=prompt, completion_tokens=sent - 1)
+                    return
+                time.sleep(self.token_delay_s)
+                yield StreamEvent(delta=word if sent == 1 else " " + word)
+            reason = "length" if len(words) > settings.max_new_tokens else "stop"
+            yield StreamEvent(finish_reason=reason, prompt_tokens=prompt, completion_tokens=sent)
+            self.finished.set()
+        except GeneratorExit:
+            self.closed.set()
+            raise
+
+    def complete(self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
+                 use_adapter: bool = True) -> StreamEvent:
+        text, last = "", StreamEvent()
+        for event in self.stream(model_id, messages, settings, use_adapter):
+            text += event.delta
+            last = event
+        return StreamEvent(delta=text, finish_reason=last.finish_reason, prompt_tokens=last.prompt_tokens,
+                           completion_tokens=last.completion_tokens)
+
+    def stop_generation(self) -> bool:
+        self._stop.set()
+        return True

@@ -1,0 +1,263 @@
+"""The chat engine in the app process: one model loaded at a time, in one inference worker process,
+and one generation at a time (the others wait their turn, in order). Training has priority: chat
+is refused while a job runs, and Start unloads the chat model first (``JobRunner.before_start``).
+
+The worker is supervised like the training worker (``process.supervisor``): when it crashes or is
+killed, the request in flight gets a ``ChatUnavailable`` naming the reason (``exit_reason``) and the
+next request loads the model again. Locking: ``_lock`` guards the fields and is never held while
+waiting for the worker or calling the runner (``JobRunner.start`` calls ``unload`` under its own
+lock); ``_turns`` orders loads and generations.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional
+
+from pydantic import ValidationError
+
+from trainer_core.fieldmeta import explain
+from trainer_core.process.supervisor import WorkerExited, WorkerProcess
+from trainer_core.runs.job import JobRunner
+from trainer_core.serving.choices import list_choices, resolve_choice
+from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
+from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
+from trainer_core.serving.turns import Turns
+from trainer_core.serving.worker import EventKind, serve
+from trainer_core.settings import Settings
+
+__all__ = ["ChatEngine", "ChatInputError", "ChatUnavailable", "UnknownModel"]
+log = logging.getLogger(__name__)
+POLL_S = 0.1  # how often a waiting request checks the worker between events
+ABANDON_S = 30.0  # how long an abandoned generation may take to stop before its worker is ended
+OOM_HINT = "Chat with a smaller model, lower max_new_tokens, or free memory."
+
+
+class ChatEngine:
+    """Loads models into an inference worker and streams answers; shared by the chat tab, the
+    OpenAI-compatible routes and share links. Every method is thread-safe."""
+
+    def __init__(self, runner: JobRunner, settings: Settings, worker_target: Callable[..., None] = serve) -> None:
+        self._runner, self._settings, self._target = runner, settings, worker_target
+        self._lock = threading.Lock()  # guards the fields below
+        self._turns = Turns()
+        self._worker: Optional[WorkerProcess] = None
+        self._loaded: Optional[ModelChoice] = None
+        self._loading: Optional[str] = None
+        self._load_seconds: Optional[float] = None
+        self._generating = False
+        self._epoch = 0  # bumped by unload: loads and generations of an older epoch were cut short
+        self._ids = itertools.count(1)
+
+    # ----- reads -----
+    def choices(self) -> list[ModelChoice]:
+        """``base``, then each run's final weights and checkpoints, newest first (see ``choices``)."""
+        return list_choices(self._runner.store, self._settings)
+
+    def resolve(self, model_id: str) -> ModelChoice:
+        """The choice ``model_id`` names; raises UnknownModel or ChatInputError (see ``choices``)."""
+        return resolve_choice(model_id, self._runner.store, self._settings)
+
+    def state(self) -> dict:
+        """``{"loaded": id | None, "loading": id | None, "load_seconds": float | None}``."""
+        with self._lock:
+            loaded = self._loaded.id if self._loaded is not None else None
+            return {"loaded": loaded, "loading": self._loading, "load_seconds": self._load_seconds}
+
+    # ----- commands -----
+    def load(self, model_id: str) -> float:
+        """Load ``model_id`` (unloading another model first), after any generation in progress.
+        Returns the seconds spent loading (0.0 when already loaded). Raises ChatUnavailable (a
+        training job runs, the worker died), ChatInputError or UnknownModel."""
+        self._refuse_while_training()
+        choice = self.resolve(model_id)
+        with self._turns.turn():
+            return self._ensure_loaded(choice)
+
+    def stream(self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
+               use_adapter: bool = True) -> Iterator[StreamEvent]:
+        """Answer ``messages`` piece by piece: events with ``delta`` text, the last one with
+        ``finish_reason`` and token counts. Loads the model on demand and waits for its turn. With
+        ``use_adapter=False`` a run's base model answers (same weights, adapter disabled); ignored
+        for ``base``. Checks that need no model (training running, unknown id, bad messages) raise
+        here at once; the rest while iterating. Closing the iterator early stops the generation."""
+        self._refuse_while_training()
+        choice = self.resolve(model_id)
+        request = {"messages": _checked(messages), "settings": settings.model_dump(), "use_adapter": use_adapter}
+        return self._stream(choice, request)
+
+    def complete(self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
+                 use_adapter: bool = True) -> StreamEvent:
+        """The whole answer in ``delta``, with ``finish_reason`` and token counts (see ``stream``)."""
+        pieces, last = [], StreamEvent()
+        for event in self.stream(model_id, messages, settings, use_adapter):
+            pieces.append(event.delta)
+            last = event
+        return last.model_copy(update={"delta": "".join(pieces)})
+
+    def stop_generation(self) -> bool:
+        """Stop the generation in progress at its next token (it ends with ``cancelled``); False
+        when none runs."""
+        with self._lock:
+            if not self._generating or self._worker is None:
+                return False
+            self._worker.stop.set()
+            return True
+
+    def unload(self) -> None:
+        """End the inference worker and forget the model at once; a generation in progress ends
+        with ChatUnavailable. Never waits for a turn (``JobRunner.start`` calls it)."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+            self._loaded, self._loading, self._load_seconds = None, None, None
+            self._epoch += 1
+        if worker is not None:
+            log.info("unloading the chat model")
+            worker.stop.set()
+            worker.terminate()
+
+    # ----- loading -----
+    def _refuse_while_training(self) -> None:
+        if self._runner.status(with_history=False).is_training_running:
+            raise ChatUnavailable(TRAINING_BUSY)
+
+    def _ensure_loaded(self, choice: ModelChoice) -> float:
+        """Have ``choice`` loaded (the caller holds a turn); seconds spent loading."""
+        self._refuse_while_training()
+        with self._lock:
+            if self._loaded == choice and self._worker is not None and self._worker.is_alive():
+                return 0.0
+            old, self._worker, self._loaded, self._load_seconds = self._worker, None, None, None
+            epoch = self._epoch
+        if old is not None:
+            if not old.is_alive():
+                log.warning("the chat worker had ended: %s", old.exit_reason())
+            old.terminate()
+        worker = WorkerProcess.create(self._target, (choice.model_dump(), str(self._settings.models_dir)),
+                                      name="chat-worker", commands=True, label="chat model's process", oom_hint=OOM_HINT)
+        with self._lock:
+            if self._epoch != epoch:
+                raise self._preempted()
+            self._worker, self._loading = worker, choice.id
+            worker.start()
+        began = time.monotonic()
+        try:
+            kind, payload = self._next(worker, epoch)
+            if kind != EventKind.LOADED:
+                error = ChatInputError if payload.get("kind") == "load" else ChatUnavailable
+                raise error(f"{choice.id}: {payload.get('message', 'the model could not be loaded')}")
+        except BaseException:
+            self._forget(worker)
+            raise
+        seconds = time.monotonic() - began
+        with self._lock:
+            if self._epoch != epoch:
+                raise self._preempted()
+            self._loaded, self._loading, self._load_seconds = choice, None, seconds
+        log.info("chat model %s loaded in %.1f s (%s)", choice.id, seconds, payload.get("device"))
+        return seconds
+
+    def _forget(self, worker: WorkerProcess) -> None:
+        """Drop ``worker`` (dead or failed) if it is still the current one, and end it."""
+        with self._lock:
+            if self._worker is worker:
+                self._worker, self._loaded, self._loading, self._load_seconds = None, None, None, None
+        worker.terminate()
+
+    def _preempted(self) -> ChatUnavailable:
+        """The error for a load or generation cut short by ``unload``."""
+        if self._runner.status(with_history=False).is_training_running:
+            return ChatUnavailable(TRAINING_BUSY)
+        return ChatUnavailable("The chat model was unloaded while in use; send again to load it.")
+
+    def _next(self, worker: WorkerProcess, epoch: int, deadline: float = float("inf")) -> Optional[tuple[str, dict]]:
+        """The worker's next event (None once ``time.monotonic()`` passes ``deadline``);
+        ChatUnavailable when the worker died (or was unloaded) meanwhile."""
+        while time.monotonic() < deadline:
+            try:
+                event = worker.next_event(POLL_S)
+            except WorkerExited as exited:
+                self._forget(worker)
+                if self._epoch != epoch:
+                    raise self._preempted() from None
+                raise ChatUnavailable(f"{exited.reason} Send again to load the model anew.") from None
+            if event is not None:
+                return event
+        return None
+
+    # ----- generating -----
+    def _stream(self, choice: ModelChoice, request: dict[str, Any]) -> Iterator[StreamEvent]:
+        with self._turns.turn():
+            self._ensure_loaded(choice)
+            yield from self._generate(request)
+
+    def _generate(self, request: dict[str, Any]) -> Iterator[StreamEvent]:
+        """Send one generation to the loaded worker and relay its events (the caller holds a turn)."""
+        gen_id = next(self._ids)
+        with self._lock:
+            worker, epoch = self._worker, self._epoch
+            if worker is None:
+                raise ChatUnavailable("The chat model was unloaded; send again to load it.")
+            worker.stop.clear()
+            self._generating = True
+        finished = False
+        try:
+            worker.send((gen_id, request))
+            while True:
+                kind, payload = self._next(worker, epoch)
+                if payload.get("id") != gen_id:
+                    continue
+                if kind == EventKind.DELTA:
+                    yield StreamEvent(delta=payload["text"])
+                    continue
+                finished = True
+                if kind == EventKind.DONE:
+                    yield StreamEvent(finish_reason=payload["finish_reason"], prompt_tokens=payload["prompt_tokens"],
+                                      completion_tokens=payload["completion_tokens"])
+                    return
+                if payload["kind"] in ("input", "load"):
+                    raise ChatInputError(payload["message"])
+                raise ChatUnavailable(payload["message"])
+        finally:
+            with self._lock:
+                self._generating = False
+            if not finished:
+                self._abandon(worker, gen_id, epoch)
+
+    def _abandon(self, worker: WorkerProcess, gen_id: int, epoch: int) -> None:
+        """A generation whose reader left (or failed): stop it and wait for its end, so the next
+        one starts clean; a worker that does not finish within ``ABANDON_S`` seconds is ended."""
+        worker.stop.set()
+        deadline = time.monotonic() + ABANDON_S
+        while True:
+            try:
+                event = self._next(worker, epoch, deadline)
+            except ChatUnavailable:
+                return
+            if event is None:
+                break
+            if event[1].get("id") == gen_id and event[0] in (EventKind.DONE, EventKind.ERROR):
+                return
+        log.warning("an abandoned generation did not stop within %.0f s; ending the chat worker", ABANDON_S)
+        self._forget(worker)
+
+
+def _checked(messages: list[ChatMessage]) -> list[dict[str, str]]:
+    """``messages`` as plain dicts; ChatInputError unless there is at least one message, a system
+    message comes only first, and the last message is the user's."""
+    turns = []
+    for i, message in enumerate(messages or []):
+        try:
+            turns.append(message if isinstance(message, ChatMessage) else ChatMessage.model_validate(message))
+        except ValidationError as exc:
+            raise ChatInputError(f"messages[{i}].{explain(exc)}") from None
+    if not turns:
+        raise ChatInputError("messages: give at least one message (the user's)")
+    if any(m.role == "system" for m in turns[1:]):
+        raise ChatInputError("messages: a system message may only come first")
+    if turns[-1].role != "user":
+        raise ChatInputError(f"messages: the last message must be the user's (role 'user'), not '{turns[-1].role}'")
+    return [m.model_dump() for m in turns]

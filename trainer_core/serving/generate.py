@@ -1,0 +1,157 @@
+"""Render a conversation as training did and generate an answer token by token.
+
+The prompt is the tokenizer's chat template with the generation prompt (``<|im_start|>assistant\\n``
+in ChatML), tokenized without adding special tokens, exactly as ``data.tokenization`` renders rows
+for training. Generation is ``model.generate`` (KV cache on) with a streamer that decodes each new
+token into text as soon as it forms whole characters; it ends at the tokenizer's end-of-turn / eos
+token (``stop``), at ``max_new_tokens`` (``length``) or when the stop flag is set (``cancelled``).
+Shared by the inference worker and ``python -m trainer_core chat``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from trainer_core.serving.errors import ChatInputError
+from trainer_core.serving.loader import LoadedModel
+from trainer_core.serving.schemas import GenerationSettings
+
+END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")  # ChatML, Llama 3, Phi-3, Gemma
+
+
+@dataclass
+class Finish:
+    """How one generation ended: ``reason`` stop | length | cancelled, and the token counts."""
+
+    reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    text: str  # the whole answer
+
+
+def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
+    """Token ids of ``messages`` (dicts with role and content) plus the generation prompt, rendered
+    by the chat template and tokenized without special tokens (as training does). Raises
+    ChatInputError when the template cannot render the conversation."""
+    from jinja2 import TemplateError
+
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except (TemplateError, ValueError, TypeError) as exc:
+        raise ChatInputError(f"messages: the chat template of this model cannot render the conversation: {exc}") from None
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def stop_token_ids(tokenizer: Any, model: Any) -> list[int]:
+    """The eos token, the model's generation eos ids and the end-of-turn tokens the vocabulary has."""
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids.update(configured if isinstance(configured, (list, tuple)) else [configured])
+    vocab = tokenizer.get_vocab()
+    ids.update(vocab[token] for token in END_OF_TURN if token in vocab)
+    return sorted(i for i in ids if isinstance(i, int))
+
+
+def generate_kwargs(settings: GenerationSettings) -> dict[str, Any]:
+    """``model.generate`` keyword arguments for ``settings`` (temperature 0: greedy)."""
+    kwargs: dict[str, Any] = {"max_new_tokens": settings.max_new_tokens, "use_cache": True}
+    if settings.temperature == 0:
+        kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+    else:
+        kwargs.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k)
+    if settings.repetition_penalty != 1.0:
+        kwargs["repetition_penalty"] = settings.repetition_penalty
+    return kwargs
+
+
+class _Streamer:
+    """A ``generate`` streamer: decodes new tokens incrementally (only whole characters: a token
+    that ends mid-way through a UTF-8 sequence waits for the next) and hands text to ``on_text``."""
+
+    def __init__(self, tokenizer: Any, on_text: Callable[[str], None]) -> None:
+        self.tokenizer, self.on_text = tokenizer, on_text
+        self.ids: list[int] = []
+        self.prompt_seen = False
+        self.prefix, self.read = 0, 0  # ids[prefix:read] were decoded already; their text is sent
+        self.sent = ""
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def put(self, value: Any) -> None:  # (1, T) prompt first, then (1,) or (1, 1) per new token
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        self.ids.extend(value.reshape(-1).tolist())
+        before = self._decode(self.ids[self.prefix:self.read])
+        now = self._decode(self.ids[self.prefix:])
+        if len(now) > len(before) and not now.endswith("\ufffd"):
+            self._send(now[len(before):])
+            self.prefix, self.read = self.read, len(self.ids)
+
+    def _send(self, text: str) -> None:
+        self.sent += text
+        self.on_text(text)
+
+    def end(self) -> None:
+        whole = self._decode(self.ids)
+        if whole.startswith(self.sent) and len(whole) > len(self.sent):
+            self._send(whole[len(self.sent):])
+
+
+def _stop_criteria(should_stop: Callable[[], bool]) -> Any:
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class StopFlag(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.full((input_ids.shape[0],), should_stop(), dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([StopFlag()])
+
+
+def generate(loaded: LoadedModel, messages: list[dict[str, str]], settings: GenerationSettings,
+             on_text: Callable[[str], None], should_stop: Callable[[], bool] = lambda: False,
+             use_adapter: bool = True) -> Finish:
+    """Answer ``messages`` with ``loaded``, calling ``on_text`` with each new piece of text. Seeds
+    torch with ``settings.seed`` first. Raises ChatInputError when the prompt plus
+    ``max_new_tokens`` exceeds the model's context or the template fails."""
+    import torch
+
+    prompt = render_prompt(loaded.tokenizer, messages)
+    room = loaded.context_tokens - settings.max_new_tokens
+    if len(prompt) > room:
+        raise ChatInputError(
+            f"the conversation is {len(prompt)} tokens long; with max_new_tokens={settings.max_new_tokens} the model's "
+            f"context of {loaded.context_tokens} tokens leaves room for {max(room, 0)}: clear the chat, shorten the "
+            "messages or lower max_new_tokens")
+    input_ids = torch.tensor([prompt], device=loaded.device)  # (1, T)
+    streamer = _Streamer(loaded.tokenizer, on_text)
+    if "stops" not in loaded.extra:  # get_vocab() takes ~20 ms: once per loaded model
+        loaded.extra["stops"] = stop_token_ids(loaded.tokenizer, loaded.model)
+    stops = loaded.extra["stops"]
+    torch.manual_seed(settings.seed)
+    with loaded.weights(use_adapter) as model, torch.inference_mode():
+        output = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), streamer=streamer,
+                                eos_token_id=stops, pad_token_id=loaded.tokenizer.pad_token_id,
+                                stopping_criteria=_stop_criteria(should_stop), **generate_kwargs(settings))
+    streamer.end()
+    completion = output[0, len(prompt):].tolist()
+    if completion and completion[-1] in stops:
+        reason = "stop"
+    elif should_stop():
+        reason = "cancelled"
+    else:
+        reason = "length" if len(completion) >= settings.max_new_tokens else "stop"
+    return Finish(reason, len(prompt), len(completion), streamer.sent)
+
+
+def warm_up(loaded: LoadedModel) -> None:
+    """One 1-token generation, so the first real answer does not pay for first-call set-up
+    (~0.2 s on CPU here; see bench/chat.py)."""
+    try:
+        generate(loaded, [{"role": "user", "content": "Hi"}], GenerationSettings(temperature=0, max_new_tokens=1),
+                 on_text=lambda text: None)
+    except ChatInputError:  # a template that cannot render this: each request will say so
+        pass

@@ -1,0 +1,104 @@
+"""Load a ``ModelChoice`` for inference: its base (hub, local folder or bundled default, as training
+loads it), its adapter or full weights, and the tokenizer training saved beside them.
+
+Device and dtype as in training: fp32 on CPU, bf16 on CUDA GPUs that support it (``compute_dtype``),
+SDPA attention (the per-row ``sdpa_varlen`` attention of training is for packed batches only). A
+QLoRA adapter is applied to the base in full precision. One set of base weights per LoRA choice:
+its base model's answers come from the same weights with the adapter disabled (``base_weights``);
+a full fine-tune's base is loaded as a second model, on first use only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from trainer_core.serving.schemas import ModelChoice
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoadedModel:
+    """A loaded choice. ``model`` is a ``PeftModel`` for adapters; ``context_tokens`` is the longest
+    prompt + answer the model takes (``max_position_embeddings``)."""
+
+    choice: ModelChoice
+    model: Any
+    tokenizer: Any
+    device: str
+    models_dir: Path
+    context_tokens: int
+    load_seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)  # "base": a full fine-tune's base; "stops": stop ids
+
+    @contextlib.contextmanager
+    def weights(self, use_adapter: bool = True) -> Iterator[Any]:
+        """The model to generate with: the tuned one, or (``use_adapter=False``) its base: the same
+        weights with the adapter disabled (LoRA), or the base loaded beside it (full fine-tune).
+        ``use_adapter`` is ignored for the base choice."""
+        if use_adapter or self.choice.kind == "base":
+            yield self.model
+        elif self.choice.adapter:
+            with self.model.disable_adapter():
+                yield self.model
+        else:
+            if "base" not in self.extra:
+                self.extra["base"] = _load_causal_lm(_base_path(self.choice.base_model, self.models_dir), self.device)
+            yield self.extra["base"]
+
+
+def _base_path(name: str, models_dir: Path) -> Path:
+    from trainer_core.models import loading
+
+    return loading.resolve_model_path(name, None, models_dir)
+
+
+def _load_causal_lm(path: Path, device: str) -> Any:
+    """A causal LM from ``path`` on ``device`` in eval mode. Raises ModelLoadError."""
+    from transformers import AutoModelForCausalLM
+
+    from trainer_core.models.loading import ModelLoadError, compute_dtype
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(device), attn_implementation="sdpa")
+    except (OSError, ValueError, ImportError) as exc:
+        raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
+    return model.to(device).eval()
+
+
+def _tokenizer_folder(choice: ModelChoice, base: Optional[Path]) -> Path:
+    """Where the tokenizer (with the chat template training used) is: the weights folder, its run
+    folder (for a checkpoint without one), else the base model's folder."""
+    for folder in ([Path(choice.path), Path(choice.path).parent] if choice.path else []):
+        if (folder / "tokenizer_config.json").is_file():
+            return folder
+    return base if base is not None else Path(choice.path)
+
+
+def load_choice(choice: ModelChoice, models_dir: Path, device: Optional[str] = None) -> LoadedModel:
+    """Load ``choice`` (see the module docstring). Raises ModelLoadError naming what failed."""
+    from trainer_core.models import loading
+
+    began = time.monotonic()
+    device = device or loading.pick_device()
+    base = None if (choice.path and not choice.adapter) else _base_path(choice.base_model, models_dir)
+    if choice.adapter:
+        from peft import PeftModel
+
+        model = _load_causal_lm(base, device)
+        try:
+            model = PeftModel.from_pretrained(model, choice.path, is_trainable=False).eval()
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            raise loading.ModelLoadError(f"could not load the adapter in {choice.path}: {exc}") from exc
+    else:
+        model = _load_causal_lm(Path(choice.path) if choice.path else base, device)
+    tokenizer = loading.load_tokenizer(_tokenizer_folder(choice, base))
+    context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or 2048
+    seconds = time.monotonic() - began
+    log.info("loaded %s (%s) on %s in %.1f s", choice.id, choice.base_model, device, seconds)
+    return LoadedModel(choice, model, tokenizer, device, Path(models_dir), context, seconds)

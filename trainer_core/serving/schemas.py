@@ -1,0 +1,65 @@
+"""Models shared by the chat tab, the OpenAI-compatible routes, share links and the CLI's ``chat``.
+
+Every generation setting carries its description, default and bounds once, here (as the training
+request's fields do in ``trainer_core.schemas``); the UI builds its widgets from them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_MESSAGE_CHARS = 100_000
+BASE_MODEL_ID = "base"
+
+
+class GenerationSettings(BaseModel):
+    """Sampling settings (transformers' ``GenerationConfig`` names). ``temperature`` 0 means greedy
+    decoding (top_p / top_k are then unused)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    max_new_tokens: int = Field(256, ge=1, le=4096, description="Longest answer, in tokens.")
+    temperature: float = Field(0.7, ge=0, le=2, description="Sampling temperature; 0 = greedy (always the likeliest token).")
+    top_p: float = Field(0.9, gt=0, le=1, description="Nucleus sampling: keep the smallest set of tokens whose probability adds up to top_p.")
+    top_k: int = Field(50, ge=0, le=1000, description="Keep only the top_k likeliest tokens; 0 = no limit.")
+    repetition_penalty: float = Field(1.0, ge=0.5, le=2.0, description="Above 1 discourages repeating tokens (1 = off).")
+    seed: int = Field(42, ge=0, le=2**32 - 1, description="Random seed; the same seed and settings give the same answer.")
+
+
+class ChatMessage(BaseModel):
+    """One turn of a conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str = Field(max_length=MAX_MESSAGE_CHARS)
+
+
+class ModelChoice(BaseModel):
+    """Something to talk to: ``id`` is ``base``, a job id (the run's final weights) or
+    ``JOB_ID/checkpoint-N``. ``path`` is the weights folder (None for ``base``: the base model is
+    loaded by name); ``adapter`` says the folder holds a PEFT adapter on ``base_model``."""
+
+    id: str
+    label: str
+    kind: Literal["base", "final", "checkpoint"]
+    base_model: str
+    path: Optional[str] = None
+    job_id: Optional[str] = None
+    step: Optional[int] = None
+    loss: Optional[float] = None
+    adapter: bool = False
+    created_at: Optional[float] = None
+
+
+class StreamEvent(BaseModel):
+    """One piece of a streamed answer: ``delta`` text, and on the last event ``finish_reason``
+    (``stop``: end-of-turn token; ``length``: max_new_tokens reached; ``cancelled``: Stop
+    generation) with the token counts."""
+
+    delta: str = ""
+    finish_reason: Optional[Literal["stop", "length", "cancelled"]] = None
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None

@@ -1,0 +1,89 @@
+"""The inference process: loads one ``ModelChoice``, then answers generation commands until told to
+exit. Runs in a spawned child supervised by the chat engine (``process.supervisor``), so a crash or
+an out-of-memory kill costs the chat model, never the app.
+
+Commands in (``None`` = exit): ``(gen_id, {"messages": [...], "settings": {...}, "use_adapter": bool})``.
+Events out, payloads plain dicts (``EventKind``). The stop ``Event`` set = end the running
+generation at the next token (the engine clears it before each command).
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from pathlib import Path
+from typing import Any
+
+from trainer_core.serving.errors import ChatInputError
+
+log = logging.getLogger(__name__)
+
+
+class EventKind:
+    """Event kinds on the inference worker -> engine queue."""
+
+    LOADED = "loaded"  # {"seconds": float, "device": str, "context_tokens": int}
+    DELTA = "delta"  # {"id": gen_id, "text": str}
+    DONE = "done"  # {"id": gen_id, "finish_reason": str, "prompt_tokens": int, "completion_tokens": int}
+    ERROR = "error"  # {"id": gen_id or None, "kind": "load" | "input" | "internal", "message": str}
+
+
+def _failure(exc: BaseException) -> str:
+    """A short message for an unexpected failure (the traceback goes to the log)."""
+    text = " ".join(str(exc).split())[:600]
+    if "out of memory" in text.lower() or "can't allocate memory" in text.lower():
+        return f"The chat model ran out of memory: {text}. Lower max_new_tokens or chat with a smaller model."
+    return f"The chat model failed: {type(exc).__name__}: {text}"
+
+
+def quiet_libraries() -> None:
+    """The app's console is for the app's log lines: no load progress bars or library deprecations."""
+    import warnings
+
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+
+
+def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, stop: Any) -> None:
+    """Process entry point (``choice`` is ``ModelChoice.model_dump()``). Never raises: a failed load
+    is one ``error`` event (kind ``load``) and the process ends; a failed generation is an
+    ``error`` event for that generation and the process waits for the next command."""
+    from trainer_core.training.worker import exit_with_parent
+
+    exit_with_parent()
+    try:
+        from trainer_core.models.loading import ModelLoadError
+        from trainer_core.serving.generate import generate, warm_up
+        from trainer_core.serving.loader import load_choice
+        from trainer_core.serving.schemas import GenerationSettings, ModelChoice
+
+        quiet_libraries()
+        loaded = load_choice(ModelChoice(**choice), Path(models_dir))
+        warm_up(loaded)
+    except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
+        log.error("loading %s failed:\n%s", choice.get("id"), traceback.format_exc())
+        known = type(exc).__name__ in ("ModelLoadError", "ChatInputError")
+        events.put((EventKind.ERROR, {"id": None, "kind": "load", "message": str(exc) if known else _failure(exc)}))
+        return
+    events.put((EventKind.LOADED, {"seconds": loaded.load_seconds, "device": loaded.device,
+                                   "context_tokens": loaded.context_tokens}))
+    while (command := commands.get()) is not None:
+        gen_id, request = command
+        try:
+            finish = generate(loaded, request["messages"], GenerationSettings(**request["settings"]),
+                              on_text=lambda text: events.put((EventKind.DELTA, {"id": gen_id, "text": text})),
+                              should_stop=stop.is_set, use_adapter=request.get("use_adapter", True))
+        except ChatInputError as exc:
+            events.put((EventKind.ERROR, {"id": gen_id, "kind": "input", "message": str(exc)}))
+            continue
+        except ModelLoadError as exc:  # a full fine-tune's base, loaded on first use
+            events.put((EventKind.ERROR, {"id": gen_id, "kind": "load", "message": str(exc)}))
+            continue
+        except Exception as exc:  # noqa: BLE001 - one failed answer must not end the process
+            log.error("generation failed:\n%s", traceback.format_exc())
+            events.put((EventKind.ERROR, {"id": gen_id, "kind": "internal", "message": _failure(exc)}))
+            continue
+        events.put((EventKind.DONE, {"id": gen_id, "finish_reason": finish.reason, "prompt_tokens": finish.prompt_tokens,
+                                     "completion_tokens": finish.completion_tokens}))

@@ -1,0 +1,135 @@
+"""Functions behind the Chat tab: pick a model, load it, stream answers (one model, or base vs tuned
+side by side), stop, clear. They talk to the shared ``ChatEngine``; every refusal is a ``gr.Error``
+that says why (a training job has the machine, a run without weights, a prompt too long)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator, Optional
+
+import gradio as gr
+
+from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
+from trainer_core.serving.schemas import BASE_MODEL_ID, ChatMessage, GenerationSettings, ModelChoice
+
+SETTINGS_FIELDS = tuple(GenerationSettings.model_fields)
+MODEL_LABEL = "Model"
+
+
+def _choice_label(choice: ModelChoice) -> str:
+    return choice.label
+
+
+def model_dropdown(engine: ChatEngine, selected: Optional[str] = None) -> dict:
+    """Dropdown update listing the base model and every usable run and checkpoint (newest first),
+    keeping ``selected`` when it is still there."""
+    choices = engine.choices()
+    ids = [c.id for c in choices]
+    value = selected if selected in ids else (ids[0] if ids else None)
+    return gr.update(choices=[(_choice_label(c), c.id) for c in choices], value=value)
+
+
+def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:
+    """Load ``model_id`` into the inference worker, showing a loading state and then its time."""
+    if not model_id:
+        raise gr.Error(f"{MODEL_LABEL}: choose a model to talk to.")
+    label = _label_of(engine, model_id)
+    yield f"Loading **{label}**…"
+    started = time.monotonic()
+    try:
+        seconds = engine.load(model_id)
+    except (ChatUnavailable, ChatInputError) as exc:
+        raise gr.Error(str(exc)) from None
+    took = seconds if seconds else time.monotonic() - started
+    yield f"**{label}** is loaded ({took:.1f} s)."
+
+
+def _label_of(engine: ChatEngine, model_id: str) -> str:
+    try:
+        return engine.resolve(model_id).label
+    except ChatInputError as exc:
+        raise gr.Error(f"{MODEL_LABEL}: {exc}") from None
+
+
+def _text(content: Any) -> str:
+    """A chatbot message's content (a string or Gradio's list of text parts) as plain text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def conversation(system: str, history: list[dict], message: str) -> list[ChatMessage]:
+    """The messages sent to the model: the system prompt (if any), the earlier turns, the new one.
+    Without a system prompt the chat template's own default applies, exactly as in training."""
+    turns = [ChatMessage(role="system", content=system.strip())] if system and system.strip() else []
+    turns += [ChatMessage(role=m["role"], content=_text(m["content"])) for m in history if m.get("role") in ("user", "assistant")]
+    return turns + [ChatMessage(role="user", content=message)]
+
+
+def settings_from(values: tuple) -> GenerationSettings:
+    """The generation settings widgets' values -> ``GenerationSettings`` (field-named errors)."""
+    from pydantic import ValidationError
+
+    from trainer_core.fieldmeta import explain
+
+    try:
+        data = {name: value for name, value in zip(SETTINGS_FIELDS, values) if value is not None}
+        return GenerationSettings(**data)
+    except ValidationError as exc:
+        raise gr.Error(explain(exc)) from None
+
+
+def send(engine: ChatEngine, model_id: Optional[str], compare: bool, system: str, message: str,
+         history: list[dict], base_history: list[dict], *values: Any) -> Iterator[tuple]:
+    """Stream the answer to ``message`` into the chat (and, with ``compare``, the base model's answer
+    with the same settings and seed into the second column), loading the model first when another
+    is loaded. Yields (textbox, chat, base chat, load state)."""
+    if not model_id:
+        raise gr.Error(f"{MODEL_LABEL}: choose a model to talk to.")
+    if not (message or "").strip():
+        raise gr.Error("Message: type something to send.")
+    settings = settings_from(values)
+    if compare and model_id == BASE_MODEL_ID:
+        raise gr.Error("Base vs tuned: choose a run or checkpoint to compare with its base model.")
+    history = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
+    base_history = [*base_history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}] if compare else base_history
+    state = gr.update()
+    try:
+        if engine.state().get("loaded") != model_id:
+            for state in load(engine, model_id):
+                yield "", history, base_history, state
+        yield from _stream_into(engine, model_id, conversation(system, history[:-2], message), settings, True,
+                                history, lambda h: ("", h, base_history, state))
+        if compare:
+            earlier = base_history[:-2]
+            yield from _stream_into(engine, model_id, conversation(system, earlier, message), settings, False,
+                                    base_history, lambda h: ("", history, h, state))
+    except (ChatUnavailable, ChatInputError) as exc:
+        raise gr.Error(str(exc)) from None
+
+
+def _stream_into(engine: ChatEngine, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
+                 use_adapter: bool, history: list[dict], outputs) -> Iterator[tuple]:
+    """Append streamed text to the last (assistant) message of ``history``, yielding after each piece."""
+    answer = ""
+    for event in engine.stream(model_id, messages, settings, use_adapter=use_adapter):
+        answer += event.delta
+        if event.finish_reason == "cancelled":
+            answer += " [stopped]"
+        elif event.finish_reason == "length":
+            answer += " [max_new_tokens reached]"
+        history[-1] = {"role": "assistant", "content": answer}
+        yield outputs(history)
+
+
+def stop(engine: ChatEngine) -> None:
+    """Stop the answer being generated (it ends with "[stopped]")."""
+    if not engine.stop_generation():
+        gr.Info("Nothing is being generated.")
+
+
+def clear() -> tuple[list, list, str]:
+    """Empty both chats and the message box."""
+    return [], [], ""

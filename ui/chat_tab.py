@@ -1,0 +1,58 @@
+"""The Chat tab: a model picker (base, runs, checkpoints), one chat or base vs tuned side by side,
+a system prompt, Stop generation, Clear, and generation settings built from ``GenerationSettings``."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import gradio as gr
+
+from trainer_core.serving.engine import ChatEngine
+from trainer_core.serving.schemas import GenerationSettings
+from ui import chat_handlers
+from ui.form import number_widgets
+
+FREE = dict(concurrency_limit=None)  # the engine runs one generation at a time and queues the rest
+
+
+class ChatTab:
+    """The tab's components that other tabs use: the model picker (Runs tab's "Chat with this run")."""
+
+    def __init__(self, engine: ChatEngine) -> None:
+        self.engine = engine
+        with gr.Tab("Chat", id="chat") as self.tab:
+            with gr.Row():
+                self.model = gr.Dropdown(label=chat_handlers.MODEL_LABEL, choices=[], scale=4, elem_id="chat-model",
+                                         allow_custom_value=True,  # a job id from the API; checked by the engine
+                                         info="The base model, a run's final weights, or one of its checkpoints (newest first).")
+                refresh = gr.Button("Refresh", size="sm", scale=1)
+                load_btn = gr.Button("Load", size="sm", scale=1, elem_id="chat-load")
+            state = gr.Markdown("No model loaded yet: the first message loads the chosen one.", elem_id="chat-state")
+            compare = gr.Checkbox(label="Base vs tuned side by side", value=False, elem_id="chat-compare",
+                                  info="The same prompt, settings and seed to the base model (the adapter switched off).")
+            system = gr.Textbox(label="System prompt", lines=2, placeholder="Empty: the chat template's default, as in training")
+            with gr.Row():
+                chat = gr.Chatbot(label="Tuned (the chosen model)", height=380, elem_id="chat-tuned")
+                base_chat = gr.Chatbot(label="Base model", height=380, visible=False, elem_id="chat-base")
+            message = gr.Textbox(label="Message", placeholder="Type and press Enter", elem_id="chat-message")
+            with gr.Row():
+                send_btn = gr.Button("Send", variant="primary", elem_id="chat-send")
+                stop_btn = gr.Button("Stop generation", elem_id="chat-stop")
+                clear_btn = gr.Button("Clear", elem_id="chat-clear")
+            with gr.Accordion("Generation settings", open=False):
+                widgets = number_widgets(GenerationSettings)
+        self._wire(engine, refresh, load_btn, state, compare, system, chat, base_chat, message, send_btn, stop_btn,
+                   clear_btn, list(widgets.values()))
+
+    def _wire(self, engine: ChatEngine, refresh, load_btn, state, compare, system, chat, base_chat, message, send_btn,
+              stop_btn, clear_btn, settings: list) -> None:
+        self.tab.select(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
+        refresh.click(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
+        load_btn.click(partial(chat_handlers.load, engine), self.model, state, api_name="chat_load", **FREE)
+        compare.change(lambda on: gr.update(visible=on), compare, base_chat, api_name=False)
+        inputs = [self.model, compare, system, message, chat, base_chat, *settings]
+        outputs = [message, chat, base_chat, state]
+        send_btn.click(partial(chat_handlers.send, engine), inputs, outputs, api_name="chat", **FREE)
+        message.submit(partial(chat_handlers.send, engine), inputs, outputs, api_name=False, **FREE)
+        stop_btn.click(partial(chat_handlers.stop, engine), None, None, api_name="chat_stop", **FREE)
+        clear_btn.click(chat_handlers.clear, None, [chat, base_chat, message], api_name=False)
