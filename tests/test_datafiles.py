@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from trainer_core.data import files as datafiles
-from trainer_core.data.files import DatasetError, read_file, read_files, read_head, read_hub
+from trainer_core.data.files import DatasetError, read_file, read_files, read_head
+from trainer_core.data.hub_data import read_hub
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:

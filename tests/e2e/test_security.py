@@ -258,3 +258,39 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
     finally:
         proc.stop()
         foreign.unlink()
+
+
+# Issue 9's events, tried as an attacker would (raw Gradio queue calls) --------------------------
+def test_chat_and_share_events_refuse_ids_that_point_outside(studio, outside, datasets_dir):
+    settings, runner, url = studio
+    store = runner.store
+    store.create_run("job_outside_chat", {"model_name": str(outside / "model")}, str(outside), "completed")
+    (settings.data_dir / "evil").mkdir(exist_ok=True)
+    (settings.data_dir / "evil" / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(outside / "model")}))
+    (settings.data_dir / "evil" / "adapter_model.safetensors").write_bytes(b"x")
+    store.create_run("job_evil_base", {"model_name": str(outside / "model")}, str(settings.data_dir / "evil"), "completed")
+    raw = RawGradio(logged_in(url))
+    chat, load, share = raw.fn_index("chat"), raw.fn_index("chat_load"), raw.fn_index("share_create")
+    ids = ["../../etc", str(outside), str(outside / "model"), "/etc/passwd", "base/../x", "job_outside_chat",
+           "job_outside_chat/checkpoint-1", "job_evil_base", "x" * 5000, "job_nope/../../../etc"]
+    settings_values = [24, 0, 0.9, 50, 1.0, 42]
+    for model_id in ids:
+        for fn, data in ((load, [model_id]), (chat, [model_id, False, "", "hi", [], [], *settings_values]),
+                         (share, [model_id, None])):
+            message = raw.call(fn, data)
+            text = json.dumps(message)
+            assert not message.get("success") and error_text(message).strip(), (model_id, fn, text[:300])
+            assert CANARY not in text and "Traceback" not in text
+    assert app_engine(url, studio).state()["loaded"] is None  # nothing was loaded
+    revoke = raw.call(raw.fn_index("share_revoke"), ["job_nope", "../../x"])
+    assert "no share link" in error_text(revoke)
+    stranger = RawGradio.__new__(RawGradio)
+    stranger.client = httpx.Client(base_url=url, timeout=30)
+    for fn in (chat, load, share):
+        assert stranger.call(fn, ["base"])["status_code"] == 401
+    assert_no_canary(settings.data_dir)
+
+
+def app_engine(url: str, studio) -> object:
+    """The ChatEngine of the ``studio`` app (the runner's ``before_start`` is its ``unload``)."""
+    return studio[1].before_start.__self__

@@ -16,7 +16,8 @@ from typing import Any, Optional
 import datasets
 import pandas as pd
 
-from trainer_core.data.files import DatasetError, read_file, read_head, read_hub
+from trainer_core.data.files import DatasetError, read_file, read_head
+from trainer_core.data.hub_data import read_hub
 from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
 from trainer_core.schemas import FormatType, TrainingStartRequest
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset

@@ -1,0 +1,43 @@
+"""Read one split of a Hugging Face Hub dataset, with the same errors as local files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import datasets
+import datasets.exceptions
+
+from trainer_core.data.files import DatasetError, check_column_types
+
+
+def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str]) -> datasets.Dataset:
+    """One split of a Hugging Face Hub dataset (cached in the usual datasets cache).
+
+    Checks that the Hub answers first (a few seconds) instead of letting ``datasets`` retry for
+    ~25 s. Raises DatasetError when the Hub cannot be reached, the dataset or split does not exist,
+    access is refused, a column mixes value types, or ``name`` is not a Hub id (a local folder is
+    never read through here). The token never appears in messages.
+    """
+    from huggingface_hub import constants
+
+    from trainer_core.models.hub import hub_reachable
+    from trainer_core.schemas import hub_id_problem
+
+    if hub_id_problem(name) or Path(name).exists():  # datasets would read a local folder of that name
+        raise DatasetError(f"hf_dataset: '{name[:120]}' is not a Hub dataset id; files on the server go in local_datasets")
+    if not constants.HF_HUB_OFFLINE and not hub_reachable():
+        raise DatasetError(f"dataset {name}: the Hugging Face Hub could not be reached; connect to the internet or use local files")
+    try:
+        dataset = datasets.load_dataset(name, subset, split=split, token=token)
+    except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError) as exc:
+        raise DatasetError(f"dataset {name} was not found on the Hub (or is private or gated: accept its terms and give an hf_token)") from exc
+    except ConnectionError as exc:
+        raise DatasetError(f"dataset {name}: the Hugging Face Hub could not be reached and no cached copy exists; connect to the internet or use local files") from exc
+    except ValueError as exc:  # unknown split or subset
+        message = str(exc).replace(token, "***") if token else str(exc)
+        raise DatasetError(f"dataset {name} (subset {subset!r}, split {split!r}): {message}") from exc
+    if len(dataset) == 0:
+        raise DatasetError(f"dataset {name}, split {split!r} has no rows: choose another split")
+    check_column_types(dataset, name)
+    return dataset
