@@ -43,7 +43,9 @@ class JobRunner:
 
     ``before_start`` (None, or a callable without arguments) is called by ``start`` once the job is
     accepted and before its worker is spawned; the server sets it to the chat engine's ``unload``
-    (training has the machine). An exception from it is logged; the job starts anyway."""
+    (training has the machine). An exception from it is logged; the job starts anyway.
+    ``start_refusal`` (None, or a callable returning a reason or None) refuses a Start while a
+    background task (export, evaluation) has the machine."""
 
     def __init__(self, worker_target: Callable[..., None] = run_worker, runs_dir: Optional[Path] = None,
                  store: Optional[RunStore] = None, standby_idle_s: float = 600.0,
@@ -60,6 +62,7 @@ class JobRunner:
         self._process: Optional[WorkerProcess] = None
         self._stop: Optional[Any] = None
         self.before_start: Optional[Callable[[], None]] = None
+        self.start_refusal: Optional[Callable[[], Optional[str]]] = None
         self._cancelled = False
         self._thread: Optional[threading.Thread] = None
         self.history = MetricsHistory()
@@ -74,6 +77,9 @@ class JobRunner:
                     job_id=self._status.job_id, status="error", message="A training job is already in progress.",
                     error=f"job {self._status.job_id} is in phase {self._status.phase.value}; stop it or wait for it to finish",
                 )
+            if self.start_refusal is not None and (busy := self.start_refusal()):
+                self._job_lock.release()
+                return TrainingJobResponse(status="error", message="The job could not be started.", error=busy)
             try:
                 job_id, output_dir = open_run(request, self.store, self.history,
                                               self._runs_dir or get_settings().runs_dir)

@@ -1,0 +1,54 @@
+"""Evaluation requests and results (API bodies, CLI, Runs tab). Field metadata lives here once."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainer_core.schemas import MAX_FILES, PathText
+
+CPU_DEFAULT_ROWS = 50
+
+
+class EvaluateRequest(BaseModel):
+    """Run a model over held-out rows: loss and perplexity on the answers, then greedy answers
+    scored against the references (ROUGE-L, BLEU, exact match), beside the base model's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field("base", min_length=1, max_length=200, description="base, a run's job id, or JOB_ID/checkpoint-N.")
+    datasets: list[PathText] = Field(default_factory=list, max_length=MAX_FILES, description="Held-out files (same formats as training); empty: the run's own evaluation data (its eval files, or its val_size split).")
+    max_rows: Optional[int] = Field(None, ge=1, le=100_000, description=f"Rows to evaluate (from the start); empty: all on a GPU, the first {CPU_DEFAULT_ROWS} on CPU.")
+    max_new_tokens: int = Field(128, ge=1, le=4096, description="Longest generated answer, in tokens.")
+    batch_size: int = Field(8, ge=1, le=512, description="Rows generated together.")
+    compare_base: bool = Field(True, description="Also answer with the base model (adapter switched off) for the side-by-side table.")
+
+
+class Scores(BaseModel):
+    """Scores of one model over the evaluated rows. ``loss`` is the mean token cross-entropy over
+    answer tokens (nats), ``perplexity`` = exp(loss); ``rouge_l`` is ROUGE-L F1 (rouge_score,
+    stemmed) averaged over rows, 0..1; ``bleu`` is corpus BLEU (sacrebleu, 0..100); ``exact_match``
+    the share of answers equal to the reference after stripping whitespace, 0..1."""
+
+    loss: Optional[float] = None
+    perplexity: Optional[float] = None
+    rouge_l: Optional[float] = None
+    bleu: Optional[float] = None
+    exact_match: Optional[float] = None
+    answer_tokens: int = 0
+    generated_tokens: int = 0
+    tokens_per_second: Optional[float] = None
+
+
+class EvaluationResult(BaseModel):
+    """What an evaluation measured; the per-row table is ``predictions_file`` (JSONL with prompt,
+    reference, base_answer, tuned_answer and per-row scores) in the task's folder."""
+
+    rows_evaluated: int
+    rows_available: int
+    tuned: Scores
+    base: Optional[Scores] = None
+    predictions_file: str = "predictions.jsonl"
+    seconds: float = 0.0
+    notes: list[str] = Field(default_factory=list)
