@@ -103,6 +103,11 @@ class TaskRunner:
             raise TaskRefused(str(exc), 400) from None
 
     @property
+    def run_store(self) -> Any:
+        """The run history (``runs.store.RunStore``, or None)."""
+        return self._jobs.store
+
+    @property
     def settings(self) -> Settings:
         """The app's settings (allowed folders for dataset paths)."""
         return self._settings

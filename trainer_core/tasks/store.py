@@ -6,12 +6,12 @@ when it ends; deleting a run deletes its tasks (foreign key, ``ON DELETE CASCADE
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Optional
 
+from trainer_core.runs.store import SCHEMA as RUNS_SCHEMA
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 
 SCHEMA = """
@@ -35,7 +35,7 @@ class TaskStore:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
+        self._db.executescript(RUNS_SCHEMA + SCHEMA)  # the runs table first: tasks refer to it
 
     def save(self, record: TaskRecord) -> None:
         """Insert or replace ``record`` (its ``request`` must already be free of secrets)."""
@@ -74,8 +74,3 @@ class TaskStore:
         """Close the connection."""
         with self._lock:
             self._db.close()
-
-
-def json_safe(value: object) -> object:
-    """``value`` round-tripped through JSON (what the store keeps)."""
-    return json.loads(json.dumps(value, default=str))
