@@ -19,7 +19,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
-from api import errors, openai_routes
+from api import errors, openai_routes, task_routes
 from api.auth import logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.routes import router
@@ -29,6 +29,7 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.training.checkpoints import latest_checkpoint
 from trainer_core.runs.folders import record_files
 from trainer_core.settings import Settings, get_settings
+from trainer_core.tasks.runner import TaskRunner
 from trainer_core.runs.store import RunStore
 from ui.layout import build_ui
 
@@ -116,9 +117,15 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     app.include_router(router)
     engine = ChatEngine(runner, settings)
     runner.before_start = engine.unload  # training has the machine: Start unloads the chat model first
+    tasks = TaskRunner(runner, settings)  # export / evaluate / push; a Start is refused while one runs
+    tasks.store.mark_interrupted()
+    tasks.before_task = engine.unload
+    app.state.tasks = tasks
+    app.include_router(task_routes.router)
+    app.include_router(task_routes.files_router)
     openai_routes.install(app, engine)  # /v1 and share links; before the UI's mount at /
     _api_description(app)
-    demo = quiet_queue(build_ui(runner, settings, engine).queue(default_concurrency_limit=None))
+    demo = quiet_queue(build_ui(runner, settings, engine, tasks).queue(default_concurrency_limit=None))
     app = gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)])
     # Gradio checks that a file value sent to an event is one it received as an upload only once
     # the Blocks "has launched", which mounted Blocks never do: without this, a raw queue call could

@@ -60,11 +60,13 @@ def make_widget(name: str) -> gr.components.Component:
     return gr.Textbox(value=value or "", **common)
 
 
-def number_widgets(model: type[BaseModel]) -> dict[str, gr.components.Component]:
-    """A ``FieldNumber`` per numeric field of ``model`` (e.g. ``GenerationSettings``), with the
-    field's label, description, default and bounds from its metadata."""
+def number_widgets(model: type[BaseModel], names: tuple[str, ...] = ()) -> dict[str, gr.components.Component]:
+    """A ``FieldNumber`` per numeric field of ``model`` (e.g. ``GenerationSettings``; only ``names``
+    when given), with the field's label, description, default and bounds from its metadata."""
     widgets = {}
     for name, info in model.model_fields.items():
+        if names and name not in names:
+            continue
         kind = base_type(info.annotation)
         widget = FieldNumber(value=info.default, precision=0 if kind is int else None, label=info.title or _label(name),
                              info=info.description, elem_id=f"field-{name}", **bounds(info))

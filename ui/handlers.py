@@ -24,9 +24,10 @@ from trainer_core.settings import Settings
 from ui import charts
 from trainer_core.fieldmeta import parse_mapping
 from ui.form import FORM_FIELDS, build_request
-from ui.uploads import keep_upload, received_upload
+from ui.uploads import UPLOAD_LABEL, keep_upload, received_upload
 
 HEARTBEAT_S = 10.0
+EVAL_UPLOAD_LABEL = "Evaluation dataset (upload, optional)"
 EMPTY_PREVIEW = pd.DataFrame({"row": [], "preview": []})  # a watcher re-renders at least this often (elapsed time keeps moving)
 
 
@@ -125,6 +126,7 @@ class Context:
 
     runner: JobRunner
     settings: Settings
+    tasks: Optional[Any] = None  # trainer_core.tasks.runner.TaskRunner (exports, evaluations)
 
 
 def split_paths(text: str) -> list[str]:
@@ -132,9 +134,9 @@ def split_paths(text: str) -> list[str]:
     return [p.strip() for p in (text or "").replace("\n", ",").split(",") if p.strip()]
 
 
-def dataset_paths(upload: Optional[str], paths_text: str, settings: Settings) -> list[str]:
-    """The uploaded file (kept) plus each path typed in."""
-    kept = keep_upload(upload, settings)
+def dataset_paths(upload: Optional[str], paths_text: str, settings: Settings, label: str = UPLOAD_LABEL) -> list[str]:
+    """The uploaded file (kept) plus each path typed in; ``label`` names the upload field in errors."""
+    kept = keep_upload(upload, settings, label)
     return ([kept] if kept else []) + split_paths(paths_text)
 
 
@@ -158,11 +160,13 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
     return f"Detected format: **{fmt.value}** ({Path(first).name})", frame
 
 
-def start(ctx: Context, upload: Optional[str], paths_text: str, eval_text: str, *values: Any) -> Iterator[tuple]:
+def start(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
+          *values: Any) -> Iterator[tuple]:
     """Validate the form and the paths, start the job and stream its status; ``gr.Error`` for bad
     settings, paths outside the allowed folders, missing files, or a job already running."""
     train_files = dataset_paths(upload, paths_text, ctx.settings)
-    request = build_request(dict(zip(FORM_FIELDS, values)), train_files, split_paths(eval_text))
+    eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
+    request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
     yield from start_request(ctx, request)
 
 

@@ -14,7 +14,8 @@ from trainer_core.runs.job import JobRunner
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings
 from trainer_core.serving.share import ShareLinks
-from ui import handlers, run_handlers, share_handlers
+from trainer_core.tasks.runner import TaskRunner
+from ui import evaluate_panel, export_panel, handlers, run_handlers, share_handlers
 from ui.chat_tab import ChatTab
 from ui.form import FORM_FIELDS, make_widget
 
@@ -75,6 +76,9 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr
             with gr.Row():
                 link_id = gr.Textbox(label="Link id to revoke", scale=3)
                 revoke_btn = gr.Button("Revoke", variant="stop", scale=1)
+        if ctx.tasks is not None:
+            export_panel.build(ctx.tasks, selected)
+            evaluate_panel.build(ctx.tasks, selected)
         loss, lr, grad = gr.Plot(label="Loss"), gr.Plot(label="Learning rate"), gr.Plot(label="Grad norm")
         settings = gr.JSON(label="Settings")
     tab.select(partial(run_handlers.runs_table, ctx), None, table, api_name=False, **FREE)
@@ -98,10 +102,11 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr
     return tab
 
 
-def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine) -> gr.Blocks:
-    """The whole page, wired to ``runner`` and ``engine`` (shared by every visitor: one job and one
-    chat model per app)."""
-    ctx = handlers.Context(runner=runner, settings=settings)
+def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: TaskRunner | None = None) -> gr.Blocks:
+    """The whole page, wired to ``runner``, ``engine`` and ``tasks`` (shared by every visitor: one
+    job, one chat model and one export / evaluation per app; no Export / Evaluate panels without
+    ``tasks``)."""
+    ctx = handlers.Context(runner=runner, settings=settings, tasks=tasks)
     with gr.Blocks(title="Finetune Studio") as demo:
         gr.Markdown("# Finetune Studio\nFine-tune a language model with LoRA, QLoRA or full training and watch it live.")
         with gr.Tabs() as tabs:
@@ -111,8 +116,11 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine) -> gr.Bl
                         upload = gr.File(label="Training dataset (upload)", file_types=DATASET_TYPES, type="filepath")
                         paths = gr.Textbox(label="...or dataset paths on the server",
                                            info="Comma-separated .json/.jsonl/.csv/.parquet/.txt paths.")
-                        eval_paths = gr.Textbox(label="Evaluation dataset paths (optional)",
-                                                info="Comma-separated; evaluated every eval_steps.")
+                        eval_upload = gr.File(label=handlers.EVAL_UPLOAD_LABEL, file_types=DATASET_TYPES,
+                                              type="filepath", elem_id="eval-upload")
+                        eval_paths = gr.Textbox(label="...or evaluation dataset paths on the server (optional)",
+                                                info="Comma-separated; evaluated every eval_steps. Or set Val size "
+                                                     "(Data options) to split them off the training rows.")
                         widgets = _build_settings()
                     with gr.Column(scale=3):
                         with gr.Row():
@@ -132,7 +140,7 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine) -> gr.Bl
         mapping = widgets["custom_format_mapping"]
         for trigger in (upload.change, paths.submit, paths.blur, widgets["format_type"].change, mapping.submit, mapping.blur):
             trigger(partial(handlers.preview, ctx), preview_inputs, [detected, table], api_name=False, **FREE)
-        start_btn.click(partial(handlers.start, ctx), [upload, paths, eval_paths, *form], monitor,
+        start_btn.click(partial(handlers.start, ctx), [upload, paths, eval_upload, eval_paths, *form], monitor,
                         api_name="start", **FREE)
         stop_btn.click(partial(handlers.stop, ctx), None, None, api_name="stop", **FREE)
         cancel_btn.click(partial(handlers.cancel, ctx), None, None, api_name="cancel", **FREE)

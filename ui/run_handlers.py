@@ -19,10 +19,34 @@ from ui import charts
 from ui.form import FORM_FIELDS
 from ui.handlers import Context, start_request
 
-RUN_COLUMNS = ["job_id", "created", "phase", "steps", "final_loss", "duration"]
+RUN_COLUMNS = ["job_id", "created", "phase", "steps", "final_loss", "duration", "evaluation"]
 
 
-def _row(run: RunRecord) -> list[Any]:
+def _eval_text(result: Optional[dict]) -> str:
+    """The newest evaluation's tuned scores in a few characters (perplexity, ROUGE-L)."""
+    tuned = (result or {}).get("tuned") or {}
+    parts = []
+    if tuned.get("perplexity") is not None:
+        parts.append(f"ppl {tuned['perplexity']:.2f}")
+    if tuned.get("rouge_l") is not None:
+        parts.append(f"ROUGE-L {tuned['rouge_l']:.3f}")
+    return " · ".join(parts)
+
+
+def _evaluations(ctx: Context) -> dict[str, str]:
+    """job id -> the newest completed evaluation's scores, for the Runs table."""
+    if ctx.tasks is None:
+        return {}
+    from trainer_core.tasks.schemas import TaskKind, TaskPhase
+
+    newest: dict[str, str] = {}
+    for record in ctx.tasks.store.list(kind=TaskKind.evaluate, limit=1000):
+        if record.job_id and record.phase == TaskPhase.completed and record.job_id not in newest:
+            newest[record.job_id] = _eval_text(record.result)
+    return newest
+
+
+def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
     duration = run.duration_seconds
     return [
         run.job_id,
@@ -31,12 +55,14 @@ def _row(run: RunRecord) -> list[Any]:
         f"{run.last_step} / {run.total_steps or '?'}",
         None if run.final_loss is None else round(run.final_loss, 4),
         "-" if duration is None else f"{duration / 60:.1f} min",
+        evaluation,
     ]
 
 
 def runs_table(ctx: Context) -> pd.DataFrame:
     """Every remembered run, newest first."""
-    return pd.DataFrame([_row(r) for r in ctx.runner.store.list_runs()], columns=RUN_COLUMNS)
+    evaluations = _evaluations(ctx)
+    return pd.DataFrame([_row(r, evaluations.get(r.job_id, "")) for r in ctx.runner.store.list_runs()], columns=RUN_COLUMNS)
 
 
 def _get(ctx: Context, job_id: Optional[str]) -> RunDetail:
@@ -111,6 +137,9 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any]:
     status = ctx.runner.status(with_history=False)
     if status.is_training_running and status.job_id == run.job_id:
         raise gr.Error("This run is training: stop or cancel it first.")
+    task = ctx.tasks.current() if ctx.tasks is not None else None
+    if task is not None and task.job_id == run.job_id:
+        raise gr.Error(f"{task.kind.value} task {task.task_id} is working on this run: wait for it or cancel it first.")
     settings = ctx.settings
     result = delete_run_files(run.output_dir, run.job_id, settings.allowed_roots, settings.protected_dirs,
                               settings.runs_dir / run.job_id)

@@ -15,29 +15,29 @@ from trainer_core.settings import Settings
 UPLOAD_LABEL = "Training dataset (upload)"
 
 
-def received_upload(upload: Optional[str], settings: Settings) -> Optional[Path]:
+def received_upload(upload: Optional[str], settings: Settings, label: str = UPLOAD_LABEL) -> Optional[Path]:
     """The uploaded file, checked to be one this server received: inside Gradio's upload folder or
     our uploads folder (the same path rule as typed paths). A raw queue call can send any path in a
     FileData value, and Gradio does not check it when the Blocks are mounted, so we do. Raises
-    ``gr.Error`` naming the upload field; nothing is read or copied then."""
+    ``gr.Error`` naming the upload field (``label``); nothing is read or copied then."""
     if not upload:
         return None
     from gradio.utils import get_upload_folder
 
     try:
-        path = confine(str(upload), [Path(get_upload_folder()), settings.uploads_dir], UPLOAD_LABEL)
+        path = confine(str(upload), [Path(get_upload_folder()), settings.uploads_dir], label)
     except PathNotAllowed:
-        raise gr.Error(f"{UPLOAD_LABEL}: this file was not uploaded to this server; upload it again") from None
+        raise gr.Error(f"{label}: this file was not uploaded to this server; upload it again") from None
     if not path.is_file():
-        raise gr.Error(f"{UPLOAD_LABEL}: the upload is no longer on the server; upload it again")
+        raise gr.Error(f"{label}: the upload is no longer on the server; upload it again")
     return path
 
 
-def keep_upload(upload: Optional[str], settings: Settings) -> Optional[str]:
+def keep_upload(upload: Optional[str], settings: Settings, label: str = UPLOAD_LABEL) -> Optional[str]:
     """Copy a checked upload (``received_upload``) into the data dir's uploads folder as
     ``<name>-<first 12 hex of its SHA-256>.<ext>``: the same content is kept once, and a different
     file of the same name never replaces one a run uses. Returns the kept path."""
-    path = received_upload(upload, settings)
+    path = received_upload(upload, settings, label)
     if path is None:
         return None
     target_dir = settings.uploads_dir.resolve()

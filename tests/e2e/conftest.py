@@ -80,7 +80,7 @@ def form_args(dataset: str, **overrides: Any) -> list[Any]:
     values.update(hf_token="", custom_format_mapping="", hf_dataset="", subset="", eval_split="",
                   output_dir="", resume_from_checkpoint="")
     values.update(overrides)
-    return [None, dataset, "", *(values[name] for name in FORM_FIELDS)]
+    return [None, dataset, None, "", *(values[name] for name in FORM_FIELDS)]
 
 
 def statuses(job) -> Iterator[dict]:

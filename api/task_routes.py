@@ -1,0 +1,124 @@
+"""Export, evaluate and push to the Hub over HTTP (``/api/train/export`` ...), with the tasks' status,
+cancel and file downloads. Thin routes over the shared ``TaskRunner``; every refusal is a 4xx whose
+message says what to do (409 while training or another task runs, 404 unknown run or task, 400 a
+model or file that cannot be used). Downloads take the API token or a logged-in page session, so
+the Runs tab's links work in the browser; only files a finished task listed are served."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Optional
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import FileResponse
+from pydantic import BaseModel
+
+from api.auth import require_docs_access, require_token
+from trainer_core.access.paths import PathNotAllowed, confine, is_within
+from trainer_core.evaluation.schemas import EvaluateRequest
+from trainer_core.export.schemas import ExportRequest, PushRequest
+from trainer_core.tasks.runner import TaskRefused, TaskRunner
+from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+
+router = APIRouter(prefix="/api/train", tags=["export and evaluate"], dependencies=[Depends(require_token)])
+files_router = APIRouter(prefix="/api/train", tags=["export and evaluate"], dependencies=[Depends(require_docs_access)])
+REFUSED = {400: {"description": "A model or file that cannot be used"}, 404: {"description": "Unknown run or task"},
+           409: {"description": "A training job or another task is running"}}
+
+
+class CancelResponse(BaseModel):
+    """``idle`` when no such task was running."""
+
+    status: Literal["idle", "cancelling"]
+    message: str
+
+
+def _tasks(request: Request) -> TaskRunner:
+    return request.app.state.tasks
+
+
+def _started(start, tasks: TaskRunner, body) -> TaskRecord:
+    try:
+        return start(tasks, body)
+    except TaskRefused as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+
+
+@router.post("/export", response_model=TaskRecord, responses=REFUSED)
+def export(body: ExportRequest, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
+    """Start exporting a run or checkpoint (adapter zip, merged safetensors, GGUF f16 / q8_0); the
+    answer is the task (``running``); follow it with ``GET /api/train/tasks/{task_id}``. The
+    result lists the files, their sizes and the check against the adapter model."""
+    from trainer_core.export.start import start_export
+
+    return _started(start_export, tasks, body)
+
+
+@router.post("/evaluate", response_model=TaskRecord, responses=REFUSED)
+def evaluate(body: EvaluateRequest, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
+    """Start evaluating a run, checkpoint or the base model on held-out rows (loss, perplexity,
+    ROUGE-L, BLEU, exact match; predictions as JSONL)."""
+    from trainer_core.evaluation.start import start_evaluation
+
+    return _started(start_evaluation, tasks, body)
+
+
+@router.post("/push", response_model=TaskRecord, responses=REFUSED)
+def push(body: PushRequest, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
+    """Push a finished, checked export to the Hugging Face Hub (private by default). The token is
+    used for this push only and never stored, logged or returned."""
+    from trainer_core.export.start import start_push
+
+    return _started(start_push, tasks, body)
+
+
+@router.get("/tasks", response_model=list[TaskRecord])
+def tasks_list(job_id: Optional[str] = None, kind: Optional[TaskKind] = None,
+               tasks: TaskRunner = Depends(_tasks)) -> list[TaskRecord]:
+    """Tasks, newest first (only run ``job_id``'s / only ``kind`` when given)."""
+    return tasks.list(job_id, kind)
+
+
+@router.get("/tasks/{task_id}", response_model=TaskRecord, responses={404: {"description": "Unknown task"}})
+def task(task_id: str, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
+    """One task: phase, progress (0..1), message, result or error."""
+    found = tasks.get(task_id)
+    if found is None:
+        raise HTTPException(404, f"no task {task_id}")
+    return found
+
+
+@router.delete("/tasks/{task_id}", response_model=CancelResponse)
+def cancel(task_id: str, tasks: TaskRunner = Depends(_tasks)) -> CancelResponse:
+    """Cancel the running task: it ends ``cancelled`` within about two seconds and keeps no files."""
+    if not tasks.cancel(task_id):
+        return CancelResponse(status="idle", message=f"task {task_id} is not running")
+    return CancelResponse(status="cancelling", message=f"cancelling {task_id}")
+
+
+def task_file(tasks: TaskRunner, task_id: str, name: str) -> Path:
+    """The file ``name`` of a finished task, if the task listed it and it lies in the task's folder
+    inside the allowed folders. Raises HTTPException 404 otherwise (never saying more)."""
+    record = tasks.get(task_id)
+    missing = HTTPException(404, f"task {task_id} has no file {name!r}")
+    if record is None or record.phase == TaskPhase.running or not record.output_dir or not record.result:
+        raise missing
+    listed = {f.get("name") for f in record.result.get("files", [])} | {record.result.get("predictions_file")}
+    if name not in listed - {None}:
+        raise missing
+    try:
+        folder = confine(record.output_dir, tasks.settings.allowed_roots, "task folder")
+        path = confine(folder / name, tasks.settings.allowed_roots, "file")
+    except PathNotAllowed:
+        raise missing from None
+    if not is_within(path, folder) or not path.is_file():
+        raise missing
+    return path
+
+
+@files_router.get("/tasks/{task_id}/files/{name:path}", response_class=FileResponse,
+                  responses={404: {"description": "No such file"}})
+def download(task_id: str, name: str, tasks: TaskRunner = Depends(_tasks)) -> FileResponse:
+    """Download one file a finished export or evaluation wrote (its name as listed in the result)."""
+    path = task_file(tasks, task_id, name)
+    return FileResponse(path, filename=path.name)

@@ -1,0 +1,146 @@
+"""Issue 10's doors tried as an attacker would (raw HTTP, login and token on): the task routes need
+the token, downloads need the token or a page login and serve only files a finished task listed in
+its own folder, and a Hub token sent for a push is never stored or echoed. Fake task workers keep
+each test to seconds; the real export and evaluation are tested in test_export_*/test_evaluation_*."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests import fake_task_workers, fake_workers
+from tests.e2e.conftest import AUTH, CANARY, PASSWORD, TOKEN, USER, ServerThread, api, logged_in, wait_for
+from trainer_core.runs.folders import claim
+from trainer_core.serving.schemas import ModelChoice
+from trainer_core.tasks.schemas import TaskKind, TaskPhase
+
+HF_TOKEN = "hf_PushTokenThatMustNeverEcho99"
+
+
+@pytest.fixture(scope="module")
+def app_with_tasks(tmp_path_factory, datasets_dir):
+    """(settings, tasks, url, choice) of the whole app (login + token) with one finished run."""
+    from server import build_app
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.settings import Settings
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("data"), allowed_paths=str(datasets_dir), username=USER,
+                        password=PASSWORD, api_token=TOKEN, login_attempts_per_minute=10_000)
+    store = RunStore(settings.db_path)
+    runner = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=store)
+    folder = settings.runs_dir / "job-1"
+    folder.mkdir(parents=True)
+    claim(folder, "job-1")
+    store.create_run("job-1", {"model_name": "m"}, str(folder), "completed")
+    choice = ModelChoice(id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1",
+                         adapter=True)
+    app = build_app(settings, runner)
+    with ServerThread(app) as server:
+        yield settings, app.state.tasks, server.url.rstrip("/"), choice
+
+
+def _finished(tasks, target=fake_task_workers.writing_task, request=None):
+    record = tasks.start(TaskKind.export, choice_of(tasks), request or {"bytes": 7}, target)
+    assert tasks.wait(30)
+    return tasks.get(record.task_id)
+
+
+def choice_of(tasks) -> ModelChoice:
+    folder = tasks.settings.runs_dir / "job-1"
+    return ModelChoice(id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True)
+
+
+def test_task_routes_need_the_token(app_with_tasks):
+    _, _, url, _ = app_with_tasks
+    anonymous = httpx.Client(base_url=url, timeout=30)
+    for method, path, body in (("POST", "/api/train/export", {"model": "job-1"}), ("POST", "/api/train/evaluate", {}),
+                               ("POST", "/api/train/push", {"task_id": "x", "repo_id": "a/b"}),
+                               ("GET", "/api/train/tasks", None), ("GET", "/api/train/tasks/x", None),
+                               ("DELETE", "/api/train/tasks/x", None)):
+        answer = anonymous.request(method, path, json=body)
+        assert answer.status_code == 401, (path, answer.status_code)
+        # a page login alone does not open the API either (the token guards it)
+        assert logged_in(url).request(method, path, json=body).status_code == 401
+
+
+def test_downloads_serve_only_listed_files_of_a_finished_task(app_with_tasks, tmp_path):
+    settings, tasks, url, _ = app_with_tasks
+    done = _finished(tasks)
+    base = f"/api/train/tasks/{done.task_id}/files"
+    assert httpx.get(url + base + "/out.bin").status_code == 401  # no login, no token
+    assert api(url).get(base + "/out.bin").content == b"x" * 7
+    assert logged_in(url).get(base + "/out.bin").content == b"x" * 7  # the Runs tab's links
+    (settings.data_dir / "secret.txt").write_text(CANARY)
+    outside = tmp_path / "canary.txt"
+    outside.write_text(CANARY)
+    client = api(url)
+    for name in ("../../../../studio.db", "..%2F..%2F..%2F..%2Fstudio.db", "%2Fetc%2Fpasswd", "/etc/passwd",
+                 "../../../../secret.txt", "unlisted.bin", str(outside), "out.bin/..", "."):
+        answer = client.get(f"{base}/{name}")
+        assert answer.status_code == 404 and CANARY not in answer.text, (name, answer.status_code)
+    assert client.get("/api/train/tasks/../../studio.db/files/x").status_code == 404
+    assert client.get("/api/train/tasks/no-such-task/files/out.bin").status_code == 404
+    # a listed file swapped for a link to a file outside: not served
+    listed = Path(done.output_dir) / "out.bin"
+    listed.unlink()
+    listed.symlink_to(outside)
+    answer = client.get(base + "/out.bin")
+    assert answer.status_code == 404 and CANARY not in answer.text
+
+
+def test_a_running_or_failed_task_serves_nothing(app_with_tasks):
+    _, tasks, url, _ = app_with_tasks
+    record = tasks.start(TaskKind.export, choice_of(tasks), {}, fake_task_workers.slow_task)
+    client = api(url)
+    assert client.get(f"/api/train/tasks/{record.task_id}/files/partial.bin").status_code == 404
+    assert client.get(f"/api/train/tasks/{record.task_id}").json()["phase"] == "running"
+    assert client.delete(f"/api/train/tasks/{record.task_id}").json()["status"] == "cancelling"
+    wait_for(lambda: client.get(f"/api/train/tasks/{record.task_id}").json()["phase"] == "cancelled", 20, "cancel")
+    assert client.delete(f"/api/train/tasks/{record.task_id}").json()["status"] == "idle"
+    failed = _finished(tasks, fake_task_workers.failing_task)
+    assert client.get(f"/api/train/tasks/{failed.task_id}/files/half.bin").status_code == 404
+
+
+def test_a_push_token_is_never_stored_or_echoed(app_with_tasks):
+    settings, tasks, url, _ = app_with_tasks
+    client = api(url)
+    bad = client.post("/api/train/push", json={"task_id": "x", "repo_id": "a", "token": HF_TOKEN, "private": "maybe"})
+    assert bad.status_code == 422 and HF_TOKEN not in bad.text
+    done = _finished(tasks)
+    answer = client.post("/api/train/push", json={"task_id": done.task_id, "repo_id": "someone/model", "token": HF_TOKEN})
+    assert HF_TOKEN not in answer.text
+    if answer.status_code == 200:
+        wait_for(lambda: client.get(f"/api/train/tasks/{answer.json()['task_id']}").json()["phase"] != "running", 120, "push")
+        finished = client.get(f"/api/train/tasks/{answer.json()['task_id']}").json()
+        assert finished["phase"] == "failed" and HF_TOKEN not in json.dumps(finished)
+    listing = client.get("/api/train/tasks").text
+    assert HF_TOKEN not in listing
+    for path in settings.data_dir.rglob("*"):
+        if path.is_file():
+            assert HF_TOKEN.encode() not in path.read_bytes(), path
+
+
+def test_unknown_models_and_busy_answers(app_with_tasks):
+    _, tasks, url, _ = app_with_tasks
+    client = api(url)
+    for model in ("no-such-run", "../../etc", "job-1/../../x", "job-1/checkpoint-99", "base"):
+        answer = client.post("/api/train/export", json={"model": model, "format": "adapter"})
+        assert answer.status_code in (400, 404), (model, answer.status_code, answer.text)
+        assert "Traceback" not in answer.text
+    assert client.post("/api/train/export", json={"model": "job-1", "format": "gguf-q4_0"}).status_code == 422
+    record = tasks.start(TaskKind.export, choice_of(tasks), {}, fake_task_workers.slow_task)
+    try:
+        busy = client.post("/api/train/evaluate", json={"model": "job-1"})
+        assert busy.status_code in (400, 409)
+        started = client.post("/api/train/start", json={"local_datasets": ["x.json"]})
+        assert started.status_code in (200, 400)
+        if started.status_code == 200:
+            assert started.json()["status"] == "error"
+    finally:
+        tasks.cancel()
+        tasks.wait(10)

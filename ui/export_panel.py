@@ -1,0 +1,142 @@
+"""The Runs tab's Export panel: export the selected run (or one of its checkpoints) as an adapter
+zip, a merged model or a GGUF file, in the background with progress; the run's exports listed with
+size, check result and download links; push one to the Hugging Face Hub."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import partial
+from typing import Any, Iterator, Optional
+
+import gradio as gr
+import pandas as pd
+from pydantic import SecretStr, ValidationError
+
+from trainer_core.export.schemas import EXPORT_FORMATS, ExportRequest, PushRequest
+from trainer_core.fieldmeta import explain
+from trainer_core.tasks.runner import TaskRefused, TaskRunner
+from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+from ui.task_progress import file_links, follow, refusal, run_choices, size_text, status_line
+
+FREE = dict(concurrency_limit=None)  # the task runner admits one task at a time itself
+EXPORT_COLUMNS = ["task", "created", "weights", "format", "dtype", "status", "size", "check"]
+WEIGHTS_LABEL = "Weights to export"
+FIELDS = ExportRequest.model_fields
+PUSH = PushRequest.model_fields
+
+
+def _row(record: TaskRecord) -> list[Any]:
+    result = record.result or {}
+    check = (result.get("check") or {}).get("summary") or (record.error or "")
+    return [record.task_id, datetime.fromtimestamp(record.created_at).strftime("%Y-%m-%d %H:%M"), record.model,
+            record.request.get("format", ""), record.request.get("dtype", "") if record.request.get("format") == "merged" else "",
+            record.phase.value if record.phase != TaskPhase.failed or not result else "check failed",
+            size_text(result.get("size_bytes", 0)) if result else "", check]
+
+
+def exports_of(tasks: TaskRunner, job_id: Optional[str]) -> tuple[pd.DataFrame, str]:
+    """The run's exports (newest first) and download links for those that finished."""
+    job_id = (job_id or "").strip()
+    records = tasks.list(job_id, TaskKind.export) if job_id else []
+    links = [f"- `{r.task_id}` ({r.request.get('format')}): {file_links(r)}" for r in records if r.result]
+    return pd.DataFrame([_row(r) for r in records], columns=EXPORT_COLUMNS), "\n".join(links)
+
+
+def weights_dropdown(tasks: TaskRunner, job_id: Optional[str]) -> dict:
+    """The selected run's final weights and checkpoints."""
+    choices = run_choices(tasks, job_id)
+    return gr.update(choices=choices, value=choices[0][1] if choices else None)
+
+
+def export(tasks: TaskRunner, job_id: Optional[str], model_id: Optional[str], fmt: str, dtype: str) -> Iterator[tuple]:
+    """Start the export and follow it: (status, exports table, links) on every change."""
+    from trainer_core.export.start import start_export
+
+    table, links = exports_of(tasks, job_id)
+    if not (model_id or "").strip():
+        yield refusal(f"{WEIGHTS_LABEL}: click a run with saved weights in the table first."), table, links
+        return
+    try:
+        record = start_export(tasks, ExportRequest(model=model_id, format=fmt, dtype=dtype))
+    except ValidationError as exc:
+        yield refusal(explain(exc)), table, links
+        return
+    except TaskRefused as exc:
+        yield refusal(str(exc)), table, links
+        return
+    for current in follow(tasks, record.task_id):
+        yield (status_line(current), *exports_of(tasks, job_id))
+
+
+def cancel(tasks: TaskRunner) -> str:
+    """Cancel the running export, evaluation or push."""
+    current = tasks.current()
+    if current is None or not tasks.cancel(current.task_id):
+        return "No export, evaluation or push is running."
+    return f"Cancelling {current.task_id}…"
+
+
+def push(tasks: TaskRunner, job_id: Optional[str], task_id: str, repo_id: str, private: bool, token: str) -> Iterator[str]:
+    """Push an export to the Hub and follow it; the token is passed on for this push only."""
+    from trainer_core.export.start import start_push
+
+    task_id = (task_id or "").strip()
+    if not task_id:
+        passed = [r for r in (tasks.list((job_id or "").strip(), TaskKind.export) if (job_id or "").strip() else [])
+                  if r.phase == TaskPhase.completed]
+        if not passed:
+            yield refusal("Export to push: export this run first (a finished export whose check passed).")
+            return
+        task_id = passed[0].task_id
+    try:
+        body = PushRequest(task_id=task_id, repo_id=(repo_id or "").strip(), private=bool(private),
+                           token=SecretStr(token) if (token or "").strip() else None)
+        record = start_push(tasks, body)
+    except ValidationError as exc:
+        yield refusal(explain(exc))
+        return
+    except TaskRefused as exc:
+        yield refusal(str(exc))
+        return
+    for current in follow(tasks, record.task_id):
+        text = status_line(current)
+        if current.phase == TaskPhase.completed and current.result:
+            text += f"\n\nPushed to [{current.result.get('url')}]({current.result.get('url')})"
+        yield text
+
+
+def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
+    """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id)."""
+    with gr.Accordion("Export", open=False, elem_id="export-panel"):
+        with gr.Row():
+            weights = gr.Dropdown(label=WEIGHTS_LABEL, choices=[], scale=3, elem_id="export-weights",
+                                  info="The run's final weights or one of its checkpoints.")
+            fmt = gr.Radio(label="Format", choices=list(EXPORT_FORMATS), value=FIELDS["format"].default, scale=3,
+                           info=FIELDS["format"].description, elem_id="export-format")
+            dtype = gr.Dropdown(label="Merged dtype", choices=["float16", "bfloat16", "float32"], scale=1,
+                                value=FIELDS["dtype"].default, info=FIELDS["dtype"].description)
+        with gr.Row():
+            export_btn = gr.Button("Export", variant="primary", elem_id="export-start")
+            cancel_btn = gr.Button("Cancel task", variant="stop", elem_id="task-cancel")
+        status = gr.Markdown("Exports run in the background and are checked against the run's own answers "
+                             "before they are called done.", elem_id="export-status")
+        table = gr.Dataframe(value=pd.DataFrame(columns=EXPORT_COLUMNS), interactive=False, max_height=240,
+                             elem_id="export-table")
+        links = gr.Markdown(elem_id="export-links")
+        with gr.Accordion("Push to the Hugging Face Hub", open=False):
+            with gr.Row():
+                task_id = gr.Textbox(label="Export to push", placeholder="empty: the newest passed export of this run",
+                                     info=PUSH["task_id"].description, scale=2)
+                repo = gr.Textbox(label="Hub repository", placeholder="your-name/my-model", info=PUSH["repo_id"].description, scale=2)
+            with gr.Row():
+                private = gr.Checkbox(label="Private", value=PUSH["private"].default, info=PUSH["private"].description)
+                token = gr.Textbox(label="Hub token", type="password", info=PUSH["token"].description)
+                push_btn = gr.Button("Push")
+            push_status = gr.Markdown()
+    selected.change(partial(weights_dropdown, tasks), selected, weights, api_name=False, **FREE)
+    selected.change(partial(exports_of, tasks), selected, [table, links], api_name=False, **FREE)
+    export_btn.click(partial(export, tasks), [selected, weights, fmt, dtype], [status, table, links], api_name="export",
+                     show_progress="minimal", **FREE)
+    cancel_btn.click(partial(cancel, tasks), None, status, api_name="task_cancel", **FREE)
+    push_btn.click(partial(push, tasks), [selected, task_id, repo, private, token], push_status, api_name="push",
+                   show_progress="minimal", **FREE)
