@@ -115,12 +115,13 @@ def evaluate(tasks: TaskRunner, model_id: Optional[str], upload: Optional[str], 
 def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
     """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id)."""
     with gr.Accordion("Evaluate", open=False, elem_id="evaluate-panel"):
-        model = gr.Dropdown(label="Model to evaluate", choices=[], elem_id="eval-model", info=FIELDS["model"].description)
+        model = gr.Dropdown(label="Model to evaluate", choices=[], elem_id="eval-model", allow_custom_value=True,
+                            info=FIELDS["model"].description)
         with gr.Row():
             upload = gr.File(label=UPLOAD_LABEL, file_types=[".json", ".jsonl", ".csv", ".parquet"], type="filepath")
             paths = gr.Textbox(label="...or held-out dataset paths on the server", info=FIELDS["datasets"].description)
         with gr.Row():
-            numbers = number_widgets(EvaluateRequest, ("max_rows", "max_new_tokens", "batch_size"))
+            numbers = number_widgets(EvaluateRequest, ("max_rows", "max_new_tokens", "batch_size"), prefix="eval-")
             compare = gr.Checkbox(label="Compare with the base model", value=FIELDS["compare_base"].default,
                                   info=FIELDS["compare_base"].description)
         with gr.Row():

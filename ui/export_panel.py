@@ -109,7 +109,7 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
     """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id)."""
     with gr.Accordion("Export", open=False, elem_id="export-panel"):
         with gr.Row():
-            weights = gr.Dropdown(label=WEIGHTS_LABEL, choices=[], scale=3, elem_id="export-weights",
+            weights = gr.Dropdown(label=WEIGHTS_LABEL, choices=[], scale=3, elem_id="export-weights", allow_custom_value=True,
                                   info="The run's final weights or one of its checkpoints.")
             fmt = gr.Radio(label="Format", choices=list(EXPORT_FORMATS), value=FIELDS["format"].default, scale=3,
                            info=FIELDS["format"].description, elem_id="export-format")

@@ -60,16 +60,17 @@ def make_widget(name: str) -> gr.components.Component:
     return gr.Textbox(value=value or "", **common)
 
 
-def number_widgets(model: type[BaseModel], names: tuple[str, ...] = ()) -> dict[str, gr.components.Component]:
+def number_widgets(model: type[BaseModel], names: tuple[str, ...] = (), prefix: str = "") -> dict[str, gr.components.Component]:
     """A ``FieldNumber`` per numeric field of ``model`` (e.g. ``GenerationSettings``; only ``names``
-    when given), with the field's label, description, default and bounds from its metadata."""
+    when given), with the field's label, description, default and bounds from its metadata; its
+    element id is ``{prefix}field-{name}`` (a prefix keeps ids unique when two panels share a name)."""
     widgets = {}
     for name, info in model.model_fields.items():
         if names and name not in names:
             continue
         kind = base_type(info.annotation)
         widget = FieldNumber(value=info.default, precision=0 if kind is int else None, label=info.title or _label(name),
-                             info=info.description, elem_id=f"field-{name}", **bounds(info))
+                             info=info.description, elem_id=f"{prefix}field-{name}", **bounds(info))
         widget.field = name
         widgets[name] = widget
     return widgets

@@ -54,3 +54,42 @@ def test_train_from_the_page_and_find_the_run(app_server, datasets_dir, tmp_path
         page.screenshot(path=str(shots / "chat.png"))
         assert "Who are you?" in page.locator("#chat-tuned").inner_text()
         browser.close()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_export_and_evaluate_a_run_from_the_runs_tab(app_server, datasets_dir, tmp_path):
+    """The run the test above trained: export its adapter and evaluate it on 4 held-out rows from
+    the Runs tab; the export's download link serves the zip, the scores and the table appear."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    runner, url = app_server
+    runner.wait(60)
+    runs = [r for r in runner.store.list_runs() if r.phase.value == "completed"]
+    assert runs, "the training test above left no completed run"
+    job_id = runs[0].job_id
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.goto(url)
+        page.get_by_role("tab", name="Runs").click()
+        page.get_by_text(job_id, exact=True).filter(visible=True).first.click()
+        page.get_by_text(f"{job_id} ·").first.wait_for(timeout=30_000)
+        page.locator("#export-panel").get_by_text("Export", exact=True).first.click()
+        page.locator("#export-start").click()
+        page.locator("#export-status").get_by_text("completed").wait_for(timeout=180_000)
+        link = page.locator("#export-links a").first
+        link.wait_for(timeout=30_000)
+        assert link.inner_text().endswith(".zip")
+        download = page.request.get(url.rstrip("/") + link.get_attribute("href"))
+        assert download.ok and download.body()[:2] == b"PK"
+        assert "3/3 prompts" in page.locator("#export-table").inner_text()
+        page.locator("#evaluate-panel").get_by_text("Evaluate", exact=True).first.click()
+        page.get_by_label("...or held-out dataset paths on the server").fill(str(datasets_dir / "identity.json"))
+        page.locator("#eval-field-max_rows input").fill("4")
+        page.locator("#eval-field-max_new_tokens input").fill("16")
+        page.locator("#eval-start").click()
+        page.locator("#eval-status").get_by_text("completed").wait_for(timeout=240_000)
+        scores = page.locator("#eval-scores").inner_text()
+        assert "ROUGE-L" in scores and "4 of 91 rows" in scores
+        assert "reference" in page.locator("#eval-table").inner_text()
+        page.screenshot(path=str(tmp_path / "evaluate.png"), full_page=True)
+        browser.close()

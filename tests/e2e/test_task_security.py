@@ -144,3 +144,32 @@ def test_unknown_models_and_busy_answers(app_with_tasks):
     finally:
         tasks.cancel()
         tasks.wait(10)
+
+
+def test_raw_queue_calls_to_the_panels_read_nothing_outside(app_with_tasks, outside):
+    """The Evaluate and Export events called by hand: an upload value naming a server file, typed
+    paths outside the allowed folders, model ids that climb out: refused in the panel's status, the
+    canary never read or copied, no task started."""
+    from tests.e2e.raw_gradio import RawGradio, file_value
+
+    settings, tasks, url, _ = app_with_tasks
+    raw = RawGradio(logged_in(url))
+    evaluate, export = raw.fn_index("evaluate"), raw.fn_index("export")
+    before = len(tasks.list())
+    attempts = [
+        ["job-1", file_value(str(outside / "canary.jsonl")), "", None, 8, 4, True],
+        ["job-1", None, str(outside / "canary.jsonl"), None, 8, 4, True],
+        ["job-1", None, str(settings.data_dir / ".." / "outside" / "canary.jsonl"), None, 8, 4, True],
+        ["../../etc", None, "", None, 8, 4, True],
+    ]
+    for data in attempts:
+        answer = raw.call(evaluate, data)
+        text = json.dumps(answer)
+        assert CANARY not in text, text[:400]
+        assert "Not started" in text or "not uploaded" in text, text[:400]  # ours, or Gradio's own upload check
+    for model in ("../../etc", "job-1/../../../x", "job-1/checkpoint-1/../../.."):
+        answer = raw.call(export, ["job-1", model, "adapter", "float16"])
+        text = json.dumps(answer)
+        assert CANARY not in text and "Not started" in text, text[:400]
+    assert len(tasks.list()) == before
+    assert not any(p.name.startswith("canary") for p in settings.data_dir.rglob("*"))
