@@ -1,5 +1,7 @@
 """Headless training: ``python -m trainer_core train --dataset FILE [--config FILE.yaml] [--max-steps N] ...``
-(and ``python -m trainer_core chat RUN ...``: see ``trainer_core.serving.cli_chat``).
+(and ``python -m trainer_core chat RUN ...``: see ``trainer_core.serving.cli_chat``;
+``python -m trainer_core evaluate RUN ...``: see ``trainer_core.evaluation.cli_eval``;
+``python -m trainer_core export RUN ...``: see ``trainer_core.export.cli_export``).
 
 Flags are generated from ``TrainingStartRequest``'s fields (``--learning-rate``, ``--lora-r``, ...),
 with their help text and defaults; a YAML config supplies any of the same keys, and flags win.
@@ -22,6 +24,8 @@ from tqdm import tqdm
 from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
 from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
+from trainer_core.evaluation import cli_eval
+from trainer_core.export import cli_export
 from trainer_core.serving import cli_chat
 
 SKIP = {"local_datasets", "local_eval_datasets"}  # --dataset / --eval-dataset
@@ -58,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             train.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
     cli_chat.add_parser(sub)
+    cli_eval.add_parser(sub)
+    cli_export.add_parser(sub)
     return parser
 
 
@@ -115,6 +121,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "chat":
         return cli_chat.run(args)
+    if args.command == "evaluate":
+        return cli_eval.run(args)
+    if args.command == "export":
+        return cli_export.run(args)
     try:
         request = request_from_args(args)
     except ValidationError as exc:

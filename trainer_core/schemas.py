@@ -119,7 +119,8 @@ class TrainingStartRequest(BaseModel):
     custom_format_mapping: dict[NameText, NameText] = Field(default_factory=dict, max_length=32, description="Our column name -> the file's column, e.g. instruction -> question, output -> answer.", json_schema_extra=_group("data"))
     subset: Optional[str] = Field(None, max_length=MAX_NAME_CHARS, description="Hub dataset configuration (subset) name.", json_schema_extra=_group("data"))
     train_split: str = Field("train", min_length=1, max_length=MAX_NAME_CHARS, description="Split used for training.", json_schema_extra=_group("data"))
-    eval_split: Optional[str] = Field(None, max_length=MAX_NAME_CHARS, description="Hub split used for evaluation (none: no evaluation unless eval files are given).", json_schema_extra=_group("data"))
+    eval_split: Optional[str] = Field(None, max_length=MAX_NAME_CHARS, description="Hub split used for evaluation (none: no evaluation unless eval files or val_size are given).", json_schema_extra=_group("data"))
+    val_size: float = Field(0.0, ge=0, le=0.5, title="Validation fraction (val_size)", description="Share of the training rows held out as the evaluation set (0..0.5; 0: none), split with random_seed so evaluation can rebuild it. Not together with eval files or eval_split.", json_schema_extra=_group("data"))
     eval_steps: int = Field(50, ge=1, le=1_000_000, description="Evaluate every this many optimizer steps (when there is evaluation data).", json_schema_extra=_group("data"))
     dataset_slice_start: int = Field(0, ge=0, description="First training row to use (0-based).", json_schema_extra=_group("data"))
     dataset_slice_end: int = Field(0, ge=0, description="Row after the last one to use (exclusive); 0: to the end.", json_schema_extra=_group("data"))
@@ -170,6 +171,10 @@ class TrainingStartRequest(BaseModel):
             raise ValueError(
                 f"dataset_slice_end ({self.dataset_slice_end}) must be after dataset_slice_start ({self.dataset_slice_start})"
             )
+        if self.val_size > 0 and (self.local_eval_datasets or self.eval_split):
+            given = "local_eval_datasets" if self.local_eval_datasets else "eval_split"
+            raise ValueError(f"val_size ({self.val_size}) and {given} both name evaluation data: split the training rows "
+                             f"with val_size, or give {given}, not both (set val_size to 0 to use {given})")
         if self.warmup_steps > 0 and self.warmup_ratio > 0:
             raise ValueError("set either warmup_steps or warmup_ratio, not both")
         if not self.hf_dataset and not self.local_datasets:

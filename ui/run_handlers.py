@@ -16,6 +16,7 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
 from trainer_core.runs.store import RunDetail, RunRecord
 from ui import charts
+from trainer_core.fieldmeta import default
 from ui.form import FORM_FIELDS
 from ui.handlers import Context, start_request
 
@@ -115,7 +116,7 @@ def load_settings(ctx: Context, job_id: Optional[str]) -> list[Any]:
     token is never stored, so it stays empty)."""
     request = _get(ctx, job_id).request
     values = [", ".join(request.get("local_datasets", [])), ", ".join(request.get("local_eval_datasets", []))]
-    values += [_widget_value(name, request.get(name)) for name in FORM_FIELDS]
+    values += [_widget_value(name, request.get(name, default(name))) for name in FORM_FIELDS]  # older runs lack newer fields
     gr.Info(f"Loaded the settings of {job_id} into the Train tab.")
     return values
 

