@@ -64,3 +64,15 @@ def test_chat_bench_quick(capsys, trained_run):
     # base vs tuned holds one set of base weights: far less than a second copy more than the base alone
     assert report["rss_base_vs_tuned_mib"] - report["rss_base_alone_mib"] < report["weights_mib"] / 2
     assert "tokens/s" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_export_bench_runs(capsys, model_dir):
+    """The export bench on its own 3-step run, merged float32 only (figures are reported, not
+    asserted; the full run with GGUF is in docs/BENCHMARKS.md)."""
+    from bench import export
+
+    report = export.main(["--merged-dtypes", "float32", "--skip-gguf"])
+    (merged,) = report["exports"]
+    assert merged["passed"] and merged["seconds"] > 0 and merged["forced_equal"] == merged["tokens_total"]
+    assert "target <= 120 s" in capsys.readouterr().out
