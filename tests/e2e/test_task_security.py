@@ -173,3 +173,27 @@ def test_raw_queue_calls_to_the_panels_read_nothing_outside(app_with_tasks, outs
         assert CANARY not in text and "Not started" in text, text[:400]
     assert len(tasks.list()) == before
     assert not any(p.name.startswith("canary") for p in settings.data_dir.rglob("*"))
+
+
+def test_an_evaluation_file_can_be_uploaded_on_the_train_form(app_with_tasks, outside, datasets_dir):
+    """The Train form's evaluation upload: a real upload is kept and trained with as the eval set;
+    a file value naming a server file is refused before it is read."""
+    from tests.e2e.conftest import form_args
+    from tests.e2e.raw_gradio import RawGradio, error_text, file_value
+
+    settings, tasks, url, _ = app_with_tasks
+    client = logged_in(url)
+    raw = RawGradio(client)
+    start = raw.fn_index("start")
+    train = str(datasets_dir / "identity.json")
+    args = form_args(train, max_steps=3)
+    refused = raw.call(start, [args[0], args[1], file_value(str(outside / "canary.jsonl")), *args[3:]])
+    assert "not uploaded" in error_text(refused) and CANARY not in json.dumps(refused)
+    with open(datasets_dir / "alpaca_en_demo.json", "rb") as fh:
+        uploaded = client.post("/gradio_api/upload", files={"files": ("held_out.json", fh)}).json()[0]
+    started = raw.call(start, [args[0], args[1], file_value(uploaded), *args[3:]], timeout_s=120)
+    assert started["success"], started
+    runs = tasks.run_store.list_runs()
+    newest = max(runs, key=lambda r: r.created_at)
+    (kept,) = newest.request["local_eval_datasets"]
+    assert Path(kept).parent == settings.uploads_dir.resolve() and Path(kept).name.startswith("held_out-")
