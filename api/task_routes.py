@@ -104,6 +104,8 @@ def task_file(tasks: TaskRunner, task_id: str, name: str) -> Path:
     if record is None or record.phase == TaskPhase.running or not record.output_dir or not record.result:
         raise missing
     listed = {f.get("name") for f in record.result.get("files", [])} | {record.result.get("predictions_file")}
+    if record.kind == TaskKind.evaluate:
+        listed.add("scores.json")
     if name not in listed - {None}:
         raise missing
     try:

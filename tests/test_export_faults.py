@@ -119,3 +119,27 @@ def test_start_export_is_refused_while_training(setup):
     finally:
         jobs.stop(save=False)
         jobs.wait(10)
+
+
+@pytest.mark.slow
+def test_cli_export_of_damaged_weights_is_one_line_and_leaves_nothing(tmp_path, model_dir, capsys):
+    """A run folder whose adapter file is cut short: ``export`` says so on one line, exits 1 and
+    leaves no export folder (found by the break-it pass: it printed a traceback and left one)."""
+    import json
+    import shutil
+
+    from trainer_core.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": str(model_dir), "r": 8,
+        "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"]}))
+    (run / "adapter_model.safetensors").write_bytes(b"\x00" * 1000)
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if (model_dir / name).is_file():
+            shutil.copy(model_dir / name, run / name)
+    code = main(["export", str(run), "--format", "adapter"])
+    err = capsys.readouterr().err
+    assert code == 1 and "error:" in err and "Traceback" not in err
+    assert not any((run / "exports").rglob("*")) if (run / "exports").exists() else True

@@ -45,6 +45,7 @@ def _finish(tasks: TaskRunner, task_id: str):
 
 def test_a_task_runs_in_its_folder_and_is_stored_with_its_result(setup) -> None:
     tasks, _, choice, folder = setup
+    (folder / "notes.txt").write_text("the user's own notes")
     record = tasks.start(TaskKind.export, choice, {"bytes": 123, "token": "hf_secret"}, fake_task_workers.writing_task,
                          public_request={"bytes": 123})
     assert record.phase == TaskPhase.running and Path(record.output_dir) == folder / "exports" / record.task_id
@@ -56,6 +57,7 @@ def test_a_task_runs_in_its_folder_and_is_stored_with_its_result(setup) -> None:
     assert stored == done and "hf_secret" not in tasks.settings.db_path.read_bytes().decode("latin-1")
     files = json.loads((folder / MARKER).read_text())["files"]  # Delete removes the export too
     assert f"exports/{record.task_id}/out.bin" in files
+    assert "notes.txt" not in files  # the user's file beside the run's is not taken for the run's
     assert [r.task_id for r in tasks.list("job-1", TaskKind.export)] == [record.task_id]
 
 
@@ -109,6 +111,9 @@ def test_one_task_at_a_time_and_training_excludes_tasks(setup) -> None:
     with pytest.raises(TaskRefused) as busy:
         tasks.start(TaskKind.export, choice, {}, fake_task_workers.writing_task)
     assert busy.value.status == 409 and "training job is running" in str(busy.value)
+    with pytest.raises(TaskRefused) as resolving:  # busy is said before the model or its data is looked at
+        tasks.resolve("job-1")
+    assert resolving.value.status == 409
 
 
 def test_tasks_left_running_by_a_dead_app_are_marked_failed(setup) -> None:
@@ -116,5 +121,11 @@ def test_tasks_left_running_by_a_dead_app_are_marked_failed(setup) -> None:
     record = tasks.start(TaskKind.evaluate, choice, {}, fake_task_workers.slow_task)
     other = TaskStore(tasks.settings.db_path)  # what the next app process finds
     assert other.get(record.task_id).phase == TaskPhase.running
+    deadline = time.monotonic() + 20
+    while not Path(record.output_dir, "partial.bin").is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert Path(record.output_dir, "partial.bin").is_file()
     assert other.mark_interrupted() == 1
-    assert other.get(record.task_id).phase == TaskPhase.failed
+    marked = other.get(record.task_id)
+    assert marked.phase == TaskPhase.failed and marked.finished_at is not None
+    assert marked.message == "Failed: the app stopped while this task ran" and not Path(record.output_dir).exists()

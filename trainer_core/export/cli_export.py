@@ -121,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(out, ignore_errors=True)
         print(f"error: {exc}", file=sys.stderr)
         return 2 if exc.kind == "input" else 1
+    except Exception as exc:  # noqa: BLE001 - a damaged weights file and the like: one line, nothing left
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"error: the export failed: {type(exc).__name__}: {' '.join(str(exc).split())[:500]}", file=sys.stderr)
+        return 1
     _show(result, out)
     if not result.passed:
         print("the export's check failed: its files are kept but should not be used as they are", file=sys.stderr)

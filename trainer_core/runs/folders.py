@@ -87,16 +87,20 @@ def claim(folder: Path, job_id: str) -> None:
         raise OutputDirError(f"output_dir: {shown(folder)} cannot be created ({exc.strerror}); choose another folder") from None
 
 
-def record_files(folder: Path, job_id: str) -> int:
+def record_files(folder: Path, job_id: str, under: Optional[Path] = None) -> int:
     """Write the list of files now in ``folder`` (which ``job_id`` owns) into its marker, added to
-    the files recorded before (a resumed run writes more). Returns the number recorded; 0 and no
-    change when the folder is not this run's."""
+    the files recorded before (a resumed run writes more). With ``under`` (a folder inside
+    ``folder``: an export's or evaluation's own folder) only the files below it are added, so files
+    a user put beside the run's are never taken for the run's. Returns the number recorded; 0 and
+    no change when the folder is not this run's (or ``under`` is not inside it)."""
     folder = Path(folder)
     marker = read_marker(folder)
     if marker is None or marker["job_id"] != job_id:
         return 0
+    if under is not None and not is_within(resolve(under, "task folder"), resolve(folder, "run folder")):
+        return 0
     files = set(marker.get("files", []))
-    for path in folder.rglob("*"):
+    for path in (Path(under) if under is not None else folder).rglob("*"):
         if (path.is_file() or path.is_symlink()) and path.name != MARKER:
             files.add(path.relative_to(folder).as_posix())
     tmp = folder / f"{MARKER}.tmp"

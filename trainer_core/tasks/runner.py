@@ -95,6 +95,7 @@ class TaskRunner:
         from trainer_core.serving.choices import resolve_choice
         from trainer_core.serving.errors import ChatInputError, UnknownModel
 
+        self._refuse_if_busy()
         try:
             return resolve_choice(model_id, self._jobs.store, self._settings)
         except UnknownModel as exc:
@@ -136,12 +137,7 @@ class TaskRunner:
                             request=public_request if public_request is not None else request,
                             message="Starting", output_dir=str(output_dir) if output_dir else None)
         with self._lock:
-            if self._jobs.status(with_history=False).is_training_running:
-                raise TaskRefused("A training job is running; export, evaluate and push wait until it ends "
-                                  "(stop it, or try again when it has finished).", 409)
-            if self._current is not None:
-                raise TaskRefused(f"{self._current.kind.value} task {self._current.task_id} is still running; "
-                                  "wait for it or cancel it first.", 409)
+            self._refuse_if_busy()
             self._current, self._cancelled = record, False
         try:
             self.store.save(record)
@@ -162,6 +158,16 @@ class TaskRunner:
         self._thread = threading.Thread(target=self._supervise, args=(worker,), name=task_id, daemon=True)
         self._thread.start()
         return record.model_copy(deep=True)
+
+    def _refuse_if_busy(self) -> None:
+        """TaskRefused (409) while a training job or another task runs."""
+        if self._jobs.status(with_history=False).is_training_running:
+            raise TaskRefused("A training job is running; export, evaluate and push wait until it ends "
+                              "(stop it, or try again when it has finished).", 409)
+        current = self._current
+        if current is not None:
+            raise TaskRefused(f"{current.kind.value} task {current.task_id} is still running; "
+                              "wait for it or cancel it first.", 409)
 
     def cancel(self, task_id: Optional[str] = None) -> bool:
         """Cancel the running task (``task_id`` must match when given); it ends ``cancelled`` within
@@ -260,6 +266,6 @@ class TaskRunner:
         run = self._jobs.store.get_run(record.job_id) if self._jobs.store is not None else None
         if run is not None:
             try:
-                record_files(Path(run.output_dir), record.job_id)
+                record_files(Path(run.output_dir), record.job_id, under=Path(record.output_dir))
             except OSError:
                 log.exception("could not record the files of %s", record.task_id)

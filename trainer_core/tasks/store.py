@@ -6,8 +6,10 @@ when it ends; deleting a run deletes its tasks (foreign key, ``ON DELETE CASCADE
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -62,11 +64,16 @@ class TaskStore:
         return [TaskRecord.model_validate_json(r[0]) for r in rows]
 
     def mark_interrupted(self) -> int:
-        """Tasks left running by a process that died become ``failed``; returns how many."""
+        """Tasks left running by a process that died become ``failed`` (with a finish time), and
+        what they had written is removed (their own folder, named by the task id); returns how many."""
         count = 0
         for record in self.list(limit=100_000):
             if record.phase == TaskPhase.running:
-                self.save(record.model_copy(update={"phase": TaskPhase.failed, "error": "the app stopped while this task ran"}))
+                error = "the app stopped while this task ran"
+                if record.output_dir and Path(record.output_dir).name == record.task_id:
+                    shutil.rmtree(record.output_dir, ignore_errors=True)
+                self.save(record.model_copy(update={"phase": TaskPhase.failed, "error": error, "message": f"Failed: {error}",
+                                                    "finished_at": time.time()}))
                 count += 1
         return count
 
