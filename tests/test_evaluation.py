@@ -127,7 +127,7 @@ def _run(tmp_path: Path, **request) -> ModelChoice:
 
 
 def test_named_files_are_confined_present_and_readable(tmp_path, datasets_dir):
-    identity = str(datasets_dir / "identity.json")
+    identity = str((datasets_dir / "identity.json").resolve())  # the plan holds resolved paths (CI links ../shared)
     choice = _run(tmp_path, local_datasets=[identity], max_seq_length=256)
     plan = plan_data(choice, [identity], [datasets_dir])
     assert plan == {"files": [identity], "source": "identity.json", "max_seq_length": 256}
@@ -140,7 +140,7 @@ def test_named_files_are_confined_present_and_readable(tmp_path, datasets_dir):
 
 
 def test_without_files_the_run_uses_its_own_evaluation_data(tmp_path, datasets_dir):
-    identity = str(datasets_dir / "identity.json")
+    identity = str((datasets_dir / "identity.json").resolve())
     plan = plan_data(_run(tmp_path / "a", local_datasets=[identity], val_size=0.2, random_seed=3), [], [datasets_dir])
     assert plan["run_request"]["val_size"] == 0.2 and "val_size split (0.2 of identity.json, seed 3)" in plan["source"]
     plan = plan_data(_run(tmp_path / "b", local_datasets=[identity], local_eval_datasets=[identity]), [], [datasets_dir])
