@@ -31,6 +31,7 @@ from trainer_core.runs.folders import record_files
 from trainer_core.settings import Settings, get_settings
 from trainer_core.tasks.runner import TaskRunner
 from trainer_core.runs.store import RunStore
+from ui import page_assets
 from ui.layout import build_ui
 
 log = logging.getLogger("finetune_studio")
@@ -126,7 +127,8 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     openai_routes.install(app, engine)  # /v1 and share links; before the UI's mount at /
     _api_description(app)
     demo = quiet_queue(build_ui(runner, settings, engine, tasks).queue(default_concurrency_limit=None))
-    app = gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)])
+    app = gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)],
+                              css=page_assets.CSS, head=page_assets.SCRIPT)
     # Gradio checks that a file value sent to an event is one it received as an upload only once
     # the Blocks "has launched", which mounted Blocks never do: without this, a raw queue call could
     # have any server file copied into Gradio's cache and served back. Our handlers check again

@@ -53,3 +53,55 @@ def saving_worker(request, job_id, output_dir, events, stop):
     (out / ".partial-checkpoint-3" / "checkpoint-3" / "adapter_model.safetensors").write_bytes(b"half")
     events.put((EventKind.PHASE, {"phase": "training", "message": "fake training"}))
     time.sleep(600)
+
+
+def checkpointing_worker(request, job_id, output_dir, events, stop):
+    """The real worker's clocks without a model: a step every 50 ms, ``elapsed_seconds`` from its own
+    start (a resumed session starts near 0 again), ``num_tokens`` = 10 per step over the whole run.
+    Resumes after ``request.resume_from_checkpoint``'s step; on stop saves checkpoint-<step>
+    (trainer_state.json) and reports 'stopped'; 'completed' after step 200."""
+    first = 1
+    if request.resume_from_checkpoint:
+        state = json.loads((Path(request.resume_from_checkpoint) / "trainer_state.json").read_text())
+        first = state["global_step"] + 1
+    events.put((EventKind.PHASE, {"phase": "training", "message": "fake training"}))
+    began = time.monotonic()
+    for step in range(first, 201):
+        time.sleep(0.05)
+        progress = TrainingProgress(job_id=job_id, step=step, total_steps=200, loss=1.0 / step,
+                                    elapsed_seconds=time.monotonic() - began, num_tokens=10 * step)
+        events.put((EventKind.PROGRESS, progress.model_dump()))
+        if stop.is_set():
+            checkpoint = Path(output_dir) / f"checkpoint-{step}"
+            checkpoint.mkdir(parents=True)
+            (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+            events.put((EventKind.DONE, {"phase": "stopped", "message": "stopped", "output_dir": output_dir}))
+            return
+    events.put((EventKind.DONE, {"phase": "completed", "message": "done", "output_dir": output_dir}))
+
+
+def page_worker(request, job_id, output_dir, events, stop):
+    """What the page's browser tests watch: half a second of model loading, then up to
+    ``max_steps`` (default 30) training steps every 0.25 s with loss, learning rate, grad norm and
+    tokens. Stop saves ``checkpoint-<step>`` (resumable) and ends 'stopped'; a resume continues from
+    the checkpoint's step."""
+    events.put((EventKind.PHASE, {"phase": "loading_model", "message": "loading the model"}))
+    time.sleep(0.5)
+    events.put((EventKind.PHASE, {"phase": "training", "message": "training"}))
+    first = 1
+    if request.resume_from_checkpoint:
+        first = json.loads((Path(request.resume_from_checkpoint) / "trainer_state.json").read_text())["global_step"] + 1
+    total = request.max_steps or 30
+    began = time.monotonic()
+    for step in range(first, total + 1):
+        if stop.is_set():
+            folder = Path(output_dir) / f"checkpoint-{step - 1}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "trainer_state.json").write_text(json.dumps({"global_step": step - 1}))
+            events.put((EventKind.DONE, {"phase": "stopped", "message": "Stopped and saved", "output_dir": output_dir}))
+            return
+        events.put((EventKind.PROGRESS, TrainingProgress(
+            job_id=job_id, step=step, total_steps=total, loss=2.0 / step, learning_rate=2e-4, grad_norm=1.0 + step / 10,
+            num_tokens=step * 400, elapsed_seconds=time.monotonic() - began).model_dump()))
+        time.sleep(0.25)
+    events.put((EventKind.DONE, {"phase": "completed", "message": "Training completed", "output_dir": output_dir}))

@@ -74,3 +74,104 @@ def test_figures_have_series():
     assert list(charts.learning_rate_figure(points).data[0].y) == [1e-4, 2e-4, 1e-4]
     assert list(charts.grad_norm_figure(points).data[0].x) == [1, 2]
     assert [t.name for t in charts.loss_figure({**points, "eval_loss": ([], [])}).data] == ["loss"]
+
+
+# --- axes: integer step ticks, single-point ranges, empty state, readable learning rate --------------
+
+FIGURES = (charts.loss_figure, charts.learning_rate_figure, charts.grad_norm_figure)
+
+
+def _points(xs, ys=None, eval_xs=(), eval_ys=()):
+    ys = list(ys) if ys is not None else [1.0 / (i + 1) for i in range(len(xs))]
+    series = (list(xs), ys)
+    return {"loss": series, "eval_loss": (list(eval_xs), list(eval_ys)), "learning_rate": series, "grad_norm": series}
+
+
+def _ticks(axis):
+    """The tick values Plotly draws for a linear axis: tick0 + k * dtick inside the range."""
+    assert axis.tickmode == "linear"
+    lo, hi = axis.range
+    tick0, dtick = axis.tick0, axis.dtick
+    k = math.ceil((lo - tick0) / dtick)
+    ticks = []
+    while tick0 + k * dtick <= hi:
+        ticks.append(tick0 + k * dtick)
+        k += 1
+    return ticks
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3, 7, 17, 1000, 100_000])
+@pytest.mark.parametrize("figure", FIGURES)
+def test_step_axis_has_integer_ticks_only(figure, steps):
+    xs = [1, steps] if steps > 1 else [1]
+    axis = figure(_points(xs)).layout.xaxis
+    ticks = _ticks(axis)
+    assert 1 <= len(ticks) <= charts.MAX_X_TICKS
+    assert all(float(t).is_integer() for t in ticks)
+    assert len(set(ticks)) == len(ticks)
+    assert isinstance(axis.dtick, int) and axis.dtick >= 1 and float(axis.tick0).is_integer()
+    assert axis.tickformat == "d" and axis.hoverformat == "d"
+    lo, hi = axis.range
+    assert lo <= 1 and hi >= steps and lo >= 0
+
+
+@pytest.mark.parametrize("span, dtick", [(0.5, 1), (2, 1), (7, 1), (8, 2), (17, 5), (1000, 200), (100_000, 20_000)])
+def test_nice_dtick(span, dtick):
+    assert charts.nice_dtick(span) == dtick
+
+
+def test_single_point_learning_rate_range_is_readable():
+    fig = charts.learning_rate_figure(_points([5], [2e-4]))
+    assert list(fig.layout.xaxis.range) == [4, 6]
+    lo, hi = fig.layout.yaxis.range
+    assert lo < 2e-4 < hi and lo > 0  # excludes 0, so not [-1, 1]
+    assert [lo, hi] != [-1, 1] and fig.layout.yaxis.autorange is False
+    assert fig.layout.yaxis.exponentformat == "e"
+    assert "%{x:d}" in fig.data[0].hovertemplate
+
+
+def test_single_point_at_step_one_and_zero_value():
+    fig = charts.grad_norm_figure(_points([1], [0.0]))
+    assert list(fig.layout.xaxis.range) == [0, 2]  # not below 0
+    assert list(fig.layout.yaxis.range) == [-1, 1]  # +-1 only around 0
+    assert "%{x:d}" in fig.data[0].hovertemplate
+
+
+def test_all_equal_values_get_a_range_around_the_value():
+    fig = charts.learning_rate_figure(_points([1, 2, 3], [3e-5] * 3))
+    lo, hi = fig.layout.yaxis.range
+    assert 0 < lo < 3e-5 < hi
+    varied = charts.learning_rate_figure(_points([1, 2, 3], [1e-4, 2e-4, 1e-4]))
+    assert varied.layout.yaxis.range is None  # distinct values: Plotly's autorange
+
+
+@pytest.mark.parametrize("figure", FIGURES)
+def test_empty_figure_shows_no_steps_yet(figure):
+    fig = figure(_points([]))
+    assert [a.text for a in fig.layout.annotations] == ["no steps yet"]
+    assert fig.layout.title.text  # the figure keeps its title
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert axis.visible is False and axis.showgrid is False and axis.showticklabels is False
+    assert len(fig.data) == 0
+
+
+def test_eval_loss_only_is_not_empty():
+    fig = charts.loss_figure(_points([], eval_xs=[10], eval_ys=[1.4]))
+    assert not fig.layout.annotations
+    assert [t.name for t in fig.data] == ["eval_loss"]
+    assert fig.layout.xaxis.visible is not False
+    assert list(fig.layout.xaxis.range) == [9, 11]
+    lo, hi = fig.layout.yaxis.range
+    assert lo < 1.4 < hi
+
+
+def test_loss_axis_spans_train_and_eval_steps():
+    fig = charts.loss_figure(_points([1, 2, 3], eval_xs=[5], eval_ys=[1.4]))
+    lo, hi = fig.layout.xaxis.range
+    assert lo <= 1 and hi >= 5
+    assert all(float(t).is_integer() for t in _ticks(fig.layout.xaxis))
+
+
+@pytest.mark.parametrize("figure", FIGURES)
+def test_figures_keep_their_title(figure):
+    assert figure(_points([1, 2])).layout.title.text

@@ -344,3 +344,74 @@ def test_a_failing_before_start_hook_does_not_stop_the_job(request_):
     assert runner.start(request_).status == "queued"
     assert runner.wait(10)
     assert runner.status().phase == Phase.completed
+
+
+# ----- training time vs wall time across a resume; why a job ended -----
+def test_resume_continues_training_time_and_wall_time_includes_the_gap(request_, tmp_path):
+    store = RunStore(tmp_path / "studio.db")
+    runner = JobRunner(worker_target=fake_workers.checkpointing_worker, store=store, warm_modules=())
+    job_id = runner.start(request_).job_id
+    assert _wait_for(lambda: runner.status(with_history=False).details.get("step", 0) >= 4)
+    assert runner.stop(save=True) and runner.wait(10)
+    first = runner.status(with_history=False)
+    assert first.phase == Phase.stopped and first.details["end_reason"] == "stopped"
+    stopped_at, trained = first.details["step"], first.details["elapsed_seconds"]
+    assert store.get_run(job_id).end_reason == "stopped"
+    assert store.get_run(job_id).training_seconds == pytest.approx(trained)
+    gap_s = 1.5
+    time.sleep(gap_s)  # idle between Stop and Resume
+    resume = request_.model_copy(update={"resume_from_checkpoint": str(Path(request_.output_dir) / f"checkpoint-{stopped_at}")})
+    assert runner.start(resume).job_id == job_id
+    assert runner.status(with_history=False).details.get("end_reason") is None  # reset when it reopens
+    assert store.get_run(job_id).end_reason is None
+    assert _wait_for(lambda: runner.status(with_history=False).details.get("step", 0) >= stopped_at + 3)
+    assert runner.stop(save=False) and runner.wait(10)
+    status = runner.status(with_history=False)
+    assert status.details["end_reason"] == "cancelled"
+    resumed = [e for e in runner.history.events(after_step=stopped_at) if e.loss is not None]
+    assert resumed[0].elapsed_seconds > trained  # continued, not restarted at 0
+    assert resumed[0].elapsed_seconds == pytest.approx(trained + 0.05, abs=0.04)  # plus one 50 ms step
+    run = store.get_run(job_id)
+    assert run.end_reason == "cancelled" and run.training_seconds == pytest.approx(resumed[-1].elapsed_seconds)
+    assert run.wall_seconds == run.duration_seconds >= run.training_seconds + gap_s  # the gap is wall time only
+    assert status.details["wall_seconds"] >= status.details["elapsed_seconds"] + gap_s
+    assert status.details["started_at"] == run.created_at
+    expected = (resumed[-1].num_tokens - resumed[0].num_tokens) / (resumed[-1].elapsed_seconds - resumed[0].elapsed_seconds)
+    assert status.details["tokens_per_second"] == pytest.approx(expected)  # this session's rate (~200/s)
+    assert run.tokens_per_second == pytest.approx(resumed[-1].num_tokens / resumed[-1].elapsed_seconds)
+
+
+def test_wall_seconds_runs_while_live_and_stops_at_the_end(request_):
+    runner = JobRunner(worker_target=fake_workers.checkpointing_worker, warm_modules=())
+    runner.start(request_)
+    assert _wait_for(lambda: runner.status(with_history=False).details.get("step", 0) >= 1)
+    assert runner.status(with_history=False).details["tokens_per_second"] is None  # one step: no rate yet
+    live = runner.status(with_history=False).details["wall_seconds"]
+    time.sleep(0.3)
+    assert runner.status(with_history=False).details["wall_seconds"] >= live + 0.3
+    assert runner.stop(save=False) and runner.wait(10)
+    ended = runner.status(with_history=False).details["wall_seconds"]
+    time.sleep(0.2)
+    assert runner.status(with_history=False).details["wall_seconds"] == ended
+
+
+def test_cancel_before_the_worker_started_is_cancelled(request_, tmp_path):
+    store = RunStore(tmp_path / "studio.db")
+    runner = JobRunner(worker_target=fake_workers.stepping_worker, store=store, warm_modules=())
+    runner.before_start = lambda: runner.stop(save=False)  # called after the job is accepted, before the spawn
+    job_id = runner.start(request_).job_id
+    assert runner.wait(10)
+    status = runner.status(with_history=False)
+    assert status.message == "Cancelled before the worker started."
+    assert (status.phase, status.details["end_reason"]) == (Phase.stopped, "cancelled")
+    assert store.get_run(job_id).end_reason == "cancelled"
+
+
+def test_end_reasons_of_completed_and_failed_jobs(request_):
+    runner = JobRunner(worker_target=fake_workers.pid_worker, warm_modules=())
+    runner.start(request_)
+    assert runner.wait(10) and runner.status().details["end_reason"] == "completed"
+    runner._worker_target = fake_workers.dying_worker
+    runner.start(request_.model_copy(update={"output_dir": request_.output_dir + "-2"}))
+    assert runner.wait(20) and runner.status().details["end_reason"] == "error"
+    assert runner.reset() and "end_reason" not in runner.status().details

@@ -50,3 +50,63 @@ def test_interrupted_and_reopen(tmp_path):
 def test_wal_mode_on_disk(tmp_path):
     RunStore(tmp_path / "studio.db")
     assert sqlite3.connect(tmp_path / "studio.db").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+OLD_SCHEMA = """
+CREATE TABLE runs (job_id TEXT PRIMARY KEY, created_at REAL NOT NULL, finished_at REAL, phase TEXT NOT NULL,
+    request_json TEXT NOT NULL, output_dir TEXT NOT NULL, last_checkpoint TEXT, final_loss REAL, total_steps INTEGER,
+    last_step INTEGER NOT NULL DEFAULT 0, error TEXT);
+CREATE TABLE metrics (job_id TEXT NOT NULL REFERENCES runs(job_id) ON DELETE CASCADE, seq INTEGER NOT NULL,
+    step INTEGER NOT NULL, progress_json TEXT NOT NULL, PRIMARY KEY (job_id, seq));
+INSERT INTO runs (job_id, created_at, finished_at, phase, request_json, output_dir)
+    VALUES ('job_old', 100.0, 160.0, 'stopped', '{}', '/runs/old');
+"""
+
+
+def test_an_old_database_opens_and_gets_the_new_columns(tmp_path):
+    db = sqlite3.connect(tmp_path / "studio.db")
+    db.executescript(OLD_SCHEMA)
+    db.close()
+    store = RunStore(tmp_path / "studio.db")
+    columns = {row[1] for row in sqlite3.connect(tmp_path / "studio.db").execute("PRAGMA table_info(runs)")}
+    assert {"training_seconds", "tokens_per_second", "end_reason"} <= columns
+    (old,) = store.list_runs()
+    assert (old.end_reason, old.training_seconds, old.tokens_per_second) == (None, None, None)
+    assert old.wall_seconds == old.duration_seconds == 60.0
+    store.close()
+    RunStore(tmp_path / "studio.db").close()  # opening again (columns present) is fine
+    store = RunStore(tmp_path / "studio.db")
+    store.create_run("job_new", {}, "/runs/new", "training")
+    store.finish_run("job_new", "stopped", None, None, "cancelled")
+    assert store.get_run("job_new").end_reason == "cancelled"
+
+
+def test_training_seconds_and_tokens_per_second_follow_train_events(tmp_path):
+    store = RunStore(tmp_path / "studio.db")
+    store.create_run("job_a", {}, "/runs/a", "training")
+    assert store.get_run("job_a").training_seconds is None and store.get_run("job_a").wall_seconds is None
+    for step in (1, 2, 3):
+        store.add_metric(TrainingProgress(job_id="job_a", step=step, total_steps=10, loss=1.0, elapsed_seconds=2.0 * step,
+                                          num_tokens=100 * step))
+    store.add_metric(TrainingProgress(job_id="job_a", step=3, total_steps=10, eval_loss=0.5, elapsed_seconds=9.0))
+    run = store.get_run("job_a")
+    assert run.training_seconds == 6.0 and run.tokens_per_second == 50.0  # the eval event changes neither
+    store.finish_run("job_a", "stopped", None, None, "stopped")
+    store.reopen_run("job_a", {}, "loading_model", from_step=1)  # a resume from checkpoint-1
+    run = store.get_run("job_a")
+    assert (run.training_seconds, run.tokens_per_second, run.end_reason, run.final_loss) == (2.0, 50.0, None, 1.0)
+    store._write("UPDATE runs SET created_at = created_at - 1000 WHERE job_id = 'job_a'")  # created long ago
+    store.add_metric(TrainingProgress(job_id="job_a", step=2, total_steps=10, loss=0.9, elapsed_seconds=4.5))
+    store.finish_run("job_a", "completed", None, None, "completed")
+    run = store.get_run("job_a")
+    assert run.training_seconds == 4.5 and run.tokens_per_second is None  # no token count in the last event
+    assert run.wall_seconds >= 1000 and run.model_dump()["wall_seconds"] == run.wall_seconds  # the API sees it
+
+
+def test_interrupted_runs_get_their_end_reason(tmp_path):
+    store = RunStore(tmp_path / "studio.db")
+    store.create_run("job_a", {}, "/runs/a", "training")
+    store.create_run("job_b", {}, "/runs/b", "training")
+    store.finish_run("job_b", "completed", None, None, "completed")
+    store.mark_interrupted()
+    assert store.get_run("job_a").end_reason == "interrupted" and store.get_run("job_b").end_reason == "completed"

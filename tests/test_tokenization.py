@@ -105,11 +105,45 @@ def test_glaive_multi_turn_mask_token_by_token(tokenizer, datasets_dir: Path) ->
     assert everything[0]["labels"] == everything[0]["input_ids"] == ids
 
 
-def test_leading_assistant_turn_is_not_trained(tokenizer) -> None:
+def test_leading_assistant_turn_is_trained(tokenizer) -> None:
     data = messages_rows([{"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}])
     tokenized, _ = tokenize_dataset(data, tokenizer, 128, train_on_completions=True)
     ids, labels = tokenized[0]["input_ids"], tokenized[0]["labels"]
-    assert [decode(tokenizer, ids[a:b]) for a, b in labelled_runs(labels)] == ["a<|im_end|>"]
+    runs = labelled_runs(labels)
+    assert [decode(tokenizer, ids[a:b]) for a, b in runs] == ["Hello!<|im_end|>", "a<|im_end|>"]
+    assert decode(tokenizer, ids[: runs[0][0]]).endswith("<|im_end|>\n<|im_start|>assistant\n")  # header not trained
+
+
+@pytest.mark.parametrize("content", ["Hi there, I am your assistant.", "end", "trailing  ", "assistant"])
+def test_a_row_with_only_a_leading_assistant_turn_is_kept(tokenizer, content: str) -> None:
+    # "end" and "assistant" also occur in the end-of-turn token, the header and the default system prompt
+    data = messages_rows([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], [{"role": "assistant", "content": content}])
+    tokenized, stats = tokenize_dataset(data, tokenizer, 128, train_on_completions=True)
+    assert (stats.rows, stats.dropped_rows) == (2, 0)
+    ids, labels = tokenized[1]["input_ids"], tokenized[1]["labels"]
+    assert decode(tokenizer, [t for t, label in zip(ids, labels) if label != IGNORE]) == content + "<|im_end|>"
+    assert decode(tokenizer, ids).startswith("<|im_start|>system\n")  # the template's default system turn is not trained
+    check_consistent(tokenized, stats, 128)
+
+
+def test_a_leading_assistant_turn_the_template_cannot_place_is_an_error_naming_the_row(model_dir: Path) -> None:
+    from trainer_core.models.loading import load_tokenizer
+
+    strict = load_tokenizer(model_dir)
+    strict.chat_template = (
+        "{% if messages[0]['role'] != 'user' %}{{ raise_exception('Conversations must start with a user turn') }}{% endif %}"
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    )
+    ok = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    leading = [{"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    with pytest.raises(DatasetError, match=r"^row 2 starts with an assistant turn and the chat template of .* cannot render it so "
+                       r"that its tokens can be located \(it fails on this conversation: Conversations must start with a user "
+                       r"turn\): add the user turn before it or remove the row$"):
+        tokenize_dataset(messages_rows(ok, leading), strict, 128, train_on_completions=True)
+    shouting = load_tokenizer(model_dir)  # changes the content, so it cannot be found in the rendering
+    shouting.chat_template = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | upper }}<|im_end|>\n{% endfor %}"
+    with pytest.raises(DatasetError, match=r"^row 1 starts with an assistant turn .*does not hold the content as written"):
+        tokenize_dataset(messages_rows(leading), shouting, 128, train_on_completions=True)
 
 
 def test_text_rows_end_with_eos(tokenizer) -> None:
@@ -139,8 +173,26 @@ def test_rows_without_trained_tokens_are_dropped(tokenizer) -> None:
     tokenized, stats = tokenize_dataset(messages_rows(long_prompt, short, long_prompt), tokenizer, 64, train_on_completions=True)
     assert (stats.rows, stats.dropped_rows, stats.truncated_rows) == (1, 2, 2)
     assert decode(tokenizer, [t for t, label in zip(tokenized[0]["input_ids"], tokenized[0]["labels"]) if label != IGNORE]) == "hello<|im_end|>"
-    with pytest.raises(DatasetError, match="raise max_seq_length"):
+    with pytest.raises(DatasetError, match=r"^no row has a trained token within max_seq_length=64: 1 row\(s\) have their "
+                       r"assistant tokens after max_seq_length=64 tokens \(every prompt fills it; the first is row 1\): raise max_seq_length$"):
         tokenize_dataset(messages_rows(long_prompt), tokenizer, 64, train_on_completions=True)
+
+
+def test_no_trained_token_without_assistant_turns_does_not_blame_max_seq_length(tokenizer) -> None:
+    user_only = [{"role": "user", "content": "hi"}]
+    with pytest.raises(DatasetError) as caught:
+        tokenize_dataset(messages_rows(user_only, user_only), tokenizer, 512, train_on_completions=True)
+    assert str(caught.value) == ("no row has a trained token: 2 row(s) have no assistant turn to train on (the first is row 1); "
+                                 "with train_on_completions only assistant turns are trained: add assistant turns or set "
+                                 "train_on_completions=False")
+    long_prompt = [{"role": "user", "content": "word " * 200}, {"role": "assistant", "content": "ok"}]
+    with pytest.raises(DatasetError, match=r"^no row has a trained token: 1 row\(s\) have no assistant turn to train on \(the first "
+                       r"is row 2\).*, and 1 row\(s\) have their assistant tokens after max_seq_length=64 tokens \(every prompt "
+                       r"fills it; the first is row 1\): add assistant turns or raise max_seq_length$"):
+        tokenize_dataset(messages_rows(long_prompt, user_only), tokenizer, 64, train_on_completions=True)
+    empty_leading = [{"role": "assistant", "content": ""}, {"role": "user", "content": "hi"}]  # nothing to learn in it
+    with pytest.raises(DatasetError, match=r"no assistant turn to train on \(the first is row 1\)"):
+        tokenize_dataset(messages_rows(empty_leading), tokenizer, 512, train_on_completions=True)
 
 
 def test_template_that_is_not_turn_by_turn(tokenizer, model_dir: Path) -> None:

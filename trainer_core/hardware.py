@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from typing import Optional
 
 import psutil
@@ -72,3 +74,25 @@ def snapshot() -> HardwareSnapshot:
         ram_total_gib=memory.total / GIB,
         gpus=gpus if gpus is not None else _gpus_from_torch(),
     )
+
+
+_CACHE_LOCK = threading.Lock()
+_cached: Optional[tuple[float, HardwareSnapshot]] = None
+
+
+def cached_snapshot(max_age_s: float = 1.0) -> HardwareSnapshot:
+    """``snapshot()`` at most once per ``max_age_s`` seconds for the whole app (every open tab's
+    hardware panel polls it), with CPU percent measured since the previous call instead of over a
+    blocking 0.1 s."""
+    global _cached
+    with _CACHE_LOCK:
+        now = time.monotonic()
+        if _cached is not None and now - _cached[0] < max_age_s:
+            return _cached[1]
+        memory = psutil.virtual_memory()
+        gpus = _gpus_from_nvidia_smi()
+        snap = HardwareSnapshot(cpu_percent=psutil.cpu_percent(interval=None), cpu_count=psutil.cpu_count() or 1,
+                                ram_used_gib=(memory.total - memory.available) / GIB, ram_total_gib=memory.total / GIB,
+                                gpus=gpus if gpus is not None else _gpus_from_torch())
+        _cached = (now, snap)
+        return snap

@@ -56,6 +56,20 @@ LIVE_PHASES = (Phase.loading_model, Phase.loading_dataset, Phase.configuring, Ph
 TERMINAL_PHASES = (Phase.completed, Phase.error, Phase.stopped, Phase.interrupted)
 RESUMABLE_PHASES = (Phase.stopped, Phase.interrupted, Phase.error)  # from their last complete checkpoint
 
+
+class EndReason(str, Enum):
+    """Why a job ended (``status.details["end_reason"]``, ``RunRecord.end_reason``); it tells apart
+    the two ways to reach ``Phase.stopped``: ``stopped`` (Stop and save: the worker saved a
+    checkpoint at the step it stopped at) and ``cancelled`` (Cancel: the worker was ended, nothing
+    more was saved, also when cancelled before it started). ``interrupted``: the app stopped while
+    the run was live (run history only). A resumed run has none until it ends again."""
+
+    completed = "completed"
+    stopped = "stopped"
+    cancelled = "cancelled"
+    error = "error"
+    interrupted = "interrupted"
+
 Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
 Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
 
@@ -199,7 +213,13 @@ class TrainingJobResponse(BaseModel):
 
 class TrainingProgress(BaseModel):
     """One logged training (or evaluation) step. Times in seconds; ``num_tokens`` counts
-    non-padding input tokens seen so far."""
+    non-padding input tokens seen so far (over the whole run, resumes included).
+
+    ``elapsed_seconds`` is training time, continued over resumes: the worker measures it from its
+    own train begin, and the job runner adds the training seconds the run had logged up to the
+    checkpoint it resumed from before the event reaches the history and the run store (the
+    worker's own ``metrics.jsonl`` keeps the per-session value). Idle time between a Stop and a
+    Resume is not in it. ``eta_seconds`` is the worker's estimate from this session's step rate."""
 
     job_id: str
     step: int = Field(ge=0)
@@ -210,7 +230,7 @@ class TrainingProgress(BaseModel):
     eval_loss: Optional[float] = None
     epoch: Optional[float] = None
     progress_percent: float = Field(0.0, ge=0, le=100)
-    elapsed_seconds: float = Field(0.0, ge=0)
+    elapsed_seconds: float = Field(0.0, ge=0, description="Training seconds, continued over resumes.")
     eta_seconds: Optional[float] = None
     num_tokens: Optional[int] = None
 

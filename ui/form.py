@@ -6,7 +6,7 @@ repeats them. The dataset files come from the upload / path widgets in ``layout.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import gradio as gr
 from pydantic import BaseModel, SecretStr, ValidationError
@@ -14,34 +14,46 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
 from trainer_core.fieldmeta import base_type, bounds, choices, default, explain, parse_mapping
 from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
+from ui.refusals import label_of
 # Fields the layout provides itself (file pickers) rather than from metadata.
 FILE_FIELDS = ("local_datasets", "local_eval_datasets")
 FORM_FIELDS = tuple(name for name in REQUEST_FIELDS if name not in FILE_FIELDS)
 
 
 class FieldNumber(gr.Number):
-    """``gr.Number`` whose out-of-bounds error names the request field (Gradio's own does not).
-    ``is_template`` makes the browser render it as a plain Number."""
+    """``gr.Number`` that hands out-of-bounds values to the handler instead of failing the event in
+    Gradio (which paints "Error" over every output and names no field): the handler's pydantic model
+    checks the same bounds and its message names the field. ``is_template`` makes the browser
+    render it as a plain Number."""
 
     is_template = True  # no __init__ of its own: Gradio reads the props from gr.Number's signature
     field = "value"
 
     def preprocess(self, payload: float | None) -> float | int | None:
+        if payload is None:
+            return None
         try:
-            return super().preprocess(payload)
-        except gr.Error as exc:
-            raise gr.Error(f"{self.field}: {exc.message}") from None
+            return self.round_to_precision(payload, self.precision)
+        except (TypeError, ValueError):
+            raise gr.Error(f"{label_of(self.field) if self.field in REQUEST_FIELDS else self.field}: "
+                           f"'{str(payload)[:40]}' is not a number") from None
 
 
 def _label(name: str) -> str:
     return name.replace("_", " ").capitalize()
 
 
-def make_widget(name: str) -> gr.components.Component:
-    """One Gradio input for request field ``name``, with its label, help, default and bounds."""
+def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) -> gr.components.Component:
+    """One Gradio input for request field ``name``, with its label, help, default and bounds.
+    ``suggestions`` ((label, value) pairs) turn a text field into a dropdown that still takes any
+    typed value (the model picker: local models listed, any Hub id typed)."""
     info = REQUEST_FIELDS[name]
     kind, value = base_type(info.annotation), default(name)
-    common = {"label": info.title or _label(name), "info": info.description, "elem_id": f"field-{name}"}
+    common = {"label": label_of(name), "info": info.description, "elem_id": f"field-{name}"}
+    if suggestions is not None:
+        known = [v for _, v in suggestions]
+        listed = suggestions if value in known or not value else [(value, value), *suggestions]
+        return gr.Dropdown(choices=listed, value=value, allow_custom_value=True, filterable=True, **common)
     if (allowed := choices(kind)) is not None:
         return gr.Dropdown(choices=allowed, value=value, **common)
     if kind is bool:
@@ -94,3 +106,17 @@ def build_request(values: dict[str, Any], train_files: list[str], eval_files: li
         return TrainingStartRequest(**data, local_datasets=train_files, local_eval_datasets=eval_files)
     except ValueError as exc:  # ValidationError is a ValueError
         raise gr.Error(explain(exc) if isinstance(exc, ValidationError) else str(exc)) from None
+
+
+def widget_value(name: str, value: Any) -> Any:
+    """A stored request value as form widget ``name`` shows it (mapping as "a=b, c=d", None as "")."""
+    if name == "custom_format_mapping":
+        return ", ".join(f"{k}={v}" for k, v in (value or {}).items())
+    return "" if value is None else value
+
+
+def form_values(request: dict[str, Any]) -> list[Any]:
+    """Values for [server paths, eval paths, *form widgets] from a stored request (``public_dict``:
+    the token is never stored, so it stays empty; fields newer than the run get their defaults)."""
+    values = [", ".join(request.get("local_datasets", [])), ", ".join(request.get("local_eval_datasets", []))]
+    return values + [widget_value(name, request.get(name, default(name))) for name in FORM_FIELDS]

@@ -4,6 +4,7 @@ tab never touches training."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ import pandas as pd
 from gradio.components.plot import PlotData
 
 from trainer_core.access.admission import REFUSALS, admit
+from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.metrics import ChartPoints
@@ -22,13 +24,15 @@ from trainer_core.access.paths import confine
 from trainer_core.schemas import FormatType, TrainingStartRequest, TrainingStatus
 from trainer_core.settings import Settings
 from ui import charts
-from trainer_core.fieldmeta import parse_mapping
-from ui.form import FORM_FIELDS, build_request
+from trainer_core.fieldmeta import default, parse_mapping
+from ui.form import FORM_FIELDS, build_request, form_values
+from ui.refusals import EVAL_UPLOAD_LABEL, describe
 from ui.uploads import UPLOAD_LABEL, keep_upload, received_upload
 
-HEARTBEAT_S = 10.0
-EVAL_UPLOAD_LABEL = "Evaluation dataset (upload, optional)"
-EMPTY_PREVIEW = pd.DataFrame({"row": [], "preview": []})  # a watcher re-renders at least this often (elapsed time keeps moving)
+log = logging.getLogger(__name__)
+HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (the times keep moving)
+EMPTY_PREVIEW = pd.DataFrame({"row": [], "preview": []})
+NOTICE_CLEAR = ""
 
 
 def _clock(seconds: Optional[float]) -> str:
@@ -39,16 +43,29 @@ def _clock(seconds: Optional[float]) -> str:
     return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
 
 
+def phase_label(status: TrainingStatus) -> str:
+    """The phase as the page says it: ``cancelled`` for a stopped job that was cancelled (nothing
+    saved), else the phase's value."""
+    if status.phase.value == "stopped" and status.details.get("end_reason") == "cancelled":
+        return "cancelled"
+    return status.phase.value
+
+
 def status_line(status: TrainingStatus) -> str:
-    """Markdown: phase, step / total, percent, elapsed, ETA, last loss, then the message/error."""
+    """Markdown: phase, step / total, percent, training time (continued over resumes), wall time
+    (since the run was created, idle gaps included), ETA, tokens/s, last loss, then the message."""
     d = status.details
-    parts = [f"**{status.phase.value}**"]
+    parts = [f"**{phase_label(status)}**"]
     if d.get("step") is not None:
         total = d.get("total_steps") or 0
         parts.append(f"step {d['step']} / {total} ({100 * d['step'] / max(total, 1):.0f}%)")
-        parts.append(f"elapsed {_clock(d.get('elapsed_seconds'))}")
+        parts.append(f"training {_clock(d.get('elapsed_seconds'))}")
+        if d.get("wall_seconds") is not None:
+            parts.append(f"wall {_clock(d.get('wall_seconds'))}")
         if status.is_training_running:
             parts.append(f"ETA {_clock(d.get('eta_seconds'))}")
+        if d.get("tokens_per_second"):
+            parts.append(f"{d['tokens_per_second']:.0f} tokens/s")
         if d.get("loss") is not None:
             parts.append(f"loss {d['loss']:.4f}")
     if d.get("truncated_rows") or d.get("dropped_rows"):
@@ -60,12 +77,28 @@ def status_line(status: TrainingStatus) -> str:
     return text
 
 
+def buttons(status: TrainingStatus) -> tuple:
+    """Start / Stop (save) / Cancel, each enabled only in the phases where it acts: Start when no
+    job runs, Stop while training (it saves at the next step), Cancel while a job is live."""
+    running = status.is_training_running
+    return (gr.Button(value="Start", interactive=not running),
+            gr.Button(interactive=running and status.phase.value == "training"),
+            gr.Button(interactive=running))
+
+
+def starting() -> Any:
+    """The Start button at the click, before the checks answer: disabled and saying so (a second
+    click cannot queue a second start)."""
+    return gr.Button(value="Starting…", interactive=False)
+
+
 def render(status: TrainingStatus, points: ChartPoints) -> tuple:
-    """Outputs of every watcher: status line, raw status JSON (without the series), and the three
-    charts already serialised (``PlotData``, what ``gr.Plot`` would make of each figure)."""
+    """Outputs of every watcher: status line, raw status JSON (without the series), the three
+    charts already serialised (``PlotData``, what ``gr.Plot`` would make of each figure) and the
+    three buttons' states."""
     raw = status.model_dump(mode="json", exclude={"metric_history"})
     figures = (charts.loss_figure(points), charts.learning_rate_figure(points), charts.grad_norm_figure(points))
-    return (status_line(status), raw, *(PlotData(type="plotly", plot=fig.to_json()) for fig in figures))
+    return (status_line(status), raw, *(PlotData(type="plotly", plot=fig.to_json()) for fig in figures), *buttons(status))
 
 
 class SharedRender:
@@ -140,46 +173,141 @@ def dataset_paths(upload: Optional[str], paths_text: str, settings: Settings, la
     return ([kept] if kept else []) + split_paths(paths_text)
 
 
-def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: str,
-            mapping_text: str) -> tuple[str, pd.DataFrame]:
-    """Detected format and the first rows as parsed, for the uploaded file or the first typed
-    path (confined to the allowed folders); problems shown inline."""
-    from trainer_core.data.prepare import preview as preview_rows
-
+def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: str, mapping_text: str,
+            model_name: Optional[str] = None, max_seq_length: Optional[float] = None) -> tuple[str, pd.DataFrame]:
+    """The dataset preview of the uploaded file or the first typed path (confined to the allowed
+    folders): detected format, row count, rows longer than the Max seq length with the chosen
+    model's chat template (when its tokenizer is on this machine), a warning with the fix for
+    template placeholders left in the data, and the first rows turn by turn. Problems are shown
+    inline, naming the file."""
     typed = split_paths(paths_text)
     if not upload and not typed:
         return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy()
     try:
         received = received_upload(upload, ctx.settings)
         first = str(received) if received else str(confine(typed[0], ctx.settings.allowed_roots, "dataset path"))
-        fmt, frame = preview_rows(first, rows=5, format_type=FormatType(format_type), mapping=parse_mapping(mapping_text))
+        length = int(max_seq_length or default("max_seq_length"))
+        import_data_stack()
+        from trainer_core.data.inspect import inspect_dataset, load_preview_tokenizer
+
+        tokenizer = load_preview_tokenizer(model_name or default("model_name"), ctx.settings)
+        found = inspect_dataset(first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length)
     except gr.Error as exc:
         return f"**Cannot use this dataset:** {exc.message}", EMPTY_PREVIEW.copy()
     except (DatasetError, ValueError, OSError) as exc:
-        return f"**Cannot use this dataset:** {exc}", EMPTY_PREVIEW.copy()
-    return f"Detected format: **{fmt.value}** ({Path(first).name})", frame
+        return f"**Cannot use this dataset:** {describe(str(exc)).text}", EMPTY_PREVIEW.copy()
+    return preview_summary(found, Path(first).name, length, tokenizer is not None), found.sample
+
+
+def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: bool) -> str:
+    """Markdown above the preview table: format and rows, truncation, placeholder warning."""
+    rows = "rows: more than can be counted quickly" if found.rows_total is None else f"**{found.rows_total}** rows"
+    lines = [f"Detected format: **{found.format.value}** ({name}) · {rows}"]
+    report = found.truncation
+    if report is not None:
+        scope = "" if report.all_rows_checked else f" of the first {report.rows_checked}"
+        if report.rows_over:
+            listed = ", ".join(str(r) for r in report.first_rows)
+            lines.append(f"**{report.rows_over}{scope} rows are longer than Max seq length ({max_seq_length} tokens)** "
+                         f"and will be truncated (rows {listed}{'…' if report.rows_over > len(report.first_rows) else ''}; "
+                         f"longest: row {report.longest_row}, {report.longest_tokens} tokens). Raise Max seq length to keep them whole.")
+        else:
+            lines.append(f"No row{scope} is longer than Max seq length ({max_seq_length} tokens; longest: "
+                         f"{report.longest_tokens}).")
+    elif not has_tokenizer:
+        lines.append("Truncation is checked once the model's tokenizer is on this machine.")
+    if found.placeholders:
+        names = ", ".join(f"`{{{{{p.name}}}}}` ({p.rows} rows)" for p in found.placeholders)
+        lines.append(f"⚠️ **Template placeholders left in the data:** {names}. {found.advice}")
+    return "\n\n".join(lines)
 
 
 def start(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
           *values: Any) -> Iterator[tuple]:
-    """Validate the form and the paths, start the job and stream its status; ``gr.Error`` for bad
-    settings, paths outside the allowed folders, missing files, or a job already running."""
-    train_files = dataset_paths(upload, paths_text, ctx.settings)
-    eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
-    request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
-    yield from start_request(ctx, request)
+    """Check the form and the paths, start the job and stream its status as (*monitor, notice).
+    A refusal (bad setting, path outside the allowed folders, missing file, a job already running)
+    leaves the monitor as it is and says why in the notice beside the button (plus a toast),
+    with the field's on-screen label (``ui.refusals``)."""
+    try:
+        train_files = dataset_paths(upload, paths_text, ctx.settings)
+        eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
+        request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
+    except gr.Error as exc:
+        yield refused(ctx, exc.message)
+        return
+    for update in start_request(ctx, request):
+        yield update
 
 
-def start_request(ctx: Context, request: TrainingStartRequest) -> Iterator[tuple]:
-    """Start ``request`` after the same checks as the API (``admission.admit``), then stream its status."""
+def refused(ctx: Context, message: str, action: str = "Not started") -> tuple:
+    """(*monitor, notice) of a refused start: the monitor untouched (its buttons set for the
+    current job), the notice naming the fields by their labels, and a toast."""
+    refusal = describe(message)
+    gr.Warning(f"{action}: {refusal.text}")
+    status = ctx.runner.status(with_history=False)
+    return (*[gr.skip()] * MONITOR_VIEWS, *buttons(status), refusal.html(action))
+
+
+MONITOR_VIEWS = 5  # status line, raw JSON, three charts (then the three buttons)
+
+
+def begin(ctx: Context, request: TrainingStartRequest) -> Optional[str]:
+    """Check ``request`` as the API does (``admission.admit``) and start it: None once the job
+    started, else why it was refused (in the engine's words; ``describe`` puts them in the page's)."""
     try:
         checked = admit(request, ctx.settings, ctx.runner.store)
     except REFUSALS as exc:
-        raise gr.Error(str(exc)) from None
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - the page says what went wrong, never a traceback
+        log.exception("checking a start failed")
+        return f"the settings could not be checked ({type(exc).__name__}: {exc}); try again"
     response = ctx.runner.start(checked)
     if response.status == "error":
-        raise gr.Error(f"{response.message} {response.error or ''}".strip())
-    yield from watch(ctx.runner)
+        return f"{response.message} {response.error or ''}".strip()
+    return None
+
+
+def start_request(ctx: Context, request: TrainingStartRequest) -> Iterator[tuple]:
+    """``begin`` ``request``, then stream (*monitor, notice) updates: the notice cleared by the
+    first, left alone after. A refusal yields ``refused``'s update; when another job runs, this tab
+    then follows that job (its monitor may have stopped watching when it was idle)."""
+    problem = begin(ctx, request)
+    if problem is not None:
+        yield refused(ctx, problem)
+        if ctx.runner.status(with_history=False).is_training_running:  # busy: follow the job that has the machine
+            for update in watch(ctx.runner):
+                yield (*update, gr.skip())
+        return
+    notice: Any = NOTICE_CLEAR
+    for update in watch(ctx.runner):
+        yield (*update, notice)
+        notice = gr.skip()
+
+
+def restore_form(ctx: Context) -> list[Any]:
+    """Page load: while a job runs, the form shows that job's settings and data files (so a reload
+    mid-run does not show defaults); otherwise every widget is left as it is."""
+    status = ctx.runner.status(with_history=False)
+    run = ctx.runner.store.get_run(status.job_id) if status.is_training_running and status.job_id and ctx.runner.store else None
+    if run is None:
+        return [gr.skip()] * (2 + len(FORM_FIELDS))
+    return form_values(run.request)
+
+
+def hardware_line(ctx: Context) -> str:
+    """The live hardware panel: CPU %, RAM, each GPU's memory, and the job's tokens/s."""
+    from trainer_core.hardware import cached_snapshot
+
+    snap = cached_snapshot()
+    parts = [f"CPU {snap.cpu_percent:.0f} % of {snap.cpu_count} cores",
+             f"RAM {snap.ram_used_gib:.1f} / {snap.ram_total_gib:.1f} GiB"]
+    parts += [f"GPU {g.index} {g.name}: {g.memory_used_gib:.1f} / {g.memory_total_gib:.1f} GiB" for g in snap.gpus]
+    if not snap.gpus:
+        parts.append("no GPU")
+    status = ctx.runner.status(with_history=False)
+    if status.is_training_running and status.details.get("tokens_per_second"):
+        parts.append(f"{status.details['tokens_per_second']:.0f} tokens/s")
+    return " · ".join(parts)
 
 
 def stop(ctx: Context) -> None:

@@ -18,6 +18,8 @@ from trainer_core.tasks.runner import TaskRunner
 from ui import evaluate_panel, export_panel, handlers, run_handlers, share_handlers
 from ui.chat_tab import ChatTab
 from ui.form import FORM_FIELDS, make_widget
+from ui.refusals import EVAL_UPLOAD_LABEL
+from ui.uploads import UPLOAD_LABEL
 
 SECTIONS = (  # (schema group, accordion title)
     ("data", "Data options"),
@@ -26,46 +28,84 @@ SECTIONS = (  # (schema group, accordion title)
     ("output", "Output"),
 )
 DATASET_TYPES = [".json", ".jsonl", ".csv", ".parquet", ".txt"]
+HARDWARE_EVERY_S = 2.0  # the hardware panel's refresh period
 FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap
 
 
-def _build_settings() -> dict[str, gr.components.Component]:
-    widgets = {}
+def _build_model_group(models: list[tuple[str, str]]) -> dict[str, gr.components.Component]:
+    """The model settings (always open); ``models`` are the picker's local suggestions."""
     with gr.Group():
-        for name in (n for n in FORM_FIELDS if group(n) == "model"):
-            widgets[name] = make_widget(name)
+        return {name: make_widget(name, models if name == "model_name" else None)
+                for name in FORM_FIELDS if group(name) == "model"}
+
+
+def _build_sections() -> dict[str, gr.components.Component]:
+    """The other settings in closed sections (ids ``section-<group>``, which a refusal opens)."""
+    widgets = {}
     for section, title in SECTIONS:
-        with gr.Accordion(title, open=False):
+        with gr.Accordion(title, open=False, elem_id=f"section-{section}"):
             for name in (n for n in FORM_FIELDS if group(n) == section):
                 widgets[name] = make_widget(name)
     return widgets
 
 
-def _monitor() -> list[gr.components.Component]:
-    """Status line, raw status JSON and the three charts (in ``handlers.render``'s order)."""
-    status = gr.Markdown("Loading status...", elem_id="status")
-    loss_plot = gr.Plot(label="Loss")
-    with gr.Row():
-        lr_plot = gr.Plot(label="Learning rate")
-        grad_plot = gr.Plot(label="Grad norm")
-    with gr.Accordion("Status (JSON)", open=False):
-        raw = gr.JSON(label="status")
-    return [status, raw, loss_plot, lr_plot, grad_plot]
+def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown]:
+    """The right column, kept in view while the form scrolls (``#monitor-col`` is sticky): the
+    buttons, the refusal notice, the status line, the three charts, the hardware panel and the
+    raw status. Returns (monitor outputs in ``handlers.render``'s order, notice, hardware)."""
+    with gr.Column(scale=6, elem_id="monitor-col"):
+        with gr.Row():
+            start_btn = gr.Button("Start", variant="primary", elem_id="start")
+            stop_btn = gr.Button("Stop (save)", elem_id="stop", interactive=False)
+            cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel", interactive=False)
+        notice = gr.HTML(handlers.NOTICE_CLEAR, elem_id="start-notice")
+        status = gr.Markdown("Loading status...", elem_id="status")
+        loss_plot = gr.Plot(show_label=False, elem_id="loss-plot")
+        with gr.Row():
+            lr_plot = gr.Plot(show_label=False, elem_id="lr-plot")
+            grad_plot = gr.Plot(show_label=False, elem_id="grad-plot")
+        hardware = gr.Markdown("", elem_id="hardware")
+        with gr.Accordion("Status (JSON)", open=False):
+            raw = gr.JSON(label="status")
+    return [status, raw, loss_plot, lr_plot, grad_plot, start_btn, stop_btn, cancel_btn], notice, hardware
 
 
-def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr.Tabs, chat: ChatTab) -> gr.Tab:
+def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdown, gr.Dataframe]:
+    """Training and evaluation files (upload or server paths) and the dataset preview."""
+    upload = gr.File(label=UPLOAD_LABEL, file_types=DATASET_TYPES, type="filepath", elem_id="train-upload")
+    paths = gr.Textbox(label="...or dataset paths on the server", elem_id="train-paths",
+                       info="Comma-separated .json/.jsonl/.csv/.parquet/.txt paths.")
+    with gr.Accordion("Dataset preview", open=True, elem_id="preview"):
+        detected = gr.Markdown("Choose a dataset file or type its path.", elem_id="preview-summary")
+        table = gr.Dataframe(value=handlers.EMPTY_PREVIEW, wrap=True, max_height=420, interactive=False,
+                             datatype=["number", "markdown"], column_widths=["60px", "100%"], elem_id="preview-table")
+    eval_upload = gr.File(label=EVAL_UPLOAD_LABEL, file_types=DATASET_TYPES, type="filepath", elem_id="eval-upload")
+    eval_paths = gr.Textbox(label="...or evaluation dataset paths on the server (optional)", elem_id="eval-paths",
+                            info="Comma-separated; evaluated every Eval steps. Or set the validation fraction "
+                                 "(Data options) to split them off the training rows.")
+    return upload, paths, eval_upload, eval_paths, detected, table
+
+
+def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs: gr.Tabs,
+              chat: ChatTab) -> list:
+    """The Runs tab; returns the events whose end should refresh the dataset preview."""
     with gr.Tab("Runs", id="runs") as tab:
         with gr.Row():
-            selected = gr.Textbox(label="Run", placeholder="click a run in the table, or paste its job id", scale=4)
-            refresh = gr.Button("Refresh", size="sm", scale=1)
-        table = gr.Dataframe(value=pd.DataFrame(columns=run_handlers.RUN_COLUMNS), interactive=False, max_height=300)
-        summary = gr.Markdown("Click a run to see its charts and settings.")
+            selected = gr.Textbox(label="Run", placeholder="click a run in the table, or paste its job id", scale=4,
+                                  elem_id="run-id")
+            refresh = gr.Button("↻ Refresh the list", size="sm", scale=1, elem_id="runs-refresh")
+        table = gr.Dataframe(value=pd.DataFrame(columns=run_handlers.RUN_COLUMNS), interactive=False, max_height=300,
+                             elem_id="runs-table")
+        summary = gr.Markdown(run_handlers.NO_RUN, elem_id="run-summary")
         with gr.Row():
-            load_btn = gr.Button("Load settings into the form")
-            resume_btn = gr.Button("Resume", variant="primary")
-            chat_btn = gr.Button("Chat with this run", elem_id="chat-with-run")
-            delete_btn = gr.Button("Delete...", variant="stop")
-            confirm_btn = gr.Button("Yes, delete this run and its files", variant="stop", visible=False)
+            load_btn = gr.Button("Load settings into the form", elem_id="load-settings", interactive=False)
+            resume_btn = gr.Button("Resume", variant="primary", elem_id="resume", interactive=False)
+            chat_btn = gr.Button("Chat with this run", elem_id="chat-with-run", interactive=False)
+            delete_btn = gr.Button("Delete...", variant="stop", elem_id="delete", interactive=False)
+        with gr.Row(visible=False) as confirm_row:
+            confirm_btn = gr.Button("Yes, delete this run and its files", variant="stop", elem_id="delete-confirm")
+            keep_btn = gr.Button("Cancel (keep it)", elem_id="delete-cancel")
+        runs_notice = gr.HTML("", elem_id="runs-notice")
         with gr.Accordion("Share link", open=False):
             with gr.Row():
                 hours = gr.Number(label="Expires in hours", info="Empty or 0: never (revoke it to end it).", minimum=0,
@@ -79,17 +119,21 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr
         if ctx.tasks is not None:
             export_panel.build(ctx.tasks, selected)
             evaluate_panel.build(ctx.tasks, selected)
-        loss, lr, grad = gr.Plot(label="Loss"), gr.Plot(label="Learning rate"), gr.Plot(label="Grad norm")
+        loss = gr.Plot(show_label=False, elem_id="run-loss-plot")
+        with gr.Row():
+            lr, grad = gr.Plot(show_label=False, elem_id="run-lr-plot"), gr.Plot(show_label=False, elem_id="run-grad-plot")
         settings = gr.JSON(label="Settings")
+    run_buttons = [load_btn, resume_btn, chat_btn, delete_btn]
     tab.select(partial(run_handlers.runs_table, ctx), None, table, api_name=False, **FREE)
     refresh.click(partial(run_handlers.runs_table, ctx), None, table, api_name="runs", **FREE)
     table.select(run_handlers.on_select(ctx), table, selected, api_name=False, **FREE)
-    selected.change(partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad],
+    selected.change(partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad, *run_buttons],
                     api_name="show_run", **FREE)
-    load_btn.click(partial(run_handlers.load_settings, ctx), selected, train_inputs, api_name="load_settings",
-                   **FREE).then(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False)
-    resume_btn.click(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False).then(
-        partial(run_handlers.resume, ctx), selected, monitor, api_name="resume", **FREE)
+    loaded = load_btn.click(partial(run_handlers.load_settings, ctx), selected, train_inputs, api_name="load_settings",
+                            **FREE)
+    loaded.then(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False)
+    resume_btn.click(partial(run_handlers.resume, ctx), selected, [*monitor, notice, runs_notice, tabs],
+                     api_name="resume", show_progress="hidden", **FREE)
     chat_btn.click(partial(run_handlers.chat_with, ctx, chat.engine), selected, chat.model, api_name=False, **FREE).then(
         lambda: gr.Tabs(selected="chat"), None, tabs, api_name=False)
     share_store = ShareLinks(ctx.settings)
@@ -97,53 +141,57 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, tabs: gr
     selected.change(partial(share_handlers.links_table, share_store), selected, links, api_name=False, **FREE)
     share_btn.click(on_create, [selected, hours], [share_info, links], api_name="share_create", **FREE)
     revoke_btn.click(on_revoke, [selected, link_id], [share_info, links], api_name="share_revoke", **FREE)
-    delete_btn.click(lambda: gr.update(visible=True), None, confirm_btn, api_name=False)
-    confirm_btn.click(partial(run_handlers.delete, ctx), selected, [table, confirm_btn], api_name="delete_run", **FREE)
-    return tab
+    delete_btn.click(lambda: gr.Row(visible=True), None, confirm_row, api_name=False)
+    keep_btn.click(lambda: gr.Row(visible=False), None, confirm_row, api_name=False)
+    confirm_btn.click(partial(run_handlers.delete, ctx), selected, [table, confirm_row, selected, runs_notice],
+                      api_name="delete_run", **FREE)
+    return [loaded]
 
 
 def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: TaskRunner | None = None) -> gr.Blocks:
     """The whole page, wired to ``runner``, ``engine`` and ``tasks`` (shared by every visitor: one
     job, one chat model and one export / evaluation per app; no Export / Evaluate panels without
-    ``tasks``)."""
+    ``tasks``). The Train tab is two columns: the form (model, data and preview, closed sections)
+    and the monitor, which stays in view (``ui.page_assets``)."""
+    from trainer_core.models.discovery import local_models
+
     ctx = handlers.Context(runner=runner, settings=settings, tasks=tasks)
+    models = [(m.label, m.value) for m in local_models(settings)]
     with gr.Blocks(title="Finetune Studio") as demo:
         gr.Markdown("# Finetune Studio\nFine-tune a language model with LoRA, QLoRA or full training and watch it live.")
         with gr.Tabs() as tabs:
             with gr.Tab("Train", id="train"):
-                with gr.Row():
-                    with gr.Column(scale=2):
-                        upload = gr.File(label="Training dataset (upload)", file_types=DATASET_TYPES, type="filepath")
-                        paths = gr.Textbox(label="...or dataset paths on the server",
-                                           info="Comma-separated .json/.jsonl/.csv/.parquet/.txt paths.")
-                        eval_upload = gr.File(label=handlers.EVAL_UPLOAD_LABEL, file_types=DATASET_TYPES,
-                                              type="filepath", elem_id="eval-upload")
-                        eval_paths = gr.Textbox(label="...or evaluation dataset paths on the server (optional)",
-                                                info="Comma-separated; evaluated every eval_steps. Or set Val size "
-                                                     "(Data options) to split them off the training rows.")
-                        widgets = _build_settings()
-                    with gr.Column(scale=3):
-                        with gr.Row():
-                            start_btn = gr.Button("Start", variant="primary", elem_id="start")
-                            stop_btn = gr.Button("Stop (save)", elem_id="stop")
-                            cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel")
-                        monitor = _monitor()
-                        with gr.Accordion("Dataset preview", open=True):
-                            detected = gr.Markdown("Choose a dataset file or type its path.")
-                            table = gr.Dataframe(value=handlers.EMPTY_PREVIEW, wrap=True, max_height=320,
-                                                 interactive=False, column_widths=["60px", "100%"])
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=5, elem_id="form-col"):
+                        widgets = _build_model_group(models)
+                        upload, paths, eval_upload, eval_paths, detected, table = _data_inputs()
+                        widgets.update(_build_sections())
+                    monitor, notice, hardware = _monitor_column(ctx)
             form = [widgets[name] for name in FORM_FIELDS]
             chat = ChatTab(engine)
-            _runs_tab(ctx, [paths, eval_paths, *form], monitor, tabs, chat)
+            preview_after = _runs_tab(ctx, [paths, eval_paths, *form], monitor, notice, tabs, chat)
 
-        preview_inputs = [upload, paths, widgets["format_type"], widgets["custom_format_mapping"]]
-        mapping = widgets["custom_format_mapping"]
-        for trigger in (upload.change, paths.submit, paths.blur, widgets["format_type"].change, mapping.submit, mapping.blur):
-            trigger(partial(handlers.preview, ctx), preview_inputs, [detected, table], api_name=False, **FREE)
-        start_btn.click(partial(handlers.start, ctx), [upload, paths, eval_upload, eval_paths, *form], monitor,
-                        api_name="start", **FREE)
+        preview_inputs = [upload, paths, widgets["format_type"], widgets["custom_format_mapping"],
+                          widgets["model_name"], widgets["max_seq_length"]]
+        mapping, length = widgets["custom_format_mapping"], widgets["max_seq_length"]
+        on_preview = partial(handlers.preview, ctx)
+        for trigger in (upload.change, paths.submit, paths.blur, widgets["format_type"].change, mapping.submit,
+                        mapping.blur, widgets["model_name"].change, length.submit, length.blur):
+            trigger(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
+        for event in preview_after:
+            event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
+        start_btn, stop_btn, cancel_btn = monitor[5:]
+        start_btn.click(handlers.starting, None, start_btn, queue=False, show_progress="hidden", api_name=False).then(
+            partial(handlers.start, ctx), [upload, paths, eval_upload, eval_paths, *form], [*monitor, notice],
+            api_name="start", show_progress="hidden", **FREE)
         stop_btn.click(partial(handlers.stop, ctx), None, None, api_name="stop", **FREE)
         cancel_btn.click(partial(handlers.cancel, ctx), None, None, api_name="cancel", **FREE)
-        demo.load(partial(handlers.watch, runner), None, monitor, api_name="watch", **FREE)
+        demo.load(partial(handlers.watch, runner), None, monitor, api_name="watch", show_progress="hidden", **FREE)
+        demo.load(partial(handlers.restore_form, ctx), None, [paths, eval_paths, *form], api_name=False,
+                  show_progress="hidden", **FREE).then(on_preview, preview_inputs, [detected, table], api_name=False,
+                                                        **FREE)
         demo.load(handlers.prewarm(runner), None, None, api_name=False, show_progress="hidden", **FREE)
+        timer = gr.Timer(HARDWARE_EVERY_S)
+        for trigger in (demo.load, timer.tick):
+            trigger(partial(handlers.hardware_line, ctx), None, hardware, api_name=False, show_progress="hidden", **FREE)
     return demo

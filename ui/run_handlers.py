@@ -5,6 +5,7 @@ its evaluated annotation.)"""
 
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 import gradio as gr
@@ -16,11 +17,13 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
 from trainer_core.runs.store import RunDetail, RunRecord
 from ui import charts
-from trainer_core.fieldmeta import default
-from ui.form import FORM_FIELDS
-from ui.handlers import Context, start_request
+from ui.form import form_values
+from ui.handlers import NOTICE_CLEAR, Context, begin, refused, watch
+from ui.refusals import notice_html
 
-RUN_COLUMNS = ["job_id", "created", "phase", "steps", "final_loss", "duration", "evaluation"]
+RUN_COLUMNS = ["job_id", "created", "status", "model", "dataset", "method", "steps", "final_loss", "tokens/s",
+               "training time", "wall time", "evaluation"]
+NO_RUN = "Click a run in the table to see its charts and settings."
 
 
 def _eval_text(result: Optional[dict]) -> str:
@@ -47,15 +50,40 @@ def _evaluations(ctx: Context) -> dict[str, str]:
     return newest
 
 
+def _minutes(seconds: Optional[float]) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.1f} min"
+
+
+def run_status(run: RunRecord) -> str:
+    """The run's state in one word: its phase, except ``cancelled`` for a stopped run that was
+    cancelled (nothing saved) — ``stopped`` then always means stopped and saved."""
+    if run.phase.value == "stopped" and run.end_reason == "cancelled":
+        return "cancelled"
+    return run.phase.value
+
+
+def _dataset_text(request: dict[str, Any]) -> str:
+    names = [Path(p).name for p in request.get("local_datasets") or []]
+    if request.get("hf_dataset"):
+        names.append(request["hf_dataset"])
+    return ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
+
+
 def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
-    duration = run.duration_seconds
+    request = run.request
+    model = str(request.get("model_name", ""))
     return [
         run.job_id,
         datetime.fromtimestamp(run.created_at).strftime("%Y-%m-%d %H:%M:%S"),
-        run.phase.value,
+        run_status(run),
+        model.rsplit("/", 1)[-1],
+        _dataset_text(request),
+        request.get("training_type", ""),
         f"{run.last_step} / {run.total_steps or '?'}",
         None if run.final_loss is None else round(run.final_loss, 4),
-        "-" if duration is None else f"{duration / 60:.1f} min",
+        None if run.tokens_per_second is None else round(run.tokens_per_second),
+        _minutes(run.training_seconds),
+        _minutes(run.wall_seconds),
         evaluation,
     ]
 
@@ -89,51 +117,75 @@ def on_select(ctx: Context) -> Callable[[pd.DataFrame, gr.SelectData], str]:
     return handler
 
 
+def _run_buttons(ctx: Context, run: Optional[RunDetail]) -> list[Any]:
+    """Load settings / Resume / Chat / Delete, each enabled only where it acts on ``run``: Resume for
+    a resumable run with a checkpoint while no job runs; Chat when it saved weights; Delete unless it
+    is the training run."""
+    if run is None:
+        return [gr.Button(interactive=False)] * 4
+    status = ctx.runner.status(with_history=False)
+    live = status.is_training_running and status.job_id == run.job_id
+    resumable = run.phase in RESUMABLE_PHASES and bool(run.last_checkpoint) and not status.is_training_running
+    has_weights = run.last_checkpoint is not None or run.phase.value == "completed"
+    return [gr.Button(interactive=True), gr.Button(interactive=resumable), gr.Button(interactive=has_weights and not live),
+            gr.Button(interactive=not live)]
+
+
 def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
-    """Summary, settings and charts of run ``job_id`` (blank when none is chosen)."""
+    """Summary, settings, charts and the four run buttons' states of run ``job_id`` (all blank and
+    the buttons off when none is chosen)."""
     if not (job_id or "").strip():
-        return "Click a run to see its charts and settings.", None, None, None, None
+        return (NO_RUN, None, None, None, None, *_run_buttons(ctx, None))
     run = _get(ctx, job_id.strip())
     points = chart_points_of(run.metrics)
-    summary = (f"**{run.job_id}** · {run.phase.value} · step {run.last_step} / {run.total_steps or '?'}"
+    summary = (f"**{run.job_id}** · {run_status(run)} · step {run.last_step} / {run.total_steps or '?'} · "
+               f"training {_minutes(run.training_seconds)} · wall {_minutes(run.wall_seconds)}"
                f"\n\nOutput: `{run.output_dir}`\n\nLast checkpoint: `{run.last_checkpoint or 'none'}`")
     if run.error:
         summary += f"\n\n**Error:** {run.error}"
     return (summary, run.request, charts.loss_figure(points), charts.learning_rate_figure(points),
-            charts.grad_norm_figure(points))
-
-
-def _widget_value(name: str, value: Any) -> Any:
-    if name == "custom_format_mapping":
-        return ", ".join(f"{k}={v}" for k, v in (value or {}).items())
-    if value is None:
-        return ""
-    return value
+            charts.grad_norm_figure(points), *_run_buttons(ctx, run))
 
 
 def load_settings(ctx: Context, job_id: Optional[str]) -> list[Any]:
     """Values for [server paths, eval paths, *form widgets] from the run's stored settings (the
-    token is never stored, so it stays empty)."""
-    request = _get(ctx, job_id).request
-    values = [", ".join(request.get("local_datasets", [])), ", ".join(request.get("local_eval_datasets", []))]
-    values += [_widget_value(name, request.get(name, default(name))) for name in FORM_FIELDS]  # older runs lack newer fields
+    token is never stored, so it stays empty); the page then refreshes the dataset preview."""
+    values = form_values(_get(ctx, job_id).request)
     gr.Info(f"Loaded the settings of {job_id} into the Train tab.")
     return values
 
 
 def resume(ctx: Context, job_id: Optional[str]) -> Iterator[tuple]:
-    """Continue a stopped, interrupted or failed run from its last complete checkpoint; streams like Start."""
-    run = _get(ctx, job_id)
+    """Continue a stopped, interrupted or failed run from its last complete checkpoint; streams
+    (*monitor, train notice, runs notice, tabs) like Start, switching to the Train tab once it
+    started. A refusal stays on the Runs tab, said beside the Resume button (and as a toast)."""
+    action = "Not resumed"
+    try:
+        run = _get(ctx, job_id)
+    except gr.Error as exc:
+        yield (*refused(ctx, exc.message, action)[:-1], gr.skip(), notice_html(exc.message, action), gr.skip())
+        return
     if run.phase not in RESUMABLE_PHASES or not run.last_checkpoint:
-        raise gr.Error(f"Run {run.job_id} is {run.phase.value} with no saved checkpoint; only stopped, "
-                       "interrupted or failed runs with a complete checkpoint can be resumed.")
+        message = (f"Run {run.job_id} is {run_status(run)} with no saved checkpoint; only stopped, interrupted or "
+                   "failed runs with a complete checkpoint can be resumed.")
+        yield (*refused(ctx, message, action)[:-1], gr.skip(), notice_html(message, action), gr.skip())
+        return
     request = TrainingStartRequest(**{**run.request, "resume_from_checkpoint": run.last_checkpoint})
-    yield from start_request(ctx, request)
+    problem = begin(ctx, request)
+    if problem is not None:
+        yield (*refused(ctx, problem, action)[:-1], gr.skip(), notice_html(problem, action), gr.skip())
+        return
+    for index, update in enumerate(watch(ctx.runner)):
+        first = index == 0
+        yield (*update, NOTICE_CLEAR if first else gr.skip(), NOTICE_CLEAR if first else gr.skip(),
+               gr.Tabs(selected="train") if first else gr.skip())
 
 
-def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any]:
+def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str, str]:
     """Forget a run and delete the files it wrote (``run_folders.delete_run_files``): never a
-    studio folder, another run's files or files put beside them; what is kept is said."""
+    studio folder, another run's files or files put beside them; what is kept is said. Returns the
+    table, the hidden confirmation row, and a blank run id (which clears the run's summary, charts
+    and settings from the page) and notice."""
     run = _get(ctx, job_id)
     status = ctx.runner.status(with_history=False)
     if status.is_training_running and status.job_id == run.job_id:
@@ -152,7 +204,7 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any]:
                    f"write in {run.output_dir}: {', '.join(result.kept[:5])}")
     else:
         gr.Info(f"Deleted run {run.job_id} and its {result.removed} files.")
-    return runs_table(ctx), gr.update(visible=False)
+    return runs_table(ctx), gr.Row(visible=False), "", ""
 
 
 def chat_with(ctx: Context, engine: ChatEngine, job_id: Optional[str]) -> dict:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from trainer_core.access.requests import MissingPaths, checked_request
+from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model
 from trainer_core.access.paths import PathNotAllowed
@@ -44,7 +45,8 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     if checked.hf_dataset:
         check_hub_dataset(checked.hf_dataset, token)
     admitted = checked.model_copy(update=updates)
-    from trainer_core.data.prepare import check_local_data  # imports datasets: only when a Start is checked
+    import_data_stack()  # datasets: only when a Start is checked
+    from trainer_core.data.prepare import check_local_data
 
     check_local_data(admitted)
     return admitted

@@ -4,15 +4,21 @@ Conversations are rendered with the tokenizer's own chat template. With ``train_
 only assistant tokens are labelled, in every assistant turn: each turn's content and its
 end-of-turn token (``<|im_end|>`` in ChatML), never the ``<|im_start|>assistant\\n`` header. The
 char span of an assistant turn is found by rendering prefixes of the conversation (TRL's
-``assistant_only_loss`` needs ``{% generation %}`` markers, which most templates lack).
+``assistant_only_loss`` needs ``{% generation %}`` markers, which most templates lack). A leading
+assistant turn (no user turn before it) is trained too: its span is found by locating its content
+in the rendering of that turn alone; when the template cannot render it so, the row is an error
+that says so. Rows left without a trained token are dropped; when no row is left, the error names
+the real cause (no assistant turn at all, or a prompt that fills ``max_seq_length``) and the first
+row concerned.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import datasets
 import numpy as np
@@ -49,7 +55,9 @@ def tokenize_dataset(
     Text rows get the tokenizer's special tokens plus eos, all labelled. Rows longer than
     ``max_seq_length`` keep their start. Rows left without any labelled token are dropped and
     counted. Raises DatasetError when the template cannot be used for the mask (naming the model),
-    the template fails on a row (naming the row), or no row is left (raise max_seq_length).
+    the template fails on a row or cannot locate a leading assistant turn (naming the row), or no
+    row is left (naming the first row without an assistant turn, or the first whose prompt fills
+    ``max_seq_length``).
     """
     if "messages" in dataset.column_names:
         encode, kind = _encode_conversations, "conversations"
@@ -75,14 +83,15 @@ def _finish(encoded: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, 
     """Drop rows without labels, remove the counting columns and sum the stats."""
     full = np.asarray(encoded.data.column("full_length").to_numpy(), dtype=np.int64)  # (rows,)
     trained = np.asarray(encoded.data.column("trained").to_numpy(), dtype=np.int64)  # (rows,)
+    trainable = np.asarray(encoded.data.column("trainable").to_numpy(), dtype=np.int64)  # (rows,) before truncation
     keep = trained > 0
     if not keep.any():
-        raise DatasetError(
-            f"no row has a trained token within max_seq_length={max_len} (every prompt fills it): raise max_seq_length"
-        )
+        raise DatasetError(_nothing_trained(trainable, max_len))
     dropped = int((~keep).sum())
     if dropped:
-        log.warning("dropped %d of %d rows: no assistant token within max_seq_length=%d tokens", dropped, len(keep), max_len)
+        untrained = int((trainable == 0).sum())
+        log.warning("dropped %d of %d rows: %d without an assistant turn, %d with no assistant token within "
+                    "max_seq_length=%d tokens", dropped, len(keep), untrained, dropped - untrained, max_len)
         encoded = encoded.select(np.flatnonzero(keep), keep_in_memory=True)
     stats = TokenizationStats(
         rows=int(keep.sum()),
@@ -94,18 +103,35 @@ def _finish(encoded: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, 
         dropped_rows=dropped,
     )
     log.info("tokenized %d rows: %d tokens, %d trained, %d rows truncated", stats.rows, stats.total_tokens, stats.trained_tokens, stats.truncated_rows)
-    return encoded.remove_columns(["full_length", "trained"]), stats
+    return encoded.remove_columns(["full_length", "trained", "trainable"]), stats
+
+
+def _nothing_trained(trainable: np.ndarray, max_len: int) -> str:
+    """Why no row has a trained token: rows without any labelled token (no assistant turn) and/or
+    rows whose labelled tokens truncation cut off; ``trainable`` (rows,) counts before truncation."""
+    unlabelled, cut = np.flatnonzero(trainable == 0), np.flatnonzero(trainable > 0)
+    no_turn = (f"{len(unlabelled)} row(s) have no assistant turn to train on (the first is row {unlabelled[0] + 1}); "
+               "with train_on_completions only assistant turns are trained" if len(unlabelled) else "")
+    too_long = (f"{len(cut)} row(s) have their assistant tokens after max_seq_length={max_len} tokens (every prompt "
+                f"fills it; the first is row {cut[0] + 1})" if len(cut) else "")
+    if not len(cut):
+        return f"no row has a trained token: {no_turn}: add assistant turns or set train_on_completions=False"
+    if not len(unlabelled):
+        return f"no row has a trained token within max_seq_length={max_len}: {too_long}: raise max_seq_length"
+    return f"no row has a trained token: {no_turn}, and {too_long}: add assistant turns or raise max_seq_length"
 
 
 def _pack(ids_rows: list[list[int]], label_rows: list[list[int]], max_len: int) -> dict[str, list]:
-    """Truncated columns plus the counting columns ``full_length`` and ``trained``."""
-    out: dict[str, list] = {"input_ids": [], "labels": [], "full_length": [], "trained": []}
+    """Truncated columns plus the counting columns ``full_length``, ``trained`` (labelled tokens
+    kept) and ``trainable`` (labelled tokens before truncation)."""
+    out: dict[str, list] = {"input_ids": [], "labels": [], "full_length": [], "trained": [], "trainable": []}
     for ids, labels in zip(ids_rows, label_rows):
-        labels = labels[:max_len]
+        kept = labels[:max_len]
         out["input_ids"].append(ids[:max_len])
-        out["labels"].append(labels)
+        out["labels"].append(kept)
         out["full_length"].append(len(ids))
-        out["trained"].append(sum(label != IGNORE for label in labels))
+        out["trained"].append(sum(label != IGNORE for label in kept))
+        out["trainable"].append(sum(label != IGNORE for label in labels))
     return out
 
 
@@ -142,10 +168,18 @@ def _encode_conversations(batch: dict, indices: list[int], tokenizer: Any, max_l
 def render_with_spans(messages: list[dict[str, str]], tokenizer: Any, row: int = 0) -> tuple[str, list[tuple[int, int]]]:
     """The conversation rendered by the chat template (no generation prompt) and the char spans
     ``[start, end)`` of each assistant turn: content plus end-of-turn token, without the header or
-    the whitespace after the end-of-turn token. A leading assistant turn (no context) gets no span.
-    Raises DatasetError when the template fails or a prefix rendering is not a prefix."""
-    full = _render(tokenizer, messages, False, row)
-    spans = []
+    the whitespace after the end-of-turn token. A leading assistant turn is located by its content
+    in the rendering of that turn alone (see ``_leading_span``; one with empty content gets no span).
+    Raises DatasetError when the template fails, a prefix rendering is not a prefix, or a leading
+    assistant turn cannot be located (naming the row)."""
+    leading = bool(messages) and messages[0]["role"] == "assistant"
+    try:
+        full = _render(tokenizer, messages, False, row)
+    except DatasetError as exc:
+        if not leading:
+            raise
+        raise _leading_error(tokenizer, row, f"it fails on this conversation: {exc.__cause__ or exc}") from exc
+    spans = [span for span in [_leading_span(messages[0], tokenizer, full, row)] if span] if leading else []
     for i, message in enumerate(messages):
         if message["role"] != "assistant" or i == 0:
             continue
@@ -154,6 +188,55 @@ def render_with_spans(messages: list[dict[str, str]], tokenizer: Any, row: int =
         end = len(full) if last else len(_prefix(tokenizer, messages[: i + 1], False, full, row))
         spans.append((start, start + len(full[start:end].rstrip())))
     return full, spans
+
+
+def _leading_span(message: dict[str, str], tokenizer: Any, full: str, row: int) -> Optional[tuple[int, int]]:
+    """Char span of a leading assistant turn in ``full``, or None for empty content (nothing to
+    learn). The template renders that turn alone (which must start ``full``) and once more with
+    empty content; the content (as written, or stripped if the template trims it) is where the two
+    renderings differ, and the span runs from it to the end of the turn's rendering without
+    trailing whitespace, so the end-of-turn token is in it and the header is not. DatasetError
+    (``_leading_error``) when the turn cannot be rendered or located so."""
+    content = message.get("content") or ""
+    if not content.strip():
+        return None
+    alone = _render_turn(tokenizer, message, row)
+    empty = _render_turn(tokenizer, {**message, "content": ""}, row)
+    if not full.startswith(alone):
+        raise _leading_error(tokenizer, row, "it renders that turn alone differently from the whole conversation")
+    for text in dict.fromkeys((content, content.strip())):
+        start = _insertion_point(alone, empty, text)
+        if start is not None:
+            return start, len(alone.rstrip())
+    raise _leading_error(tokenizer, row, "its rendering of that turn does not hold the content as written")
+
+
+def _render_turn(tokenizer: Any, message: dict[str, str], row: int) -> str:
+    """One turn rendered alone; a failure is the leading-assistant error."""
+    try:
+        return _render(tokenizer, [message], False, row)
+    except DatasetError as exc:
+        raise _leading_error(tokenizer, row, f"it fails on that turn alone: {exc.__cause__ or exc}") from exc
+
+
+def _insertion_point(alone: str, empty: str, content: str) -> Optional[int]:
+    """The last ``h`` with ``alone == empty[:h] + content + empty[h:]``, or None. O(len(alone))."""
+    if len(alone) != len(empty) + len(content):
+        return None
+    prefix = len(os.path.commonprefix([alone, empty]))  # alone[:h] == empty[:h] needs h <= prefix
+    suffix = len(os.path.commonprefix([alone[::-1], empty[::-1]]))  # and len(empty) - h <= suffix
+    for h in range(min(prefix, len(empty)), max(len(empty) - suffix, 0) - 1, -1):
+        if alone.startswith(content, h):
+            return h
+    return None
+
+
+def _leading_error(tokenizer: Any, row: int, cause: str) -> DatasetError:
+    """The error for a leading assistant turn whose tokens cannot be located."""
+    return DatasetError(
+        f"row {row} starts with an assistant turn and the chat template of {tokenizer.name_or_path} cannot render it "
+        f"so that its tokens can be located ({cause}): add the user turn before it or remove the row"
+    )
 
 
 def _render(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool, row: int) -> str:

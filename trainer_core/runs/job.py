@@ -3,7 +3,8 @@
 ``start`` takes a non-blocking lock that the job thread holds for the job's whole life; the job
 thread spawns the worker process (``process.supervisor``), drains its event queue into
 ``MetricsHistory`` (so training never waits on a browser), and turns a worker that dies into phase
-``error``.
+``error``. Progress events get training time continued over resumes (``RunClock``) before they are
+stored; ``status().details`` adds wall time, throughput and, once ended, ``end_reason``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any, Callable, Optional
 
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.metrics import MetricsHistory
-from trainer_core.training.checkpoints import ResumeError, latest_checkpoint, remove_partial_saves
-from trainer_core.runs.folders import OutputDirError, record_files
+from trainer_core.training.checkpoints import ResumeError
+from trainer_core.runs.ending import cancelled_message, end_reason, remove_partial_saves_logged, settle_files
+from trainer_core.runs.folders import OutputDirError
+from trainer_core.runs.clock import RunClock
 from trainer_core.runs.opening import open_run
 from trainer_core.schemas import (
     LIVE_PHASES,
@@ -59,6 +62,7 @@ class JobRunner:
         self._state = threading.RLock()  # guards the fields below
         self._status = TrainingStatus()
         self._details: dict[str, Any] = {}
+        self._clock: Optional[RunClock] = None
         self._process: Optional[WorkerProcess] = None
         self._stop: Optional[Any] = None
         self.before_start: Optional[Callable[[], None]] = None
@@ -81,14 +85,15 @@ class JobRunner:
                 self._job_lock.release()
                 return TrainingJobResponse(status="error", message="The job could not be started.", error=busy)
             try:
-                job_id, output_dir = open_run(request, self.store, self.history,
-                                              self._runs_dir or get_settings().runs_dir)
+                opened = open_run(request, self.store, self.history, self._runs_dir or get_settings().runs_dir)
             except (ResumeError, OutputDirError, OSError, sqlite3.Error) as exc:
                 self._job_lock.release()
                 return TrainingJobResponse(status="error", message="The job could not be started.", error=str(exc))
+            job_id, output_dir = opened.job_id, opened.output_dir
             self._status = TrainingStatus(job_id=job_id, phase=Phase.loading_model, is_training_running=True,
                                           message="Starting the training worker")
             self._details = {"output_dir": str(output_dir)}
+            self._clock = RunClock(opened.created_at, opened.training_seconds_before)
             self._cancelled = False
             self._call_before_start()
             self._thread = threading.Thread(target=self._run, args=(request, job_id, output_dir),
@@ -151,7 +156,7 @@ class JobRunner:
         with self._state:
             if self._status.is_training_running:
                 return False
-            self._status, self._details = TrainingStatus(), {}
+            self._status, self._details, self._clock = TrainingStatus(), {}, None
             self.history.reset()
         return True
 
@@ -165,11 +170,19 @@ class JobRunner:
     # ----- reads -----
     def status(self, with_history: bool = True) -> TrainingStatus:
         """A consistent copy of the status with details and (unless ``with_history`` is False; an
-        O(history) copy) the full metric series."""
+        O(history) copy) the full metric series.
+
+        Details, besides the worker's: the newest train step's values (``elapsed_seconds`` is
+        training seconds, continued over resumes); ``started_at`` (the run's creation, Unix s),
+        ``wall_seconds`` (since then, to now or to the end; idle gaps between Stop and Resume
+        included) and ``tokens_per_second`` (this session's rate; see ``RunClock.rate``) while a job
+        exists; ``end_reason`` (an ``EndReason`` value) once it has ended."""
         with self._state:
             status = self._status.model_copy(deep=True)
             details = dict(self._details)
-        latest = self.history.latest_train()
+            latest = self.history.latest_train()
+            if self._clock is not None:
+                details.update(self._clock.details(latest))
         if latest is not None:
             details.update(latest.model_dump(include={"step", "total_steps", "epoch", "loss", "learning_rate",
                                                       "progress_percent", "elapsed_seconds", "eta_seconds"}))
@@ -216,7 +229,7 @@ class JobRunner:
             if worker is not None and worker.pid is not None:
                 worker.join(5)  # the worker is tearing down; it no longer holds the job
                 worker.terminate(CANCEL_GRACE_S)
-                _remove_partial_saves(output_dir)
+                remove_partial_saves_logged(output_dir)
 
     def _spawn(self, standby: Optional[Standby], request: TrainingStartRequest, job_id: str,
                output_dir: Path) -> WorkerProcess:
@@ -235,19 +248,11 @@ class JobRunner:
                 event = worker.next_event(POLL_S)
             except WorkerExited as exited:
                 if self._cancelled:
-                    return Phase.stopped, self._cancelled_message(), None
+                    return Phase.stopped, cancelled_message(self._details.get("output_dir")), None
                 return Phase.error, "The training worker stopped.", exited.reason
             final = None if event is None else self._handle(*event)
             if final is not None:
                 return final
-
-    def _cancelled_message(self) -> str:
-        """What a cancel left: nothing new, and the newest complete checkpoint if there is one."""
-        output_dir = self._details.get("output_dir")
-        checkpoint = latest_checkpoint(Path(output_dir)) if output_dir else None
-        if checkpoint is None:
-            return "Cancelled; nothing was saved."
-        return f"Cancelled; nothing more was saved (last checkpoint: {checkpoint.name})."
 
     def _handle(self, kind: str, payload: dict[str, Any]) -> Optional[Final]:
         """Apply one worker event; returns the outcome when it ends the job."""
@@ -261,8 +266,11 @@ class JobRunner:
                 self._details.update(payload.get("details", {}))
             self._set(message=payload["message"])
         elif kind == EventKind.PROGRESS:
-            progress = TrainingProgress(**payload)
-            self.history.append(progress)
+            with self._state:
+                progress = TrainingProgress(**payload)
+                if self._clock is not None:
+                    progress = self._clock.continued(progress)
+                self.history.append(progress)
             if self.store is not None:
                 self._store_call(self.store.add_metric, progress)
         elif kind == EventKind.DONE:
@@ -272,17 +280,17 @@ class JobRunner:
         return None
 
     def _finish(self, phase: Phase, message: str, error: Optional[str] = None) -> None:
+        """Record how the job ended: phase, ``end_reason`` (a cancel ends ``stopped`` too, but as
+        ``cancelled``), the newest checkpoint, the run's files; then not running."""
         assert phase not in LIVE_PHASES
+        reason = end_reason(phase, self._cancelled)
         with self._state:
-            output_dir = self._details.get("output_dir")
-            checkpoint = latest_checkpoint(Path(output_dir)) if output_dir else None
+            self._details["end_reason"] = reason.value
+            if self._clock is not None:
+                self._clock.end()
+            checkpoint = settle_files(self._details.get("output_dir"), self._status.job_id)
             self._details["last_checkpoint"] = str(checkpoint) if checkpoint else None
-            if output_dir and self._status.job_id:
-                try:
-                    record_files(Path(output_dir), self._status.job_id)  # what Delete may remove
-                except OSError:
-                    log.exception("could not record the files of %s", self._status.job_id)
-        self._record("finish_run", phase.value, error, str(checkpoint) if checkpoint else None)
+        self._record("finish_run", phase.value, error, str(checkpoint) if checkpoint else None, reason.value)
         self._set(phase=phase, message=message, error=error, is_training_running=False)
 
     def _record(self, method: str, *args: Any) -> None:
@@ -296,12 +304,3 @@ class JobRunner:
             fn(*args)
         except sqlite3.Error:  # a full disk must not kill the job thread; the live view goes on
             log.exception("could not write the run history")
-
-
-def _remove_partial_saves(output_dir: Path) -> None:
-    """Delete the staging folders of saves the ended worker did not finish (see ``resume``)."""
-    try:
-        remove_partial_saves(output_dir)
-    except OSError:
-        log.exception("could not remove partial saves in %s", output_dir)
-

@@ -3,34 +3,57 @@ id and folder, its history up to the checkpoint), recorded in the run history.""
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from trainer_core.runs.folders import claim
 from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import Phase, TrainingStartRequest, new_job_id
+from trainer_core.schemas import Phase, TrainingProgress, TrainingStartRequest, new_job_id
 from trainer_core.training.checkpoints import find_resume_target
 
 
+@dataclass(frozen=True)
+class OpenedRun:
+    """What the job runner needs of an opened run.
+
+    ``created_at``: when the run was first created (Unix s; a resumed run keeps its own).
+    ``training_seconds_before``: training seconds already logged before this session, the
+    ``elapsed_seconds`` of the last stored train event at or before the resumed checkpoint's step
+    (0.0 for a new run); the runner adds it to every progress event of the session."""
+
+    job_id: str
+    output_dir: Path
+    created_at: float
+    training_seconds_before: float = 0.0
+
+
 def open_run(request: TrainingStartRequest, store: Optional[RunStore], history: MetricsHistory,
-             runs_dir: Path) -> tuple[str, Path]:
-    """(job id, output folder) of the run ``request`` starts; resets ``history`` (to the resumed
-    run's steps up to its checkpoint). A new run claims its output folder (new or empty; see
+             runs_dir: Path) -> OpenedRun:
+    """The run ``request`` starts (see ``OpenedRun``); resets ``history`` (to the resumed run's
+    steps up to its checkpoint). A new run claims its output folder (new or empty; see
     ``runs.folders``), by default ``runs_dir/<job id>``. Raises ResumeError or OutputDirError."""
     if request.resume_from_checkpoint:
         target = find_resume_target(store, request.resume_from_checkpoint)
         job_id, output_dir = target.run.job_id, Path(target.run.output_dir)
-        earlier = store.get_run(job_id).metrics
+        kept = [e for e in store.get_run(job_id).metrics if e.step <= target.step]
         store.reopen_run(job_id, request.public_dict(), Phase.loading_model.value, target.step)
         history.reset()
-        for event in (e for e in earlier if e.step <= target.step):
+        for event in kept:
             history.append(event)
-        return job_id, output_dir
+        return OpenedRun(job_id, output_dir, target.run.created_at, training_seconds_before(kept))
     job_id = new_job_id()
     output_dir = (Path(request.output_dir) if request.output_dir else runs_dir / job_id).resolve()
     claim(output_dir, job_id)
+    created_at = time.time()
     if store is not None:
-        store.create_run(job_id, request.public_dict(), str(output_dir), Phase.loading_model.value)
+        created_at = store.create_run(job_id, request.public_dict(), str(output_dir), Phase.loading_model.value)
     history.reset()
-    return job_id, output_dir
+    return OpenedRun(job_id, output_dir, created_at)
+
+
+def training_seconds_before(kept: list[TrainingProgress]) -> float:
+    """``elapsed_seconds`` of the last train event (one with a loss) in ``kept``; 0.0 if none."""
+    return next((e.elapsed_seconds for e in reversed(kept) if e.loss is not None), 0.0)

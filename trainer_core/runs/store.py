@@ -2,6 +2,8 @@
 
 Written by the job thread as events arrive; each write is its own transaction, so a crash mid-run
 leaves every step committed before it. Secrets never reach it: runs store ``public_dict()``.
+Columns added after the first release (``ADDED_COLUMNS``) are added to an older database when it
+is opened, so old files keep working (their old runs read None there).
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
-from trainer_core.schemas import LIVE_PHASES, Phase, TrainingProgress
+from trainer_core.schemas import LIVE_PHASES, EndReason, Phase, TrainingProgress
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -39,10 +41,19 @@ CREATE TABLE IF NOT EXISTS metrics (
     PRIMARY KEY (job_id, seq)
 );
 """
+# runs columns newer than SCHEMA: name -> SQL type; added by ALTER TABLE where a database lacks them
+ADDED_COLUMNS = {"training_seconds": "REAL", "tokens_per_second": "REAL", "end_reason": "TEXT"}
 
 
 class RunRecord(BaseModel):
-    """One run as stored. Times are Unix seconds."""
+    """One run as stored. Times are Unix seconds (``created_at``, ``finished_at``) or seconds.
+
+    ``training_seconds``: the last train event's ``elapsed_seconds`` (training time, continued over
+    resumes; None before the first step). ``tokens_per_second``: input tokens per training second
+    over the whole run, ``num_tokens / elapsed_seconds`` of that event (None when the trainer did
+    not count tokens). ``end_reason``: see ``EndReason`` (None while live, and for runs recorded by
+    versions before it existed). ``wall_seconds`` (also as ``duration_seconds``) is clock time from
+    creation to finish, idle time between a Stop and a Resume included."""
 
     job_id: str
     created_at: float
@@ -55,11 +66,20 @@ class RunRecord(BaseModel):
     total_steps: Optional[int] = None
     last_step: int = 0
     error: Optional[str] = None
+    training_seconds: Optional[float] = None
+    tokens_per_second: Optional[float] = None
+    end_reason: Optional[EndReason] = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def wall_seconds(self) -> Optional[float]:
+        """Wall time from creation to finish in seconds, resumes' idle gaps included (None while live)."""
+        return None if self.finished_at is None else self.finished_at - self.created_at
 
     @property
     def duration_seconds(self) -> Optional[float]:
-        """Wall time from creation to finish (None while live)."""
-        return None if self.finished_at is None else self.finished_at - self.created_at
+        """Alias of ``wall_seconds`` (the older name)."""
+        return self.wall_seconds
 
 
 class RunDetail(RunRecord):
@@ -81,6 +101,19 @@ class RunStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(SCHEMA)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """ALTER TABLE an older database up to ``ADDED_COLUMNS`` (another process may race us)."""
+        present = {row["name"] for row in self._db.execute("PRAGMA table_info(runs)")}
+        for name, sql_type in ADDED_COLUMNS.items():
+            if name in present:
+                continue
+            try:
+                self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {sql_type}")
+            except sqlite3.OperationalError as exc:
+                if "duplicate column" not in str(exc):
+                    raise
 
     def _write(self, sql: str, args: tuple = ()) -> int:
         with self._lock, self._db:
@@ -91,43 +124,62 @@ class RunStore:
             return self._db.execute(sql, args).fetchall()
 
     # ----- writes (the job thread) -----
-    def create_run(self, job_id: str, request: dict[str, Any], output_dir: str, phase: str) -> None:
-        """Record a new run (``request`` must already be free of secrets)."""
+    def create_run(self, job_id: str, request: dict[str, Any], output_dir: str, phase: str) -> float:
+        """Record a new run (``request`` must already be free of secrets); returns its ``created_at``
+        (Unix s)."""
+        created_at = time.time()
         self._write("INSERT INTO runs (job_id, created_at, phase, request_json, output_dir) VALUES (?, ?, ?, ?, ?)",
-                    (job_id, time.time(), phase, json.dumps(request), output_dir))
+                    (job_id, created_at, phase, json.dumps(request), output_dir))
+        return created_at
 
     def reopen_run(self, job_id: str, request: dict[str, Any], phase: str, from_step: int) -> None:
-        """A resumed run is live again: drop its steps after ``from_step`` (they are redone)."""
-        self._write("DELETE FROM metrics WHERE job_id = ? AND step > ?", (job_id, from_step))
-        self._write("UPDATE runs SET phase = ?, finished_at = NULL, error = NULL, request_json = ?, last_step = ? "
-                    "WHERE job_id = ?", (phase, json.dumps(request), from_step, job_id))
+        """A resumed run is live again: drop its steps after ``from_step`` (they are redone), clear
+        its end (finish time, error, ``end_reason``) and take its training summary (final loss,
+        training seconds, tokens per second) from the last train step kept."""
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM metrics WHERE job_id = ? AND step > ?", (job_id, from_step))
+            last = _last_train(self._db, job_id)
+            self._db.execute(
+                "UPDATE runs SET phase = ?, finished_at = NULL, error = NULL, end_reason = NULL, request_json = ?, "
+                "last_step = ?, final_loss = ?, training_seconds = ?, tokens_per_second = ? WHERE job_id = ?",
+                (phase, json.dumps(request), from_step, None if last is None else last.loss,
+                 None if last is None else last.elapsed_seconds, _tokens_per_second(last), job_id))
 
     def set_phase(self, job_id: str, phase: str) -> None:
         """Record a phase change."""
         self._write("UPDATE runs SET phase = ? WHERE job_id = ?", (phase, job_id))
 
     def add_metric(self, progress: TrainingProgress) -> None:
-        """Append one logged step and keep the run's summary columns current."""
+        """Append one logged step and keep the run's summary columns current (a train event, one
+        with a loss, sets ``training_seconds`` and ``tokens_per_second``)."""
+        train = progress.loss is not None
+        seconds = progress.elapsed_seconds if train else None
+        rate = _tokens_per_second(progress) if train else None
         with self._lock, self._db:
             seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM metrics WHERE job_id = ?",
                                    (progress.job_id,)).fetchone()[0]
             self._db.execute("INSERT INTO metrics (job_id, seq, step, progress_json) VALUES (?, ?, ?, ?)",
                              (progress.job_id, seq, progress.step, progress.model_dump_json()))
-            self._db.execute("UPDATE runs SET last_step = ?, total_steps = ?, final_loss = COALESCE(?, final_loss) "
-                             "WHERE job_id = ?", (progress.step, progress.total_steps, progress.loss, progress.job_id))
+            self._db.execute("UPDATE runs SET last_step = ?, total_steps = ?, final_loss = COALESCE(?, final_loss), "
+                             "training_seconds = COALESCE(?, training_seconds), "
+                             "tokens_per_second = CASE WHEN ? THEN ? ELSE tokens_per_second END WHERE job_id = ?",
+                             (progress.step, progress.total_steps, progress.loss, seconds, train, rate, progress.job_id))
 
-    def finish_run(self, job_id: str, phase: str, error: Optional[str], last_checkpoint: Optional[str]) -> None:
-        """Record the final phase, the error text and the newest checkpoint folder."""
-        self._write("UPDATE runs SET phase = ?, finished_at = ?, error = ?, "
+    def finish_run(self, job_id: str, phase: str, error: Optional[str], last_checkpoint: Optional[str],
+                   end_reason: Optional[str] = None) -> None:
+        """Record the final phase, the error text, the newest checkpoint folder and why the run
+        ended (an ``EndReason`` value; None: unknown)."""
+        self._write("UPDATE runs SET phase = ?, finished_at = ?, error = ?, end_reason = ?, "
                     "last_checkpoint = COALESCE(?, last_checkpoint) WHERE job_id = ?",
-                    (phase, time.time(), error, last_checkpoint, job_id))
+                    (phase, time.time(), error, end_reason, last_checkpoint, job_id))
 
     def mark_interrupted(self) -> list[RunRecord]:
         """Runs left live by a process that died become ``interrupted``; returns them."""
         marks = ",".join("?" * len(LIVE_PHASES))
         live = self._read(f"SELECT * FROM runs WHERE phase IN ({marks})", tuple(p.value for p in LIVE_PHASES))
         for row in live:
-            self.finish_run(row["job_id"], Phase.interrupted.value, "the app stopped while this run was live", None)
+            self.finish_run(row["job_id"], Phase.interrupted.value, "the app stopped while this run was live", None,
+                            EndReason.interrupted.value)
         return [_record(row) for row in live]
 
     def set_checkpoint(self, job_id: str, checkpoint: Optional[str]) -> None:
@@ -161,6 +213,22 @@ class RunStore:
         """Close the connection."""
         with self._lock:
             self._db.close()
+
+
+def _tokens_per_second(progress: Optional[TrainingProgress]) -> Optional[float]:
+    """Input tokens per training second over the run so far; None without a token count or time."""
+    if progress is None or not progress.num_tokens or progress.elapsed_seconds <= 0:
+        return None
+    return progress.num_tokens / progress.elapsed_seconds
+
+
+def _last_train(db: sqlite3.Connection, job_id: str) -> Optional[TrainingProgress]:
+    """The run's newest stored event with a training loss, or None."""
+    for row in db.execute("SELECT progress_json FROM metrics WHERE job_id = ? ORDER BY seq DESC", (job_id,)):
+        progress = TrainingProgress.model_validate_json(row[0])
+        if progress.loss is not None:
+            return progress
+    return None
 
 
 def _record(row: sqlite3.Row) -> RunRecord:

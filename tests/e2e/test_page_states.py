@@ -1,0 +1,412 @@
+"""What the page shows, in a real browser (headless Chromium driven by Playwright), for each state a
+user meets: refusals beside the button with the field marked, buttons per phase, honest charts,
+delete, reload mid-run, Load settings, stopped vs cancelled, training vs wall time, the sticky
+monitor, readable help, the Runs table's columns, the preview and the hardware panel.
+
+The app is the real one (admission, run history, UI) with ``fake_workers.page_worker`` standing in
+for training, so every state is reached in seconds. Screenshots of the main states are written to
+the test's tmp folder, and to ``docs/screenshots/`` when STUDIO_UPDATE_SCREENSHOTS=1."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import ServerThread, wait_for
+
+pytestmark = pytest.mark.slow
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+pytest.importorskip("playwright.sync_api")
+if CHROMIUM is None:
+    pytest.skip("needs Debian's chromium (apt-get install chromium)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def page_app(tmp_path_factory, datasets_dir):
+    """(settings, runner, url) of the whole app with the fake page worker."""
+    from server import build_app
+    from tests import fake_workers
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.settings import Settings
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("pages"), allowed_paths=str(datasets_dir))
+    runner = JobRunner(worker_target=fake_workers.page_worker, runs_dir=settings.runs_dir,
+                       store=RunStore(settings.db_path))
+    with ServerThread(build_app(settings, runner)) as server:
+        yield settings, runner, server.url
+        runner.stop(save=False)
+        runner.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, page_app):
+    _, runner, url = page_app
+    runner.stop(save=False)
+    assert runner.wait(20)
+    tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+    tab.goto(url)
+    tab.wait_for_function("() => /^(idle|completed|stopped|cancelled|error)/.test("
+                          "(document.querySelector('#status') || {innerText: ''}).innerText.trim())", timeout=30_000)
+    yield tab
+    tab.close()
+
+
+def shot(page, tmp_path: Path, name: str) -> None:
+    page.screenshot(path=str(tmp_path / name))
+    if os.environ.get("STUDIO_UPDATE_SCREENSHOTS") == "1":
+        DOCS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DOCS / name))
+
+
+def dataset(page, path: Path) -> None:
+    box = page.locator("#train-paths textarea")
+    box.fill(str(path))
+    box.press("Enter")
+    page.locator("#preview-summary").get_by_text(f"({path.name})").wait_for(timeout=60_000)
+
+
+def set_number(page, field: str, value: str) -> None:
+    section = {"max_steps": "training", "learning_rate": "training", "batch_size": "training"}.get(field)
+    if section and not page.locator(f"#field-{field}").is_visible():
+        page.locator(f"#section-{section} button.label-wrap").click()
+    page.locator(f"#field-{field} input").fill(value)
+
+
+def enabled(page) -> dict[str, bool]:
+    return {name: page.locator(f"#{name}").is_enabled() for name in ("start", "stop", "cancel")}
+
+
+def wait_status(page, word: str, timeout: int = 30_000) -> None:
+    """Until the status line starts with ``word`` (a phase, or ``cancelled``)."""
+    page.wait_for_function("w => (document.querySelector('#status') || {innerText: ''}).innerText.trim().startsWith(w)", arg=word,
+                           timeout=timeout)
+
+
+def status_text(page) -> str:
+    return page.locator("#status").inner_text()
+
+
+def figure(page, elem_id: str) -> dict:
+    """The Plotly figure drawn in ``#elem_id``: computed axis ranges and tick values, annotations."""
+    return page.evaluate("""id => {
+        const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+        if (!gd || !gd._fullLayout) return null;
+        const L = gd._fullLayout;
+        const ticks = ax => (ax._vals || []).map(v => v.x);
+        return {x_range: L.xaxis.range, y_range: L.yaxis.range, x_ticks: ticks(L.xaxis), x_visible: L.xaxis.visible,
+                annotations: (L.annotations || []).map(a => a.text), traces: gd.data.length,
+                title: (L.title && L.title.text) || ''};
+    }""", elem_id)
+
+
+def table_rows(page, elem_id: str) -> list[list[str]]:
+    """The visible cells of the Gradio Dataframe ``#elem_id``, row by row (``cell-<row>-<col>``)."""
+    return page.evaluate("""id => {
+        const rows = {};
+        for (const cell of document.querySelectorAll('#' + id + ' [data-testid^="cell-"]')) {
+            const [, r, c] = cell.dataset.testid.split('-').map(Number);
+            (rows[r] = rows[r] || [])[c] = cell.innerText.trim();
+        }
+        return Object.keys(rows).sort((a, b) => a - b).map(k => rows[k]);
+    }""", elem_id)
+
+
+def start_job(runner, datasets_dir: Path, **settings) -> str:
+    from trainer_core.schemas import TrainingStartRequest
+
+    response = runner.start(TrainingStartRequest(local_datasets=[str(datasets_dir / "identity.json")], **settings))
+    assert response.status == "queued", response
+    return response.job_id
+
+
+def test_refused_start_is_said_beside_the_button_and_the_monitor_keeps_the_job(page, page_app, datasets_dir, tmp_path):
+    """Item 1: no dataset after a completed run, then a Start from a tab that was idle while another
+    job started: a notice by the button (and a toast), the run's status and charts untouched."""
+    _, runner, url = page_app
+    dataset(page, datasets_dir / "identity.json")
+    set_number(page, "max_steps", "4")
+    page.locator("#start").click()
+    wait_status(page, "completed", 60_000)
+    before = figure(page, "loss-plot")
+    assert before["traces"] == 1
+    page.locator("#train-paths textarea").fill("")
+    page.locator("#start").click()
+    notice = page.locator("#start-notice .refusal")
+    notice.wait_for(timeout=30_000)
+    assert "Training dataset" in notice.inner_text() and "local_datasets" not in notice.inner_text()
+    page.locator(".toast-body, [data-testid='toast-body']").first.wait_for(timeout=10_000)
+    assert status_text(page).startswith("completed") and figure(page, "loss-plot") == before
+    assert page.locator("#monitor-col .error").count() == 0  # no red "Error" badges
+    assert page.locator("#start").is_enabled() and page.locator("#start").inner_text() == "Start"
+    shot(page, tmp_path, "refused-start.png")
+
+    job_id = start_job(runner, datasets_dir, max_steps=80)  # another user's job; this tab is idle
+    dataset(page, datasets_dir / "identity.json")
+    page.locator("#start").click()
+    page.locator("#start-notice").get_by_text("already in progress").wait_for(timeout=30_000)
+    wait_status(page, "training", 30_000)  # now follows that job
+    assert runner.status().job_id == job_id and runner.status().is_training_running
+    assert page.locator("#monitor-col .error").count() == 0
+
+
+def test_errors_use_the_on_screen_label_and_mark_the_field(page, datasets_dir):
+    """Item 2: a bad value in a closed section opens it, marks the field, names it by its label, and
+    the message stays after the toast is gone."""
+    dataset(page, datasets_dir / "identity.json")
+    page.locator("#field-max_seq_length input").fill("8")
+    page.locator("#start").click()
+    notice = page.locator("#start-notice .refusal")
+    notice.wait_for(timeout=30_000)
+    text = notice.inner_text()
+    assert "Max seq length" in text and "max_seq_length" not in text
+    wait_for(lambda: "field-invalid" in (page.locator("#field-max_seq_length").get_attribute("class") or ""),
+             timeout_s=10, what="the field marked")
+    page.locator("#field-max_seq_length input").fill("128")
+    set_number(page, "learning_rate", "1.5")
+    page.locator("#section-training button.label-wrap").click()  # close the section again
+    page.locator("#start").click()
+    page.locator("#start-notice").get_by_text("Learning rate").wait_for(timeout=30_000)
+    wait_for(lambda: page.locator("#field-learning_rate").is_visible()
+             and "field-invalid" in (page.locator("#field-learning_rate").get_attribute("class") or ""),
+             timeout_s=10, what="the closed section opened and the field marked")
+    assert "field-invalid" not in (page.locator("#field-max_seq_length").get_attribute("class") or "")
+    time.sleep(6)  # longer than a toast lives
+    assert "Learning rate" in page.locator("#start-notice").inner_text()
+
+
+def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page, page_app, datasets_dir):
+    """Item 9: Start only when idle (disabled at once while starting), Stop only while training,
+    Cancel while live; Gradio's progress overlay never shows on the monitor."""
+    _, runner, _ = page_app
+    assert enabled(page) == {"start": True, "stop": False, "cancel": False}
+    dataset(page, datasets_dir / "identity.json")
+    set_number(page, "max_steps", "60")
+    page.locator("#start").click()
+    seen_loading = False
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not status_text(page).startswith("training"):
+        if status_text(page).startswith("loading_model"):
+            seen_loading = True
+            assert enabled(page) == {"start": False, "stop": False, "cancel": True}
+        time.sleep(0.05)
+    assert seen_loading
+    wait_for(lambda: enabled(page) == {"start": False, "stop": True, "cancel": True}, timeout_s=10, what="training buttons")
+    overlays = page.locator("#monitor-col [data-testid='status-tracker']:not(.hide)")
+    for _ in range(10):
+        assert overlays.count() == 0 and "ETA" not in page.locator("#monitor-col .eta-bar, #monitor-col .progress-text").all_inner_texts()
+        time.sleep(0.2)
+    page.locator("#cancel").click()
+    wait_status(page, "cancelled", 30_000)
+    wait_for(lambda: enabled(page) == {"start": True, "stop": False, "cancel": False}, timeout_s=10, what="idle buttons")
+
+
+def test_charts_have_integer_steps_sane_single_points_and_an_empty_state(browser, page_app, datasets_dir, tmp_path):
+    """Item 8: before any step the charts say "no steps yet"; one step gives a learning-rate axis
+    around 2e-4; step ticks are integers; each title shows once."""
+    settings, runner, url = page_app
+    runner.stop(save=False)
+    runner.wait(20)
+    runner.reset()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    wait_status(page, "idle", 30_000)
+    wait_for(lambda: (figure(page, "lr-plot") or {}).get("annotations") == ["no steps yet"], timeout_s=20, what="empty chart")
+    empty = figure(page, "loss-plot")
+    assert empty["traces"] == 0 and empty["x_visible"] is False
+    assert page.locator("#monitor-col").get_by_text("Learning rate", exact=True).count() == 1  # title once
+    dataset(page, datasets_dir / "identity.json")
+    set_number(page, "max_steps", "9")
+    page.locator("#start").click()
+    wait_for(lambda: (figure(page, "lr-plot") or {}).get("traces") == 1, timeout_s=30, what="first point")
+    one = figure(page, "lr-plot")
+    low, high = one["y_range"]
+    assert low < 2e-4 < high and low > 0 and [low, high] != [-1, 1]
+    wait_status(page, "completed", 60_000)
+    for chart in ("loss-plot", "lr-plot", "grad-plot"):
+        ticks = figure(page, chart)["x_ticks"]
+        assert ticks and all(float(t).is_integer() for t in ticks), (chart, ticks)
+    assert "step 9 / 9" in status_text(page)
+    shot(page, tmp_path, "train-completed.png")
+    page.close()
+
+
+def test_stop_and_cancel_are_told_apart_and_times_continue_over_resume(page, page_app, datasets_dir, tmp_path):
+    """Items 5 and 6: Stop (save) ends ``stopped``, Cancel ``cancelled``, in the status, the Runs
+    table and the API; after a Resume the training time continues and the wall time includes the
+    idle gap."""
+    import httpx
+
+    _, runner, url = page_app
+    dataset(page, datasets_dir / "identity.json")
+    set_number(page, "max_steps", "40")
+    page.locator("#start").click()
+    wait_for(lambda: runner.status().details.get("step", 0) >= 6, timeout_s=30, what="step 6")
+    page.locator("#stop").click()
+    wait_status(page, "stopped", 30_000)
+    stopped = runner.status()
+    saved_id, training_at_stop = stopped.job_id, stopped.details["elapsed_seconds"]
+    assert stopped.details["end_reason"] == "stopped"
+    time.sleep(3)  # the idle gap
+
+    page.locator("#start").click()  # a second run, cancelled
+    wait_for(lambda: runner.status().details.get("step", 0) >= 2 and runner.status().job_id != saved_id,
+             timeout_s=30, what="second run")
+    page.locator("#cancel").click()
+    wait_status(page, "cancelled", 30_000)
+    cancelled_id = runner.status().job_id
+
+    page.get_by_role("tab", name="Runs").click()
+    table = page.locator("#runs-table")
+    table.get_by_text(cancelled_id, exact=True).filter(visible=True).first.wait_for(timeout=30_000)
+    rows = {r[0]: r for r in table_rows(page, "runs-table")}
+    assert rows[cancelled_id][2] == "cancelled" and rows[saved_id][2] == "stopped"
+    runs = {r["job_id"]: r for r in httpx.get(url + "api/train/runs", timeout=30).json()}
+    assert runs[saved_id]["phase"] == "stopped" and runs[saved_id]["end_reason"] == "stopped"
+    assert runs[cancelled_id]["phase"] == "stopped" and runs[cancelled_id]["end_reason"] == "cancelled"
+
+    table.get_by_text(saved_id, exact=True).filter(visible=True).first.click()
+    page.locator("#run-summary").get_by_text(saved_id).first.wait_for(timeout=30_000)
+    page.locator("#resume").click()
+    wait_status(page, "training", 30_000)
+    wait_for(lambda: runner.status().details.get("step", 0) >= 10, timeout_s=30, what="resumed steps")
+    details = runner.status().details
+    assert details["elapsed_seconds"] > training_at_stop  # continued, not reset
+    assert details["wall_seconds"] >= details["elapsed_seconds"] + 3  # the gap counts in wall time only
+    text = status_text(page)
+    assert re.search(r"training \d+m \d\ds · wall \d+m \d\ds", text), text
+    runner.stop(save=False)
+    runner.wait(20)
+
+
+def test_delete_clears_the_run_view_and_its_confirmation_can_be_cancelled(page, page_app, datasets_dir):
+    """Item 3 and the Runs table: columns, Refresh, Delete's Cancel, nothing of a deleted run left."""
+    _, runner, _ = page_app
+    job_id = start_job(runner, datasets_dir, max_steps=3)
+    assert runner.wait(30)
+    page.get_by_role("tab", name="Runs").click()
+    page.locator("#runs-refresh").click()
+    table = page.locator("#runs-table")
+    table.get_by_text(job_id, exact=True).filter(visible=True).first.wait_for(timeout=30_000)
+    header = table.locator("thead").first.inner_text()
+    for column in ("model", "dataset", "method", "tokens/s", "training time", "wall time"):
+        assert column in header, header
+    row = next(r for r in table_rows(page, "runs-table") if r[0] == job_id)
+    assert row[3:6] == ["SmolLM2-135M-Instruct", "identity.json", "lora"], row
+    table.get_by_text(job_id, exact=True).filter(visible=True).first.click()
+    page.locator("#run-summary").get_by_text(job_id).first.wait_for(timeout=30_000)
+    wait_for(lambda: (figure(page, "run-loss-plot") or {}).get("traces") == 1, timeout_s=20, what="run chart")
+    page.locator("#delete").click()
+    page.locator("#delete-cancel").click()
+    page.locator("#delete-confirm").wait_for(state="hidden", timeout=10_000)
+    assert runner.store.get_run(job_id) is not None
+    page.locator("#delete").click()
+    page.locator("#delete-confirm").click()
+    page.locator("#run-summary").get_by_text("Click a run in the table").wait_for(timeout=30_000)
+    assert page.locator("#run-id textarea, #run-id input").first.input_value() == ""
+    assert job_id not in page.locator("#runs-table").inner_text()
+    assert not (figure(page, "run-loss-plot") or {}).get("traces")
+    assert runner.store.get_run(job_id) is None
+    assert not page.locator("#resume").is_enabled() and not page.locator("#delete").is_enabled()
+
+
+def test_reload_mid_run_shows_the_running_jobs_settings_and_data(browser, page_app, datasets_dir):
+    """Item 4: a page opened while a job trains shows that job's dataset, settings and preview."""
+    _, runner, url = page_app
+    runner.stop(save=False)
+    runner.wait(20)
+    start_job(runner, datasets_dir, max_steps=200, max_seq_length=256, learning_rate=5e-4)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.locator("#preview-summary").get_by_text("Detected format").wait_for(timeout=60_000)
+    assert page.locator("#train-paths textarea").input_value() == os.path.realpath(datasets_dir / "identity.json")
+    assert page.locator("#field-max_seq_length input").input_value() == "256"
+    page.locator("#section-training button.label-wrap").click()
+    assert float(page.locator("#field-learning_rate input").input_value()) == 5e-4
+    assert page.locator("#field-max_steps input").input_value() == "200"
+    assert "91" in page.locator("#preview-summary").inner_text()
+    runner.stop(save=False)
+    runner.wait(20)
+    page.close()
+
+
+def test_load_settings_refreshes_the_preview(page, page_app, datasets_dir):
+    """Item 10: Load settings fills the form and shows the run's dataset in the preview."""
+    _, runner, _ = page_app
+    from trainer_core.schemas import TrainingStartRequest
+
+    response = runner.start(TrainingStartRequest(local_datasets=[str(datasets_dir / "alpaca_en_demo.json")], max_steps=2))
+    assert runner.wait(30)
+    page.get_by_role("tab", name="Runs").click()
+    page.locator("#runs-refresh").click()
+    page.locator("#runs-table").get_by_text(response.job_id, exact=True).filter(visible=True).first.click()
+    page.locator("#run-summary").get_by_text(response.job_id).first.wait_for(timeout=30_000)
+    page.locator("#load-settings").click()
+    page.locator("#preview-summary").get_by_text("alpaca_en_demo.json").wait_for(timeout=60_000)
+    assert "999" in page.locator("#preview-summary").inner_text()
+
+
+def test_preview_turns_rows_truncation_and_placeholders(page, datasets_dir, tmp_path):
+    """The preview: multi-turn chats as turns, the row count, rows over Max seq length, and a
+    placeholder warning with the fix."""
+    dataset(page, datasets_dir / "identity.json")
+    summary = page.locator("#preview-summary").inner_text()
+    assert "91 rows" in summary and "{{name}}" in summary and "sed -i" in summary
+    page.locator("#field-max_seq_length input").fill("64")
+    page.locator("#field-max_seq_length input").press("Enter")
+    page.locator("#preview-summary").get_by_text("longer than Max seq length (64 tokens)").wait_for(timeout=30_000)
+    shot(page, tmp_path, "preview.png")
+    page.locator("#field-max_seq_length input").fill("512")
+    dataset(page, datasets_dir / "glaive_toolcall_en_demo.json")  # ShareGPT with tools, multi-turn
+    cell = table_rows(page, "preview-table")[0][1]
+    assert cell.count("user:") + cell.count("assistant:") >= 2 and "\n" in cell.strip(), cell
+
+
+def test_layout_sticky_monitor_readable_help_hardware_and_model_picker(page, page_app, tmp_path):
+    """The monitor stays in view while the form scrolls; help text is >= 14 px with WCAG AA
+    contrast (>= 4.5:1); the hardware panel is live; the model picker lists the bundled model."""
+    hardware = page.locator("#hardware")
+    hardware.get_by_text("CPU").wait_for(timeout=20_000)
+    assert "RAM" in hardware.inner_text() and "GiB" in hardware.inner_text()
+    first = hardware.inner_text()
+    page.mouse.wheel(0, 1500)
+    time.sleep(0.8)
+    top = page.locator("#monitor-col").evaluate("e => e.getBoundingClientRect().top")
+    assert 0 <= top <= 40, top
+    assert page.evaluate("window.scrollY") > 500
+    wait_for(lambda: hardware.inner_text() != first or "CPU" in hardware.inner_text(), timeout_s=10, what="hardware")
+    contrast = page.evaluate("""() => {
+        const lum = c => { const [r, g, b] = c.match(/\\d+/g).slice(0, 3).map(v => { v /= 255;
+            return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+            return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+        const bg = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor;
+            if (c && !c.endsWith(', 0)') && c !== 'transparent') return c; } return 'rgb(255, 255, 255)'; };
+        return [...document.querySelectorAll('.info-text')].filter(e => e.offsetParent).map(e => {
+            const a = lum(getComputedStyle(e).color), b = lum(bg(e));
+            return [(Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), parseFloat(getComputedStyle(e).fontSize)]; });
+    }""")
+    assert contrast and all(ratio >= 4.5 and size >= 14 for ratio, size in contrast), contrast
+    page.mouse.wheel(0, -3000)
+    page.locator("#field-model_name input").click()
+    options = page.get_by_role("option").all_inner_texts()
+    assert any("bundled" in o for o in options), options
+    page.keyboard.press("Escape")
+    shot(page, tmp_path, "train-idle.png")

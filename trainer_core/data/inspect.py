@@ -1,0 +1,195 @@
+"""The dataset check the Train form shows: layout, row count, a Markdown sample, rows that the
+chat template makes longer than ``max_seq_length``, and template placeholders left in the data.
+
+Reading and normalising reuse ``files`` and ``formats``; token lengths are counted exactly as
+``tokenization.tokenize_dataset`` counts them (chat template, no special tokens added; text rows
+with the tokenizer's special tokens plus eos), so the numbers match what training reports.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import datasets
+import pandas as pd
+
+from trainer_core.data.files import DatasetError, read_file, read_head
+from trainer_core.data.formats import apply_mapping, detect_format, normalize
+from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, placeholder_advice
+from trainer_core.data.preview_tokenizer import load_preview_tokenizer
+from trainer_core.data.tokenization import _render
+from trainer_core.schemas import FormatType
+
+log = logging.getLogger(__name__)
+
+TURN_CHARS = 300  # characters shown per turn (or per text row) in the sample
+FULL_READ_BYTES = 64 * 1024 * 1024  # files up to this size are read whole (rows_total is exact)
+CHECK_ROWS = 2000  # rows rendered and tokenized for the truncation check
+FIRST_OVER_ROWS = 5  # row numbers listed in TruncationReport.first_rows
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~])")
+_SINGLE_NEWLINE = re.compile(r"(?<!\n)\n(?!\n)")
+_tokenizer_lock = threading.Lock()  # a fast tokenizer is not safe to call from two threads at once
+
+__all__ = ["DatasetInspection", "PlaceholderCount", "TruncationReport", "inspect_dataset", "load_preview_tokenizer",
+           "placeholder_advice", "sample_frame", "token_lengths"]
+
+
+@dataclass(frozen=True)
+class TruncationReport:
+    """Rows longer than ``max_seq_length`` tokens once rendered: ``rows_over`` of the first
+    ``rows_checked`` rows (``all_rows_checked`` says whether that is the whole file), the 1-based
+    row numbers of the first few (``first_rows``, at most FIRST_OVER_ROWS) and the longest length
+    (``longest_tokens``, its 1-based row ``longest_row``). Training keeps the first
+    ``max_seq_length`` tokens of such rows."""
+
+    max_seq_length: int
+    rows_checked: int
+    all_rows_checked: bool
+    rows_over: int
+    first_rows: list[int]
+    longest_tokens: int
+    longest_row: int
+
+
+@dataclass
+class DatasetInspection:
+    """What ``inspect_dataset`` found in one file.
+
+    ``format``: the detected (or given) layout; ``rows_total``: rows in the file (None when the file
+    is larger than FULL_READ_BYTES and only its start was read); ``sample``: DataFrame for display
+    (see ``sample_frame``); ``truncation``: None without a tokenizer; ``placeholders``: ``{{name}}``
+    placeholders in the rows read, sorted by name, with row counts; ``advice``: Markdown on filling
+    them ('' when there are none).
+    """
+
+    format: FormatType
+    rows_total: Optional[int]
+    sample: pd.DataFrame
+    truncation: Optional[TruncationReport]
+    placeholders: list[PlaceholderCount]
+    advice: str
+
+
+def inspect_dataset(
+    path: str,
+    format_type: FormatType = FormatType.auto,
+    mapping: Optional[dict[str, str]] = None,
+    tokenizer: Any = None,
+    max_seq_length: int = 2048,
+    rows: int = 5,
+    check_rows: int = CHECK_ROWS,
+) -> DatasetInspection:
+    """Inspect the local data file ``path`` (already confined to the allowed folders by the caller).
+
+    Reads the whole file (``files.read_file``) when it is at most FULL_READ_BYTES, else only its
+    first ``check_rows`` rows (``files.read_head``). Normalises the first ``check_rows`` rows with
+    ``mapping`` (our column -> the file's) and ``format_type``; with a ``tokenizer`` renders and
+    tokenizes them in one batch to count rows over ``max_seq_length`` tokens. Placeholders are
+    counted over every row read. About 0.65 s for the 999 Alpaca rows of alpaca_en_demo.json on
+    2 CPU cores with the SmolLM2 tokenizer (0.4 s of it rendering + tokenizing; 0.2 s without one).
+
+    Raises DatasetError for an unreadable file, columns matching no layout, a bad row among the
+    first ``check_rows`` (naming it), or a chat template that cannot render a row; ValueError for
+    ``check_rows`` < 1 or ``rows`` < 0.
+    """
+    if check_rows < 1 or rows < 0:
+        raise ValueError(f"check_rows must be at least 1 (got {check_rows}) and rows at least 0 (got {rows})")
+    dataset, rows_total = _read(path, check_rows)
+    name = Path(path).name
+    if mapping:
+        dataset = apply_mapping(dataset, mapping, name)
+    fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
+    checked = dataset.select(range(min(check_rows, len(dataset))))
+    canonical = normalize(checked, fmt, name)
+    truncation = None
+    if tokenizer is not None:
+        truncation = _truncation(canonical, tokenizer, max_seq_length, len(canonical) == rows_total)
+    found = find_placeholders(dataset.to_list())
+    return DatasetInspection(
+        format=fmt,
+        rows_total=rows_total,
+        sample=sample_frame(canonical.select(range(min(rows, len(canonical))))),
+        truncation=truncation,
+        placeholders=found,
+        advice=placeholder_advice([p.name for p in found], path),
+    )
+
+
+def _read(path: str, check_rows: int) -> tuple[datasets.Dataset, Optional[int]]:
+    """(rows read, rows in the file or None): the whole file when small enough, else its start."""
+    file = Path(path).expanduser()
+    if not file.is_file() or file.stat().st_size <= FULL_READ_BYTES:
+        dataset = read_file(path)  # raises DatasetError for a missing file, too
+        return dataset, len(dataset)
+    head = read_head(path, check_rows)
+    log.info("%s is %d MB: inspecting its first %d rows only", file.name, file.stat().st_size // 2**20, len(head))
+    try:
+        columns = list(dict.fromkeys(key for row in head for key in row))  # from_list keeps only row 1's keys
+        return datasets.Dataset.from_dict({key: [row.get(key) for row in head] for key in columns}), None
+    except (ValueError, TypeError) as exc:  # values arrow cannot hold together
+        raise DatasetError(f"{file.name}: the values of a column differ in type ({exc}): make them one type") from None
+
+
+def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:
+    """Display rows for canonical rows: columns ``row`` (1-based) and ``conversation`` (Markdown:
+    one ``**role:** content`` block per turn, a leading system turn included, blocks separated by a
+    blank line) or ``text``. Each turn (or text) is cut to TURN_CHARS characters with an ellipsis,
+    then Markdown/HTML characters are backslash-escaped so tags such as ``<tool_call>`` show, and
+    single newlines inside a turn become Markdown hard breaks."""
+    if "text" in canonical.column_names:
+        cells, column = [_escape(_cut(text)) for text in canonical["text"]], "text"
+    else:
+        cells = ["\n\n".join(f"**{m['role']}:** {_escape(_cut(m['content']))}" for m in messages)
+                 for messages in canonical["messages"]]
+        column = "conversation"
+    return pd.DataFrame({"row": range(1, len(cells) + 1), column: cells})
+
+
+def token_lengths(canonical: datasets.Dataset, tokenizer: Any) -> list[int]:
+    """Tokens per canonical row, as training counts them before truncation: conversations rendered
+    by the chat template (no generation prompt) and tokenized without added special tokens; text
+    rows tokenized with special tokens, plus eos when they do not end with it. One batched call.
+    Raises DatasetError (naming the row) when the template cannot render a row."""
+    if "text" in canonical.column_names:
+        texts, special = list(canonical["text"]), True
+    else:
+        texts = [_render(tokenizer, messages, False, row) for row, messages in enumerate(canonical["messages"], start=1)]
+        special = False
+    with _tokenizer_lock:
+        ids_rows = tokenizer(texts, add_special_tokens=special, return_attention_mask=False)["input_ids"]
+    if not special:
+        return [len(ids) for ids in ids_rows]
+    eos = tokenizer.eos_token_id
+    return [len(ids) + (0 if ids and ids[-1] == eos else 1) for ids in ids_rows]
+
+
+def _truncation(canonical: datasets.Dataset, tokenizer: Any, max_seq_length: int, whole_file: bool) -> TruncationReport:
+    """The TruncationReport of ``canonical`` rows (the first rows of the file)."""
+    lengths = token_lengths(canonical, tokenizer)  # (rows,)
+    over = [row for row, length in enumerate(lengths, start=1) if length > max_seq_length]
+    longest = max(range(len(lengths)), key=lengths.__getitem__)
+    return TruncationReport(
+        max_seq_length=max_seq_length,
+        rows_checked=len(lengths),
+        all_rows_checked=whole_file,
+        rows_over=len(over),
+        first_rows=over[:FIRST_OVER_ROWS],
+        longest_tokens=lengths[longest],
+        longest_row=longest + 1,
+    )
+
+
+def _cut(text: str) -> str:
+    """``text`` cut to TURN_CHARS characters (with an ellipsis)."""
+    return text if len(text) <= TURN_CHARS else text[: TURN_CHARS - 1] + "…"
+
+
+def _escape(text: str) -> str:
+    """``text`` with Markdown and HTML characters backslash-escaped (CommonMark escapes) and single
+    newlines made hard line breaks (two spaces before them), so lines stay lines when rendered."""
+    return _SINGLE_NEWLINE.sub("  \n", _MARKDOWN_SPECIAL.sub(r"\\\1", text))

@@ -1,0 +1,58 @@
+"""The page's own CSS and script (passed to ``gr.Blocks(css=..., head=...)``).
+
+- The monitor column stays in view while the form scrolls (``position: sticky``).
+- Help texts are 14 px in #4b5563 on white (contrast 7.6:1; WCAG AA asks 4.5:1 for normal text),
+  #d1d5db on Gradio's dark background.
+- A refusal notice (``ui.refusals``) outlines the widgets it names: the script opens the form
+  sections listed in ``data-sections``, marks ``data-fields`` with ``field-invalid`` and scrolls the
+  first into view; a cleared notice clears the marks.
+"""
+
+CSS = """
+.gradio-container { overflow: clip !important; }  /* hidden would make it a scroll box: no sticky inside */
+#monitor-col { position: sticky; top: 8px; align-self: flex-start; max-height: calc(100vh - 16px);
+               overflow-y: auto; }
+.info-text { font-size: 14px !important; color: #4b5563 !important; line-height: 1.4 !important; }
+.dark .info-text { color: #d1d5db !important; }
+.field-invalid { outline: 3px solid #b91c1c !important; outline-offset: 2px; border-radius: 8px; }
+.refusal { background: #fef2f2; color: #7f1d1d; border: 1px solid #fca5a5; border-radius: 6px;
+           padding: 8px 12px; font-size: 15px; }
+.placeholder-warning { background: #fffbeb; color: #78350f; border: 1px solid #fcd34d; border-radius: 6px;
+                       padding: 8px 12px; }
+#hardware { font-size: 14px; }
+"""
+
+SCRIPT = """
+<script>
+(() => {
+  let scheduled = false;
+  const mark = () => {
+    scheduled = false;
+    const boxes = [...document.querySelectorAll('.refusal[data-fields]')].filter(b => b.offsetParent !== null);
+    const wanted = new Set(boxes.flatMap(b => b.dataset.fields.split(' ').filter(Boolean)));
+    document.querySelectorAll('.field-invalid').forEach(e => { if (!wanted.has(e.id)) e.classList.remove('field-invalid'); });
+    for (const box of boxes) {
+      if (box.dataset.opened !== '1') {
+        box.dataset.opened = '1';
+        for (const id of box.dataset.sections.split(' ').filter(Boolean)) {
+          const section = document.getElementById(id);
+          const content = section && section.querySelector('[data-testid="accordion-content"]');
+          if (content && content.style.display === 'none') section.querySelector('button.label-wrap').click();
+        }
+      }
+      let first = null;
+      for (const id of box.dataset.fields.split(' ').filter(Boolean)) {
+        const el = document.getElementById(id);
+        if (el) { el.classList.add('field-invalid'); first = first || el; }
+      }
+      if (first && box.dataset.scrolled !== '1') {
+        box.dataset.scrolled = '1';
+        first.scrollIntoView({block: 'center'});
+      }
+    }
+  };
+  new MutationObserver(() => { if (!scheduled) { scheduled = true; requestAnimationFrame(mark); } })
+    .observe(document.documentElement, {childList: true, subtree: true});
+})();
+</script>
+"""
