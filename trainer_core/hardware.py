@@ -52,15 +52,21 @@ def _gpus_from_nvidia_smi() -> Optional[list[GpuInfo]]:
 
 
 def _gpus_from_torch() -> list[GpuInfo]:
-    torch = sys.modules.get("torch")  # only if something already paid for importing it
-    if torch is None or not torch.cuda.is_available():
+    """CUDA devices through torch, only if something already paid for importing it. A torch that
+    another thread is still importing has no ``cuda`` yet: no GPUs reported this time."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    try:
+        if cuda is None or not cuda.is_available():
+            return []
+        gpus = []
+        for i in range(cuda.device_count()):
+            free, total = cuda.mem_get_info(i)
+            gpus.append(GpuInfo(index=i, name=cuda.get_device_name(i), memory_used_gib=(total - free) / GIB,
+                                memory_total_gib=total / GIB))
+        return gpus
+    except (AttributeError, RuntimeError):
         return []
-    gpus = []
-    for i in range(torch.cuda.device_count()):
-        free, total = torch.cuda.mem_get_info(i)
-        gpus.append(GpuInfo(index=i, name=torch.cuda.get_device_name(i), memory_used_gib=(total - free) / GIB,
-                            memory_total_gib=total / GIB))
-    return gpus
 
 
 def snapshot() -> HardwareSnapshot:

@@ -8,7 +8,6 @@ import logging
 import threading
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import gradio as gr
@@ -16,18 +15,14 @@ import pandas as pd
 from gradio.components.plot import PlotData
 
 from trainer_core.access.admission import REFUSALS, admit
-from trainer_core.data import import_data_stack
-from trainer_core.data.files import DatasetError
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.metrics import ChartPoints
-from trainer_core.access.paths import confine
-from trainer_core.schemas import FormatType, TrainingStartRequest, TrainingStatus
+from trainer_core.schemas import TrainingStartRequest, TrainingStatus
 from trainer_core.settings import Settings
 from ui import charts
-from trainer_core.fieldmeta import default, parse_mapping
 from ui.form import FORM_FIELDS, build_request, form_values
 from ui.refusals import EVAL_UPLOAD_LABEL, describe
-from ui.uploads import UPLOAD_LABEL, keep_upload, received_upload
+from ui.uploads import UPLOAD_LABEL, keep_upload
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (the times keep moving)
@@ -171,55 +166,6 @@ def dataset_paths(upload: Optional[str], paths_text: str, settings: Settings, la
     """The uploaded file (kept) plus each path typed in; ``label`` names the upload field in errors."""
     kept = keep_upload(upload, settings, label)
     return ([kept] if kept else []) + split_paths(paths_text)
-
-
-def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: str, mapping_text: str,
-            model_name: Optional[str] = None, max_seq_length: Optional[float] = None) -> tuple[str, pd.DataFrame]:
-    """The dataset preview of the uploaded file or the first typed path (confined to the allowed
-    folders): detected format, row count, rows longer than the Max seq length with the chosen
-    model's chat template (when its tokenizer is on this machine), a warning with the fix for
-    template placeholders left in the data, and the first rows turn by turn. Problems are shown
-    inline, naming the file."""
-    typed = split_paths(paths_text)
-    if not upload and not typed:
-        return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy()
-    try:
-        received = received_upload(upload, ctx.settings)
-        first = str(received) if received else str(confine(typed[0], ctx.settings.allowed_roots, "dataset path"))
-        length = int(max_seq_length or default("max_seq_length"))
-        import_data_stack()
-        from trainer_core.data.inspect import inspect_dataset, load_preview_tokenizer
-
-        tokenizer = load_preview_tokenizer(model_name or default("model_name"), ctx.settings)
-        found = inspect_dataset(first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length)
-    except gr.Error as exc:
-        return f"**Cannot use this dataset:** {exc.message}", EMPTY_PREVIEW.copy()
-    except (DatasetError, ValueError, OSError) as exc:
-        return f"**Cannot use this dataset:** {describe(str(exc)).text}", EMPTY_PREVIEW.copy()
-    return preview_summary(found, Path(first).name, length, tokenizer is not None), found.sample
-
-
-def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: bool) -> str:
-    """Markdown above the preview table: format and rows, truncation, placeholder warning."""
-    rows = "rows: more than can be counted quickly" if found.rows_total is None else f"**{found.rows_total}** rows"
-    lines = [f"Detected format: **{found.format.value}** ({name}) · {rows}"]
-    report = found.truncation
-    if report is not None:
-        scope = "" if report.all_rows_checked else f" of the first {report.rows_checked}"
-        if report.rows_over:
-            listed = ", ".join(str(r) for r in report.first_rows)
-            lines.append(f"**{report.rows_over}{scope} rows are longer than Max seq length ({max_seq_length} tokens)** "
-                         f"and will be truncated (rows {listed}{'…' if report.rows_over > len(report.first_rows) else ''}; "
-                         f"longest: row {report.longest_row}, {report.longest_tokens} tokens). Raise Max seq length to keep them whole.")
-        else:
-            lines.append(f"No row{scope} is longer than Max seq length ({max_seq_length} tokens; longest: "
-                         f"{report.longest_tokens}).")
-    elif not has_tokenizer:
-        lines.append("Truncation is checked once the model's tokenizer is on this machine.")
-    if found.placeholders:
-        names = ", ".join(f"`{{{{{p.name}}}}}` ({p.rows} rows)" for p in found.placeholders)
-        lines.append(f"⚠️ **Template placeholders left in the data:** {names}. {found.advice}")
-    return "\n\n".join(lines)
 
 
 def start(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,

@@ -15,7 +15,7 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings
 from trainer_core.serving.share import ShareLinks
 from trainer_core.tasks.runner import TaskRunner
-from ui import evaluate_panel, export_panel, handlers, run_handlers, share_handlers
+from ui import evaluate_panel, export_panel, handlers, preview, run_handlers, share_handlers
 from ui.chat_tab import ChatTab
 from ui.form import FORM_FIELDS, make_widget
 from ui.refusals import EVAL_UPLOAD_LABEL
@@ -174,7 +174,7 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
         preview_inputs = [upload, paths, widgets["format_type"], widgets["custom_format_mapping"],
                           widgets["model_name"], widgets["max_seq_length"]]
         mapping, length = widgets["custom_format_mapping"], widgets["max_seq_length"]
-        on_preview = partial(handlers.preview, ctx)
+        on_preview = partial(preview.preview, ctx)
         for trigger in (upload.change, paths.submit, paths.blur, widgets["format_type"].change, mapping.submit,
                         mapping.blur, widgets["model_name"].change, length.submit, length.blur):
             trigger(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)

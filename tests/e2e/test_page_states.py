@@ -193,20 +193,22 @@ def test_errors_use_the_on_screen_label_and_mark_the_field(page, datasets_dir):
     assert "Learning rate" in page.locator("#start-notice").inner_text()
 
 
-def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page, page_app, datasets_dir):
+def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page, page_app, datasets_dir, tmp_path):
     """Item 9: Start only when idle (disabled at once while starting), Stop only while training,
     Cancel while live; Gradio's progress overlay never shows on the monitor."""
     _, runner, _ = page_app
     assert enabled(page) == {"start": True, "stop": False, "cancel": False}
     dataset(page, datasets_dir / "identity.json")
-    set_number(page, "max_steps", "60")
+    set_number(page, "max_steps", "200")
     page.locator("#start").click()
     seen_loading = False
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not status_text(page).startswith("training"):
-        if status_text(page).startswith("loading_model"):
+        status, buttons = page.evaluate("""() => [document.querySelector('#status').innerText.trim(),
+            ['start', 'stop', 'cancel'].map(id => !document.getElementById(id).disabled)]""")  # one snapshot
+        if status.startswith("loading_model"):
             seen_loading = True
-            assert enabled(page) == {"start": False, "stop": False, "cancel": True}
+            assert buttons == [False, False, True], buttons
         time.sleep(0.05)
     assert seen_loading
     wait_for(lambda: enabled(page) == {"start": False, "stop": True, "cancel": True}, timeout_s=10, what="training buttons")
@@ -214,6 +216,8 @@ def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page
     for _ in range(10):
         assert overlays.count() == 0 and "ETA" not in page.locator("#monitor-col .eta-bar, #monitor-col .progress-text").all_inner_texts()
         time.sleep(0.2)
+    wait_for(lambda: runner.status().details.get("step", 0) >= 8, timeout_s=30, what="step 8")
+    shot(page, tmp_path, "train-running.png")
     page.locator("#cancel").click()
     wait_status(page, "cancelled", 30_000)
     wait_for(lambda: enabled(page) == {"start": True, "stop": False, "cancel": False}, timeout_s=10, what="idle buttons")
@@ -297,7 +301,7 @@ def test_stop_and_cancel_are_told_apart_and_times_continue_over_resume(page, pag
     runner.wait(20)
 
 
-def test_delete_clears_the_run_view_and_its_confirmation_can_be_cancelled(page, page_app, datasets_dir):
+def test_delete_clears_the_run_view_and_its_confirmation_can_be_cancelled(page, page_app, datasets_dir, tmp_path):
     """Item 3 and the Runs table: columns, Refresh, Delete's Cancel, nothing of a deleted run left."""
     _, runner, _ = page_app
     job_id = start_job(runner, datasets_dir, max_steps=3)
@@ -315,6 +319,7 @@ def test_delete_clears_the_run_view_and_its_confirmation_can_be_cancelled(page, 
     page.locator("#run-summary").get_by_text(job_id).first.wait_for(timeout=30_000)
     wait_for(lambda: (figure(page, "run-loss-plot") or {}).get("traces") == 1, timeout_s=20, what="run chart")
     page.locator("#delete").click()
+    shot(page, tmp_path, "runs-delete.png")
     page.locator("#delete-cancel").click()
     page.locator("#delete-confirm").wait_for(state="hidden", timeout=10_000)
     assert runner.store.get_run(job_id) is not None

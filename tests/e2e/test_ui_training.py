@@ -105,31 +105,36 @@ def test_killed_worker_gives_error_and_the_next_start_works(client, app_server, 
     job.cancel()
 
 
+def refusal(client, *args) -> str:
+    """The notice a refused ``/start`` shows beside the button (its first update's last output)."""
+    job = client.submit(*args, api_name="/start")
+    first = next(iter(job))
+    job.cancel()
+    return first[-1]
+
+
 def test_second_start_while_running_is_refused(client, app_server, datasets_dir):
     runner, _ = app_server
     args = form_args(str(datasets_dir / "identity.json"), max_steps=50, **SMALL)
     client.submit(*args, api_name="/start")
     wait_for(lambda: runner.status().is_training_running, timeout_s=10, what="start")
     job_id = runner.status().job_id
-    with pytest.raises(Exception, match="already in progress"):
-        client.predict(*args, api_name="/start")
+    assert "already in progress" in refusal(client, *args)
     assert runner.status().job_id == job_id
     client.predict(api_name="/cancel")
     assert runner.wait(10)
 
 
 def test_invalid_settings_show_an_error_naming_the_field(client, app_server, datasets_dir, studio_settings):
-    with pytest.raises(Exception, match="learning_rate"):
-        client.predict(*form_args(str(datasets_dir / "identity.json"), learning_rate=1.5), api_name="/start")
-    with pytest.raises(Exception, match="file not found"):
-        client.predict(*form_args(str(datasets_dir / "missing.json")), api_name="/start")
-    with pytest.raises(Exception, match="outside the allowed folders"):
-        client.predict(*form_args(str(datasets_dir / ".." / "STYLE.md")), api_name="/start")
+    notice = refusal(client, *form_args(str(datasets_dir / "identity.json"), learning_rate=1.5))
+    assert "Learning rate (Hyperparameters)" in notice and 'data-fields="field-learning_rate"' in notice
+    assert "learning_rate" not in notice.split(">", 1)[1]  # the text says the label, not the field name
+    assert "file not found" in refusal(client, *form_args(str(datasets_dir / "missing.json")))
+    assert "outside the allowed folders" in refusal(client, *form_args(str(datasets_dir / ".." / "STYLE.md")))
     bad = Path(studio_settings.data_dir) / "bad.json"
     bad.write_text('[{"conversations": [{"from": "human", "value": "hi"}, {"from": "robot", "value": "x"}]}]')
     began = time.monotonic()
-    with pytest.raises(Exception, match="bad.json, row 1: turn 2 has unknown role 'robot'"):
-        client.predict(*form_args(str(bad)), api_name="/start")
+    assert "bad.json, row 1: turn 2 has unknown role &#x27;robot&#x27;" in refusal(client, *form_args(str(bad)))
     assert time.monotonic() - began < 10  # at Start, not after a model load
     assert not app_server[0].status().is_training_running
 
@@ -143,17 +148,20 @@ def test_runs_tab_lists_shows_loads_resumes_and_deletes(client, app_server, data
     job_id = runner.status().job_id
     stopped_at = runner.status().details["step"]
     table = client.predict(api_name="/runs")
-    assert table["data"][0][0] == job_id and table["data"][0][2] == "stopped"  # newest first
+    assert table["data"][0][0] == job_id and table["data"][0][2] == "stopped"  # newest first; saved, not cancelled
     summary, settings, *_ = client.predict(job_id, api_name="/show_run")
     assert "stopped" in summary and "checkpoint-" in summary and settings["max_steps"] == 5
     loaded = client.predict(job_id, api_name="/load_settings")
     assert loaded[0] == os.path.realpath(datasets_dir / "identity.json")
     assert dict(zip(FORM_FIELDS, loaded[2:]))["max_steps"] == 5
+    trained_before = runner.store.get_run(job_id).training_seconds
+    assert trained_before > 0
     updates = list(statuses(client.submit(job_id, api_name="/resume")))
     final = updates[-1]
     assert final["phase"] == "completed" and final["job_id"] == job_id and final["details"]["step"] == 5
     run = runner.store.get_run(job_id)
     assert [m.step for m in run.metrics] == list(range(1, 6)) and stopped_at < 5
+    assert run.training_seconds > trained_before and run.end_reason == "completed"  # training time continued
     output_dir = Path(run.output_dir)
     assert output_dir.is_dir()
     client.predict(job_id, api_name="/delete_run")
