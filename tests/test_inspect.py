@@ -120,18 +120,30 @@ def test_placeholders_nested_and_spaced() -> None:
 
 
 @pytest.mark.parametrize("tool", ["sed", "python3"])
-def test_advice_commands_fill_a_copy(datasets_dir: Path, tmp_path: Path, tool: str) -> None:
-    copy = tmp_path / "my identity.json"  # a space: the path must be quoted
+@pytest.mark.parametrize("name", ["my identity.json", "it's $(touch PWNED) `touch PWNED2`.json"])
+def test_advice_commands_fill_a_copy(datasets_dir: Path, tmp_path: Path, tool: str, name: str) -> None:
+    copy = tmp_path / name  # a space, quotes and shell syntax: the path must stay text
     shutil.copy(datasets_dir / "identity.json", copy)
     advice = placeholder_advice(["author", "name"], str(copy))
     command = next(line for line in advice.splitlines() if line.startswith(tool))
     if tool == "sed" and shutil.which("sed") is None:
         pytest.skip("no sed here")
-    subprocess.run(command, shell=True, check=True, executable="/bin/bash")
+    subprocess.run(command, shell=True, check=True, executable="/bin/bash", cwd=tmp_path)
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "PWNED2").exists()
     rows = json.loads(copy.read_text(encoding="utf-8"))  # still valid JSON
     assert find_placeholders(rows) == []
     assert "YOUR_NAME" in rows[0]["output"] and "YOUR_AUTHOR" in rows[0]["output"]
     assert placeholder_advice([], str(copy)) == ""
+
+
+def test_pattern_characters_in_a_file_name_read_only_that_file(datasets_dir: Path, tmp_path: Path) -> None:
+    """datasets reads data_files as patterns: a file named ``*.json`` must not pull in its neighbours."""
+    rows = json.loads((datasets_dir / "identity.json").read_text())
+    (tmp_path / "*.json").write_text(json.dumps(rows[:2]))
+    (tmp_path / "zz-other.json").write_text(json.dumps(rows[:5]))
+    (tmp_path / "train [v2].json").write_text(json.dumps(rows[:3]))
+    assert len(read_file(str(tmp_path / "*.json"))) == 2
+    assert len(read_file(str(tmp_path / "train [v2].json"))) == 3
 
 
 def test_truncation_matches_brute_force(datasets_dir: Path, tokenizer) -> None:

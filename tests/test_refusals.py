@@ -6,13 +6,14 @@ from ui.refusals import describe, label_of, notice_html
 
 def test_field_names_become_labels_with_their_section():
     refusal = describe("max_seq_length: Input should be greater than or equal to 16")
-    assert refusal.text == "Max seq length (Model): Input should be greater than or equal to 16"
+    assert refusal.text == "Max seq length: Input should be greater than or equal to 16"
     assert refusal.fields == ("max_seq_length",) and refusal.element_ids == ("field-max_seq_length",)
     assert refusal.section_ids == ()  # the model group is always open
 
 
 def test_dataset_fields_name_both_widgets_and_sections_are_opened():
-    refusal = describe("no training data: give local_datasets (files) or hf_dataset (a hub id)")
+    refusal = describe("settings: no training data: give local_datasets (files) or hf_dataset (a hub id)")
+    assert refusal.text.startswith("no training data")
     assert "Training dataset" in refusal.text and "Hub dataset (Data options)" in refusal.text
     assert "local_datasets" not in refusal.text and "hf_dataset" not in refusal.text
     assert refusal.element_ids == ("train-upload", "train-paths", "field-hf_dataset")
@@ -32,3 +33,8 @@ def test_notice_escapes_user_text_and_lists_fields():
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert 'data-fields="train-upload train-paths"' in html and html.startswith('<div class="refusal" role="alert"')
     assert label_of("lora_r") == "LoRA rank (lora_r)" and label_of("max_steps") == "Max steps"
+
+
+def test_names_inside_paths_are_left_as_typed():
+    refusal = describe("file not found: /data/learning_rate/train_data.json (model_name.json)")
+    assert refusal.text == "file not found: /data/learning_rate/train_data.json (model_name.json)" and refusal.fields == ()

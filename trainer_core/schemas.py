@@ -146,7 +146,7 @@ class TrainingStartRequest(BaseModel):
     gradient_accumulation_steps: int = Field(1, ge=1, le=1024, description="Micro-batches summed before each optimizer step.", json_schema_extra=_group("training"))
     warmup_steps: int = Field(0, ge=0, le=1_000_000, description="Linear warm-up length in steps (use this or warmup_ratio).", json_schema_extra=_group("training"))
     warmup_ratio: float = Field(0.0, ge=0, lt=1, description="Warm-up length as a fraction of all steps (use this or warmup_steps).", json_schema_extra=_group("training"))
-    save_steps: int = Field(0, ge=0, le=1_000_000, description="Save a checkpoint every this many steps; 0: only at the end.", json_schema_extra=_group("training"))
+    save_steps: int = Field(0, ge=0, le=1_000_000, description="Save a resumable checkpoint every this many steps; 0: none in between (the final weights are always saved at the end, and a Stop saves a checkpoint).", json_schema_extra=_group("training"))
     weight_decay: float = Field(0.0, ge=0, le=1, description="AdamW weight decay.", json_schema_extra=_group("training"))
     max_grad_norm: float = Field(1.0, ge=0, le=1000, description="Gradient clipping norm; 0 disables clipping.", json_schema_extra=_group("training"))
     random_seed: int = Field(42, ge=0, le=2**32 - 1, description="Seed for data order and initialisation.", json_schema_extra=_group("training"))

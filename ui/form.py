@@ -34,6 +34,8 @@ class FieldNumber(gr.Number):
             return None
         try:
             return self.round_to_precision(payload, self.precision)
+        except OverflowError:  # inf for an int field: pydantic says "finite number", naming the field
+            return float(payload)
         except (TypeError, ValueError):
             raise gr.Error(f"{label_of(self.field) if self.field in REQUEST_FIELDS else self.field}: "
                            f"'{str(payload)[:40]}' is not a number") from None

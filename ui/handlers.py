@@ -4,6 +4,7 @@ tab never touches training."""
 
 from __future__ import annotations
 
+import html
 import logging
 import threading
 import weakref
@@ -30,7 +31,8 @@ EMPTY_PREVIEW = pd.DataFrame({"row": [], "preview": []})
 NOTICE_CLEAR = ""
 
 
-def _clock(seconds: Optional[float]) -> str:
+def clock(seconds: Optional[float]) -> str:
+    """Seconds as ``2m 05s`` (``1h 02m 03s`` from an hour; ``-`` for None)."""
     if seconds is None:
         return "-"
     minutes, secs = divmod(int(round(seconds)), 60)
@@ -54,11 +56,11 @@ def status_line(status: TrainingStatus) -> str:
     if d.get("step") is not None:
         total = d.get("total_steps") or 0
         parts.append(f"step {d['step']} / {total} ({100 * d['step'] / max(total, 1):.0f}%)")
-        parts.append(f"training {_clock(d.get('elapsed_seconds'))}")
+        parts.append(f"training {clock(d.get('elapsed_seconds'))}")
         if d.get("wall_seconds") is not None:
-            parts.append(f"wall {_clock(d.get('wall_seconds'))}")
+            parts.append(f"wall {clock(d.get('wall_seconds'))}")
         if status.is_training_running:
-            parts.append(f"ETA {_clock(d.get('eta_seconds'))}")
+            parts.append(f"ETA {clock(d.get('eta_seconds'))}")
         if d.get("tokens_per_second"):
             parts.append(f"{d['tokens_per_second']:.0f} tokens/s")
         if d.get("loss") is not None:
@@ -176,6 +178,9 @@ def start(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Opt
     with the field's on-screen label (``ui.refusals``)."""
     try:
         train_files = dataset_paths(upload, paths_text, ctx.settings)
+        if not train_files and not str(dict(zip(FORM_FIELDS, values)).get("hf_dataset") or "").strip():
+            raise gr.Error("local_datasets: no training data: upload a file or type its path on the server "
+                           "(or name a Hub dataset under Data options)")
         eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
         request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
     except gr.Error as exc:
@@ -189,7 +194,7 @@ def refused(ctx: Context, message: str, action: str = "Not started") -> tuple:
     """(*monitor, notice) of a refused start: the monitor untouched (its buttons set for the
     current job), the notice naming the fields by their labels, and a toast."""
     refusal = describe(message)
-    gr.Warning(f"{action}: {refusal.text}")
+    gr.Warning(f"{action}: {html.escape(refusal.text)}", duration=6)  # toasts render HTML
     status = ctx.runner.status(with_history=False)
     return (*[gr.skip()] * MONITOR_VIEWS, *buttons(status), refusal.html(action))
 

@@ -124,8 +124,12 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
             lr, grad = gr.Plot(show_label=False, elem_id="run-lr-plot"), gr.Plot(show_label=False, elem_id="run-grad-plot")
         settings = gr.JSON(label="Settings")
     run_buttons = [load_btn, resume_btn, chat_btn, delete_btn]
+    resumed_form = resume_btn.click(partial(run_handlers.form_for_resume, ctx), selected, train_inputs, api_name=False,
+                                    **FREE)
     tab.select(partial(run_handlers.runs_table, ctx), None, table, api_name=False, **FREE)
-    refresh.click(partial(run_handlers.runs_table, ctx), None, table, api_name="runs", **FREE)
+    refresh.click(partial(run_handlers.runs_table, ctx), None, table, api_name="runs", **FREE).then(
+        partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad, *run_buttons], api_name=False,
+        **FREE)  # the selected run's view is current too
     table.select(run_handlers.on_select(ctx), table, selected, api_name=False, **FREE)
     selected.change(partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad, *run_buttons],
                     api_name="show_run", **FREE)
@@ -145,7 +149,7 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
     keep_btn.click(lambda: gr.Row(visible=False), None, confirm_row, api_name=False)
     confirm_btn.click(partial(run_handlers.delete, ctx), selected, [table, confirm_row, selected, runs_notice],
                       api_name="delete_run", **FREE)
-    return [loaded]
+    return [loaded, resumed_form]
 
 
 def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: TaskRunner | None = None) -> gr.Blocks:

@@ -10,8 +10,11 @@
 
 CSS = """
 .gradio-container { overflow: clip !important; }  /* hidden would make it a scroll box: no sticky inside */
+#monitor-col [data-testid="status-tracker"] { display: none !important; }  /* no queue / ETA overlay on the monitor */
 #monitor-col { position: sticky; top: 8px; align-self: flex-start; max-height: calc(100vh - 16px);
-               overflow-y: auto; }
+               overflow-y: auto; flex-wrap: nowrap !important; }  /* wrap would push items off to the right */
+.toast-wrap { top: auto !important; bottom: 16px !important; }  /* toasts below, not over the buttons and notice */
+button:disabled { opacity: 0.45 !important; filter: grayscale(1); cursor: not-allowed; }
 .info-text { font-size: 14px !important; color: #4b5563 !important; line-height: 1.4 !important; }
 .dark .info-text { color: #d1d5db !important; }
 .field-invalid { outline: 3px solid #b91c1c !important; outline-offset: 2px; border-radius: 8px; }

@@ -12,10 +12,10 @@ import pandas as pd
 from trainer_core.access.paths import confine
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
-from trainer_core.fieldmeta import default, parse_mapping
+from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
 from trainer_core.schemas import FormatType
 from ui.handlers import EMPTY_PREVIEW, Context, split_paths
-from ui.refusals import describe
+from ui.refusals import describe, markdown_text
 from ui.uploads import received_upload
 
 
@@ -26,29 +26,34 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
     model's chat template (when its tokenizer is on this machine), a warning with the fix for
     template placeholders left in the data, and the first rows turn by turn. Problems are shown
     inline, naming the file."""
-    typed = split_paths(paths_text)
+    typed = split_paths(paths_text if isinstance(paths_text, str) else "")
     if not upload and not typed:
         return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy()
     try:
         received = received_upload(upload, ctx.settings)
         first = str(received) if received else str(confine(typed[0], ctx.settings.allowed_roots, "dataset path"))
-        length = int(max_seq_length or default("max_seq_length"))
+        length = default("max_seq_length") if max_seq_length is None else int(max_seq_length)
+        limits = bounds(FIELDS["max_seq_length"])
+        low, high = limits["minimum"], limits["maximum"]
+        if not low <= length <= high:
+            raise ValueError(f"max_seq_length: {length} is outside {low}..{high}; Start would refuse it")
         import_data_stack()
         from trainer_core.data.inspect import inspect_dataset, load_preview_tokenizer
 
-        tokenizer = load_preview_tokenizer(model_name or default("model_name"), ctx.settings)
+        model = model_name if isinstance(model_name, str) and model_name.strip() else default("model_name")
+        tokenizer = load_preview_tokenizer(model, ctx.settings)
         found = inspect_dataset(first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length)
     except gr.Error as exc:
-        return f"**Cannot use this dataset:** {exc.message}", EMPTY_PREVIEW.copy()
-    except (DatasetError, ValueError, OSError) as exc:
-        return f"**Cannot use this dataset:** {describe(str(exc)).text}", EMPTY_PREVIEW.copy()
+        return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy()
+    except (DatasetError, ValueError, TypeError, OverflowError, OSError) as exc:
+        return f"**Cannot use this dataset:** {markdown_text(describe(str(exc)).text)}", EMPTY_PREVIEW.copy()
     return preview_summary(found, Path(first).name, length, tokenizer is not None), found.sample
 
 
 def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: bool) -> str:
     """Markdown above the preview table: format and rows, truncation, placeholder warning."""
     rows = "rows: more than can be counted quickly" if found.rows_total is None else f"**{found.rows_total}** rows"
-    lines = [f"Detected format: **{found.format.value}** ({name}) · {rows}"]
+    lines = [f"Detected format: **{found.format.value}** ({markdown_text(name)}) · {rows}"]
     report = found.truncation
     if report is not None:
         scope = "" if report.all_rows_checked else f" of the first {report.rows_checked}"
@@ -63,6 +68,6 @@ def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: b
     elif not has_tokenizer:
         lines.append("Truncation is checked once the model's tokenizer is on this machine.")
     if found.placeholders:
-        names = ", ".join(f"`{{{{{p.name}}}}}` ({p.rows} rows)" for p in found.placeholders)
-        lines.append(f"⚠️ **Template placeholders left in the data:** {names}. {found.advice}")
+        names = ", ".join(f"`{{{{{p.name}}}}}` in {p.rows} rows" for p in found.placeholders)
+        lines.append(f"⚠️ **Template placeholders left in the data** ({names}). {found.advice}")
     return "\n\n".join(lines)

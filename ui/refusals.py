@@ -16,7 +16,7 @@ from trainer_core.fieldmeta import FIELDS, group
 from ui.uploads import UPLOAD_LABEL
 
 EVAL_UPLOAD_LABEL = "Evaluation dataset (upload, optional)"
-SECTION_TITLES = {"model": "Model", "data": "Data options", "training": "Hyperparameters", "lora": "LoRA",
+SECTION_TITLES = {"data": "Data options", "training": "Hyperparameters", "lora": "LoRA",
                   "output": "Output"}
 # The dataset fields are two widgets each (an upload and a path box); elem ids set in ui.layout.
 FILE_WIDGETS = {
@@ -38,17 +38,20 @@ def widget_ids(name: str) -> tuple[str, ...]:
 
 
 def _where(name: str) -> str:
-    if name in FILE_WIDGETS:
-        return label_of(name)
-    return f"{label_of(name)} ({SECTION_TITLES.get(group(name), 'Hyperparameters')})"
+    """The label, with the closed section that holds the field (the model group is always open)."""
+    section = SECTION_TITLES.get(group(name)) if name not in FILE_WIDGETS else None
+    return f"{label_of(name)} ({section})" if section else label_of(name)
 
 
 _NAMES = sorted([*FIELDS, *FILE_WIDGETS], key=len, reverse=True)
 # A name with an underscore is unmistakable anywhere; a one-word name (``packing``, ``subset``)
 # only where a message uses it as a field: ``name:``, ``name=`` or quoted.
+# Never inside a path or file name (``/data/learning_rate/x.json`` stays as typed).
 _PATTERN = re.compile("|".join(
-    rf"\b{re.escape(n)}\b" if "_" in n else rf"(?<![\w'`]){re.escape(n)}(?=\s*[:=])|['`]{re.escape(n)}['`]"
+    rf"(?<![\w/\\.-]){re.escape(n)}(?![\w/\\-]|\.\w)" if "_" in n
+    else rf"(?<![\w'`/\\.-]){re.escape(n)}(?=\s*[:=])|['`]{re.escape(n)}['`]"
     for n in _NAMES))
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~!])")
 _UPLOADS = {UPLOAD_LABEL: "local_datasets", EVAL_UPLOAD_LABEL: "local_eval_datasets"}
 
 
@@ -92,11 +95,18 @@ def describe(message: str) -> Refusal:
             found.append(name)
         return _where(name)
 
-    text = _PATTERN.sub(swap, message)
+    text = _PATTERN.sub(swap, message.removeprefix("settings: "))  # a whole-request problem, said plainly
     for label, name in _UPLOADS.items():
         if label in text and name not in found:
             found.append(name)
     return Refusal(text=text, fields=tuple(found))
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (a file name, a path, an error quoting user data) shown literally in Markdown or a
+    toast: HTML escaped and Markdown's special characters backslash-escaped, so a name such as
+    ``[x](https://evil)`` or ``<img ...>`` is text, not a link or markup."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
 
 
 def notice_html(message: str, action: str = "Not started") -> str:
@@ -104,4 +114,4 @@ def notice_html(message: str, action: str = "Not started") -> str:
     return describe(message).html(action)
 
 
-__all__ = ["EVAL_UPLOAD_LABEL", "Refusal", "describe", "label_of", "notice_html", "widget_ids"]
+__all__ = ["EVAL_UPLOAD_LABEL", "Refusal", "describe", "label_of", "markdown_text", "notice_html", "widget_ids"]

@@ -4,6 +4,7 @@
 its evaluated annotation.)"""
 
 
+import html
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -17,11 +18,11 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
 from trainer_core.runs.store import RunDetail, RunRecord
 from ui import charts
-from ui.form import form_values
-from ui.handlers import NOTICE_CLEAR, Context, begin, refused, watch
+from ui.form import FORM_FIELDS, form_values
+from ui.handlers import NOTICE_CLEAR, Context, begin, clock, refused, watch
 from ui.refusals import notice_html
 
-RUN_COLUMNS = ["job_id", "created", "status", "model", "dataset", "method", "steps", "final_loss", "tokens/s",
+RUN_COLUMNS = ["job_id", "created", "status", "model", "dataset", "method", "steps", "final_loss", "tokens/s (avg)",
                "training time", "wall time", "evaluation"]
 NO_RUN = "Click a run in the table to see its charts and settings."
 
@@ -51,7 +52,8 @@ def _evaluations(ctx: Context) -> dict[str, str]:
 
 
 def _minutes(seconds: Optional[float]) -> str:
-    return "-" if seconds is None else f"{seconds / 60:.1f} min"
+    """Seconds as the status line writes them (``2m 05s``, ``1h 02m 03s``)."""
+    return clock(seconds)
 
 
 def run_status(run: RunRecord) -> str:
@@ -98,7 +100,9 @@ def _get(ctx: Context, job_id: Optional[str]) -> RunDetail:
     job_id = (job_id or "").strip()
     run = ctx.runner.store.get_run(job_id) if job_id else None
     if run is None:
-        raise gr.Error(f"No run '{job_id}': click a run in the table first." if job_id else "Click a run in the table first.")
+        shown = job_id if len(job_id) <= 60 else job_id[:60] + "…"
+        raise gr.Error(f"No run '{html.escape(shown)}': click a run in the table first." if job_id
+                       else "Click a run in the table first.")
     return run
 
 
@@ -153,6 +157,17 @@ def load_settings(ctx: Context, job_id: Optional[str]) -> list[Any]:
     values = form_values(_get(ctx, job_id).request)
     gr.Info(f"Loaded the settings of {job_id} into the Train tab.")
     return values
+
+
+def form_for_resume(ctx: Context, job_id: Optional[str]) -> list[Any]:
+    """Resume's other half: the form shows the resumed run's settings and data (as after a reload
+    mid-run); every widget is left alone when the run cannot be resumed."""
+    job_id = (job_id or "").strip()
+    run = ctx.runner.store.get_run(job_id) if job_id and isinstance(job_id, str) else None
+    status = ctx.runner.status(with_history=False)
+    if run is None or run.phase not in RESUMABLE_PHASES or not run.last_checkpoint or status.is_training_running:
+        return [gr.skip()] * (2 + len(FORM_FIELDS))
+    return form_values(run.request)
 
 
 def resume(ctx: Context, job_id: Optional[str]) -> Iterator[tuple]:

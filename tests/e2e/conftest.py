@@ -83,6 +83,20 @@ def form_args(dataset: str, **overrides: Any) -> list[Any]:
     return [None, dataset, None, "", *(values[name] for name in FORM_FIELDS)]
 
 
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def screenshot(page, tmp_path: Path, name: str) -> None:
+    """Save a screenshot of ``page`` in ``tmp_path``, and in ``docs/screenshots/`` (the README's)
+    when STUDIO_UPDATE_SCREENSHOTS=1."""
+    import os
+
+    page.screenshot(path=str(tmp_path / name))
+    if os.environ.get("STUDIO_UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / name))
+
+
 def statuses(job) -> Iterator[dict]:
     """The raw status dict of every update a ``/start`` or ``/watch`` job streams."""
     for output in job:

@@ -8,6 +8,8 @@ import shutil
 
 import pytest
 
+from tests.e2e.conftest import screenshot
+
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -34,9 +36,9 @@ def test_train_from_the_page_and_find_the_run(app_server, datasets_dir, tmp_path
             page.locator(f"#field-{field} input").fill(value)
         page.locator("#field-max_seq_length input").fill("128")
         page.locator("#start").click()
-        page.locator("#status").get_by_text("completed", exact=True).wait_for(timeout=300_000)
-        status_text = page.locator("#status").inner_text()
-        assert "step 2 / 2" in status_text
+        page.wait_for_function("() => /^completed · step 2 \\/ 2/.test(document.querySelector('#status').innerText.trim())",
+                               timeout=300_000)  # this run's end, not the last run's
+        screenshot(page, shots, "train-real-model.png")
         job_id = runner.status().job_id
         page.get_by_role("tab", name="Runs").click()
         page.get_by_text(job_id, exact=True).filter(visible=True).first.wait_for(timeout=30_000)
@@ -127,7 +129,7 @@ def test_conversations_that_open_with_the_assistant_train_every_assistant_turn(a
             page.locator(f"#field-{field} input").fill(value)
         page.locator("#field-max_seq_length input").fill("128")
         page.locator("#start").click()
-        page.wait_for_function("() => document.querySelector('#status').innerText.trim().startsWith('completed')",
+        page.wait_for_function("() => /^completed · step 1 \\/ 1/.test(document.querySelector('#status').innerText.trim())",
                                timeout=300_000)
         details = runner.status().details
         browser.close()

@@ -9,7 +9,6 @@ the test's tmp folder, and to ``docs/screenshots/`` when STUDIO_UPDATE_SCREENSHO
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -18,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ServerThread, wait_for
+from tests.e2e.conftest import ServerThread, screenshot, wait_for
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 pytest.importorskip("playwright.sync_api")
 if CHROMIUM is None:
     pytest.skip("needs Debian's chromium (apt-get install chromium)", allow_module_level=True)
@@ -71,10 +69,7 @@ def page(browser, page_app):
 
 
 def shot(page, tmp_path: Path, name: str) -> None:
-    page.screenshot(path=str(tmp_path / name))
-    if os.environ.get("STUDIO_UPDATE_SCREENSHOTS") == "1":
-        DOCS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(DOCS / name))
+    screenshot(page, tmp_path, name)
 
 
 def dataset(page, path: Path) -> None:
@@ -212,7 +207,7 @@ def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page
         time.sleep(0.05)
     assert seen_loading
     wait_for(lambda: enabled(page) == {"start": False, "stop": True, "cancel": True}, timeout_s=10, what="training buttons")
-    overlays = page.locator("#monitor-col [data-testid='status-tracker']:not(.hide)")
+    overlays = page.locator("#monitor-col [data-testid='status-tracker']").filter(visible=True)
     for _ in range(10):
         assert overlays.count() == 0 and "ETA" not in page.locator("#monitor-col .eta-bar, #monitor-col .progress-text").all_inner_texts()
         time.sleep(0.2)

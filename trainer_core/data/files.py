@@ -70,9 +70,13 @@ def read_file(path: str) -> datasets.Dataset:
         if problem is not None:
             raise DatasetError(f"{file.name}: {problem}")
     with tempfile.TemporaryDirectory(prefix="studio-datasets-") as cache_dir:  # nothing stale is reused
+        # datasets reads data_files as patterns (``*``, ``?``, ``[..]``, ``a::b`` chains): a name with
+        # those could pull in other files than the one checked. It reads a plain-named link instead.
+        plain = Path(cache_dir) / f"data{file.suffix.lower()}"
+        plain.symlink_to(file.resolve())
         try:
             dataset = datasets.load_dataset(
-                builder, data_files=[str(file)], split="train", cache_dir=cache_dir, keep_in_memory=True, **kwargs
+                builder, data_files=[str(plain)], split="train", cache_dir=cache_dir, keep_in_memory=True, **kwargs
             )
         except Exception as exc:  # datasets raises many kinds (StopIteration, ValueError, its own errors)
             raise _explain_failure(file, builder, exc) from exc

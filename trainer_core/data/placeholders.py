@@ -69,12 +69,14 @@ def placeholder_advice(names: list[str], path: str) -> str:
     values = {name: "YOUR_" + re.sub(r"\W", "_", name).upper() for name in names}
     script = "; ".join(f"s/{_sed_pattern(name)}/{value}/g" for name, value in values.items())
     replaces = "".join(f".replace('{{{{{name}}}}}', '{value}')" for name, value in values.items())
-    python = (f"python3 -c \"import pathlib; p = pathlib.Path({str(path)!r}); "
-              f"p.write_text(p.read_text(encoding='utf-8'){replaces}, encoding='utf-8')\"")
+    code = (f"import pathlib; p = pathlib.Path({str(path)!r}); "
+            f"p.write_text(p.read_text(encoding='utf-8'){replaces}, encoding='utf-8')")
+    python = f"python3 -c {shlex.quote(code)}"  # quoted whole: a $(...) in the file name stays text
     listed = ", ".join(f"`{{{{{name}}}}}`" for name in names)
     return (
         f"{Path(path).name} still holds template placeholders {listed}: fill them in before training, "
-        "or the model learns the braces literally. Replace the YOUR_… values below (no quotes or "
-        "backslashes in them, the file is JSON) and run one of:\n\n"
+        "or the model learns the braces literally. Work on a copy if the file is shared (the commands "
+        "change it in place), replace the YOUR_… values below (no quotes or backslashes in them, the "
+        "file is JSON) and run one of:\n\n"
         f"```\nsed -i '{script}' {quoted}\n```\n\n```\n{python}\n```"
     )
