@@ -7,6 +7,7 @@ fine-tuning; a model trained on the file as it is learns to answer with the brac
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections import Counter
@@ -68,9 +69,9 @@ def placeholder_advice(names: list[str], path: str) -> str:
     quoted = shlex.quote(str(path))
     values = {name: "YOUR_" + re.sub(r"\W", "_", name).upper() for name in names}
     script = "; ".join(f"s/{_sed_pattern(name)}/{value}/g" for name, value in values.items())
-    replaces = "".join(f".replace('{{{{{name}}}}}', '{value}')" for name, value in values.items())
-    code = (f"import pathlib; p = pathlib.Path({str(path)!r}); "
-            f"p.write_text(p.read_text(encoding='utf-8'){replaces}, encoding='utf-8')")
+    replaces = "".join(f'.replace("{{{{{name}}}}}", "{value}")' for name, value in values.items())
+    code = (f"import pathlib; p = pathlib.Path({json.dumps(str(path))}); "  # a JSON string is a Python literal
+            f'p.write_text(p.read_text(encoding="utf-8"){replaces}, encoding="utf-8")')
     python = f"python3 -c {shlex.quote(code)}"  # quoted whole: a $(...) in the file name stays text
     listed = ", ".join(f"`{{{{{name}}}}}`" for name in names)
     return (
