@@ -100,11 +100,18 @@ def _clean(name: str, value: Any) -> Any:
     return value
 
 
+def clean_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Form widget values (by field name) as request values: the column mapping parsed, empty
+    optional texts None, whole floats in int fields int; widgets without a value left out.
+    Raises ValueError naming ``custom_format_mapping`` for a malformed mapping."""
+    return {name: _clean(name, values[name]) for name in FORM_FIELDS if values.get(name) is not None}
+
+
 def build_request(values: dict[str, Any], train_files: list[str], eval_files: list[str]) -> TrainingStartRequest:
     """Form values (by field name) + dataset paths -> a validated request. Raises ``gr.Error``
     naming the field for any invalid setting."""
     try:
-        data = {name: _clean(name, values[name]) for name in FORM_FIELDS if values.get(name) is not None}
+        data = clean_values(values)
         return TrainingStartRequest(**data, local_datasets=train_files, local_eval_datasets=eval_files)
     except ValueError as exc:  # ValidationError is a ValueError
         raise gr.Error(explain(exc) if isinstance(exc, ValidationError) else str(exc)) from None

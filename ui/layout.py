@@ -5,6 +5,7 @@ and charts) and a Runs tab (history). Widgets come from the schema (``ui.form``)
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import gradio as gr
 import pandas as pd
@@ -15,7 +16,7 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings
 from trainer_core.serving.share import ShareLinks
 from trainer_core.tasks.runner import TaskRunner
-from ui import evaluate_panel, export_panel, handlers, preview, run_handlers, share_handlers
+from ui import config_panel, evaluate_panel, export_panel, handlers, preview, run_handlers, share_handlers
 from ui.chat_tab import ChatTab
 from ui.form import FORM_FIELDS, make_widget
 from ui.refusals import EVAL_UPLOAD_LABEL
@@ -84,6 +85,35 @@ def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdow
                             info="Comma-separated; evaluated every Eval steps. Or set the validation fraction "
                                  "(Data options) to split them off the training rows.")
     return upload, paths, eval_upload, eval_paths, detected, table
+
+
+def _config_block() -> dict[str, gr.components.Component]:
+    """Under the form: save / load the settings as YAML and the equivalent command and API call."""
+    with gr.Accordion("Settings file and command", open=True, elem_id="section-config"):
+        with gr.Row():
+            save_btn = gr.Button("Save settings (YAML)", size="sm", elem_id="settings-save")
+            load_btn = gr.UploadButton(config_panel.LOAD_LABEL, file_types=[".yaml", ".yml"], type="filepath", size="sm",
+                                       elem_id="settings-load")
+        saved = gr.File(label="Saved settings", visible=False, interactive=False, elem_id="settings-file")
+        notice = gr.HTML("", elem_id="settings-notice")
+        cli = gr.Code(label="Command line (settings that differ from the defaults)", language="shell",
+                      interactive=False, elem_id="command-cli")
+        curl = gr.Code(label="HTTP API (curl)", language="shell", interactive=False, elem_id="command-curl")
+    return {"save": save_btn, "load": load_btn, "saved": saved, "notice": notice, "cli": cli, "curl": curl}
+
+
+def _wire_config(ctx: handlers.Context, block: dict, file_inputs: list, form: list, after_load: Any) -> None:
+    """The config block's events: save, load (then ``after_load``: the preview), and the command
+    preview on every change of the form."""
+    inputs = [*file_inputs, *form]
+    block["save"].click(partial(config_panel.save, ctx), inputs, [block["saved"], block["notice"]],
+                        api_name="settings_save", **FREE)
+    loaded = block["load"].upload(partial(config_panel.load, ctx), block["load"], [*inputs, block["notice"]],
+                                  api_name="settings_load", **FREE)
+    after_load(loaded)
+    triggers = [w.change for w in inputs]
+    gr.on(triggers, partial(config_panel.commands, ctx), inputs, [block["cli"], block["curl"]], api_name="command_preview",
+          trigger_mode="always_last", show_progress="hidden", **FREE)
 
 
 def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs: gr.Tabs,
@@ -170,6 +200,7 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
                         widgets = _build_model_group(models)
                         upload, paths, eval_upload, eval_paths, detected, table = _data_inputs()
                         widgets.update(_build_sections())
+                        config = _config_block()
                     monitor, notice, hardware = _monitor_column(ctx)
             form = [widgets[name] for name in FORM_FIELDS]
             chat = ChatTab(engine)
@@ -184,6 +215,11 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
             trigger(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
         for event in preview_after:
             event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
+        file_inputs = [upload, paths, eval_upload, eval_paths]
+        _wire_config(ctx, config, file_inputs, form,
+                     lambda event: event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE))
+        demo.load(partial(config_panel.commands, ctx), [*file_inputs, *form], [config["cli"], config["curl"]],
+                  api_name=False, show_progress="hidden", **FREE)
         start_btn, stop_btn, cancel_btn = monitor[5:]
         start_btn.click(handlers.starting, None, start_btn, queue=False, show_progress="hidden", api_name=False).then(
             partial(handlers.start, ctx), [upload, paths, eval_upload, eval_paths, *form], [*monitor, notice],

@@ -1,0 +1,65 @@
+"""Settings as files and commands (trainer_core/configs): the YAML and the CLI command give back
+exactly the request they were made from."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+import yaml
+
+from trainer_core.cli import build_parser, request_from_args
+from trainer_core.configs.commands import changed_settings, cli_command
+from trainer_core.configs.yaml_files import ConfigFileError, parse_config_text, request_to_yaml
+from trainer_core.schemas import TrainingStartRequest
+
+CHANGED = dict(learning_rate=1e-3, lora_r=8, num_epochs=2.5, packing=True, stop_on_divergence=False,
+               target_modules=["q_proj", "v_proj"], custom_format_mapping={"instruction": "q", "output": "a b"},
+               lr_scheduler_type="linear", val_size=0.1, output_dir="/tmp/some run", model_name="org/model")
+
+
+def _request(tmp_path, **extra) -> TrainingStartRequest:
+    data = tmp_path / "my data.json"
+    data.write_text('[{"instruction": "hi", "output": "yo"}]')
+    return TrainingStartRequest(local_datasets=[str(data)], hf_token="hf_secret", **CHANGED, **extra)
+
+
+def test_yaml_round_trip_keeps_every_value_and_no_secret(tmp_path):
+    request = _request(tmp_path)
+    text = request_to_yaml(request.public_dict())
+    assert "hf_secret" not in text and "hf_token" not in text
+    values, notes = parse_config_text(text)
+    assert notes == []
+    assert TrainingStartRequest(**values) == request.model_copy(update={"hf_token": None})
+
+
+def test_cli_command_parses_back_to_the_same_request(tmp_path):
+    request = _request(tmp_path)
+    command = cli_command(request.public_dict())
+    assert "hf_secret" not in command and "--batch-size" not in command
+    argv = shlex.split(command.replace("\\\n", " "))[3:]  # after "python -m trainer_core"
+    again = request_from_args(build_parser().parse_args(argv))
+    assert again == request.model_copy(update={"hf_token": None})
+
+
+def test_changed_settings_are_only_the_changes(tmp_path):
+    changed = changed_settings(_request(tmp_path).public_dict())
+    assert set(changed) == set(CHANGED) | {"local_datasets"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("lerning_rate: 1e-3", "did you mean 'learning_rate'"),
+    ("batch_size: 0", "batch_size"),
+    ("warmup_steps: 3\nwarmup_ratio: 0.1", "either warmup_steps or warmup_ratio"),
+    ("[1, 2]", "must be a mapping"),
+    ("a: [", "not valid YAML"),
+])
+def test_bad_config_names_the_key(text, message):
+    with pytest.raises(ConfigFileError, match=message.replace("(", r"\(")):
+        parse_config_text(text, "x.yaml")
+
+
+def test_a_token_in_a_file_is_skipped_with_a_note_and_no_datasets_is_fine():
+    values, notes = parse_config_text("hf_token: hf_abc\nlora_r: 4\n")
+    assert values == {"lora_r": 4} and "hf_token" in notes[0]
+    assert yaml.safe_load(request_to_yaml(values)) == {"lora_r": 4}

@@ -1,0 +1,63 @@
+"""The CLI command and the ``curl`` call equivalent to a set of training settings, for the
+command preview under the form. Only values that differ from the schema's defaults are written
+(the command stays short and reads as "what I changed"); secrets never appear: the Hugging Face
+token and the API token are left to environment variables the user sets.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import typing
+from typing import Any
+
+from trainer_core.fieldmeta import FIELDS, base_type, default
+from trainer_core.configs.yaml_files import SECRET_FIELDS
+
+PATH_FLAGS = {"local_datasets": "--dataset", "local_eval_datasets": "--eval-dataset"}  # repeated flags in cli.py
+
+
+def changed_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``settings`` (JSON-able field values) that differ from the field defaults,
+    in the schema's order; secrets and unknown keys left out."""
+    return {name: settings[name] for name in FIELDS
+            if name in settings and name not in SECRET_FIELDS and settings[name] != default(name)}
+
+
+def cli_command(settings: dict[str, Any]) -> str:
+    """``python -m trainer_core train ...`` with a flag per changed setting (``--dataset`` per
+    training file, ``--flag`` / ``--no-flag`` for booleans, space-separated lists, ``a=b`` pairs
+    for the column mapping), shell-quoted, one flag per continued line."""
+    parts = ["python -m trainer_core train"]
+    for name, value in changed_settings(settings).items():
+        if name in PATH_FLAGS:
+            parts += [f"{PATH_FLAGS[name]} {shlex.quote(str(path))}" for path in value]
+            continue
+        flag = "--" + name.replace("_", "-")
+        kind = base_type(FIELDS[name].annotation)
+        if kind is bool:
+            parts.append(flag if value else f"--no-{flag[2:]}")
+        elif value is None:
+            continue  # an optional text left empty is the default's meaning
+        elif typing.get_origin(kind) is dict:
+            parts.append(f"{flag} " + " ".join(shlex.quote(f"{k}={v}") for k, v in value.items()))
+        elif typing.get_origin(kind) is list:
+            parts.append(f"{flag} " + " ".join(shlex.quote(str(v)) for v in value))
+        else:
+            parts.append(f"{flag} {shlex.quote(str(value))}")
+    return " \\\n  ".join(parts)
+
+
+def curl_command(settings: dict[str, Any], base_url: str, needs_token: bool, has_hf_token: bool = False) -> str:
+    """A ``curl`` POST of the changed settings to ``{base_url}/api/train/start`` (the API's
+    defaults are the same schema's). With ``needs_token`` the ``Authorization`` header reads the
+    token from ``$STUDIO_API_TOKEN``; with ``has_hf_token`` a comment line says the Hugging Face
+    token was left out. Neither secret is ever written here."""
+    body = json.dumps(changed_settings(settings), indent=2)
+    lines = [f"curl -X POST {shlex.quote(base_url.rstrip('/') + '/api/train/start')}",
+             "-H 'Content-Type: application/json'"]
+    if needs_token:
+        lines.append('-H "Authorization: Bearer $STUDIO_API_TOKEN"')
+    lines.append(f"-d {shlex.quote(body)}")
+    head = '# the Hugging Face token is left out: add "hf_token": "..." to the JSON body\n' if has_hf_token else ""
+    return head + " \\\n  ".join(lines)

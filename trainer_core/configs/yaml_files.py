@@ -1,0 +1,77 @@
+"""A training request as a YAML file and back: the keys are ``TrainingStartRequest``'s field names,
+the same keys ``python -m trainer_core train --config FILE`` reads. Secrets (``hf_token``) are never
+written, and a file that holds one is read without it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from trainer_core.fieldmeta import FIELDS, explain, group
+from trainer_core.schemas import TrainingStartRequest
+
+SECRET_FIELDS = ("hf_token",)
+MAX_CONFIG_BYTES = 256 * 1024  # a settings file is a few KB; anything far larger is not one
+GROUP_TITLES = {"model": "Model", "data": "Data", "training": "Hyperparameters", "lora": "LoRA", "output": "Output"}
+NO_DATA = "no training data"  # the one check a settings file without datasets may fail
+
+
+class ConfigFileError(ValueError):
+    """A settings file that cannot be used; the message names the file, the key and the fix."""
+
+
+def request_to_yaml(settings: dict[str, Any]) -> str:
+    """YAML text for ``settings`` (``TrainingStartRequest.public_dict()`` or any subset of field
+    values): every field in the schema's order, one commented block per form section, secrets left
+    out. ``yaml.safe_load`` of the text gives back the same values."""
+    blocks = ["# Finetune Studio training settings: load them in the Train tab, or run\n"
+              "#   python -m trainer_core train --config THIS_FILE\n"]
+    for section, title in GROUP_TITLES.items():
+        values = {name: settings[name] for name in FIELDS
+                  if group(name) == section and name in settings and name not in SECRET_FIELDS}
+        if values:
+            blocks.append(f"# --- {title} ---\n" + yaml.safe_dump(values, sort_keys=False, allow_unicode=True,
+                                                                     default_flow_style=False))
+    return "\n".join(blocks)
+
+
+def parse_config_text(text: str, source: str = "the settings file") -> tuple[dict[str, Any], list[str]]:
+    """The field values in YAML ``text`` and notes for the user (secrets skipped). The values are
+    checked with ``TrainingStartRequest``: a file without datasets is accepted (the form or
+    ``--dataset`` supplies them), anything else invalid is refused.
+
+    Raises ConfigFileError naming ``source`` for text that is not YAML, not a mapping, has keys that
+    are not settings (with the nearest key name), or values the schema refuses (naming the field)."""
+    if len(text.encode("utf-8", "replace")) > MAX_CONFIG_BYTES:
+        raise ConfigFileError(f"{source} is larger than {MAX_CONFIG_BYTES // 1024} KB: it is not a settings file")
+    try:
+        values = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigFileError(f"{source} is not valid YAML ({_first_line(exc)}): fix the line it names") from None
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise ConfigFileError(f"{source} must be a mapping of settings (key: value per line), not a {type(values).__name__}")
+    unknown = [str(key) for key in values if key not in FIELDS]
+    if unknown:
+        hints = [f"'{k}'" + (f" (did you mean '{m[0]}'?)" if (m := difflib.get_close_matches(k, FIELDS, 1)) else "")
+                 for k in unknown[:5]]
+        raise ConfigFileError(f"{source}: {', '.join(hints)} {'is' if len(unknown) == 1 else 'are'} not a setting; "
+                              "use the keys of a saved settings file")
+    notes = [f"{name} is not read from files: type it in the form" for name in SECRET_FIELDS if name in values]
+    values = {key: value for key, value in values.items() if key not in SECRET_FIELDS}
+    try:
+        TrainingStartRequest(**values)
+    except ValidationError as exc:
+        problems = [e for e in exc.errors() if not str(e["msg"]).removeprefix("Value error, ").startswith(NO_DATA)]
+        if problems:
+            raise ConfigFileError(f"{source}: {explain(ValidationError.from_exception_data(exc.title, problems))}") from None
+    return values, notes
+
+
+def _first_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200]
