@@ -166,13 +166,21 @@ def test_json_scalar(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["mixed.json", "mixed.jsonl"])
-@pytest.mark.parametrize("bad,kind", [(7, "a number"), (["q"], "a list"), ({"a": 1}, "an object")])
+@pytest.mark.parametrize("bad,kind", [(["q"], "a list"), ({"a": 1}, "an object")])
 def test_mixed_types_in_a_column(tmp_path: Path, name: str, bad, kind: str) -> None:
     rows = [{"instruction": "i", "output": "x"}] * 6 + [{"instruction": "i", "output": bad}]
     text = json.dumps(rows) if name.endswith(".json") else jsonl(rows)
     with pytest.raises(DatasetError) as info:
         read_files([write(tmp_path, name, text)])
     assert str(info.value).startswith(f"{name}: column 'output' is text in row 1 but {kind} in row 7")
+
+
+@pytest.mark.parametrize("name", ["mixed.json", "mixed.jsonl"])
+def test_numbers_beside_text_are_read(tmp_path: Path, name: str) -> None:
+    """Text, numbers and true/false may share a column: ``formats`` turns them into text."""
+    rows = [{"instruction": "i", "output": "x"}] * 6 + [{"instruction": "i", "output": 7}]
+    text = json.dumps(rows) if name.endswith(".json") else jsonl(rows)
+    assert read_file(write(tmp_path, name, text))["output"][-2:] == ["x", 7]
 
 
 def test_missing_values_are_not_mixed_types(tmp_path: Path) -> None:
@@ -182,13 +190,13 @@ def test_missing_values_are_not_mixed_types(tmp_path: Path) -> None:
 
 def test_mixed_type_problem_when_datasets_refuses(tmp_path: Path, monkeypatch) -> None:
     """Should ``datasets`` raise on mixed types instead of keeping them, the diagnostic still names them."""
-    path = write(tmp_path, "m.jsonl", jsonl([{"a": "x"}, {"a": 1}]))
+    path = write(tmp_path, "m.jsonl", jsonl([{"a": "x"}, {"a": [1]}]))
 
     def refuse(*args, **kwargs):
-        raise ValueError("JSON parse error: Column(/a) changed from string to number in row 1")
+        raise ValueError("JSON parse error: Column(/a) changed from string to array in row 1")
 
     monkeypatch.setattr(datafiles.datasets, "load_dataset", refuse)
-    with pytest.raises(DatasetError, match=r"m.jsonl: column 'a' is text in row 1 but a number in row 2"):
+    with pytest.raises(DatasetError, match=r"m.jsonl: column 'a' is text in row 1 but a list in row 2"):
         read_file(path)
 
 
@@ -218,8 +226,8 @@ def test_read_head_each_type(tmp_path: Path, datasets_dir: Path) -> None:
 def test_read_head_bad_file_gets_the_full_diagnosis(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="line 2, column 1"):
         read_head(write(tmp_path, "b.json", '[{"text": "a"}\n{"text": "b"}]'), 5)
-    with pytest.raises(DatasetError, match="column 'text' is text in row 1 but a number in row 2"):
-        read_head(write(tmp_path, "m.jsonl", jsonl([{"text": "a"}, {"text": 2}])), 5)
+    with pytest.raises(DatasetError, match="column 'text' is text in row 1 but an object in row 2"):
+        read_head(write(tmp_path, "m.jsonl", jsonl([{"text": "a"}, {"text": {"b": 2}}])), 5)
 
 
 # --- Hub ---

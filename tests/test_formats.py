@@ -224,8 +224,8 @@ def test_sharegpt_row_errors(bad: dict, expected: str) -> None:
 def test_non_text_content_from_a_file(tmp_path: Path) -> None:
     """datasets keeps a nested value that mixes types (Json feature); normalise names the row."""
     path = tmp_path / "chat.json"
-    path.write_text(json.dumps([GOOD, conversation(("human", "hi"), ("gpt", 42))]), encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"chat.json, row 2: turn 2 \(gpt\) has content of type int: content must be text"):
+    path.write_text(json.dumps([GOOD, conversation(("human", "hi"), ("gpt", {"a": 42}))]), encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"chat.json, row 2: turn 2 \(gpt\) has content of type dict: content must be text"):
         normalize(read_file(str(path)), FormatType.auto, "chat.json")
 
 

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import gradio as gr
 import pandas as pd
 
-from trainer_core.access.paths import confine
+from trainer_core.access.requests import confine_dataset
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
@@ -31,7 +31,7 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
         return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy()
     try:
         received = received_upload(upload, ctx.settings)
-        first = str(received) if received else str(confine(typed[0], ctx.settings.allowed_roots, "dataset path"))
+        first = str(received) if received else confine_dataset(typed[0], list(ctx.settings.allowed_roots), "dataset path")
         length = default("max_seq_length") if max_seq_length is None else int(max_seq_length)
         limits = bounds(FIELDS["max_seq_length"])
         low, high = limits["minimum"], limits["maximum"]
@@ -67,6 +67,7 @@ def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: b
                          f"{report.longest_tokens}).")
     elif not has_tokenizer:
         lines.append("Truncation is checked once the model's tokenizer is on this machine.")
+    lines += [markdown_text(note) for note in getattr(found, "notes", [])]
     if found.placeholders:
         names = ", ".join(f"`{{{{{p.name}}}}}` in {p.rows} rows" for p in found.placeholders)
         lines.append(f"⚠️ **Template placeholders left in the data** ({names}). {found.advice}")

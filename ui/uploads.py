@@ -10,9 +10,11 @@ from typing import Optional
 import gradio as gr
 
 from trainer_core.access.paths import PathNotAllowed, confine
+from trainer_core.data.compressed import DATA_SUFFIXES, data_suffix
 from trainer_core.settings import Settings
 
 UPLOAD_LABEL = "Training dataset (upload)"
+DATASET_TYPES = list(DATA_SUFFIXES)  # gr.File(file_types=...): .json ... .txt, and .json.gz, .jsonl.zst, ...
 
 
 def received_upload(upload: Optional[str], settings: Settings, label: str = UPLOAD_LABEL) -> Optional[Path]:
@@ -35,8 +37,8 @@ def received_upload(upload: Optional[str], settings: Settings, label: str = UPLO
 
 def keep_upload(upload: Optional[str], settings: Settings, label: str = UPLOAD_LABEL) -> Optional[str]:
     """Copy a checked upload (``received_upload``) into the data dir's uploads folder as
-    ``<name>-<first 12 hex of its SHA-256>.<ext>``: the same content is kept once, and a different
-    file of the same name never replaces one a run uses. Returns the kept path."""
+    ``<name>-<first 12 hex of its SHA-256><ext>`` (``ext`` whole: ``.jsonl.zst``): the same content is
+    kept once, and a different file of the same name never replaces one a run uses. Returns the kept path."""
     path = received_upload(upload, settings, label)
     if path is None:
         return None
@@ -48,7 +50,9 @@ def keep_upload(upload: Optional[str], settings: Settings, label: str = UPLOAD_L
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     target_dir.mkdir(parents=True, exist_ok=True)
-    target = target_dir / f"{path.stem[:100]}-{digest.hexdigest()[:12]}{path.suffix}"
+    suffix = data_suffix(path) if data_suffix(path) in DATA_SUFFIXES else path.suffix
+    stem = path.name[: len(path.name) - len(suffix)] if suffix else path.name
+    target = target_dir / f"{stem[:100]}-{digest.hexdigest()[:12]}{suffix}"
     if not target.is_file():
         tmp = target.with_name(f".{target.name}.part")
         shutil.copyfile(path, tmp)

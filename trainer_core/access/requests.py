@@ -10,30 +10,48 @@ from trainer_core.schemas import TrainingStartRequest
 
 
 class MissingPaths(ValueError):
-    """Dataset files that do not exist; ``paths`` holds up to three of them, resolved."""
+    """Dataset files or folders that do not exist; ``paths`` holds up to three of them, resolved."""
 
     def __init__(self, paths: list[str]) -> None:
         self.paths = paths[:3]
         super().__init__(f"local_datasets: file not found: {', '.join(self.paths)}")
 
 
+def confine_dataset(path: str, roots: list[Path], field: str) -> str:
+    """``path`` resolved and confined to ``roots``; for a folder, every file reading it may open
+    (``data.folders.folder_paths``: its data files, a saved dataset's files) is confined too, so a
+    symlink inside it that points out of the roots is refused. Raises PathNotAllowed."""
+    resolved = confine(path, roots, field)
+    if resolved.is_dir():
+        from trainer_core.data.folders import folder_paths
+
+        try:
+            inside = folder_paths(resolved)
+        except OSError as exc:
+            raise PathNotAllowed(f"{field}: the folder {resolved.name} cannot be listed ({exc.strerror})") from None
+        for file in inside:
+            confine(file, roots, field)
+    return str(resolved)
+
+
 def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> TrainingStartRequest:
     """A copy of ``request`` with every local path resolved and confined to ``roots``.
 
-    Raises PathNotAllowed (a path outside the roots, through ``..`` or a symlink) or MissingPaths
-    (dataset files that do not exist)."""
+    Dataset paths may be files or folders (see ``confine_dataset``). Raises PathNotAllowed (a path
+    outside the roots, through ``..`` or a symlink, also one inside a dataset folder) or
+    MissingPaths (dataset paths that do not exist)."""
     roots = list(roots)
-    train = [str(confine(p, roots, "local_datasets")) for p in request.local_datasets]
-    evals = [str(confine(p, roots, "local_eval_datasets")) for p in request.local_eval_datasets]
+    train = [confine_dataset(p, roots, "local_datasets") for p in request.local_datasets]
+    evals = [confine_dataset(p, roots, "local_eval_datasets") for p in request.local_eval_datasets]
     updates: dict = {"local_datasets": train, "local_eval_datasets": evals}
     for field in ("output_dir", "resume_from_checkpoint"):
         value = getattr(request, field)
         if value:
             updates[field] = str(confine(value, roots, field))
-    missing = [p for p in train + evals if not Path(p).is_file()]
+    missing = [p for p in train + evals if not (Path(p).is_file() or Path(p).is_dir())]
     if missing:
         raise MissingPaths(missing)
     return request.model_copy(update=updates)
 
 
-__all__ = ["MissingPaths", "PathNotAllowed", "checked_request"]
+__all__ = ["MissingPaths", "PathNotAllowed", "checked_request", "confine_dataset"]

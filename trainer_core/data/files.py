@@ -1,14 +1,15 @@
-"""Read training data: local files (.json, .jsonl, .csv, .parquet, .txt) and Hub datasets.
+"""Read training data: local files (.json, .jsonl, .csv, .parquet, .txt; the text kinds also
+compressed as .gz or .zst), folders of them, and folders written by ``save_to_disk``.
 
 Everything that goes wrong while reading becomes a ``DatasetError`` whose message names the file
 (and the line, row or column when known) and says how to fix it. ``datasets`` does the reading; when
-it fails, a small pass with the stdlib ``json`` module finds the exact place of the problem.
+it fails, a small pass with the stdlib ``json`` module (``json_check``) finds the exact place of the
+problem. Hub datasets are read by ``hub_data``.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import tempfile
 from pathlib import Path
@@ -17,47 +18,74 @@ from typing import Any, Optional
 import datasets
 import datasets.exceptions
 
+from trainer_core.data.compressed import BUILDERS, SUPPORTED, data_suffix, open_text, split_suffix
+from trainer_core.data.errors import DatasetError
+from trainer_core.data.folders import load_saved, plan_folder
+from trainer_core.data.json_check import (json_problem, kind_of, looks_like_lines, mixed_type_problem,
+                                          parse_json_array, parse_json_lines)
+from trainer_core.schemas import FormatType
+
 log = logging.getLogger(__name__)
 
-# extension -> datasets builder
-BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
-SUPPORTED = ", ".join(BUILDERS)
-
-
-class DatasetError(ValueError):
-    """Training data that cannot be used; the message names the file (row, column) and the fix."""
+__all__ = ["BUILDERS", "SUPPORTED", "DatasetError", "check_column_types", "json_problem", "kind_of",
+           "mixed_type_problem", "read_file", "read_files", "read_head", "read_parts", "reading_notes", "rows_dataset"]
 
 
 def read_files(paths: list[str]) -> datasets.Dataset:
-    """Read and concatenate local data files (rows in file order).
+    """Read and concatenate local data files or folders (rows in file order).
 
     Each file needs the same columns. Raises DatasetError for a missing file, an unsupported
-    extension, an empty file, malformed JSON (with line, column and JSONL row), a column with values
-    of different types, or files whose columns disagree (naming both files).
+    extension, an empty file, malformed JSON (with line, column and JSONL row), a column mixing
+    lists or objects with other values, or files whose columns disagree (naming both files).
     """
     if not paths:
-        raise DatasetError("no data files given: add at least one .json, .jsonl, .csv, .parquet or .txt file")
-    parts = [read_file(path) for path in paths]
-    first = parts[0]
-    for path, part in zip(paths[1:], parts[1:]):
+        raise DatasetError(f"no data files given: add at least one file ({SUPPORTED}) or folder")
+    return _join([(Path(path).name, read_file(path)) for path in paths])
+
+
+def _join(parts: list[tuple[str, datasets.Dataset]]) -> datasets.Dataset:
+    """The parts' rows in order; DatasetError naming two parts whose columns or types disagree."""
+    first_name, first = parts[0]
+    if len(parts) == 1:
+        return first
+    for name, part in parts[1:]:
         if set(part.column_names) != set(first.column_names):
             raise DatasetError(
-                f"{Path(paths[0]).name} has columns {first.column_names} but {Path(path).name} has "
+                f"{first_name} has columns {first.column_names} but {name} has "
                 f"{part.column_names}: give files of one layout together, or map columns with custom_format_mapping"
             )
     try:
-        return datasets.concatenate_datasets([part.cast(first.features) if part.features != first.features else part for part in parts])
+        return datasets.concatenate_datasets([part.cast(first.features) if part.features != first.features else part
+                                              for _, part in parts])
     except (ValueError, TypeError) as exc:
         raise DatasetError(
-            f"{Path(paths[0]).name} and another file ({', '.join(Path(p).name for p in paths[1:])}) hold different "
+            f"{first_name} and another file ({', '.join(name for name, _ in parts[1:])}) hold different "
             f"value types in the same columns ({exc}): make the columns hold the same kind of values"
         ) from exc
 
 
+def read_parts(path: str) -> list[tuple[str, datasets.Dataset]]:
+    """(name, rows) for each file that ``path`` stands for: the file itself, or each data file of a
+    folder (named ``folder/relative path``, so errors name the file), or the one saved dataset of a
+    ``save_to_disk`` folder. Raises DatasetError as ``read_file`` does."""
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        return [(folder.name, read_file(path))]
+    plan = plan_folder(folder)
+    if plan.saved:
+        return [(folder.name, _checked(load_saved(folder), folder.name))]
+    return [(f"{folder.name}/{file.relative_to(folder)}", read_file(str(file))) for file in plan.files]
+
+
 def read_file(path: str) -> datasets.Dataset:
-    """Read one local file into a Dataset (``.txt``: one row per non-blank line, column ``text``;
-    ``.csv``: every value as text). Raises DatasetError as described in ``read_files``."""
+    """Read one local file (or folder: see ``read_parts``; its files joined) into a Dataset.
+
+    ``.txt``: one row per non-blank line, column ``text``; ``.csv``: every value as text;
+    ``.gz`` / ``.zst``: decompressed first. Raises DatasetError as described in ``read_files``.
+    """
     file = Path(path).expanduser()
+    if file.is_dir():
+        return _join(read_parts(path))
     builder = _check_file(file)
     kwargs: dict[str, Any] = {}
     if builder == "csv":
@@ -71,8 +99,9 @@ def read_file(path: str) -> datasets.Dataset:
             raise DatasetError(f"{file.name}: {problem}")
     with tempfile.TemporaryDirectory(prefix="studio-datasets-") as cache_dir:  # nothing stale is reused
         # datasets reads data_files as patterns (``*``, ``?``, ``[..]``, ``a::b`` chains): a name with
-        # those could pull in other files than the one checked. It reads a plain-named link instead.
-        plain = Path(cache_dir) / f"data{file.suffix.lower()}"
+        # those could pull in other files than the one checked. It reads a plain-named link instead,
+        # whose suffix (``.jsonl.zst``) tells it how to decompress.
+        plain = Path(cache_dir) / f"data{data_suffix(file)}"
         plain.symlink_to(file.resolve())
         try:
             dataset = datasets.load_dataset(
@@ -82,20 +111,24 @@ def read_file(path: str) -> datasets.Dataset:
             raise _explain_failure(file, builder, exc) from exc
     if builder == "text":
         dataset = dataset.filter(lambda text: bool(text.strip()), input_columns="text", keep_in_memory=True)
+    return _checked(dataset, file.name)
+
+
+def _checked(dataset: datasets.Dataset, name: str) -> datasets.Dataset:
+    """``dataset`` after the checks every source gets: rows present, column kinds not mixed."""
     if len(dataset) == 0:
-        raise DatasetError(f"{file.name} has no rows: add data to it")
-    check_column_types(dataset, file.name)
-    log.info("read %s: %d rows, columns %s", file.name, len(dataset), dataset.column_names)
+        raise DatasetError(f"{name} has no rows: add data to it")
+    check_column_types(dataset, name)
+    log.info("read %s: %d rows, columns %s", name, len(dataset), dataset.column_names)
     return dataset
 
 
 def _check_file(file: Path) -> str:
     """The builder for ``file``; DatasetError when it is missing, of an unknown kind, or empty."""
-    builder = BUILDERS.get(file.suffix.lower())
-    if builder is None:
-        raise DatasetError(f"{file.name}: unsupported file type {file.suffix or '(none)'!r}; use one of {SUPPORTED}")
-    if file.is_dir():
-        raise DatasetError(f"{file} is a folder: give the path of a data file inside it")
+    ext, compression = split_suffix(file)
+    builder = BUILDERS.get(ext)
+    if builder is None or (compression and builder == "parquet"):
+        raise DatasetError(f"{file.name}: unsupported file type {data_suffix(file) or '(none)'!r}; use one of {SUPPORTED}")
     if not file.is_file():
         raise DatasetError(f"data file {file} does not exist: check the path or upload the file again")
     try:
@@ -103,15 +136,19 @@ def _check_file(file: Path) -> str:
             start = handle.read(65536)
     except OSError as exc:
         raise DatasetError(f"{file.name} cannot be read ({exc.strerror}): check its permissions") from exc
-    if not start or (builder != "parquet" and not start.strip()):
+    if not start or (builder != "parquet" and not compression and not start.strip()):
         raise DatasetError(f"{file.name} is empty: add data to it")
     return builder
 
 
 def _csv_header(file: Path) -> list[str]:
-    """Column names from the first line of a CSV file."""
-    with file.open(newline="", encoding="utf-8-sig") as handle:
-        header = next(csv.reader(handle), [])
+    """Column names from the first line of a CSV file (decompressed)."""
+    try:
+        with open_text(file, newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except Exception as exc:  # noqa: BLE001 - gzip / zstandard / codecs raise their own kinds
+        raise DatasetError(f"{file.name}: the first line cannot be read ({exc}): check that the file is valid CSV "
+                           "in UTF-8 (and complete, when compressed)") from exc
     if not any(name.strip() for name in header):
         raise DatasetError(f"{file.name} has no header line: the first line of a CSV file must name the columns")
     return header
@@ -128,101 +165,10 @@ def _explain_failure(file: Path, builder: str, exc: Exception) -> DatasetError:
     return DatasetError(f"{file.name}: {problem}")
 
 
-def json_problem(file: Path) -> Optional[str]:
-    """The first problem in a JSON / JSON lines file ("line 3, column 7: ..."), or None if it parses
-    to a list of objects whose columns each hold one type."""
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return f"is not UTF-8 text (byte {exc.start}): save it with UTF-8 encoding"
-    if file.suffix.lower() == ".jsonl" or _looks_like_lines(text):
-        rows, problem = _parse_json_lines(text)
-    else:
-        rows, problem = _parse_json_array(text)
-    if problem is None:
-        problem = mixed_type_problem(rows)
-    return problem
-
-
-def _looks_like_lines(text: str) -> bool:
-    """True when a .json file holds JSON lines (several top-level objects)."""
-    if not text.lstrip().startswith("{"):
-        return False
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        return exc.msg == "Extra data"
-    return False
-
-
-def _parse_json_lines(text: str) -> tuple[list[dict], Optional[str]]:
-    """Rows of a JSON lines text and the first problem (line, column and 1-based row) or None."""
-    rows: list[dict] = []
-    for line_no, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"line {line_no} (row {len(rows) + 1})"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            return rows, f"invalid JSON at {where}, column {exc.colno}: {exc.msg}; fix that line (one JSON object per line)"
-        if not isinstance(row, dict):
-            return rows, f"{where} is {_kind(row)}, not a JSON object: write one {{\"column\": value}} object per line"
-        rows.append(row)
-    return rows, None
-
-
-def _parse_json_array(text: str) -> tuple[list[dict], Optional[str]]:
-    """Rows of a JSON document (array of objects, or one object) and the first problem or None."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return [], f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the file there"
-    data = [data] if isinstance(data, dict) else data
-    if not isinstance(data, list):
-        return [], f"holds {_kind(data)}: expected a JSON array of objects ([{{\"column\": value}}, ...]) or JSON lines"
-    for index, row in enumerate(data, start=1):
-        if not isinstance(row, dict):
-            return [], f"row {index} is {_kind(row)}, not an object: every array element must be {{\"column\": value}}"
-    return data, None
-
-
-def _kind(value: Any) -> str:
-    """A reader's word for a JSON value's type."""
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def mixed_type_problem(rows: list[dict]) -> Optional[str]:
-    """'column 'output' is text in row 1 but a number in row 7: ...' for the first column whose
-    first-level values differ in type (missing and null values are ignored), else None."""
-    first_seen: dict[str, tuple[int, str]] = {}
-    for index, row in enumerate(rows, start=1):
-        for column, value in row.items():
-            if value is None:
-                continue
-            kind = _kind(value)
-            seen = first_seen.setdefault(column, (index, kind))
-            if seen[1] != kind:
-                return (
-                    f"column {column!r} is {seen[1]} in row {seen[0]} but {kind} in row {index}: "
-                    "make every value of a column the same type (for example write numbers as text: \"7\")"
-                )
-    return None
-
-
 def check_column_types(dataset: datasets.Dataset, source: str) -> None:
-    """Raise DatasetError when a column holds values of different types. ``datasets`` (5.x) reads
-    such a column without complaint as a ``Json`` feature, so only those columns need a look."""
+    """Raise DatasetError when a column mixes lists or objects with other kinds of values.
+    ``datasets`` (5.x) reads a mixed column without complaint as a ``Json`` feature, so only those
+    columns need a look; text mixed with numbers or true/false is fine (``formats`` makes it text)."""
     mixed = [name for name, feature in dataset.features.items() if isinstance(feature, datasets.Json)]
     if mixed:
         problem = mixed_type_problem(dataset.select_columns(mixed).to_list())
@@ -230,14 +176,55 @@ def check_column_types(dataset: datasets.Dataset, source: str) -> None:
             raise DatasetError(f"{source}: {problem}")
 
 
+def reading_notes(path: str, format_type: FormatType = FormatType.auto,
+                  mapping: Optional[dict[str, str]] = None) -> list[str]:
+    """What reading the local file or folder ``path`` changed or left out, for the preview and the
+    pre-flight: files of a folder that were not read (and why), and per column the numbers and
+    true/false values turned into text (e.g. "column 'output': 3 numbers and 1 boolean turned
+    into text"), counted over every row. Reads and normalises the whole file (as training does).
+    Raises DatasetError when the data cannot be used."""
+    from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
+
+    folder = Path(path).expanduser()
+    notes = plan_folder(folder).notices if folder.is_dir() else []
+    for name, dataset in read_parts(path):
+        if mapping:
+            dataset = apply_mapping(dataset, mapping, name)
+        fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
+        found = normalize_with_notes(dataset, fmt, name)[1]
+        notes += [f"{name}: {note}" for note in found] if folder.is_dir() else found
+    return notes
+
+
+def rows_dataset(rows: list[dict]) -> datasets.Dataset:
+    """A Dataset of plain-dict ``rows`` (columns: every key, in first-seen order; missing -> None).
+    A column whose values differ in Python type (text beside numbers, 42 beside 3.5) gets a ``Json``
+    feature, as ``datasets`` gives it when reading the file, so every value stays as written.
+    Raises DatasetError when a column's values cannot be held together at all."""
+    columns = {key: [row.get(key) for row in rows] for key in dict.fromkeys(key for row in rows for key in row)}
+    mixed = {key for key, values in columns.items() if len({type(v) for v in values if v is not None}) > 1}
+    try:
+        if not mixed:
+            return datasets.Dataset.from_dict(columns)
+        features = {key: datasets.Json() if key in mixed else datasets.Dataset.from_dict({key: values}).features[key]
+                    for key, values in columns.items()}
+        return datasets.Dataset.from_dict(columns, features=datasets.Features(features))
+    except (ValueError, TypeError) as exc:  # pyarrow: e.g. lists of different kinds
+        raise DatasetError(f"the values of a column differ in type ({exc}): make them one type") from None
+
+
 def read_head(path: str, rows: int) -> list[dict]:
     """The first ``rows`` rows of a local file as plain dicts, reading only what is needed (a JSON
-    array is parsed whole). Raises DatasetError (via ``read_file``'s checks) when the file is bad."""
+    array is parsed whole; a folder is read whole). Raises DatasetError (via ``read_file``'s
+    checks) when the file is bad."""
     file = Path(path).expanduser()
+    if file.is_dir():
+        dataset = read_file(path)
+        return dataset.select(range(min(rows, len(dataset)))).to_list()
     builder = _check_file(file)
     try:
         head = _HEAD_READERS[builder](file, rows)
-    except (ValueError, OSError, csv.Error, ImportError):  # let the full reader find and name the problem
+    except Exception:  # noqa: BLE001 - (decoding, csv, decompression...) the full reader names the problem
         head = None
     if head is None or mixed_type_problem(head):
         dataset = read_file(path)
@@ -248,25 +235,25 @@ def read_head(path: str, rows: int) -> list[dict]:
 
 
 def _head_json(file: Path, rows: int) -> Optional[list[dict]]:
-    if file.suffix.lower() == ".jsonl":
-        with file.open(encoding="utf-8-sig") as handle:
+    with open_text(file) as handle:
+        if split_suffix(file)[0] == ".jsonl":
             lines = [line for _, line in zip(range(rows), (line for line in handle if line.strip()))]
-        parsed, problem = _parse_json_lines("".join(lines))
-    else:
-        text = file.read_text(encoding="utf-8-sig")
-        parse = _parse_json_lines if _looks_like_lines(text) else _parse_json_array
-        parsed, problem = parse(text)
+            parsed, problem = parse_json_lines("".join(lines))
+        else:
+            text = handle.read()
+            parse = parse_json_lines if looks_like_lines(text) else parse_json_array
+            parsed, problem = parse(text)
     return None if problem else parsed[:rows]
 
 
 def _head_csv(file: Path, rows: int) -> list[dict]:
-    with file.open(newline="", encoding="utf-8-sig") as handle:
+    with open_text(file, newline="") as handle:
         reader = csv.DictReader(handle)
         return [{key: (value if value != "" else None) for key, value in row.items()} for _, row in zip(range(rows), reader)]
 
 
 def _head_text(file: Path, rows: int) -> list[dict]:
-    with file.open(encoding="utf-8") as handle:
+    with open_text(file, encoding="utf-8") as handle:
         lines = (line.rstrip("\r\n") for line in handle)
         return [{"text": line} for _, line in zip(range(rows), (line for line in lines if line.strip()))]
 

@@ -8,11 +8,13 @@ Row numbers in errors are 1-based rows of the file.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Callable, Optional
 
 import datasets
 
-from trainer_core.data.files import DatasetError
+from trainer_core.data.errors import DatasetError, RowError
+from trainer_core.data.text_values import TextConversions, content_text
 from trainer_core.schemas import FormatType
 
 # a source role -> (our role, text before the content, text after it)
@@ -30,6 +32,7 @@ KNOWN_ROLES = ", ".join(ROLES)
 MESSAGE_FEATURES = datasets.Features(
     {"messages": datasets.List({"role": datasets.Value("string"), "content": datasets.Value("string")})}
 )
+log = logging.getLogger(__name__)
 TEXT_FEATURES = datasets.Features({"text": datasets.Value("string")})
 REQUIRED = {
     FormatType.sharegpt: ["conversations"],
@@ -42,10 +45,6 @@ LAYOUTS = (
     "conversations (ShareGPT), messages (role/content chat), instruction + output (Alpaca), "
     "prompt + completion, or text (raw text)"
 )
-
-
-class RowError(ValueError):
-    """A problem inside one row; ``normalize`` adds the file and row number."""
 
 
 def detect_format(columns: list[str], source: str) -> FormatType:
@@ -83,10 +82,23 @@ def apply_mapping(dataset: datasets.Dataset, mapping: dict[str, str], source: st
 
 def normalize(dataset: datasets.Dataset, fmt: FormatType, source: str, first_row: int = 1) -> datasets.Dataset:
     """``dataset`` in canonical form: column ``messages`` (conversational formats) or ``text``.
+    ``normalize_with_notes`` without the notes (they are logged). Raises DatasetError as it does."""
+    normalised, notes = normalize_with_notes(dataset, fmt, source, first_row)
+    for note in notes:
+        log.info("%s: %s", source, note)
+    return normalised
 
-    ``first_row`` is the file row number of ``dataset[0]`` (for messages after slicing). Raises
-    DatasetError naming the file, the row and the problem: missing columns, an empty required
-    field, non-text content, an unknown role, an empty conversation or one without an assistant turn.
+
+def normalize_with_notes(dataset: datasets.Dataset, fmt: FormatType, source: str,
+                         first_row: int = 1) -> tuple[datasets.Dataset, list[str]]:
+    """``dataset`` in canonical form (column ``messages`` for conversational formats, or ``text``)
+    and notes on what was turned into text (``text_values.TextConversions.notes``).
+
+    Numbers and true/false in text fields and turn contents become text; OpenAI content parts are
+    joined. ``first_row`` is the file row number of ``dataset[0]`` (for messages after slicing).
+    Raises DatasetError naming the file, the row and the problem: missing columns, an empty required
+    field, content that is not text (lists, objects, image parts), an unknown role, an empty
+    conversation or one without an assistant turn.
     """
     if fmt == FormatType.auto:
         fmt = detect_format(dataset.column_names, source)
@@ -99,20 +111,21 @@ def normalize(dataset: datasets.Dataset, fmt: FormatType, source: str, first_row
     build = _ROW_BUILDERS[fmt]
     wanted = [name for name in (*REQUIRED[fmt], *_OPTIONAL.get(fmt, ())) if name in dataset.column_names]
     rows = dataset.select_columns(wanted).to_list()
-    out = []
+    out, conversions = [], TextConversions()
     for index, row in enumerate(rows):
         try:
-            out.append(build(row))
+            out.append(build(row, conversions))
         except RowError as exc:
             raise DatasetError(f"{source}, row {first_row + index}: {exc}") from None
     if fmt == FormatType.text:
-        return datasets.Dataset.from_dict({"text": out}, features=TEXT_FEATURES)
-    return datasets.Dataset.from_dict({"messages": out}, features=MESSAGE_FEATURES)
+        return datasets.Dataset.from_dict({"text": out}, features=TEXT_FEATURES), conversions.notes()
+    return datasets.Dataset.from_dict({"messages": out}, features=MESSAGE_FEATURES), conversions.notes()
 
 
-def _text(row: dict, field: str, required: bool = True) -> str:
-    """The string in ``row[field]``; '' when absent and optional. RowError for non-text or empty."""
-    value = row.get(field)
+def _text(row: dict, field: str, conv: TextConversions, required: bool = True) -> str:
+    """The string in ``row[field]`` (a number or boolean made text); '' when absent and optional.
+    RowError for other non-text values or empty required ones."""
+    value = conv.text(row.get(field), field)
     if value is None and not required:
         return ""
     if not isinstance(value, str):
@@ -123,14 +136,16 @@ def _text(row: dict, field: str, required: bool = True) -> str:
     return value
 
 
-def _turn(turn: Any, position: int) -> dict[str, str]:
-    """One {from, value} or {role, content} turn as our {role, content} (tool text wrapped)."""
+def _turn(turn: Any, position: int, conv: TextConversions, field: str) -> dict[str, str]:
+    """One {from, value} or {role, content} turn as our {role, content} (tool text wrapped; content
+    parts joined, numbers and booleans made text and counted under ``field``)."""
     if not isinstance(turn, dict):
         raise RowError(f"turn {position} is a {type(turn).__name__}: each turn must be {{\"role\": ..., \"content\": ...}}")
     role_key, content_key = ("from", "value") if turn.get("from") is not None else ("role", "content")
-    source_role, content = turn.get(role_key), turn.get(content_key)
+    source_role = turn.get(role_key)
     if source_role not in ROLES:
         raise RowError(f"turn {position} has unknown role {source_role!r}; known roles: {KNOWN_ROLES}")
+    content = conv.text(content_text(turn.get(content_key), f"turn {position} ({source_role})"), field)
     if not isinstance(content, str):
         raise RowError(f"turn {position} ({source_role}) has content of type {type(content).__name__}: content must be text")
     role, before, after = ROLES[source_role]
@@ -158,13 +173,13 @@ def _tools_text(tools: Any) -> str:
     return f"You have access to the following tools:\n<tools>\n{lines}\n</tools>"
 
 
-def _conversation(turns: Any, row: dict, field: str) -> list[dict[str, str]]:
+def _conversation(turns: Any, row: dict, field: str, conv: TextConversions) -> list[dict[str, str]]:
     """Our message list from a list of turns plus the row's optional ``system`` and ``tools``
     fields (merged into one leading system message). RowError when it cannot be trained on."""
     if not isinstance(turns, list) or not turns:
         raise RowError(f"field {field!r} is empty or not a list: give a list of turns")
-    messages = [_turn(turn, position) for position, turn in enumerate(turns, start=1)]
-    system_parts = [_text(row, "system", required=False), _tools_text(row.get("tools"))]
+    messages = [_turn(turn, position, conv, field) for position, turn in enumerate(turns, start=1)]
+    system_parts = [_text(row, "system", conv, required=False), _tools_text(row.get("tools"))]
     if messages[0]["role"] == "system":
         system_parts.insert(1, messages.pop(0)["content"])
     system = "\n\n".join(part for part in system_parts if part)
@@ -178,8 +193,8 @@ def _conversation(turns: Any, row: dict, field: str) -> list[dict[str, str]]:
     return messages
 
 
-def _alpaca(row: dict) -> list[dict[str, str]]:
-    instruction, extra = _text(row, "instruction"), _text(row, "input", required=False)
+def _alpaca(row: dict, conv: TextConversions) -> list[dict[str, str]]:
+    instruction, extra = _text(row, "instruction", conv), _text(row, "input", conv, required=False)
     user = f"{instruction}\n\n{extra}" if extra.strip() else instruction
     turns: list[dict[str, str]] = []
     history = row.get("history") or []
@@ -187,24 +202,25 @@ def _alpaca(row: dict) -> list[dict[str, str]]:
         raise RowError("field 'history' must be a list of [query, response] pairs")
     for query, response in history:
         turns += [{"role": "user", "content": query}, {"role": "assistant", "content": response}]
-    turns += [{"role": "user", "content": user}, {"role": "assistant", "content": _text(row, "output")}]
-    return _conversation(turns, row, "history")
+    turns += [{"role": "user", "content": user}, {"role": "assistant", "content": _text(row, "output", conv)}]
+    return _conversation(turns, row, "history", conv)
 
 
-def _prompt_completion(row: dict) -> list[dict[str, str]]:
+def _prompt_completion(row: dict, conv: TextConversions) -> list[dict[str, str]]:
     prompt, completion = row.get("prompt"), row.get("completion")
     if isinstance(prompt, list) and isinstance(completion, list):  # conversational prompt/completion (TRL)
-        return _conversation(prompt + completion, row, "prompt")
-    turns = [{"role": "user", "content": _text(row, "prompt")}, {"role": "assistant", "content": _text(row, "completion")}]
-    return _conversation(turns, row, "prompt")
+        return _conversation(prompt + completion, row, "prompt", conv)
+    turns = [{"role": "user", "content": _text(row, "prompt", conv)},
+             {"role": "assistant", "content": _text(row, "completion", conv)}]
+    return _conversation(turns, row, "prompt", conv)
 
 
-_ROW_BUILDERS: dict[FormatType, Callable[[dict], Any]] = {
+_ROW_BUILDERS: dict[FormatType, Callable[[dict, TextConversions], Any]] = {
     FormatType.alpaca: _alpaca,
-    FormatType.sharegpt: lambda row: _conversation(row.get("conversations"), row, "conversations"),
-    FormatType.messages: lambda row: _conversation(row.get("messages"), row, "messages"),
+    FormatType.sharegpt: lambda row, conv: _conversation(row.get("conversations"), row, "conversations", conv),
+    FormatType.messages: lambda row, conv: _conversation(row.get("messages"), row, "messages", conv),
     FormatType.prompt_completion: _prompt_completion,
-    FormatType.text: lambda row: _text(row, "text"),
+    FormatType.text: lambda row, conv: _text(row, "text", conv),
 }
 _OPTIONAL: dict[FormatType, tuple[str, ...]] = {
     FormatType.alpaca: ("input", "system", "history"),

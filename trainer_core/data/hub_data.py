@@ -8,14 +8,16 @@ from typing import Optional
 import datasets
 import datasets.exceptions
 
-from trainer_core.data.files import DatasetError, check_column_types
+from trainer_core.data.errors import DatasetError
+from trainer_core.data.files import check_column_types
 
 
 def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str]) -> datasets.Dataset:
     """One split of a Hugging Face Hub dataset (cached in the usual datasets cache).
 
     Checks that the Hub answers first (a few seconds) instead of letting ``datasets`` retry for
-    ~25 s. Raises DatasetError when the Hub cannot be reached, the dataset or split does not exist,
+    ~25 s. Raises DatasetError when the Hub cannot be reached (or ``HF_HUB_OFFLINE`` is set) and no
+    cached copy exists, the dataset or split does not exist,
     access is refused, a column mixes value types, or ``name`` is not a Hub id (a local folder is
     never read through here). The token never appears in messages.
     """
@@ -33,7 +35,10 @@ def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str])
     except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError) as exc:
         raise DatasetError(f"dataset {name} was not found on the Hub (or is private or gated: accept its terms and give an hf_token)") from exc
     except ConnectionError as exc:
-        raise DatasetError(f"dataset {name}: the Hugging Face Hub could not be reached and no cached copy exists; connect to the internet or use local files") from exc
+        why = ("HF_HUB_OFFLINE is set, so the Hugging Face Hub is not asked," if constants.HF_HUB_OFFLINE
+               else "the Hugging Face Hub could not be reached")
+        raise DatasetError(f"dataset {name}: {why} and no cached copy exists; connect to the internet "
+                           "(and unset HF_HUB_OFFLINE) or use local files") from exc
     except ValueError as exc:  # unknown split or subset
         message = str(exc).replace(token, "***") if token else str(exc)
         raise DatasetError(f"dataset {name} (subset {subset!r}, split {split!r}): {message}") from exc

@@ -11,15 +11,16 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import datasets
 import pandas as pd
 
-from trainer_core.data.files import DatasetError, read_file, read_head
-from trainer_core.data.formats import apply_mapping, detect_format, normalize
+from trainer_core.data.files import DatasetError, read_file, read_head, rows_dataset
+from trainer_core.data.folders import plan_folder
+from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
 from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, placeholder_advice
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer
 from trainer_core.data.tokenization import _render
@@ -64,7 +65,9 @@ class DatasetInspection:
     is larger than FULL_READ_BYTES and only its start was read); ``sample``: DataFrame for display
     (see ``sample_frame``); ``truncation``: None without a tokenizer; ``placeholders``: ``{{name}}``
     placeholders in the rows read, sorted by name, with row counts; ``advice``: Markdown on filling
-    them ('' when there are none).
+    them ('' when there are none); ``notes``: what reading changed or left out, one line each
+    (numbers and true/false turned into text in the rows checked, per column; files of a folder
+    not read), as ``files.reading_notes`` words them.
     """
 
     format: FormatType
@@ -73,6 +76,7 @@ class DatasetInspection:
     truncation: Optional[TruncationReport]
     placeholders: list[PlaceholderCount]
     advice: str
+    notes: list[str] = field(default_factory=list)
 
 
 def inspect_dataset(
@@ -86,7 +90,7 @@ def inspect_dataset(
 ) -> DatasetInspection:
     """Inspect the local data file ``path`` (already confined to the allowed folders by the caller).
 
-    Reads the whole file (``files.read_file``) when it is at most FULL_READ_BYTES, else only its
+    Reads the whole file or folder (``files.read_file``) when it is at most FULL_READ_BYTES, else only its
     first ``check_rows`` rows (``files.read_head``). Normalises the first ``check_rows`` rows with
     ``mapping`` (our column -> the file's) and ``format_type``; with a ``tokenizer`` renders and
     tokenizes them in one batch to count rows over ``max_seq_length`` tokens. Placeholders are
@@ -105,7 +109,9 @@ def inspect_dataset(
         dataset = apply_mapping(dataset, mapping, name)
     fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
     checked = dataset.select(range(min(check_rows, len(dataset))))
-    canonical = normalize(checked, fmt, name)
+    canonical, notes = normalize_with_notes(checked, fmt, name)
+    if Path(path).expanduser().is_dir():
+        notes = plan_folder(Path(path).expanduser()).notices + notes
     truncation = None
     if tokenizer is not None:
         truncation = _truncation(canonical, tokenizer, max_seq_length, len(canonical) == rows_total)
@@ -117,6 +123,7 @@ def inspect_dataset(
         truncation=truncation,
         placeholders=found,
         advice=placeholder_advice([p.name for p in found], path),
+        notes=notes,
     )
 
 
@@ -129,10 +136,9 @@ def _read(path: str, check_rows: int) -> tuple[datasets.Dataset, Optional[int]]:
     head = read_head(path, check_rows)
     log.info("%s is %d MB: inspecting its first %d rows only", file.name, file.stat().st_size // 2**20, len(head))
     try:
-        columns = list(dict.fromkeys(key for row in head for key in row))  # from_list keeps only row 1's keys
-        return datasets.Dataset.from_dict({key: [row.get(key) for row in head] for key in columns}), None
-    except (ValueError, TypeError) as exc:  # values arrow cannot hold together
-        raise DatasetError(f"{file.name}: the values of a column differ in type ({exc}): make them one type") from None
+        return rows_dataset(head), None
+    except DatasetError as exc:
+        raise DatasetError(f"{file.name}: {exc}") from None
 
 
 def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:

@@ -1,7 +1,9 @@
 """The data façade for the worker and the UI: request -> canonical rows -> tokenized splits, and a
 quick preview of a file.
 
-Reading is in ``datafiles``, layouts in ``formats``, rendering and loss masks in ``tokenization``.
+Reading is in ``files`` (folders in ``folders``), layouts in ``formats``, rendering and loss masks in
+``tokenization``. ``reading_notes`` (from ``files``) says what reading a file changed: numbers and
+true/false turned into text, folder files left out.
 Each source (file or Hub split) is detected and normalised on its own, then the sources are joined,
 so one request may mix, say, an Alpaca file and a ShareGPT file.
 """
@@ -16,13 +18,15 @@ from typing import Any, Optional
 import datasets
 import pandas as pd
 
-from trainer_core.data.files import DatasetError, read_file, read_head
+from trainer_core.data.files import DatasetError, read_file, read_head, read_parts, reading_notes, rows_dataset
 from trainer_core.data.hub_data import read_hub
 from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
 from trainer_core.schemas import FormatType, TrainingStartRequest
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
 
 log = logging.getLogger(__name__)
+__all__ = ["PreparedData", "check_local_data", "eval_conversations", "has_eval_data", "load_conversations",
+           "prepare_data", "preview", "reading_notes", "split_validation"]
 
 PREVIEW_CHARS = 300  # characters per preview cell
 
@@ -67,10 +71,11 @@ def eval_conversations(request: TrainingStartRequest) -> datasets.Dataset:
 
 
 def _sources(request: TrainingStartRequest, eval: bool) -> list[tuple[str, datasets.Dataset]]:
-    """(name, raw dataset) for each file, then the Hub split; the token stays out of names."""
+    """(name, raw dataset) for each file (each data file of a folder), then the Hub split; the token
+    stays out of names."""
     files = request.local_eval_datasets if eval else request.local_datasets
     split = request.eval_split if eval else request.train_split
-    sources = [(Path(path).name, read_file(path)) for path in files]
+    sources = [part for path in files for part in read_parts(path)]
     if request.hf_dataset and split and (not eval or not files):
         token = request.hf_token.get_secret_value() if request.hf_token else None
         sources.append((f"{request.hf_dataset} [{split}]", read_hub(request.hf_dataset, request.subset, split, token)))
@@ -173,9 +178,8 @@ def preview(
     name = Path(path).name
     head = read_head(path, rows)
     try:
-        columns = list(dict.fromkeys(key for row in head for key in row))  # from_list keeps only row 1's keys
-        dataset = datasets.Dataset.from_dict({key: [row.get(key) for row in head] for key in columns})
-    except (ValueError, TypeError):  # values arrow cannot hold together: the full reader names them
+        dataset = rows_dataset(head)
+    except DatasetError:  # values arrow cannot hold together: the full reader names them
         dataset = read_file(path).select(range(min(rows, len(head))))
     if mapping:
         dataset = apply_mapping(dataset, mapping, name)

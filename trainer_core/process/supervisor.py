@@ -5,12 +5,25 @@ long-lived worker, a command queue in; its target is called as ``target(*args, [
 stop)``. The supervising thread reads events with ``next_event``, which notices a dead worker, hands
 out every event it sent before dying, and then raises ``WorkerExited`` with the reason
 (``exit_reason.KillEvidence``: out of memory only on evidence).
+
+No "leaked semaphore" warnings at exit: every named semaphore a process creates is registered with
+multiprocessing's resource tracker and must be unlinked by that process before it ends. A worker
+killed before it ends leaks its own, and at interpreter exit multiprocessing SIGTERMs daemon
+children straight away, even a worker that has sent its last event and is only tearing down (a CLI
+run ends right after that event). So a worker never makes one for tqdm's lock (the only one the
+training stack made: huggingface_hub's ``thread_map`` asks tqdm for a multiprocessing RLock), and at
+exit live workers are asked to end and given EXIT_GRACE_S seconds before multiprocessing kills them.
 """
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
+import multiprocessing.util  # noqa: F401 - registers its exit handler first, so ours runs before it
 import queue
+import threading
+import time
+import weakref
 from typing import Any, Callable, Optional
 
 from trainer_core.process.exit_reason import KillEvidence
@@ -18,6 +31,36 @@ from trainer_core.process.exit_reason import KillEvidence
 Event = tuple  # (kind: str, payload: dict)
 DRAIN_S = 0.5  # how long to wait for each event a dead worker may still have in the pipe
 TERMINATE_GRACE_S = 1.0  # SIGTERM -> SIGKILL delay
+EXIT_GRACE_S = 5.0  # at interpreter exit, how long live workers get (in all) to end on their own
+_started: "weakref.WeakSet[WorkerProcess]" = weakref.WeakSet()
+
+
+def run_target(target: Callable[..., None], *args: Any) -> None:
+    """Worker process entry point: make tqdm use a thread lock (no multiprocessing semaphore to
+    leak if this process is killed; its bars are in this process only), then ``target(*args)``."""
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
+    target(*args)
+
+
+def _let_workers_end() -> None:
+    """At interpreter exit, before multiprocessing's own handler SIGTERMs daemon children: ask
+    long-lived workers to exit (a ``None`` command) and wait up to EXIT_GRACE_S s in all for every
+    live worker to end by itself, unlinking its semaphores."""
+    live = [worker for worker in list(_started) if worker.pid is not None and worker.is_alive()]
+    for worker in live:
+        if worker.commands is not None:
+            try:
+                worker.commands.put(None)
+            except (OSError, ValueError):  # queue already closed
+                pass
+    deadline = time.monotonic() + EXIT_GRACE_S
+    for worker in live:
+        worker.join(max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(_let_workers_end)
 
 
 class WorkerExited(RuntimeError):
@@ -47,13 +90,14 @@ class WorkerProcess:
         events, stop = ctx.Queue(), ctx.Event()
         command_queue = ctx.Queue() if commands else None
         pipes = (command_queue, events, stop) if commands else (events, stop)
-        process = ctx.Process(target=target, args=(*args, *pipes), name=name, daemon=True)
+        process = ctx.Process(target=run_target, args=(target, *args, *pipes), name=name, daemon=True)
         return cls(process, events, stop, command_queue, label, oom_hint)
 
     # ----- life -----
     def start(self) -> None:
         """Start the process and begin collecting evidence about a possible kill."""
         self.process.start()
+        _started.add(self)
         self.watch()
 
     def watch(self) -> None:
