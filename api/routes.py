@@ -10,9 +10,10 @@ from pydantic import BaseModel
 
 from api.auth import require_token
 from api.sse import progress_stream
-from trainer_core.access.requests import MissingPaths
+from trainer_core.access.requests import MissingPaths, checked_request
 from trainer_core.access.admission import REFUSALS, admit
 from trainer_core.hardware import HardwareSnapshot, snapshot
+from trainer_core.preflight.report import PreflightReport
 from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import MetricHistory, TrainingJobResponse, TrainingProgress, TrainingStartRequest, TrainingStatus
 from trainer_core.runs.store import RunDetail, RunRecord, RunStore
@@ -68,6 +69,27 @@ def start(body: TrainingStartRequest, request: Request, runner: JobRunner = Depe
     except REFUSALS as exc:
         raise HTTPException(400, str(exc)) from None
     return runner.start(checked)
+
+
+@router.post("/preflight", response_model=PreflightReport,
+             responses={400: {"description": "A path, dataset or setting that cannot be checked"}})
+def preflight(body: TrainingStartRequest, request: Request, runner: JobRunner = Depends(_runner)) -> PreflightReport:
+    """The pre-flight check of a start request (same body as ``/start``), without starting it and
+    without loading model weights: rows read / kept / dropped per file, truncation, trained tokens,
+    steps, memory and time estimates, warnings and errors (``trainer_core.preflight``). Paths obey
+    the same rules as ``/start`` (a 400 names the field). Runs while a job trains."""
+    from trainer_core.data import import_data_stack
+
+    try:
+        checked = checked_request(body, request.app.state.settings.allowed_roots)
+        import_data_stack()
+        from trainer_core.preflight.check import run_preflight
+
+        return run_preflight(checked, request.app.state.settings, runner.store)
+    except MissingPaths as exc:
+        raise HTTPException(400, {"message": "dataset files not found", "missing": exc.paths}) from None
+    except REFUSALS as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 @router.post("/stop", response_model=StopResponse)

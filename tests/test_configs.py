@@ -13,7 +13,7 @@ from trainer_core.configs.commands import changed_settings, cli_command
 from trainer_core.configs.yaml_files import ConfigFileError, parse_config_text, request_to_yaml
 from trainer_core.schemas import TrainingStartRequest
 
-CHANGED = dict(learning_rate=1e-3, lora_r=8, num_epochs=2.5, packing=True, stop_on_divergence=False,
+CHANGED = dict(learning_rate=5e-4, lora_r=8, num_epochs=2.5, packing=True, stop_on_divergence=False,
                target_modules=["q_proj", "v_proj"], custom_format_mapping={"instruction": "q", "output": "a b"},
                lr_scheduler_type="linear", val_size=0.1, output_dir="/tmp/some run", model_name="org/model")
 

@@ -25,7 +25,7 @@ def test_defaults_are_usable():
     assert request.model_name == DEFAULT_MODEL
     assert request.training_type is TrainingType.lora
     assert request.target_modules == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    assert request.learning_rate == 2e-4 and not request.load_in_4bit
+    assert request.learning_rate == 1e-3 and request.num_epochs == 3.0 and not request.load_in_4bit
 
 
 def test_qlora_turns_on_4bit():

@@ -1,10 +1,13 @@
 """Headless training: ``python -m trainer_core train --dataset FILE [--config FILE.yaml] [--max-steps N] ...``
+or ``train --from-run RUN/run.json`` (the settings of an earlier run, into a new folder)
 (and ``python -m trainer_core chat RUN ...``: see ``trainer_core.serving.cli_chat``;
 ``python -m trainer_core evaluate RUN ...``: see ``trainer_core.evaluation.cli_eval``;
-``python -m trainer_core export RUN ...``: see ``trainer_core.export.cli_export``).
+``python -m trainer_core export RUN ...``: see ``trainer_core.export.cli_export``;
+``python -m trainer_core check --dataset FILE ...``: see ``trainer_core.preflight.cli_check``).
 
 Flags are generated from ``TrainingStartRequest``'s fields (``--learning-rate``, ``--lora-r``, ...),
-with their help text and defaults; a YAML config supplies any of the same keys, and flags win.
+with their help text and defaults; a run's ``run.json`` (``--from-run``), then a YAML config supply
+any of the same keys, and flags win.
 It runs the same job runner and worker process as the app, with a progress bar.
 """
 
@@ -23,9 +26,11 @@ from tqdm import tqdm
 
 from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
 from trainer_core.runs.job import JobRunner
+from trainer_core.runs.manifest import rerun_values
 from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
 from trainer_core.evaluation import cli_eval
 from trainer_core.export import cli_export
+from trainer_core.preflight import cli_check
 from trainer_core.serving import cli_chat
 
 SKIP = {"local_datasets", "local_eval_datasets"}  # --dataset / --eval-dataset
@@ -46,9 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m trainer_core", description="Finetune Studio, headless")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="Fine-tune a model and save the result.")
-    train.add_argument("--dataset", action="append", required=True, help="Training file (repeat for several).")
+    train.add_argument("--dataset", action="append", default=[],
+                       help="Training file (repeat for several); optional when --from-run or --config gives local_datasets.")
     train.add_argument("--eval-dataset", action="append", default=[], help="Evaluation file (repeatable).")
     train.add_argument("--config", type=Path, help="YAML file of request fields (flags override it).")
+    train.add_argument("--from-run", type=Path, metavar="RUN_JSON",
+                       help="Rerun the run this run.json records, into a new folder (--config and flags override it).")
     for name, info in FIELDS.items():
         if name in SKIP:
             continue
@@ -61,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
             train.add_argument(flag, nargs="+", default=None, help=help_text + pairs)
         else:
             train.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
+    cli_check.add_parser(sub, train)  # the same flags as train, plus --json
     cli_chat.add_parser(sub)
     cli_eval.add_parser(sub)
     cli_export.add_parser(sub)
@@ -68,21 +77,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
-    """Config file values, then flags, then the dataset paths -> a validated request."""
+    """``--from-run`` values, then config file values, then flags, then the dataset paths -> a
+    validated request. Warns on stderr for each dataset file of ``--from-run`` that is missing or
+    changed. Raises ValueError (ManifestError for a bad run.json) or pydantic's ValidationError."""
+    values: dict[str, Any] = {}
+    if getattr(args, "from_run", None):
+        values, warnings = rerun_values(args.from_run)
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     try:
-        values: dict[str, Any] = (yaml.safe_load(args.config.read_text()) or {}) if args.config else {}
+        config = (yaml.safe_load(args.config.read_text()) or {}) if args.config else {}
     except yaml.YAMLError as exc:
         raise ValueError(f"{args.config} is not valid YAML: {exc}") from None
-    if not isinstance(values, dict):
+    if not isinstance(config, dict):
         raise ValueError(f"{args.config}: expected a mapping of request fields")
+    values.update(config)
     for name in TrainingStartRequest.model_fields:
         value = getattr(args, name, None)
         if value is not None:
             values[name] = value
     if isinstance(values.get("custom_format_mapping"), list):
         values["custom_format_mapping"] = parse_mapping(",".join(values["custom_format_mapping"]))
-    values["local_datasets"] = [str(Path(p).resolve()) for p in args.dataset]
-    values["local_eval_datasets"] = [str(Path(p).resolve()) for p in args.eval_dataset]
+    for name, given in (("local_datasets", args.dataset), ("local_eval_datasets", args.eval_dataset)):
+        values[name] = [str(Path(p).resolve()) for p in (given or values.get(name) or [])]
+    if not values["local_datasets"] and not values.get("hf_dataset"):
+        raise ValueError("no training data: give --dataset FILE (or local_datasets / hf_dataset in --config or --from-run)")
     return TrainingStartRequest(**values)
 
 
@@ -125,6 +144,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return cli_eval.run(args)
     if args.command == "export":
         return cli_export.run(args)
+    if args.command == "check":
+        return cli_check.run(args)
     try:
         request = request_from_args(args)
     except ValidationError as exc:
@@ -133,7 +154,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    missing = [p for p in request.local_datasets + request.local_eval_datasets if not Path(p).is_file()]
+    missing = [p for p in request.local_datasets + request.local_eval_datasets if not Path(p).exists()]
     if missing:
         print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
         return 2

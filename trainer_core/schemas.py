@@ -62,13 +62,16 @@ class EndReason(str, Enum):
     the two ways to reach ``Phase.stopped``: ``stopped`` (Stop and save: the worker saved a
     checkpoint at the step it stopped at) and ``cancelled`` (Cancel: the worker was ended, nothing
     more was saved, also when cancelled before it started). ``interrupted``: the app stopped while
-    the run was live (run history only). A resumed run has none until it ends again."""
+    the run was live (run history only). ``early_stopped``: eval_loss stopped improving
+    (``early_stopping_patience``); the phase is ``completed`` and the final weights are the best
+    checkpoint's. A resumed run has none until it ends again."""
 
     completed = "completed"
     stopped = "stopped"
     cancelled = "cancelled"
     error = "error"
     interrupted = "interrupted"
+    early_stopped = "early_stopped"
 
 Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
 Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
@@ -139,9 +142,9 @@ class TrainingStartRequest(BaseModel):
     dataset_slice_start: int = Field(0, ge=0, description="First training row to use (0-based).", json_schema_extra=_group("data"))
     dataset_slice_end: int = Field(0, ge=0, description="Row after the last one to use (exclusive); 0: to the end.", json_schema_extra=_group("data"))
     # --- hyperparameters ---
-    num_epochs: float = Field(1.0, ge=0, le=1000, description="Passes over the data (num_train_epochs); ignored when max_steps > 0.", json_schema_extra=_group("training"))
-    max_steps: int = Field(0, ge=0, le=10_000_000, description="Optimizer steps to run; 0 means use num_epochs.", json_schema_extra=_group("training"))
-    learning_rate: float = Field(2e-4, gt=0, lt=1, description="Peak learning rate (a positive number below 1).", json_schema_extra=_group("training"))
+    num_epochs: float = Field(3.0, ge=0, le=1000, description="Passes over the data (num_train_epochs); ignored when max_steps > 0. 3 lets a small dataset be learned (measured: 1 pass over 91 rows changed no answer, 3 passes taught all 4 held-out answers); on thousands of rows 1 is usually enough: the pre-flight check shows the steps and time.", json_schema_extra=_group("training"))
+    max_steps: int = Field(0, ge=0, le=10_000_000, description="Optimizer steps to run; 0 means use num_epochs. The pre-flight check warns below 60 steps when that is also under 3 passes over the data.", json_schema_extra=_group("training"))
+    learning_rate: float = Field(1e-3, gt=0, lt=1, description="Peak learning rate (a positive number below 1). 1e-3 suits LoRA on small models (measured over 3 epochs of 91 rows: 1e-3 learned the answers exactly, 2e-4 only half); models of several billion parameters usually want 1e-4 to 2e-4, full fine-tuning about 2e-5.", json_schema_extra=_group("training"))
     batch_size: int = Field(4, ge=1, le=1024, description="Rows per device per step (per_device_train_batch_size).", json_schema_extra=_group("training"))
     gradient_accumulation_steps: int = Field(1, ge=1, le=1024, description="Micro-batches summed before each optimizer step.", json_schema_extra=_group("training"))
     warmup_steps: int = Field(0, ge=0, le=1_000_000, description="Linear warm-up length in steps (use this or warmup_ratio).", json_schema_extra=_group("training"))
@@ -154,6 +157,8 @@ class TrainingStartRequest(BaseModel):
     optim: Optimizer = Field("adamw_torch", title="Optimizer (optim)", description="Optimizer (transformers OptimizerNames).", json_schema_extra=_group("training"))
     lr_scheduler_type: Scheduler = Field("cosine", title="Learning-rate schedule (lr_scheduler_type)", description="Learning-rate schedule after warm-up.", json_schema_extra=_group("training"))
     gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass: less memory, slower steps.", json_schema_extra=_group("training"))
+    early_stopping_patience: int = Field(0, ge=0, le=1000, description="Stop when eval_loss has not improved for this many evaluations in a row (every eval_steps); 0: off. Needs evaluation data; a checkpoint is saved at every evaluation and the best one is loaded at the end.", json_schema_extra=_group("training"))
+    early_stopping_threshold: float = Field(0.0, ge=0, le=1000, description="Smallest drop of eval_loss (nats per token) that counts as an improvement for early stopping.", json_schema_extra=_group("training"))
     stop_on_divergence: bool = Field(True, description="End the run in error at the first NaN or infinite loss or grad norm; no NaN weights are saved and the last good checkpoint is kept.", json_schema_extra=_group("training"))
     train_on_completions: bool = Field(True, description="Count only assistant tokens in the loss (every assistant turn).", json_schema_extra=_group("training"))
     # --- LoRA ---
@@ -191,6 +196,10 @@ class TrainingStartRequest(BaseModel):
                              f"with val_size, or give {given}, not both (set val_size to 0 to use {given})")
         if self.warmup_steps > 0 and self.warmup_ratio > 0:
             raise ValueError("set either warmup_steps or warmup_ratio, not both")
+        if self.early_stopping_patience > 0 and not (self.val_size > 0 or self.local_eval_datasets
+                                                     or (self.hf_dataset and self.eval_split)):
+            raise ValueError(f"early_stopping_patience ({self.early_stopping_patience}) needs evaluation data: set val_size "
+                             "(e.g. 0.1) or give local_eval_datasets (or a Hub eval_split), or set early_stopping_patience to 0")
         if not self.hf_dataset and not self.local_datasets:
             raise ValueError("no training data: give local_datasets (files) or hf_dataset (a hub id)")
         if self.lora_r > 0 and any(not m.strip() for m in self.target_modules):

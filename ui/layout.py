@@ -16,11 +16,11 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings
 from trainer_core.serving.share import ShareLinks
 from trainer_core.tasks.runner import TaskRunner
-from ui import config_panel, evaluate_panel, export_panel, handlers, preview, run_handlers, share_handlers
+from ui import config_panel, evaluate_panel, preflight_panel, export_panel, handlers, preview, run_handlers, share_handlers
 from ui.chat_tab import ChatTab
 from ui.form import FORM_FIELDS, make_widget
 from ui.refusals import EVAL_UPLOAD_LABEL
-from ui.uploads import UPLOAD_LABEL
+from ui.uploads import DATASET_TYPES, UPLOAD_LABEL
 
 SECTIONS = (  # (schema group, accordion title)
     ("data", "Data options"),
@@ -28,7 +28,6 @@ SECTIONS = (  # (schema group, accordion title)
     ("lora", "LoRA"),
     ("output", "Output"),
 )
-DATASET_TYPES = [".json", ".jsonl", ".csv", ".parquet", ".txt"]
 HARDWARE_EVERY_S = 2.0  # the hardware panel's refresh period
 FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap
 
@@ -50,16 +49,21 @@ def _build_sections() -> dict[str, gr.components.Component]:
     return widgets
 
 
-def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown]:
+def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, dict]:
     """The right column, kept in view while the form scrolls (``#monitor-col`` is sticky): the
-    buttons, the refusal notice, the status line, the three charts, the hardware panel and the
-    raw status. Returns (monitor outputs in ``handlers.render``'s order, notice, hardware)."""
+    buttons (Start, Check, Stop, Cancel), the refusal notice, the pre-flight report, the status
+    line, the three charts, the hardware panel and the raw status. Returns (monitor outputs in
+    ``handlers.render``'s order, notice, hardware, the pre-flight components)."""
     with gr.Column(scale=6, elem_id="monitor-col"):
         with gr.Row():
             start_btn = gr.Button("Start", variant="primary", elem_id="start")
+            check_btn = gr.Button("Check", elem_id="check")
             stop_btn = gr.Button("Stop (save)", elem_id="stop", interactive=False)
             cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel", interactive=False)
         notice = gr.HTML(handlers.NOTICE_CLEAR, elem_id="start-notice")
+        with gr.Accordion("Pre-flight check", open=False, visible=False, elem_id="preflight") as checked:
+            report = gr.HTML("", elem_id="preflight-report")
+            lengths = gr.Plot(show_label=False, elem_id="preflight-lengths")
         status = gr.Markdown("Loading status...", elem_id="status")
         loss_plot = gr.Plot(show_label=False, elem_id="loss-plot")
         with gr.Row():
@@ -68,14 +72,16 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown]:
         hardware = gr.Markdown("", elem_id="hardware")
         with gr.Accordion("Status (JSON)", open=False):
             raw = gr.JSON(label="status")
-    return [status, raw, loss_plot, lr_plot, grad_plot, start_btn, stop_btn, cancel_btn], notice, hardware
+    preflight = {"button": check_btn, "panel": checked, "report": report, "lengths": lengths}
+    return [status, raw, loss_plot, lr_plot, grad_plot, start_btn, stop_btn, cancel_btn], notice, hardware, preflight
 
 
 def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdown, gr.Dataframe]:
     """Training and evaluation files (upload or server paths) and the dataset preview."""
     upload = gr.File(label=UPLOAD_LABEL, file_types=DATASET_TYPES, type="filepath", elem_id="train-upload")
     paths = gr.Textbox(label="...or dataset paths on the server", elem_id="train-paths",
-                       info="Comma-separated .json/.jsonl/.csv/.parquet/.txt paths.")
+                       info="Comma-separated paths of .json/.jsonl/.csv/.parquet/.txt files (also .gz / .zst "
+                                "compressed), or of a folder of them.")
     with gr.Accordion("Dataset preview", open=True, elem_id="preview"):
         detected = gr.Markdown("Choose a dataset file or type its path.", elem_id="preview-summary")
         table = gr.Dataframe(value=handlers.EMPTY_PREVIEW, wrap=True, max_height=420, interactive=False,
@@ -131,11 +137,13 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
             load_btn = gr.Button("Load settings into the form", elem_id="load-settings", interactive=False)
             resume_btn = gr.Button("Resume", variant="primary", elem_id="resume", interactive=False)
             chat_btn = gr.Button("Chat with this run", elem_id="chat-with-run", interactive=False)
+            download_btn = gr.Button("Download run (zip)", elem_id="download-run")
             delete_btn = gr.Button("Delete...", variant="stop", elem_id="delete", interactive=False)
         with gr.Row(visible=False) as confirm_row:
             confirm_btn = gr.Button("Yes, delete this run and its files", variant="stop", elem_id="delete-confirm")
             keep_btn = gr.Button("Cancel (keep it)", elem_id="delete-cancel")
         runs_notice = gr.HTML("", elem_id="runs-notice")
+        bundle = gr.File(label="run.json and final weights", visible=False, interactive=False, elem_id="run-bundle")
         with gr.Accordion("Share link", open=False):
             with gr.Row():
                 hours = gr.Number(label="Expires in hours", info="Empty or 0: never (revoke it to end it).", minimum=0,
@@ -175,6 +183,8 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
     selected.change(partial(share_handlers.links_table, share_store), selected, links, api_name=False, **FREE)
     share_btn.click(on_create, [selected, hours], [share_info, links], api_name="share_create", **FREE)
     revoke_btn.click(on_revoke, [selected, link_id], [share_info, links], api_name="share_revoke", **FREE)
+    download_btn.click(partial(run_handlers.download, ctx), selected, [bundle, runs_notice], api_name="download_run",
+                       **FREE)
     delete_btn.click(lambda: gr.Row(visible=True), None, confirm_row, api_name=False)
     keep_btn.click(lambda: gr.Row(visible=False), None, confirm_row, api_name=False)
     confirm_btn.click(partial(run_handlers.delete, ctx), selected, [table, confirm_row, selected, runs_notice],
@@ -201,7 +211,7 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
                         upload, paths, eval_upload, eval_paths, detected, table = _data_inputs()
                         widgets.update(_build_sections())
                         config = _config_block()
-                    monitor, notice, hardware = _monitor_column(ctx)
+                    monitor, notice, hardware, preflight = _monitor_column(ctx)
             form = [widgets[name] for name in FORM_FIELDS]
             chat = ChatTab(engine)
             preview_after = _runs_tab(ctx, [paths, eval_paths, *form], monitor, notice, tabs, chat)
@@ -224,6 +234,9 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
         start_btn.click(handlers.starting, None, start_btn, queue=False, show_progress="hidden", api_name=False).then(
             partial(handlers.start, ctx), [upload, paths, eval_upload, eval_paths, *form], [*monitor, notice],
             api_name="start", show_progress="hidden", **FREE)
+        preflight["button"].click(partial(preflight_panel.check, ctx), [*file_inputs, *form],
+                                  [preflight["panel"], preflight["report"], preflight["lengths"], notice],
+                                  api_name="check", concurrency_limit=2, concurrency_id="preflight")
         stop_btn.click(partial(handlers.stop, ctx), None, None, api_name="stop", **FREE)
         cancel_btn.click(partial(handlers.cancel, ctx), None, None, api_name="cancel", **FREE)
         demo.load(partial(handlers.watch, runner), None, monitor, api_name="watch", show_progress="hidden", **FREE)

@@ -23,6 +23,15 @@ button:disabled { opacity: 0.45 !important; filter: grayscale(1); cursor: not-al
 .placeholder-warning { background: #fffbeb; color: #78350f; border: 1px solid #fcd34d; border-radius: 6px;
                        padding: 8px 12px; }
 #hardware { font-size: 14px; }
+.preflight table { font-size: 14px; border-collapse: collapse; margin: 6px 0; }
+.preflight td, .preflight th { border: 1px solid #e5e7eb; padding: 2px 6px; text-align: left; }
+.pf-issues { list-style: none; padding-left: 0; }
+.pf-error { background: #fef2f2; color: #7f1d1d; border: 1px solid #fca5a5; border-radius: 6px; padding: 4px 8px; margin: 4px 0; }
+.pf-warning { background: #fffbeb; color: #78350f; border: 1px solid #fcd34d; border-radius: 6px; padding: 4px 8px; margin: 4px 0; }
+.pf-sample pre { white-space: pre-wrap; font-size: 13px; max-height: 220px; overflow-y: auto; }
+.pf-trained { background: #bbf7d0; color: #14532d; }
+.pf-masked { color: #6b7280; }
+.pf-basis { color: #4b5563; font-size: 13px; }
 """
 
 SCRIPT = """

@@ -61,6 +61,8 @@ def run_status(run: RunRecord) -> str:
     cancelled (nothing saved) — ``stopped`` then always means stopped and saved."""
     if run.phase.value == "stopped" and run.end_reason == "cancelled":
         return "cancelled"
+    if run.end_reason == "early_stopped":
+        return "early stopped"
     return run.phase.value
 
 
@@ -145,6 +147,11 @@ def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
     summary = (f"**{run.job_id}** · {run_status(run)} · step {run.last_step} / {run.total_steps or '?'} · "
                f"training {_minutes(run.training_seconds)} · wall {_minutes(run.wall_seconds)}"
                f"\n\nOutput: `{run.output_dir}`\n\nLast checkpoint: `{run.last_checkpoint or 'none'}`")
+    if run.best_checkpoint:
+        loss = f" (eval loss {run.best_eval_loss:.4f})" if run.best_eval_loss is not None else ""
+        summary += f"\n\n★ **Best checkpoint:** `{run.best_checkpoint}`{loss}: the final weights are this checkpoint's"
+    elif run.best_eval_loss is not None:
+        summary += f"\n\nBest eval loss: {run.best_eval_loss:.4f}"
     if run.error:
         summary += f"\n\n**Error:** {run.error}"
     return (summary, run.request, charts.loss_figure(points), charts.learning_rate_figure(points),
@@ -220,6 +227,27 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str,
     else:
         gr.Info(f"Deleted run {run.job_id} and its {result.removed} files.")
     return runs_table(ctx), gr.Row(visible=False), "", ""
+
+
+def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:
+    """(the run's zip, runs notice): ``run.json`` with the final weights (``runs.bundle``), written
+    to a new temporary folder for the browser to fetch. A run without ``run.json`` (made by an older
+    version) or whose folder lies outside the allowed folders is said in the notice."""
+    import tempfile
+
+    from trainer_core.access.paths import PathNotAllowed, confine
+    from trainer_core.runs.bundle import BundleError, run_bundle
+
+    action = "Not downloaded"
+    try:
+        run = _get(ctx, job_id)
+        folder = confine(run.output_dir, ctx.settings.allowed_roots, "output_dir")
+        archive = run_bundle(folder, Path(tempfile.mkdtemp(prefix="studio-bundle-")))
+    except gr.Error as exc:
+        return gr.skip(), notice_html(exc.message, action)
+    except (BundleError, PathNotAllowed, OSError) as exc:
+        return gr.skip(), notice_html(str(exc), action)
+    return gr.File(value=str(archive), visible=True), NOTICE_CLEAR
 
 
 def chat_with(ctx: Context, engine: ChatEngine, job_id: Optional[str]) -> dict:

@@ -16,7 +16,7 @@ from trainer_core.fieldmeta import default
 from ui.form import FORM_FIELDS
 
 HF_TOKEN = "hf_ConfigSecretThatMustNotBeSaved7"
-CHANGED = dict(learning_rate=0.001, lora_r=8, num_epochs=3, max_seq_length=256, packing=True,
+CHANGED = dict(learning_rate=0.0005, lora_r=8, num_epochs=2, max_seq_length=256, packing=True,
                target_modules=["q_proj", "v_proj"], custom_format_mapping="instruction=question, output=answer",
                lr_scheduler_type="linear", val_size=0.1)
 
@@ -43,7 +43,7 @@ def test_saved_yaml_loads_back_into_the_same_form(studio, datasets_dir, tmp_path
     text = served.text
     assert HF_TOKEN not in text and "hf_token" not in text
     values = yaml.safe_load(text)
-    assert values["learning_rate"] == 0.001 and values["lora_r"] == 8 and values["packing"] is True
+    assert values["learning_rate"] == 0.0005 and values["lora_r"] == 8 and values["packing"] is True
     assert values["custom_format_mapping"] == {"instruction": "question", "output": "answer"}
     assert values["local_datasets"] == [alpaca(datasets_dir)]
     # the same file, uploaded again, fills every widget with what was saved
@@ -97,9 +97,9 @@ def test_command_preview_shows_only_changes_and_no_secret(studio, datasets_dir):
     cli, curl = answer["output"]["data"]
     assert HF_TOKEN not in cli + curl and settings.api_token.get_secret_value() not in curl
     assert cli.startswith("python -m trainer_core train") and f"--dataset {alpaca(datasets_dir)}" in cli
-    assert "--learning-rate 0.001" in cli and "--packing" in cli and "--target-modules q_proj v_proj" in cli
+    assert "--learning-rate 0.0005" in cli and "--packing" in cli and "--target-modules q_proj v_proj" in cli
     assert "--batch-size" not in cli  # left at its default
-    assert '"learning_rate": 0.001' in curl and "$STUDIO_API_TOKEN" in curl and "/api/train/start" in curl
+    assert '"learning_rate": 0.0005' in curl and "$STUDIO_API_TOKEN" in curl and "/api/train/start" in curl
     assert "hf_token" in curl.splitlines()[0]  # says it was left out
     body = json.loads(curl.split("-d '", 1)[1].rsplit("'", 1)[0])
     assert set(body) <= set(FORM_FIELDS) | {"local_datasets", "local_eval_datasets"}

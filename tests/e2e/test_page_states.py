@@ -11,126 +11,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ServerThread, screenshot, wait_for
+from tests.e2e.conftest import wait_for
+from trainer_core.fieldmeta import default
+from tests.e2e.page_tools import (  # noqa: F401 - fixtures
+    browser, dataset, enabled, figure, page, page_app, set_number, shot, start_job, status_text, table_rows, wait_status)
 
 pytestmark = pytest.mark.slow
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
-pytest.importorskip("playwright.sync_api")
-if CHROMIUM is None:
-    pytest.skip("needs Debian's chromium (apt-get install chromium)", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def page_app(tmp_path_factory, datasets_dir):
-    """(settings, runner, url) of the whole app with the fake page worker."""
-    from server import build_app
-    from tests import fake_workers
-    from trainer_core.runs.job import JobRunner
-    from trainer_core.runs.store import RunStore
-    from trainer_core.settings import Settings
-
-    settings = Settings(data_dir=tmp_path_factory.mktemp("pages"), allowed_paths=str(datasets_dir))
-    runner = JobRunner(worker_target=fake_workers.page_worker, runs_dir=settings.runs_dir,
-                       store=RunStore(settings.db_path))
-    with ServerThread(build_app(settings, runner)) as server:
-        yield settings, runner, server.url
-        runner.stop(save=False)
-        runner.wait(10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, page_app):
-    _, runner, url = page_app
-    runner.stop(save=False)
-    assert runner.wait(20)
-    tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-    tab.goto(url)
-    tab.wait_for_function("() => /^(idle|completed|stopped|cancelled|error)/.test("
-                          "(document.querySelector('#status') || {innerText: ''}).innerText.trim())", timeout=30_000)
-    yield tab
-    tab.close()
-
-
-def shot(page, tmp_path: Path, name: str) -> None:
-    screenshot(page, tmp_path, name)
-
-
-def dataset(page, path: Path) -> None:
-    box = page.locator("#train-paths textarea")
-    box.fill(str(path))
-    box.press("Enter")
-    page.locator("#preview-summary").get_by_text(f"({path.name})").wait_for(timeout=60_000)
-
-
-def set_number(page, field: str, value: str) -> None:
-    section = {"max_steps": "training", "learning_rate": "training", "batch_size": "training"}.get(field)
-    if section and not page.locator(f"#field-{field}").is_visible():
-        page.locator(f"#section-{section} button.label-wrap").click()
-    page.locator(f"#field-{field} input").fill(value)
-
-
-def enabled(page) -> dict[str, bool]:
-    return {name: page.locator(f"#{name}").is_enabled() for name in ("start", "stop", "cancel")}
-
-
-def wait_status(page, word: str, timeout: int = 30_000) -> None:
-    """Until the status line starts with ``word`` (a phase, or ``cancelled``)."""
-    page.wait_for_function("w => (document.querySelector('#status') || {innerText: ''}).innerText.trim().startsWith(w)", arg=word,
-                           timeout=timeout)
-
-
-def status_text(page) -> str:
-    return page.locator("#status").inner_text()
-
-
-def figure(page, elem_id: str) -> dict:
-    """The Plotly figure drawn in ``#elem_id``: computed axis ranges and tick values, annotations."""
-    return page.evaluate("""id => {
-        const gd = document.querySelector('#' + id + ' .js-plotly-plot');
-        if (!gd || !gd._fullLayout) return null;
-        const L = gd._fullLayout;
-        const ticks = ax => (ax._vals || []).map(v => v.x);
-        return {x_range: L.xaxis.range, y_range: L.yaxis.range, x_ticks: ticks(L.xaxis), x_visible: L.xaxis.visible,
-                annotations: (L.annotations || []).map(a => a.text), traces: gd.data.length,
-                title: (L.title && L.title.text) || ''};
-    }""", elem_id)
-
-
-def table_rows(page, elem_id: str) -> list[list[str]]:
-    """The visible cells of the Gradio Dataframe ``#elem_id``, row by row (``cell-<row>-<col>``)."""
-    return page.evaluate("""id => {
-        const rows = {};
-        for (const cell of document.querySelectorAll('#' + id + ' [data-testid^="cell-"]')) {
-            const [, r, c] = cell.dataset.testid.split('-').map(Number);
-            (rows[r] = rows[r] || [])[c] = cell.innerText.trim();
-        }
-        return Object.keys(rows).sort((a, b) => a - b).map(k => rows[k]);
-    }""", elem_id)
-
-
-def start_job(runner, datasets_dir: Path, **settings) -> str:
-    from trainer_core.schemas import TrainingStartRequest
-
-    response = runner.start(TrainingStartRequest(local_datasets=[str(datasets_dir / "identity.json")], **settings))
-    assert response.status == "queued", response
-    return response.job_id
 
 
 def test_refused_start_is_said_beside_the_button_and_the_monitor_keeps_the_job(page, page_app, datasets_dir, tmp_path):
@@ -220,7 +110,7 @@ def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page
 
 def test_charts_have_integer_steps_sane_single_points_and_an_empty_state(browser, page_app, datasets_dir, tmp_path):
     """Item 8: before any step the charts say "no steps yet"; one step gives a learning-rate axis
-    around 2e-4; step ticks are integers; each title shows once."""
+    around the default learning rate; step ticks are integers; each title shows once."""
     settings, runner, url = page_app
     runner.stop(save=False)
     runner.wait(20)
@@ -238,7 +128,8 @@ def test_charts_have_integer_steps_sane_single_points_and_an_empty_state(browser
     wait_for(lambda: (figure(page, "lr-plot") or {}).get("traces") == 1, timeout_s=30, what="first point")
     one = figure(page, "lr-plot")
     low, high = one["y_range"]
-    assert low < 2e-4 < high and low > 0 and [low, high] != [-1, 1]
+    peak = default("learning_rate")  # step 1 of a cosine schedule without warm-up logs about the peak
+    assert low < peak < high and low > 0 and [low, high] != [-1, 1]
     wait_status(page, "completed", 60_000)
     for chart in ("loss-plot", "lr-plot", "grad-plot"):
         ticks = figure(page, chart)["x_ticks"]

@@ -2,7 +2,9 @@
 answered "queued": one function, so every door refuses the same things with the same words.
 
 Each check is cheap (well under a second for data files of a few MB, about one second for a Hub
-lookup); what needs the model's weights is left to the worker.
+lookup, about two seconds to tokenize 1,000 Alpaca rows); what needs the model's weights is left to
+the worker. The data checks are the pre-flight check's (``preflight.check.start_issues``), so Start
+refuses with the same messages as the Check button.
 """
 
 from __future__ import annotations
@@ -21,8 +23,18 @@ from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 from trainer_core.runs.store import RunStore
 
+
+class PreflightError(ValueError):
+    """The pre-flight check's errors (e.g. no trained token in the data); ``issues`` holds them
+    (``preflight.report.Issue``) and the message is theirs, joined."""
+
+    def __init__(self, issues: list) -> None:
+        self.issues = list(issues)
+        super().__init__("; ".join(issue.message for issue in self.issues))
+
+
 # Every refusal is one of these (all ValueErrors); their messages name the field and the fix.
-REFUSALS = (PathNotAllowed, MissingPaths, OutputDirError, HubCheckError, ResumeError, DatasetError)
+REFUSALS = (PathNotAllowed, MissingPaths, OutputDirError, HubCheckError, ResumeError, DatasetError, PreflightError)
 
 
 def admit(request: TrainingStartRequest, settings: Settings, store: Optional[RunStore]) -> TrainingStartRequest:
@@ -30,7 +42,8 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     paths inside the allowed folders and dataset files present; a new run's ``output_dir`` new or
     empty and not a studio folder or another run's; a resume target a complete checkpoint of a
     resumable run; the model a Hub id that can be had or a model folder in the allowed folders;
-    ``hf_dataset`` a Hub id that can be had; the local data files readable in a known layout.
+    ``hf_dataset`` a Hub id that can be had; the local data files readable in a known layout and,
+    when the model's tokenizer is on this machine, with a trained token (no weights are loaded).
 
     Raises one of ``REFUSALS``."""
     checked = checked_request(request, settings.allowed_roots)
@@ -46,9 +59,11 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
         check_hub_dataset(checked.hf_dataset, token)
     admitted = checked.model_copy(update=updates)
     import_data_stack()  # datasets: only when a Start is checked
-    from trainer_core.data.prepare import check_local_data
+    from trainer_core.preflight.check import start_issues
 
-    check_local_data(admitted)
+    errors = start_issues(admitted, settings)
+    if errors:
+        raise PreflightError(errors)
     return admitted
 
 
@@ -57,4 +72,4 @@ def default_run_folder(settings: Settings, job_id: str) -> Path:
     return settings.runs_dir / job_id
 
 
-__all__ = ["REFUSALS", "admit", "default_run_folder"]
+__all__ = ["REFUSALS", "PreflightError", "admit", "default_run_folder"]

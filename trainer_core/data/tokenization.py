@@ -59,24 +59,34 @@ def tokenize_dataset(
     row is left (naming the first row without an assistant turn, or the first whose prompt fills
     ``max_seq_length``).
     """
+    return _finish(encode_rows(dataset, tokenizer, max_seq_length, train_on_completions), max_seq_length)
+
+
+def encode_rows(dataset: datasets.Dataset, tokenizer: Any, max_seq_length: int, train_on_completions: bool,
+                keep_columns: tuple[str, ...] = (), desc: Optional[str] = None) -> datasets.Dataset:
+    """Every canonical row (none dropped) as columns ``input_ids`` and ``labels`` (cut to
+    ``max_seq_length``; -100 where not trained) plus the counting columns ``full_length`` (tokens
+    before truncation), ``trained`` (labelled tokens kept) and ``trainable`` (labelled tokens before
+    truncation); ``keep_columns`` of the input stay beside them. What ``tokenize_dataset`` (and
+    the pre-flight check) build on. Raises DatasetError as ``tokenize_dataset`` does for template
+    failures."""
     if "messages" in dataset.column_names:
         encode, kind = _encode_conversations, "conversations"
     elif "text" in dataset.column_names:
         encode, kind = _encode_texts, "text"
     else:
         raise DatasetError(f"cannot tokenize columns {dataset.column_names}: normalise the data first (messages or text)")
-    encoded = dataset.map(
+    return dataset.map(
         encode,
         fn_kwargs={"tokenizer": tokenizer, "max_len": max_seq_length, "completions_only": train_on_completions},
         batched=True,
         batch_size=BATCH_ROWS,
         with_indices=True,
-        remove_columns=dataset.column_names,
+        remove_columns=[c for c in dataset.column_names if c not in keep_columns],
         keep_in_memory=True,
         new_fingerprint=uuid.uuid4().hex,  # hashing the tokenizer is slow and pointless here
-        desc=f"Tokenizing {kind}",
+        desc=desc or f"Tokenizing {kind}",
     )
-    return _finish(encoded, max_seq_length)
 
 
 def _finish(encoded: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, TokenizationStats]:

@@ -14,7 +14,7 @@ import multiprocessing as mp
 import queue
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from trainer_core.process.supervisor import WorkerProcess
 from trainer_core.training.worker import exit_with_parent
@@ -76,3 +76,20 @@ def spawn_standby(target: Callable[..., None], idle_s: float, modules: tuple[str
     worker = WorkerProcess.create(standby_main, (target, modules, idle_s, ready), name="worker-standby", commands=True)
     worker.start()
     return Standby(worker, ready, idle_s)
+
+
+def usable_or_none(standby: Optional[Standby]) -> Optional[Standby]:
+    """``standby`` when it can still take a job; else None (an unusable one is closed)."""
+    if standby is not None and not standby.usable():
+        standby.close()
+        return None
+    return standby
+
+
+def launch_worker(target: Callable[..., None], standby: Optional[Standby], args: tuple, name: str) -> WorkerProcess:
+    """A job's worker, running: ``standby`` given the job (``args``), or a fresh process of ``target``."""
+    if standby is not None:
+        return standby.hand_over(*args)
+    worker = WorkerProcess.create(target, args, name=name)
+    worker.start()
+    return worker

@@ -1,26 +1,58 @@
-"""How a job ends: its ``EndReason``, what a cancel left, and the run folder's bookkeeping.
+"""How a job ends: its ``EndReason``, what a cancel left, and the run folder's bookkeeping
+(``run.json`` completed, the files recorded, the newest and the best checkpoint found).
 
 Used by the job runner once its worker has ended (or never started)."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from trainer_core.runs.folders import record_files
-from trainer_core.schemas import EndReason, Phase
-from trainer_core.training.checkpoints import latest_checkpoint, remove_partial_saves
+from trainer_core.runs.manifest import final_metrics, finish_manifest
+from trainer_core.schemas import EndReason, Phase, TrainingProgress, TrainingStartRequest
+from trainer_core.training.checkpoints import best_checkpoint, latest_checkpoint, remove_partial_saves
 
 log = logging.getLogger(__name__)
 
 
-def end_reason(phase: Phase, cancelled: bool) -> EndReason:
+def end_reason(phase: Phase, cancelled: bool, early_stopped: bool = False) -> EndReason:
     """Why a job that ended in ``phase`` (a terminal phase) ended: a cancel ends in
-    ``Phase.stopped`` like a Stop and save, but is ``EndReason.cancelled``."""
+    ``Phase.stopped`` like a Stop and save, but is ``EndReason.cancelled``; a run that early
+    stopping ended is ``Phase.completed`` and ``EndReason.early_stopped``."""
     if phase == Phase.stopped and cancelled:
         return EndReason.cancelled
+    if phase == Phase.completed and early_stopped:
+        return EndReason.early_stopped
     return EndReason(phase.value)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What an ended run left: its newest complete checkpoint, its best checkpoint (early stopping)
+    and its lowest eval loss (nats per token); each None when there is none."""
+
+    last_checkpoint: Optional[Path] = None
+    best_checkpoint: Optional[Path] = None
+    best_eval_loss: Optional[float] = None
+
+
+def settle_run(output_dir: Optional[str], job_id: Optional[str], request: Optional[TrainingStartRequest],
+               reason: EndReason, events: list[TrainingProgress]) -> Settled:
+    """Complete the run's ``run.json`` (``runs.manifest.finish_manifest``; an OSError is logged),
+    then record its files (``settle_files``) and return what it left (``Settled``)."""
+    if not output_dir:
+        return Settled()
+    best, _ = best_checkpoint(Path(output_dir))
+    if request is not None and job_id:
+        try:
+            finish_manifest(Path(output_dir), request, job_id, reason.value, events, str(best) if best else None)
+        except OSError:
+            log.exception("could not complete run.json of %s", job_id)
+    checkpoint = settle_files(output_dir, job_id)
+    return Settled(checkpoint, best, final_metrics(events)["best_eval_loss"])
 
 
 def cancelled_message(output_dir: Optional[str]) -> str:

@@ -18,11 +18,12 @@ from typing import Any, Callable, Optional
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.training.checkpoints import ResumeError
-from trainer_core.runs.ending import cancelled_message, end_reason, remove_partial_saves_logged, settle_files
+from trainer_core.runs.ending import Settled, cancelled_message, end_reason, remove_partial_saves_logged, settle_run
 from trainer_core.runs.folders import OutputDirError
 from trainer_core.runs.clock import RunClock
 from trainer_core.runs.opening import open_run
 from trainer_core.schemas import (
+    EndReason,
     LIVE_PHASES,
     Phase,
     TrainingJobResponse,
@@ -31,7 +32,7 @@ from trainer_core.schemas import (
     TrainingStatus,
 )
 from trainer_core.settings import get_settings
-from trainer_core.process.standby import TRAINING_STACK, Standby, spawn_standby
+from trainer_core.process.standby import TRAINING_STACK, Standby, launch_worker, spawn_standby, usable_or_none
 from trainer_core.runs.store import RunStore
 from trainer_core.training.worker import EventKind, run_worker
 
@@ -68,6 +69,7 @@ class JobRunner:
         self.before_start: Optional[Callable[[], None]] = None
         self.start_refusal: Optional[Callable[[], Optional[str]]] = None
         self._cancelled = False
+        self._request: Optional[TrainingStartRequest] = None
         self._thread: Optional[threading.Thread] = None
         self.history = MetricsHistory()
 
@@ -94,7 +96,7 @@ class JobRunner:
                                           message="Starting the training worker")
             self._details = {"output_dir": str(output_dir)}
             self._clock = RunClock(opened.created_at, opened.training_seconds_before)
-            self._cancelled = False
+            self._cancelled, self._request = False, request
             self._call_before_start()
             self._thread = threading.Thread(target=self._run, args=(request, job_id, output_dir),
                                             name=f"job-{job_id}", daemon=True)
@@ -176,7 +178,8 @@ class JobRunner:
         training seconds, continued over resumes); ``started_at`` (the run's creation, Unix s),
         ``wall_seconds`` (since then, to now or to the end; idle gaps between Stop and Resume
         included) and ``tokens_per_second`` (this session's rate; see ``RunClock.rate``) while a job
-        exists; ``end_reason`` (an ``EndReason`` value) once it has ended."""
+        exists; ``end_reason`` (an ``EndReason`` value), ``best_checkpoint`` and ``best_eval_loss``
+        once it has ended, and ``stop_reason`` when early stopping ended it."""
         with self._state:
             status = self._status.model_copy(deep=True)
             details = dict(self._details)
@@ -203,13 +206,12 @@ class JobRunner:
         try:
             with self._state:
                 standby, self._standby = self._standby, None
-            if standby is not None and not standby.usable():
-                standby.close()
-                standby = None
+            standby = usable_or_none(standby)  # closing an unusable one may wait: outside the lock
             with self._state:
                 cancelled = self._cancelled
                 if not cancelled:
-                    worker = self._spawn(standby, request, job_id, output_dir)
+                    worker = launch_worker(self._worker_target, standby, (request, job_id, str(output_dir)),
+                                           f"worker-{job_id}")
                     self._process, self._stop = worker, worker.stop
             if cancelled:
                 final = (Phase.stopped, "Cancelled before the worker started.", None)
@@ -221,8 +223,9 @@ class JobRunner:
             log.exception("job thread failed")
             final = (Phase.error, "The job failed to run.", str(exc))
         finally:
+            ending = self._settle(final[0])  # outside the state lock: it may hash the dataset files
             with self._state:  # one step for readers: not running <=> a new start is accepted
-                self._finish(*final)
+                self._finish(*final, ending)
                 self._process = self._stop = None
                 self._job_lock.release()
             self.history.touch()
@@ -230,15 +233,6 @@ class JobRunner:
                 worker.join(5)  # the worker is tearing down; it no longer holds the job
                 worker.terminate(CANCEL_GRACE_S)
                 remove_partial_saves_logged(output_dir)
-
-    def _spawn(self, standby: Optional[Standby], request: TrainingStartRequest, job_id: str,
-               output_dir: Path) -> WorkerProcess:
-        """The job's worker, running: the standby given the job, or a freshly started process."""
-        if standby is not None:
-            return standby.hand_over(request, job_id, str(output_dir))
-        worker = WorkerProcess.create(self._worker_target, (request, job_id, str(output_dir)), name=f"worker-{job_id}")
-        worker.start()
-        return worker
 
     def _supervise(self, worker: WorkerProcess) -> Final:
         """Apply the worker's events until one is final (or the worker dies); returns the outcome.
@@ -274,23 +268,36 @@ class JobRunner:
             if self.store is not None:
                 self._store_call(self.store.add_metric, progress)
         elif kind == EventKind.DONE:
+            if payload.get("stop_reason"):
+                with self._state:
+                    self._details["stop_reason"] = payload["stop_reason"]
             return Phase(payload["phase"]), payload["message"], None
         elif kind == EventKind.ERROR:
             return Phase.error, "Training failed.", payload["message"]
         return None
 
-    def _finish(self, phase: Phase, message: str, error: Optional[str] = None) -> None:
-        """Record how the job ended: phase, ``end_reason`` (a cancel ends ``stopped`` too, but as
-        ``cancelled``), the newest checkpoint, the run's files; then not running."""
+    def _settle(self, phase: Phase) -> tuple[EndReason, Settled]:
+        """Why the job ended (a cancel ends ``stopped`` too, but as ``cancelled``; early stopping
+        ends ``completed`` as ``early_stopped``) and what it left: ``run.json`` completed, the run's
+        files recorded, the newest and the best checkpoint, the best eval loss."""
+        with self._state:
+            reason = end_reason(phase, self._cancelled, early_stopped="stop_reason" in self._details)
+            output_dir, job_id, request = self._details.get("output_dir"), self._status.job_id, self._request
+        return reason, settle_run(output_dir, job_id, request, reason, self.history.events())
+
+    def _finish(self, phase: Phase, message: str, error: Optional[str], ending: tuple[EndReason, Settled]) -> None:
+        """Record how the job ended (``_settle``'s result) in the details and the run history; then
+        not running."""
         assert phase not in LIVE_PHASES
-        reason = end_reason(phase, self._cancelled)
+        reason, settled = ending
         with self._state:
             self._details["end_reason"] = reason.value
             if self._clock is not None:
                 self._clock.end()
-            checkpoint = settle_files(self._details.get("output_dir"), self._status.job_id)
-            self._details["last_checkpoint"] = str(checkpoint) if checkpoint else None
-        self._record("finish_run", phase.value, error, str(checkpoint) if checkpoint else None, reason.value)
+            paths = [str(p) if p else None for p in (settled.last_checkpoint, settled.best_checkpoint)]
+            self._details.update(last_checkpoint=paths[0], best_checkpoint=paths[1],
+                                 best_eval_loss=settled.best_eval_loss)
+        self._record("finish_run", phase.value, error, paths[0], reason.value, paths[1], settled.best_eval_loss)
         self._set(phase=phase, message=message, error=error, is_training_running=False)
 
     def _record(self, method: str, *args: Any) -> None:

@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS metrics (
 );
 """
 # runs columns newer than SCHEMA: name -> SQL type; added by ALTER TABLE where a database lacks them
-ADDED_COLUMNS = {"training_seconds": "REAL", "tokens_per_second": "REAL", "end_reason": "TEXT"}
+ADDED_COLUMNS = {"training_seconds": "REAL", "tokens_per_second": "REAL", "end_reason": "TEXT",
+                 "best_checkpoint": "TEXT", "best_eval_loss": "REAL"}
 
 
 class RunRecord(BaseModel):
@@ -52,8 +53,11 @@ class RunRecord(BaseModel):
     resumes; None before the first step). ``tokens_per_second``: input tokens per training second
     over the whole run, ``num_tokens / elapsed_seconds`` of that event (None when the trainer did
     not count tokens). ``end_reason``: see ``EndReason`` (None while live, and for runs recorded by
-    versions before it existed). ``wall_seconds`` (also as ``duration_seconds``) is clock time from
-    creation to finish, idle time between a Stop and a Resume included."""
+    versions before it existed). ``best_eval_loss``: the lowest logged eval loss (nats per token;
+    None without evaluation). ``best_checkpoint``: the checkpoint folder of the best eval loss, kept
+    and loaded as the final weights when early stopping was on (None otherwise). ``wall_seconds``
+    (also as ``duration_seconds``) is clock time from creation to finish, idle time between a Stop
+    and a Resume included."""
 
     job_id: str
     created_at: float
@@ -69,6 +73,8 @@ class RunRecord(BaseModel):
     training_seconds: Optional[float] = None
     tokens_per_second: Optional[float] = None
     end_reason: Optional[EndReason] = None
+    best_checkpoint: Optional[str] = None
+    best_eval_loss: Optional[float] = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -166,12 +172,15 @@ class RunStore:
                              (progress.step, progress.total_steps, progress.loss, seconds, train, rate, progress.job_id))
 
     def finish_run(self, job_id: str, phase: str, error: Optional[str], last_checkpoint: Optional[str],
-                   end_reason: Optional[str] = None) -> None:
-        """Record the final phase, the error text, the newest checkpoint folder and why the run
-        ended (an ``EndReason`` value; None: unknown)."""
+                   end_reason: Optional[str] = None, best_checkpoint: Optional[str] = None,
+                   best_eval_loss: Optional[float] = None) -> None:
+        """Record the final phase, the error text, the newest checkpoint folder, why the run ended
+        (an ``EndReason`` value; None: unknown) and, when known, the best checkpoint and eval loss
+        (None keeps the stored value)."""
         self._write("UPDATE runs SET phase = ?, finished_at = ?, error = ?, end_reason = ?, "
-                    "last_checkpoint = COALESCE(?, last_checkpoint) WHERE job_id = ?",
-                    (phase, time.time(), error, end_reason, last_checkpoint, job_id))
+                    "last_checkpoint = COALESCE(?, last_checkpoint), best_checkpoint = COALESCE(?, best_checkpoint), "
+                    "best_eval_loss = COALESCE(?, best_eval_loss) WHERE job_id = ?",
+                    (phase, time.time(), error, end_reason, last_checkpoint, best_checkpoint, best_eval_loss, job_id))
 
     def mark_interrupted(self) -> list[RunRecord]:
         """Runs left live by a process that died become ``interrupted``; returns them."""

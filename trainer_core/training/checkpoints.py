@@ -43,6 +43,23 @@ def latest_checkpoint(output_dir: Path) -> Optional[Path]:
     return max(found)[1] if found else None
 
 
+def best_checkpoint(output_dir: Path) -> tuple[Optional[Path], Optional[float]]:
+    """The best checkpoint of a run with early stopping and its ``eval_loss``, as Trainer recorded
+    them (``best_model_checkpoint``, ``best_metric``) in the newest complete checkpoint's trainer
+    state; (None, None) when there is none or the folder it names is gone."""
+    latest = latest_checkpoint(output_dir)
+    if latest is None:
+        return None, None
+    try:
+        state = json.loads((latest / "trainer_state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, None
+    best, metric = state.get("best_model_checkpoint"), state.get("best_metric")
+    if not best or not Path(best).is_dir():
+        return None, None
+    return Path(best), float(metric) if isinstance(metric, (int, float)) else None
+
+
 def staging_dir(output_dir: Path, name: str) -> Path:
     """The staging folder in which ``<output_dir>/<name>`` is written before it is published."""
     return Path(output_dir) / f"{PARTIAL_PREFIX}{name}"

@@ -58,8 +58,7 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         logging_nan_inf_filter=False,
         eval_strategy="steps" if has_eval else "no",
         eval_steps=request.eval_steps if has_eval else None,
-        save_strategy="steps" if request.save_steps > 0 else "no",
-        save_steps=request.save_steps if request.save_steps > 0 else 500,
+        **save_args(request, has_eval),
         report_to="none",
         disable_tqdm=True,
         # Without padding every token counts; "non_padding" would skip real pad-id tokens (often eos).
@@ -67,6 +66,19 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         # Our data layer already tokenized, masked and truncated the rows (see tokenization.py).
         dataset_kwargs={"skip_prepare_dataset": not request.packing},
     )
+
+
+def save_args(request: TrainingStartRequest, has_eval: bool) -> dict[str, Any]:
+    """``SFTConfig`` save settings. Without early stopping: a checkpoint every ``save_steps`` (0:
+    none). With it (``early_stopping_patience`` > 0 and evaluation data), as transformers'
+    ``EarlyStoppingCallback`` needs: a checkpoint at every evaluation (``save_steps = eval_steps``),
+    the best by ``eval_loss`` (lower is better) tracked and loaded at the end
+    (``load_best_model_at_end``)."""
+    if request.early_stopping_patience > 0 and has_eval:
+        return dict(save_strategy="steps", save_steps=request.eval_steps, load_best_model_at_end=True,
+                    metric_for_best_model="eval_loss", greater_is_better=False)
+    return dict(save_strategy="steps" if request.save_steps > 0 else "no",
+                save_steps=request.save_steps if request.save_steps > 0 else 500)
 
 
 def optimizer_for(optim: str, device: str) -> str:

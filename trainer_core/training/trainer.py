@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
-from transformers import PrinterCallback, Trainer, TrainerCallback
+from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import SFTTrainer
 
@@ -118,10 +118,33 @@ class LeanSFTTrainer(SFTTrainer):
         shutil.rmtree(self._staging, ignore_errors=True)
         try:
             super()._save_checkpoint(model, trial)
+            if self._point_best_at(run_dir) and self.args.should_save:
+                self.state.save_to_json(str(self._staging / name / "trainer_state.json"))
             publish_folder(self._staging / name, run_dir / name)
         finally:
             shutil.rmtree(self._staging, ignore_errors=True)
             self._staging = None
+
+    def _point_best_at(self, run_dir: Path) -> bool:
+        """Trainer recorded the best checkpoint (``load_best_model_at_end``) under the staging folder
+        it saved into; point ``state.best_model_checkpoint`` at the published ``checkpoint-N`` of
+        ``state.best_global_step`` instead. Returns whether there is a best step to point at."""
+        if not self.state.best_global_step:
+            return False
+        self.state.best_model_checkpoint = str(run_dir / f"{PREFIX_CHECKPOINT_DIR}-{self.state.best_global_step}")
+        return True
+
+    best_threshold: float = 0.0  # a new best eval_loss must beat the old one by more (early_stopping_threshold)
+
+    def _determine_best_metric(self, metrics: dict[str, float], trial: Any) -> bool:
+        """Trainer's best-checkpoint tracking, except that a new best must beat the old by more than
+        ``best_threshold``: the rule ``EarlyStoppingCallback`` counts improvements by, so the best
+        checkpoint is the last evaluation that counted as an improvement (a drop within float noise
+        does not move it)."""
+        value, best = metrics.get("eval_loss"), self.state.best_metric
+        if self.best_threshold and value is not None and best is not None and not best - value > self.best_threshold:
+            return False
+        return super()._determine_best_metric(metrics, trial)
 
     def save_model(self, output_dir: Optional[str] = None, _internal_call: bool = False) -> None:
         """Trainer's ``save_model``, refused (DivergenceError) when the weights are not finite."""
@@ -143,9 +166,16 @@ def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, tra
                   output_dir: Path, device: str, callbacks: list[Any]) -> SFTTrainer:
     """The trainer the worker (and the throughput benchmark) runs for ``request``. Switches ``model``
     to per-row attention (``sdpa_varlen``; a runtime setting that saved configs do not record). With
-    ``request.stop_on_divergence`` a ``DivergenceGuard`` runs after ``callbacks``."""
+    ``request.stop_on_divergence`` a ``DivergenceGuard`` runs after ``callbacks``; with
+    ``request.early_stopping_patience`` > 0 an ``EarlyStoppingCallback`` too (ValueError without
+    ``eval_split``). (TRL seeds every RNG with ``random_seed`` before it initialises LoRA, so a rerun
+    repeats the initialisation, the data order and the dropout masks.)"""
     args = build_sft_config(request, output_dir, device, has_eval=eval_split is not None)
     model.set_attn_implementation(register_varlen_sdpa())
+    if request.early_stopping_patience > 0:
+        if eval_split is None:
+            raise ValueError("early_stopping_patience needs evaluation data: set val_size or give local_eval_datasets")
+        callbacks = [*callbacks, EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold)]
     trainer = LeanSFTTrainer(
         model=model,
         args=args,
@@ -156,5 +186,19 @@ def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, tra
         callbacks=[*callbacks, DivergenceGuard()] if request.stop_on_divergence else callbacks,
     )
     trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout
+    trainer.best_threshold = request.early_stopping_threshold if request.early_stopping_patience > 0 else 0.0
     return trainer
 
+
+def early_stop_reason(trainer: Trainer) -> Optional[str]:
+    """Why ``trainer`` stopped before its last step when its ``EarlyStoppingCallback`` ended the run
+    (e.g. "Stopped early at step 40: eval_loss did not improve by more than 0.0 for 3 evaluations
+    (best 1.2340 at step 20)"); None when it did not (no callback, or the run went on to the end)."""
+    stopper = next((c for c in trainer.callback_handler.callbacks if isinstance(c, EarlyStoppingCallback)), None)
+    state = trainer.state
+    if (stopper is None or stopper.early_stopping_patience_counter < stopper.early_stopping_patience
+            or state.global_step >= state.max_steps):
+        return None
+    best = f" (best {state.best_metric:.4f} at step {state.best_global_step})" if state.best_metric is not None else ""
+    return (f"Stopped early at step {state.global_step}: eval_loss did not improve by more than "
+            f"{stopper.early_stopping_threshold} for {stopper.early_stopping_patience} evaluations{best}")

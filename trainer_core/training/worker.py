@@ -30,7 +30,7 @@ class EventKind:
     PHASE = "phase"  # {"phase": Phase value, "message": str}
     INFO = "info"  # {"message": str, "details": dict}
     PROGRESS = "progress"  # TrainingProgress.model_dump()
-    DONE = "done"  # {"phase": "completed" | "stopped", "message": str, "output_dir": str}
+    DONE = "done"  # {"phase": "completed" | "stopped", "message": str, "output_dir": str, "stop_reason"?: str}
     ERROR = "error"  # {"message": str}
 
 
@@ -107,24 +107,41 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     return model, tokenizer, data, device
 
 
-def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: Any, stop: Any) -> str:
-    """Load, train and save (whole, via a staging folder); returns the final phase value (``completed``
-    or ``stopped``). Raises ``trainer.DivergenceError`` at a NaN / inf loss or grad norm (with
+def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: Any, stop: Any) -> tuple[str, Optional[str]]:
+    """Load, train and save (whole, via a staging folder; with early stopping, the best checkpoint's
+    weights); writes ``run.json`` as training begins. Returns the final phase value (``completed``
+    or ``stopped``) and, when early stopping ended the run, why (see ``trainer.early_stop_reason``).
+    Raises ``trainer.DivergenceError`` at a NaN / inf loss or grad norm (with
     ``stop_on_divergence``) or instead of saving non-finite weights."""
-    from trainer_core.training.trainer import build_trainer
+    from trainer_core.training.trainer import build_trainer, early_stop_reason
 
     model, tokenizer, data, device = _load(request, events)
     _phase(events, Phase.configuring, "Building the trainer")
     callback = make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")
     trainer = build_trainer(request, model, tokenizer, data.train, data.eval, output_dir, device, [callback])
     if stop.is_set():
-        return Phase.stopped.value
+        return Phase.stopped.value, None
     if request.resume_from_checkpoint:
         _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
+    _write_manifest(request, job_id, output_dir, trainer)
     _phase(events, Phase.training, f"Training on {device}")
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
     trainer.save_final(output_dir)
-    return Phase.stopped.value if stop.is_set() else Phase.completed.value
+    if stop.is_set():
+        return Phase.stopped.value, None
+    return Phase.completed.value, early_stop_reason(trainer)
+
+
+def _write_manifest(request: TrainingStartRequest, job_id: str, output_dir: Path, trainer: Any) -> None:
+    """``run.json`` with the resolved TRL and PEFT configs (see ``runs.manifest``); a failure to
+    write it is logged, not fatal (the job thread writes it again at the end)."""
+    from trainer_core.runs.manifest import begin_manifest
+
+    peft_config = getattr(trainer.model, "peft_config", None) or {}
+    try:
+        begin_manifest(output_dir, request, job_id, trainer.args, next(iter(peft_config.values()), None))
+    except OSError:
+        log.exception("could not write run.json")
 
 
 def _redact(text: str, request: TrainingStartRequest) -> str:
@@ -203,10 +220,13 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
         return
     _quiet_progress_bars()
     try:
-        phase = train(request, job_id, out, events, stop)
+        phase, stop_reason = train(request, job_id, out, events, stop)
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
         log.error("training failed:\n%s", _redact(traceback.format_exc(), request))
         events.put((EventKind.ERROR, {"message": _redact(_user_message(exc), request)}))
         return
     verb = "stopped and saved" if phase == Phase.stopped.value else "completed"
-    events.put((EventKind.DONE, {"phase": phase, "message": f"Training {verb}; output in {out}", "output_dir": str(out)}))
+    done = {"phase": phase, "message": f"Training {verb}; output in {out}", "output_dir": str(out)}
+    if stop_reason:
+        done.update(message=f"{stop_reason}; best weights saved in {out}", stop_reason=stop_reason)
+    events.put((EventKind.DONE, done))

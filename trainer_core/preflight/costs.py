@@ -1,0 +1,84 @@
+"""The inputs of the memory and time estimates (``preflight.estimates``), taken from the check's
+tokenized rows and step plan, and the call into that module."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+import numpy as np
+
+from trainer_core.data.preview_tokenizer import local_model_folder
+from trainer_core.preflight.gather import Gathered
+from trainer_core.preflight.steps import StepPlan
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+HISTORY_RUNS = 200  # recent runs whose measured speed the time estimate may use
+
+
+def training_device() -> str:
+    """"cuda" when a GPU is visible (nvidia-smi, or torch if already imported), else "cpu": the
+    worker's ``models.loading.pick_device`` without importing torch here."""
+    from trainer_core.hardware import cached_snapshot
+
+    return "cuda" if cached_snapshot().gpus else "cpu"
+
+
+def longest_batch(found: Gathered, request: TrainingStartRequest) -> tuple[int, Optional[int]]:
+    """(tokens, trained tokens) of the largest padding-free batch: the ``batch_size`` longest kept
+    rows after truncation; with packing ``max_seq_length x batch_size`` tokens and the trained ones
+    unknown (None)."""
+    if request.packing:
+        return request.max_seq_length * request.batch_size, None
+    counts = found.train_counts
+    kept = np.flatnonzero(counts.kept)
+    longest = kept[np.argsort(-counts.cut[kept], kind="stable")[: request.batch_size]]  # (batch_size,) row indices
+    return int(counts.cut[longest].sum()), int(counts.trained[longest].sum())
+
+
+def evaluations(plan: StepPlan, request: TrainingStartRequest, has_eval: bool) -> int:
+    """Evaluations in the run: one every ``eval_steps`` optimizer steps (``eval_strategy="steps"``)."""
+    return plan.total_steps // request.eval_steps if has_eval else 0
+
+
+def estimate_costs(request: TrainingStartRequest, settings: Settings, store: Optional[Any], found: Gathered,
+                   plan: StepPlan) -> Optional[tuple[Any, Any]]:
+    """(MemoryEstimate, TimeEstimate) for the request, or None when ``preflight.estimates`` is not
+    installed, the model's config is not on this machine or its architecture cannot be counted
+    (``parameters.UnsupportedModelError``, logged). The config is read with
+    ``transformers.AutoConfig`` (``local_files_only``; no weights)."""
+    try:
+        from trainer_core.preflight.estimates import estimate_memory, estimate_time
+    except ModuleNotFoundError as exc:
+        if exc.name != "trainer_core.preflight.estimates":
+            raise
+        return None
+    from transformers import AutoConfig
+
+    folder = local_model_folder(request.model_name, settings)
+    if folder is None or found.train_counts is None:
+        return None
+    config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    device = training_device()
+    counts, eval_counts = found.train_counts, found.eval_counts
+    train_tokens = int(counts.cut[counts.kept].sum())
+    eval_tokens = int(eval_counts.cut[eval_counts.kept].sum()) if eval_counts is not None else 0
+    history = store.list_runs(limit=HISTORY_RUNS) if store is not None else None
+    from trainer_core.preflight.parameters import UnsupportedModelError
+
+    batch_tokens, batch_trained = longest_batch(found, request)
+    try:
+        memory = estimate_memory(request, config, batch_tokens, device, batch_trained)
+    except UnsupportedModelError as exc:
+        log.info("no estimates for %s: %s", request.model_name, exc)
+        return None
+    time_ = estimate_time(request, config, train_tokens, plan.total_steps, eval_tokens,
+                          evaluations(plan, request, found.eval is not None), device, history,
+                          steps_per_epoch=plan.steps_per_epoch, tokenize_seconds=found.tokenize_seconds)
+    return memory, time_
+
+
+__all__ = ["estimate_costs", "evaluations", "longest_batch", "training_device"]

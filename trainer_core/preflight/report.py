@@ -1,0 +1,111 @@
+"""The pre-flight report: what a run would train on and what it would cost, before it starts.
+
+One JSON document (``PreflightReport.model_dump_json()``) for the API, ``check --json`` and the UI;
+every key says what it counts (rows, tokens, steps, GiB, seconds).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, Field
+
+
+class Issue(BaseModel):
+    """One warning or error: what is wrong and the fix, naming request fields by their request name
+    (the UI maps names to labels)."""
+
+    level: Literal["error", "warning"]
+    code: str = Field(description="Stable id, e.g. no_trained_tokens, rows_truncated, eval_too_small, "
+                                  "learning_rate_unusual, memory_over_free, run_too_short.")
+    message: str
+    fields: list[str] = Field(default_factory=list, description="Request field names involved.")
+
+
+class FileCheck(BaseModel):
+    """One data file (or Hub split) as read: its detected layout, rows read / kept / dropped and
+    why rows were dropped (``drop_reasons``: reason code -> rows)."""
+
+    name: str
+    split: Literal["train", "eval"]
+    format: str
+    rows_read: int
+    rows_kept: int
+    rows_dropped: int
+    drop_reasons: dict[str, int] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list, description="Notices from reading, e.g. numbers turned into text.")
+
+
+class Segment(BaseModel):
+    """A run of rendered text whose tokens are all trained (labelled) or all masked."""
+
+    text: str
+    trained: bool
+
+
+class SampleRow(BaseModel):
+    """One training row exactly as training sees it (after truncation): ``tokens`` kept,
+    ``trained_tokens`` of them labelled, ``truncated`` when tokens were cut; ``row`` is 1-based in
+    ``file``."""
+
+    file: str
+    row: int
+    tokens: int
+    trained_tokens: int
+    truncated: bool
+    segments: list[Segment]
+
+
+class LengthHistogram(BaseModel):
+    """Token lengths of the training rows before truncation: ``counts[i]`` rows have a length in
+    ``[edges[i], edges[i+1])`` (the last bin includes its right edge); len(edges) == len(counts) + 1."""
+
+    edges: list[int] = Field(default_factory=list)
+    counts: list[int] = Field(default_factory=list)
+
+
+try:  # helper module with the memory / time models; absent only while it is being written
+    from trainer_core.preflight.estimates import MemoryEstimate, TimeEstimate
+except ModuleNotFoundError as exc:  # pragma: no cover - a partial import (a cycle) still raises
+    if exc.name != "trainer_core.preflight.estimates":
+        raise
+    MemoryEstimate = TimeEstimate = dict[str, Any]  # type: ignore[misc]
+
+
+class PreflightReport(BaseModel):
+    """Everything the pre-flight check found. Row and token counts are over the training rows
+    (after ``dataset_slice_*`` and the ``val_size`` split); ``eval_rows`` counts evaluation rows
+    kept. Token-based numbers are 0 (estimates None) when ``tokenizer_found`` is False.
+    ``memory_estimate_gib`` / ``time_estimate_seconds`` are the totals of ``memory`` / ``time``.
+    ``check_seconds``: wall time of the check."""
+
+    model_name: str
+    tokenizer_found: bool
+    max_seq_length: int
+    files: list[FileCheck]
+    rows_read: int
+    rows_kept: int
+    rows_dropped: int
+    rows_truncated: int
+    rows_truncated_share: float
+    tokens_total: int
+    tokens_trained: int
+    tokens_cut: int
+    rows_without_trained_tokens: int
+    eval_rows: int
+    histogram: LengthHistogram
+    samples: list[SampleRow]
+    global_batch_size: int
+    steps_per_epoch: int
+    total_steps: int
+    epochs: float
+    memory_estimate_gib: Optional[float] = None
+    memory: Optional[MemoryEstimate] = None
+    time_estimate_seconds: Optional[float] = None
+    time: Optional[TimeEstimate] = None
+    warnings: list[Issue] = Field(default_factory=list)
+    errors: list[Issue] = Field(default_factory=list)
+    check_seconds: float = 0.0
+
+
+__all__ = ["FileCheck", "Issue", "LengthHistogram", "PreflightReport", "SampleRow", "Segment"]

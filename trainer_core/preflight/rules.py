@@ -1,0 +1,134 @@
+"""The pre-flight check's warnings and errors: each an ``Issue`` saying what is wrong and the fix,
+naming request fields by their request names.
+
+Thresholds:
+- ``TRUNCATED_SHARE`` 5 % of rows truncated (the issue's figure): above it a noticeable part of the
+  answers is never seen whole; the fix offers the ``max_seq_length`` that covers 95 % of rows.
+- ``EVAL_MIN_ROWS`` 50 evaluation rows: eval loss is a mean over rows, so its chance movement
+  between evaluations is about the per-row spread / sqrt(rows); below 50 rows that is more than
+  14 % of the spread, enough for early stopping or the best checkpoint to follow noise.
+- ``LEARNING_RATES``, the usual peak learning rates per method, and "far" = more than a factor
+  ``LR_FAR`` (3) outside them. LoRA / QLoRA: 5e-5 .. 1e-3 (LoRA paper, Hu et al. 2021, Tables 9-11:
+  2e-4 .. 5e-4 on GPT-2 and RoBERTa; QLoRA paper, Dettmers et al. 2023, Table 9: 1e-4 .. 2e-4;
+  PEFT / Unsloth recipes: 2e-4; small models are tuned up to 1e-3, e.g. this project's identity
+  measurement in issue 12). Full fine-tuning: 5e-6 .. 5e-5 (Alpaca, Taori et al. 2023: 2e-5;
+  Llama 2 SFT, Touvron et al. 2023: 2e-5; TRL ``SFTConfig``'s default: 2e-5).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+import numpy as np
+
+from trainer_core.preflight.report import Issue
+from trainer_core.preflight.tokens import RowCounts
+from trainer_core.schemas import TrainingStartRequest, TrainingType
+
+TRUNCATED_SHARE = 0.05
+COVERED_SHARE = 0.95
+EVAL_MIN_ROWS = 50
+LR_FAR = 3.0
+LEARNING_RATES = {TrainingType.lora: (5e-5, 1e-3), TrainingType.qlora: (5e-5, 1e-3), TrainingType.full: (5e-6, 5e-5)}
+MAX_SEQ_LENGTH_LIMIT = 32768  # TrainingStartRequest.max_seq_length's bound
+
+
+def data_error(message: str) -> Issue:
+    """A file or row that cannot be used (the data layer's message names file, row and fix)."""
+    return Issue(level="error", code="data_error", message=message, fields=["local_datasets", "format_type"])
+
+
+def no_trained_tokens(counts: RowCounts, where: Callable[[int], str], request: TrainingStartRequest) -> Optional[Issue]:
+    """The error when no training row keeps a trained token; ``where(i)`` names row i
+    (e.g. "row 3 of a.json"). The cause: rows without any trained token (no assistant text) and/or
+    rows whose answer lies beyond ``max_seq_length``."""
+    if len(counts.trained) == 0 or counts.kept.any():
+        return None
+    unlabelled, cut = np.flatnonzero(counts.trainable == 0), np.flatnonzero(counts.trainable > 0)
+    causes, fixes, fields = [], [], []
+    if len(unlabelled):
+        causes.append(f"{len(unlabelled)} row(s) have no token to train on (the first is {where(int(unlabelled[0]))})"
+                      + ("; with train_on_completions only assistant turns are trained" if request.train_on_completions else ""))
+        fixes.append("add assistant turns" + (" or set train_on_completions=False" if request.train_on_completions else ""))
+        fields.append("train_on_completions")
+    if len(cut):
+        need = int(min(counts.full[cut]))
+        causes.append(f"{len(cut)} row(s) have their answer after max_seq_length={request.max_seq_length} tokens "
+                      f"(the prompt fills it; the first is {where(int(cut[0]))})")
+        fixes.append(f"raise max_seq_length (the shortest such row has {need} tokens)")
+        fields.append("max_seq_length")
+    return Issue(level="error", code="no_trained_tokens",
+                 message=f"training would learn nothing: no training row has a trained token: {'; and '.join(causes)}: "
+                         f"{' or '.join(fixes)}", fields=fields)
+
+
+def covering_length(full: np.ndarray, share: float = COVERED_SHARE) -> int:
+    """The smallest multiple of 64 tokens that holds ``share`` of the rows whole (``full``: lengths
+    before truncation, (rows,)), capped at the request's bound."""
+    needed = int(np.quantile(full, share, method="higher"))
+    return min(MAX_SEQ_LENGTH_LIMIT, max(64, math.ceil(needed / 64) * 64))
+
+
+def truncation(counts: RowCounts) -> Optional[Issue]:
+    """Warning when more than TRUNCATED_SHARE of the training rows are cut at max_seq_length."""
+    rows = len(counts.full)
+    truncated = int((counts.full > counts.max_seq_length).sum())
+    if not rows or truncated / rows <= TRUNCATED_SHARE:
+        return None
+    suggest = covering_length(counts.full)
+    cut = int(np.maximum(counts.full - counts.max_seq_length, 0).sum())
+    return Issue(level="warning", code="rows_truncated", fields=["max_seq_length"],
+                 message=f"{truncated} of {rows} training rows ({truncated / rows:.0%}) are longer than max_seq_length="
+                         f"{counts.max_seq_length} tokens and are cut ({cut} tokens lost, answers included): set "
+                         f"max_seq_length to {suggest} to keep {COVERED_SHARE:.0%} of rows whole (longer rows cost "
+                         "memory and time), or shorten the rows")
+
+
+def eval_too_small(eval_rows: int, request: TrainingStartRequest, has_eval: bool) -> Optional[Issue]:
+    """Warning when there is evaluation data but fewer than EVAL_MIN_ROWS rows of it."""
+    if not has_eval or eval_rows >= EVAL_MIN_ROWS:
+        return None
+    if request.val_size > 0:
+        fix, fields = "raise val_size or give local_eval_datasets with more rows", ["val_size"]
+    else:
+        fix, fields = "give more evaluation rows (local_eval_datasets or eval_split)", ["local_eval_datasets", "eval_split"]
+    return Issue(level="warning", code="eval_too_small", fields=fields,
+                 message=f"the evaluation set has {eval_rows} rows, fewer than {EVAL_MIN_ROWS}: its loss moves by chance "
+                         "between evaluations by about the per-row spread / sqrt(rows), so eval loss, early stopping and "
+                         f"the best checkpoint would follow noise: {fix}")
+
+
+def learning_rate(request: TrainingStartRequest) -> Optional[Issue]:
+    """Warning when ``learning_rate`` is more than LR_FAR outside the usual range of its method."""
+    low, high = LEARNING_RATES[request.training_type]
+    rate, method = request.learning_rate, request.training_type.value
+    if low / LR_FAR <= rate <= high * LR_FAR:
+        return None
+    effect = ("the weights will hardly move" if rate < low else "training is likely to diverge or forget what the model knew")
+    return Issue(level="warning", code="learning_rate_unusual", fields=["learning_rate", "training_type"],
+                 message=f"learning_rate={rate:g} is far {'below' if rate < low else 'above'} the usual range for "
+                         f"training_type={method} ({low:g} to {high:g}): {effect}; set learning_rate within that range")
+
+
+def memory_over_free(total_gib: Optional[float], free_gib: Optional[float], device: str) -> Optional[Issue]:
+    """Warning when the estimated peak memory exceeds the device's free memory now."""
+    if total_gib is None or free_gib is None or total_gib <= free_gib:
+        return None
+    return Issue(level="warning", code="memory_over_free",
+                 fields=["batch_size", "max_seq_length", "gradient_checkpointing", "training_type"],
+                 message=f"the run is estimated to need {total_gib:.1f} GiB of {device} memory but {free_gib:.1f} GiB is "
+                         "free: lower batch_size (raise gradient_accumulation_steps to keep the step size) or "
+                         "max_seq_length, turn on gradient_checkpointing, or use training_type=lora / qlora")
+
+
+def tokenizer_missing(model_name: str) -> Issue:
+    """Warning when the model's tokenizer is not on this machine (token counts unknown)."""
+    return Issue(level="warning", code="tokenizer_not_local", fields=["model_name"],
+                 message=f"the tokenizer of model_name={model_name!r} is not on this machine, so tokens, truncation, "
+                         "trained tokens and estimates are not checked (the run checks them after downloading it): "
+                         "download the model first or pick one that is already here")
+
+
+__all__ = ["EVAL_MIN_ROWS", "LEARNING_RATES", "TRUNCATED_SHARE", "covering_length", "data_error", "eval_too_small",
+           "learning_rate", "memory_over_free", "no_trained_tokens", "tokenizer_missing", "truncation"]

@@ -1,0 +1,163 @@
+"""Run time of a training run, Start to completed, estimated from this machine's measured speed.
+
+Training speed (input tokens per training second), in order of preference:
+
+1. this machine's run history: the median ``tokens_per_second`` of the latest ``HISTORY_RUNS``
+   runs of the same model and method (``training_type``) that trained at least
+   ``MIN_HISTORY_SECONDS``;
+2. else the fp32 (CPU) / bf16 (CUDA) matmul rate measured now (a 1024-square ``torch.mm`` for
+   about 0.3 s, once per process) times the share of it a training step reaches
+   (``EFFICIENCY``: 0.52 for LoRA on this CPU, bench/throughput.py) over the model FLOPs per token
+   (PaLM's count, Chowdhery et al. 2022 app. B: 6 N for full fine-tuning, 4 N with frozen weights,
+   plus 12 L d n for attention over rows of n tokens).
+
+Fixed parts: ``startup`` (worker start, imports, model load, building the trainer: bench/latency.py,
+or what earlier runs of the same model spent outside training when the history has them),
+``tokenize`` (measured by the caller, or ``TOKENIZE_TOKENS_PER_SECOND``), ``evaluation`` (forward
+passes only: 2 N per token against 4 N / 6 N in training) and ``save`` (the final weights and every
+checkpoint at ``DISK_BYTES_PER_SECOND``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import statistics
+import time
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field
+
+from trainer_core.preflight.memory import dtype_bytes
+from trainer_core.preflight.parameters import count_parameters, shapes
+from trainer_core.schemas import TrainingStartRequest, TrainingType
+
+log = logging.getLogger(__name__)
+
+HISTORY_RUNS = 5
+MIN_HISTORY_SECONDS = 10.0  # shorter runs are mostly their first step's warm-up
+EFFICIENCY = {"cpu": 0.52, "cuda": 0.3}  # cpu: model FLOP/s / fp32 matmul rate, bench/throughput.py; cuda: assumed
+IMPORT_SECONDS = 9.0  # spawning the worker and importing the training stack (bench/latency.py: ~8 s quiet)
+LOAD_BYTES_PER_SECOND = 0.75e9  # model load from the OS file cache (bench/latency.py: 0.54 GB in 0.7 s)
+BUILD_SECONDS = 1.2  # building the trainer (bench/latency.py)
+TOKENIZE_TOKENS_PER_SECOND = 150_000.0  # chat-template render + fast tokenizer (999 alpaca rows in ~1.1 s)
+DISK_BYTES_PER_SECOND = 0.3e9
+SAVE_FIXED_SECONDS = 0.5  # tokenizer files, trainer state, renames
+
+
+class TimeEstimate(BaseModel):
+    """Estimated seconds from Start to completed, with its parts and the speed used."""
+
+    total_seconds: float
+    parts_seconds: dict[str, float] = Field(description="startup, tokenize, train_steps, evaluation, save.")
+    tokens_per_second: float = Field(description="The training speed used (input tokens per training second).")
+    speed_source: str = Field(description="Where that speed came from.")
+
+
+@functools.lru_cache(maxsize=2)
+def matmul_gflops(device: str, size: int = 1024, seconds: float = 0.3) -> float:
+    """Median GFLOP/s of back-to-back ``size``-square ``torch.mm`` products (2 size^3 FLOPs each) in
+    the compute dtype of ``device`` over about ``seconds``, after one warm-up; cached per process."""
+    import torch
+
+    dtype = torch.float32 if dtype_bytes(device) == 4 else torch.bfloat16
+    target = "cuda" if device == "cuda" else "cpu"
+    a, b = (torch.randn(size, size, dtype=dtype, device=target) for _ in range(2))
+    sync = torch.cuda.synchronize if target == "cuda" else (lambda: None)
+    torch.mm(a, b)
+    sync()
+    rates, deadline = [], time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(rates) < 3:
+        began = time.perf_counter()
+        torch.mm(a, b)
+        sync()
+        rates.append(2 * size**3 / (time.perf_counter() - began) / 1e9)
+    return statistics.median(rates)
+
+
+def flops_per_token(request: TrainingStartRequest, model_config: Any, row_tokens: float, training: bool = True) -> float:
+    """Model FLOPs per token: (6 N full / 4 N frozen weights; 2 N forward only) + (12 / 4) L d n,
+    N = the weights every token passes (projections and the LM head), n = tokens per row."""
+    s = shapes(model_config)
+    n_matmul = count_parameters(model_config, ["all-linear"], 1, False).block_linear + s.vocab * s.hidden
+    if not training:
+        return 2.0 * n_matmul + 4.0 * s.layers * s.hidden * row_tokens
+    factor = 6.0 if request.training_type == TrainingType.full else 4.0
+    return factor * n_matmul + 12.0 * s.layers * s.hidden * row_tokens
+
+
+def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -> Optional[tuple[float, float, str]]:
+    """(median tokens/s, median seconds outside training, source text) from earlier runs of the same
+    model and method, or None when there are none."""
+    same = [run for run in history or []
+            if run.request.get("model_name") == request.model_name
+            and run.request.get("training_type") == request.training_type.value
+            and run.tokens_per_second and (run.training_seconds or 0) >= MIN_HISTORY_SECONDS]
+    same = sorted(same, key=lambda run: run.created_at, reverse=True)[:HISTORY_RUNS]
+    if not same:
+        return None
+    speeds = [run.tokens_per_second for run in same]
+    overheads = [run.wall_seconds - run.training_seconds for run in same if run.wall_seconds is not None]
+    source = (f"this machine's run history: median of {len(same)} earlier {request.training_type.value} run(s) of "
+              f"{request.model_name} ({', '.join(f'{v:.0f}' for v in speeds)} tokens/s)")
+    return statistics.median(speeds), (statistics.median(overheads) if overheads else math.nan), source
+
+
+def _save_seconds(request: TrainingStartRequest, model_config: Any, total_steps: int, device: str) -> float:
+    """Final save plus the checkpoints at ``save_steps`` (weights or adapter, and optimizer state)."""
+    counts = count_parameters(model_config, list(request.target_modules), request.lora_r,
+                              request.training_type != TrainingType.full)
+    trained_bytes = counts.lora * 4.0 if request.training_type != TrainingType.full else counts.total * dtype_bytes(device)
+    checkpoints = total_steps // request.save_steps if request.save_steps else 0
+    final = SAVE_FIXED_SECONDS + trained_bytes / DISK_BYTES_PER_SECOND
+    return final + checkpoints * (SAVE_FIXED_SECONDS + 3 * trained_bytes / DISK_BYTES_PER_SECOND)
+
+
+def _trained_tokens(request: TrainingStartRequest, tokens_per_epoch: int, total_steps: int,
+                    steps_per_epoch: Optional[int]) -> float:
+    """Input tokens the run trains on: ``total_steps`` of ``steps_per_epoch``, or ``num_epochs``
+    epochs when ``steps_per_epoch`` is not given (logged as a guess when ``max_steps`` is set)."""
+    if steps_per_epoch:
+        return tokens_per_epoch * total_steps / steps_per_epoch
+    if request.max_steps:
+        log.warning("estimate_time without steps_per_epoch: max_steps=%d taken as num_epochs=%s", request.max_steps,
+                    request.num_epochs)
+    return tokens_per_epoch * request.num_epochs
+
+
+def estimate_time(request: TrainingStartRequest, model_config: Any, train_tokens_per_epoch: int, total_steps: int,
+                  eval_tokens: int, evaluations: int, device: str, history: Optional[list[Any]],
+                  steps_per_epoch: Optional[int] = None, tokenize_seconds: Optional[float] = None) -> TimeEstimate:
+    """Estimated seconds from Start to completed for ``request`` on ``device``.
+
+    ``train_tokens_per_epoch``: input tokens of the training rows after truncation; ``total_steps``
+    optimizer steps of ``steps_per_epoch`` each (None: the run is taken as ``num_epochs`` epochs,
+    which is right unless ``max_steps`` is set); ``eval_tokens`` tokens per evaluation, run
+    ``evaluations`` times; ``history``: ``runs.store.RunRecord`` list of this machine (None: none);
+    ``tokenize_seconds``: what tokenizing the rows took the caller (None: estimated)."""
+    train_tokens = _trained_tokens(request, train_tokens_per_epoch, total_steps, steps_per_epoch)
+    row_tokens = train_tokens / max(total_steps * request.batch_size * request.gradient_accumulation_steps, 1)
+    per_token = flops_per_token(request, model_config, row_tokens)
+    weight_bytes = count_parameters(model_config, [], 1, False).total * dtype_bytes(device)
+    startup = IMPORT_SECONDS + weight_bytes / LOAD_BYTES_PER_SECOND + BUILD_SECONDS
+    tokenize = tokenize_seconds
+    if tokenize is None:
+        tokenize = (train_tokens_per_epoch + eval_tokens) / TOKENIZE_TOKENS_PER_SECOND
+    save = _save_seconds(request, model_config, total_steps, device)
+    measured = history_speed(request, history)
+    if measured is not None:
+        speed, overhead, source = measured
+        if not math.isnan(overhead):  # what those runs spent outside training, less this run's tokenize and save
+            startup = max(overhead - tokenize - save, BUILD_SECONDS)
+    else:
+        rate, share = matmul_gflops(device), EFFICIENCY["cuda" if device == "cuda" else "cpu"]
+        speed = rate * 1e9 * share / per_token
+        source = (f"the {'bf16' if dtype_bytes(device) == 2 else 'fp32'} matmul rate measured now ({rate:.0f} GFLOP/s) "
+                  f"x {share:.0%} over {per_token / 1e9:.2f} GFLOP per token (no earlier run of this model and method here)")
+    eval_speed = speed * per_token / flops_per_token(request, model_config, row_tokens, training=False)
+    parts = {"startup": startup, "tokenize": tokenize, "train_steps": train_tokens / speed,
+             "evaluation": evaluations * eval_tokens / eval_speed, "save": save}
+    return TimeEstimate(total_seconds=round(sum(parts.values()), 1),
+                        parts_seconds={name: round(value, 1) for name, value in parts.items()},
+                        tokens_per_second=round(speed, 1), speed_source=source)
