@@ -101,7 +101,7 @@ def page_worker(request, job_id, output_dir, events, stop):
             events.put((EventKind.DONE, {"phase": "stopped", "message": "Stopped and saved", "output_dir": output_dir}))
             return
         events.put((EventKind.PROGRESS, TrainingProgress(
-            job_id=job_id, step=step, total_steps=total, loss=2.0 / step, learning_rate=2e-4, grad_norm=1.0 + step / 10,
+            job_id=job_id, step=step, total_steps=total, loss=2.0 / step, learning_rate=request.learning_rate, grad_norm=1.0 + step / 10,
             num_tokens=step * 400, elapsed_seconds=time.monotonic() - began).model_dump()))
         time.sleep(0.25)
     events.put((EventKind.DONE, {"phase": "completed", "message": "Training completed", "output_dir": output_dir}))

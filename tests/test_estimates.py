@@ -167,10 +167,11 @@ def test_time_uses_the_history_of_the_same_model_and_method():
 
 def test_time_without_history_uses_the_measured_matmul_rate(monkeypatch):
     monkeypatch.setattr(timing, "matmul_gflops", lambda device: 100.0)
+    monkeypatch.setattr(timing, "_BEST", {})
     one_epoch = estimate_time(request(), smol(), 100_000, 250, 0, 0, "cpu", None, steps_per_epoch=250)
     per_token = timing.flops_per_token(request(), smol(), 100_000 / 1000)
     assert one_epoch.tokens_per_second == pytest.approx(100e9 * timing.EFFICIENCY["cpu"] / per_token, rel=1e-3)
-    assert "matmul rate measured now (100 GFLOP/s)" in one_epoch.speed_source
+    assert "100 GFLOP/s)" in one_epoch.speed_source
     half = estimate_time(request(max_steps=125), smol(), 100_000, 125, 0, 0, "cpu", [], steps_per_epoch=250)
     assert half.parts_seconds["train_steps"] == pytest.approx(one_epoch.parts_seconds["train_steps"] / 2, rel=0.01)
     with_eval = estimate_time(request(), smol(), 100_000, 250, 10_000, 5, "cpu", None, steps_per_epoch=250)
@@ -198,3 +199,18 @@ def test_preflight_bench_quick(capsys, model_dir):
     assert result["run"]["peak_rss_gib"] > 1 and result["run"]["wall_seconds"] > result["run"]["training_seconds"] > 0
     assert result["memory_estimate"]["total_gib"] > 1 and result["time_estimate"]["total_seconds"] > 0
     assert "Start -> completed" in capsys.readouterr().out
+
+
+def test_the_machine_rate_is_the_best_sample_and_is_resampled(monkeypatch):
+    samples = iter([40.0, 150.0, 90.0])
+    monkeypatch.setattr(timing, "matmul_gflops", lambda device: next(samples))
+    monkeypatch.setattr(timing, "_BEST", {})
+    clock = [1000.0]
+    monkeypatch.setattr(timing.time, "monotonic", lambda: clock[0])
+    assert timing.machine_gflops("cpu") == 40.0  # a busy moment
+    clock[0] += 10
+    assert timing.machine_gflops("cpu") == 40.0  # not resampled within RESAMPLE_S
+    clock[0] += timing.RESAMPLE_S
+    assert timing.machine_gflops("cpu") == 150.0
+    clock[0] += timing.RESAMPLE_S
+    assert timing.machine_gflops("cpu") == 150.0  # a later busy sample does not lower it

@@ -56,10 +56,10 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
     ``handlers.render``'s order, notice, hardware, the pre-flight components)."""
     with gr.Column(scale=6, elem_id="monitor-col"):
         with gr.Row():
-            start_btn = gr.Button("Start", variant="primary", elem_id="start")
-            check_btn = gr.Button("Check", elem_id="check")
-            stop_btn = gr.Button("Stop (save)", elem_id="stop", interactive=False)
-            cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel", interactive=False)
+            start_btn = gr.Button("Start", variant="primary", elem_id="start", min_width=80)
+            check_btn = gr.Button("Check", elem_id="check", min_width=80)
+            stop_btn = gr.Button("Stop (save)", elem_id="stop", interactive=False, min_width=80)
+            cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel", interactive=False, min_width=80)
         notice = gr.HTML(handlers.NOTICE_CLEAR, elem_id="start-notice")
         with gr.Accordion("Pre-flight check", open=False, visible=False, elem_id="preflight") as checked:
             report = gr.HTML("", elem_id="preflight-report")

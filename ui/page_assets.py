@@ -13,6 +13,7 @@ CSS = """
 #monitor-col [data-testid="status-tracker"] { display: none !important; }  /* no queue / ETA overlay on the monitor */
 #monitor-col { position: sticky; top: 8px; align-self: flex-start; max-height: calc(100vh - 16px);
                overflow-y: auto; flex-wrap: nowrap !important; }  /* wrap would push items off to the right */
+#monitor-col > * { flex-shrink: 0 !important; }  /* a long pre-flight report scrolls the column, never squeezes the charts */
 .toast-wrap { top: auto !important; bottom: 16px !important; }  /* toasts below, not over the buttons and notice */
 button:disabled { opacity: 0.45 !important; filter: grayscale(1); cursor: not-allowed; }
 .info-text { font-size: 14px !important; color: #4b5563 !important; line-height: 1.4 !important; }

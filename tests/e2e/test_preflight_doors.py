@@ -1,0 +1,95 @@
+"""Issue 12's new doors tried as an attacker would, on the whole app with login and token (fake
+stepping worker): ``POST /api/train/preflight``, the page's ``check`` event and the Runs tab's
+``download_run`` event. Nothing outside the allowed folders is read or reported, no secret comes
+back, and the happy path returns what it should."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from tests.e2e.conftest import CANARY, alpaca, api, assert_no_canary, form_args, idle, logged_in, snapshot, wait_for
+from tests.e2e.raw_gradio import RawGradio, error_text, file_value
+
+HF_TOKEN = "hf_PreflightSecretNeverEchoed9"
+
+
+def test_preflight_route_reports_and_refuses_paths_outside(studio, outside, datasets_dir):
+    settings, runner, url = studio
+    client = api(url)
+    before = snapshot(outside)
+    body = {"local_datasets": [alpaca(datasets_dir)], "max_seq_length": 128, "num_epochs": 1, "hf_token": HF_TOKEN}
+    answer = client.post("/api/train/preflight", json=body)
+    assert answer.status_code == 200, answer.text
+    report = answer.json()
+    assert HF_TOKEN not in answer.text
+    assert report["rows_read"] == 999 and report["files"][0]["format"] == "alpaca"
+    assert report["rows_truncated"] > 50 and report["tokens_cut"] > 0 and report["total_steps"] == report["steps_per_epoch"]
+    assert {"memory_estimate_gib", "time_estimate_seconds", "warnings", "errors", "rows_without_trained_tokens"} <= set(report)
+    assert any(w["code"] == "rows_truncated" for w in report["warnings"]) and report["errors"] == []
+    assert not runner.status().is_training_running  # nothing started
+    for path in (str(outside / "canary.jsonl"), f"{datasets_dir}/../{outside.name}/canary.json", "/etc/passwd"):
+        refused = client.post("/api/train/preflight", json={"local_datasets": [path]})
+        assert refused.status_code == 400 and CANARY not in refused.text, refused.text
+    refused = client.post("/api/train/preflight", json={"local_datasets": [alpaca(datasets_dir)], "model_name": str(outside / "model")})
+    assert CANARY not in refused.text
+    assert httpx_status(url, "/api/train/preflight", body) == 401  # no token: no report
+    assert snapshot(outside) == before
+    assert_no_canary(settings.data_dir)
+
+
+def httpx_status(url: str, path: str, body: dict) -> int:
+    import httpx
+
+    return httpx.post(url + path, json=body, timeout=30).status_code
+
+
+def test_check_event_refuses_foreign_files_and_reports_the_form(studio, outside, datasets_dir):
+    settings, runner, url = studio
+    raw = RawGradio(logged_in(url))
+    check = raw.fn_index("check")
+    for target in (outside / "canary.jsonl", settings.uploads_dir / ".." / ".." / "x.json"):
+        answer = raw.call(check, [file_value(str(target)), *form_args("")[1:]])
+        assert CANARY not in json.dumps(answer) and "not uploaded" in json.dumps(answer), answer  # Gradio's or ours
+    typed = raw.call(check, form_args(str(outside / "canary.jsonl")))
+    assert CANARY not in json.dumps(typed) and "Not checked" in typed["output"]["data"][3]
+    good = raw.call(check, form_args(alpaca(datasets_dir), hf_token=HF_TOKEN, max_steps=5))
+    assert good["success"], error_text(good)
+    panel, report, figure, notice = good["output"]["data"]
+    assert notice == "" and "999</strong> training rows kept of 999 read" in report and HF_TOKEN not in json.dumps(good)
+    assert "5 steps" in report and json.loads(figure["plot"])["data"][0]["type"] == "bar"
+
+
+def test_download_run_gives_run_json_and_weights_only_for_runs(studio, outside, datasets_dir):
+    settings, runner, url = studio
+    idle(runner)
+    job = api(url).post("/api/train/start", json={"local_datasets": [alpaca(datasets_dir)], "max_steps": 3,
+                                                  "hf_token": HF_TOKEN}).json()
+    assert job["status"] == "queued", job
+    wait_for(lambda: not runner.status().is_training_running, 30, "the fake run")
+    folder = settings.runs_dir / job["job_id"]
+    (folder / "adapter_model.safetensors").write_bytes(b"weights")
+    (folder / "checkpoint-2").mkdir()
+    (folder / "checkpoint-2" / "optimizer.pt").write_bytes(b"state")
+    client = logged_in(url)
+    raw = RawGradio(client)
+    download = raw.fn_index("download_run")
+    answer = raw.call(download, [job["job_id"]])
+    assert answer["success"], error_text(answer)
+    bundle, notice = answer["output"]["data"]
+    assert notice == ""
+    fetched = client.get(f"/gradio_api/file={bundle['value']['path']}")
+    archive = zipfile.ZipFile(io.BytesIO(fetched.content))
+    names = archive.namelist()
+    assert names[0] == "run.json" and "adapter_model.safetensors" in names  # (the fake worker logs no metrics.jsonl)
+    assert not any(n.startswith("checkpoint") for n in names) and "worker.log" not in names
+    record = json.loads(archive.read("run.json"))
+    assert record["request"]["max_steps"] == 3 and HF_TOKEN not in fetched.text
+    # a run recorded with a folder outside the allowed ones, and ids that name no run
+    runner.store.create_run("job_outside", {"max_steps": 1}, str(outside), "completed")
+    for job_id in ("job_outside", "../../etc", "", "x" * 5000):
+        refused = raw.call(download, [job_id])
+        assert refused["success"] and "Not downloaded" in refused["output"]["data"][1], (job_id, refused)
+        assert CANARY not in json.dumps(refused)
+    runner.store.delete_run("job_outside")
