@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from api.auth import require_token
 from api.sse import progress_stream
-from trainer_core.access.requests import MissingPaths, checked_request
-from trainer_core.access.admission import REFUSALS, admit
+from trainer_core.access.requests import MissingPaths
+from trainer_core.access.admission import REFUSALS, admit, checked_for_preflight
 from trainer_core.hardware import HardwareSnapshot, snapshot
 from trainer_core.preflight.report import PreflightReport
 from trainer_core.runs.job import JobRunner
@@ -81,7 +81,7 @@ def preflight(body: TrainingStartRequest, request: Request, runner: JobRunner = 
     from trainer_core.data import import_data_stack
 
     try:
-        checked = checked_request(body, request.app.state.settings.allowed_roots)
+        checked = checked_for_preflight(body, request.app.state.settings)
         import_data_stack()
         from trainer_core.preflight.check import run_preflight
 

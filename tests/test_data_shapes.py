@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import datasets
@@ -195,6 +196,71 @@ def test_kept_upload_keeps_the_whole_suffix(tmp_path: Path, monkeypatch) -> None
     assert read_file(str(kept))["text"] == ["a"]
 
 
+def _bomb(tmp_path: Path, name: str, megabytes: int) -> Path:
+    """A small compressed file holding ``megabytes`` MB of one JSON / CSV / text value."""
+    filler = "a" * (megabytes * 1024 * 1024)
+    if ".csv" in name:
+        text = "text\n" + filler + "\n"
+    elif ".txt" in name:
+        text = filler + "\n"
+    else:
+        text = '{"text": "' + filler + '"}\n' if ".jsonl" in name else '[{"text": "' + filler + '"}]'
+    return compressed(tmp_path, name, text)
+
+
+@pytest.mark.parametrize("name", ["bomb.json.gz", "bomb.jsonl.zst", "bomb.csv.gz", "bomb.txt.zst"])
+def test_decompression_bomb_is_refused_quickly(tmp_path: Path, monkeypatch, name: str) -> None:
+    from trainer_core.data import compressed as compression
+
+    monkeypatch.setattr(compression, "MAX_DECOMPRESSED_BYTES", 1024 * 1024)
+    path = _bomb(tmp_path, name, 16)
+    assert path.stat().st_size < 100_000
+    started = time.perf_counter()
+    message = rf"^{name}: decompresses to more than 1 MB: .*STUDIO_MAX_DATA_BYTES"
+    with pytest.raises(DatasetError, match=message):
+        read_file(str(path))
+    with pytest.raises(DatasetError, match=message):
+        read_head(str(path), 2)
+    assert time.perf_counter() - started < 5
+    folder = tmp_path / "folder"  # a folder's JSON files are looked at through a prefix only
+    folder.mkdir()
+    path.rename(folder / name)
+    with pytest.raises(DatasetError, match=message):
+        read_file(str(folder))
+    monkeypatch.setattr(compression, "MAX_DECOMPRESSED_BYTES", 32 * 1024 * 1024)  # under the cap: read
+    assert len(read_head(str(folder / name), 1)[0]["text"]) == 16 * 1024 * 1024
+
+
+def test_decompression_cap_from_the_environment(monkeypatch) -> None:
+    from trainer_core.data import compressed as compression
+
+    assert compression.MAX_DECOMPRESSED_BYTES == compression._limit_from_env() or os.environ.get("STUDIO_MAX_DATA_BYTES")
+    monkeypatch.delenv("STUDIO_MAX_DATA_BYTES", raising=False)
+    assert compression._limit_from_env() == 2 * 1024**3
+    monkeypatch.setenv("STUDIO_MAX_DATA_BYTES", "1000")
+    assert compression._limit_from_env() == 1000
+    monkeypatch.setenv("STUDIO_MAX_DATA_BYTES", "lots")
+    with pytest.raises(ValueError, match="STUDIO_MAX_DATA_BYTES='lots' is not a positive number of bytes"):
+        compression._limit_from_env()
+
+
+def test_truncated_zstandard_file(tmp_path: Path, datasets_dir: Path) -> None:
+    import zstandard
+
+    rows = json.loads((datasets_dir / "identity.json").read_text(encoding="utf-8"))
+    whole = zstandard.ZstdCompressor().compress(jsonl(rows).encode("utf-8"))
+    for name in ("cut.jsonl.zst", "cut.json.zst", "cut.csv.zst", "cut.txt.zst"):
+        data = pd.DataFrame(rows).to_csv(index=False).encode("utf-8") if ".csv" in name else jsonl(rows).encode("utf-8")
+        cut = tmp_path / name
+        cut.write_bytes(zstandard.ZstdCompressor().compress(data)[:-40])
+        with pytest.raises(DatasetError, match=rf"^{name}: cannot be decompressed \(the Zstandard data ends early: "
+                                               r"the file is truncated\): check that the file is complete"):
+            read_file(str(cut))
+    two_frames = tmp_path / "frames.jsonl.zst"  # frames one after another (zstd -c a b, pzstd) are all read
+    two_frames.write_bytes(whole + zstandard.ZstdCompressor().compress(jsonl(rows[:5]).encode("utf-8")))
+    assert len(read_file(str(two_frames))) == 96
+
+
 # --- 4. folders ---
 
 
@@ -281,6 +347,102 @@ def test_save_to_disk_dataset_and_dict(tmp_path: Path, datasets_dir: Path) -> No
     datasets.DatasetDict({"validation": datasets.Dataset.from_list(rows[:2])}).save_to_disk(str(no_train))
     with pytest.raises(DatasetError, match=r"folder saved_eval holds the splits \['validation'\] but no 'train' split"):
         read_file(str(no_train))
+
+
+def _outside_saved(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(allowed root, a saved dataset outside it holding the row "secret", that dataset's arrow file)."""
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    datasets.Dataset.from_dict({"text": ["secret"]}).save_to_disk(str(outside / "sec"))
+    arrow = next((outside / "sec").glob("*.arrow"))
+    return allowed, outside / "sec", arrow
+
+
+@pytest.fixture()
+def loads(monkeypatch) -> list[str]:
+    """Folders datasets.load_from_disk is asked to load (the call goes through)."""
+    calls: list[str] = []
+    real = datasets.load_from_disk
+
+    def record(path, *args, **kwargs):
+        calls.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(datasets, "load_from_disk", record)
+    return calls
+
+
+def test_saved_dataset_file_names_cannot_leave_the_allowed_folders(tmp_path: Path, loads: list[str]) -> None:
+    allowed, _, arrow = _outside_saved(tmp_path)
+    folder = allowed / "saved"
+    datasets.Dataset.from_dict({"text": ["mine"]}).save_to_disk(str(folder))
+    state_file = folder / "state.json"
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    for name in (str(arrow), os.path.relpath(arrow, folder)):  # an absolute name, then ../../outside/...
+        state["_data_files"] = [{"filename": name}]
+        state_file.write_text(json.dumps(state), encoding="utf-8")
+        assert datasets.load_from_disk(str(folder))["text"] == ["secret"]  # what load_from_disk alone does
+        loads.clear()
+        with pytest.raises(PathNotAllowed, match=r"local_datasets: .*\.arrow is outside the allowed folders"):
+            checked_request(TrainingStartRequest(local_datasets=[str(folder)]), [allowed])
+        with pytest.raises(DatasetError, match=rf"folder saved: the data file '.*' of state.json leads to .*, outside "
+                                               "the dataset folder .*: save the dataset again with save_to_disk"):
+            read_file(str(folder))  # read without the path check: refused before datasets opens anything
+        assert loads == []
+
+
+def test_saved_dataset_split_link_cannot_leave_the_allowed_folders(tmp_path: Path, monkeypatch, loads: list[str]) -> None:
+    from trainer_core.data import folders
+
+    allowed, outside_saved, _ = _outside_saved(tmp_path)
+    folder = allowed / "saved_dict"
+    folder.mkdir()
+    (folder / "dataset_dict.json").write_text(json.dumps({"splits": ["train"]}), encoding="utf-8")
+    (folder / "train").symlink_to(outside_saved, target_is_directory=True)
+    assert datasets.load_from_disk(str(folder))["train"]["text"] == ["secret"]  # what load_from_disk alone does
+    loads.clear()
+    read: list[Path] = []
+    real_json = folders._saved_json
+    monkeypatch.setattr(folders, "_saved_json", lambda at, file, key: read.append(file) or real_json(at, file, key))
+    with pytest.raises(PathNotAllowed, match=r"local_datasets: .*train is outside the allowed folders"):
+        checked_request(TrainingStartRequest(local_datasets=[str(folder)]), [allowed])
+    with pytest.raises(DatasetError, match=r"folder saved_dict: the split 'train' of dataset_dict.json leads to .*, "
+                                           "outside the dataset folder"):
+        read_file(str(folder))
+    assert loads == [] and read and all(file.resolve().is_relative_to(allowed.resolve()) for file in read)
+    (folder / "train").unlink()  # a split named by ..
+    (folder / "dataset_dict.json").write_text(json.dumps({"splits": ["../../outside/sec"]}), encoding="utf-8")
+    with pytest.raises(PathNotAllowed, match=r"outside/sec is outside the allowed folders"):
+        checked_request(TrainingStartRequest(local_datasets=[str(folder)]), [allowed])
+    assert loads == []
+
+
+def test_saved_dataset_inside_the_allowed_folders_still_reads(tmp_path: Path) -> None:
+    allowed = tmp_path / "allowed"
+    folder = allowed / "saved_dict"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a", "b"]}),
+                          "test": datasets.Dataset.from_dict({"text": ["z"]})}).save_to_disk(str(folder))
+    request = checked_request(TrainingStartRequest(local_datasets=[str(folder)]), [allowed])
+    assert request.local_datasets == [str(folder.resolve())]
+    assert read_file(str(folder))["text"] == ["a", "b"]
+
+
+@pytest.mark.parametrize("file,content,shape", [
+    ("dataset_dict.json", "{not json", "is not valid JSON"),
+    ("dataset_dict.json", '{"splits": "train"}', r'does not hold \{"splits": \["train", ...\]\}'),
+    ("train/state.json", '{"_data_files": [{"filename": 3}]}', r'does not hold \{"_data_files": '),
+    ("train/state.json", "[]", r'does not hold \{"_data_files": '),
+])
+def test_malformed_saved_dataset_files_are_named(tmp_path: Path, file: str, content: str, shape: str) -> None:
+    allowed = tmp_path / "allowed"
+    folder = allowed / "saved_dict"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a"]})}).save_to_disk(str(folder))
+    (folder / file).write_text(content, encoding="utf-8")
+    message = rf"^folder saved_dict: {file} {shape}.*: save the dataset again with save_to_disk"
+    with pytest.raises(DatasetError, match=message):
+        checked_request(TrainingStartRequest(local_datasets=[str(folder)]), [allowed])
+    with pytest.raises(DatasetError, match=message):
+        read_file(str(folder))
 
 
 # --- 6. Hub dataset offline ---

@@ -205,6 +205,24 @@ def test_assistant_less_rows_are_refused_before_any_model_loads(tmp_path, settin
     assert [e.code for e in report.errors] == ["data_error"] and "no assistant turn" in report.errors[0].message
 
 
+@pytest.mark.parametrize("start,end", [(4, 8), (6, 0), (0, 7)])
+def test_slice_beyond_the_data_is_refused_like_training(files, settings, start, end):
+    """6 rows in two files: the check and Start refuse a slice past the end in training's words."""
+    from trainer_core.data.prepare import load_conversations
+
+    request = TrainingStartRequest(local_datasets=files, max_seq_length=MAX_LEN, dataset_slice_start=start,
+                                   dataset_slice_end=end)
+    with pytest.raises(DatasetError) as training:
+        load_conversations(request)
+    assert "reaches beyond the training data, which has 6 rows" in str(training.value)
+    report = run_preflight(request, settings)
+    assert [e.code for e in report.errors] == ["data_error"] and report.errors[0].message == str(training.value)
+    with pytest.raises(DatasetError) as refused:
+        admit(request, settings, None)
+    assert str(refused.value) == str(training.value)
+    inside = run_preflight(request.model_copy(update={"dataset_slice_start": 4, "dataset_slice_end": 6}), settings)
+    assert not inside.errors and inside.rows_read == 2
+
 def test_start_admits_good_data(files, settings):
     admitted = admit(TrainingStartRequest(local_datasets=files, max_seq_length=MAX_LEN), settings, None)
     assert admitted.local_datasets == [str(Path(f).resolve()) for f in files]

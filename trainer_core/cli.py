@@ -27,6 +27,7 @@ from tqdm import tqdm
 from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.manifest import rerun_values
+from trainer_core.configs.yaml_files import read_config_file
 from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
 from trainer_core.evaluation import cli_eval
 from trainer_core.export import cli_export
@@ -85,13 +86,8 @@ def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
         values, warnings = rerun_values(args.from_run)
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
-    try:
-        config = (yaml.safe_load(args.config.read_text()) or {}) if args.config else {}
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{args.config} is not valid YAML: {exc}") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{args.config}: expected a mapping of request fields")
-    values.update(config)
+    if args.config:
+        values.update(read_config_file(args.config, keep_secrets=True)[0])
     for name in TrainingStartRequest.model_fields:
         value = getattr(args, name, None)
         if value is not None:

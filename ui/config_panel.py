@@ -5,10 +5,11 @@ command and ``curl`` call, updated as fields change. Secrets are never written
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import gradio as gr
 
@@ -39,7 +40,7 @@ def form_settings(ctx: Context, upload: Optional[str], paths_text: str, eval_upl
 def save(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
          *values: Any) -> tuple[Any, str]:
     """(the YAML file to download, notice): the form written as ``finetune-settings.yaml`` in a
-    new temporary folder, after the same checks a load makes (so a saved file always loads); a
+    temporary folder named by its content's hash (saving the same settings again adds nothing), after the same checks a load makes (so a saved file always loads); a
     setting the schema refuses is named in the notice and nothing is written."""
     try:
         settings, _ = form_settings(ctx, upload, paths_text, eval_upload, eval_text, values)
@@ -49,9 +50,12 @@ def save(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Opti
         return gr.skip(), notice_html(exc.message, "Not saved")
     except ValueError as exc:
         return gr.skip(), notice_html(str(exc).removeprefix("the form: "), "Not saved")
-    folder = Path(tempfile.mkdtemp(prefix="studio-settings-"))
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]  # the same settings saved twice: one file
+    folder = Path(tempfile.gettempdir()) / "studio-settings" / digest
+    folder.mkdir(parents=True, exist_ok=True)
     target = folder / SAVED_NAME
-    target.write_text(text, encoding="utf-8")
+    if not target.is_file():
+        target.write_text(text, encoding="utf-8")
     return gr.File(value=str(target), visible=True), ""
 
 
@@ -66,9 +70,11 @@ def load(ctx: Context, file: Optional[str]) -> list[Any]:
             return [*keep, ""]
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise ConfigFileError(f"{path.name} is larger than {MAX_CONFIG_BYTES // 1024} KB: it is not a settings file")
-        values, notes = parse_config_text(path.read_text(encoding="utf-8", errors="replace"), path.name)
+        values, notes = parse_config_text(path.read_bytes().decode("utf-8"), path.name)
     except gr.Error as exc:
         return [*keep, notice_html(exc.message, "Not loaded")]
+    except UnicodeDecodeError:
+        return [*keep, Refusal(f"{path.name} is not UTF-8 text: save it as UTF-8", ()).html("Not loaded")]
     except (ConfigFileError, OSError) as exc:  # in the file's own words: its keys, not the form's labels
         return [*keep, Refusal(str(exc), ()).html("Not loaded")]
     paths, eval_paths, *widgets = form_values(values)
@@ -90,6 +96,18 @@ def commands(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: 
         return f"# {exc}", ""
     base = _base_url(request)
     return cli_command(settings), curl_command(settings, base, ctx.settings.api_token is not None, has_token)
+
+
+def commands_handler(ctx: Context) -> Callable[..., tuple[str, str]]:
+    """``commands`` bound to ``ctx`` as a plain function whose ``gr.Request`` parameter Gradio can
+    see: Gradio reads type hints (a ``functools.partial`` hides them) and fills only positional
+    parameters before ``*values``, so the request comes first."""
+
+    def handler(request: gr.Request, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
+                *values: Any) -> tuple[str, str]:
+        return commands(ctx, upload, paths_text, eval_upload, eval_text, *values, request=request)
+
+    return handler
 
 
 def _base_url(request: Optional[gr.Request]) -> str:

@@ -118,7 +118,7 @@ def _wire_config(ctx: handlers.Context, block: dict, file_inputs: list, form: li
                                   api_name="settings_load", **FREE)
     after_load(loaded)
     triggers = [w.change for w in inputs]
-    gr.on(triggers, partial(config_panel.commands, ctx), inputs, [block["cli"], block["curl"]], api_name="command_preview",
+    gr.on(triggers, config_panel.commands_handler(ctx), inputs, [block["cli"], block["curl"]], api_name="command_preview",
           trigger_mode="always_last", show_progress="hidden", **FREE)
 
 
@@ -228,7 +228,7 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
         file_inputs = [upload, paths, eval_upload, eval_paths]
         _wire_config(ctx, config, file_inputs, form,
                      lambda event: event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE))
-        demo.load(partial(config_panel.commands, ctx), [*file_inputs, *form], [config["cli"], config["curl"]],
+        demo.load(config_panel.commands_handler(ctx), [*file_inputs, *form], [config["cli"], config["curl"]],
                   api_name=False, show_progress="hidden", **FREE)
         start_btn, stop_btn, cancel_btn = monitor[5:]
         start_btn.click(handlers.starting, None, start_btn, queue=False, show_progress="hidden", api_name=False).then(

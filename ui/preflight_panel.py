@@ -10,8 +10,7 @@ from typing import Any, Optional
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from trainer_core.access.admission import REFUSALS
-from trainer_core.access.requests import checked_request
+from trainer_core.access.admission import REFUSALS, checked_for_preflight
 from ui.form import FORM_FIELDS, build_request
 from ui.handlers import Context, dataset_paths
 from ui.preflight_view import histogram_figure, report_html
@@ -31,7 +30,7 @@ def check(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Opt
         train_files = dataset_paths(upload, paths_text, ctx.settings)
         eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
         request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
-        request = checked_request(request, ctx.settings.allowed_roots)
+        request = checked_for_preflight(request, ctx.settings)
         import_data_stack()
         from trainer_core.preflight.check import run_preflight
 

@@ -231,7 +231,8 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str,
 
 def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:
     """(the run's zip, runs notice): ``run.json`` with the final weights (``runs.bundle``), written
-    to a new temporary folder for the browser to fetch. A run without ``run.json`` (made by an older
+    to ``<temp>/studio-bundles/<job id>/`` for the browser to fetch (a new download replaces it, so
+    repeated clicks do not fill the disk). A run without ``run.json`` (made by an older
     version) or whose folder lies outside the allowed folders is said in the notice."""
     import tempfile
 
@@ -242,7 +243,7 @@ def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:
     try:
         run = _get(ctx, job_id)
         folder = confine(run.output_dir, ctx.settings.allowed_roots, "output_dir")
-        archive = run_bundle(folder, Path(tempfile.mkdtemp(prefix="studio-bundle-")))
+        archive = run_bundle(folder, Path(tempfile.gettempdir()) / "studio-bundles" / run.job_id)
     except gr.Error as exc:
         return gr.skip(), notice_html(exc.message, action)
     except (BundleError, PathNotAllowed, OSError) as exc:

@@ -99,6 +99,7 @@ def test_command_preview_shows_only_changes_and_no_secret(studio, datasets_dir):
     assert cli.startswith("python -m trainer_core train") and f"--dataset {alpaca(datasets_dir)}" in cli
     assert "--learning-rate 0.0005" in cli and "--packing" in cli and "--target-modules q_proj v_proj" in cli
     assert "--batch-size" not in cli  # left at its default
+    assert url.removeprefix("http://") + "/api/train/start" in curl  # the address the page was opened at
     assert '"learning_rate": 0.0005' in curl and "$STUDIO_API_TOKEN" in curl and "/api/train/start" in curl
     assert "hf_token" in curl.splitlines()[0]  # says it was left out
     body = json.loads(curl.split("-d '", 1)[1].rsplit("'", 1)[0])

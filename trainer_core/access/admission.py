@@ -15,8 +15,8 @@ from typing import Optional
 from trainer_core.access.requests import MissingPaths, checked_request
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
-from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model
-from trainer_core.access.paths import PathNotAllowed
+from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, looks_like_path
+from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.training.checkpoints import ResumeError, find_resume_target
 from trainer_core.runs.folders import OutputDirError, check_output_dir
 from trainer_core.schemas import TrainingStartRequest
@@ -65,6 +65,16 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     if errors:
         raise PreflightError(errors)
     return admitted
+
+
+def checked_for_preflight(request: TrainingStartRequest, settings: Settings) -> TrainingStartRequest:
+    """``request`` with its paths confined as ``admit`` confines them, for the pre-flight check
+    (which asks no Hub and starts nothing): dataset, output and resume paths in the allowed
+    folders, a model folder in the model folders. Raises PathNotAllowed or MissingPaths."""
+    checked = checked_request(request, settings.allowed_roots)
+    if looks_like_path(checked.model_name):
+        checked = checked.model_copy(update={"model_name": str(confine(checked.model_name, settings.model_roots, "model_name"))})
+    return checked
 
 
 def default_run_folder(settings: Settings, job_id: str) -> Path:

@@ -6,6 +6,7 @@ written, and a file that holds one is read without it.
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -39,10 +40,26 @@ def request_to_yaml(settings: dict[str, Any]) -> str:
     return "\n".join(blocks)
 
 
-def parse_config_text(text: str, source: str = "the settings file") -> tuple[dict[str, Any], list[str]]:
+def read_config_file(path: Path, keep_secrets: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """``parse_config_text`` of the file at ``path`` (UTF-8, at most MAX_CONFIG_BYTES). Raises
+    ConfigFileError naming the file when it cannot be read, is too large or is not UTF-8."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigFileError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KB: it is not a settings file")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigFileError(f"{path} is not UTF-8 text: save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigFileError(f"{path} cannot be read ({exc.strerror or exc}): check the path") from None
+    return parse_config_text(text, str(path), keep_secrets)
+
+
+def parse_config_text(text: str, source: str = "the settings file", keep_secrets: bool = False) -> tuple[dict[str, Any], list[str]]:
     """The field values in YAML ``text`` and notes for the user (secrets skipped). The values are
     checked with ``TrainingStartRequest``: a file without datasets is accepted (the form or
-    ``--dataset`` supplies them), anything else invalid is refused.
+    ``--dataset`` supplies them), anything else invalid is refused. ``keep_secrets`` (the CLI,
+    reading the user's own file) keeps ``hf_token``; the page never takes one from a file.
 
     Raises ConfigFileError naming ``source`` for text that is not YAML, not a mapping, has keys that
     are not settings (with the nearest key name), or values the schema refuses (naming the field)."""
@@ -52,6 +69,9 @@ def parse_config_text(text: str, source: str = "the settings file") -> tuple[dic
         values = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"{source} is not valid YAML ({_first_line(exc)}): fix the line it names") from None
+    except (RecursionError, ValueError) as exc:  # nested deeper than Python allows; an integer of thousands of digits
+        raise ConfigFileError(f"{source} cannot be read as settings ({type(exc).__name__}: {_first_line(exc)[:120]}): "
+                              "it is not a settings file") from None
     if values is None:
         values = {}
     if not isinstance(values, dict):
@@ -62,11 +82,16 @@ def parse_config_text(text: str, source: str = "the settings file") -> tuple[dic
                  for k in unknown[:5]]
         raise ConfigFileError(f"{source}: {', '.join(hints)} {'is' if len(unknown) == 1 else 'are'} not a setting; "
                               "use the keys of a saved settings file")
-    notes = [f"{name} is not read from files: type it in the form" for name in SECRET_FIELDS if name in values]
-    values = {key: value for key, value in values.items() if key not in SECRET_FIELDS}
+    if not keep_secrets:
+        notes = [f"{name} is not read from files: type it in the form" for name in SECRET_FIELDS if name in values]
+        values = {key: value for key, value in values.items() if key not in SECRET_FIELDS}
+    else:
+        notes = []
     try:
         TrainingStartRequest(**values)
-    except ValidationError as exc:
+    except (RecursionError, ValueError) as exc:
+        if not isinstance(exc, ValidationError):
+            raise ConfigFileError(f"{source} cannot be read as settings ({type(exc).__name__}): it is not a settings file") from None
         problems = [e for e in exc.errors() if not str(e["msg"]).removeprefix("Value error, ").startswith(NO_DATA)]
         if problems:
             raise ConfigFileError(f"{source}: {explain(ValidationError.from_exception_data(exc.title, problems))}") from None

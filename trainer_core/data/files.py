@@ -18,7 +18,7 @@ from typing import Any, Optional
 import datasets
 import datasets.exceptions
 
-from trainer_core.data.compressed import BUILDERS, SUPPORTED, data_suffix, open_text, split_suffix
+from trainer_core.data.compressed import BUILDERS, SUPPORTED, check_decompressed, data_suffix, open_text, split_suffix
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.folders import load_saved, plan_folder
 from trainer_core.data.json_check import (json_problem, kind_of, looks_like_lines, mixed_type_problem,
@@ -81,12 +81,16 @@ def read_file(path: str) -> datasets.Dataset:
     """Read one local file (or folder: see ``read_parts``; its files joined) into a Dataset.
 
     ``.txt``: one row per non-blank line, column ``text``; ``.csv``: every value as text;
-    ``.gz`` / ``.zst``: decompressed first. Raises DatasetError as described in ``read_files``.
+    ``.gz`` / ``.zst``: decompressed first, streamed; DatasetError when one decompresses to more
+    than ``compressed.MAX_DECOMPRESSED_BYTES`` (2 GiB unless ``STUDIO_MAX_DATA_BYTES`` says) or is
+    damaged or truncated. Raises DatasetError as described in ``read_files``.
     """
     file = Path(path).expanduser()
     if file.is_dir():
         return _join(read_parts(path))
     builder = _check_file(file)
+    if builder != "json":  # (JSON is decompressed under the cap by json_problem)
+        _check_decompression(file)  # before datasets decompresses the file whole, uncapped
     kwargs: dict[str, Any] = {}
     if builder == "csv":
         kwargs["features"] = datasets.Features({name: datasets.Value("string") for name in _csv_header(file)})
@@ -94,7 +98,7 @@ def read_file(path: str) -> datasets.Dataset:
         kwargs["parse_agent_traces"] = False  # keep the file's own columns
         # Checked with the stdlib first: pyarrow's JSON reader crashes the process (SIGSEGV) on some
         # malformed files, e.g. a top-level `null`, and the app previews files in its own process.
-        problem = json_problem(file)
+        problem = json_problem(file)  # decompresses under the cap, too
         if problem is not None:
             raise DatasetError(f"{file.name}: {problem}")
     with tempfile.TemporaryDirectory(prefix="studio-datasets-") as cache_dir:  # nothing stale is reused
@@ -141,11 +145,25 @@ def _check_file(file: Path) -> str:
     return builder
 
 
+def _check_decompression(file: Path) -> None:
+    """DatasetError when compressed ``file`` decompresses to more than the cap, or is damaged or
+    truncated (nothing for an uncompressed file). One streamed pass; nothing is kept."""
+    try:
+        check_decompressed(file)
+    except DatasetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - gzip / zstandard raise their own kinds for damaged data
+        raise DatasetError(f"{file.name}: cannot be decompressed ({exc}): check that the file is complete and really "
+                           f"{split_suffix(file)[1]}") from exc
+
+
 def _csv_header(file: Path) -> list[str]:
     """Column names from the first line of a CSV file (decompressed)."""
     try:
         with open_text(file, newline="") as handle:
             header = next(csv.reader(handle), [])
+    except DatasetError:
+        raise
     except Exception as exc:  # noqa: BLE001 - gzip / zstandard / codecs raise their own kinds
         raise DatasetError(f"{file.name}: the first line cannot be read ({exc}): check that the file is valid CSV "
                            "in UTF-8 (and complete, when compressed)") from exc
@@ -224,6 +242,8 @@ def read_head(path: str, rows: int) -> list[dict]:
     builder = _check_file(file)
     try:
         head = _HEAD_READERS[builder](file, rows)
+    except DatasetError:  # e.g. a compressed file over the decompressed-size cap
+        raise
     except Exception:  # noqa: BLE001 - (decoding, csv, decompression...) the full reader names the problem
         head = None
     if head is None or mixed_type_problem(head):

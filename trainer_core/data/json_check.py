@@ -2,7 +2,8 @@
 
 ``datasets`` (pyarrow) reads the rows; this pass runs first (pyarrow's JSON reader can crash the
 process on some malformed files) and names the line, column and row of a problem. Compressed files
-(``.json.gz``, ``.jsonl.zst``) are checked on their decompressed text.
+(``.json.gz``, ``.jsonl.zst``) are checked on their decompressed text, read through
+``compressed.read_text`` (streamed, capped at ``compressed.MAX_DECOMPRESSED_BYTES``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.data.compressed import read_text, split_suffix
+from trainer_core.data.errors import DatasetError
 
 SCALARS = ("text", "a number", "true/false")  # kinds a column may mix: numbers and booleans become text later
 
@@ -19,7 +21,8 @@ SCALARS = ("text", "a number", "true/false")  # kinds a column may mix: numbers 
 def json_problem(file: Path) -> Optional[str]:
     """The first problem in a JSON / JSON lines file ("line 3, column 7: ..."), or None if it parses
     to a list of objects whose columns each hold one kind of value (text, numbers and true/false
-    count as one kind: ``formats`` turns numbers and booleans in text fields into text)."""
+    count as one kind: ``formats`` turns numbers and booleans in text fields into text). Raises
+    DatasetError for a compressed file that decompresses to more than the cap (see ``json_rows``)."""
     rows, problem = json_rows(file)
     if problem is None:
         problem = mixed_type_problem(rows)
@@ -28,9 +31,14 @@ def json_problem(file: Path) -> Optional[str]:
 
 def json_rows(file: Path) -> tuple[list[dict], Optional[str]]:
     """The rows of a JSON / JSON lines file (decompressed) and the first problem in its syntax or
-    shape (None when it is an array of objects, one object, or one object per line)."""
+    shape (None when it is an array of objects, one object, or one object per line). Raises
+    DatasetError (from ``compressed``) for a compressed file that decompresses to more than
+    ``compressed.MAX_DECOMPRESSED_BYTES``; a damaged or truncated one is a problem ("cannot be
+    decompressed (the Zstandard data ends early: the file is truncated): ...")."""
     try:
         text = read_text(file)
+    except DatasetError:
+        raise
     except UnicodeDecodeError as exc:
         return [], f"is not UTF-8 text (byte {exc.start}): save it with UTF-8 encoding"
     except Exception as exc:  # noqa: BLE001 - gzip / zstandard raise their own kinds for damaged data

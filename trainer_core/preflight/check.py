@@ -54,6 +54,8 @@ def run_preflight(request: TrainingStartRequest, settings: Settings, store: Opti
     errors = [issue for issue in (_no_tokens(found, request),) if issue]
     warnings += [issue for issue in (rules.truncation(counts) if counts is not None else None,
                                      rules.eval_too_small(_eval_rows(found), request, found.eval is not None),
+                                     rules.evaluations(request, plan.total_steps, found.eval is not None),
+                                     rules.placeholders(found.sources),
                                      rules.learning_rate(request)) if issue]
     warnings += _advice(request, plan.total_steps, int(kept.sum()))
     report = PreflightReport(

@@ -18,7 +18,7 @@ Thresholds:
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -97,6 +97,52 @@ def eval_too_small(eval_rows: int, request: TrainingStartRequest, has_eval: bool
                  message=f"the evaluation set has {eval_rows} rows, fewer than {EVAL_MIN_ROWS}: its loss moves by chance "
                          "between evaluations by about the per-row spread / sqrt(rows), so eval loss, early stopping and "
                          f"the best checkpoint would follow noise: {fix}")
+
+
+def evaluations(request: TrainingStartRequest, total_steps: int, has_eval: bool) -> Optional[Issue]:
+    """Warning when evaluation data is given but the run evaluates never (``eval_steps`` above the
+    steps) or too rarely for early stopping to act (patience + 1 evaluations are needed: one to set
+    the best, ``early_stopping_patience`` without improvement)."""
+    if not has_eval or total_steps <= 0:
+        return None
+    count = total_steps // request.eval_steps
+    needed = request.early_stopping_patience + 1 if request.early_stopping_patience else 1
+    if count >= needed:
+        return None
+    every = max(total_steps // (needed + 1), 1)
+    what = ("early stopping can never act" if request.early_stopping_patience and count
+            else "the evaluation data is never used")
+    return Issue(level="warning", code="too_few_evaluations", fields=["eval_steps", "early_stopping_patience"],
+                 message=f"eval_steps={request.eval_steps} gives {count} evaluation{'s' if count != 1 else ''} in "
+                         f"{total_steps} steps, so {what}: set eval_steps to {every} or less"
+                         + (f" (early_stopping_patience={request.early_stopping_patience} needs {needed})"
+                            if request.early_stopping_patience else ""))
+
+
+PLACEHOLDER_ROWS = 5000  # rows per source searched for template placeholders
+
+
+def placeholders(sources: Sequence[Any]) -> Optional[Issue]:
+    """Warning when training rows still hold template placeholders such as ``{{name}}`` (as
+    LLaMA-Factory's identity file ships): the model would learn the braces literally. Names each
+    source that holds them with the placeholders and row counts (the first PLACEHOLDER_ROWS rows of
+    each source are searched); the dataset preview gives ready commands to fill them in."""
+    from trainer_core.data.placeholders import find_placeholders
+
+    found = []
+    for source in sources:
+        if source.split != "train":
+            continue
+        rows = source.rows.select(range(min(len(source.rows), PLACEHOLDER_ROWS)))
+        counts = find_placeholders(rows.to_list())
+        if counts:
+            found.append(f"{source.name} (" + ", ".join(f"{{{{{c.name}}}}} in {c.rows} rows" for c in counts) + ")")
+    if not found:
+        return None
+    return Issue(level="warning", code="template_placeholders", fields=["local_datasets"],
+                 message=f"template placeholders are still in the data: {'; '.join(found)}. The model would learn "
+                         "the braces literally: replace them with the real values first (the dataset preview "
+                         "shows a sed command and a Python one-liner for each file)")
 
 
 def learning_rate(request: TrainingStartRequest) -> Optional[Issue]:

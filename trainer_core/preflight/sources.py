@@ -13,6 +13,7 @@ from typing import Optional
 
 import datasets
 
+from trainer_core.data.errors import DatasetError
 from trainer_core.data.files import read_file, reading_notes
 from trainer_core.data.prepare import load_conversations
 from trainer_core.schemas import TrainingStartRequest
@@ -46,19 +47,33 @@ def _notes(path: Optional[str], request: TrainingStartRequest, wanted: bool) -> 
 def _train_windows(request: TrainingStartRequest) -> list[tuple[Optional[str], int, int]]:
     """(path or None for the Hub split, first row, row after the last; 0-based) per training source
     in reading order: whole sources without a slice, else the part of the slice in each (sources
-    the slice misses are left out). Reads each source once more to count its rows when sliced."""
+    the slice misses are left out). Reads each source once more to count its rows when sliced.
+    Raises DatasetError when the slice reaches beyond the data (``check_slice``), as training does."""
     paths: list[Optional[str]] = [*request.local_datasets, *([None] if request.hf_dataset and request.train_split else [])]
     start, end = request.dataset_slice_start, request.dataset_slice_end
     if start == 0 and end == 0:
         return [(path, 0, 0) for path in paths]
+    sizes = [len(read_file(path)) if path is not None else len(load_conversations(_only(request, None))[0])
+             for path in paths]
+    check_slice(start, end or None, sum(sizes))
     windows, offset = [], 0
-    for path in paths:
-        size = len(read_file(path)) if path is not None else len(load_conversations(_only(request, None))[0])
+    for path, size in zip(paths, sizes):
         lo, hi = max(start - offset, 0), size if end == 0 else min(end - offset, size)
         if lo < hi:
             windows.append((path, lo, hi))
         offset += size
     return windows
+
+
+def check_slice(start: int, end: Optional[int], total: int) -> None:
+    """Raise DatasetError, in ``data.prepare._slice``'s words, when rows ``[start, end)`` (0-based;
+    ``end`` None: to the end) reach beyond ``total`` rows, as training refuses them: a start at or
+    past the last row, or an end past it."""
+    if start >= total or (end is not None and end > total):
+        raise DatasetError(
+            f"dataset_slice_start={start}, dataset_slice_end={end} reaches beyond the training data, which has {total} rows: "
+            f"use a start below {total} and an end of at most {total} (or empty)"
+        )
 
 
 def _only(request: TrainingStartRequest, path: Optional[str], lo: int = 0, hi: int = 0, eval: bool = False) -> TrainingStartRequest:
@@ -100,4 +115,4 @@ def read_eval_sources(request: TrainingStartRequest, notes: bool = True) -> list
     return sources
 
 
-__all__ = ["Source", "read_eval_sources", "read_train_sources"]
+__all__ = ["Source", "check_slice", "read_eval_sources", "read_train_sources"]

@@ -45,14 +45,24 @@ def settle_run(output_dir: Optional[str], job_id: Optional[str], request: Option
     then record its files (``settle_files``) and return what it left (``Settled``)."""
     if not output_dir:
         return Settled()
-    best, _ = best_checkpoint(Path(output_dir))
+    best, best_loss = best_checkpoint(Path(output_dir))
+    # With early stopping the best is Trainer's (an improvement must beat the threshold), which may
+    # not be the lowest logged eval loss; the checkpoint's own numbers are the ones to report.
+    best_eval = (best_loss, _step_of(best)) if best is not None and best_loss is not None else None
     if request is not None and job_id:
         try:
-            finish_manifest(Path(output_dir), request, job_id, reason.value, events, str(best) if best else None)
+            finish_manifest(Path(output_dir), request, job_id, reason.value, events, str(best) if best else None,
+                            best_eval)
         except OSError:
             log.exception("could not complete run.json of %s", job_id)
     checkpoint = settle_files(output_dir, job_id)
-    return Settled(checkpoint, best, final_metrics(events)["best_eval_loss"])
+    return Settled(checkpoint, best, best_eval[0] if best_eval else final_metrics(events)["best_eval_loss"])
+
+
+def _step_of(checkpoint: Optional[Path]) -> Optional[int]:
+    """N of a ``checkpoint-N`` folder (None for another name)."""
+    tail = checkpoint.name.rsplit("-", 1)[-1] if checkpoint is not None else ""
+    return int(tail) if tail.isdigit() else None
 
 
 def cancelled_message(output_dir: Optional[str]) -> str:

@@ -85,8 +85,9 @@ def read_manifest(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ManifestError(f"{path} does not exist: give the run.json of a run (it lies in the run's output folder)") from None
-    except (OSError, ValueError) as exc:
-        raise ManifestError(f"{path} cannot be read as JSON ({exc}): give the run.json a run wrote") from None
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than any run.json
+        raise ManifestError(f"{path} cannot be read as JSON ({type(exc).__name__}: {str(exc)[:200]}): "
+                            "give the run.json a run wrote") from None
     if not isinstance(data, dict) or not isinstance(data.get("request"), dict):
         raise ManifestError(f"{path} has no 'request' settings: it is not a run.json written by a run")
     return data
@@ -162,17 +163,21 @@ def final_metrics(events: list[TrainingProgress]) -> dict[str, Any]:
 
 
 def finish_manifest(output_dir: Path, request: TrainingStartRequest, job_id: str, end_reason: str,
-                    events: list[TrainingProgress], best_checkpoint: Optional[str] = None) -> dict[str, Any]:
+                    events: list[TrainingProgress], best_checkpoint: Optional[str] = None,
+                    best_eval: Optional[tuple[float, Optional[int]]] = None) -> dict[str, Any]:
     """Complete ``<output_dir>/run.json`` when the job ends: ``ended_at``, ``end_reason``,
-    ``best_checkpoint`` and ``final_metrics(events)``. When the worker never wrote one (it failed
+    ``best_checkpoint`` and ``final_metrics(events)``, whose ``best_eval_loss`` / ``best_eval_step``
+    are ``best_eval`` (the best checkpoint's eval loss and step) when given. When the worker never wrote one (it failed
     or was cancelled before training began) a shorter one is written (no resolved configs; dataset
     files hashed, not read: ``rows`` and ``format`` None). Returns the data written. Raises OSError."""
     data = _existing(output_dir)
     if not data or data.get("job_id") != job_id:  # files fingerprinted but not read here, in the app's process
         data = _base(output_dir, request, job_id, with_rows=False)
         data["started_at"] = data["started_at"] or utc_now()
-    data.update(ended_at=utc_now(), end_reason=end_reason, best_checkpoint=best_checkpoint,
-                final_metrics=final_metrics(events))
+    metrics = final_metrics(events)
+    if best_eval is not None:
+        metrics.update(best_eval_loss=best_eval[0], best_eval_step=best_eval[1])
+    data.update(ended_at=utc_now(), end_reason=end_reason, best_checkpoint=best_checkpoint, final_metrics=metrics)
     write_atomic(Path(output_dir) / RUN_JSON, data)
     return data
 
@@ -185,12 +190,17 @@ def rerun_values(path: Path) -> tuple[dict[str, Any], list[str]]:
     data = read_manifest(path)
     values = {k: v for k, v in data["request"].items() if k not in NOT_RERUN}
     warnings = []
-    for entry in data.get("datasets") or []:
+    entries = data.get("datasets") or []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ManifestError(f"{path}: 'datasets' is not a list of files: give the run.json a run wrote")
+    for entry in entries:
         file, recorded = entry.get("path"), entry.get("sha256")
-        if not file:
+        if not isinstance(file, str) or not file:
             continue
         if not Path(file).exists():
             warnings.append(f"dataset file {file} is missing (the run used sha256 {recorded})")
+        elif not Path(file).is_file():
+            warnings.append(f"dataset {file} is not a regular file: its sha256 was not checked")
         elif recorded and file_fingerprint(Path(file))["sha256"] != recorded:
             warnings.append(f"dataset file {file} changed since the run: its sha256 differs from the recorded "
                             f"{recorded}, so the rerun will not see the same data")
