@@ -20,7 +20,6 @@ import typing
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
 from pydantic import ValidationError
 from tqdm import tqdm
 
@@ -101,6 +100,24 @@ def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
     return TrainingStartRequest(**values)
 
 
+def checked_args(args: argparse.Namespace) -> Optional[TrainingStartRequest]:
+    """``request_from_args`` with its dataset paths present, for ``train`` and ``check``; None after
+    printing the one-line error (bad settings, config, run.json or a missing dataset path)."""
+    try:
+        request = request_from_args(args)
+    except ValidationError as exc:
+        print(f"error: {explain(exc)}", file=sys.stderr)
+        return None
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    missing = [p for p in request.local_datasets + request.local_eval_datasets if not Path(p).exists()]
+    if missing:
+        print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
+        return None
+    return request
+
+
 def follow(runner: JobRunner) -> TrainingStatus:
     """Show phases and a progress bar (step, loss) until the job ends; returns the final status."""
     bar: Optional[tqdm] = None
@@ -142,17 +159,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return cli_export.run(args)
     if args.command == "check":
         return cli_check.run(args)
-    try:
-        request = request_from_args(args)
-    except ValidationError as exc:
-        print(f"error: {explain(exc)}", file=sys.stderr)
-        return 2
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    missing = [p for p in request.local_datasets + request.local_eval_datasets if not Path(p).exists()]
-    if missing:
-        print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
+    request = checked_args(args)
+    if request is None:
         return 2
     runner = JobRunner()
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` cancels like Ctrl-C: the worker goes too

@@ -6,10 +6,11 @@ line. Pure functions of ``trainer_core.preflight.report.PreflightReport``."""
 from __future__ import annotations
 
 import html
-from typing import Any, Optional
+from typing import Any
 
 import plotly.graph_objects as go
 
+from ui.handlers import clock
 from ui.refusals import describe
 
 ISSUE_CLASS = {"error": "pf-error", "warning": "pf-warning"}
@@ -17,14 +18,6 @@ ISSUE_CLASS = {"error": "pf-error", "warning": "pf-warning"}
 
 def _e(value: Any) -> str:
     return html.escape(str(value))
-
-
-def _clock(seconds: Optional[float]) -> str:
-    if seconds is None:
-        return "-"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
 
 
 def _issues(report: Any) -> tuple[str, tuple[str, ...]]:
@@ -54,7 +47,7 @@ def _files(report: Any) -> str:
 
 
 def _parts(parts: dict[str, float], unit: str) -> str:
-    shown = [f"{_e(name.replace('_', ' '))} {value:.2f} {unit}" if unit == "GiB" else f"{_e(name.replace('_', ' '))} {_clock(value)}"
+    shown = [f"{_e(name.replace('_', ' '))} {value:.2f} {unit}" if unit == "GiB" else f"{_e(name.replace('_', ' '))} {clock(value)}"
              for name, value in parts.items()]
     return " + ".join(shown)
 
@@ -67,7 +60,7 @@ def _estimates(report: Any) -> str:
         lines.append(f"<li><strong>Peak memory ≈ {memory.total_gib:.2f} GiB</strong> on {_e(memory.device)}{free}: "
                      f"{_parts(memory.parts_gib, 'GiB')}. <span class='pf-basis'>{_e(memory.basis)}</span></li>")
     if timing is not None:
-        lines.append(f"<li><strong>Run time ≈ {_clock(timing.total_seconds)}</strong> at {timing.tokens_per_second:.0f} "
+        lines.append(f"<li><strong>Run time ≈ {clock(timing.total_seconds)}</strong> at {timing.tokens_per_second:.0f} "
                      f"tokens/s: {_parts(timing.parts_seconds, 's')}. <span class='pf-basis'>speed: "
                      f"{_e(timing.speed_source)}</span></li>")
     if not lines:

@@ -37,22 +37,10 @@ def use_colour(stream: TextIO) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Build the request as ``train`` does, check it, print; the exit code (0, 1 errors, 2 bad input)."""
-    from pydantic import ValidationError
+    from trainer_core.cli import checked_args
 
-    from trainer_core.cli import request_from_args
-    from trainer_core.fieldmeta import explain
-
-    try:
-        request = request_from_args(args)
-    except ValidationError as exc:
-        print(f"error: {explain(exc)}", file=sys.stderr)
-        return 2
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    missing = [p for p in request.local_datasets + request.local_eval_datasets if not Path(p).exists()]
-    if missing:
-        print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
+    request = checked_args(args)
+    if request is None:
         return 2
     from trainer_core.data import import_data_stack
     from trainer_core.preflight.check import run_preflight
