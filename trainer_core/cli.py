@@ -45,6 +45,12 @@ def _flag_type(annotation: Any) -> Any:
     return kind if kind in (int, float) else str
 
 
+def _item_choices(annotation: Any) -> Optional[list[str]]:
+    """The allowed items of a list of Literal values (``report_to``); None for free items."""
+    kind = base_type(annotation)
+    return choices(typing.get_args(kind)[0]) if typing.get_origin(kind) is list else None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``train`` sub-command with one flag per request field (defaults left to the schema), and
     ``chat``."""
@@ -66,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
             train.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif kind == "list":
             pairs = "; give ours=theirs pairs" if typing.get_origin(base_type(info.annotation)) is dict else ""
-            train.add_argument(flag, nargs="+", default=None, help=help_text + pairs)
+            train.add_argument(flag, nargs="+", default=None, choices=_item_choices(info.annotation), help=help_text + pairs)
         else:
             train.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
     cli_check.add_parser(sub, train)  # the same flags as train, plus --json

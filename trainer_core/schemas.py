@@ -75,6 +75,7 @@ class EndReason(str, Enum):
 
 Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
 Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
+Tracker = Literal["tensorboard", "trackio", "wandb", "mlflow"]  # transformers' report_to names
 
 
 def _group(name: str) -> dict[str, str]:
@@ -170,6 +171,7 @@ class TrainingStartRequest(BaseModel):
     # --- output ---
     output_dir: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="A new or empty folder for checkpoints and the result; empty: <data dir>/runs/<job id>.", json_schema_extra=_group("output"))
     resume_from_checkpoint: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="Checkpoint folder to continue from.", json_schema_extra=_group("output"))
+    report_to: list[Tracker] = Field(default_factory=list, max_length=4, title="Report to (trackers)", description="Also log the losses to these trackers (none: only the studio's own charts and metrics.jsonl). Files stay in the run folder: tensorboard -> tensorboard/ (event files), trackio -> trackio/ (its local store), wandb -> wandb/ (offline mode when wandb.ai cannot be reached; sync later with `wandb sync`), mlflow -> mlruns/ (unless MLFLOW_TRACKING_URI is set). Each needs its package installed on the server.", json_schema_extra=_group("output"))
 
     @field_validator("hf_dataset")
     @classmethod

@@ -6,6 +6,7 @@ repeats them. The dataset files come from the upload / path widgets in ``layout.
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Optional
 
 import gradio as gr
@@ -58,6 +59,8 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
         return gr.Dropdown(choices=listed, value=value, allow_custom_value=True, filterable=True, **common)
     if (allowed := choices(kind)) is not None:
         return gr.Dropdown(choices=allowed, value=value, **common)
+    if typing.get_origin(kind) is list and (allowed := choices(typing.get_args(kind)[0])) is not None:
+        return gr.Dropdown(choices=allowed, value=value, multiselect=True, **common)  # e.g. report_to
     if kind is bool:
         return gr.Checkbox(value=value, **common)
     if kind in (int, float):

@@ -51,7 +51,7 @@ def run_preflight(request: TrainingStartRequest, settings: Settings, store: Opti
     rows = len(found.train)
     kept = counts.kept if counts is not None else np.ones(rows, dtype=bool)
     plan = _plan(request, found, kept)
-    errors = [issue for issue in (_no_tokens(found, request),) if issue]
+    errors = [issue for issue in (rules.trackers_missing(request), _no_tokens(found, request)) if issue]
     warnings += [issue for issue in (rules.truncation(counts) if counts is not None else None,
                                      rules.eval_too_small(_eval_rows(found), request, found.eval is not None),
                                      rules.evaluations(request, plan.total_steps, found.eval is not None),
@@ -79,9 +79,11 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     """The errors Start refuses on, with the check's messages: reads and tokenizes the local data
     (no model weights, no estimates). Hub data is left to the worker; when the tokenizer is not on
     this machine only the data is read (the worker checks tokens). Raises DatasetError for data
-    training could not read, as ``data.prepare.check_local_data`` does."""
-    if request.hf_dataset:
-        return []
+    training could not read, as ``data.prepare.check_local_data`` does. A tracker in ``report_to``
+    without its package is refused first, before any data is read."""
+    missing = rules.trackers_missing(request)
+    if missing or request.hf_dataset:
+        return [missing] if missing else []
     tokenizer = load_preview_tokenizer(request.model_name, settings)
     found = gather(request, tokenizer, notes=False)
     return [issue for issue in (_no_tokens(found, request),) if issue]

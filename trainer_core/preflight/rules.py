@@ -168,6 +168,22 @@ def memory_over_free(total_gib: Optional[float], free_gib: Optional[float], devi
                          "max_seq_length, turn on gradient_checkpointing, or use training_type=lora / qlora")
 
 
+def trackers_missing(request: TrainingStartRequest) -> Optional[Issue]:
+    """Error when a tracker in ``report_to`` has no package on this server (found with
+    ``importlib.util.find_spec``, nothing imported), naming the pip command for each."""
+    from trainer_core.training.trackers import install_hint, missing_trackers
+
+    missing = missing_trackers(request.report_to)
+    if not missing:
+        return None
+    what = (f"{missing[0]} is" if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]} are")
+    installs = " and ".join(f"`{install_hint(name)}`" for name in missing)
+    pronoun = "it" if len(missing) == 1 else "them"
+    return Issue(level="error", code="tracker_not_installed", fields=["report_to"],
+                 message=f"report_to: {what} not installed on this server; install {pronoun} with {installs}, "
+                         f"or remove {pronoun} from report_to")
+
+
 def tokenizer_missing(model_name: str) -> Issue:
     """Warning when the model's tokenizer is not on this machine (token counts unknown)."""
     return Issue(level="warning", code="tokenizer_not_local", fields=["model_name"],
@@ -177,4 +193,4 @@ def tokenizer_missing(model_name: str) -> Issue:
 
 
 __all__ = ["EVAL_MIN_ROWS", "LEARNING_RATES", "TRUNCATED_SHARE", "covering_length", "data_error", "eval_too_small",
-           "learning_rate", "memory_over_free", "no_trained_tokens", "tokenizer_missing", "truncation"]
+           "learning_rate", "memory_over_free", "no_trained_tokens", "tokenizer_missing", "trackers_missing", "truncation"]

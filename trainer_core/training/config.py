@@ -3,7 +3,8 @@
 The seed API's names are translated here and nowhere else:
 ``batch_size`` -> ``per_device_train_batch_size``, ``num_epochs`` -> ``num_train_epochs``,
 ``max_seq_length`` -> ``max_length``, ``random_seed`` -> ``seed``, ``warmup_ratio`` -> fractional
-``warmup_steps`` (transformers 5 folded the ratio into ``warmup_steps`` < 1).
+``warmup_steps`` (transformers 5 folded the ratio into ``warmup_steps`` < 1). ``report_to`` keeps its
+name and values (transformers' tracker names); where the trackers write is set up by ``trackers.py``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from typing import Any, Optional
 from trainer_core.schemas import TrainingStartRequest, TrainingType
 
 
-def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool) -> Any:
+def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool,
+                     run_name: Optional[str] = None) -> Any:
     """``trl.SFTConfig`` for ``request``: logs every step (NaN / inf losses unfiltered), saves at
     ``save_steps`` (and at a stop), evaluates every ``eval_steps`` when ``has_eval``. fp32 on CPU,
-    bf16 on CUDA where supported; activation checkpointing only when asked (TRL's defaults turn both on)."""
+    bf16 on CUDA where supported; activation checkpointing only when asked (TRL's defaults turn both on).
+    Reports to ``request.report_to``'s trackers under ``run_name`` (the job id; see ``tracker_args``)."""
     from trl import SFTConfig
 
     from trainer_core.models.loading import compute_dtype
@@ -59,7 +62,7 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         eval_strategy="steps" if has_eval else "no",
         eval_steps=request.eval_steps if has_eval else None,
         **save_args(request, has_eval),
-        report_to="none",
+        **tracker_args(request, run_name),
         disable_tqdm=True,
         # Without padding every token counts; "non_padding" would skip real pad-id tokens (often eos).
         include_num_input_tokens_seen="all" if padding_free else "non_padding",
@@ -79,6 +82,16 @@ def save_args(request: TrainingStartRequest, has_eval: bool) -> dict[str, Any]:
                     metric_for_best_model="eval_loss", greater_is_better=False)
     return dict(save_strategy="steps" if request.save_steps > 0 else "no",
                 save_steps=request.save_steps if request.save_steps > 0 else 500)
+
+
+def tracker_args(request: TrainingStartRequest, run_name: Optional[str]) -> dict[str, Any]:
+    """``SFTConfig``'s tracker settings: ``report_to`` = the request's trackers once each ("none"
+    for none), ``run_name`` (the job id; None: transformers' default) and ``project``
+    (``trackers.TRACKER_PROJECT``, trackio's project), with trackio's Space snapshot off (logs stay local)."""
+    from trainer_core.training.trackers import TRACKER_PROJECT
+
+    return dict(report_to=list(dict.fromkeys(request.report_to)) or "none", run_name=run_name,
+                project=TRACKER_PROJECT, trackio_static_space_id=False)
 
 
 def optimizer_for(optim: str, device: str) -> str:

@@ -163,14 +163,15 @@ class LeanSFTTrainer(SFTTrainer):
 
 
 def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, train: Any, eval_split: Any,
-                  output_dir: Path, device: str, callbacks: list[Any]) -> SFTTrainer:
+                  output_dir: Path, device: str, callbacks: list[Any], run_name: Optional[str] = None) -> SFTTrainer:
     """The trainer the worker (and the throughput benchmark) runs for ``request``. Switches ``model``
     to per-row attention (``sdpa_varlen``; a runtime setting that saved configs do not record). With
     ``request.stop_on_divergence`` a ``DivergenceGuard`` runs after ``callbacks``; with
     ``request.early_stopping_patience`` > 0 an ``EarlyStoppingCallback`` too (ValueError without
     ``eval_split``). (TRL seeds every RNG with ``random_seed`` before it initialises LoRA, so a rerun
-    repeats the initialisation, the data order and the dropout masks.)"""
-    args = build_sft_config(request, output_dir, device, has_eval=eval_split is not None)
+    repeats the initialisation, the data order and the dropout masks.) ``run_name`` (the job id) names
+    the run in the trackers of ``request.report_to`` (set up first: ``trackers.prepare_trackers``)."""
+    args = build_sft_config(request, output_dir, device, has_eval=eval_split is not None, run_name=run_name)
     model.set_attn_implementation(register_varlen_sdpa())
     if request.early_stopping_patience > 0:
         if eval_split is None:

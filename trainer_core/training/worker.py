@@ -117,19 +117,33 @@ def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: 
 
     model, tokenizer, data, device = _load(request, events)
     _phase(events, Phase.configuring, "Building the trainer")
+    notices = _prepare_trackers(request, output_dir, events)
     callback = make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")
-    trainer = build_trainer(request, model, tokenizer, data.train, data.eval, output_dir, device, [callback])
+    trainer = build_trainer(request, model, tokenizer, data.train, data.eval, output_dir, device, [callback],
+                            run_name=job_id)
     if stop.is_set():
         return Phase.stopped.value, None
     if request.resume_from_checkpoint:
         _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
     _write_manifest(request, job_id, output_dir, trainer)
-    _phase(events, Phase.training, f"Training on {device}")
+    _phase(events, Phase.training, f"Training on {device}" + "".join(f"; {notice}" for notice in notices))
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
     trainer.save_final(output_dir)
     if stop.is_set():
         return Phase.stopped.value, None
     return Phase.completed.value, early_stop_reason(trainer)
+
+
+def _prepare_trackers(request: TrainingStartRequest, output_dir: Path, events: Any) -> list[str]:
+    """Point ``request.report_to``'s trackers at ``output_dir`` (this process's environment only,
+    see ``trackers.prepare_trackers``); the notices (e.g. wandb going offline) go out as an INFO
+    event (status message, ``details["tracker_notices"]``) and are returned for the training message."""
+    from trainer_core.training.trackers import prepare_trackers
+
+    notices = prepare_trackers(request.report_to, output_dir)
+    if notices:
+        events.put((EventKind.INFO, {"message": "; ".join(notices), "details": {"tracker_notices": notices}}))
+    return notices
 
 
 def _write_manifest(request: TrainingStartRequest, job_id: str, output_dir: Path, trainer: Any) -> None:
