@@ -19,11 +19,13 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
-from api import errors, openai_routes, task_routes
+from api import errors, openai_routes, queue_routes, task_routes
 from api.auth import logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.routes import router
 from api.throttle import FailureThrottle, ThrottleMiddleware
+from trainer_core.queue.dispatcher import JobQueue
+from trainer_core.queue.store import QueueStore
 from trainer_core.runs.job import JobRunner
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.training.checkpoints import latest_checkpoint
@@ -103,7 +105,8 @@ def quiet_queue(demo: gr.Blocks) -> gr.Blocks:
 
 def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] = None) -> FastAPI:
     """The FastAPI app: API routes, then the UI mounted at ``/`` (with a login when configured).
-    Runs left live by an earlier process are marked ``interrupted``."""
+    Runs left live by an earlier process are marked ``interrupted``; the job queue's dispatcher
+    starts (``app.state.queue``) and runs what an earlier process left waiting."""
     settings = settings or get_settings()
     if runner is None:
         runner = JobRunner(runs_dir=settings.runs_dir, store=open_history(settings))
@@ -124,9 +127,12 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     app.state.tasks = tasks
     app.include_router(task_routes.router)
     app.include_router(task_routes.files_router)
+    queue = JobQueue(runner, settings, QueueStore(runner.store.path if runner.store else settings.db_path)).start()
+    app.state.queue = queue
+    app.include_router(queue_routes.router)
     openai_routes.install(app, engine)  # /v1 and share links; before the UI's mount at /
     _api_description(app)
-    demo = quiet_queue(build_ui(runner, settings, engine, tasks).queue(default_concurrency_limit=None))
+    demo = quiet_queue(build_ui(runner, settings, engine, tasks, queue).queue(default_concurrency_limit=None))
     app = gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)],
                               css=page_assets.CSS, head=page_assets.SCRIPT)
     # Gradio checks that a file value sent to an event is one it received as an upload only once

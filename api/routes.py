@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import require_token
 from api.sse import progress_stream
@@ -14,9 +14,10 @@ from trainer_core.access.requests import MissingPaths
 from trainer_core.access.admission import REFUSALS, admit, checked_for_preflight
 from trainer_core.hardware import HardwareSnapshot, snapshot
 from trainer_core.preflight.report import PreflightReport
+from trainer_core.runs import compare
 from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import MetricHistory, TrainingJobResponse, TrainingProgress, TrainingStartRequest, TrainingStatus
-from trainer_core.runs.store import RunDetail, RunRecord, RunStore
+from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, RunDetail, RunRecord, RunStore
 
 router = APIRouter(prefix="/api/train", tags=["training"], dependencies=[Depends(require_token)])
 
@@ -152,10 +153,69 @@ def hardware() -> HardwareSnapshot:
     return snapshot()
 
 
+RunStatusWord = Literal[STATUS_WORDS]  # type: ignore[valid-type]
+
+
 @router.get("/runs", response_model=list[RunRecord])
-def runs(store: RunStore = Depends(_store)) -> list[RunRecord]:
-    """Every remembered run, newest first."""
-    return store.list_runs()
+def runs(store: RunStore = Depends(_store), name: Optional[str] = Query(None, max_length=200),
+         status: Optional[RunStatusWord] = None, dataset: Optional[str] = Query(None, max_length=200),
+         limit: int = Query(200, ge=1, le=10_000)) -> list[RunRecord]:
+    """The remembered runs, newest first, that match every filter given: ``name`` is contained in
+    the run's name or job id, ``status`` is its state (the phase, or ``cancelled`` /
+    ``early_stopped``), ``dataset`` is contained in a dataset path or Hub id (text ignores case)."""
+    return store.list_runs(limit=limit, name=name, status=status, dataset=dataset)
+
+
+class RunLabel(BaseModel):
+    """A run's editable name and note (plain text; omitted or null: unchanged; "": cleared)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Optional[str] = Field(None, max_length=NAME_MAX_CHARS)
+    note: Optional[str] = Field(None, max_length=NOTE_MAX_CHARS)
+
+
+@router.patch("/runs/{job_id}", response_model=RunRecord,
+              responses={404: {"description": "Unknown run"}, 422: {"description": "Too long, or a control character"}})
+def label_run(job_id: str, body: RunLabel, store: RunStore = Depends(_store)) -> RunRecord:
+    """Set a run's name and / or note; returns the run (without its metrics)."""
+    try:
+        found = store.set_label(job_id, name=body.name, note=body.note)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    record = store.get_record(job_id) if found else None
+    if record is None:
+        raise HTTPException(404, f"no run {job_id}")
+    return record
+
+
+class CompareResponse(BaseModel):
+    """Runs side by side: the settings diff table (``compare.config_diff``: text cells, one column
+    per run) and each run's downsampled loss curves (raw, EMA-smoothed, eval; (xs, ys) each)."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    curves: list[compare.Curve]
+
+
+@router.get("/runs/compare", response_model=CompareResponse,
+            responses={404: {"description": "Unknown run"}, 422: {"description": "No, or too many, job ids"}})
+def compare_runs(job_ids: str = Query(..., max_length=2000, description="Comma-separated job ids"),
+                 x_axis: Literal["step", "tokens"] = "step", smoothing: float = Query(0.0, ge=0, le=compare.MAX_SMOOTHING),
+                 store: RunStore = Depends(_store)) -> CompareResponse:
+    """What the Runs tab's comparison shows, for up to ``compare.MAX_RUNS`` runs: loss against
+    steps or input tokens seen, smoothed with TensorBoard's EMA, downsampled; and the settings that
+    differ with final loss, best eval loss, training time and tokens/s."""
+    ids = list(dict.fromkeys(j.strip() for j in job_ids.split(",") if j.strip()))
+    if not 1 <= len(ids) <= compare.MAX_RUNS:
+        raise HTTPException(422, f"give 1 to {compare.MAX_RUNS} job ids, comma-separated")
+    runs = [store.get_record(j) for j in ids]
+    missing = [j for j, r in zip(ids, runs) if r is None]
+    if missing:
+        raise HTTPException(404, f"no run {missing[0][:60]}")
+    columns, rows = compare.config_diff(runs)
+    return CompareResponse(columns=columns, rows=rows,
+                           curves=compare.curves(compare.SHARED.load(store, runs, x_axis), smoothing))
 
 
 @router.get("/runs/{job_id}", response_model=RunDetail, responses={404: {"description": "Unknown run"}})

@@ -130,12 +130,13 @@ def shared_render(runner: JobRunner) -> SharedRender:
 
 
 def watch(runner: JobRunner) -> Iterator[tuple]:
-    """Yield the rendered status now and on every change until the job is no longer running."""
+    """Yield the rendered status now and on every change until the job is no longer running and no
+    queued job is about to start (``JobRunner.more_queued``): a tab follows the queue's jobs."""
     shared = shared_render(runner)
     while True:
         version, update, running = shared.get(runner)
         yield update
-        if not running:
+        if not running and not (runner.more_queued is not None and runner.more_queued()):
             return
         runner.history.wait_for_change(version, HEARTBEAT_S)
 
@@ -157,6 +158,7 @@ class Context:
     runner: JobRunner
     settings: Settings
     tasks: Optional[Any] = None  # trainer_core.tasks.runner.TaskRunner (exports, evaluations)
+    queue: Optional[Any] = None  # trainer_core.queue.dispatcher.JobQueue (jobs waiting for the machine)
 
 
 def split_paths(text: str) -> list[str]:
@@ -177,17 +179,25 @@ def start(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Opt
     leaves the monitor as it is and says why in the notice beside the button (plus a toast),
     with the field's on-screen label (``ui.refusals``)."""
     try:
-        train_files = dataset_paths(upload, paths_text, ctx.settings)
-        if not train_files and not str(dict(zip(FORM_FIELDS, values)).get("hf_dataset") or "").strip():
-            raise gr.Error("local_datasets: no training data: upload a file or type its path on the server "
-                           "(or name a Hub dataset under Data options)")
-        eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
-        request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
+        request = form_request(ctx, upload, paths_text, eval_upload, eval_text, values)
     except gr.Error as exc:
         yield refused(ctx, exc.message)
         return
     for update in start_request(ctx, request):
         yield update
+
+
+def form_request(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
+                 values: tuple) -> TrainingStartRequest:
+    """The form (dataset upload / paths, evaluation upload / paths, ``FORM_FIELDS`` values in
+    order) as a validated request. Raises ``gr.Error`` naming the field (no training data, a bad
+    upload, an invalid setting)."""
+    train_files = dataset_paths(upload, paths_text, ctx.settings)
+    if not train_files and not str(dict(zip(FORM_FIELDS, values)).get("hf_dataset") or "").strip():
+        raise gr.Error("local_datasets: no training data: upload a file or type its path on the server "
+                       "(or name a Hub dataset under Data options)")
+    eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
+    return build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
 
 
 def refused(ctx: Context, message: str, action: str = "Not started") -> tuple:

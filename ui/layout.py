@@ -16,7 +16,8 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings
 from trainer_core.serving.share import ShareLinks
 from trainer_core.tasks.runner import TaskRunner
-from ui import config_panel, evaluate_panel, preflight_panel, export_panel, handlers, preview, run_handlers, share_handlers
+from ui import (config_panel, evaluate_panel, preflight_panel, export_panel, handlers, preview, queue_panel, run_handlers,
+                share_handlers)
 from ui.chat_tab import ChatTab
 from ui.form import FORM_FIELDS, make_widget
 from ui.refusals import EVAL_UPLOAD_LABEL
@@ -51,12 +52,13 @@ def _build_sections() -> dict[str, gr.components.Component]:
 
 def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, dict]:
     """The right column, kept in view while the form scrolls (``#monitor-col`` is sticky): the
-    buttons (Start, Check, Stop, Cancel), the refusal notice, the pre-flight report, the status
+    buttons (Start, Add to queue, Check, Stop, Cancel), the refusal notice, the pre-flight report, the status
     line, the three charts, the hardware panel and the raw status. Returns (monitor outputs in
     ``handlers.render``'s order, notice, hardware, the pre-flight components)."""
     with gr.Column(scale=6, elem_id="monitor-col"):
         with gr.Row():
             start_btn = gr.Button("Start", variant="primary", elem_id="start", min_width=80)
+            queue_btn = gr.Button("Add to queue", elem_id="queue-add", min_width=80, visible=ctx.queue is not None)
             check_btn = gr.Button("Check", elem_id="check", min_width=80)
             stop_btn = gr.Button("Stop (save)", elem_id="stop", interactive=False, min_width=80)
             cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel", interactive=False, min_width=80)
@@ -72,7 +74,7 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
         hardware = gr.Markdown("", elem_id="hardware")
         with gr.Accordion("Status (JSON)", open=False):
             raw = gr.JSON(label="status")
-    preflight = {"button": check_btn, "panel": checked, "report": report, "lengths": lengths}
+    preflight = {"button": check_btn, "panel": checked, "report": report, "lengths": lengths, "queue": queue_btn}
     return [status, raw, loss_plot, lr_plot, grad_plot, start_btn, stop_btn, cancel_btn], notice, hardware, preflight
 
 
@@ -125,7 +127,10 @@ def _wire_config(ctx: handlers.Context, block: dict, file_inputs: list, form: li
 def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs: gr.Tabs,
               chat: ChatTab) -> list:
     """The Runs tab; returns the events whose end should refresh the dataset preview."""
+    from ui import compare_panel
+
     with gr.Tab("Runs", id="runs") as tab:
+        filters = compare_panel.build_filters()
         with gr.Row():
             selected = gr.Textbox(label="Run", placeholder="click a run in the table, or paste its job id", scale=4,
                                   elem_id="run-id")
@@ -133,6 +138,8 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
         table = gr.Dataframe(value=pd.DataFrame(columns=run_handlers.RUN_COLUMNS), interactive=False, max_height=300,
                              elem_id="runs-table")
         summary = gr.Markdown(run_handlers.NO_RUN, elem_id="run-summary")
+        picker = compare_panel.build_compare(ctx)
+        compare_panel.build_label_editor(ctx, selected, filters, table, picker)
         with gr.Row():
             load_btn = gr.Button("Load settings into the form", elem_id="load-settings", interactive=False)
             resume_btn = gr.Button("Resume", variant="primary", elem_id="resume", interactive=False)
@@ -164,10 +171,13 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
     run_buttons = [load_btn, resume_btn, chat_btn, delete_btn]
     resumed_form = resume_btn.click(partial(run_handlers.form_for_resume, ctx), selected, train_inputs, api_name=False,
                                     **FREE)
-    tab.select(partial(run_handlers.runs_table, ctx), None, table, api_name=False, **FREE)
-    refresh.click(partial(run_handlers.runs_table, ctx), None, table, api_name="runs", **FREE).then(
-        partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad, *run_buttons], api_name=False,
-        **FREE)  # the selected run's view is current too
+    tab.select(partial(run_handlers.runs_table, ctx), filters, table, api_name=False, **FREE)
+    tab.select(partial(compare_panel.choices, ctx), picker, picker, api_name=False, **FREE)
+    compare_panel.wire_filters(ctx, filters, table)
+    refreshed = refresh.click(partial(run_handlers.runs_table, ctx), filters, table, api_name="runs", **FREE)
+    refreshed.then(partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad, *run_buttons],
+                   api_name=False, **FREE)  # the selected run's view is current too
+    refreshed.then(partial(compare_panel.choices, ctx), picker, picker, api_name=False, **FREE)
     table.select(run_handlers.on_select(ctx), table, selected, api_name=False, **FREE)
     selected.change(partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad, *run_buttons],
                     api_name="show_run", **FREE)
@@ -192,14 +202,15 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
     return [loaded, resumed_form]
 
 
-def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: TaskRunner | None = None) -> gr.Blocks:
+def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: TaskRunner | None = None,
+             queue: Any = None) -> gr.Blocks:
     """The whole page, wired to ``runner``, ``engine`` and ``tasks`` (shared by every visitor: one
     job, one chat model and one export / evaluation per app; no Export / Evaluate panels without
-    ``tasks``). The Train tab is two columns: the form (model, data and preview, closed sections)
+    ``tasks``; no queue block without ``queue``, a ``JobQueue``). The Train tab is two columns: the form (model, data and preview, closed sections)
     and the monitor, which stays in view (``ui.page_assets``)."""
     from trainer_core.models.discovery import local_models
 
-    ctx = handlers.Context(runner=runner, settings=settings, tasks=tasks)
+    ctx = handlers.Context(runner=runner, settings=settings, tasks=tasks, queue=queue)
     models = [(m.label, m.value) for m in local_models(settings)]
     with gr.Blocks(title="Finetune Studio") as demo:
         gr.Markdown("# Finetune Studio\nFine-tune a language model with LoRA, QLoRA or full training and watch it live.")
@@ -211,6 +222,7 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
                         upload, paths, eval_upload, eval_paths, detected, table = _data_inputs()
                         widgets.update(_build_sections())
                         config = _config_block()
+                        queued = queue_panel.build(ctx) if queue is not None else None
                     monitor, notice, hardware, preflight = _monitor_column(ctx)
             form = [widgets[name] for name in FORM_FIELDS]
             chat = ChatTab(engine)
@@ -247,4 +259,6 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
         timer = gr.Timer(HARDWARE_EVERY_S)
         for trigger in (demo.load, timer.tick):
             trigger(partial(handlers.hardware_line, ctx), None, hardware, api_name=False, show_progress="hidden", **FREE)
+        if queued is not None:
+            queue_panel.wire(ctx, queued, preflight["queue"], [*file_inputs, *form], notice, monitor, [demo.load, timer.tick])
     return demo

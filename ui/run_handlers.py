@@ -16,14 +16,16 @@ from trainer_core.runs.metrics import chart_points_of
 from trainer_core.runs.folders import delete_run_files
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
-from trainer_core.runs.store import RunDetail, RunRecord
+from trainer_core.runs.store import STATUS_WORDS, RunDetail, RunRecord, status_word
 from ui import charts
 from ui.form import FORM_FIELDS, form_values
 from ui.handlers import NOTICE_CLEAR, Context, begin, clock, refused, watch
 from ui.refusals import notice_html
 
 RUN_COLUMNS = ["job_id", "created", "status", "model", "dataset", "method", "steps", "final_loss", "tokens/s (avg)",
-               "training time", "wall time", "evaluation"]
+               "training time", "wall time", "evaluation", "name"]
+ALL_STATUSES = "all"
+STATUS_CHOICES = [(ALL_STATUSES, ALL_STATUSES)] + [(word.replace("_", " "), word) for word in STATUS_WORDS]
 NO_RUN = "Click a run in the table to see its charts and settings."
 
 
@@ -57,13 +59,10 @@ def _minutes(seconds: Optional[float]) -> str:
 
 
 def run_status(run: RunRecord) -> str:
-    """The run's state in one word: its phase, except ``cancelled`` for a stopped run that was
-    cancelled (nothing saved) — ``stopped`` then always means stopped and saved."""
-    if run.phase.value == "stopped" and run.end_reason == "cancelled":
-        return "cancelled"
-    if run.end_reason == "early_stopped":
-        return "early stopped"
-    return run.phase.value
+    """The run's state in one word (``store.status_word``, "early stopped" spelt with a space): its
+    phase, except ``cancelled`` for a stopped run that was cancelled (nothing saved) — ``stopped``
+    then always means stopped and saved."""
+    return status_word(run).replace("_", " ")
 
 
 def _dataset_text(request: dict[str, Any]) -> str:
@@ -89,13 +88,31 @@ def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
         _minutes(run.training_seconds),
         _minutes(run.wall_seconds),
         evaluation,
+        run.name or "",
     ]
 
 
-def runs_table(ctx: Context) -> pd.DataFrame:
-    """Every remembered run, newest first."""
+def _filter_text(value: Any, what: str) -> str:
+    """A filter box's text (at most 200 characters; ``gr.Error`` for anything else)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > 200:
+        raise gr.Error(f"The {what} filter must be text of at most 200 characters.")
+    return value.strip()
+
+
+def runs_table(ctx: Context, name: Optional[str] = "", status: Optional[str] = ALL_STATUSES,
+               dataset: Optional[str] = "") -> pd.DataFrame:
+    """The remembered runs, newest first, that match the filters (``RunStore.list_runs``: name or
+    job id contains ``name``, status word is ``status`` unless "all", a dataset path or Hub id
+    contains ``dataset``); ``gr.Error`` for an unknown status or an over-long filter."""
+    status = status or ALL_STATUSES
+    if status != ALL_STATUSES and status not in STATUS_WORDS:
+        raise gr.Error(f"Unknown status filter; choose one of: {', '.join(STATUS_WORDS)}.")
+    runs = ctx.runner.store.list_runs(name=_filter_text(name, "name"), dataset=_filter_text(dataset, "dataset"),
+                                      status=None if status == ALL_STATUSES else status)
     evaluations = _evaluations(ctx)
-    return pd.DataFrame([_row(r, evaluations.get(r.job_id, "")) for r in ctx.runner.store.list_runs()], columns=RUN_COLUMNS)
+    return pd.DataFrame([_row(r, evaluations.get(r.job_id, "")) for r in runs], columns=RUN_COLUMNS)
 
 
 def _get(ctx: Context, job_id: Optional[str]) -> RunDetail:

@@ -49,7 +49,10 @@ class JobRunner:
     accepted and before its worker is spawned; the server sets it to the chat engine's ``unload``
     (training has the machine). An exception from it is logged; the job starts anyway.
     ``start_refusal`` (None, or a callable returning a reason or None) refuses a Start while a
-    background task (export, evaluation) has the machine."""
+    background task (export, evaluation) has the machine. ``on_end`` (None, or a callable without
+    arguments) is called by the job thread once a job has ended and a new Start is accepted (the
+    job queue's dispatcher starts the next job then); ``more_queued`` (None, or a callable returning
+    whether a queued job waits) lets watchers keep following between queued jobs."""
 
     def __init__(self, worker_target: Callable[..., None] = run_worker, runs_dir: Optional[Path] = None,
                  store: Optional[RunStore] = None, standby_idle_s: float = 600.0,
@@ -68,6 +71,8 @@ class JobRunner:
         self._stop: Optional[Any] = None
         self.before_start: Optional[Callable[[], None]] = None
         self.start_refusal: Optional[Callable[[], Optional[str]]] = None
+        self.on_end: Optional[Callable[[], None]] = None
+        self.more_queued: Optional[Callable[[], bool]] = None
         self._cancelled = False
         self._request: Optional[TrainingStartRequest] = None
         self._thread: Optional[threading.Thread] = None
@@ -233,6 +238,8 @@ class JobRunner:
                 worker.join(5)  # the worker is tearing down; it no longer holds the job
                 worker.terminate(CANCEL_GRACE_S)
                 remove_partial_saves_logged(output_dir)
+            if self.on_end is not None:
+                self.on_end()
 
     def _supervise(self, worker: WorkerProcess) -> Final:
         """Apply the worker's events until one is final (or the worker dies); returns the outcome.

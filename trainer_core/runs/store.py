@@ -43,7 +43,14 @@ CREATE TABLE IF NOT EXISTS metrics (
 """
 # runs columns newer than SCHEMA: name -> SQL type; added by ALTER TABLE where a database lacks them
 ADDED_COLUMNS = {"training_seconds": "REAL", "tokens_per_second": "REAL", "end_reason": "TEXT",
-                 "best_checkpoint": "TEXT", "best_eval_loss": "REAL"}
+                 "best_checkpoint": "TEXT", "best_eval_loss": "REAL", "name": "TEXT", "note": "TEXT"}
+# metrics columns newer than SCHEMA: the values comparisons read, beside the event's JSON (``lean`` = 1
+# where they are filled; older rows are read from the JSON instead)
+ADDED_METRIC_COLUMNS = {"loss": "REAL", "eval_loss": "REAL", "num_tokens": "INTEGER", "lean": "INTEGER"}
+NAME_MAX_CHARS = 80  # a run's editable name
+NOTE_MAX_CHARS = 2000  # a run's editable note
+# words a run's status can be filtered by (``status_word``): its phase, or why it ended where that says more
+STATUS_WORDS = tuple(p.value for p in Phase if p is not Phase.idle) + ("cancelled", "early_stopped")
 
 
 class RunRecord(BaseModel):
@@ -57,7 +64,8 @@ class RunRecord(BaseModel):
     None without evaluation). ``best_checkpoint``: the checkpoint folder of the best eval loss, kept
     and loaded as the final weights when early stopping was on (None otherwise). ``wall_seconds``
     (also as ``duration_seconds``) is clock time from creation to finish, idle time between a Stop
-    and a Resume included."""
+    and a Resume included. ``name`` and ``note``: the user's label for the run (None until set;
+    at most ``NAME_MAX_CHARS`` / ``NOTE_MAX_CHARS`` characters; plain text, never markup)."""
 
     job_id: str
     created_at: float
@@ -75,6 +83,8 @@ class RunRecord(BaseModel):
     end_reason: Optional[EndReason] = None
     best_checkpoint: Optional[str] = None
     best_eval_loss: Optional[float] = None
+    name: Optional[str] = None
+    note: Optional[str] = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -110,16 +120,18 @@ class RunStore:
         self._add_missing_columns()
 
     def _add_missing_columns(self) -> None:
-        """ALTER TABLE an older database up to ``ADDED_COLUMNS`` (another process may race us)."""
-        present = {row["name"] for row in self._db.execute("PRAGMA table_info(runs)")}
-        for name, sql_type in ADDED_COLUMNS.items():
-            if name in present:
-                continue
-            try:
-                self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {sql_type}")
-            except sqlite3.OperationalError as exc:
-                if "duplicate column" not in str(exc):
-                    raise
+        """ALTER TABLE an older database up to ``ADDED_COLUMNS`` and ``ADDED_METRIC_COLUMNS``
+        (another process may race us)."""
+        for table, added in (("runs", ADDED_COLUMNS), ("metrics", ADDED_METRIC_COLUMNS)):
+            present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for name, sql_type in added.items():
+                if name in present:
+                    continue
+                try:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}")
+                except sqlite3.OperationalError as exc:
+                    if "duplicate column" not in str(exc):
+                        raise
 
     def _write(self, sql: str, args: tuple = ()) -> int:
         with self._lock, self._db:
@@ -164,8 +176,10 @@ class RunStore:
         with self._lock, self._db:
             seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM metrics WHERE job_id = ?",
                                    (progress.job_id,)).fetchone()[0]
-            self._db.execute("INSERT INTO metrics (job_id, seq, step, progress_json) VALUES (?, ?, ?, ?)",
-                             (progress.job_id, seq, progress.step, progress.model_dump_json()))
+            self._db.execute("INSERT INTO metrics (job_id, seq, step, progress_json, loss, eval_loss, num_tokens, lean) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
+                             (progress.job_id, seq, progress.step, progress.model_dump_json(), progress.loss,
+                              progress.eval_loss, progress.num_tokens))
             self._db.execute("UPDATE runs SET last_step = ?, total_steps = ?, final_loss = COALESCE(?, final_loss), "
                              "training_seconds = COALESCE(?, training_seconds), "
                              "tokens_per_second = CASE WHEN ? THEN ? ELSE tokens_per_second END WHERE job_id = ?",
@@ -195,14 +209,59 @@ class RunStore:
         """Record the run's newest resumable checkpoint folder."""
         self._write("UPDATE runs SET last_checkpoint = ? WHERE job_id = ?", (checkpoint, job_id))
 
+    def set_label(self, job_id: str, name: Optional[str] = None, note: Optional[str] = None) -> bool:
+        """Set the run's name and / or note (None leaves one as it is; "" or blanks clear it; text is
+        stripped). Returns False for an unknown run. Raises ``ValueError`` naming the field when a
+        text is longer than ``NAME_MAX_CHARS`` / ``NOTE_MAX_CHARS`` or the name holds a line break or
+        another control character (a note may hold line breaks and tabs)."""
+        sets, args = [], []
+        for field, text, limit in (("name", name, NAME_MAX_CHARS), ("note", note, NOTE_MAX_CHARS)):
+            if text is None:
+                continue
+            sets.append(f"{field} = ?")
+            args.append(_label_text(field, text, limit))
+        if not sets:
+            return bool(self._read("SELECT 1 FROM runs WHERE job_id = ?", (job_id,)))
+        return self._write(f"UPDATE runs SET {', '.join(sets)} WHERE job_id = ?", (*args, job_id)) > 0
+
     def delete_run(self, job_id: str) -> bool:
         """Forget a run and its metrics (its files are the caller's business)."""
         return self._write("DELETE FROM runs WHERE job_id = ?", (job_id,)) > 0
 
     # ----- reads -----
-    def list_runs(self, limit: int = 200) -> list[RunRecord]:
-        """Newest first."""
-        return [_record(r) for r in self._read("SELECT * FROM runs ORDER BY created_at DESC LIMIT ?", (limit,))]
+    def list_runs(self, limit: int = 200, name: Optional[str] = None, status: Optional[str] = None,
+                  dataset: Optional[str] = None) -> list[RunRecord]:
+        """Newest first, at most ``limit``, keeping only runs that match every filter given:
+        ``name`` is contained in the run's name or job id, ``status`` equals its ``status_word``,
+        ``dataset`` is contained in one of its dataset paths or its Hub dataset id (text filters
+        ignore case; None or "" is no filter)."""
+        if not (name or status or dataset):
+            return [_record(r) for r in self._read("SELECT * FROM runs ORDER BY created_at DESC LIMIT ?", (limit,))]
+        found = []
+        for row in self._read("SELECT * FROM runs ORDER BY created_at DESC"):
+            run = _record(row)
+            if _matches(run, name, status, dataset):
+                found.append(run)
+                if len(found) >= limit:
+                    break
+        return found
+
+    def loss_rows(self, job_id: str) -> list[tuple[int, Optional[float], Optional[float], Optional[int]]]:
+        """The run's logged events as (step, loss, eval_loss, num_tokens) in logged order, from the
+        plain columns (rows written before they existed: decoded from the JSON by SQLite's
+        ``json_extract``); no pydantic model per event (``bench/compare.py`` times both). Empty for
+        an unknown run."""
+        values = ", ".join(f"CASE WHEN lean THEN {key} ELSE json_extract(progress_json, '$.{key}') END"
+                           for key in ("loss", "eval_loss", "num_tokens"))
+        with self._lock:
+            cursor = self._db.cursor()
+            cursor.row_factory = None  # plain tuples: no Row object per event
+            return cursor.execute(f"SELECT step, {values} FROM metrics WHERE job_id = ? ORDER BY seq", (job_id,)).fetchall()
+
+    def get_record(self, job_id: str) -> Optional[RunRecord]:
+        """One run without its metrics, or None."""
+        rows = self._read("SELECT * FROM runs WHERE job_id = ?", (job_id,))
+        return _record(rows[0]) if rows else None
 
     def get_run(self, job_id: str) -> Optional[RunDetail]:
         """One run with its metrics, or None."""
@@ -238,6 +297,39 @@ def _last_train(db: sqlite3.Connection, job_id: str) -> Optional[TrainingProgres
         if progress.loss is not None:
             return progress
     return None
+
+
+def status_word(run: RunRecord) -> str:
+    """The run's state in one of ``STATUS_WORDS``: its phase, except ``cancelled`` for a stopped
+    run that was cancelled (nothing saved) and ``early_stopped`` for one ended by early stopping."""
+    if run.phase is Phase.stopped and run.end_reason is EndReason.cancelled:
+        return "cancelled"
+    if run.end_reason is EndReason.early_stopped:
+        return "early_stopped"
+    return run.phase.value
+
+
+def _matches(run: RunRecord, name: Optional[str], status: Optional[str], dataset: Optional[str]) -> bool:
+    """Whether ``run`` passes the filters of ``RunStore.list_runs``."""
+    if name and name.casefold() not in f"{run.name or ''}\n{run.job_id}".casefold():
+        return False
+    if status and status_word(run) != status:
+        return False
+    if dataset:
+        sources = [*(run.request.get("local_datasets") or []), run.request.get("hf_dataset") or ""]
+        return any(dataset.casefold() in str(s).casefold() for s in sources)
+    return True
+
+
+def _label_text(field: str, text: str, limit: int) -> Optional[str]:
+    """``text`` stripped (None when blank); ``ValueError`` when too long or holding control characters."""
+    text = text.strip()
+    if len(text) > limit:
+        raise ValueError(f"{field} is {len(text)} characters long; at most {limit} are allowed")
+    allowed = "" if field == "name" else "\n\t"
+    if any(ord(c) < 32 and c not in allowed or ord(c) == 127 for c in text):
+        raise ValueError(f"{field} holds a control character" + ("" if allowed else " (a line break?): keep it to one line"))
+    return text or None
 
 
 def _record(row: sqlite3.Row) -> RunRecord:
