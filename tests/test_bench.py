@@ -4,6 +4,7 @@ what is asserted is that each script measured what it says)."""
 import pytest
 
 from bench import charts as chart_bench
+from bench import compare as compare_bench
 
 
 def test_chart_bench_quick(capsys):
@@ -11,6 +12,17 @@ def test_chart_bench_quick(capsys):
     assert [r["steps"] for r in report["results"]] == [1_000, 10_000]
     assert all(r["update_ms"] > 0 and r["wire_kb"] > 0 and r["append_us"] > 0 for r in report["results"])
     assert '"bench": "charts"' in capsys.readouterr().out
+
+
+def test_compare_bench_quick(capsys):
+    report = compare_bench.main(["--quick"])
+    assert (report["runs"], report["steps"]) == (2, 1_000)
+    timed = [key for key in report if key.endswith("_ms")]
+    assert {"figure_from_series_ms", "figure_from_store_ms", "figure_from_store_cached_ms",
+            "figure_from_store_unpacked_ms", "finish_run_ms"} <= set(timed)
+    assert all(0 < report[key]["min"] <= report[key]["median"] <= report[key]["max"] for key in timed)
+    assert 0 < report["figure_json_kb"] <= 500
+    assert '"bench": "compare"' in capsys.readouterr().out
 
 
 @pytest.mark.slow

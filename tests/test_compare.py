@@ -192,3 +192,86 @@ def test_compare_and_label_handlers_refuse_bad_values(tmp_path):
     assert list(filtered["job_id"]) == ["job_a"]
     with pytest.raises(gr.Error, match="Unknown status"):
         compare_panel.runs_table(ctx, "", "<b>", "")
+
+
+def _awkward_run(store, job_id):
+    """A run with NaN losses, eval-only events, train events without token counts, an eval event
+    before any counted train event, a train event that also carries an eval loss, and an old row
+    (no lean columns: read from its JSON)."""
+    store.create_run(job_id, {}, f"/runs/{job_id}", "training")
+    events = [dict(step=1, eval_loss=2.5), dict(step=1, loss=2.0), dict(step=2, loss=math.nan, num_tokens=200),
+              dict(step=3, loss=1.5, num_tokens=300), dict(step=3, eval_loss=1.6), dict(step=4, loss=math.inf),
+              dict(step=5, loss=1.2, eval_loss=1.3, num_tokens=500), dict(step=6, loss=1.1, num_tokens=0),
+              dict(step=6, eval_loss=1.05)]
+    for event in events:
+        store.add_metric(TrainingProgress(job_id=job_id, total_steps=6, **event))
+    old = TrainingProgress(job_id=job_id, step=7, total_steps=7, loss=1.0, num_tokens=700)
+    store._write("INSERT INTO metrics (job_id, seq, step, progress_json) VALUES (?, 100, 7, ?)",
+                 (job_id, old.model_dump_json()))
+
+
+@pytest.mark.parametrize("x_axis", compare.X_AXES)
+def test_packed_series_equal_the_row_path(tmp_path, x_axis):
+    store = RunStore(tmp_path / "studio.db")
+    _awkward_run(store, "job_a")
+    _run(store, "job_b", {}, [2.0, 1.0, 0.5], evals=[(2, 1.1)])
+    store.create_run("job_empty", {}, "/runs/e", "training")
+    live_rows = store.loss_rows("job_a")
+    assert store.packed_series("job_a") is None  # live: read by rows
+    for job_id in ("job_a", "job_empty"):
+        store.finish_run(job_id, "completed", None, None, "completed")
+    for job_id in ("job_a", "job_b", "job_empty"):
+        rows, packed = store.loss_rows(job_id), store.packed_series(job_id)
+        assert packed.rows() == rows
+        by_rows = compare.series_of(job_id, "x", rows, x_axis)
+        by_pack = compare.series_of_packed(job_id, "x", packed, x_axis)
+        assert by_pack == by_rows and all(type(a) is type(b) for a, b in zip(by_pack.x, by_rows.x))
+    assert store.loss_rows("job_a") == live_rows and len(live_rows) == 10
+    runs = [store.get_record(j) for j in ("job_a", "job_b")]
+    assert compare.load_series(store, runs, x_axis) == [compare.series_of(r.job_id, r.job_id, store.loss_rows(r.job_id),
+                                                                          x_axis) for r in runs]
+    assert compare.SeriesCache().load(store, runs, x_axis) == compare.load_series(store, runs, x_axis)
+    with pytest.raises(ValueError, match="x_axis"):
+        compare.series_of_packed("job_a", "a", store.packed_series("job_a"), "epoch")
+
+
+def test_run_summary_shows_name_and_note_as_plain_text(tmp_path):
+    from ui import run_handlers
+
+    store = RunStore(tmp_path / "studio.db")
+    _run(store, "job_a", {}, [2.0, 1.0])
+    idle = SimpleNamespace(is_training_running=False, job_id=None)
+    ctx = SimpleNamespace(runner=SimpleNamespace(store=store, status=lambda with_history=True: idle), tasks=None)
+    plain = run_handlers.show_run(ctx, "job_a")[0]
+    assert plain.startswith("**job_a**") and "Note" not in plain  # no label: as before
+    store.set_label("job_a", name="**big** [x](https://evil.example) <img src=x onerror=alert(1)>",
+                    note="# heading\n- item\n\n    code `tick` & 1. <b>b</b>")
+    summary = run_handlers.show_run(ctx, "job_a")[0]
+    name, note = summary.split("\n\n")[0], summary.split("**Note:**  \n")[1].split("\n\n")[0]
+    assert name == r"### \*\*big\*\* \[x\]\(https\:\/\/evil\.example\) &lt;img src\=x onerror\=alert\(1\)&gt;"
+    assert note == "\\# heading  \n\\- item  \ncode \\`tick\\` &amp; 1\\. &lt;b&gt;b&lt;\\/b&gt;"
+    assert "<img" not in summary and "<b>" not in summary and "**job_a**" in summary
+
+
+def _loop_ema(values, weight):
+    """TensorBoard's loop, value by value (the reference ``compare.ema`` is checked against)."""
+    out, last, decay = [], 0.0, 1.0
+    for value in values:
+        if math.isfinite(value):
+            last = last * weight + (1 - weight) * value
+            decay *= weight
+            out.append(last / (1 - decay))
+        else:
+            out.append(value)
+    return out
+
+
+@pytest.mark.parametrize("weight", [1e-6, 0.1, 0.6, 0.9, 0.99])
+def test_vectorised_ema_agrees_with_the_loop(weight):
+    rng = random.Random(int(weight * 1000))
+    values = [rng.choice([rng.gauss(2.0, 1.0), math.nan, math.inf, 50.0]) for _ in range(10_007)]
+    got, want = compare.ema(values, weight), _loop_ema(values, weight)
+    assert len(got) == len(want) and all(type(v) is float for v in got)
+    assert [math.isfinite(v) for v in got] == [math.isfinite(v) for v in want]
+    assert [v for v in got if not math.isfinite(v)].count(math.inf) == values.count(math.inf)
+    assert all(g == pytest.approx(w, rel=1e-12, abs=1e-12) for g, w in zip(got, want) if math.isfinite(w))

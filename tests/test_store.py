@@ -110,3 +110,47 @@ def test_interrupted_runs_get_their_end_reason(tmp_path):
     store.finish_run("job_b", "completed", None, None, "completed")
     store.mark_interrupted()
     assert store.get_run("job_a").end_reason == "interrupted" and store.get_run("job_b").end_reason == "completed"
+
+
+def _packs(path):
+    """job id -> packed event count in table ``series``, read from another connection."""
+    return dict(sqlite3.connect(path).execute("SELECT job_id, n FROM series").fetchall())
+
+
+def test_finished_runs_keep_a_packed_series_that_follows_changes(tmp_path):
+    path = tmp_path / "studio.db"
+    store = RunStore(path)
+    store.create_run("job_a", {}, "/runs/a", "training")
+    for step in (1, 2, 3):
+        store.add_metric(_progress("job_a", step, loss=1.0 / step))
+    assert _packs(path) == {} and store.packed_series("job_a") is None  # live: no pack
+    store.finish_run("job_a", "stopped", None, "/runs/a/checkpoint-3")
+    assert _packs(path) == {"job_a": 3}  # packed when it ended
+    assert store.packed_series("job_a").rows() == store.loss_rows("job_a")
+    store.add_metric(TrainingProgress(job_id="job_a", step=3, total_steps=10, eval_loss=0.7))  # after the finish
+    assert _packs(path) == {}
+    assert store.packed_series("job_a").rows() == store.loss_rows("job_a") and _packs(path) == {"job_a": 4}  # repacked
+    store.reopen_run("job_a", {}, "loading_model", from_step=1)  # resume: live again
+    assert _packs(path) == {} and store.packed_series("job_a") is None
+    store.add_metric(_progress("job_a", 2, loss=0.4))
+    store.finish_run("job_a", "completed", None, None, "completed")
+    assert [r[:2] for r in store.packed_series("job_a").rows()] == [(1, 1.0), (2, 0.4)]
+    assert store.delete_run("job_a") and _packs(path) == {}  # deleted with its run
+    assert store.packed_series("job_nope") is None
+
+
+def test_runs_finished_before_packs_are_packed_on_first_read(tmp_path):
+    path = tmp_path / "studio.db"
+    store = RunStore(path)
+    store.create_run("job_a", {}, "/runs/a", "training")
+    store.add_metric(_progress("job_a", 1, loss=0.5))
+    store.finish_run("job_a", "completed", None, None, "completed")
+    store.create_run("job_b", {}, "/runs/b", "training")
+    store.finish_run("job_b", "completed", None, None, "completed")  # no events: an empty pack
+    with sqlite3.connect(path) as other:  # as an older version left it; and a pack of another layout
+        other.execute("DELETE FROM series WHERE job_id = 'job_a'")
+        other.execute("UPDATE series SET version = -1, steps = x'' WHERE job_id = 'job_b'")
+    store.close()
+    store = RunStore(path)
+    assert store.packed_series("job_a").rows() == [(1, 0.5, None, None)] and _packs(path) == {"job_a": 1, "job_b": 0}
+    assert store.packed_series("job_b").rows() == []

@@ -5,6 +5,7 @@ its evaluated annotation.)"""
 
 
 import html
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -27,6 +28,16 @@ RUN_COLUMNS = ["job_id", "created", "status", "model", "dataset", "method", "ste
 ALL_STATUSES = "all"
 STATUS_CHOICES = [(ALL_STATUSES, ALL_STATUSES)] + [(word.replace("_", " "), word) for word in STATUS_WORDS]
 NO_RUN = "Click a run in the table to see its charts and settings."
+_PUNCTUATION = re.compile(r"([!-%'-/:;=?@\[-`{-~])")  # ASCII punctuation but & < > (those become entities)
+
+
+def literal_markdown(text: str) -> str:
+    """User ``text`` (a run's name or note) shown literally in a Markdown component: every ASCII
+    punctuation mark backslash-escaped (CommonMark allows it for all of them, so no emphasis, link,
+    heading, list or code), ``& < >`` as HTML entities, each line stripped (no indented code) and
+    lines joined by hard breaks, blank lines dropped."""
+    lines = [line.strip() for line in text.splitlines()]
+    return "  \n".join(html.escape(_PUNCTUATION.sub(r"\\\1", line), quote=False) for line in lines if line)
 
 
 def _eval_text(result: Optional[dict]) -> str:
@@ -154,16 +165,27 @@ def _run_buttons(ctx: Context, run: Optional[RunDetail]) -> list[Any]:
             gr.Button(interactive=not live)]
 
 
+def _label_lines(run: RunRecord) -> str:
+    """The summary's first lines: the run's name (a level-3 heading) and its note (under a bold
+    "Note:"), each shown as plain text (``literal_markdown``); "" when neither is set."""
+    text = f"### {literal_markdown(run.name)}\n\n" if run.name else ""
+    if run.note:
+        text += f"**Note:**  \n{literal_markdown(run.note)}\n\n"
+    return text
+
+
 def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
     """Summary, settings, charts and the four run buttons' states of run ``job_id`` (all blank and
-    the buttons off when none is chosen)."""
+    the buttons off when none is chosen). The summary (Markdown) starts with the run's name and
+    note when set, escaped so they show as typed (``literal_markdown``)."""
     if not (job_id or "").strip():
         return (NO_RUN, None, None, None, None, *_run_buttons(ctx, None))
     run = _get(ctx, job_id.strip())
     points = chart_points_of(run.metrics)
-    summary = (f"**{run.job_id}** · {run_status(run)} · step {run.last_step} / {run.total_steps or '?'} · "
-               f"training {_minutes(run.training_seconds)} · wall {_minutes(run.wall_seconds)}"
-               f"\n\nOutput: `{run.output_dir}`\n\nLast checkpoint: `{run.last_checkpoint or 'none'}`")
+    summary = _label_lines(run) + (
+        f"**{run.job_id}** · {run_status(run)} · step {run.last_step} / {run.total_steps or '?'} · "
+        f"training {_minutes(run.training_seconds)} · wall {_minutes(run.wall_seconds)}"
+        f"\n\nOutput: `{run.output_dir}`\n\nLast checkpoint: `{run.last_checkpoint or 'none'}`")
     if run.best_checkpoint:
         loss = f" (eval loss {run.best_eval_loss:.4f})" if run.best_eval_loss is not None else ""
         summary += f"\n\n★ **Best checkpoint:** `{run.best_checkpoint}`{loss}: the final weights are this checkpoint's"

@@ -3,21 +3,29 @@
 Written by the job thread as events arrive; each write is its own transaction, so a crash mid-run
 leaves every step committed before it. Secrets never reach it: runs store ``public_dict()``.
 Columns added after the first release (``ADDED_COLUMNS``) are added to an older database when it
-is opened, so old files keep working (their old runs read None there).
+is opened, so old files keep working (their old runs read None there). A finished run's loss series
+is also kept packed in table ``series`` for comparisons (``series_store``). The run models live in
+``records``, the label and filter checks in ``labels``; both are importable from here as before.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import BaseModel, Field, computed_field
-
+from trainer_core.runs import series_store
+from trainer_core.runs.labels import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, label_text, matches, status_word
+from trainer_core.runs.records import RunDetail, RunRecord
+from trainer_core.runs.series_store import LossRow, PackedSeries
 from trainer_core.schemas import LIVE_PHASES, EndReason, Phase, TrainingProgress
+
+log = logging.getLogger(__name__)
+__all__ = ["NAME_MAX_CHARS", "NOTE_MAX_CHARS", "STATUS_WORDS", "RunDetail", "RunRecord", "RunStore", "status_word"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -47,61 +55,6 @@ ADDED_COLUMNS = {"training_seconds": "REAL", "tokens_per_second": "REAL", "end_r
 # metrics columns newer than SCHEMA: the values comparisons read, beside the event's JSON (``lean`` = 1
 # where they are filled; older rows are read from the JSON instead)
 ADDED_METRIC_COLUMNS = {"loss": "REAL", "eval_loss": "REAL", "num_tokens": "INTEGER", "lean": "INTEGER"}
-NAME_MAX_CHARS = 80  # a run's editable name
-NOTE_MAX_CHARS = 2000  # a run's editable note
-# words a run's status can be filtered by (``status_word``): its phase, or why it ended where that says more
-STATUS_WORDS = tuple(p.value for p in Phase if p is not Phase.idle) + ("cancelled", "early_stopped")
-
-
-class RunRecord(BaseModel):
-    """One run as stored. Times are Unix seconds (``created_at``, ``finished_at``) or seconds.
-
-    ``training_seconds``: the last train event's ``elapsed_seconds`` (training time, continued over
-    resumes; None before the first step). ``tokens_per_second``: input tokens per training second
-    over the whole run, ``num_tokens / elapsed_seconds`` of that event (None when the trainer did
-    not count tokens). ``end_reason``: see ``EndReason`` (None while live, and for runs recorded by
-    versions before it existed). ``best_eval_loss``: the lowest logged eval loss (nats per token;
-    None without evaluation). ``best_checkpoint``: the checkpoint folder of the best eval loss, kept
-    and loaded as the final weights when early stopping was on (None otherwise). ``wall_seconds``
-    (also as ``duration_seconds``) is clock time from creation to finish, idle time between a Stop
-    and a Resume included. ``name`` and ``note``: the user's label for the run (None until set;
-    at most ``NAME_MAX_CHARS`` / ``NOTE_MAX_CHARS`` characters; plain text, never markup)."""
-
-    job_id: str
-    created_at: float
-    finished_at: Optional[float] = None
-    phase: Phase
-    request: dict[str, Any]
-    output_dir: str
-    last_checkpoint: Optional[str] = None
-    final_loss: Optional[float] = None
-    total_steps: Optional[int] = None
-    last_step: int = 0
-    error: Optional[str] = None
-    training_seconds: Optional[float] = None
-    tokens_per_second: Optional[float] = None
-    end_reason: Optional[EndReason] = None
-    best_checkpoint: Optional[str] = None
-    best_eval_loss: Optional[float] = None
-    name: Optional[str] = None
-    note: Optional[str] = None
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def wall_seconds(self) -> Optional[float]:
-        """Wall time from creation to finish in seconds, resumes' idle gaps included (None while live)."""
-        return None if self.finished_at is None else self.finished_at - self.created_at
-
-    @property
-    def duration_seconds(self) -> Optional[float]:
-        """Alias of ``wall_seconds`` (the older name)."""
-        return self.wall_seconds
-
-
-class RunDetail(RunRecord):
-    """A run with its per-step metrics (train and eval events, in logged order)."""
-
-    metrics: list[TrainingProgress] = Field(default_factory=list)
 
 
 class RunStore:
@@ -116,7 +69,7 @@ class RunStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(SCHEMA)
+        self._db.executescript(SCHEMA + series_store.SCHEMA)
         self._add_missing_columns()
 
     def _add_missing_columns(self) -> None:
@@ -156,6 +109,7 @@ class RunStore:
         training seconds, tokens per second) from the last train step kept."""
         with self._lock, self._db:
             self._db.execute("DELETE FROM metrics WHERE job_id = ? AND step > ?", (job_id, from_step))
+            series_store.drop(self._db, job_id)  # live again: its packed series is stale
             last = _last_train(self._db, job_id)
             self._db.execute(
                 "UPDATE runs SET phase = ?, finished_at = NULL, error = NULL, end_reason = NULL, request_json = ?, "
@@ -184,17 +138,29 @@ class RunStore:
                              "training_seconds = COALESCE(?, training_seconds), "
                              "tokens_per_second = CASE WHEN ? THEN ? ELSE tokens_per_second END WHERE job_id = ?",
                              (progress.step, progress.total_steps, progress.loss, seconds, train, rate, progress.job_id))
+            series_store.drop(self._db, progress.job_id)  # a metric after the finish: repack on the next read
 
     def finish_run(self, job_id: str, phase: str, error: Optional[str], last_checkpoint: Optional[str],
                    end_reason: Optional[str] = None, best_checkpoint: Optional[str] = None,
                    best_eval_loss: Optional[float] = None) -> None:
         """Record the final phase, the error text, the newest checkpoint folder, why the run ended
         (an ``EndReason`` value; None: unknown) and, when known, the best checkpoint and eval loss
-        (None keeps the stored value)."""
-        self._write("UPDATE runs SET phase = ?, finished_at = ?, error = ?, end_reason = ?, "
+        (None keeps the stored value). Then packs the run's loss series for comparisons
+        (``series_store``); a pack that fails is logged and left to the first read, never undoing the finish."""
+        with self._lock:
+            with self._db:
+                found = self._db.execute(
+                    "UPDATE runs SET phase = ?, finished_at = ?, error = ?, end_reason = ?, "
                     "last_checkpoint = COALESCE(?, last_checkpoint), best_checkpoint = COALESCE(?, best_checkpoint), "
                     "best_eval_loss = COALESCE(?, best_eval_loss) WHERE job_id = ?",
-                    (phase, time.time(), error, end_reason, last_checkpoint, best_checkpoint, best_eval_loss, job_id))
+                    (phase, time.time(), error, end_reason, last_checkpoint, best_checkpoint, best_eval_loss,
+                     job_id)).rowcount
+            try:
+                with self._db:
+                    if found:
+                        series_store.pack_run(self._db, job_id)
+            except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
+                log.warning("could not pack the loss series of run %s: %s", job_id, exc)
 
     def mark_interrupted(self) -> list[RunRecord]:
         """Runs left live by a process that died become ``interrupted``; returns them."""
@@ -219,7 +185,7 @@ class RunStore:
             if text is None:
                 continue
             sets.append(f"{field} = ?")
-            args.append(_label_text(field, text, limit))
+            args.append(label_text(field, text, limit))
         if not sets:
             return bool(self._read("SELECT 1 FROM runs WHERE job_id = ?", (job_id,)))
         return self._write(f"UPDATE runs SET {', '.join(sets)} WHERE job_id = ?", (*args, job_id)) > 0
@@ -240,23 +206,25 @@ class RunStore:
         found = []
         for row in self._read("SELECT * FROM runs ORDER BY created_at DESC"):
             run = _record(row)
-            if _matches(run, name, status, dataset):
+            if matches(run, name, status, dataset):
                 found.append(run)
                 if len(found) >= limit:
                     break
         return found
 
-    def loss_rows(self, job_id: str) -> list[tuple[int, Optional[float], Optional[float], Optional[int]]]:
+    def loss_rows(self, job_id: str) -> list[LossRow]:
         """The run's logged events as (step, loss, eval_loss, num_tokens) in logged order, from the
-        plain columns (rows written before they existed: decoded from the JSON by SQLite's
-        ``json_extract``); no pydantic model per event (``bench/compare.py`` times both). Empty for
-        an unknown run."""
-        values = ", ".join(f"CASE WHEN lean THEN {key} ELSE json_extract(progress_json, '$.{key}') END"
-                           for key in ("loss", "eval_loss", "num_tokens"))
+        plain columns (older rows: from their JSON); no pydantic model per event
+        (``series_store.loss_rows``). Empty for an unknown run."""
         with self._lock:
-            cursor = self._db.cursor()
-            cursor.row_factory = None  # plain tuples: no Row object per event
-            return cursor.execute(f"SELECT step, {values} FROM metrics WHERE job_id = ? ORDER BY seq", (job_id,)).fetchall()
+            return series_store.loss_rows(self._db, job_id)
+
+    def packed_series(self, job_id: str) -> Optional[PackedSeries]:
+        """A finished run's events as numpy arrays (``series_store.PackedSeries``, the same values as
+        ``loss_rows``), from its pack (built and kept on the first read where missing); None for a
+        live or unknown run (read ``loss_rows`` then)."""
+        with self._lock, self._db:
+            return series_store.packed(self._db, job_id)
 
     def get_record(self, job_id: str) -> Optional[RunRecord]:
         """One run without its metrics, or None."""
@@ -297,39 +265,6 @@ def _last_train(db: sqlite3.Connection, job_id: str) -> Optional[TrainingProgres
         if progress.loss is not None:
             return progress
     return None
-
-
-def status_word(run: RunRecord) -> str:
-    """The run's state in one of ``STATUS_WORDS``: its phase, except ``cancelled`` for a stopped
-    run that was cancelled (nothing saved) and ``early_stopped`` for one ended by early stopping."""
-    if run.phase is Phase.stopped and run.end_reason is EndReason.cancelled:
-        return "cancelled"
-    if run.end_reason is EndReason.early_stopped:
-        return "early_stopped"
-    return run.phase.value
-
-
-def _matches(run: RunRecord, name: Optional[str], status: Optional[str], dataset: Optional[str]) -> bool:
-    """Whether ``run`` passes the filters of ``RunStore.list_runs``."""
-    if name and name.casefold() not in f"{run.name or ''}\n{run.job_id}".casefold():
-        return False
-    if status and status_word(run) != status:
-        return False
-    if dataset:
-        sources = [*(run.request.get("local_datasets") or []), run.request.get("hf_dataset") or ""]
-        return any(dataset.casefold() in str(s).casefold() for s in sources)
-    return True
-
-
-def _label_text(field: str, text: str, limit: int) -> Optional[str]:
-    """``text`` stripped (None when blank); ``ValueError`` when too long or holding control characters."""
-    text = text.strip()
-    if len(text) > limit:
-        raise ValueError(f"{field} is {len(text)} characters long; at most {limit} are allowed")
-    allowed = "" if field == "name" else "\n\t"
-    if any(ord(c) < 32 and c not in allowed or ord(c) == 127 for c in text):
-        raise ValueError(f"{field} holds a control character" + ("" if allowed else " (a line break?): keep it to one line"))
-    return text or None
 
 
 def _record(row: sqlite3.Row) -> RunRecord:
