@@ -126,7 +126,7 @@ def test_names_notes_and_filters_in_the_store(tmp_path):
         store.set_label("job_a", name="n" * (NAME_MAX_CHARS + 1))
     with pytest.raises(ValueError, match=f"at most {NOTE_MAX_CHARS}"):
         store.set_label("job_a", note="n" * (NOTE_MAX_CHARS + 1))
-    with pytest.raises(ValueError, match="control character"):
+    with pytest.raises(ValueError, match="control or invisible"):
         store.set_label("job_a", name="two\nlines")
     ids = lambda **filters: [r.job_id for r in store.list_runs(**filters)]  # noqa: E731
     assert ids(name="baseline") == ["job_a"] and ids(name="JOB_B") == ["job_b"]
@@ -185,7 +185,7 @@ def test_compare_and_label_handlers_refuse_bad_values(tmp_path):
     assert compare_panel.label_fields(ctx, "job_nope") == ("", "")
     for job_id, name, note, said in [("job_nope", "a", "", "No run"), ("", "a", "", "Click a run"),
                                      ("job_a", "n" * 81, "", "at most 80"), ("job_a", None, "", "must be text"),
-                                     ("job_a", "a\nb", "", "control character")]:
+                                     ("job_a", "a\nb", "", "control or invisible")]:
         with pytest.raises(gr.Error, match=said):
             compare_panel.save_label(ctx, job_id, name, note)
     filtered = compare_panel.runs_table(ctx, "img", "completed", "")

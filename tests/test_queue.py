@@ -202,3 +202,43 @@ def test_an_old_history_file_gains_the_queue_table(tmp_path):
     QueueStore(path).close()
     with sqlite3.connect(path) as db:
         assert "queue" in {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def test_a_failure_after_the_claim_never_leaves_an_entry_stuck(made, monkeypatch):
+    """Break-it finding: an exception in the hand-over (a failed prewarm spawn, a failed start) must
+    not leave the entry ``starting`` (unremovable) and block the queue behind it."""
+    runner, queue = made(start=False)
+    monkeypatch.setattr(runner, "prewarm", lambda: (_ for _ in ()).throw(OSError(24, "Too many open files")))
+    real_start, calls = runner.start, []
+
+    def start_once_broken(request):
+        calls.append(request.learning_rate)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        return real_start(request)
+
+    monkeypatch.setattr(runner, "start", start_once_broken)
+    first, second = queue.add(_request(1e-4)), queue.add(_request(2e-4))
+    assert queue.dispatch_once() == "next"  # the first is refused with the reason
+    refused = queue.store.get(first.queue_id)
+    assert refused.state == QueueState.refused and "No space left on device" in refused.error
+    assert queue.dispatch_once().startswith("job_")  # the second starts though prewarm keeps failing
+    assert runner.wait(30) and queue.store.get(second.queue_id) is None
+    assert queue.remove(first.queue_id) and not queue.store.pending()
+
+
+def test_an_entry_being_started_cannot_be_removed(made):
+    runner, queue = made(start=False)
+    entry = queue.add(_request(1e-4))
+    assert queue.store.claim(entry.queue_id)
+    assert not queue.remove(entry.queue_id) and queue.store.get(entry.queue_id).state == QueueState.starting
+
+
+def test_names_refuse_invisible_and_control_characters(tmp_path):
+    from trainer_core.runs.labels import label_text
+
+    for bad in ("a\u0085b", "\u202eevil", "x\u2028y", "zero\u200bwidth", "bell\x07"):
+        with pytest.raises(ValueError, match="control or invisible"):
+            label_text("name", bad, 80)
+    assert label_text("note", "line one\nline two\ttabbed", 2000) == "line one\nline two\ttabbed"
+    assert label_text("name", "  Ünïcode 名前 run  ", 80) == "Ünïcode 名前 run"

@@ -173,6 +173,11 @@ class TrainingStartRequest(BaseModel):
     resume_from_checkpoint: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="Checkpoint folder to continue from.", json_schema_extra=_group("output"))
     report_to: list[Tracker] = Field(default_factory=list, max_length=4, title="Report to (trackers)", description="Also log the losses to these trackers (none: only the studio's own charts and metrics.jsonl). Files stay in the run folder: tensorboard -> tensorboard/ (event files), trackio -> trackio/ (its local store), wandb -> wandb/ (offline mode when wandb.ai cannot be reached; sync later with `wandb sync`), mlflow -> mlruns/ (unless MLFLOW_TRACKING_URI is set). Each needs its package installed on the server.", json_schema_extra=_group("output"))
 
+    @field_validator("report_to")
+    @classmethod
+    def _trackers_once(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))  # a tracker named twice is one tracker
+
     @field_validator("hf_dataset")
     @classmethod
     def _hub_dataset_id(cls, value: Optional[str]) -> Optional[str]:

@@ -164,6 +164,6 @@ def build_compare(ctx: Context) -> gr.Dropdown:
         plot = gr.Plot(show_label=False, elem_id="compare-plot")
         diff = gr.Dataframe(value=compare_view.EMPTY_DIFF, interactive=False, wrap=True, max_height=400,
                             elem_id="compare-diff")
-    gr.on([picker.change, x_axis.change, smoothing.release], partial(compare_runs, ctx), [picker, x_axis, smoothing],
+    gr.on([picker.change, x_axis.change, smoothing.change], partial(compare_runs, ctx), [picker, x_axis, smoothing],
           [plot, diff], api_name="compare_runs", trigger_mode="always_last", show_progress="hidden", **FREE)
     return picker

@@ -27,6 +27,11 @@ EMPTY_DIFF = pd.DataFrame(columns=["setting"])
 _HIDDEN_AXIS = dict(visible=False, showgrid=False, showticklabels=False, zeroline=False)
 
 
+def _mode(xs: list) -> str:
+    """Lines, with markers when a single point would draw nothing."""
+    return "lines+markers" if len(xs) == 1 else "lines"
+
+
 def _traces(curve: Curve, colour: str, smoothed: bool) -> list[dict]:
     """A run's traces: raw loss (faint when ``smoothed``, else the solid line itself), the EMA, eval loss."""
     name = html.escape(curve.label)
@@ -34,10 +39,10 @@ def _traces(curve: Curve, colour: str, smoothed: bool) -> list[dict]:
     common = dict(type="scatter", legendgroup=curve.job_id, line=dict(color=colour), hovertemplate=hover)
     traces = []
     if curve.raw[0]:
-        traces.append(dict(x=curve.raw[0], y=curve.raw[1], mode="lines", name=f"{name} raw" if smoothed else name,
+        traces.append(dict(x=curve.raw[0], y=curve.raw[1], mode=_mode(curve.raw[0]), name=f"{name} raw" if smoothed else name,
                            showlegend=not smoothed, opacity=RAW_OPACITY if smoothed else 1.0, **common))
     if smoothed and curve.smoothed[0]:
-        traces.append(dict(x=curve.smoothed[0], y=curve.smoothed[1], mode="lines", name=name, **common))
+        traces.append(dict(x=curve.smoothed[0], y=curve.smoothed[1], mode=_mode(curve.smoothed[0]), name=name, **common))
     if curve.eval[0]:
         traces.append(dict(type="scatter", x=curve.eval[0], y=curve.eval[1], mode="lines+markers", name=f"{name} eval",
                            legendgroup=curve.job_id, hovertemplate=f"{name} eval<br>%{{x}}: %{{y:.4f}}<extra></extra>",

@@ -58,11 +58,12 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
     with gr.Column(scale=6, elem_id="monitor-col"):
         with gr.Row():
             start_btn = gr.Button("Start", variant="primary", elem_id="start", min_width=80)
-            queue_btn = gr.Button("Add to queue", elem_id="queue-add", min_width=80, visible=ctx.queue is not None)
+            queue_btn = gr.Button(queue_panel.ADD_LABEL, elem_id="queue-add", min_width=80, visible=ctx.queue is not None)
             check_btn = gr.Button("Check", elem_id="check", min_width=80)
             stop_btn = gr.Button("Stop (save)", elem_id="stop", interactive=False, min_width=80)
             cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel", interactive=False, min_width=80)
         notice = gr.HTML(handlers.NOTICE_CLEAR, elem_id="start-notice")
+        waiting = gr.Markdown("", elem_id="queue-waiting", visible=ctx.queue is not None)
         with gr.Accordion("Pre-flight check", open=False, visible=False, elem_id="preflight") as checked:
             report = gr.HTML("", elem_id="preflight-report")
             lengths = gr.Plot(show_label=False, elem_id="preflight-lengths")
@@ -74,7 +75,8 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
         hardware = gr.Markdown("", elem_id="hardware")
         with gr.Accordion("Status (JSON)", open=False):
             raw = gr.JSON(label="status")
-    preflight = {"button": check_btn, "panel": checked, "report": report, "lengths": lengths, "queue": queue_btn}
+    preflight = {"button": check_btn, "panel": checked, "report": report, "lengths": lengths, "queue": queue_btn,
+                 "waiting": waiting}
     return [status, raw, loss_plot, lr_plot, grad_plot, start_btn, stop_btn, cancel_btn], notice, hardware, preflight
 
 
@@ -260,5 +262,6 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
         for trigger in (demo.load, timer.tick):
             trigger(partial(handlers.hardware_line, ctx), None, hardware, api_name=False, show_progress="hidden", **FREE)
         if queued is not None:
-            queue_panel.wire(ctx, queued, preflight["queue"], [*file_inputs, *form], notice, monitor, [demo.load, timer.tick])
+            queue_panel.wire(ctx, queued, preflight["queue"], [*file_inputs, *form], notice, monitor, preflight["waiting"],
+                             [demo.load, timer.tick])
     return demo

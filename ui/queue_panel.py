@@ -23,7 +23,9 @@ from ui.handlers import NOTICE_CLEAR, Context, form_request, watch
 from ui.refusals import describe
 
 log = logging.getLogger(__name__)
-QUEUE_COLUMNS = ["position", "queue id", "state", "settings", "queued at", "note"]
+QUEUE_COLUMNS = ["#", "state", "settings", "note", "queued", "queue id"]
+QUEUE_WIDTHS = ["36px", "80px", "45%", "25%", "70px", "150px"]
+ADD_LABEL = "Add to queue"
 EMPTY = "No jobs waiting. **Add to queue** takes the form as it is and starts it after the jobs before it."
 
 
@@ -31,11 +33,32 @@ def queue_table(ctx: Context) -> tuple[pd.DataFrame, str]:
     """(the table, a one-line summary). Waiting jobs first in run order; the note says why a job was
     refused or interrupted (as text: it may quote a user's path)."""
     entries = ctx.queue.entries() if ctx.queue is not None else []
-    rows = [[e.position or "", e.queue_id, e.state.value, e.summary,
-             datetime.fromtimestamp(e.created_at).strftime("%Y-%m-%d %H:%M:%S"), e.error or ""] for e in entries]
+    rows = [[e.position or "", e.state.value, e.summary, e.error or "",
+             datetime.fromtimestamp(e.created_at).strftime("%H:%M:%S"), e.queue_id] for e in entries]
+    return pd.DataFrame(rows, columns=QUEUE_COLUMNS), _count_line(entries)
+
+
+def _count_line(entries: list) -> str:
+    """E.g. "2 jobs waiting, 1 refused (see its note). Click a row to move or remove it."."""
+    if not entries:
+        return EMPTY
     waiting = sum(1 for e in entries if e.state == QueueState.waiting)
-    line = EMPTY if not entries else f"{waiting} job{'s' * (waiting != 1)} waiting. Click a row to move or remove it."
-    return pd.DataFrame(rows, columns=QUEUE_COLUMNS), line
+    others = {state: sum(1 for e in entries if e.state == state) for state in (QueueState.refused, QueueState.interrupted)}
+    parts = [f"{waiting} job{'s' * (waiting != 1)} waiting"]
+    parts += [f"{count} {state.value}" for state, count in others.items() if count]
+    note = " (see the note)" if any(others.values()) else ""
+    return f"{', '.join(parts)}{note}. Click a row to move or remove it."
+
+
+def monitor_line(ctx: Context) -> str:
+    """Beside the buttons: how many jobs wait in the queue (the table is under the form)."""
+    waiting = sum(1 for e in ctx.queue.entries() if e.state == QueueState.waiting) if ctx.queue is not None else 0
+    return f"{waiting} job{'s' * (waiting != 1)} waiting in the queue (Job queue, under the form)" if waiting else ""
+
+
+def refresh(ctx: Context) -> tuple[pd.DataFrame, str, str]:
+    """(table, summary, the monitor's line), for the page's timer."""
+    return (*queue_table(ctx), monitor_line(ctx))
 
 
 def add(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
@@ -67,7 +90,7 @@ def on_select(event: gr.SelectData, table: pd.DataFrame) -> str:
     """The queue id of the clicked row."""
     row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
     try:
-        return str(table.iloc[int(row)]["queue id"])
+        return str(table.iloc[int(row)]["queue id"])  # the id column, whichever cell was clicked
     except (IndexError, KeyError, ValueError, TypeError):
         return ""
 
@@ -110,25 +133,30 @@ def build(ctx: Context) -> dict[str, gr.components.Component]:
     with gr.Accordion("Job queue", open=True, elem_id="section-queue"):
         line = gr.Markdown(EMPTY, elem_id="queue-summary")
         table = gr.Dataframe(value=pd.DataFrame(columns=QUEUE_COLUMNS), interactive=False, max_height=260, wrap=True,
-                             elem_id="queue-table")
+                             column_widths=QUEUE_WIDTHS, elem_id="queue-table")
+        chosen = gr.Textbox(label="Queue entry", placeholder="click a row", elem_id="queue-id")
         with gr.Row():
-            chosen = gr.Textbox(label="Queue entry", placeholder="click a row", scale=3, elem_id="queue-id")
-            up = gr.Button("Move up", size="sm", scale=1, elem_id="queue-up")
-            down = gr.Button("Move down", size="sm", scale=1, elem_id="queue-down")
-            drop = gr.Button("Remove", variant="stop", size="sm", scale=1, elem_id="queue-remove")
+            up = gr.Button("Move up", size="sm", min_width=60, elem_id="queue-up")
+            down = gr.Button("Move down", size="sm", min_width=60, elem_id="queue-down")
+            drop = gr.Button("Remove", variant="stop", size="sm", min_width=60, elem_id="queue-remove")
         said = gr.HTML("", elem_id="queue-notice")
     return {"line": line, "table": table, "chosen": chosen, "up": up, "down": down, "remove": drop, "said": said}
 
 
 def wire(ctx: Context, block: dict, add_button: gr.Button, form_inputs: list, notice: gr.HTML, monitor: list,
-         ticks: list) -> None:
-    """The queue's events: Add (the form, as Start takes it; then the monitor follows the job that
-    runs and the queued ones after it), row choice, move, remove, and a re-read of the table on page
-    load and every timer tick (``ticks``)."""
+         waiting: gr.Markdown, ticks: list) -> None:
+    """The queue's events: Add (the button says "Adding…" and is disabled until the checks answer, so
+    no click is lost or doubled; then the monitor follows the job that runs and the queued ones after
+    it), row choice, move, remove, and a re-read of the table and of the monitor's ``waiting`` line on
+    page load and every timer tick (``ticks``)."""
     free = dict(concurrency_limit=None)
     table, line, said, chosen = block["table"], block["line"], block["said"], block["chosen"]
-    added = add_button.click(lambda *a: add(ctx, *a), form_inputs, [table, line, notice], api_name="queue_add",
-                             show_progress="hidden", concurrency_limit=2, concurrency_id="queue_add")
+    busy = add_button.click(lambda: gr.Button(value="Adding…", interactive=False), None, add_button, queue=False,
+                            show_progress="hidden", api_name=False)
+    added = busy.then(lambda *a: add(ctx, *a), form_inputs, [table, line, notice], api_name="queue_add",
+                      show_progress="hidden", concurrency_limit=2, concurrency_id="queue_add")
+    added.then(lambda: (gr.Button(value=ADD_LABEL, interactive=True), monitor_line(ctx)), None, [add_button, waiting],
+               queue=False, show_progress="hidden", api_name=False)
     added.then(_follow(ctx), None, monitor, api_name=False, show_progress="hidden", **free)
     table.select(on_select, table, chosen, api_name=False, **free)
     block["up"].click(lambda q: move(ctx, q, -1), chosen, [table, line, said], api_name="queue_up", **free)
@@ -136,4 +164,4 @@ def wire(ctx: Context, block: dict, add_button: gr.Button, form_inputs: list, no
     block["remove"].click(lambda q: remove(ctx, q), chosen, [table, line, said, chosen], api_name="queue_remove",
                           **free)
     for tick in ticks:
-        tick(lambda: queue_table(ctx), None, [table, line], api_name=False, show_progress="hidden", **free)
+        tick(lambda: refresh(ctx), None, [table, line, waiting], api_name=False, show_progress="hidden", **free)

@@ -23,8 +23,8 @@ from ui.form import FORM_FIELDS, form_values
 from ui.handlers import NOTICE_CLEAR, Context, begin, clock, refused, watch
 from ui.refusals import notice_html
 
-RUN_COLUMNS = ["job_id", "created", "status", "model", "dataset", "method", "steps", "final_loss", "tokens/s (avg)",
-               "training time", "wall time", "evaluation", "name"]
+RUN_COLUMNS = ["job_id", "name", "created", "status", "model", "dataset", "method", "steps", "final_loss",
+               "tokens/s (avg)", "training time", "wall time", "evaluation"]
 ALL_STATUSES = "all"
 STATUS_CHOICES = [(ALL_STATUSES, ALL_STATUSES)] + [(word.replace("_", " "), word) for word in STATUS_WORDS]
 NO_RUN = "Click a run in the table to see its charts and settings."
@@ -88,6 +88,7 @@ def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
     model = str(request.get("model_name", ""))
     return [
         run.job_id,
+        run.name or "",
         datetime.fromtimestamp(run.created_at).strftime("%Y-%m-%d %H:%M:%S"),
         run_status(run),
         model.rsplit("/", 1)[-1],
@@ -99,7 +100,6 @@ def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
         _minutes(run.training_seconds),
         _minutes(run.wall_seconds),
         evaluation,
-        run.name or "",
     ]
 
 

@@ -168,7 +168,7 @@ def test_stop_and_cancel_are_told_apart_and_times_continue_over_resume(page, pag
     table = page.locator("#runs-table")
     table.get_by_text(cancelled_id, exact=True).filter(visible=True).first.wait_for(timeout=30_000)
     rows = {r[0]: r for r in table_rows(page, "runs-table")}
-    assert rows[cancelled_id][2] == "cancelled" and rows[saved_id][2] == "stopped"
+    assert rows[cancelled_id][3] == "cancelled" and rows[saved_id][3] == "stopped"
     runs = {r["job_id"]: r for r in httpx.get(url + "api/train/runs", timeout=30).json()}
     assert runs[saved_id]["phase"] == "stopped" and runs[saved_id]["end_reason"] == "stopped"
     assert runs[cancelled_id]["phase"] == "stopped" and runs[cancelled_id]["end_reason"] == "cancelled"
@@ -200,7 +200,7 @@ def test_delete_clears_the_run_view_and_its_confirmation_can_be_cancelled(page, 
     for column in ("model", "dataset", "method", "tokens/s", "training time", "wall time"):
         assert column in header, header
     row = next(r for r in table_rows(page, "runs-table") if r[0] == job_id)
-    assert row[3:6] == ["SmolLM2-135M-Instruct", "identity.json", "lora"], row
+    assert row[4:7] == ["SmolLM2-135M-Instruct", "identity.json", "lora"], row
     table.get_by_text(job_id, exact=True).filter(visible=True).first.click()
     page.locator("#run-summary").get_by_text(job_id).first.wait_for(timeout=30_000)
     wait_for(lambda: (figure(page, "run-loss-plot") or {}).get("traces") == 1, timeout_s=20, what="run chart")

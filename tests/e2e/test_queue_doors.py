@@ -111,7 +111,7 @@ def test_queue_events_refuse_foreign_paths_and_odd_ids(studio, outside, datasets
     assert good["success"], error_text(good)
     table, line, notice = good["output"]["data"]
     assert notice == "" and "1 job waiting" in line and HF_TOKEN not in json.dumps(good)
-    queue_id = table["data"][0][1]
+    queue_id = table["data"][0][table["headers"].index("queue id")]
     for name in ("queue_up", "queue_down", "queue_remove"):
         for junk in ("", "'; DROP TABLE queue; --", "<img src=x onerror=alert(1)>", "q_1_deadbeef"):
             answer = raw.call(raw.fn_index(name), [junk])

@@ -30,13 +30,14 @@ def test_add_to_queue_reorder_remove_and_run(page, page_app, datasets_dir, tmp_p
         page.locator("#queue-summary").get_by_text(f"{1 if rate.endswith('2') else 2} job").wait_for(timeout=30_000)
     wait_status(page, "training", 30_000)  # after Add, the tab follows the job that has the machine
     rows = _rows(page, 2)
-    assert [r[0] for r in rows] == ["1", "2"] and "lr 0.0002" in rows[0][3] and "identity.json" in rows[0][3]
-    assert all(r[2] == "waiting" for r in rows)
+    assert [r[0] for r in rows] == ["1", "2"] and "lr 0.0002" in rows[0][2] and "identity.json" in rows[0][2]
+    assert all(r[1] == "waiting" for r in rows)
+    assert page.locator("#queue-waiting").inner_text().startswith("2 jobs waiting in the queue")
     page.locator('#queue-table [data-testid="cell-1-1"]').click()
     page.wait_for_function("() => document.querySelector('#queue-id textarea, #queue-id input').value.startsWith('q_')")
     page.locator("#queue-up").click()
     page.locator("#queue-notice").get_by_text("is now at position 1").wait_for(timeout=30_000)
-    assert "lr 0.0003" in _rows(page, 2)[0][3]
+    assert "lr 0.0003" in _rows(page, 2)[0][2]
     shot(page, tmp_path, "queue.png")
 
     set_number(page, "batch_size", "0")  # out of bounds: refused, nothing queued
@@ -49,7 +50,7 @@ def test_add_to_queue_reorder_remove_and_run(page, page_app, datasets_dir, tmp_p
     page.locator('#queue-table [data-testid="cell-1-1"]').click()
     page.locator("#queue-remove").click()
     page.locator("#queue-notice").get_by_text("Removed").wait_for(timeout=30_000)
-    assert "lr 0.0003" in _rows(page, 1)[0][3]
+    assert "lr 0.0003" in _rows(page, 1)[0][2]
     runner.stop(save=False)  # the other user's job is cancelled: the queued one starts
     page.locator("#queue-summary").get_by_text("No jobs waiting").wait_for(timeout=60_000)  # it started on its own
     wait_status(page, "completed", 120_000)  # the monitor followed the queued job to its end

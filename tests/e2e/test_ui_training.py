@@ -147,7 +147,7 @@ def test_runs_tab_lists_shows_loads_resumes_and_deletes(client, app_server, data
     job_id = runner.status().job_id
     stopped_at = runner.status().details["step"]
     table = client.predict(api_name="/runs")
-    assert table["data"][0][0] == job_id and table["data"][0][2] == "stopped"  # newest first; saved, not cancelled
+    assert table["data"][0][0] == job_id and table["data"][0][3] == "stopped"  # newest first; saved, not cancelled
     summary, settings, *_ = client.predict(job_id, api_name="/show_run")
     assert "stopped" in summary and "checkpoint-" in summary and settings["max_steps"] == 5
     loaded = client.predict(job_id, api_name="/load_settings")

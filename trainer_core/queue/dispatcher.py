@@ -63,11 +63,10 @@ class JobQueue:
 
     def remove(self, queue_id: str) -> bool:
         """Take an entry out (any state but ``starting``); False when there is no such entry."""
-        entry = self.store.get(queue_id)
-        if entry is None or entry.state == QueueState.starting:
-            return False
-        self._tokens.pop(queue_id, None)
-        return self.store.remove(queue_id)
+        removed = self.store.remove(queue_id, unless=QueueState.starting)
+        if removed:
+            self._tokens.pop(queue_id, None)
+        return removed
 
     def move(self, queue_id: str, position: int) -> Optional[QueueEntry]:
         """Put a waiting entry at ``position`` (1-based, clamped); None when it is not waiting."""
@@ -124,30 +123,38 @@ class JobQueue:
                 return None
             if not self.store.claim(entry.queue_id):
                 return "next"
-            self.runner.prewarm()  # a standby imports the training stack while the checks run
-            problem = None
-            try:
-                request = TrainingStartRequest(**entry.request, hf_token=self._tokens.get(entry.queue_id))
-                checked = self._admit(request, self.settings, self.runner.store)
-            except ValidationError as exc:
-                problem = explain(exc)
-            except REFUSALS as exc:
-                problem = str(exc)
+            try:  # from here on the entry is ours: it ends started, waiting again or refused, never stuck
+                return self._hand_over(entry)
             except Exception as exc:  # noqa: BLE001 - refused with the reason; the queue goes on
-                log.exception("checking queued job %s failed", entry.queue_id)
-                problem = f"the checks failed: {exc}"
-            if problem is not None:
-                return self._refuse(entry, problem)
-            response = self.runner.start(checked)
-            if response.status == "queued":
-                self.store.remove(entry.queue_id)
-                self._tokens.pop(entry.queue_id, None)
-                log.info("queued job %s started as %s", entry.queue_id, response.job_id)
-                return response.job_id
-            if self._busy():  # someone's Start or a task won the machine meanwhile: keep the front place
-                self.store.set_state(entry.queue_id, QueueState.waiting)
-                return None
-            return self._refuse(entry, response.error or response.message)
+                log.exception("starting queued job %s failed", entry.queue_id)
+                return self._refuse(entry, f"the job could not be started: {exc}")
+
+    def _hand_over(self, entry: QueueEntry) -> Optional[str]:
+        """Check a claimed entry again and start it; ``dispatch_once``'s answers."""
+        try:
+            self.runner.prewarm()  # a standby imports the training stack while the checks run
+        except Exception:  # noqa: BLE001 - only a head start: the job can start without it
+            log.exception("could not prewarm a worker for queued job %s", entry.queue_id)
+        problem = None
+        try:
+            request = TrainingStartRequest(**entry.request, hf_token=self._tokens.get(entry.queue_id))
+            checked = self._admit(request, self.settings, self.runner.store)
+        except ValidationError as exc:
+            problem = explain(exc)
+        except REFUSALS as exc:
+            problem = str(exc)
+        if problem is not None:
+            return self._refuse(entry, problem)
+        response = self.runner.start(checked)
+        if response.status == "queued":
+            self.store.remove(entry.queue_id)
+            self._tokens.pop(entry.queue_id, None)
+            log.info("queued job %s started as %s", entry.queue_id, response.job_id)
+            return response.job_id
+        if self._busy():  # someone's Start or a task won the machine meanwhile: keep the front place
+            self.store.set_state(entry.queue_id, QueueState.waiting)
+            return None
+        return self._refuse(entry, response.error or response.message)
 
     def _refuse(self, entry: QueueEntry, problem: str) -> str:
         if entry.had_token and entry.queue_id not in self._tokens:

@@ -70,7 +70,8 @@ class QueueEntry(BaseModel):
         method = str(request.get("training_type", "lora"))
         if method != "full":
             method += f" r{request.get('lora_r')}"
-        length = f"{request['max_steps']} steps" if request.get("max_steps") else f"{request.get('num_epochs')} epochs"
+        steps = request.get("max_steps")
+        length = f"{steps} step{'s' * (steps != 1)}" if steps else f"{request.get('num_epochs')} epochs"
         return " · ".join([model, ", ".join(data) or "-", method, length, f"lr {request.get('learning_rate')}"])
 
 
@@ -151,10 +152,12 @@ class QueueStore:
                              (state.value, error, position, queue_id))
             self._renumber()
 
-    def remove(self, queue_id: str) -> bool:
-        """Delete an entry (whatever its state); False when there is none."""
+    def remove(self, queue_id: str, unless: Optional[QueueState] = None) -> bool:
+        """Delete an entry, in one statement (a dispatcher cannot claim it in between), unless it is
+        in state ``unless``; False when there is none (or it was in that state)."""
         with self._lock, self._db:
-            gone = self._db.execute("DELETE FROM queue WHERE queue_id = ?", (queue_id,)).rowcount > 0
+            gone = self._db.execute("DELETE FROM queue WHERE queue_id = ? AND state != ?",
+                                    (queue_id, unless.value if unless else "")).rowcount > 0
             self._renumber()
         return gone
 

@@ -106,7 +106,7 @@ class JobRunner:
             self._thread = threading.Thread(target=self._run, args=(request, job_id, output_dir),
                                             name=f"job-{job_id}", daemon=True)
             self._thread.start()
-        return TrainingJobResponse(job_id=job_id, status="queued", message=f"Job {job_id} queued; output in {output_dir}")
+        return TrainingJobResponse(job_id=job_id, status="queued", message=f"Job {job_id} started; output in {output_dir}")
 
     def _call_before_start(self) -> None:
         """Run the ``before_start`` hook (status already says a job runs, so chat refuses meanwhile)."""

@@ -3,6 +3,8 @@ and the checks ``RunStore.set_label`` / ``RunStore.list_runs`` apply (pure funct
 
 from __future__ import annotations
 
+import unicodedata
+
 from typing import TYPE_CHECKING, Optional
 
 from trainer_core.schemas import EndReason, Phase
@@ -48,6 +50,9 @@ def label_text(field: str, text: str, limit: int) -> Optional[str]:
     if len(text) > limit:
         raise ValueError(f"{field} is {len(text)} characters long; at most {limit} are allowed")
     allowed = "" if field == "name" else "\n\t"
-    if any(ord(c) < 32 and c not in allowed or ord(c) == 127 for c in text):
-        raise ValueError(f"{field} holds a control character" + ("" if allowed else " (a line break?): keep it to one line"))
+    # Cc: controls (C0, DEL, C1 such as U+0085), Cf: format characters (U+202E right-to-left override,
+    # zero-width ones) that make one name look like another, Zl / Zp: line and paragraph separators.
+    if any(c not in allowed and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
+        raise ValueError(f"{field} holds a control or invisible formatting character"
+                         + ("" if allowed else " (a line break?): keep it to one line"))
     return text or None
