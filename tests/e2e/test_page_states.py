@@ -84,7 +84,7 @@ def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page
     _, runner, _ = page_app
     assert enabled(page) == {"start": True, "stop": False, "cancel": False}
     dataset(page, datasets_dir / "identity.json")
-    set_number(page, "max_steps", "200")
+    set_number(page, "max_steps", "2000")  # cancelled below; long enough that a slow, loaded browser still finds it live
     page.locator("#start").click()
     seen_loading = False
     deadline = time.monotonic() + 30
