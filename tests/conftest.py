@@ -53,6 +53,26 @@ TRAINED_RUN_REQUEST = dict(training_type="lora", max_steps=3, save_steps=1, batc
                            dataset_slice_end=16, learning_rate=1e-3)
 
 
+def train_to_completion(runs_dir: Path, db_path: Path, request) -> tuple:
+    """Train ``request`` with the real worker through a ``JobRunner`` over a ``RunStore`` at
+    ``db_path`` (runs under ``runs_dir``), wait for the end (at most 10 minutes) and assert it
+    completed. Returns (the final ``TrainingStatus``, the run's job id, its output folder); the
+    store is closed."""
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.schemas import Phase
+
+    store = RunStore(db_path)
+    runner = JobRunner(runs_dir=runs_dir, store=store, warm_modules=())
+    response = runner.start(request)
+    assert response.status == "queued", response
+    assert runner.wait(600), "the run did not end within 10 minutes"
+    status = runner.status()
+    assert status.phase == Phase.completed, (status.message, status.error)
+    store.close()
+    return status, response.job_id, Path(status.details["output_dir"])
+
+
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory, model_dir, datasets_dir) -> Iterator[TrainedRun]:
     """A LoRA run of the real SmolLM2-135M-Instruct (``model_name`` = the local ``model_dir``), trained
@@ -64,20 +84,11 @@ def trained_run(tmp_path_factory, model_dir, datasets_dir) -> Iterator[TrainedRu
     Build an engine or an app over it with ``settings`` (``Settings(data_dir=..., allowed_paths=...)``)
     and ``RunStore(db_path)``. Treat it as read-only: it is shared by every test of the session
     (copy ``output_dir`` elsewhere to damage it)."""
-    from trainer_core.runs.job import JobRunner
-    from trainer_core.runs.store import RunStore
-    from trainer_core.schemas import Phase, TrainingStartRequest
+    from trainer_core.schemas import TrainingStartRequest
     from trainer_core.settings import Settings
 
     settings = Settings(data_dir=tmp_path_factory.mktemp("trained"), allowed_paths=str(datasets_dir))
-    store = RunStore(settings.db_path)
-    runner = JobRunner(runs_dir=settings.runs_dir, store=store, warm_modules=())
     request = TrainingStartRequest(model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")],
                                    **TRAINED_RUN_REQUEST)
-    response = runner.start(request)
-    assert response.status == "queued", response
-    assert runner.wait(600), "the trained_run fixture's training did not end within 10 minutes"
-    status = runner.status(with_history=False)
-    assert status.phase == Phase.completed, (status.message, status.error)
-    store.close()
-    yield TrainedRun(settings, settings.db_path, response.job_id, Path(status.details["output_dir"]))
+    _, job_id, output_dir = train_to_completion(settings.runs_dir, settings.db_path, request)
+    yield TrainedRun(settings, settings.db_path, job_id, output_dir)

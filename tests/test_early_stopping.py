@@ -12,6 +12,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
+from tests.conftest import train_to_completion
 from tests.test_trainer import _model, _rows
 from trainer_core.runs.ending import end_reason
 from trainer_core.schemas import EndReason, Phase, TrainingStartRequest
@@ -114,21 +115,13 @@ def test_the_final_weights_are_the_best_checkpoints(tokenizer, tmp_path):
 
 @pytest.mark.slow
 def test_a_plateau_stops_a_real_run_early(tmp_path, model_dir, datasets_dir):
-    from trainer_core.runs.job import JobRunner
     from trainer_core.runs.store import RunStore
 
-    store = RunStore(tmp_path / "studio.db")
-    runner = JobRunner(runs_dir=tmp_path / "runs", store=store, warm_modules=())
     request = TrainingStartRequest(model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")],
                                    dataset_slice_end=24, val_size=0.1, batch_size=2, max_seq_length=64, max_steps=20,
                                    eval_steps=1, early_stopping_patience=2, early_stopping_threshold=0.001,
                                    learning_rate=PLATEAU_LR)
-    response = runner.start(request)
-    assert response.status == "queued", response
-    assert runner.wait(600), "the run did not end within 10 minutes"
-    status = runner.status()
-    assert status.phase == Phase.completed, (status.message, status.error)
-    output = tmp_path / "runs" / response.job_id
+    status, job_id, output = train_to_completion(tmp_path / "runs", tmp_path / "studio.db", request)
     assert status.details["end_reason"] == "early_stopped"
     # The real model's eval loss moves by float noise (~1e-7) even at this rate: the threshold ignores it.
     assert status.message.startswith("Stopped early at step 3: eval_loss did not improve by more than 0.001 for 2 "
@@ -137,7 +130,7 @@ def test_a_plateau_stops_a_real_run_early(tmp_path, model_dir, datasets_dir):
     assert status.metric_history.eval_steps == [1, 2, 3] and max(status.metric_history.steps) == 3
     assert status.details["best_checkpoint"] == str(output / "checkpoint-1")
     assert (output / "checkpoint-1" / "adapter_model.safetensors").is_file()
-    record = store.get_run(response.job_id)
+    record = RunStore(tmp_path / "studio.db").get_run(job_id)
     assert record.end_reason == EndReason.early_stopped and record.best_checkpoint == str(output / "checkpoint-1")
     assert record.best_eval_loss == pytest.approx(status.metric_history.eval_loss[0])
     manifest = json.loads((output / "run.json").read_text())

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from tests.conftest import train_to_completion
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training import trackers
 
@@ -204,27 +205,17 @@ def _trackio_losses(folder: Path, run_name: str) -> dict[int, float]:
 
 @pytest.mark.slow
 def test_tensorboard_and_trackio_receive_the_losses_of_metrics_jsonl(tmp_path, model_dir, datasets_dir):
-    from trainer_core.runs.job import JobRunner
-    from trainer_core.runs.store import RunStore
-    from trainer_core.schemas import Phase
-
     before = {key: os.environ.get(key) for key in ("TENSORBOARD_LOGGING_DIR", "TRACKIO_DIR")}
-    runner = JobRunner(runs_dir=tmp_path / "runs", store=RunStore(tmp_path / "studio.db"), warm_modules=())
     request = TrainingStartRequest(model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")],
                                    dataset_slice_end=16, batch_size=2, max_seq_length=64, max_steps=4,
                                    report_to=["tensorboard", "trackio"])
-    response = runner.start(request)
-    assert response.status == "queued", response
-    assert runner.wait(600), "the run did not end within 10 minutes"
-    status = runner.status()
-    assert status.phase == Phase.completed, (status.message, status.error)
-    run = tmp_path / "runs" / response.job_id
+    _, job_id, run = train_to_completion(tmp_path / "runs", tmp_path / "studio.db", request)
     expected = _metrics_losses(run)
     assert sorted(expected) == [1, 2, 3, 4]
     event_files = list((run / "tensorboard").glob("events.out.tfevents.*"))
     assert event_files and all(f.resolve().is_relative_to(run.resolve()) for f in event_files)
     assert (run / "trackio" / f"{trackers.TRACKER_PROJECT}.db").is_file()
-    for received in (_tensorboard_losses(run / "tensorboard"), _trackio_losses(run / "trackio", response.job_id)):
+    for received in (_tensorboard_losses(run / "tensorboard"), _trackio_losses(run / "trackio", job_id)):
         assert sorted(received) == sorted(expected)
         assert all(received[step] == pytest.approx(loss, rel=1e-6) for step, loss in expected.items())
     # set in the worker only: the app process's environment is as it was
