@@ -34,3 +34,23 @@ def test_one_build_per_version_shared_by_every_tab(monkeypatch):
 def test_watch_ends_at_once_when_idle():
     updates = list(handlers.watch(JobRunner()))
     assert len(updates) == 1 and "idle" in updates[0][0]
+
+
+def test_a_tabs_newer_stream_ends_its_older_one():
+    """A tab that pressed Add twice (or loaded, then pressed Start) keeps one monitor stream: the
+    older one ends at its next wake-up, the newer one and other tabs' streams go on."""
+    from ui.follow import FOLLOWERS
+
+    before = len(FOLLOWERS)  # other tests' tabs may still be streaming
+    runner = JobRunner()
+    runner.more_queued = lambda: True  # as if jobs were queued: watchers keep following
+    old, other = handlers.watch(runner, "test-tab-a"), handlers.watch(runner, "test-tab-b")
+    next(old), next(other)
+    new = handlers.watch(runner, "test-tab-a")
+    next(new)
+    runner.history.append(TrainingProgress(job_id="j", step=1, total_steps=10, loss=2.5, learning_rate=1e-4))
+    assert list(old) == []  # woke, saw a newer stream of its tab, ended without drawing again
+    assert next(new)[0] == next(other)[0]
+    assert len(FOLLOWERS) == before + 2
+    new.close(), other.close()
+    assert len(FOLLOWERS) == before  # an ended stream forgets its tab

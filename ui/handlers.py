@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import logging
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
@@ -21,12 +22,14 @@ from trainer_core.runs.metrics import ChartPoints
 from trainer_core.schemas import TrainingStartRequest, TrainingStatus
 from trainer_core.settings import Settings
 from ui import charts
+from ui.follow import FOLLOWERS
 from ui.form import FORM_FIELDS, build_request, form_values
 from ui.refusals import EVAL_UPLOAD_LABEL, describe
 from ui.uploads import UPLOAD_LABEL, keep_upload
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (the times keep moving)
+MIN_REDRAW_S = 0.5  # and at most this often: faster steps are coalesced (each update redraws three Plotly charts)
 EMPTY_PREVIEW = pd.DataFrame({"row": [], "preview": []})
 NOTICE_CLEAR = ""
 
@@ -129,16 +132,28 @@ def shared_render(runner: JobRunner) -> SharedRender:
         return _SHARED.setdefault(runner, SharedRender())
 
 
-def watch(runner: JobRunner) -> Iterator[tuple]:
+def watch(runner: JobRunner, session: Optional[str] = None) -> Iterator[tuple]:
     """Yield the rendered status now and on every change until the job is no longer running and no
-    queued job is about to start (``JobRunner.more_queued``): a tab follows the queue's jobs."""
+    queued job is about to start (``JobRunner.more_queued``): a tab follows the queue's jobs.
+    Updates come at most every ``MIN_REDRAW_S``: a run of 10 steps a second is drawn twice a second
+    with every point (the charts read the whole history), so a page on a small machine keeps up.
+    ``session`` (the tab's Gradio session id) makes this the tab's one stream: an older stream of
+    the same tab ends at its next wake-up (``ui.follow``)."""
     shared = shared_render(runner)
-    while True:
-        version, update, running = shared.get(runner)
-        yield update
-        if not running and not (runner.more_queued is not None and runner.more_queued()):
-            return
-        runner.history.wait_for_change(version, HEARTBEAT_S)
+    token = FOLLOWERS.claim(session)
+    try:
+        while True:
+            version, update, running = shared.get(runner)
+            drawn = time.monotonic()
+            yield update
+            if not running and not (runner.more_queued is not None and runner.more_queued()):
+                return
+            runner.history.wait_for_change(version, HEARTBEAT_S)
+            time.sleep(max(0.0, MIN_REDRAW_S - (time.monotonic() - drawn)))
+            if not FOLLOWERS.current(session, token):
+                return
+    finally:
+        FOLLOWERS.release(session, token)
 
 
 def prewarm(runner: JobRunner):
@@ -173,18 +188,19 @@ def dataset_paths(upload: Optional[str], paths_text: str, settings: Settings, la
 
 
 def start(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
-          *values: Any) -> Iterator[tuple]:
+          *values: Any, session: Optional[str] = None) -> Iterator[tuple]:
     """Check the form and the paths, start the job and stream its status as (*monitor, notice).
     A refusal (bad setting, path outside the allowed folders, missing file, a job already running)
     leaves the monitor as it is and says why in the notice beside the button (plus a toast),
-    with the field's on-screen label (``ui.refusals``)."""
+    with the field's on-screen label (``ui.refusals``). ``session``: the tab (``watch``)."""
     try:
         request = form_request(ctx, upload, paths_text, eval_upload, eval_text, values)
     except gr.Error as exc:
         yield refused(ctx, exc.message)
         return
-    for update in start_request(ctx, request):
+    for update in start_request(ctx, request, session):
         yield update
+
 
 
 def form_request(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
@@ -228,7 +244,7 @@ def begin(ctx: Context, request: TrainingStartRequest) -> Optional[str]:
     return None
 
 
-def start_request(ctx: Context, request: TrainingStartRequest) -> Iterator[tuple]:
+def start_request(ctx: Context, request: TrainingStartRequest, session: Optional[str] = None) -> Iterator[tuple]:
     """``begin`` ``request``, then stream (*monitor, notice) updates: the notice cleared by the
     first, left alone after. A refusal yields ``refused``'s update; when another job runs, this tab
     then follows that job (its monitor may have stopped watching when it was idle)."""
@@ -236,11 +252,11 @@ def start_request(ctx: Context, request: TrainingStartRequest) -> Iterator[tuple
     if problem is not None:
         yield refused(ctx, problem)
         if ctx.runner.status(with_history=False).is_training_running:  # busy: follow the job that has the machine
-            for update in watch(ctx.runner):
+            for update in watch(ctx.runner, session):
                 yield (*update, gr.skip())
         return
     notice: Any = NOTICE_CLEAR
-    for update in watch(ctx.runner):
+    for update in watch(ctx.runner, session):
         yield (*update, notice)
         notice = gr.skip()
 

@@ -19,6 +19,7 @@ from trainer_core.tasks.runner import TaskRunner
 from ui import (config_panel, evaluate_panel, preflight_panel, export_panel, handlers, preview, queue_panel, run_handlers,
                 share_handlers)
 from ui.chat_tab import ChatTab
+from ui.follow import tab_bound
 from ui.form import FORM_FIELDS, make_widget
 from ui.refusals import EVAL_UPLOAD_LABEL
 from ui.uploads import DATASET_TYPES, UPLOAD_LABEL
@@ -186,7 +187,7 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
     loaded = load_btn.click(partial(run_handlers.load_settings, ctx), selected, train_inputs, api_name="load_settings",
                             **FREE)
     loaded.then(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False)
-    resume_btn.click(partial(run_handlers.resume, ctx), selected, [*monitor, notice, runs_notice, tabs],
+    resume_btn.click(tab_bound(run_handlers.resume, ctx), selected, [*monitor, notice, runs_notice, tabs],
                      api_name="resume", show_progress="hidden", **FREE)
     chat_btn.click(partial(run_handlers.chat_with, ctx, chat.engine), selected, chat.model, api_name=False, **FREE).then(
         lambda: gr.Tabs(selected="chat"), None, tabs, api_name=False)
@@ -246,14 +247,14 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
                   api_name=False, show_progress="hidden", **FREE)
         start_btn, stop_btn, cancel_btn = monitor[5:]
         start_btn.click(handlers.starting, None, start_btn, queue=False, show_progress="hidden", api_name=False).then(
-            partial(handlers.start, ctx), [upload, paths, eval_upload, eval_paths, *form], [*monitor, notice],
+            tab_bound(handlers.start, ctx), [upload, paths, eval_upload, eval_paths, *form], [*monitor, notice],
             api_name="start", show_progress="hidden", **FREE)
         preflight["button"].click(partial(preflight_panel.check, ctx), [*file_inputs, *form],
                                   [preflight["panel"], preflight["report"], preflight["lengths"], notice],
                                   api_name="check", concurrency_limit=2, concurrency_id="preflight")
         stop_btn.click(partial(handlers.stop, ctx), None, None, api_name="stop", **FREE)
         cancel_btn.click(partial(handlers.cancel, ctx), None, None, api_name="cancel", **FREE)
-        demo.load(partial(handlers.watch, runner), None, monitor, api_name="watch", show_progress="hidden", **FREE)
+        demo.load(tab_bound(handlers.watch, runner), None, monitor, api_name="watch", show_progress="hidden", **FREE)
         demo.load(partial(handlers.restore_form, ctx), None, [paths, eval_paths, *form], api_name=False,
                   show_progress="hidden", **FREE).then(on_preview, preview_inputs, [detected, table], api_name=False,
                                                         **FREE)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from trainer_core.access.admission import REFUSALS
 from trainer_core.queue.store import QueueFull, QueueState
+from ui.follow import tab_bound
 from ui.handlers import NOTICE_CLEAR, Context, form_request, watch
 from ui.refusals import describe
 
@@ -115,15 +116,6 @@ def remove(ctx: Context, queue_id: str) -> tuple[pd.DataFrame, str, str, str]:
     return (*queue_table(ctx), _said(f"Removed {queue_id} from the queue."), "")
 
 
-def _follow(ctx: Context):
-    """The monitor's stream after an Add: the running job, then each queued job as it starts."""
-
-    def follow():
-        yield from watch(ctx.runner)
-
-    return follow
-
-
 def _said(text: str) -> str:
     return f'<div class="queue-note">{html.escape(text)}</div>'
 
@@ -157,7 +149,7 @@ def wire(ctx: Context, block: dict, add_button: gr.Button, form_inputs: list, no
                       show_progress="hidden", concurrency_limit=2, concurrency_id="queue_add")
     added.then(lambda: (gr.Button(value=ADD_LABEL, interactive=True), monitor_line(ctx)), None, [add_button, waiting],
                queue=False, show_progress="hidden", api_name=False)
-    added.then(_follow(ctx), None, monitor, api_name=False, show_progress="hidden", **free)
+    added.then(tab_bound(watch, ctx.runner), None, monitor, api_name=False, show_progress="hidden", **free)
     table.select(on_select, table, chosen, api_name=False, **free)
     block["up"].click(lambda q: move(ctx, q, -1), chosen, [table, line, said], api_name="queue_up", **free)
     block["down"].click(lambda q: move(ctx, q, +1), chosen, [table, line, said], api_name="queue_down", **free)

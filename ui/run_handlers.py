@@ -216,10 +216,11 @@ def form_for_resume(ctx: Context, job_id: Optional[str]) -> list[Any]:
     return form_values(run.request)
 
 
-def resume(ctx: Context, job_id: Optional[str]) -> Iterator[tuple]:
+def resume(ctx: Context, job_id: Optional[str], session: Optional[str] = None) -> Iterator[tuple]:
     """Continue a stopped, interrupted or failed run from its last complete checkpoint; streams
     (*monitor, train notice, runs notice, tabs) like Start, switching to the Train tab once it
-    started. A refusal stays on the Runs tab, said beside the Resume button (and as a toast)."""
+    started. A refusal stays on the Runs tab, said beside the Resume button (and as a toast).
+    ``session``: the tab (``watch``)."""
     action = "Not resumed"
     try:
         run = _get(ctx, job_id)
@@ -236,7 +237,7 @@ def resume(ctx: Context, job_id: Optional[str]) -> Iterator[tuple]:
     if problem is not None:
         yield (*refused(ctx, problem, action)[:-1], gr.skip(), notice_html(problem, action), gr.skip())
         return
-    for index, update in enumerate(watch(ctx.runner)):
+    for index, update in enumerate(watch(ctx.runner, session)):
         first = index == 0
         yield (*update, NOTICE_CLEAR if first else gr.skip(), NOTICE_CLEAR if first else gr.skip(),
                gr.Tabs(selected="train") if first else gr.skip())
