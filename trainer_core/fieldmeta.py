@@ -43,8 +43,13 @@ def bounds(info: FieldInfo) -> dict[str, float]:
 
 
 def group(name: str) -> str:
-    """The form section of field ``name`` (model, data, training, lora, output)."""
+    """The form section of field ``name`` (model, method, data, training, lora, output)."""
     return (FIELDS[name].json_schema_extra or {}).get("group", "training")
+
+
+def field_methods(name: str) -> list[str]:
+    """The training methods field ``name`` applies to (empty: every method)."""
+    return list((FIELDS[name].json_schema_extra or {}).get("methods", []))
 
 
 def default(name: str) -> Any:

@@ -27,8 +27,26 @@ class TrainingType(str, Enum):
     full = "full"
 
 
+class TrainingMethod(str, Enum):
+    """What the run optimises: ``sft`` learns the answers of conversations or text; ``dpo`` (Rafailov
+    et al. 2023), ``orpo`` (Hong et al. 2024) and ``kto`` (Ethayarajh et al. 2024) learn to prefer
+    chosen over rejected answers (KTO: desirable over undesirable ones, unpaired)."""
+
+    sft = "sft"
+    dpo = "dpo"
+    orpo = "orpo"
+    kto = "kto"
+
+
+PREFERENCE_METHODS = (TrainingMethod.dpo, TrainingMethod.orpo, TrainingMethod.kto)
+# learning_rate of a preference run that does not set one (LoRA on the default model: see
+# docs/BENCHMARKS.md, "Preference training"); SFT's default (1e-3) moves a DPO policy too far.
+PREFERENCE_LEARNING_RATE = 5e-5
+
+
 class FormatType(str, Enum):
-    """Dataset layouts we can read; ``auto`` detects one from the columns."""
+    """Dataset layouts we can read; ``auto`` detects one from the columns. ``preference``: chosen /
+    rejected pairs (DPO, ORPO, KTO); ``unpaired``: answers with a true/false ``label`` (KTO)."""
 
     auto = "auto"
     alpaca = "alpaca"
@@ -36,6 +54,8 @@ class FormatType(str, Enum):
     messages = "messages"
     prompt_completion = "prompt_completion"
     text = "text"
+    preference = "preference"
+    unpaired = "unpaired"
 
 
 class Phase(str, Enum):
@@ -76,10 +96,14 @@ class EndReason(str, Enum):
 Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
 Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
 Tracker = Literal["tensorboard", "trackio", "wandb", "mlflow"]  # transformers' report_to names
+# TRL's DPOConfig.loss_type values that need nothing beyond beta (TRL 1.16)
+DpoLoss = Literal["sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", "nca_pair", "apo_zero", "apo_down"]
 
 
-def _group(name: str) -> dict[str, str]:
-    return {"group": name}
+def _group(name: str, methods: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A field's form section and, for method-specific fields, the training methods it applies to
+    (the form shows it only for those)."""
+    return {"group": name, "methods": list(methods)} if methods else {"group": name}
 
 
 # Length limits on every free-text field: a path is at most PATH_MAX (4096) bytes on Linux; names
@@ -129,6 +153,13 @@ class TrainingStartRequest(BaseModel):
     load_in_4bit: bool = Field(False, title="Load in 4-bit", description="Load the base model in 4-bit NF4 (bitsandbytes). Only with training_type=qlora, which turns it on.", json_schema_extra=_group("model"))
     max_seq_length: int = Field(512, ge=16, le=32768, description="Longest training sequence in tokens; longer rows are truncated (and counted).", json_schema_extra=_group("model"))
     hf_token: Optional[SecretStr] = Field(None, max_length=512, title="Hugging Face token", description="Hugging Face token for gated or private models and datasets. Never logged or stored.", json_schema_extra=_group("model"))
+    # --- method ---
+    training_method: TrainingMethod = Field(TrainingMethod.sft, title="Training method", description="sft: learn the answers (conversations, instructions or raw text). dpo / orpo: learn to prefer the chosen answer over the rejected one (pairs); orpo needs no reference model. kto: learn from answers rated desirable or undesirable (a true/false label; pairs are unpaired).", json_schema_extra=_group("method"))
+    beta: float = Field(0.1, gt=0, le=10, title="Beta", description="DPO / KTO: how far the model may move from the reference model (higher: stays closer; 0.1 is the papers' usual value). ORPO: the weight of the odds-ratio term beside the answer loss.", json_schema_extra=_group("method", ("dpo", "orpo", "kto")))
+    loss_type: DpoLoss = Field("sigmoid", title="DPO loss type", description="sigmoid: the DPO paper's loss; hinge (SLiC), ipo, robust (noisy labels), bco_pair, sppo_hard, nca_pair, apo_zero, apo_down: TRL's variants.", json_schema_extra=_group("method", ("dpo",)))
+    desirable_weight: float = Field(1.0, gt=0, le=100, description="KTO: weight of the desirable answers' loss; raise it when there are fewer desirable than undesirable rows (the KTO paper keeps weight x count between 1 and 4/3 of the other side).", json_schema_extra=_group("method", ("kto",)))
+    undesirable_weight: float = Field(1.0, gt=0, le=100, description="KTO: weight of the undesirable answers' loss.", json_schema_extra=_group("method", ("kto",)))
+    adapter_name_or_path: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, title="Start from adapter", description="The folder of a LoRA adapter trained earlier (e.g. an SFT run's output) to go on training: a DPO / ORPO / KTO run starts from the SFT model, which is also DPO's and KTO's reference. Needs training_type lora or qlora and the adapter's base model.", json_schema_extra=_group("method"))
     # --- data ---
     hf_dataset: Optional[str] = Field(None, max_length=200, title="Hub dataset", description="Hub dataset id, e.g. tatsu-lab/alpaca (files on the server go in local_datasets).", json_schema_extra=_group("data"))
     local_datasets: list[PathText] = Field(default_factory=list, max_length=MAX_FILES, description="Training files (.json, .jsonl, .csv, .parquet, .txt).", json_schema_extra=_group("data"))
@@ -145,7 +176,7 @@ class TrainingStartRequest(BaseModel):
     # --- hyperparameters ---
     num_epochs: float = Field(3.0, ge=0, le=1000, description="Passes over the data (num_train_epochs); ignored when max_steps > 0. 3 lets a small dataset be learned (measured: 1 pass over 91 rows changed no answer, 3 passes taught all 4 held-out answers); on thousands of rows 1 is usually enough: the pre-flight check shows the steps and time.", json_schema_extra=_group("training"))
     max_steps: int = Field(0, ge=0, le=10_000_000, description="Optimizer steps to run; 0 means use num_epochs. The pre-flight check warns below 60 steps when that is also under 3 passes over the data.", json_schema_extra=_group("training"))
-    learning_rate: float = Field(1e-3, gt=0, lt=1, description="Peak learning rate (a positive number below 1). 1e-3 suits LoRA on small models (measured over 3 epochs of 91 rows: 1e-3 learned the answers exactly, 2e-4 only half); models of several billion parameters usually want 1e-4 to 2e-4, full fine-tuning about 2e-5.", json_schema_extra=_group("training"))
+    learning_rate: float = Field(1e-3, gt=0, lt=1, description="Peak learning rate (a positive number below 1); a DPO / ORPO / KTO run that does not set it gets 5e-5. 1e-3 suits LoRA on small models (measured over 3 epochs of 91 rows: 1e-3 learned the answers exactly, 2e-4 only half); models of several billion parameters usually want 1e-4 to 2e-4, full fine-tuning about 2e-5.", json_schema_extra=_group("training"))
     batch_size: int = Field(4, ge=1, le=1024, description="Rows per device per step (per_device_train_batch_size).", json_schema_extra=_group("training"))
     gradient_accumulation_steps: int = Field(1, ge=1, le=1024, description="Micro-batches summed before each optimizer step.", json_schema_extra=_group("training"))
     warmup_steps: int = Field(0, ge=0, le=1_000_000, description="Linear warm-up length in steps (use this or warmup_ratio).", json_schema_extra=_group("training"))
@@ -209,6 +240,14 @@ class TrainingStartRequest(BaseModel):
                              "(e.g. 0.1) or give local_eval_datasets (or a Hub eval_split), or set early_stopping_patience to 0")
         if not self.hf_dataset and not self.local_datasets:
             raise ValueError("no training data: give local_datasets (files) or hf_dataset (a hub id)")
+        if self.training_method != TrainingMethod.sft and "learning_rate" not in self.model_fields_set:
+            self.learning_rate = PREFERENCE_LEARNING_RATE
+        if self.training_method != TrainingMethod.sft and self.packing:
+            raise ValueError(f"packing joins rows for SFT; training_method {self.training_method.value!r} compares whole "
+                             "answers: turn packing off")
+        if self.adapter_name_or_path and self.training_type == TrainingType.full:
+            raise ValueError("adapter_name_or_path continues a LoRA adapter: choose training_type lora or qlora "
+                             "(or merge the adapter into a model and give that model for full training)")
         if self.lora_r > 0 and any(not m.strip() for m in self.target_modules):
             raise ValueError("target_modules contains an empty name")
         return self
@@ -249,6 +288,17 @@ class TrainingProgress(BaseModel):
     elapsed_seconds: float = Field(0.0, ge=0, description="Training seconds, continued over resumes.")
     eta_seconds: Optional[float] = None
     num_tokens: Optional[int] = None
+    # preference methods (TRL's rewards/chosen, rewards/rejected, rewards/margins, rewards/accuracies, kl)
+    rewards_chosen: Optional[float] = Field(None, description="Mean implicit reward of the chosen (desirable) answers: beta x log-probability ratio to the reference.")
+    rewards_rejected: Optional[float] = Field(None, description="Mean implicit reward of the rejected (undesirable) answers.")
+    rewards_margins: Optional[float] = Field(None, description="Mean of chosen minus rejected reward.")
+    rewards_accuracies: Optional[float] = Field(None, description="Share of pairs whose chosen reward beats the rejected one (0..1).")
+    kl: Optional[float] = Field(None, description="KTO: the batch's KL estimate between the model and the reference.")
+    eval_rewards_margins: Optional[float] = None
+    eval_rewards_accuracies: Optional[float] = None
+
+
+PREFERENCE_SERIES = ("rewards_chosen", "rewards_rejected", "rewards_margins", "rewards_accuracies", "kl")
 
 
 class MetricHistory(BaseModel):
@@ -261,6 +311,12 @@ class MetricHistory(BaseModel):
     grad_norm_steps: list[int] = Field(default_factory=list)
     eval_loss: list[float] = Field(default_factory=list)
     eval_steps: list[int] = Field(default_factory=list)
+    # preference runs only (empty otherwise), aligned with ``steps``
+    rewards_chosen: list[Optional[float]] = Field(default_factory=list)
+    rewards_rejected: list[Optional[float]] = Field(default_factory=list)
+    rewards_margins: list[Optional[float]] = Field(default_factory=list)
+    rewards_accuracies: list[Optional[float]] = Field(default_factory=list)
+    kl: list[Optional[float]] = Field(default_factory=list)
 
 
 class TrainingStatus(BaseModel):

@@ -195,21 +195,31 @@ def check_column_types(dataset: datasets.Dataset, source: str) -> None:
 
 
 def reading_notes(path: str, format_type: FormatType = FormatType.auto,
-                  mapping: Optional[dict[str, str]] = None) -> list[str]:
+                  mapping: Optional[dict[str, str]] = None, method: Any = None) -> list[str]:
     """What reading the local file or folder ``path`` changed or left out, for the preview and the
     pre-flight: files of a folder that were not read (and why), and per column the numbers and
     true/false values turned into text (e.g. "column 'output': 3 numbers and 1 boolean turned
-    into text"), counted over every row. Reads and normalises the whole file (as training does).
-    Raises DatasetError when the data cannot be used."""
+    into text"), counted over every row. Reads and normalises the whole file (as training does;
+    as preference data for a ``method`` other than sft). Raises DatasetError when the data cannot
+    be used."""
     from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
+    from trainer_core.data.preference import detect_preference_format, normalize_preference
+    from trainer_core.schemas import TrainingMethod
 
     folder = Path(path).expanduser()
     notes = plan_folder(folder).notices if folder.is_dir() else []
     for name, dataset in read_parts(path):
         if mapping:
             dataset = apply_mapping(dataset, mapping, name)
-        fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
-        found = normalize_with_notes(dataset, fmt, name)[1]
+        if method is not None and method != TrainingMethod.sft:
+            fmt = (detect_preference_format(dataset.column_names, method, name) if format_type == FormatType.auto
+                   else format_type)
+            if fmt not in (FormatType.preference, FormatType.unpaired):
+                continue  # the data layer refuses the pairing, in its words (data.preference)
+            found = normalize_preference(dataset, fmt, name)[1]
+        else:
+            fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
+            found = normalize_with_notes(dataset, fmt, name)[1]
         notes += [f"{name}: {note}" for note in found] if folder.is_dir() else found
     return notes
 

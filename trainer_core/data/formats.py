@@ -54,7 +54,8 @@ def detect_format(columns: list[str], source: str) -> FormatType:
     if {"chosen", "rejected"} & names:
         raise DatasetError(
             f"{source} holds preference pairs (columns 'chosen'/'rejected', DPO data), which are not supported "
-            "for supervised fine-tuning: use a file of conversations or instruction/output pairs"
+            "for supervised fine-tuning: choose training_method dpo, orpo or kto to train on them, or use a file of "
+            "conversations or instruction/output pairs for sft"
         )
     for fmt, required in REQUIRED.items():
         if names.issuperset(required):
@@ -122,7 +123,7 @@ def normalize_with_notes(dataset: datasets.Dataset, fmt: FormatType, source: str
     return datasets.Dataset.from_dict({"messages": out}, features=MESSAGE_FEATURES), conversions.notes()
 
 
-def _text(row: dict, field: str, conv: TextConversions, required: bool = True) -> str:
+def text_field(row: dict, field: str, conv: TextConversions, required: bool = True) -> str:
     """The string in ``row[field]`` (a number or boolean made text); '' when absent and optional.
     RowError for other non-text values or empty required ones."""
     value = conv.text(row.get(field), field)
@@ -136,7 +137,7 @@ def _text(row: dict, field: str, conv: TextConversions, required: bool = True) -
     return value
 
 
-def _turn(turn: Any, position: int, conv: TextConversions, field: str) -> dict[str, str]:
+def turn_text(turn: Any, position: int, conv: TextConversions, field: str) -> dict[str, str]:
     """One {from, value} or {role, content} turn as our {role, content} (tool text wrapped; content
     parts joined, numbers and booleans made text and counted under ``field``)."""
     if not isinstance(turn, dict):
@@ -178,13 +179,8 @@ def _conversation(turns: Any, row: dict, field: str, conv: TextConversions) -> l
     fields (merged into one leading system message). RowError when it cannot be trained on."""
     if not isinstance(turns, list) or not turns:
         raise RowError(f"field {field!r} is empty or not a list: give a list of turns")
-    messages = [_turn(turn, position, conv, field) for position, turn in enumerate(turns, start=1)]
-    system_parts = [_text(row, "system", conv, required=False), _tools_text(row.get("tools"))]
-    if messages[0]["role"] == "system":
-        system_parts.insert(1, messages.pop(0)["content"])
-    system = "\n\n".join(part for part in system_parts if part)
-    if system:
-        messages.insert(0, {"role": "system", "content": system})
+    messages = conversation_turns([turn_text(turn, position, conv, field) for position, turn in enumerate(turns, start=1)],
+                                  row, conv)
     assistant = [m for m in messages if m["role"] == "assistant"]
     if not assistant:
         raise RowError(f"{field!r} has no assistant turn: the model learns from assistant (gpt) turns, add one")
@@ -193,8 +189,21 @@ def _conversation(turns: Any, row: dict, field: str, conv: TextConversions) -> l
     return messages
 
 
+def conversation_turns(messages: list[dict[str, str]], row: dict, conv: TextConversions) -> list[dict[str, str]]:
+    """``messages`` (ours, from ``turn_text``) with the row's optional ``system`` and ``tools``
+    fields and a leading system turn merged into one leading system message."""
+    messages = list(messages)
+    system_parts = [text_field(row, "system", conv, required=False), _tools_text(row.get("tools"))]
+    if messages and messages[0]["role"] == "system":
+        system_parts.insert(1, messages.pop(0)["content"])
+    system = "\n\n".join(part for part in system_parts if part)
+    if system:
+        messages.insert(0, {"role": "system", "content": system})
+    return messages
+
+
 def _alpaca(row: dict, conv: TextConversions) -> list[dict[str, str]]:
-    instruction, extra = _text(row, "instruction", conv), _text(row, "input", conv, required=False)
+    instruction, extra = text_field(row, "instruction", conv), text_field(row, "input", conv, required=False)
     user = f"{instruction}\n\n{extra}" if extra.strip() else instruction
     turns: list[dict[str, str]] = []
     history = row.get("history") or []
@@ -202,7 +211,7 @@ def _alpaca(row: dict, conv: TextConversions) -> list[dict[str, str]]:
         raise RowError("field 'history' must be a list of [query, response] pairs")
     for query, response in history:
         turns += [{"role": "user", "content": query}, {"role": "assistant", "content": response}]
-    turns += [{"role": "user", "content": user}, {"role": "assistant", "content": _text(row, "output", conv)}]
+    turns += [{"role": "user", "content": user}, {"role": "assistant", "content": text_field(row, "output", conv)}]
     return _conversation(turns, row, "history", conv)
 
 
@@ -210,8 +219,8 @@ def _prompt_completion(row: dict, conv: TextConversions) -> list[dict[str, str]]
     prompt, completion = row.get("prompt"), row.get("completion")
     if isinstance(prompt, list) and isinstance(completion, list):  # conversational prompt/completion (TRL)
         return _conversation(prompt + completion, row, "prompt", conv)
-    turns = [{"role": "user", "content": _text(row, "prompt", conv)},
-             {"role": "assistant", "content": _text(row, "completion", conv)}]
+    turns = [{"role": "user", "content": text_field(row, "prompt", conv)},
+             {"role": "assistant", "content": text_field(row, "completion", conv)}]
     return _conversation(turns, row, "prompt", conv)
 
 
@@ -220,7 +229,7 @@ _ROW_BUILDERS: dict[FormatType, Callable[[dict, TextConversions], Any]] = {
     FormatType.sharegpt: lambda row, conv: _conversation(row.get("conversations"), row, "conversations", conv),
     FormatType.messages: lambda row, conv: _conversation(row.get("messages"), row, "messages", conv),
     FormatType.prompt_completion: _prompt_completion,
-    FormatType.text: lambda row, conv: _text(row, "text", conv),
+    FormatType.text: lambda row, conv: text_field(row, "text", conv),
 }
 _OPTIONAL: dict[FormatType, tuple[str, ...]] = {
     FormatType.alpaca: ("input", "system", "history"),

@@ -21,7 +21,8 @@ import pandas as pd
 from trainer_core.data.files import DatasetError, read_file, read_head, read_parts, reading_notes, rows_dataset
 from trainer_core.data.hub_data import read_hub
 from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
-from trainer_core.schemas import FormatType, TrainingStartRequest
+from trainer_core.data.preference import canonical_preference
+from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,12 @@ def _canonical(name: str, dataset: datasets.Dataset, request: TrainingStartReque
     """One source mapped, detected (unless the request fixes the format) and normalised."""
     if request.custom_format_mapping:
         dataset = apply_mapping(dataset, request.custom_format_mapping, name)
+    if request.training_method != TrainingMethod.sft:
+        return canonical_preference(dataset, request, name, first_row)
     fmt = detect_format(dataset.column_names, name) if request.format_type == FormatType.auto else request.format_type
+    if fmt in (FormatType.preference, FormatType.unpaired):
+        raise DatasetError(f"format_type {fmt.value!r} is preference data: choose training_method dpo, orpo or kto "
+                           "(or another format_type for SFT)")
     log.info("%s: format %s, %d rows", name, fmt.value, len(dataset))
     return normalize(dataset, fmt, name, first_row=first_row), fmt
 
@@ -154,13 +160,21 @@ def check_local_data(request: TrainingStartRequest) -> None:
 def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
     """Load, normalise and tokenize the training data (and the evaluation data: files, a Hub split,
     or the ``val_size`` share of the training rows, which training then does not see) with
-    ``request.max_seq_length`` and ``request.train_on_completions``. Raises DatasetError."""
+    ``request.max_seq_length`` and ``request.train_on_completions``. Preference methods get their
+    canonical rows (TRL tokenizes them) with the counts of ``data.preference_tokens``. Raises
+    DatasetError."""
     train_rows, fmt = load_conversations(request)
     eval_rows = None
     if request.val_size > 0:
         train_rows, eval_rows = split_validation(train_rows, request)
     elif has_eval_data(request):
         eval_rows, _ = load_conversations(request, eval=True)
+    if request.training_method != TrainingMethod.sft:  # TRL tokenizes preference rows itself; we count them
+        train_rows, stats = _answerable(train_rows, tokenizer, request.max_seq_length)
+        eval_stats = None
+        if eval_rows is not None:
+            eval_rows, eval_stats = _answerable(eval_rows, tokenizer, request.max_seq_length)
+        return PreparedData(train=train_rows, eval=eval_rows, format=fmt, stats=stats, eval_stats=eval_stats)
     train, stats = tokenize_dataset(train_rows, tokenizer, request.max_seq_length, request.train_on_completions)
     eval_split, eval_stats = None, None
     if eval_rows is not None:
@@ -168,12 +182,23 @@ def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
     return PreparedData(train=train, eval=eval_split, format=fmt, stats=stats, eval_stats=eval_stats)
 
 
+def _answerable(rows: datasets.Dataset, tokenizer: Any, max_len: int) -> tuple[datasets.Dataset, TokenizationStats]:
+    """Canonical preference rows without those whose prompt alone fills ``max_len`` (no answer token
+    would be left: DPOTrainer drops them itself, but ORPO's and KTO's would score an empty answer,
+    a NaN loss), with their counts. Raises DatasetError when no row is left."""
+    columns = tuple(rows.column_names)
+    kept, stats = tokenize_dataset(rows, tokenizer, max_len, True, keep_columns=columns)
+    return kept.select_columns(list(columns)), stats
+
+
 def preview(
-    path: str, rows: int = 5, format_type: FormatType = FormatType.auto, mapping: Optional[dict[str, str]] = None
+    path: str, rows: int = 5, format_type: FormatType = FormatType.auto, mapping: Optional[dict[str, str]] = None,
+    method: TrainingMethod = TrainingMethod.sft,
 ) -> tuple[FormatType, pd.DataFrame]:
     """The detected (or given) layout of a local file and its first ``rows`` rows as parsed, for
-    the UI: columns ``row`` (1-based) and ``conversation`` ("role: content" lines) or ``text``,
-    each cell cut to ~300 characters. Reads only the start of the file where it can.
+    the UI: columns ``row`` (1-based) and ``conversation`` ("role: content" lines) or ``text``
+    (for a preference ``method``: ``prompt`` and the answers, see ``_preference_preview``), each
+    cell cut to ~300 characters. Reads only the start of the file where it can.
     Raises DatasetError like ``load_conversations``."""
     name = Path(path).name
     head = read_head(path, rows)
@@ -183,6 +208,8 @@ def preview(
         dataset = read_file(path).select(range(min(rows, len(head))))
     if mapping:
         dataset = apply_mapping(dataset, mapping, name)
+    if method != TrainingMethod.sft:
+        return _preference_preview(dataset, format_type, method, name)
     fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
     canonical = normalize(dataset, fmt, name)
     if "text" in canonical.column_names:
@@ -192,6 +219,22 @@ def preview(
         cells = [message_lines(messages, PREVIEW_CHARS) for messages in canonical["messages"]]
         column = "conversation"
     return fmt, pd.DataFrame({"row": range(1, len(cells) + 1), column: cells})
+
+
+def _preference_preview(dataset: datasets.Dataset, format_type: FormatType, method: TrainingMethod,
+                        name: str) -> tuple[FormatType, pd.DataFrame]:
+    """Preview rows of preference data: ``row``, ``prompt`` and ``chosen`` / ``rejected`` (pairs) or
+    ``completion`` / ``label`` (KTO rows; pairs are shown unpaired, two rows per pair)."""
+    request = TrainingStartRequest.model_construct(training_method=method, format_type=format_type)
+    canonical, fmt = canonical_preference(dataset, request, name)
+    table = {"row": list(range(1, len(canonical) + 1)),
+             "prompt": [message_lines(m, PREVIEW_CHARS) for m in canonical["prompt"]]}
+    for column in ("chosen", "rejected", "completion"):
+        if column in canonical.column_names:
+            table[column] = [message_lines(m, PREVIEW_CHARS) for m in canonical[column]]
+    if "label" in canonical.column_names:
+        table["label"] = ["desirable" if label else "undesirable" for label in canonical["label"]]
+    return fmt, pd.DataFrame(table)
 
 
 def _cut(text: str) -> str:

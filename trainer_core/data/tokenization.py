@@ -24,6 +24,7 @@ import datasets
 import numpy as np
 
 from trainer_core.data.files import DatasetError
+from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ class TokenizationStats:
 
 
 def tokenize_dataset(
-    dataset: datasets.Dataset, tokenizer: Any, max_seq_length: int, train_on_completions: bool
+    dataset: datasets.Dataset, tokenizer: Any, max_seq_length: int, train_on_completions: bool,
+    keep_columns: tuple[str, ...] = (),
 ) -> tuple[datasets.Dataset, TokenizationStats]:
     """Tokenize canonical rows (column ``messages`` or ``text``) into columns ``input_ids`` and
     ``labels`` (both list[int] of length <= max_seq_length; labels are -100 where not trained).
@@ -59,7 +61,8 @@ def tokenize_dataset(
     row is left (naming the first row without an assistant turn, or the first whose prompt fills
     ``max_seq_length``).
     """
-    return _finish(encode_rows(dataset, tokenizer, max_seq_length, train_on_completions), max_seq_length)
+    encoded = encode_rows(dataset, tokenizer, max_seq_length, train_on_completions, keep_columns=keep_columns)
+    return _finish(encoded, max_seq_length)
 
 
 def encode_rows(dataset: datasets.Dataset, tokenizer: Any, max_seq_length: int, train_on_completions: bool,
@@ -70,7 +73,9 @@ def encode_rows(dataset: datasets.Dataset, tokenizer: Any, max_seq_length: int, 
     truncation); ``keep_columns`` of the input stay beside them. What ``tokenize_dataset`` (and
     the pre-flight check) build on. Raises DatasetError as ``tokenize_dataset`` does for template
     failures."""
-    if "messages" in dataset.column_names:
+    if is_preference_rows(dataset.column_names):
+        encode, kind = encode_preference, "preference rows"
+    elif "messages" in dataset.column_names:
         encode, kind = _encode_conversations, "conversations"
     elif "text" in dataset.column_names:
         encode, kind = _encode_texts, "text"
