@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.access.requests import MissingPaths, checked_request
+from trainer_core.access.requests import AdapterMissing, MissingPaths, checked_request
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, looks_like_path
@@ -34,7 +34,7 @@ class PreflightError(ValueError):
 
 
 # Every refusal is one of these (all ValueErrors); their messages name the field and the fix.
-REFUSALS = (PathNotAllowed, MissingPaths, OutputDirError, HubCheckError, ResumeError, DatasetError, PreflightError)
+REFUSALS = (PathNotAllowed, MissingPaths, AdapterMissing, OutputDirError, HubCheckError, ResumeError, DatasetError, PreflightError)
 
 
 def admit(request: TrainingStartRequest, settings: Settings, store: Optional[RunStore]) -> TrainingStartRequest:

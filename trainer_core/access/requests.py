@@ -48,10 +48,27 @@ def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> Tra
         value = getattr(request, field)
         if value:
             updates[field] = str(confine(value, roots, field))
+    if request.adapter_name_or_path:
+        updates["adapter_name_or_path"] = confine_adapter(request.adapter_name_or_path, roots)
     missing = [p for p in train + evals if not (Path(p).is_file() or Path(p).is_dir())]
     if missing:
         raise MissingPaths(missing)
     return request.model_copy(update=updates)
 
 
-__all__ = ["MissingPaths", "PathNotAllowed", "checked_request", "confine_dataset"]
+def confine_adapter(path: str, roots: list[Path]) -> str:
+    """``adapter_name_or_path`` resolved and confined to ``roots``; it must be a folder holding a
+    PEFT adapter (``adapter_config.json``). Raises PathNotAllowed (outside the roots) or
+    MissingPaths-like ValueError naming the field and the fix."""
+    resolved = confine(path, roots, "adapter_name_or_path")
+    if not (resolved / "adapter_config.json").is_file():
+        raise AdapterMissing(f"adapter_name_or_path: {resolved} holds no LoRA adapter (no adapter_config.json): "
+                             "choose the output folder of a LoRA or QLoRA run (or one of its checkpoint-N folders)")
+    return str(resolved)
+
+
+class AdapterMissing(ValueError):
+    """``adapter_name_or_path`` names a folder without a PEFT adapter; the message says which."""
+
+
+__all__ = ["AdapterMissing", "MissingPaths", "PathNotAllowed", "checked_request", "confine_dataset"]

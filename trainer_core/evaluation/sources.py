@@ -21,6 +21,8 @@ from pydantic import ValidationError
 
 from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.data.files import DatasetError
+from trainer_core.data.preference import preferred_conversations
+from trainer_core.data.preference_tokens import is_preference_rows
 from trainer_core.data.prepare import eval_conversations, load_conversations
 from trainer_core.evaluation.rows import to_rows
 from trainer_core.fieldmeta import explain
@@ -73,10 +75,15 @@ def _checked_files(paths: Iterable[str], roots: Optional[list[Path]], whose: str
 
 
 def read_plan(plan: dict[str, Any]) -> datasets.Dataset:
-    """The planned rows in canonical form (called at the start and in the worker). Raises DatasetError."""
+    """The planned rows in canonical form (called at the start and in the worker); a preference run's
+    own rows as the conversations of its preferred answers (``preferred_conversations``). Raises
+    DatasetError."""
     if "files" in plan:
         return load_conversations(TrainingStartRequest(local_datasets=plan["files"]))[0]
-    return eval_conversations(TrainingStartRequest.model_validate(plan["run_request"]))
+    rows = eval_conversations(TrainingStartRequest.model_validate(plan["run_request"]))
+    if is_preference_rows(rows.column_names):  # a DPO / ORPO / KTO run: scored on the answers it prefers
+        return preferred_conversations(rows)
+    return rows
 
 
 def _own_data(choice: ModelChoice, roots: Optional[list[Path]]) -> dict[str, Any]:

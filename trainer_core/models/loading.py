@@ -158,4 +158,21 @@ def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
         raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
     if request.training_type != TrainingType.qlora:
         model.to(device)
-    return model
+    return load_adapter(model, request.adapter_name_or_path) if request.adapter_name_or_path else model
+
+
+def load_adapter(model: Any, adapter_path: str) -> Any:
+    """``model`` with the LoRA adapter in ``adapter_path`` loaded to go on training
+    (``peft.PeftModel.from_pretrained(..., is_trainable=True)``; a QLoRA base is first prepared for
+    k-bit training, as TRL does for a new adapter). Raises ModelLoadError naming the field when the
+    adapter does not fit the model (another base model's adapter)."""
+    from peft import PeftModel, prepare_model_for_kbit_training
+
+    if getattr(model, "is_loaded_in_4bit", False):
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    try:
+        return PeftModel.from_pretrained(model, adapter_path, is_trainable=True)
+    except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"adapter_name_or_path: the adapter in {adapter_path} does not fit this model ({first}): "
+                             "choose an adapter trained on the same base model") from exc

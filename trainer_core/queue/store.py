@@ -70,6 +70,8 @@ class QueueEntry(BaseModel):
         method = str(request.get("training_type", "lora"))
         if method != "full":
             method += f" r{request.get('lora_r')}"
+        if request.get("training_method", "sft") != "sft":
+            method = f"{request['training_method']} · {method}"
         steps = request.get("max_steps")
         length = f"{steps} step{'s' * (steps != 1)}" if steps else f"{request.get('num_epochs')} epochs"
         return " · ".join([model, ", ".join(data) or "-", method, length, f"lr {request.get('learning_rate')}"])

@@ -6,9 +6,9 @@ import threading
 from typing import Optional
 
 from trainer_core.runs.minmax import MinMaxSeries
-from trainer_core.schemas import MetricHistory, TrainingProgress
+from trainer_core.schemas import PREFERENCE_SERIES, MetricHistory, TrainingProgress
 
-CHART_SERIES = ("loss", "eval_loss", "learning_rate", "grad_norm")  # TrainingProgress fields charted
+CHART_SERIES = ("loss", "eval_loss", "learning_rate", "grad_norm", *PREFERENCE_SERIES)  # TrainingProgress fields charted
 
 ChartPoints = dict[str, tuple[list[float], list[float]]]  # series name -> (steps, values), downsampled
 
@@ -122,13 +122,17 @@ def chart_points_of(events: list[TrainingProgress]) -> ChartPoints:
 
 
 def series_of(events: list[TrainingProgress]) -> MetricHistory:
-    """Chart series: loss / learning_rate per train step, grad_norm and eval_loss where present."""
+    """Chart series: loss / learning_rate per train step, grad_norm and eval_loss where present; for a
+    preference run (any event with a reward or kl) its ``PREFERENCE_SERIES`` per train step too."""
     history = MetricHistory()
+    preference = any(getattr(e, name) is not None for e in events for name in PREFERENCE_SERIES)
     for e in events:
         if e.loss is not None:
             history.steps.append(e.step)
             history.loss.append(e.loss)
             history.learning_rate.append(e.learning_rate)
+            for name in PREFERENCE_SERIES if preference else ():
+                getattr(history, name).append(getattr(e, name))
             if e.grad_norm is not None:
                 history.grad_norm_steps.append(e.step)
                 history.grad_norm.append(e.grad_norm)

@@ -91,13 +91,15 @@ def rows_and_format(path: str, request: TrainingStartRequest) -> dict[str, Any]:
     any slice; the layout detected after ``custom_format_mapping``, or ``format_type`` when set).
     Both None when the file cannot be read (the reason is logged)."""
     from trainer_core.data.files import read_file
-    from trainer_core.data.formats import apply_mapping, detect_format
+    from trainer_core.data.formats import apply_mapping
+    from trainer_core.data.preference import detect_layout
 
     try:
         rows = read_file(path)
         if request.custom_format_mapping:
             rows = apply_mapping(rows, request.custom_format_mapping, Path(path).name)
-        fmt = (detect_format(rows.column_names, Path(path).name) if request.format_type == FormatType.auto
+        fmt = (detect_layout(rows.column_names, request.training_method, Path(path).name)
+               if request.format_type == FormatType.auto
                else request.format_type)
         return {"rows": len(rows), "format": fmt.value}
     except Exception as exc:  # noqa: BLE001 - a record of the run, not a check of its data

@@ -1,4 +1,5 @@
-"""The one mapping from a ``TrainingStartRequest`` to TRL's ``SFTConfig`` and PEFT's ``LoraConfig``.
+"""The one mapping from a ``TrainingStartRequest`` to TRL's configs (``SFTConfig`` here; the
+preference configs in ``preference.py`` share ``training_args``) and PEFT's ``LoraConfig``.
 
 The seed API's names are translated here and nowhere else:
 ``batch_size`` -> ``per_device_train_batch_size``, ``num_epochs`` -> ``num_train_epochs``,
@@ -15,22 +16,18 @@ from typing import Any, Optional
 from trainer_core.schemas import TrainingStartRequest, TrainingType
 
 
-def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool,
-                     run_name: Optional[str] = None) -> Any:
-    """``trl.SFTConfig`` for ``request``: logs every step (NaN / inf losses unfiltered), saves at
-    ``save_steps`` (and at a stop), evaluates every ``eval_steps`` when ``has_eval``. fp32 on CPU,
-    bf16 on CUDA where supported; activation checkpointing only when asked (TRL's defaults turn both on).
-    Reports to ``request.report_to``'s trackers under ``run_name`` (the job id; see ``tracker_args``)."""
-    from trl import SFTConfig
-
+def training_args(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool,
+                  run_name: Optional[str] = None) -> dict[str, Any]:
+    """The ``transformers.TrainingArguments`` every method shares, as keyword arguments: logs every
+    step (NaN / inf losses unfiltered), saves at ``save_steps`` (and at a stop), evaluates every
+    ``eval_steps`` when ``has_eval``. fp32 on CPU, bf16 on CUDA where supported; activation
+    checkpointing only when asked (TRL's configs turn both on by default). Reports to
+    ``request.report_to``'s trackers under ``run_name`` (the job id; see ``tracker_args``)."""
     from trainer_core.models.loading import compute_dtype
 
     import torch
 
-    bf16 = compute_dtype(device) == torch.bfloat16
-    # One row per batch cannot be split by nn.DataParallel, which Trainer uses when it sees several GPUs.
-    padding_free = not (device == "cuda" and torch.cuda.device_count() > 1)
-    return SFTConfig(
+    return dict(
         output_dir=str(output_dir),
         num_train_epochs=request.num_epochs,
         max_steps=request.max_steps if request.max_steps > 0 else -1,
@@ -45,13 +42,8 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         optim=optimizer_for(request.optim, device),
         seed=request.random_seed,
         data_seed=request.random_seed,
-        # Padding-free batches (see trainer.py; bench/throughput.py). TRL wants max_length=None without
-        # packing: our data layer has already cut every row to max_seq_length (tokenization.py).
-        padding_free=padding_free,
-        max_length=None if padding_free and not request.packing else request.max_seq_length,
-        packing=request.packing,
         activation_checkpointing=request.gradient_checkpointing,  # transformers 5 name; TRL defaults the old one to True
-        bf16=bf16,
+        bf16=compute_dtype(device) == torch.bfloat16,
         fp16=False,
         use_cpu=device == "cpu",
         logging_steps=1,
@@ -64,6 +56,26 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
         **save_args(request, has_eval),
         **tracker_args(request, run_name),
         disable_tqdm=True,
+    )
+
+
+def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool,
+                     run_name: Optional[str] = None) -> Any:
+    """``trl.SFTConfig`` for ``request``: ``training_args`` plus padding-free batches of rows our data
+    layer has already tokenized, masked and cut (``tokenization.py``; packing is left to TRL)."""
+    from trl import SFTConfig
+
+    import torch
+
+    # One row per batch cannot be split by nn.DataParallel, which Trainer uses when it sees several GPUs.
+    padding_free = not (device == "cuda" and torch.cuda.device_count() > 1)
+    return SFTConfig(
+        **training_args(request, output_dir, device, has_eval, run_name),
+        # Padding-free batches (see trainer.py; bench/throughput.py). TRL wants max_length=None without
+        # packing: our data layer has already cut every row to max_seq_length (tokenization.py).
+        padding_free=padding_free,
+        max_length=None if padding_free and not request.packing else request.max_seq_length,
+        packing=request.packing,
         # Without padding every token counts; "non_padding" would skip real pad-id tokens (often eos).
         include_num_input_tokens_seen="all" if padding_free else "non_padding",
         # Our data layer already tokenized, masked and truncated the rows (see tokenization.py).

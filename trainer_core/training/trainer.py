@@ -19,34 +19,18 @@ docs/BENCHMARKS.md):
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
 from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import SFTTrainer
 
 from trainer_core.training.attention import register_varlen_sdpa
 from trainer_core.training.config import build_lora_config, build_sft_config
-from trainer_core.training.checkpoints import publish_files, publish_folder, staging_dir
+from trainer_core.training.safe_saves import DivergenceError, SafeSaves, divergence_message
 from trainer_core.schemas import TrainingStartRequest
-
-DIVERGENCE_HINT = ("Lower learning_rate, clip gradients with max_grad_norm (e.g. 1.0), or check the data; "
-                   "the last good checkpoint is kept.")
-
-
-class DivergenceError(RuntimeError):
-    """Training produced a NaN or infinite loss, gradient norm or weight; the message names the step
-    and the value and is written for the user."""
-
-
-def divergence_message(step: int, what: str) -> str:
-    """The user's message for a divergence at optimizer step ``step``; ``what`` e.g. "loss is nan"."""
-    return f"Training diverged at step {step}: {what}. {DIVERGENCE_HINT}"
-
 
 class DivergenceGuard(TrainerCallback):
     """Raises DivergenceError at the first logged step whose loss or grad_norm is NaN or infinite
@@ -75,9 +59,9 @@ def answer_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = No
     return total / denominator, outputs
 
 
-class LeanSFTTrainer(SFTTrainer):
+class LeanSFTTrainer(SafeSaves, SFTTrainer):
     """``SFTTrainer`` whose loss is ``answer_loss`` for padding-free batches (batch dimension 1) and
-    ``transformers.Trainer``'s otherwise; no entropy / token-accuracy metrics."""
+    ``transformers.Trainer``'s otherwise; no entropy / token-accuracy metrics; saves by ``SafeSaves``."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: D102
         if inputs.get("labels") is None or inputs["input_ids"].shape[0] != 1:
@@ -90,77 +74,6 @@ class LeanSFTTrainer(SFTTrainer):
             loss = loss * (self.accelerator.num_processes // self.get_tp_size() if self.args.n_gpu <= 1 else self.args.n_gpu)
         return (loss, outputs) if return_outputs else loss
 
-    # ----- saves: whole or not at all, and never non-finite weights -----
-    _staging: Optional[Path] = None  # while a checkpoint is saved: the folder Trainer writes it into
-
-    def check_finite_weights(self) -> None:
-        """Raise DivergenceError (naming the step and a parameter) if any trainable parameter holds a
-        NaN or inf; one device sync for all parameters."""
-        params = [(name, p) for name, p in self.model.named_parameters() if p.requires_grad]
-        flags = [torch.isfinite(p).all() for _, p in params]
-        if not flags or torch.stack([f.to(flags[0].device) for f in flags]).all().item():
-            return
-        bad = next(name for name, p in params if not torch.isfinite(p).all().item())
-        what = f"the trained weights hold NaN or inf values (first in {bad}), so they were not saved"
-        raise DivergenceError(divergence_message(self.state.global_step, what))
-
-    def _get_output_dir(self, trial: Any) -> str:  # noqa: D102 - Trainer's hook, redirected while saving
-        return str(self._staging) if self._staging is not None else super()._get_output_dir(trial)
-
-    def _save_checkpoint(self, model: Any, trial: Any) -> None:
-        """Trainer's checkpoint, written into ``.partial-checkpoint-N/checkpoint-N`` and renamed to
-        ``checkpoint-N`` once complete. Raises DivergenceError instead of saving non-finite weights.
-        (Trainer's rotation by ``save_total_limit`` sees only the staging folder; we do not set it.)"""
-        self.check_finite_weights()
-        run_dir = Path(super()._get_output_dir(trial))
-        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-        self._staging = staging_dir(run_dir, name)
-        shutil.rmtree(self._staging, ignore_errors=True)
-        try:
-            super()._save_checkpoint(model, trial)
-            if self._point_best_at(run_dir) and self.args.should_save:
-                self.state.save_to_json(str(self._staging / name / "trainer_state.json"))
-            publish_folder(self._staging / name, run_dir / name)
-        finally:
-            shutil.rmtree(self._staging, ignore_errors=True)
-            self._staging = None
-
-    def _point_best_at(self, run_dir: Path) -> bool:
-        """Trainer recorded the best checkpoint (``load_best_model_at_end``) under the staging folder
-        it saved into; point ``state.best_model_checkpoint`` at the published ``checkpoint-N`` of
-        ``state.best_global_step`` instead. Returns whether there is a best step to point at."""
-        if not self.state.best_global_step:
-            return False
-        self.state.best_model_checkpoint = str(run_dir / f"{PREFIX_CHECKPOINT_DIR}-{self.state.best_global_step}")
-        return True
-
-    best_threshold: float = 0.0  # a new best eval_loss must beat the old one by more (early_stopping_threshold)
-
-    def _determine_best_metric(self, metrics: dict[str, float], trial: Any) -> bool:
-        """Trainer's best-checkpoint tracking, except that a new best must beat the old by more than
-        ``best_threshold``: the rule ``EarlyStoppingCallback`` counts improvements by, so the best
-        checkpoint is the last evaluation that counted as an improvement (a drop within float noise
-        does not move it)."""
-        value, best = metrics.get("eval_loss"), self.state.best_metric
-        if self.best_threshold and value is not None and best is not None and not best - value > self.best_threshold:
-            return False
-        return super()._determine_best_metric(metrics, trial)
-
-    def save_model(self, output_dir: Optional[str] = None, _internal_call: bool = False) -> None:
-        """Trainer's ``save_model``, refused (DivergenceError) when the weights are not finite."""
-        if not _internal_call:  # checkpoint saves were checked by _save_checkpoint
-            self.check_finite_weights()
-        super().save_model(output_dir, _internal_call=_internal_call)
-
-    def save_final(self, output_dir: Path) -> None:
-        """Save the trained model and tokenizer into ``output_dir`` (PEFT: the adapter) via a staging
-        folder, so a kill leaves either the old files or complete new ones, file by file."""
-        staged = staging_dir(output_dir, "final")
-        shutil.rmtree(staged, ignore_errors=True)
-        self.save_model(str(staged))
-        self.processing_class.save_pretrained(str(staged))
-        publish_files(staged, output_dir)
-
 
 def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, train: Any, eval_split: Any,
                   output_dir: Path, device: str, callbacks: list[Any], run_name: Optional[str] = None) -> SFTTrainer:
@@ -170,7 +83,8 @@ def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, tra
     ``request.early_stopping_patience`` > 0 an ``EarlyStoppingCallback`` too (ValueError without
     ``eval_split``). (TRL seeds every RNG with ``random_seed`` before it initialises LoRA, so a rerun
     repeats the initialisation, the data order and the dropout masks.) ``run_name`` (the job id) names
-    the run in the trackers of ``request.report_to`` (set up first: ``trackers.prepare_trackers``)."""
+    the run in the trackers of ``request.report_to`` (set up first: ``trackers.prepare_trackers``).
+    A ``model`` that already carries an adapter (``adapter_name_or_path``) trains it; no new one."""
     args = build_sft_config(request, output_dir, device, has_eval=eval_split is not None, run_name=run_name)
     model.set_attn_implementation(register_varlen_sdpa())
     if request.early_stopping_patience > 0:
@@ -183,7 +97,7 @@ def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, tra
         train_dataset=train,
         eval_dataset=eval_split,
         processing_class=tokenizer,
-        peft_config=build_lora_config(request),
+        peft_config=None if hasattr(model, "peft_config") else build_lora_config(request),  # an adapter goes on
         callbacks=[*callbacks, DivergenceGuard()] if request.stop_on_divergence else callbacks,
     )
     trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.training.checkpoints import remove_partial_saves
-from trainer_core.schemas import Phase, TrainingProgress, TrainingStartRequest
+from trainer_core.schemas import Phase, TrainingMethod, TrainingProgress, TrainingStartRequest
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
     """A ``transformers.TrainerCallback`` that emits a ``TrainingProgress`` per logged step (train
     and eval), appends it to ``metrics_path`` (JSON lines), and honours ``stop`` at step end."""
     from transformers import TrainerCallback
+
+    from trainer_core.training.preference import preference_values
 
     class ProgressCallback(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):
@@ -72,6 +74,7 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
                 elapsed_seconds=elapsed,
                 eta_seconds=elapsed / done * remaining if done else None,
                 num_tokens=int(state.num_input_tokens_seen) if state.num_input_tokens_seen else None,
+                **preference_values(logs),
             )
             with metrics_path.open("a", encoding="utf-8") as fh:
                 fh.write(progress.model_dump_json() + "\n")
@@ -99,8 +102,10 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     _phase(events, Phase.loading_dataset, "Reading and tokenizing the dataset")
     data = prepare_data(request, tokenizer)
     stats = data.stats
+    rows = "rows" if request.training_method == TrainingMethod.sft else (
+        "KTO rows" if request.training_method == TrainingMethod.kto else "preference pairs")
     events.put((EventKind.INFO, {
-        "message": f"{stats.rows} rows, {stats.total_tokens} tokens ({stats.trained_tokens} trained); "
+        "message": f"{stats.rows} {rows}, {stats.total_tokens} tokens ({stats.trained_tokens} trained); "
                    f"{stats.truncated_rows} rows truncated to {stats.max_seq_length} tokens",
         "details": {"format": data.format.value, "device": device, **vars(stats)},
     }))
@@ -113,14 +118,15 @@ def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: 
     or ``stopped``) and, when early stopping ended the run, why (see ``trainer.early_stop_reason``).
     Raises ``trainer.DivergenceError`` at a NaN / inf loss or grad norm (with
     ``stop_on_divergence``) or instead of saving non-finite weights."""
+    from trainer_core.training.preference import build_preference_trainer
     from trainer_core.training.trainer import build_trainer, early_stop_reason
 
     model, tokenizer, data, device = _load(request, events)
     _phase(events, Phase.configuring, "Building the trainer")
     notices = _prepare_trackers(request, output_dir, events)
     callback = make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")
-    trainer = build_trainer(request, model, tokenizer, data.train, data.eval, output_dir, device, [callback],
-                            run_name=job_id)
+    build = build_trainer if request.training_method == TrainingMethod.sft else build_preference_trainer
+    trainer = build(request, model, tokenizer, data.train, data.eval, output_dir, device, [callback], run_name=job_id)
     if stop.is_set():
         return Phase.stopped.value, None
     if request.resume_from_checkpoint:
@@ -169,8 +175,8 @@ def _user_message(exc: BaseException) -> str:
 
     # Not imported here: a failed import of the training stack must still be reported, and a
     # DivergenceError can only come from an already loaded trainer module.
-    trainer = sys.modules.get("trainer_core.training.trainer")
-    if isinstance(exc, (DatasetError, ModelLoadError)) or (trainer and isinstance(exc, trainer.DivergenceError)):
+    saves = sys.modules.get("trainer_core.training.safe_saves")
+    if isinstance(exc, (DatasetError, ModelLoadError)) or (saves and isinstance(exc, saves.DivergenceError)):
         return str(exc)
     text = str(exc)
     if "out of memory" in text.lower() or "can't allocate memory" in text.lower():
