@@ -104,3 +104,30 @@ def grad_norm_figure(points: ChartPoints) -> go.Figure:
     x, y = points["grad_norm"]
     return _figure("Gradient norm", "grad_norm", [("grad_norm", x, y, _mode(x))],
                    hovertemplate="step %{x:d}<br>grad_norm %{y:.4g}<extra></extra>")
+
+
+REWARD_SERIES = ("rewards_chosen", "rewards_rejected", "rewards_margins", "kl")
+
+
+def has_preference_points(points: ChartPoints) -> bool:
+    """Whether the run logged any preference metric (a DPO / ORPO / KTO run)."""
+    return any(points.get(name, ([], []))[0] for name in (*REWARD_SERIES, "rewards_accuracies"))
+
+
+def preference_figure(points: ChartPoints) -> go.Figure:
+    """DPO / ORPO / KTO metrics per step (TRL's rewards/chosen, rewards/rejected, rewards/margins and
+    KTO's kl, in reward units: beta x log-probability ratio to the reference) on the left axis, and
+    rewards/accuracies (share of pairs whose chosen reward wins, 0..1) dotted on a right axis."""
+    traces = [(name.removeprefix("rewards_"), *points.get(name, ([], [])), _mode(points.get(name, ([], []))[0]))
+              for name in REWARD_SERIES]
+    figure = _figure("Preference rewards", "reward", traces,
+                     hovertemplate="step %{x:d}<br>%{fullData.name} %{y:.4g}<extra></extra>")
+    ax, ay = points.get("rewards_accuracies", ([], []))
+    if ax:
+        if not figure.data:  # accuracies alone: give the figure its step axis
+            figure.update_layout(xaxis=_x_axis(list(ax)), yaxis=dict(title="reward"), annotations=[])
+        figure.add_trace(go.Scatter(x=ax, y=ay, mode=_mode(ax), name="accuracies", yaxis="y2",
+                                    line=dict(dash="dot"), hovertemplate="step %{x:d}<br>accuracies %{y:.2f}<extra></extra>"))
+        figure.update_layout(yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1.05],
+                                         showgrid=False), margin=dict(l=50, r=50, t=40, b=40))
+    return figure

@@ -94,11 +94,15 @@ def starting() -> Any:
 
 def render(status: TrainingStatus, points: ChartPoints) -> tuple:
     """Outputs of every watcher: status line, raw status JSON (without the series), the three
-    charts already serialised (``PlotData``, what ``gr.Plot`` would make of each figure) and the
-    three buttons' states."""
+    charts already serialised (``PlotData``, what ``gr.Plot`` would make of each figure), the
+    preference rewards chart (shown only for a run that logs rewards) and the three buttons' states."""
     raw = status.model_dump(mode="json", exclude={"metric_history"})
     figures = (charts.loss_figure(points), charts.learning_rate_figure(points), charts.grad_norm_figure(points))
-    return (status_line(status), raw, *(PlotData(type="plotly", plot=fig.to_json()) for fig in figures), *buttons(status))
+    plots = [PlotData(type="plotly", plot=fig.to_json()) for fig in figures]
+    preference = charts.has_preference_points(points)  # a DPO / ORPO / KTO run: its rewards chart too
+    plots.append(gr.Plot(value=PlotData(type="plotly", plot=charts.preference_figure(points).to_json())
+                         if preference else None, visible=preference))
+    return (status_line(status), raw, *plots, *buttons(status))
 
 
 class SharedRender:
@@ -225,7 +229,7 @@ def refused(ctx: Context, message: str, action: str = "Not started") -> tuple:
     return (*[gr.skip()] * MONITOR_VIEWS, *buttons(status), refusal.html(action))
 
 
-MONITOR_VIEWS = 5  # status line, raw JSON, three charts (then the three buttons)
+MONITOR_VIEWS = 6  # status line, raw JSON, four charts (then the three buttons)
 
 
 def begin(ctx: Context, request: TrainingStartRequest) -> Optional[str]:

@@ -16,8 +16,8 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings
 from trainer_core.serving.share import ShareLinks
 from trainer_core.tasks.runner import TaskRunner
-from ui import (config_panel, evaluate_panel, preflight_panel, export_panel, handlers, preview, queue_panel, run_handlers,
-                share_handlers)
+from ui import (config_panel, evaluate_panel, export_panel, handlers, method_panel, preflight_panel, preview, queue_panel,
+               run_handlers, share_handlers)
 from ui.chat_tab import ChatTab
 from ui.follow import tab_bound
 from ui.form import FORM_FIELDS, make_widget
@@ -73,12 +73,13 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
         with gr.Row():
             lr_plot = gr.Plot(show_label=False, elem_id="lr-plot")
             grad_plot = gr.Plot(show_label=False, elem_id="grad-plot")
+        reward_plot = gr.Plot(show_label=False, elem_id="reward-plot", visible=False)  # DPO / ORPO / KTO runs
         hardware = gr.Markdown("", elem_id="hardware")
         with gr.Accordion("Status (JSON)", open=False):
             raw = gr.JSON(label="status")
     preflight = {"button": check_btn, "panel": checked, "report": report, "lengths": lengths, "queue": queue_btn,
                  "waiting": waiting}
-    return [status, raw, loss_plot, lr_plot, grad_plot, start_btn, stop_btn, cancel_btn], notice, hardware, preflight
+    return [status, raw, loss_plot, lr_plot, grad_plot, reward_plot, start_btn, stop_btn, cancel_btn], notice, hardware, preflight
 
 
 def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdown, gr.Dataframe]:
@@ -222,6 +223,7 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=5, elem_id="form-col"):
                         widgets = _build_model_group(models)
+                        widgets.update(method_panel.build(runner.store))
                         upload, paths, eval_upload, eval_paths, detected, table = _data_inputs()
                         widgets.update(_build_sections())
                         config = _config_block()
@@ -232,20 +234,24 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
             preview_after = _runs_tab(ctx, [paths, eval_paths, *form], monitor, notice, tabs, chat)
 
         preview_inputs = [upload, paths, widgets["format_type"], widgets["custom_format_mapping"],
-                          widgets["model_name"], widgets["max_seq_length"]]
+                          widgets["model_name"], widgets["max_seq_length"], widgets["training_method"]]
         mapping, length = widgets["custom_format_mapping"], widgets["max_seq_length"]
         on_preview = partial(preview.preview, ctx)
         for trigger in (upload.change, paths.submit, paths.blur, widgets["format_type"].change, mapping.submit,
-                        mapping.blur, widgets["model_name"].change, length.submit, length.blur):
+                        mapping.blur, widgets["model_name"].change, length.submit, length.blur,
+                        widgets["training_method"].change):
             trigger(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
         for event in preview_after:
             event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
+        method_panel.wire(widgets)
+        demo.load(partial(method_panel.refresh_adapters, runner.store), None, widgets["adapter_name_or_path"],
+                  api_name=False, show_progress="hidden", **FREE)
         file_inputs = [upload, paths, eval_upload, eval_paths]
         _wire_config(ctx, config, file_inputs, form,
                      lambda event: event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE))
         demo.load(config_panel.commands_handler(ctx), [*file_inputs, *form], [config["cli"], config["curl"]],
                   api_name=False, show_progress="hidden", **FREE)
-        start_btn, stop_btn, cancel_btn = monitor[5:]
+        start_btn, stop_btn, cancel_btn = monitor[handlers.MONITOR_VIEWS:]
         start_btn.click(handlers.starting, None, start_btn, queue=False, show_progress="hidden", api_name=False).then(
             tab_bound(handlers.start, ctx), [upload, paths, eval_upload, eval_paths, *form], [*monitor, notice],
             api_name="start", show_progress="hidden", **FREE)

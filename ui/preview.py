@@ -13,19 +13,20 @@ from trainer_core.access.requests import confine_dataset
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
-from trainer_core.schemas import FormatType
+from trainer_core.schemas import FormatType, TrainingMethod
 from ui.handlers import EMPTY_PREVIEW, Context, split_paths
 from ui.refusals import describe, markdown_text
 from ui.uploads import received_upload
 
 
 def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: str, mapping_text: str,
-            model_name: Optional[str] = None, max_seq_length: Optional[float] = None) -> tuple[str, pd.DataFrame]:
+            model_name: Optional[str] = None, max_seq_length: Optional[float] = None,
+            training_method: Optional[str] = None) -> tuple[str, pd.DataFrame]:
     """The dataset preview of the uploaded file or the first typed path (confined to the allowed
     folders): detected format, row count, rows longer than the Max seq length with the chosen
     model's chat template (when its tokenizer is on this machine), a warning with the fix for
-    template placeholders left in the data, and the first rows turn by turn. Problems are shown
-    inline, naming the file."""
+    template placeholders left in the data, and the first rows turn by turn (for a preference
+    ``training_method``: prompt and answers). Problems are shown inline, naming the file."""
     typed = split_paths(paths_text if isinstance(paths_text, str) else "")
     if not upload and not typed:
         return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy()
@@ -42,12 +43,22 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
 
         model = model_name if isinstance(model_name, str) and model_name.strip() else default("model_name")
         tokenizer = load_preview_tokenizer(model, ctx.settings)
-        found = inspect_dataset(first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length)
+        method = TrainingMethod(training_method or default("training_method"))
+        found = inspect_dataset(first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length,
+                                method=method)
     except gr.Error as exc:
         return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy()
     except (DatasetError, ValueError, TypeError, OverflowError, OSError) as exc:
         return f"**Cannot use this dataset:** {markdown_text(describe(str(exc)).text)}", EMPTY_PREVIEW.copy()
-    return preview_summary(found, Path(first).name, length, tokenizer is not None), found.sample
+    return preview_summary(found, Path(first).name, length, tokenizer is not None), preview_table(found.sample)
+
+
+def preview_table(sample: pd.DataFrame) -> Any:
+    """The preview table's update: the sample with a Markdown column per text column (``row`` stays
+    a number) and the width shared among them (preference rows show prompt and answers side by side)."""
+    texts = len(sample.columns) - 1
+    return gr.Dataframe(value=sample, datatype=["number", *["markdown"] * texts],
+                        column_widths=["60px", *[f"{100 // max(texts, 1)}%"] * texts])
 
 
 def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: bool) -> str:

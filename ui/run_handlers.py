@@ -83,6 +83,14 @@ def _dataset_text(request: dict[str, Any]) -> str:
     return ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
 
 
+def method_text(request: dict) -> str:
+    """The runs table's method cell: ``lora``, ``qlora`` or ``full``, with the preference method
+    when there is one (``dpo · lora``)."""
+    training = str(request.get("training_type", ""))
+    method = request.get("training_method", "sft")
+    return training if method == "sft" else f"{method} · {training}"
+
+
 def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
     request = run.request
     model = str(request.get("model_name", ""))
@@ -93,7 +101,7 @@ def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
         run_status(run),
         model.rsplit("/", 1)[-1],
         _dataset_text(request),
-        request.get("training_type", ""),
+        method_text(request),
         f"{run.last_step} / {run.total_steps or '?'}",
         None if run.final_loss is None else round(run.final_loss, 4),
         None if run.tokens_per_second is None else round(run.tokens_per_second),

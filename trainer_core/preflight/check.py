@@ -24,7 +24,7 @@ from trainer_core.preflight.gather import Gathered, gather
 from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, PreflightReport
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
-from trainer_core.schemas import TrainingStartRequest
+from trainer_core.schemas import TrainingMethod, TrainingStartRequest
 from trainer_core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -192,6 +192,8 @@ def _advice(request: TrainingStartRequest, total_steps: int, rows_kept: int) -> 
         if exc.name != "trainer_core.preflight.advice":
             raise
         return []
+    if request.training_method != TrainingMethod.sft:
+        return []  # the budgets were measured on SFT runs; a preference run starts from what the model knows
     return list(training_budget_issues(request, total_steps, rows_kept)) if total_steps else []
 
 

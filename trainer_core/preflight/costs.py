@@ -58,18 +58,23 @@ def estimate_costs(request: TrainingStartRequest, settings: Settings, store: Opt
         return None
     from transformers import AutoConfig
 
+    from trainer_core.preflight.timing import SEQUENCES_PER_ROW
+
     folder = local_model_folder(request.model_name, settings)
     if folder is None or found.train_counts is None:
         return None
     config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
     device = training_device()
     counts, eval_counts = found.train_counts, found.eval_counts
-    train_tokens = int(counts.cut[counts.kept].sum())
-    eval_tokens = int(eval_counts.cut[eval_counts.kept].sum()) if eval_counts is not None else 0
+    sequences = SEQUENCES_PER_ROW[request.training_method]  # a preference pair runs as two sequences
+    train_tokens = sequences * int(counts.cut[counts.kept].sum())
+    eval_tokens = sequences * int(eval_counts.cut[eval_counts.kept].sum()) if eval_counts is not None else 0
     history = store.list_runs(limit=HISTORY_RUNS) if store is not None else None
     from trainer_core.preflight.parameters import UnsupportedModelError
 
     batch_tokens, batch_trained = longest_batch(found, request)
+    batch_tokens *= sequences
+    batch_trained = batch_trained * sequences if batch_trained is not None else None
     try:
         memory = estimate_memory(request, config, batch_tokens, device, batch_trained)
     except UnsupportedModelError as exc:

@@ -7,7 +7,8 @@ Thresholds:
 - ``EVAL_MIN_ROWS`` 50 evaluation rows: eval loss is a mean over rows, so its chance movement
   between evaluations is about the per-row spread / sqrt(rows); below 50 rows that is more than
   14 % of the spread, enough for early stopping or the best checkpoint to follow noise.
-- ``LEARNING_RATES``, the usual peak learning rates per method, and "far" = more than a factor
+- ``LEARNING_RATES``, the usual peak learning rates per method (``PREFERENCE_LEARNING_RATES`` for
+  DPO / ORPO / KTO, see there), and "far" = more than a factor
   ``LR_FAR`` (3) outside them. LoRA / QLoRA: 5e-5 .. 1e-3 (LoRA paper, Hu et al. 2021, Tables 9-11:
   2e-4 .. 5e-4 on GPT-2 and RoBERTa; QLoRA paper, Dettmers et al. 2023, Table 9: 1e-4 .. 2e-4;
   PEFT / Unsloth recipes: 2e-4; small models are tuned up to 1e-3, e.g. this project's identity
@@ -24,13 +25,15 @@ import numpy as np
 
 from trainer_core.preflight.report import Issue
 from trainer_core.preflight.tokens import RowCounts
-from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingMethod, TrainingStartRequest, TrainingType
 
 TRUNCATED_SHARE = 0.05
 COVERED_SHARE = 0.95
 EVAL_MIN_ROWS = 50
 LR_FAR = 3.0
 LEARNING_RATES = {TrainingType.lora: (5e-5, 1e-3), TrainingType.qlora: (5e-5, 1e-3), TrainingType.full: (5e-6, 5e-5)}
+PREFERENCE_LEARNING_RATES = {TrainingType.lora: (1e-6, 1e-4), TrainingType.qlora: (1e-6, 1e-4),
+                             TrainingType.full: (1e-7, 5e-6)}
 MAX_SEQ_LENGTH_LIMIT = 32768  # TrainingStartRequest.max_seq_length's bound
 
 
@@ -147,14 +150,17 @@ def placeholders(sources: Sequence[Any]) -> Optional[Issue]:
 
 def learning_rate(request: TrainingStartRequest) -> Optional[Issue]:
     """Warning when ``learning_rate`` is more than LR_FAR outside the usual range of its method."""
-    low, high = LEARNING_RATES[request.training_type]
+    preference = request.training_method != TrainingMethod.sft
+    low, high = (PREFERENCE_LEARNING_RATES if preference else LEARNING_RATES)[request.training_type]
     rate, method = request.learning_rate, request.training_type.value
     if low / LR_FAR <= rate <= high * LR_FAR:
         return None
     effect = ("the weights will hardly move" if rate < low else "training is likely to diverge or forget what the model knew")
-    return Issue(level="warning", code="learning_rate_unusual", fields=["learning_rate", "training_type"],
+    what = f"training_type={method}" + (f" with training_method={request.training_method.value}" if preference else "")
+    return Issue(level="warning", code="learning_rate_unusual",
+                 fields=["learning_rate", "training_type", *(["training_method"] if preference else [])],
                  message=f"learning_rate={rate:g} is far {'below' if rate < low else 'above'} the usual range for "
-                         f"training_type={method} ({low:g} to {high:g}): {effect}; set learning_rate within that range")
+                         f"{what} ({low:g} to {high:g}): {effect}; set learning_rate within that range")
 
 
 def memory_over_free(total_gib: Optional[float], free_gib: Optional[float], device: str) -> Optional[Issue]:

@@ -41,7 +41,8 @@ def _notes(path: Optional[str], request: TrainingStartRequest, wanted: bool) -> 
     reads the file once more (about 1 s for 1,000 Alpaca rows)."""
     if path is None or not wanted:
         return []
-    return list(reading_notes(path, request.format_type, request.custom_format_mapping or None))
+    return list(reading_notes(path, request.format_type, request.custom_format_mapping or None,
+                              request.training_method))
 
 
 def _train_windows(request: TrainingStartRequest) -> list[tuple[Optional[str], int, int]]:

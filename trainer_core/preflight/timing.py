@@ -31,12 +31,18 @@ from pydantic import BaseModel, Field
 
 from trainer_core.preflight.memory import dtype_bytes
 from trainer_core.preflight.parameters import count_parameters, shapes
-from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingMethod, TrainingStartRequest, TrainingType
 
 log = logging.getLogger(__name__)
 
 HISTORY_RUNS = 5
 MIN_HISTORY_SECONDS = 10.0  # shorter runs are mostly their first step's warm-up
+# Per trained input token, the no-grad forward passes a method adds: DPO scores both answers with the
+# reference model; KTO scores with the reference and runs the KL batch through the model and the
+# reference (TRL 1.16's DPOTrainer / KTOTrainer); ORPO has no reference model.
+EXTRA_FORWARDS = {TrainingMethod.sft: 0, TrainingMethod.dpo: 1, TrainingMethod.orpo: 0, TrainingMethod.kto: 2}
+# Sequences the trainer runs per data row: a pair is two (prompt + chosen, prompt + rejected).
+SEQUENCES_PER_ROW = {TrainingMethod.sft: 1, TrainingMethod.dpo: 2, TrainingMethod.orpo: 2, TrainingMethod.kto: 1}
 EFFICIENCY = {"cpu": 0.52, "cuda": 0.3}  # cpu: model FLOP/s / fp32 matmul rate, bench/throughput.py; cuda: assumed
 IMPORT_SECONDS = 9.0  # spawning the worker and importing the training stack (bench/latency.py: ~8 s quiet)
 LOAD_BYTES_PER_SECOND = 0.75e9  # model load from the OS file cache (bench/latency.py: 0.54 GB in 0.7 s)
@@ -94,13 +100,16 @@ def machine_gflops(device: str) -> float:
 
 def flops_per_token(request: TrainingStartRequest, model_config: Any, row_tokens: float, training: bool = True) -> float:
     """Model FLOPs per token: (6 N full / 4 N frozen weights; 2 N forward only) + (12 / 4) L d n,
-    N = the weights every token passes (projections and the LM head), n = tokens per row."""
+    N = the weights every token passes (projections and the LM head), n = tokens per row; in
+    training plus the method's no-grad forward passes per token (``EXTRA_FORWARDS``: DPO's
+    reference model, KTO's reference and KL passes)."""
     s = shapes(model_config)
     n_matmul = count_parameters(model_config, ["all-linear"], 1, False).block_linear + s.vocab * s.hidden
     if not training:
         return 2.0 * n_matmul + 4.0 * s.layers * s.hidden * row_tokens
     factor = 6.0 if request.training_type == TrainingType.full else 4.0
-    return factor * n_matmul + 12.0 * s.layers * s.hidden * row_tokens
+    extra = EXTRA_FORWARDS[request.training_method] * (2.0 * n_matmul + 4.0 * s.layers * s.hidden * row_tokens)
+    return factor * n_matmul + 12.0 * s.layers * s.hidden * row_tokens + extra
 
 
 def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -> Optional[tuple[float, float, str]]:
@@ -109,6 +118,7 @@ def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -
     same = [run for run in history or []
             if run.request.get("model_name") == request.model_name
             and run.request.get("training_type") == request.training_type.value
+            and run.request.get("training_method", "sft") == request.training_method.value
             and run.tokens_per_second and (run.training_seconds or 0) >= MIN_HISTORY_SECONDS]
     same = sorted(same, key=lambda run: run.created_at, reverse=True)[:HISTORY_RUNS]
     if not same:

@@ -1,0 +1,73 @@
+"""The Train form's training method: SFT or a preference method (DPO / ORPO / KTO), with the
+settings of the chosen method only, and a learning rate that follows the method while the user has
+not set one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from trainer_core.fieldmeta import default, field_methods, group
+from trainer_core.schemas import PREFERENCE_LEARNING_RATE, Phase
+from ui.form import FORM_FIELDS, make_widget
+
+
+NEW_ADAPTER = ("none: a new adapter", "")
+
+
+def adapter_choices(runs: list[Any]) -> list[tuple[str, str]]:
+    """(label, output folder) of the runs whose output folder holds a LoRA adapter (completed LoRA /
+    QLoRA runs, newest first), after "none", for *Start from adapter*; e.g.
+    ``identity-sft · sft · lora · identity.json``."""
+    listed = [NEW_ADAPTER]
+    for run in runs:
+        if run.phase != Phase.completed or not (Path(run.output_dir) / "adapter_config.json").is_file():
+            continue
+        request = run.request
+        data = ", ".join(Path(p).name for p in request.get("local_datasets") or []) or request.get("hf_dataset") or "-"
+        listed.append((f"{run.name or run.job_id} · {request.get('training_method', 'sft')} · "
+                       f"{request.get('training_type', '')} · {data}", run.output_dir))
+    return listed
+
+
+def refresh_adapters(store: Any) -> Any:
+    """The *Start from adapter* picker's choices now (page load: runs finished since the page was built)."""
+    return gr.Dropdown(choices=adapter_choices(store.list_runs(limit=200) if store is not None else []))
+
+
+def build(store: Any = None) -> dict[str, gr.components.Component]:
+    """The method section (open, ``#section-method``): its widgets by field name, those of other
+    methods than the default hidden; *Start from adapter* lists the adapters of ``store``'s runs
+    (``adapter_choices``) and takes any typed folder."""
+    adapters = adapter_choices(store.list_runs(limit=200) if store is not None else [])
+    with gr.Accordion("Training method", open=True, elem_id="section-method"):
+        widgets = {name: make_widget(name, adapters if name == "adapter_name_or_path" else None)
+                   for name in FORM_FIELDS if group(name) == "method"}
+    for name, visible in method_visibility(default("training_method")).items():
+        widgets[name].visible = visible
+    return widgets
+
+
+def method_visibility(method: str) -> dict[str, bool]:
+    """Field name -> whether it applies to ``method``, for the fields that apply to some methods only
+    (``methods`` in their schema metadata)."""
+    return {name: method in methods for name in FORM_FIELDS if (methods := field_methods(name))}
+
+
+def method_rate(method: str, learning_rate: Any) -> Any:
+    """The user chose another training method: a learning rate still at a method default (SFT's or
+    the preference methods') becomes the new method's default; one the user set stays."""
+    new_rate = default("learning_rate") if method == "sft" else PREFERENCE_LEARNING_RATE
+    return gr.update(value=new_rate) if learning_rate in (default("learning_rate"), PREFERENCE_LEARNING_RATE) else gr.skip()
+
+
+def wire(widgets: dict[str, gr.components.Component]) -> None:
+    """Show each method's settings when the method changes (also when a settings file or a run fills
+    the form); on the user's own choice, move a default learning rate along (``method_rate``)."""
+    fields = list(method_visibility("sft"))
+    method, rate = widgets["training_method"], widgets["learning_rate"]
+    method.change(lambda chosen: [gr.update(visible=method_visibility(chosen)[name]) for name in fields],
+                  method, [widgets[name] for name in fields], queue=False, api_name=False, show_progress="hidden")
+    method.input(method_rate, [method, rate], rate, queue=False, api_name=False, show_progress="hidden")
