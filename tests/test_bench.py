@@ -88,3 +88,15 @@ def test_export_bench_runs(capsys, model_dir):
     (merged,) = report["exports"]
     assert merged["passed"] and merged["seconds"] > 0 and merged["forced_equal"] == merged["tokens_total"]
     assert "target <= 120 s" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_preference_bench_quick(capsys, model_dir):
+    from bench import preference
+
+    report = preference.main(["--quick"])
+    ours, trl = report["runs"]
+    assert (ours["side"], trl["side"]) == ("ours", "trl") and len(ours["losses"]) == len(trl["losses"]) == 3
+    assert ours["losses"][0] == pytest.approx(trl["losses"][0], abs=1e-3)  # DPO starts at ln 2 on both sides
+    assert report["speed_ratio"] > 0 and report["last5_loss_gap"] >= 0
+    assert '"bench": "preference"' in capsys.readouterr().out

@@ -162,3 +162,9 @@ def test_method_settings_on_the_schema():
         TrainingStartRequest(**base, training_method="dpo", beta=0)
     with pytest.raises(ValidationError, match="loss_type"):
         TrainingStartRequest(**base, training_method="dpo", loss_type="made_up")
+
+
+def test_custom_mapping_names_the_preference_columns(tmp_path):
+    path = _write(tmp_path, [{"question": "Name a colour.", "good": "Blue.", "bad": "No."}])
+    rows, fmt = _load(path, custom_format_mapping={"prompt": "question", "chosen": "good", "rejected": "bad"})
+    assert fmt == FormatType.preference and rows[0]["chosen"] == [{"role": "assistant", "content": "Blue."}]

@@ -93,6 +93,20 @@ def test_wrong_pairings_are_refused_naming_the_fix(app_proc, datasets_dir):
     assert check["rows_read"] == 24 and check["files"][0]["format"] == "preference" and not check["errors"]
 
 
+@pytest.mark.parametrize("method, training_type", [("dpo", "full"), ("kto", "qlora")])
+def test_full_and_qlora_training(app_proc, datasets_dir, method, training_type):
+    """Full DPO keeps a frozen copy of the model as its reference; QLoRA trains adapters on a 4-bit
+    base (bitsandbytes on CPU)."""
+    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
+    body = {"local_datasets": [str(datasets_dir / "dpo_en_demo.json")], "training_method": method,
+            "training_type": training_type, **SMALL, "max_steps": 1, "learning_rate": 1e-6}
+    status = _train(api, body)
+    assert status["metric_history"]["steps"] == [1] and math.isfinite(status["metric_history"]["loss"][0])
+    files = {p.name for p in Path(status["details"]["output_dir"]).iterdir()}
+    assert ("model.safetensors" in files) == (training_type == "full")
+    assert ("adapter_model.safetensors" in files) == (training_type != "full")
+
+
 def test_dpo_from_an_sft_adapter_continues_it(app_proc, datasets_dir, trained_run):
     sft = app_proc.adapters / "sft"
     shutil.copytree(trained_run.output_dir, sft, ignore=shutil.ignore_patterns("checkpoint-*"))
