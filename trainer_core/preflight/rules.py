@@ -14,6 +14,10 @@ Thresholds:
   PEFT / Unsloth recipes: 2e-4; small models are tuned up to 1e-3, e.g. this project's identity
   measurement in issue 12). Full fine-tuning: 5e-6 .. 5e-5 (Alpaca, Taori et al. 2023: 2e-5;
   Llama 2 SFT, Touvron et al. 2023: 2e-5; TRL ``SFTConfig``'s default: 2e-5).
+  ``PREFERENCE_LEARNING_RATES`` (DPO / ORPO / KTO): LoRA 1e-6 .. 1e-4 (alignment-handbook's Zephyr
+  DPO QLoRA recipe and TRL's DPO LoRA example: 5e-6; this project's default model learns at 5e-5,
+  docs/BENCHMARKS.md), full 1e-7 .. 5e-6 (Zephyr DPO, Tunstall et al. 2023: 5e-7; TRL
+  ``DPOConfig``'s default: 1e-6).
 """
 
 from __future__ import annotations
