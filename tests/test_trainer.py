@@ -150,8 +150,10 @@ def test_checkpoints_are_written_in_a_staging_folder_and_renamed_whole(tokenizer
         published.append((staged.relative_to(tmp_path), (staged / "trainer_state.json").is_file(), target.exists()))
         trainer_module_publish(staged, target)
 
-    trainer_module_publish = trainer_module.publish_folder
-    monkeypatch.setattr(trainer_module, "publish_folder", publish)
+    from trainer_core.training import safe_saves
+
+    trainer_module_publish = safe_saves.publish_folder
+    monkeypatch.setattr(safe_saves, "publish_folder", publish)
     trainer = _tiny_trainer(tokenizer, tmp_path)
     trainer.train()
     trainer.save_final(tmp_path)

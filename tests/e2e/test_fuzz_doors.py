@@ -80,7 +80,7 @@ def test_two_hundred_random_values_through_every_door(studio, outside, datasets_
                 data = [upload, typed, rng.choice(["", *paths]), *form_args("", max_steps=2, **overrides)[3:]]
             else:
                 data = [upload, typed, "auto", rng.choice(["", "instruction=input", "a"]), rng.choice(["", *paths]),
-                        rng.choice([None, 64, 512])]
+                        rng.choice([None, 64, 512]), rng.choice(["sft", "dpo", "kto", None])]
             message = raw.call(doors[door], data)
             text = json.dumps(message)
             assert message.get("success") or error_text(message).strip() not in ("", "None"), (case, door, text[:300])

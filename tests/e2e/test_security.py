@@ -30,7 +30,7 @@ def test_upload_value_must_be_a_received_upload(studio, outside, datasets_dir):
     settings.uploads_dir.mkdir(parents=True, exist_ok=True)
     link.symlink_to(outside / "canary.jsonl")
     for target in (outside / "canary.jsonl", license_file, link, settings.uploads_dir / ".." / ".." / "x.json"):
-        shown = raw.call(preview, [file_value(str(target)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512])
+        shown = raw.call(preview, [file_value(str(target)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"])
         text = json.dumps(shown)
         assert CANARY not in text and "not uploaded" in text, text[:500]
         started = raw.call(start, [file_value(str(target)), *form_args("")[1:]])
@@ -47,7 +47,7 @@ def test_a_real_upload_is_kept_under_a_content_name(studio, datasets_dir):
     with open(datasets_dir / "identity.json", "rb") as fh:
         uploaded = client.post("/gradio_api/upload", files={"files": ("identity.json", fh)}).json()[0]
     raw = RawGradio(client)
-    shown = raw.call(raw.fn_index(inputs_like="start", outputs=2), [file_value(uploaded), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512])
+    shown = raw.call(raw.fn_index(inputs_like="start", outputs=2), [file_value(uploaded), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"])
     assert "Detected format: **alpaca**" in json.dumps(shown)
     started = raw.call(raw.fn_index("start"), [file_value(uploaded), *form_args("", max_steps=3)[1:]])
     assert started["success"], started
@@ -253,7 +253,7 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
     proc = AppProcess(_free_port(), env, tmp_path / "app2.log").start()
     try:
         raw = RawGradio(logged_in(proc.url))
-        shown = raw.call(raw.fn_index(inputs_like="start", outputs=2), [file_value(str(foreign)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512])
+        shown = raw.call(raw.fn_index(inputs_like="start", outputs=2), [file_value(str(foreign)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"])
         assert CANARY not in json.dumps(shown) and "not uploaded" in json.dumps(shown)
     finally:
         proc.stop()
