@@ -7,97 +7,21 @@ form section a field belongs to).
 
 from __future__ import annotations
 
+import re
 import secrets
 from datetime import datetime
-from enum import Enum
-import re
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
+from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' vocabulary
+    LIVE_PHASES, PREFERENCE_LEARNING_RATE, PREFERENCE_METHODS, RESUMABLE_PHASES, TERMINAL_PHASES, Distributed,
+    DpoLoss, EndReason, FormatType, Optimizer, Phase, Scheduler, Tracker, TrainingMethod, TrainingType,
+)
+
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 LLAMA_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-class TrainingType(str, Enum):
-    """How the weights are trained: LoRA adapters, LoRA on a 4-bit base (QLoRA), or all weights."""
-
-    lora = "lora"
-    qlora = "qlora"
-    full = "full"
-
-
-class TrainingMethod(str, Enum):
-    """What the run optimises: ``sft`` learns the answers of conversations or text; ``dpo`` (Rafailov
-    et al. 2023), ``orpo`` (Hong et al. 2024) and ``kto`` (Ethayarajh et al. 2024) learn to prefer
-    chosen over rejected answers (KTO: desirable over undesirable ones, unpaired)."""
-
-    sft = "sft"
-    dpo = "dpo"
-    orpo = "orpo"
-    kto = "kto"
-
-
-PREFERENCE_METHODS = (TrainingMethod.dpo, TrainingMethod.orpo, TrainingMethod.kto)
-# learning_rate of a preference run that does not set one (LoRA on the default model: see
-# docs/BENCHMARKS.md, "Preference training"); SFT's default (1e-3) moves a DPO policy too far.
-PREFERENCE_LEARNING_RATE = 5e-5
-
-
-class FormatType(str, Enum):
-    """Dataset layouts we can read; ``auto`` detects one from the columns. ``preference``: chosen /
-    rejected pairs (DPO, ORPO, KTO); ``unpaired``: answers with a true/false ``label`` (KTO)."""
-
-    auto = "auto"
-    alpaca = "alpaca"
-    sharegpt = "sharegpt"
-    messages = "messages"
-    prompt_completion = "prompt_completion"
-    text = "text"
-    preference = "preference"
-    unpaired = "unpaired"
-
-
-class Phase(str, Enum):
-    """Where the one job is in its life (``idle`` when no job has run since the last reset)."""
-
-    idle = "idle"
-    loading_model = "loading_model"
-    loading_dataset = "loading_dataset"
-    configuring = "configuring"
-    training = "training"
-    completed = "completed"
-    error = "error"
-    stopped = "stopped"
-    interrupted = "interrupted"  # run history only: the app stopped while the run was live
-
-
-LIVE_PHASES = (Phase.loading_model, Phase.loading_dataset, Phase.configuring, Phase.training)
-TERMINAL_PHASES = (Phase.completed, Phase.error, Phase.stopped, Phase.interrupted)
-RESUMABLE_PHASES = (Phase.stopped, Phase.interrupted, Phase.error)  # from their last complete checkpoint
-
-
-class EndReason(str, Enum):
-    """Why a job ended (``status.details["end_reason"]``, ``RunRecord.end_reason``); it tells apart
-    the two ways to reach ``Phase.stopped``: ``stopped`` (Stop and save: the worker saved a
-    checkpoint at the step it stopped at) and ``cancelled`` (Cancel: the worker was ended, nothing
-    more was saved, also when cancelled before it started). ``interrupted``: the app stopped while
-    the run was live (run history only). ``early_stopped``: eval_loss stopped improving
-    (``early_stopping_patience``); the phase is ``completed`` and the final weights are the best
-    checkpoint's. A resumed run has none until it ends again."""
-
-    completed = "completed"
-    stopped = "stopped"
-    cancelled = "cancelled"
-    error = "error"
-    interrupted = "interrupted"
-    early_stopped = "early_stopped"
-
-Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
-Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
-Tracker = Literal["tensorboard", "trackio", "wandb", "mlflow"]  # transformers' report_to names
-# TRL's DPOConfig.loss_type values that need nothing beyond beta (TRL 1.16)
-DpoLoss = Literal["sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", "nca_pair", "apo_zero", "apo_down"]
+GPU_IDS = r"^\s*\d{1,3}(\s*,\s*\d{1,3}){0,63}\s*$"  # e.g. "0,1" (CUDA_VISIBLE_DEVICES)
 
 
 def _group(name: str, methods: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -202,7 +126,26 @@ class TrainingStartRequest(BaseModel):
     # --- output ---
     output_dir: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="A new or empty folder for checkpoints and the result; empty: <data dir>/runs/<job id>.", json_schema_extra=_group("output"))
     resume_from_checkpoint: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="Checkpoint folder to continue from.", json_schema_extra=_group("output"))
+    # --- devices and processes ---
+    num_processes: int = Field(1, ge=1, le=64, title="Processes (num_processes)", description="Training processes on this machine: 1 trains in one process; more train data-parallel (torchrun launches them; each process on its own GPU, or on its share of the CPU cores with the gloo backend). Every process takes batch_size rows per step, so a step trains batch_size x gradient_accumulation_steps x num_processes rows (the global batch).", json_schema_extra=_group("distributed"))
+    gpu_ids: Optional[str] = Field(None, max_length=256, title="GPU ids", description="The GPUs to train on, e.g. 0,1 (CUDA_VISIBLE_DEVICES; one process per GPU); empty: the first num_processes GPUs, or the CPU on a machine without CUDA GPUs.", json_schema_extra=_group("distributed"))
+    distributed: Distributed = Field("ddp", title="Distributed strategy", description="With several processes: ddp keeps a whole copy of the model in each (PyTorch DistributedDataParallel); fsdp shards it across GPUs as your accelerate config file says (accelerate launch); deepspeed shards it as your DeepSpeed JSON says (ZeRO). fsdp and deepspeed need CUDA GPUs and a config file.", json_schema_extra=_group("distributed"))
+    distributed_config: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, title="Distributed config file", description="fsdp: an accelerate config YAML with distributed_type: FSDP (write one with `accelerate config`); deepspeed: a DeepSpeed JSON config. A file in an allowed folder.", json_schema_extra=_group("distributed"))
     report_to: list[Tracker] = Field(default_factory=list, max_length=4, title="Report to (trackers)", description="Also log the losses to these trackers (none: only the studio's own charts and metrics.jsonl). Files stay in the run folder: tensorboard -> tensorboard/ (event files), trackio -> trackio/ (its local store), wandb -> wandb/ (offline mode when wandb.ai cannot be reached; sync later with `wandb sync`), mlflow -> mlruns/ (unless MLFLOW_TRACKING_URI is set). Each needs its package installed on the server.", json_schema_extra=_group("output"))
+
+    @field_validator("distributed_config")
+    @classmethod
+    def _empty_is_none(cls, value: Optional[str]) -> Optional[str]:
+        return value.strip() if value and value.strip() else None
+
+    @field_validator("gpu_ids")
+    @classmethod
+    def _gpu_numbers(cls, value: Optional[str]) -> Optional[str]:
+        if not value or not value.strip():
+            return None
+        if not re.match(GPU_IDS, value):
+            raise ValueError(f"'{value[:40]}' is not a list of GPU numbers such as 0,1 (see nvidia-smi)")
+        return ",".join(part.strip() for part in value.split(","))
 
     @field_validator("report_to")
     @classmethod
@@ -248,6 +191,11 @@ class TrainingStartRequest(BaseModel):
         if self.adapter_name_or_path and self.training_type == TrainingType.full:
             raise ValueError("adapter_name_or_path continues a LoRA adapter: choose training_type lora or qlora "
                              "(or merge the adapter into a model and give that model for full training)")
+        if self.distributed != "ddp" and not (self.distributed_config and self.num_processes > 1):
+            raise ValueError(f"distributed {self.distributed!r} needs num_processes > 1 and distributed_config (your "
+                             f"{'accelerate FSDP YAML' if self.distributed == 'fsdp' else 'DeepSpeed JSON'}): set both, or choose ddp")
+        if self.distributed_config and self.distributed == "ddp":
+            raise ValueError("distributed_config is read only with distributed fsdp or deepspeed: choose one, or clear the file")
         if self.lora_r > 0 and any(not m.strip() for m in self.target_modules):
             raise ValueError("target_modules contains an empty name")
         return self

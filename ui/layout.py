@@ -29,6 +29,7 @@ SECTIONS = (  # (schema group, accordion title)
     ("training", "Hyperparameters"),
     ("lora", "LoRA"),
     ("output", "Output"),
+    ("distributed", "Devices and processes"),
 )
 HARDWARE_EVERY_S = 2.0  # the hardware panel's refresh period
 FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap

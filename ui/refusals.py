@@ -17,7 +17,7 @@ from ui.uploads import UPLOAD_LABEL
 
 EVAL_UPLOAD_LABEL = "Evaluation dataset (upload, optional)"
 SECTION_TITLES = {"data": "Data options", "training": "Hyperparameters", "lora": "LoRA",
-                  "output": "Output"}
+                  "output": "Output", "distributed": "Devices and processes"}
 # The dataset fields are two widgets each (an upload and a path box); elem ids set in ui.layout.
 FILE_WIDGETS = {
     "local_datasets": ("Training dataset", ("train-upload", "train-paths")),

@@ -294,3 +294,31 @@ def test_chat_and_share_events_refuse_ids_that_point_outside(studio, outside, da
 def app_engine(url: str, studio) -> object:
     """The ChatEngine of the ``studio`` app (the runner's ``before_start`` is its ``unload``)."""
     return studio[1].before_start.__self__
+
+
+# Issue 15: the devices and processes settings, at every door ---------------------------------------
+def test_distributed_settings_are_checked_at_every_door(studio, outside, datasets_dir):
+    settings, runner, url = studio
+    client, raw = api(url), RawGradio(logged_in(url))
+    last_job = runner.status().job_id
+    body = {"local_datasets": [alpaca(datasets_dir)], "max_steps": 2, "num_processes": 2}
+    for config in (str(outside / "canary.json"), "../" * 8 + "etc/passwd", str(outside / "missing.json")):
+        refused = client.post("/api/train/start", json=body | {"distributed": "deepspeed", "distributed_config": config})
+        assert refused.status_code == 400 and "distributed_config" in refused.text and CANARY not in refused.text
+    inside = settings.data_dir / "missing-config.json"
+    refused = client.post("/api/train/start", json=body | {"distributed": "deepspeed", "distributed_config": str(inside)})
+    assert refused.status_code == 400 and "distributed_config: file not found" in refused.text
+    for gpu_ids in ("0;id", "$(touch /tmp/x)", "0,1\n2"):
+        refused = client.post("/api/train/start", json=body | {"gpu_ids": gpu_ids})
+        assert refused.status_code == 422 and "gpu_ids" in refused.text and "GPU numbers" in refused.text
+    too_many = client.post("/api/train/start", json=body | {"num_processes": 64})
+    assert too_many.status_code == 400 and "num_processes (64) is more than" in too_many.text
+    preflight = client.post("/api/train/preflight", json=body | {"distributed": "fsdp", "distributed_config": str(outside / "canary.json")})
+    assert preflight.status_code == 400 and "distributed_config" in preflight.text and CANARY not in preflight.text
+    start = raw.fn_index("start")
+    for overrides, words in ((dict(num_processes=2, distributed="deepspeed", distributed_config=str(outside / "canary.json")),
+                              "Distributed config file"),
+                             (dict(gpu_ids="0;id"), "GPU ids"), (dict(num_processes=64), "Processes (num_processes)")):
+        answer = json.dumps(raw.call(start, [None, alpaca(datasets_dir), None, "", *form_args("", **overrides)[4:]]))
+        assert words in answer and CANARY not in answer, answer[:600]
+    assert runner.status().job_id == last_job and not runner.status().is_training_running  # nothing was started

@@ -15,6 +15,7 @@ from typing import Optional
 from trainer_core.access.requests import AdapterMissing, MissingPaths, checked_request
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
+from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, looks_like_path
 from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.training.checkpoints import ResumeError, find_resume_target
@@ -34,7 +35,8 @@ class PreflightError(ValueError):
 
 
 # Every refusal is one of these (all ValueErrors); their messages name the field and the fix.
-REFUSALS = (PathNotAllowed, MissingPaths, AdapterMissing, OutputDirError, HubCheckError, ResumeError, DatasetError, PreflightError)
+REFUSALS = (PathNotAllowed, MissingPaths, AdapterMissing, OutputDirError, HubCheckError, ResumeError, DatasetError,
+            PreflightError, ScalingError)
 
 
 def admit(request: TrainingStartRequest, settings: Settings, store: Optional[RunStore]) -> TrainingStartRequest:
@@ -42,11 +44,15 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     paths inside the allowed folders and dataset files present; a new run's ``output_dir`` new or
     empty and not a studio folder or another run's; a resume target a complete checkpoint of a
     resumable run; the model a Hub id that can be had or a model folder in the allowed folders;
-    ``hf_dataset`` a Hub id that can be had; the local data files readable in a known layout and,
+    ``hf_dataset`` a Hub id that can be had; the processes and devices asked for present on this
+    machine and a ``distributed_config`` of the right kind (``distributed.launch``); the local data files readable in a known layout and,
     when the model's tokenizer is on this machine, with a trained token (no weights are loaded).
 
     Raises one of ``REFUSALS``."""
     checked = checked_request(request, settings.allowed_roots)
+    if problem := machine_problem(checked, machine_devices()):
+        raise ScalingError(problem)
+    check_config_file(checked)
     token = checked.hf_token.get_secret_value() if checked.hf_token else None
     updates = {"model_name": check_model(checked.model_name, settings.model_roots, token)}
     if checked.resume_from_checkpoint:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Iterable
 
 from trainer_core.access.paths import PathNotAllowed, confine
+from trainer_core.distributed.launch import ScalingError
 from trainer_core.schemas import TrainingStartRequest
 
 
@@ -37,17 +38,21 @@ def confine_dataset(path: str, roots: list[Path], field: str) -> str:
 def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> TrainingStartRequest:
     """A copy of ``request`` with every local path resolved and confined to ``roots``.
 
-    Dataset paths may be files or folders (see ``confine_dataset``). Raises PathNotAllowed (a path
-    outside the roots, through ``..`` or a symlink, also one inside a dataset folder) or
-    MissingPaths (dataset paths that do not exist)."""
+    Dataset paths may be files or folders (see ``confine_dataset``); ``distributed_config`` must be a
+    file. Raises PathNotAllowed (a path outside the roots, through ``..`` or a symlink, also one
+    inside a dataset folder), MissingPaths (dataset paths that do not exist) or ScalingError (no such
+    ``distributed_config`` file)."""
     roots = list(roots)
     train = [confine_dataset(p, roots, "local_datasets") for p in request.local_datasets]
     evals = [confine_dataset(p, roots, "local_eval_datasets") for p in request.local_eval_datasets]
     updates: dict = {"local_datasets": train, "local_eval_datasets": evals}
-    for field in ("output_dir", "resume_from_checkpoint"):
+    for field in ("output_dir", "resume_from_checkpoint", "distributed_config"):
         value = getattr(request, field)
         if value:
             updates[field] = str(confine(value, roots, field))
+    if request.distributed_config and not Path(updates["distributed_config"]).is_file():
+        raise ScalingError(f"distributed_config: file not found: {updates['distributed_config']}: give the path of "
+                           f"your {'accelerate FSDP YAML' if request.distributed == 'fsdp' else 'DeepSpeed JSON'} file")
     if request.adapter_name_or_path:
         updates["adapter_name_or_path"] = confine_adapter(request.adapter_name_or_path, roots)
     missing = [p for p in train + evals if not (Path(p).is_file() or Path(p).is_dir())]

@@ -17,7 +17,7 @@ from trainer_core.schemas import TrainingStartRequest
 
 SECRET_FIELDS = ("hf_token",)
 MAX_CONFIG_BYTES = 256 * 1024  # a settings file is a few KB; anything far larger is not one
-GROUP_TITLES = {"model": "Model", "method": "Training method", "data": "Data", "training": "Hyperparameters", "lora": "LoRA", "output": "Output"}
+GROUP_TITLES = {"model": "Model", "method": "Training method", "data": "Data", "training": "Hyperparameters", "lora": "LoRA", "output": "Output", "distributed": "Devices and processes"}
 NO_DATA = "no training data"  # the one check a settings file without datasets may fail
 
 

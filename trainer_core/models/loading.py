@@ -142,10 +142,14 @@ def load_tokenizer(path: Path) -> Any:
 
 def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
     """Causal LM from ``path`` on ``device``: fp32/bf16 for lora and full, NF4 4-bit for qlora
-    (bitsandbytes; works on CPU and CUDA). Raises ModelLoadError when loading fails."""
+    (bitsandbytes; works on CPU and CUDA). In a group of processes on GPUs, ``cuda`` is this
+    process's GPU (``cuda:<LOCAL_RANK>``). Raises ModelLoadError when loading fails."""
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
+    from trainer_core.distributed.env import device_for_rank
+
     dtype = compute_dtype(device)
+    device = device_for_rank(device)  # several processes: each on its own GPU
     kwargs: dict[str, Any] = {"dtype": dtype, "attn_implementation": "sdpa"}
     if request.training_type == TrainingType.qlora:
         kwargs["quantization_config"] = BitsAndBytesConfig(

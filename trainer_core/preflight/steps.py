@@ -2,7 +2,8 @@
 
 Source: ``transformers.Trainer.set_initial_training_values`` (transformers 5.x): the training
 dataloader yields ``ceil(rows / per_device_train_batch_size)`` batches (``dataloader_drop_last`` is
-False); an epoch is ``max(ceil(batches / gradient_accumulation_steps), 1)`` optimizer steps; the run
+False), dealt out to the processes when there are several (``plan_steps``); an epoch is
+``max(ceil(batches / gradient_accumulation_steps), 1)`` optimizer steps; the run
 is ``max_steps`` when set, else ``ceil(num_train_epochs x steps_per_epoch)``. With ``packing`` the
 rows are first packed by TRL's ``pack_dataset`` (``SFTConfig.packing_strategy``, "bfd") into
 sequences of at most ``max_seq_length`` tokens, as ``SFTTrainer._prepare_dataset`` does.
@@ -34,13 +35,16 @@ class StepPlan:
 
 def plan_steps(sequences: int, request: TrainingStartRequest) -> StepPlan:
     """Steps for ``sequences`` training rows (after the val_size split, dropped rows and packing)
-    on one device. Zero rows give zero steps."""
-    global_batch = request.batch_size * request.gradient_accumulation_steps
+    in ``request.num_processes`` processes. Each process takes ``batch_size`` rows per micro-batch;
+    the sampler's ``ceil(sequences / batch_size)`` batches are dealt out to the processes in turn,
+    each getting ``ceil(batches / num_processes)`` (accelerate's ``BatchSamplerShard`` with
+    ``even_batches``, which repeats the first rows to fill the last round). Zero rows give zero steps."""
+    processes = request.num_processes
+    global_batch = request.batch_size * request.gradient_accumulation_steps * processes
     if sequences <= 0:
         return StepPlan(0, 0, 0.0, global_batch, 0)
-    batches = math.ceil(sequences / request.batch_size)
-    per_epoch = max(batches // request.gradient_accumulation_steps
-                    + int(batches % request.gradient_accumulation_steps > 0), 1)
+    batches = math.ceil(math.ceil(sequences / request.batch_size) / processes)
+    per_epoch = max(math.ceil(batches / request.gradient_accumulation_steps), 1)
     if request.max_steps > 0:
         total, epochs = request.max_steps, request.max_steps / per_epoch
     else:

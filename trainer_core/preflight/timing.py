@@ -114,11 +114,12 @@ def flops_per_token(request: TrainingStartRequest, model_config: Any, row_tokens
 
 def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -> Optional[tuple[float, float, str]]:
     """(median tokens/s, median seconds outside training, source text) from earlier runs of the same
-    model and method, or None when there are none."""
+    model, method and number of processes, or None when there are none."""
     same = [run for run in history or []
             if run.request.get("model_name") == request.model_name
             and run.request.get("training_type") == request.training_type.value
             and run.request.get("training_method", "sft") == request.training_method.value
+            and run.request.get("num_processes", 1) == request.num_processes
             and run.tokens_per_second and (run.training_seconds or 0) >= MIN_HISTORY_SECONDS]
     same = sorted(same, key=lambda run: run.created_at, reverse=True)[:HISTORY_RUNS]
     if not same:

@@ -1,7 +1,8 @@
 """The single-job runner: one job per app process, whoever asks.
 
 ``start`` takes a non-blocking lock that the job thread holds for the job's whole life; the job
-thread spawns the worker process (``process.supervisor``), drains its event queue into
+thread spawns the worker process (``process.supervisor``; several processes through a launcher:
+``distributed.group``), drains its event queue into
 ``MetricsHistory`` (so training never waits on a browser), and turns a worker that dies into phase
 ``error``. Progress events get training time continued over resumes (``RunClock``) before they are
 stored; ``status().details`` adds wall time, throughput and, once ended, ``end_reason``.
@@ -15,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from trainer_core.distributed.group import RankGroup
+from trainer_core.distributed.launch import uses_launcher
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.training.checkpoints import ResumeError
@@ -67,7 +70,7 @@ class JobRunner:
         self._status = TrainingStatus()
         self._details: dict[str, Any] = {}
         self._clock: Optional[RunClock] = None
-        self._process: Optional[WorkerProcess] = None
+        self._process: Optional[WorkerProcess | RankGroup] = None
         self._stop: Optional[Any] = None
         self.before_start: Optional[Callable[[], None]] = None
         self.start_refusal: Optional[Callable[[], Optional[str]]] = None
@@ -206,7 +209,7 @@ class JobRunner:
         self.history.touch()
 
     def _run(self, request: TrainingStartRequest, job_id: str, output_dir: Path) -> None:
-        worker: Optional[WorkerProcess] = None
+        worker: Optional[WorkerProcess | RankGroup] = None
         final: Final = (Phase.error, "The job ended without a result.", "no final event")
         try:
             with self._state:
@@ -214,9 +217,13 @@ class JobRunner:
             standby = usable_or_none(standby)  # closing an unusable one may wait: outside the lock
             with self._state:
                 cancelled = self._cancelled
-                if not cancelled:
+                if not cancelled and uses_launcher(request):  # several processes: the standby waits for a later run
+                    self._standby, standby = standby, None
+                    worker = RankGroup.launch(request, job_id, output_dir)
+                elif not cancelled:
                     worker = launch_worker(self._worker_target, standby, (request, job_id, str(output_dir)),
                                            f"worker-{job_id}")
+                if worker is not None:
                     self._process, self._stop = worker, worker.stop
             if cancelled:
                 final = (Phase.stopped, "Cancelled before the worker started.", None)

@@ -56,7 +56,23 @@ def training_args(request: TrainingStartRequest, output_dir: Path, device: str, 
         **save_args(request, has_eval),
         **tracker_args(request, run_name),
         disable_tqdm=True,
+        **distributed_args(request),
     )
+
+
+def distributed_args(request: TrainingStartRequest) -> dict[str, Any]:
+    """Settings for a run in several processes (``trainer_core.distributed``): no search for unused
+    parameters (every trained weight gets a gradient in our runs; the search costs a pass over the
+    graph each step), and the user's DeepSpeed JSON (``distributed`` = deepspeed) as
+    ``TrainingArguments.deepspeed``. FSDP comes from the accelerate config through the launcher."""
+    from trainer_core.distributed.env import world_size
+
+    if world_size() <= 1:
+        return {}
+    args: dict[str, Any] = {"ddp_find_unused_parameters": False}
+    if request.distributed == "deepspeed" and request.distributed_config:
+        args["deepspeed"] = request.distributed_config
+    return args
 
 
 def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool,
@@ -67,8 +83,11 @@ def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: st
 
     import torch
 
-    # One row per batch cannot be split by nn.DataParallel, which Trainer uses when it sees several GPUs.
-    padding_free = not (device == "cuda" and torch.cuda.device_count() > 1)
+    from trainer_core.distributed.env import world_size
+
+    # One row per batch cannot be split by nn.DataParallel, which Trainer uses when one process sees
+    # several GPUs (several processes use DDP instead: one GPU each).
+    padding_free = not (device == "cuda" and torch.cuda.device_count() > 1 and world_size() <= 1)
     return SFTConfig(
         **training_args(request, output_dir, device, has_eval, run_name),
         # Padding-free batches (see trainer.py; bench/throughput.py). TRL wants max_length=None without

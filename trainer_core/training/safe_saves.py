@@ -53,19 +53,27 @@ class SafeSaves:
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         """Trainer's checkpoint, written into ``.partial-checkpoint-N/checkpoint-N`` and renamed to
         ``checkpoint-N`` once complete. Raises DivergenceError instead of saving non-finite weights.
-        (Trainer's rotation by ``save_total_limit`` sees only the staging folder; we do not set it.)"""
+        (Trainer's rotation by ``save_total_limit`` sees only the staging folder; we do not set it.)
+        With several processes every one writes its part (Trainer: ``rng_state_<rank>.pth``) and the
+        main one prepares and publishes the folder, between barriers."""
         self.check_finite_weights()
         run_dir = Path(super()._get_output_dir(trial))
         name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        main = self.args.should_save
         self._staging = staging_dir(run_dir, name)
-        shutil.rmtree(self._staging, ignore_errors=True)
+        if main:
+            shutil.rmtree(self._staging, ignore_errors=True)
+        self.accelerator.wait_for_everyone()
         try:
             super()._save_checkpoint(model, trial)
-            if self._point_best_at(run_dir) and self.args.should_save:
+            self.accelerator.wait_for_everyone()
+            if self._point_best_at(run_dir) and main:
                 self.state.save_to_json(str(self._staging / name / "trainer_state.json"))
-            publish_folder(self._staging / name, run_dir / name)
+            if main:
+                publish_folder(self._staging / name, run_dir / name)
         finally:
-            shutil.rmtree(self._staging, ignore_errors=True)
+            if main:
+                shutil.rmtree(self._staging, ignore_errors=True)
             self._staging = None
 
     def _point_best_at(self, run_dir: Path) -> bool:
@@ -97,11 +105,16 @@ class SafeSaves:
 
     def save_final(self, output_dir: Path) -> None:
         """Save the trained model and tokenizer into ``output_dir`` (PEFT: the adapter) via a staging
-        folder, so a kill leaves either the old files or complete new ones, file by file."""
-        staged = staging_dir(output_dir, "final")
-        shutil.rmtree(staged, ignore_errors=True)
-        self.save_model(str(staged))
-        self.processing_class.save_pretrained(str(staged))
-        publish_files(staged, output_dir)
+        folder, so a kill leaves either the old files or complete new ones, file by file. With several
+        processes, all take part and the main one writes."""
+        staged, main = staging_dir(output_dir, "final"), self.args.should_save
+        if main:
+            shutil.rmtree(staged, ignore_errors=True)
+        self.accelerator.wait_for_everyone()
+        self.save_model(str(staged))  # every process (FSDP / DeepSpeed gather); Trainer writes on the main one
+        if main:
+            self.processing_class.save_pretrained(str(staged))
+            publish_files(staged, output_dir)
+        self.accelerator.wait_for_everyone()
 
 

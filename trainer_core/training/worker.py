@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional
 
+from trainer_core.distributed.env import is_main, rank, world_size
 from trainer_core.training.checkpoints import remove_partial_saves
 from trainer_core.schemas import Phase, TrainingMethod, TrainingProgress, TrainingStartRequest
 
@@ -76,8 +77,9 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
                 num_tokens=int(state.num_input_tokens_seen) if state.num_input_tokens_seen else None,
                 **preference_values(logs),
             )
-            with metrics_path.open("a", encoding="utf-8") as fh:
-                fh.write(progress.model_dump_json() + "\n")
+            if state.is_world_process_zero:  # several processes: rank 0 writes the run folder
+                with metrics_path.open("a", encoding="utf-8") as fh:
+                    fh.write(progress.model_dump_json() + "\n")
             events.put((EventKind.PROGRESS, progress.model_dump()))
 
     return ProgressCallback()
@@ -107,7 +109,8 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     events.put((EventKind.INFO, {
         "message": f"{stats.rows} {rows}, {stats.total_tokens} tokens ({stats.trained_tokens} trained); "
                    f"{stats.truncated_rows} rows truncated to {stats.max_seq_length} tokens",
-        "details": {"format": data.format.value, "device": device, **vars(stats)},
+        "details": {"format": data.format.value, "device": device, **vars(stats), "num_processes": world_size(),
+                    "global_batch_size": request.batch_size * request.gradient_accumulation_steps * world_size()},
     }))
     return model, tokenizer, data, device
 
@@ -129,9 +132,10 @@ def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: 
     trainer = build(request, model, tokenizer, data.train, data.eval, output_dir, device, [callback], run_name=job_id)
     if stop.is_set():
         return Phase.stopped.value, None
-    if request.resume_from_checkpoint:
-        _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
-    _write_manifest(request, job_id, output_dir, trainer)
+    if is_main():  # several processes: rank 0 writes the run folder
+        if request.resume_from_checkpoint:
+            _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
+        _write_manifest(request, job_id, output_dir, trainer)
     _phase(events, Phase.training, f"Training on {device}" + "".join(f"; {notice}" for notice in notices))
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
     trainer.save_final(output_dir)
@@ -225,19 +229,20 @@ def _quiet_progress_bars() -> None:
 
 def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, events: Any, stop: Any) -> None:
     """Process entry point. Never raises: failures become one ``error`` event (the traceback goes
-    to ``<output_dir>/worker.log`` only). Removes staging folders a killed earlier save left."""
+    to ``<output_dir>/worker.log`` only). Removes staging folders a killed earlier save left.
+    In a group of processes (``trainer_core.distributed``) only rank 0 writes the run folder; the
+    other ranks log to stderr (the launcher's ``launcher.log``)."""
     exit_with_parent()
     out = Path(output_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        logging.basicConfig(
-            filename=out / "worker.log", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
-        (out / "request.json").write_text(json.dumps(request.public_dict(), indent=2), encoding="utf-8")
-        remove_partial_saves(out)  # left by a killed earlier pass over this folder (a resumed run)
-    except OSError as exc:
-        events.put((EventKind.ERROR, {"message": f"output_dir {out} cannot be used ({exc.strerror}): choose another folder"}))
-        return
+    if not is_main():
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                            format=f"%(asctime)s %(levelname)s rank {rank()} %(name)s: %(message)s")
+    else:
+        try:
+            _open_run_folder(request, out)
+        except OSError as exc:
+            events.put((EventKind.ERROR, {"message": f"output_dir {out} cannot be used ({exc.strerror}): choose another folder"}))
+            return
     _quiet_progress_bars()
     try:
         phase, stop_reason = train(request, job_id, out, events, stop)
@@ -250,3 +255,14 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
     if stop_reason:
         done.update(message=f"{stop_reason}; best weights saved in {out}", stop_reason=stop_reason)
     events.put((EventKind.DONE, done))
+
+
+def _open_run_folder(request: TrainingStartRequest, out: Path) -> None:
+    """Create the run folder, log to its ``worker.log``, write ``request.json`` (no secrets) and
+    remove staging folders a killed earlier pass left. Raises OSError."""
+    out.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        filename=out / "worker.log", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    (out / "request.json").write_text(json.dumps(request.public_dict(), indent=2), encoding="utf-8")
+    remove_partial_saves(out)  # left by a killed earlier pass over this folder (a resumed run)

@@ -1,0 +1,146 @@
+"""Two training processes on this CPU (torchrun, gloo, one thread each) with the real SmolLM2-135M:
+through the page's Start the loss matches one process with the same global batch and seed; over
+HTTP, Stop saves one checkpoint that both processes wrote and Resume continues it, Cancel ends every
+process within 2 s, and a killed process ends the run in error naming its rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.e2e.api_server import AppProcess
+from tests.e2e.conftest import _free_port, form_args, statuses, wait_for
+from trainer_core.schemas import Phase
+
+pytestmark = pytest.mark.slow
+TOKEN = "test-distributed-token-51c0"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+PAGE = dict(max_seq_length=128, max_steps=20, learning_rate=1e-3, lr_scheduler_type="linear", random_seed=7)
+
+
+def _logged(path: Path) -> list[dict]:
+    return [json.loads(line) for line in (path / "metrics.jsonl").read_text().splitlines()]
+
+
+def _last5(path: Path) -> tuple[list[int], float]:
+    logged = _logged(path)
+    return [m["step"] for m in logged], statistics.mean(m["loss"] for m in logged[-5:])
+
+
+def test_two_processes_from_the_page_reach_the_loss_of_one(client, app_server, datasets_dir):
+    """Same data, seed and global batch (one process x 4 rows, two x 2): the mean of the last 5 of
+    20 losses agrees within 0.05; only rank 0 reports and writes (one metrics line per step)."""
+    runner, _ = app_server
+    alpaca = str(datasets_dir / "alpaca_en_demo.json")
+    one = list(statuses(client.submit(*form_args(alpaca, batch_size=4, **PAGE), api_name="/start")))[-1]
+    assert one["phase"] == Phase.completed.value, one["error"]
+    two_updates = list(statuses(client.submit(*form_args(alpaca, batch_size=2, num_processes=2, **PAGE),
+                                              api_name="/start")))
+    two = two_updates[-1]
+    assert two["phase"] == Phase.completed.value, two["error"]
+    details = two["details"]
+    assert details["num_processes"] == 2 and details["global_batch_size"] == 4 and len(details["rank_pids"]) == 2
+    assert details["total_steps"] == 20
+    one_steps, one_loss = _last5(Path(one["details"]["output_dir"]))
+    two_steps, two_loss = _last5(Path(details["output_dir"]))
+    assert one_steps == two_steps == list(range(1, 21))  # rank 0 alone writes: each step once
+    assert abs(one_loss - two_loss) <= 0.05, (one_loss, two_loss)
+    tokens = [[m["num_tokens"] for m in _logged(Path(run["details"]["output_dir"]))] for run in (one, two)]
+    assert tokens[0] == tokens[1]  # the group's tokens (all processes), the same rows per step
+    assert runner.status().metric_history.steps == list(range(1, 21))
+    run_dir = Path(details["output_dir"])
+    assert (run_dir / "launcher.log").is_file() and (run_dir / "adapter_model.safetensors").is_file()
+    assert "rank 1" in (run_dir / "launcher.log").read_text()  # rank 1 logs to the launcher's log, not the run's files
+    assert not [p for p in run_dir.iterdir() if p.name.startswith(".partial")]
+
+
+@pytest.fixture
+def app_proc(tmp_path, datasets_dir, model_dir):
+    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_ALLOWED_PATHS": str(datasets_dir),
+           "STUDIO_API_TOKEN": TOKEN}
+    proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
+    yield proc
+    proc.stop()
+
+
+def _body(datasets_dir: Path, **fields) -> dict:
+    return {"local_datasets": [str(datasets_dir / "alpaca_en_demo.json")], "batch_size": 2, "num_processes": 2,
+            "max_seq_length": 96, "max_steps": 30, **fields}
+
+
+def _start(api: httpx.Client, body: dict) -> str:
+    started = api.post("/api/train/start", json=body)
+    assert started.status_code == 200 and started.json()["status"] == "queued", started.text
+    return started.json()["job_id"]
+
+
+def _training(api: httpx.Client, min_step: int) -> dict:
+    wait_for(lambda: (api.get("/api/train/status").json()["details"].get("step") or 0) >= min_step, 300,
+             f"step {min_step}")
+    return api.get("/api/train/status").json()
+
+
+def _ended(api: httpx.Client) -> dict:
+    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "the run's end")
+    return api.get("/api/train/status").json()
+
+
+def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datasets_dir):
+    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
+    job = _start(api, _body(datasets_dir, max_steps=8))
+    _training(api, 3)
+    assert api.post("/api/train/stop", json={"save": True}).status_code == 200
+    stopped = _ended(api)
+    assert stopped["phase"] == "stopped" and stopped["details"]["end_reason"] == "stopped", stopped["error"]
+    run_dir = Path(stopped["details"]["output_dir"])
+    checkpoints = sorted(p.name for p in run_dir.glob("checkpoint-*"))
+    step = stopped["details"]["step"]
+    assert checkpoints == [f"checkpoint-{step}"]  # saved once, at the step both processes reached
+    saved = run_dir / checkpoints[0]
+    assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()  # both processes' parts
+    assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
+
+    assert _start(api, _body(datasets_dir, max_steps=8, resume_from_checkpoint=str(saved))) == job
+    resumed = _ended(api)
+    assert resumed["phase"] == "completed", resumed["error"]
+    steps, _ = _last5(run_dir)
+    assert steps == list(range(1, 9)) and resumed["metric_history"]["steps"] == list(range(1, 9))
+
+
+def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir):
+    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
+    _start(api, _body(datasets_dir))
+    status = _training(api, 1)
+    processes = [psutil.Process(pid) for pid in status["details"]["rank_pids"]]
+    launcher = [p for p in psutil.Process(app_proc.process.pid).children() if "torch.distributed.run" in " ".join(p.cmdline())]
+    assert len(processes) == 2 and len(launcher) == 1
+    began = time.monotonic()
+    assert api.post("/api/train/stop", json={"save": False}).status_code == 200
+    _, alive = psutil.wait_procs(processes + launcher, timeout=5)
+    took = time.monotonic() - began
+    assert not alive and took <= 2.0, took
+    ended = _ended(api)
+    assert ended["phase"] == "stopped" and ended["details"]["end_reason"] == "cancelled"
+
+
+def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datasets_dir):
+    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
+    _start(api, _body(datasets_dir))
+    status = _training(api, 2)
+    rank1 = status["details"]["rank_pids"][1]
+    os.kill(rank1, signal.SIGKILL)
+    ended = _ended(api)
+    assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error"
+    assert f"rank 1 (of 2, pid {rank1}) was killed (signal 9)" in ended["error"], ended["error"]
+    assert not psutil.pid_exists(status["details"]["rank_pids"][0])  # rank 0 was ended too
+    again = api.post("/api/train/start", json=_body(datasets_dir, max_steps=1))  # the app goes on
+    assert again.status_code == 200 and again.json()["status"] == "queued", again.text
+    assert _ended(api)["phase"] == "completed"

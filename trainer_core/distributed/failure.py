@@ -1,0 +1,62 @@
+"""Which process of a group failed first, from the launcher's own account.
+
+When a process fails, torchrun (also under ``accelerate launch``) ends the others and prints a
+summary whose "Root Cause (first observed failure)" block names the rank and its exit code
+(``torch.distributed.elastic.multiprocessing.errors.ChildFailedError.format_msg``, torch 2.x):
+
+    Root Cause (first observed failure):
+    [0]:
+      time      : 2026-12-02_05:02:52
+      host      : localhost
+      rank      : 1 (local_rank: 1)
+      exitcode  : -9 (pid: 31078)  (SIGKILL)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+ROOT_CAUSE = "Root Cause (first observed failure)"
+_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)", re.MULTILINE)
+_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)", re.MULTILINE)
+TAIL_BYTES = 64_000
+
+
+@dataclass(frozen=True)
+class RootCause:
+    """The first process to fail: its global ``rank`` and ``exitcode`` (negative: killed by that signal)."""
+
+    rank: int
+    exitcode: int
+
+
+def root_cause(text: str) -> Optional[RootCause]:
+    """The root cause in a launcher's output ``text``, or None when it holds no such summary."""
+    at = text.rfind(ROOT_CAUSE)
+    if at < 0:
+        return None
+    block = text[at:]
+    rank, exitcode = _RANK.search(block), _EXIT.search(block)
+    if rank is None or exitcode is None:
+        return None
+    return RootCause(int(rank.group(1)), int(exitcode.group(1)))
+
+
+def log_tail(path: Path, size: int = TAIL_BYTES) -> str:
+    """The last ``size`` bytes of the launcher's log as text ("" when it cannot be read)."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - size))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def last_lines(text: str, count: int = 5, chars: int = 800) -> str:
+    """The last ``count`` non-empty lines of ``text``, at most ``chars`` characters, for a message."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-count:])[-chars:]

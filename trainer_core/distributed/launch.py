@@ -1,0 +1,167 @@
+"""How a run with ``num_processes`` > 1 (or chosen ``gpu_ids``) is launched, and whether it can be.
+
+- ``ddp`` and ``deepspeed``: ``python -m torch.distributed.run --standalone --nnodes 1
+  --nproc-per-node N -m trainer_core.distributed.rank_main`` (torchrun; a DeepSpeed JSON is handed to
+  transformers as ``TrainingArguments.deepspeed``, the way transformers documents it for torchrun).
+- ``fsdp``: ``python -m accelerate.commands.launch --config_file <yaml> --num_processes N ...``
+  (accelerate launch reads the FSDP settings from the user's accelerate config and runs torchrun).
+
+Both restart nothing (``max_restarts`` 0: a failed process ends the run) and check their processes
+every 0.1 s. On CPU each process gets ``cores // N`` threads (``OMP_NUM_THREADS``) and transformers
+picks the gloo backend; on GPUs, NCCL, and ``CUDA_VISIBLE_DEVICES`` is ``gpu_ids`` when given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Optional
+
+from trainer_core.schemas import TrainingStartRequest
+
+RANK_MODULE = "trainer_core.distributed.rank_main"
+ADDRESS_ENV, KEY_ENV = "FINETUNE_STUDIO_GROUP_ADDRESS", "FINETUNE_STUDIO_GROUP_KEY"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+MAX_CONFIG_BYTES = 1_000_000
+
+
+class ScalingError(ValueError):
+    """A ``num_processes`` / ``gpu_ids`` / ``distributed`` setting this machine cannot run, or a
+    ``distributed_config`` file that cannot be used; the message names the field and the fix."""
+
+
+def uses_launcher(request: TrainingStartRequest) -> bool:
+    """True when the run goes through a launcher: several processes, or GPUs chosen by id (the ids
+    must be set in the environment before CUDA starts, so a fresh launched process is used)."""
+    return request.num_processes > 1 or bool(request.gpu_ids)
+
+
+def gpu_list(gpu_ids: Optional[str]) -> list[int]:
+    """``"0, 2"`` -> ``[0, 2]`` (the schema has checked the digits-and-commas form)."""
+    return [int(part) for part in (gpu_ids or "").split(",") if part.strip()]
+
+
+@dataclass(frozen=True)
+class Devices:
+    """What the machine offers: ``cpu_count`` cores and ``gpu_count`` visible CUDA GPUs."""
+
+    cpu_count: int
+    gpu_count: int
+
+
+def machine_devices() -> Devices:
+    """This machine's cores (those this process may run on) and CUDA GPUs (the hardware panel's list:
+    ``nvidia-smi``, or torch when something already imported it)."""
+    from trainer_core.hardware import cached_snapshot
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return Devices(cores, len(cached_snapshot().gpus))
+
+
+def machine_problem(request: TrainingStartRequest, devices: Devices) -> Optional[str]:
+    """Why ``devices`` cannot run ``request``'s processes, naming the field and the fix; None when they can."""
+    n, gpus = request.num_processes, gpu_list(request.gpu_ids)
+    if gpus and devices.gpu_count == 0:
+        return "gpu_ids: this machine has no CUDA GPU; leave GPU ids empty to train on the CPU"
+    if gpus:
+        missing = [g for g in gpus if g >= devices.gpu_count]
+        if missing:
+            return (f"gpu_ids: GPU {missing[0]} does not exist; this machine has {devices.gpu_count} GPU(s), "
+                    f"numbered 0 to {devices.gpu_count - 1}")
+        if len(set(gpus)) != len(gpus):
+            return "gpu_ids: a GPU is listed twice; list each GPU once"
+        if n > len(gpus):
+            return (f"num_processes ({n}) is more than the {len(gpus)} GPU(s) in gpu_ids: one process per GPU; "
+                    f"list more GPUs or lower num_processes")
+    elif devices.gpu_count and n > devices.gpu_count:
+        return f"num_processes ({n}) is more than the {devices.gpu_count} GPU(s) of this machine: one process per GPU"
+    elif not devices.gpu_count and n > devices.cpu_count:
+        return (f"num_processes ({n}) is more than the {devices.cpu_count} CPU core(s) of this machine: "
+                f"each process needs at least one core; lower num_processes")
+    if request.distributed != "ddp" and not devices.gpu_count:
+        return f"distributed: {request.distributed} shards the model across CUDA GPUs; this machine has none: choose ddp"
+    if request.distributed == "deepspeed" and find_spec("deepspeed") is None:
+        return "distributed: deepspeed is not installed on this server (pip install deepspeed): choose ddp or fsdp"
+    return None
+
+
+def check_config_file(request: TrainingStartRequest) -> None:
+    """Read ``distributed_config`` (already confined to the allowed folders) and check that it is
+    what ``distributed`` needs: for ``fsdp`` a YAML mapping with ``distributed_type: FSDP``
+    (accelerate's config format), for ``deepspeed`` a JSON object (DeepSpeed's config format). It is
+    not run here. Raises ScalingError naming the field, the file and the fix."""
+    if request.distributed == "ddp" or not request.distributed_config:
+        return
+    path = Path(request.distributed_config)
+    where = f"distributed_config: {path.name}"
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ScalingError(f"{where} is over {MAX_CONFIG_BYTES // 1000} kB; a config file is a few lines")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScalingError(f"{where} cannot be read ({getattr(exc, 'strerror', None) or exc}): choose a readable text file") from None
+    if request.distributed == "fsdp":
+        import yaml
+
+        try:
+            config = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ScalingError(f"{where} is not valid YAML ({str(exc).splitlines()[0]}): save it with `accelerate config`") from None
+        if not isinstance(config, dict) or str(config.get("distributed_type", "")).upper() != "FSDP":
+            raise ScalingError(f"{where} is not an accelerate FSDP config (it needs distributed_type: FSDP): "
+                               "write one with `accelerate config`")
+        return
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScalingError(f"{where} is not valid JSON (line {exc.lineno}: {exc.msg}): give a DeepSpeed JSON config") from None
+    if not isinstance(config, dict):
+        raise ScalingError(f"{where} is not a DeepSpeed config (a JSON object such as {{\"zero_optimization\": {{...}}}})")
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, for accelerate's rendezvous (torchrun's ``--standalone`` picks its own)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def launcher_command(request: TrainingStartRequest, python: str = sys.executable) -> list[str]:
+    """The command that starts ``request.num_processes`` processes of ``RANK_MODULE`` on this machine."""
+    n = str(request.num_processes)
+    if request.distributed == "fsdp":
+        return [python, "-m", "accelerate.commands.launch", "--config_file", str(request.distributed_config),
+                "--num_processes", n, "--num_machines", "1", "--main_process_port", str(free_port()),
+                "--max_restarts", "0", "--monitor_interval", "0.1", "--module", RANK_MODULE]
+    return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc-per-node", n,
+            "--max-restarts", "0", "--monitor-interval", "0.1", "-m", RANK_MODULE]
+
+
+def launcher_name(request: TrainingStartRequest) -> str:
+    """``accelerate launch`` or ``torchrun``: what ``launcher_command`` runs, for messages."""
+    return "accelerate launch" if request.distributed == "fsdp" else "torchrun"
+
+
+def launcher_env(request: TrainingStartRequest, address: str, key: bytes, devices: Devices) -> dict[str, str]:
+    """The launched processes' environment: this one's, plus where to reach the job thread
+    (``ADDRESS_ENV``, ``KEY_ENV``: read and removed by each process at start), the project on
+    ``PYTHONPATH``, ``CUDA_VISIBLE_DEVICES`` from ``gpu_ids`` and, without GPUs, ``cores // N``
+    threads per process (``OMP_NUM_THREADS``)."""
+    env = dict(os.environ)
+    env[ADDRESS_ENV], env[KEY_ENV] = address, key.hex()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    if request.gpu_ids:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpu_list(request.gpu_ids))
+    if not devices.gpu_count:
+        env["OMP_NUM_THREADS"] = str(max(1, devices.cpu_count // request.num_processes))
+    return env
+
+
+__all__ = ["ScalingError", "check_config_file", "launcher_command", "launcher_env", "machine_devices",
+           "machine_problem", "uses_launcher"]

@@ -1,0 +1,93 @@
+"""The closed vocabularies of the request and status models (``schemas.py`` re-exports them all):
+training types and methods, dataset layouts, job phases and end reasons, and the names transformers,
+TRL and torch accept for optimizers, schedules, trackers, DPO losses and distributed strategies."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+
+class TrainingType(str, Enum):
+    """How the weights are trained: LoRA adapters, LoRA on a 4-bit base (QLoRA), or all weights."""
+
+    lora = "lora"
+    qlora = "qlora"
+    full = "full"
+
+
+class TrainingMethod(str, Enum):
+    """What the run optimises: ``sft`` learns the answers of conversations or text; ``dpo`` (Rafailov
+    et al. 2023), ``orpo`` (Hong et al. 2024) and ``kto`` (Ethayarajh et al. 2024) learn to prefer
+    chosen over rejected answers (KTO: desirable over undesirable ones, unpaired)."""
+
+    sft = "sft"
+    dpo = "dpo"
+    orpo = "orpo"
+    kto = "kto"
+
+
+PREFERENCE_METHODS = (TrainingMethod.dpo, TrainingMethod.orpo, TrainingMethod.kto)
+# learning_rate of a preference run that does not set one (LoRA on the default model: see
+# docs/BENCHMARKS.md, "Preference training"); SFT's default (1e-3) moves a DPO policy too far.
+PREFERENCE_LEARNING_RATE = 5e-5
+
+
+class FormatType(str, Enum):
+    """Dataset layouts we can read; ``auto`` detects one from the columns. ``preference``: chosen /
+    rejected pairs (DPO, ORPO, KTO); ``unpaired``: answers with a true/false ``label`` (KTO)."""
+
+    auto = "auto"
+    alpaca = "alpaca"
+    sharegpt = "sharegpt"
+    messages = "messages"
+    prompt_completion = "prompt_completion"
+    text = "text"
+    preference = "preference"
+    unpaired = "unpaired"
+
+
+class Phase(str, Enum):
+    """Where the one job is in its life (``idle`` when no job has run since the last reset)."""
+
+    idle = "idle"
+    loading_model = "loading_model"
+    loading_dataset = "loading_dataset"
+    configuring = "configuring"
+    training = "training"
+    completed = "completed"
+    error = "error"
+    stopped = "stopped"
+    interrupted = "interrupted"  # run history only: the app stopped while the run was live
+
+
+LIVE_PHASES = (Phase.loading_model, Phase.loading_dataset, Phase.configuring, Phase.training)
+TERMINAL_PHASES = (Phase.completed, Phase.error, Phase.stopped, Phase.interrupted)
+RESUMABLE_PHASES = (Phase.stopped, Phase.interrupted, Phase.error)  # from their last complete checkpoint
+
+
+class EndReason(str, Enum):
+    """Why a job ended (``status.details["end_reason"]``, ``RunRecord.end_reason``); it tells apart
+    the two ways to reach ``Phase.stopped``: ``stopped`` (Stop and save: the worker saved a
+    checkpoint at the step it stopped at) and ``cancelled`` (Cancel: the worker was ended, nothing
+    more was saved, also when cancelled before it started). ``interrupted``: the app stopped while
+    the run was live (run history only). ``early_stopped``: eval_loss stopped improving
+    (``early_stopping_patience``); the phase is ``completed`` and the final weights are the best
+    checkpoint's. A resumed run has none until it ends again."""
+
+    completed = "completed"
+    stopped = "stopped"
+    cancelled = "cancelled"
+    error = "error"
+    interrupted = "interrupted"
+    early_stopped = "early_stopped"
+
+Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
+Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
+Tracker = Literal["tensorboard", "trackio", "wandb", "mlflow"]  # transformers' report_to names
+# TRL's DPOConfig.loss_type values that need nothing beyond beta (TRL 1.16)
+DpoLoss = Literal["sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", "nca_pair", "apo_zero", "apo_down"]
+# How several processes share the work (trainer_core.distributed): DDP copies the model into each;
+# FSDP (an accelerate config) and DeepSpeed (a JSON config) shard it across GPUs.
+Distributed = Literal["ddp", "fsdp", "deepspeed"]
+
