@@ -100,3 +100,15 @@ def test_preference_bench_quick(capsys, model_dir):
     assert ours["losses"][0] == pytest.approx(trl["losses"][0], abs=1e-3)  # DPO starts at ln 2 on both sides
     assert report["speed_ratio"] > 0 and report["last5_loss_gap"] >= 0
     assert '"bench": "preference"' in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_scaling_bench_quick(capsys, model_dir):
+    from bench import scaling
+
+    report = scaling.main(["--quick", "--model", str(model_dir)])
+    one, two = report["runs"]
+    assert (one["processes"], two["processes"]) == (1, 2) and one["steps"] == two["steps"] == 3
+    assert two["samples_per_second"] == pytest.approx(2 * two["samples_per_second_per_process"], rel=0.01)
+    assert report["speedup"] > 0 and report["last5_loss_gap"] < 0.05  # the same 3 steps in both
+    assert '"bench": "scaling"' in capsys.readouterr().out

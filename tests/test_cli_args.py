@@ -23,3 +23,14 @@ def test_flags_config_and_precedence(tmp_path):
 def test_enum_flags_are_checked():
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--dataset", "a.json", "--training-type", "dora"])
+
+
+def test_train_refuses_more_processes_than_the_machine_has(tmp_path, capsys):
+    from trainer_core.cli import main
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"instruction": "hi", "output": "hello"}\n')
+    assert main(["train", "--dataset", str(data), "--num-processes", "64"]) == 2
+    assert "num_processes (64) is more than the" in capsys.readouterr().err
+    assert main(["train", "--dataset", str(data), "--gpu-ids", "0;id"]) == 2
+    assert "gpu_ids: '0;id' is not a list of GPU numbers" in capsys.readouterr().err

@@ -214,3 +214,12 @@ def test_the_machine_rate_is_the_best_sample_and_is_resampled(monkeypatch):
     assert timing.machine_gflops("cpu") == 150.0
     clock[0] += timing.RESAMPLE_S
     assert timing.machine_gflops("cpu") == 150.0  # a later busy sample does not lower it
+
+
+def test_processes_on_the_cpu_each_hold_a_copy_and_on_gpus_the_estimate_is_per_gpu():
+    one = estimate_memory(request(), smol(), 512, "cpu", 256)
+    two = estimate_memory(request(num_processes=2), smol(), 512, "cpu", 256)
+    assert two.total_gib == pytest.approx(2 * one.total_gib, abs=0.002) and "x 2 processes" in two.basis
+    gpu_one = estimate_memory(request(), smol(), 512, "cuda", 256)
+    gpu_two = estimate_memory(request(num_processes=2), smol(), 512, "cuda", 256)
+    assert gpu_two.total_gib == gpu_one.total_gib and "per GPU" in gpu_two.basis

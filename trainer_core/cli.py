@@ -107,8 +107,9 @@ def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
 
 
 def checked_args(args: argparse.Namespace) -> Optional[TrainingStartRequest]:
-    """``request_from_args`` with its dataset paths present, for ``train`` and ``check``; None after
-    printing the one-line error (bad settings, config, run.json or a missing dataset path)."""
+    """``request_from_args`` with its dataset paths present and its processes possible on this
+    machine, for ``train`` and ``check``; None after printing the one-line error (bad settings,
+    config, run.json, a missing dataset path, more processes than devices, a wrong config file)."""
     try:
         request = request_from_args(args)
     except ValidationError as exc:
@@ -120,6 +121,15 @@ def checked_args(args: argparse.Namespace) -> Optional[TrainingStartRequest]:
     missing = [p for p in request.local_datasets + request.local_eval_datasets if not Path(p).exists()]
     if missing:
         print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
+        return None
+    from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
+
+    try:
+        if problem := machine_problem(request, machine_devices()):
+            raise ScalingError(problem)
+        check_config_file(request)
+    except ScalingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return None
     return request
 

@@ -161,8 +161,10 @@ def estimate_memory(request: TrainingStartRequest, model_config: Any, longest_ba
     ``longest_batch_tokens``: tokens of the largest padding-free batch (the ``batch_size`` longest
     rows after truncation, or max_seq_length x batch_size with packing).
     ``longest_batch_trained_tokens``: the labelled tokens of that batch (where the LM head runs);
-    None counts every token (an upper bound). Raises ``parameters.UnsupportedModelError`` for
-    architectures it cannot count (mixture of experts)."""
+    None counts every token (an upper bound). With ``num_processes`` > 1 (DDP) on the CPU the
+    processes share the machine's memory: every part is counted once per process; on GPUs the
+    estimate is per GPU. Raises ``parameters.UnsupportedModelError`` for architectures it cannot
+    count (mixture of experts)."""
     trained = longest_batch_tokens if longest_batch_trained_tokens is None else longest_batch_trained_tokens
     parts = memory_parts(request, model_config, longest_batch_tokens, device, trained)
     precision = "NF4 4-bit projections" if request.training_type == TrainingType.qlora else (
@@ -171,8 +173,12 @@ def estimate_memory(request: TrainingStartRequest, model_config: Any, longest_ba
     basis = (f"{precision} weights on {device}, {request.training_type.value}, optimizer {request.optim}, longest batch "
              f"{longest_batch_tokens} tokens ({trained} trained), gradient checkpointing "
              f"{'on' if request.gradient_checkpointing else 'off'}; {runtime} ({parts['runtime'] / GIB:.2f} GiB)")
-    return MemoryEstimate(total_gib=round(sum(parts.values()) / GIB, 3),
-                          parts_gib={name: round(size / GIB, 3) for name, size in parts.items()},
+    copies = request.num_processes if device != "cuda" else 1  # CPU processes share the machine's memory
+    if request.num_processes > 1:
+        basis += (f"; x {copies} processes, each with a whole copy of the model (DDP)" if copies > 1
+                  else f"; per GPU, each of the {request.num_processes} processes with a whole copy of the model (DDP)")
+    return MemoryEstimate(total_gib=round(copies * sum(parts.values()) / GIB, 3),
+                          parts_gib={name: round(copies * size / GIB, 3) for name, size in parts.items()},
                           device=device, free_gib=_rounded(free_memory_gib(device)), basis=basis)
 
 
