@@ -78,7 +78,7 @@ def form_args(dataset: str, **overrides: Any) -> list[Any]:
     """Positional inputs of the ``/start`` endpoint, as the page would send them."""
     values = {name: default(name) for name in FORM_FIELDS}
     values.update(hf_token="", custom_format_mapping="", hf_dataset="", subset="", eval_split="",
-                  output_dir="", resume_from_checkpoint="", adapter_name_or_path="")
+                  output_dir="", resume_from_checkpoint="", adapter_name_or_path="", gpu_ids="", distributed_config="")
     values.update(overrides)
     return [None, dataset, None, "", *(values[name] for name in FORM_FIELDS)]
 

@@ -24,8 +24,9 @@ def test_dpo_from_the_page_with_its_rewards_chart(app_server, datasets_dir, tmp_
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.goto(url)
-        page.locator("#status").get_by_text("idle").or_(page.locator("#status").get_by_text("completed")).first.wait_for(
-            timeout=60_000)
+        # the page has loaded the status (whatever the shared app's previous test left: idle, completed, stopped, error)
+        page.wait_for_function("() => { const s = document.querySelector('#status'); "
+                               "return s && s.innerText.trim() && !s.innerText.includes('Loading status'); }", timeout=60_000)
         assert page.locator("#field-beta").is_hidden() and page.locator("#field-desirable_weight").is_hidden()
         page.locator("#field-training_method input").click()
         page.locator("[role=option]").filter(has_text="dpo").first.click()
