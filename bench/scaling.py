@@ -55,7 +55,7 @@ def run_once(processes: int, steps: int, global_batch: int, dataset: str, model:
     samples = steps * global_batch / seconds
     return {"processes": processes, "training_seconds": round(seconds, 2), "wall_seconds": round(wall, 2),
             "samples_per_second": round(samples, 3), "samples_per_second_per_process": round(samples / processes, 3),
-            "tokens_per_second": round(status.details["num_tokens"] / seconds, 1) if status.details.get("num_tokens") else None,
+            "tokens_per_second": round(status.details["tokens_per_second"], 1) if status.details.get("tokens_per_second") else None,
             "last5_loss": round(statistics.mean(losses[-5:]), 4), "steps": len(losses)}
 
 
