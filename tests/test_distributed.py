@@ -274,3 +274,38 @@ def test_rank_0_sends_every_event_and_the_others_only_errors():
         events.put(("error", {"message": "boom"}))
     assert [m[1][0] for m in zero.conn.sent] == ["progress", "phase", "error"]
     assert one.conn.sent == [("event", ("error", {"message": "boom"}))] and one.failed
+
+
+@pytest.mark.parametrize("value", ["０,１", "٠", "0,1\n2", "0\t1"])
+def test_gpu_ids_take_ascii_digits_only(value):
+    with pytest.raises(ValidationError, match="not a list of GPU numbers"):
+        request(gpu_ids=value)
+
+
+def test_a_config_nested_too_deeply_or_not_a_regular_file_is_refused(tmp_path):
+    import os as _os
+
+    deep = _write(tmp_path, "deep.json", "[" * 200_000 + "]" * 200_000)
+    for kind in ("deepspeed", "fsdp"):
+        with pytest.raises(ScalingError, match="deep.json is not"):
+            check_config_file(request(num_processes=2, distributed=kind, distributed_config=deep))
+    fifo = tmp_path / "pipe.yaml"
+    _os.mkfifo(fifo)
+    with pytest.raises(ScalingError, match="pipe.yaml is not a regular file"):  # never opened (it would block)
+        check_config_file(request(num_processes=2, distributed="fsdp", distributed_config=str(fifo)))
+
+
+def test_a_launcher_killed_from_outside_is_named_instead_of_a_rank(tmp_path):
+    import subprocess
+    import sys
+
+    from trainer_core.process.supervisor import WorkerExited
+
+    group = _group(tmp_path, "")
+    group.process = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    group.process.wait()
+    group._silent = [0]
+    with pytest.raises(WorkerExited) as caught:
+        group._failure()
+    assert f"The torchrun launcher (pid {group.process.pid}) was killed (signal 9)" in caught.value.reason
+    assert "The studio ended the training processes." in caught.value.reason and "rank 0" not in caught.value.reason

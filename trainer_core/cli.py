@@ -122,12 +122,11 @@ def checked_args(args: argparse.Namespace) -> Optional[TrainingStartRequest]:
     if missing:
         print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
         return None
-    from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
+    from trainer_core.access.admission import check_devices
+    from trainer_core.distributed.launch import ScalingError
 
     try:
-        if problem := machine_problem(request, machine_devices()):
-            raise ScalingError(problem)
-        check_config_file(request)
+        check_devices(request)
     except ScalingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None

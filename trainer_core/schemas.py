@@ -21,7 +21,7 @@ from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' v
 
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 LLAMA_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-GPU_IDS = r"^\s*\d{1,3}(\s*,\s*\d{1,3}){0,63}\s*$"  # e.g. "0,1" (CUDA_VISIBLE_DEVICES)
+GPU_IDS = re.compile(r"[ ]*[0-9]{1,3}([ ]*,[ ]*[0-9]{1,3}){0,63}[ ]*")  # e.g. "0,1" (CUDA_VISIBLE_DEVICES), ASCII only
 
 
 def _group(name: str, methods: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -143,7 +143,7 @@ class TrainingStartRequest(BaseModel):
     def _gpu_numbers(cls, value: Optional[str]) -> Optional[str]:
         if not value or not value.strip():
             return None
-        if not re.match(GPU_IDS, value):
+        if not GPU_IDS.fullmatch(value):
             raise ValueError(f"'{value[:40]}' is not a list of GPU numbers such as 0,1 (see nvidia-smi)")
         return ",".join(part.strip() for part in value.split(","))
 

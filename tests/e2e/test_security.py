@@ -315,6 +315,8 @@ def test_distributed_settings_are_checked_at_every_door(studio, outside, dataset
     assert too_many.status_code == 400 and "num_processes (64) is more than" in too_many.text
     preflight = client.post("/api/train/preflight", json=body | {"distributed": "fsdp", "distributed_config": str(outside / "canary.json")})
     assert preflight.status_code == 400 and "distributed_config" in preflight.text and CANARY not in preflight.text
+    preflight = client.post("/api/train/preflight", json=body | {"num_processes": 64})  # the check refuses as Start does
+    assert preflight.status_code == 400 and "num_processes (64) is more than" in preflight.text
     start = raw.fn_index("start")
     for overrides, words in ((dict(num_processes=2, distributed="deepspeed", distributed_config=str(outside / "canary.json")),
                               "Distributed config file"),

@@ -50,9 +50,7 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
 
     Raises one of ``REFUSALS``."""
     checked = checked_request(request, settings.allowed_roots)
-    if problem := machine_problem(checked, machine_devices()):
-        raise ScalingError(problem)
-    check_config_file(checked)
+    check_devices(checked)
     token = checked.hf_token.get_secret_value() if checked.hf_token else None
     updates = {"model_name": check_model(checked.model_name, settings.model_roots, token)}
     if checked.resume_from_checkpoint:
@@ -76,11 +74,22 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
 def checked_for_preflight(request: TrainingStartRequest, settings: Settings) -> TrainingStartRequest:
     """``request`` with its paths confined as ``admit`` confines them, for the pre-flight check
     (which asks no Hub and starts nothing): dataset, output and resume paths in the allowed
-    folders, a model folder in the model folders. Raises PathNotAllowed or MissingPaths."""
+    folders, a model folder in the model folders; the processes and devices present on this machine
+    and the distributed config file of the right kind, as Start checks them. Raises PathNotAllowed,
+    MissingPaths or ScalingError."""
     checked = checked_request(request, settings.allowed_roots)
+    check_devices(checked)
     if looks_like_path(checked.model_name):
         checked = checked.model_copy(update={"model_name": str(confine(checked.model_name, settings.model_roots, "model_name"))})
     return checked
+
+
+def check_devices(request: TrainingStartRequest) -> None:
+    """The processes and GPUs ``request`` asks for exist on this machine, and its
+    ``distributed_config`` (already confined) is of the right kind. Raises ScalingError."""
+    if problem := machine_problem(request, machine_devices()):
+        raise ScalingError(problem)
+    check_config_file(request)
 
 
 def default_run_folder(settings: Settings, job_id: str) -> Path:

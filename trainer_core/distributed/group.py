@@ -268,10 +268,14 @@ class RankGroup:
             self._pending.append(payload)
 
     def _failure(self) -> Event:
-        """End what is left of the group and say which process failed first (see the module doc)."""
-        self.join(0.0)
+        """End what is left of the group and say which process failed first (see the module doc).
+        A launcher killed from outside (no summary of its own) is named instead of a rank."""
+        launcher_code = self.exitcode
         self.terminate()
         cause = root_cause(log_tail(self.log_path))
+        if cause is None and launcher_code is not None and launcher_code < 0:
+            reason = self.evidence.reason(launcher_code, worker=f"{self.launcher} launcher (pid {self.pid})")
+            raise WorkerExited(launcher_code, f"{reason} The studio ended the training processes.")
         messages = dict(reversed(self._errors))  # each rank's first error
         rank = cause.rank if cause is not None else (self._errors[0][0] if self._errors else self._silent[0])
         if rank in messages:

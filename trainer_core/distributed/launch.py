@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import sys
 from dataclasses import dataclass
 from importlib.util import find_spec
@@ -93,13 +94,16 @@ def machine_problem(request: TrainingStartRequest, devices: Devices) -> Optional
 def check_config_file(request: TrainingStartRequest) -> None:
     """Read ``distributed_config`` (already confined to the allowed folders) and check that it is
     what ``distributed`` needs: for ``fsdp`` a YAML mapping with ``distributed_type: FSDP``
-    (accelerate's config format), for ``deepspeed`` a JSON object (DeepSpeed's config format). It is
-    not run here. Raises ScalingError naming the field, the file and the fix."""
+    (accelerate's config format), for ``deepspeed`` a JSON object (DeepSpeed's config format); only a
+    regular file of at most MAX_CONFIG_BYTES is opened. It is not run here. Raises ScalingError
+    naming the field, the file and the fix."""
     if request.distributed == "ddp" or not request.distributed_config:
         return
     path = Path(request.distributed_config)
     where = f"distributed_config: {path.name}"
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a folder, a pipe or a device: never opened
+            raise ScalingError(f"{where} is not a regular file: give your config file's path")
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise ScalingError(f"{where} is over {MAX_CONFIG_BYTES // 1000} kB; a config file is a few lines")
         text = path.read_text(encoding="utf-8")
@@ -110,8 +114,9 @@ def check_config_file(request: TrainingStartRequest) -> None:
 
         try:
             config = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ScalingError(f"{where} is not valid YAML ({str(exc).splitlines()[0]}): save it with `accelerate config`") from None
+        except (yaml.YAMLError, RecursionError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else "nested too deeply"
+            raise ScalingError(f"{where} is not valid YAML ({first[:200]}): save it with `accelerate config`") from None
         if not isinstance(config, dict) or str(config.get("distributed_type", "")).upper() != "FSDP":
             raise ScalingError(f"{where} is not an accelerate FSDP config (it needs distributed_type: FSDP): "
                                "write one with `accelerate config`")
@@ -120,6 +125,8 @@ def check_config_file(request: TrainingStartRequest) -> None:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScalingError(f"{where} is not valid JSON (line {exc.lineno}: {exc.msg}): give a DeepSpeed JSON config") from None
+    except RecursionError:
+        raise ScalingError(f"{where} is not a DeepSpeed config (nested too deeply to read)") from None
     if not isinstance(config, dict):
         raise ScalingError(f"{where} is not a DeepSpeed config (a JSON object such as {{\"zero_optimization\": {{...}}}})")
 
