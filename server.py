@@ -26,13 +26,13 @@ from api.routes import router
 from api.throttle import FailureThrottle, ThrottleMiddleware
 from trainer_core.queue.dispatcher import JobQueue
 from trainer_core.queue.store import QueueStore
-from trainer_core.runs.job import JobRunner
-from trainer_core.serving.engine import ChatEngine
-from trainer_core.training.checkpoints import latest_checkpoint
 from trainer_core.runs.folders import record_files
+from trainer_core.runs.job import JobRunner
+from trainer_core.runs.store import RunStore
+from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings, get_settings
 from trainer_core.tasks.runner import TaskRunner
-from trainer_core.runs.store import RunStore
+from trainer_core.training.checkpoints import latest_checkpoint
 from ui import page_assets
 from ui.layout import build_ui
 
@@ -64,13 +64,21 @@ def access_problem(host: str, share: bool, insecure: bool, settings: Settings) -
     needs both a UI login and an API token, unless ``--insecure`` / STUDIO_INSECURE."""
     if insecure or settings.insecure or (not share and is_loopback(host)):
         return None
-    missing = [name for name, ok in (("STUDIO_USERNAME and STUDIO_PASSWORD", settings.login_enabled),
-                                     ("STUDIO_API_TOKEN", settings.api_token is not None)) if not ok]
+    missing = [
+        name
+        for name, ok in (
+            ("STUDIO_USERNAME and STUDIO_PASSWORD", settings.login_enabled),
+            ("STUDIO_API_TOKEN", settings.api_token is not None),
+        )
+        if not ok
+    ]
     if not missing:
         return None
     where = "a share link" if share else f"host {host}"
-    return (f"refusing to serve on {where} without credentials: set {' and '.join(missing)}, "
-            "or pass --insecure to serve anyway")
+    return (
+        f"refusing to serve on {where} without credentials: set {' and '.join(missing)}, "
+        "or pass --insecure to serve anyway"
+    )
 
 
 def open_history(settings: Settings) -> RunStore:
@@ -110,8 +118,13 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     settings = settings or get_settings()
     if runner is None:
         runner = JobRunner(runs_dir=settings.runs_dir, store=open_history(settings))
-    app = FastAPI(title="Finetune Studio", description="Fine-tune language models; watch training live.",
-                  docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="Finetune Studio",
+        description="Fine-tune language models; watch training live.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     app.state.settings, app.state.runner = settings, runner
     errors.install(app)
     app.add_middleware(ThrottleMiddleware, throttle=FailureThrottle(settings.login_attempts_per_minute))
@@ -133,8 +146,15 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     openai_routes.install(app, engine)  # /v1 and share links; before the UI's mount at /
     _api_description(app)
     demo = quiet_queue(build_ui(runner, settings, engine, tasks, queue).queue(default_concurrency_limit=None))
-    app = gr.mount_gradio_app(app, demo, path="/", auth=auth, allowed_paths=[str(settings.uploads_dir)],
-                              css=page_assets.CSS, head=page_assets.SCRIPT)
+    app = gr.mount_gradio_app(
+        app,
+        demo,
+        path="/",
+        auth=auth,
+        allowed_paths=[str(settings.uploads_dir)],
+        css=page_assets.CSS,
+        head=page_assets.SCRIPT,
+    )
     # Gradio checks that a file value sent to an event is one it received as an upload only once
     # the Blocks "has launched", which mounted Blocks never do: without this, a raw queue call could
     # have any server file copied into Gradio's cache and served back. Our handlers check again
@@ -175,7 +195,9 @@ def _open_share_link(host: str, port: int) -> None:
 
     from gradio import networking
 
-    url = networking.setup_tunnel(host if host != "0.0.0.0" else "127.0.0.1", port, secrets.token_urlsafe(32), None, None)
+    url = networking.setup_tunnel(
+        host if host != "0.0.0.0" else "127.0.0.1", port, secrets.token_urlsafe(32), None, None
+    )
     log.info("public share link: %s", url)
 
 
@@ -199,8 +221,14 @@ def main(argv: Optional[list[str]] = None) -> None:
     log.info("serving on http://%s:%d", args.host, args.port)
     # Client addresses (for the login throttle) come from the socket unless a proxy is trusted:
     # X-Forwarded-For from anyone else would let a guesser pick a new address for each try.
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
-                proxy_headers=settings.trust_proxy_headers, forwarded_allow_ips=settings.forwarded_allow_ips)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        proxy_headers=settings.trust_proxy_headers,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
+    )
 
 
 if __name__ == "__main__":

@@ -17,16 +17,20 @@ def token_ok(request: Request, authorization: Optional[str]) -> bool:
         return True
     scheme, _, given = (authorization or "").partition(" ")
     given = given.strip()
-    return (scheme.lower() == "bearer" and bool(given)
-            and secrets.compare_digest(given.encode(), expected.get_secret_value().encode()))
+    return (
+        scheme.lower() == "bearer"
+        and bool(given)
+        and secrets.compare_digest(given.encode(), expected.get_secret_value().encode())
+    )
 
 
 def require_token(request: Request, authorization: Optional[str] = Header(None)) -> None:
     """FastAPI dependency: when ``STUDIO_API_TOKEN`` is set, demand ``Authorization: Bearer <token>``;
     raises 401 otherwise. The token is never logged or echoed."""
     if not token_ok(request, authorization):
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong API token",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED, "missing or wrong API token", headers={"WWW-Authenticate": "Bearer"}
+        )
 
 
 def logged_in_user(request: Request) -> Optional[str]:
@@ -34,8 +38,9 @@ def logged_in_user(request: Request) -> Optional[str]:
     gradio_app: Any = getattr(request.app.state, "gradio_app", None)
     if gradio_app is None:
         return None
-    cookie = (request.cookies.get(f"access-token-{gradio_app.cookie_id}")
-              or request.cookies.get(f"access-token-unsecure-{gradio_app.cookie_id}"))
+    cookie = request.cookies.get(f"access-token-{gradio_app.cookie_id}") or request.cookies.get(
+        f"access-token-unsecure-{gradio_app.cookie_id}"
+    )
     return gradio_app.tokens.get(cookie) if cookie else None
 
 
@@ -45,7 +50,12 @@ def require_docs_access(request: Request, authorization: Optional[str] = Header(
     settings = request.app.state.settings
     if not settings.login_enabled and settings.api_token is None:
         return
-    if (settings.api_token is not None and authorization and token_ok(request, authorization)) or logged_in_user(request):
+    if (settings.api_token is not None and authorization and token_ok(request, authorization)) or logged_in_user(
+        request
+    ):
         return
-    raise HTTPException(status.HTTP_401_UNAUTHORIZED, "log in on the page first, or send the API token",
-                        headers={"WWW-Authenticate": "Bearer"})
+    raise HTTPException(
+        status.HTTP_401_UNAUTHORIZED,
+        "log in on the page first, or send the API token",
+        headers={"WWW-Authenticate": "Bearer"},
+    )

@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, AsyncIterator, Callable, Iterator, Optional
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, Optional
 
 import anyio
 from fastapi.responses import StreamingResponse
@@ -38,9 +39,13 @@ class ChatSlots:
     def take(self) -> None:
         """Hold a slot, or raise a 429 ``OpenAIError``."""
         if not self._free.acquire(blocking=False):
-            raise OpenAIError(429, "too many chat requests at once: the model answers one at a time; try again "
-                                   "in a few seconds", type="rate_limit_error", code="too_many_requests",
-                              headers={"Retry-After": str(RETRY_AFTER_S)})
+            raise OpenAIError(
+                429,
+                "too many chat requests at once: the model answers one at a time; try again in a few seconds",
+                type="rate_limit_error",
+                code="too_many_requests",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
 
     def give(self) -> None:
         """Free a slot."""
@@ -88,16 +93,25 @@ def answer(request: Request, body: ChatCompletionRequest, model_id: str, public:
 
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     chunks = sse_chunks(events, first, model_id, include_usage, lambda exc: error_for(request, exc, public))
-    return ClosingStreamingResponse(chunks, cleanup, media_type="text/event-stream",
-                                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return ClosingStreamingResponse(
+        chunks,
+        cleanup,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 def _sse(data: dict[str, Any]) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-async def sse_chunks(events: Iterator[StreamEvent], first: Optional[StreamEvent], model_id: str, include_usage: bool,
-                     error: Callable[[BaseException], OpenAIError]) -> AsyncIterator[str]:
+async def sse_chunks(
+    events: Iterator[StreamEvent],
+    first: Optional[StreamEvent],
+    model_id: str,
+    include_usage: bool,
+    error: Callable[[BaseException], OpenAIError],
+) -> AsyncIterator[str]:
     """The engine's events (``first`` already taken) as ``chat.completion.chunk`` SSE lines."""
     cid, created = completion_id(), int(time.time())
     yield _sse(chunk(cid, created, model_id, {"role": "assistant", "content": ""}))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Callable, Coroutine, Optional
+from collections.abc import Callable, Coroutine
+from typing import Any, Optional
 
 from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
@@ -22,19 +23,33 @@ from starlette.responses import Response
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
 
 log = logging.getLogger("finetune_studio.openai")
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"description": what} for code, what in (
-    (400, "Bad messages or settings"), (401, "Missing or wrong API token"), (404, "Unknown model"),
-    (409, "A training job runs: chat is unavailable until it ends"), (429, "Too many chat requests at once"),
-    (500, "The model failed while answering"),
-    (503, "The inference worker stopped; the next request loads the model anew"))}  # for the OpenAPI document
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"description": what}
+    for code, what in (
+        (400, "Bad messages or settings"),
+        (401, "Missing or wrong API token"),
+        (404, "Unknown model"),
+        (409, "A training job runs: chat is unavailable until it ends"),
+        (429, "Too many chat requests at once"),
+        (500, "The model failed while answering"),
+        (503, "The inference worker stopped; the next request loads the model anew"),
+    )
+}  # for the OpenAPI document
 ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])(?:~|/)[^\s'\"`),;]+")
 
 
 class OpenAIError(Exception):
     """An answer in OpenAI's error shape; raise it anywhere in a request on these routes."""
 
-    def __init__(self, status: int, message: str, type: str = "invalid_request_error", param: Optional[str] = None,
-                 code: Optional[str] = None, headers: Optional[dict[str, str]] = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type: str = "invalid_request_error",
+        param: Optional[str] = None,
+        code: Optional[str] = None,
+        headers: Optional[dict[str, str]] = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
         self.headers = headers or {}
@@ -61,14 +76,24 @@ def from_engine(exc: BaseException, training: bool = False, public: bool = False
     if isinstance(exc, ChatInputError):
         return OpenAIError(400, text)
     if isinstance(exc, ChatUnavailable) and training:
-        return OpenAIError(409, text or TRAINING_BUSY, type="conflict_error", code="training_in_progress",
-                           headers={"x-should-retry": "false"})
+        return OpenAIError(
+            409,
+            text or TRAINING_BUSY,
+            type="conflict_error",
+            code="training_in_progress",
+            headers={"x-should-retry": "false"},
+        )
     if isinstance(exc, ChatUnavailable):
-        return OpenAIError(503, text or "chat is unavailable now; try again", type="server_error",
-                           code="chat_unavailable")
+        return OpenAIError(
+            503, text or "chat is unavailable now; try again", type="server_error", code="chat_unavailable"
+        )
     log.error("chat request failed: %s: %s", type(exc).__name__, exc, exc_info=exc)
-    return OpenAIError(500, "the model failed while answering (the inference worker stopped or raised an error); "
-                            "try again, and see the server log if it persists", type="server_error")
+    return OpenAIError(
+        500,
+        "the model failed while answering (the inference worker stopped or raised an error); "
+        "try again, and see the server log if it persists",
+        type="server_error",
+    )
 
 
 def scrub_paths(text: str) -> str:
@@ -111,8 +136,12 @@ def from_validation(exc: RequestValidationError) -> OpenAIError:
 def from_http(exc: HTTPException) -> OpenAIError:
     """A FastAPI ``HTTPException`` (the token check's 401) in OpenAI's shape."""
     if exc.status_code == 401:
-        return OpenAIError(401, "missing or wrong API token (send Authorization: Bearer <STUDIO_API_TOKEN>)",
-                           code="invalid_api_key", headers=dict(exc.headers or {}))
+        return OpenAIError(
+            401,
+            "missing or wrong API token (send Authorization: Bearer <STUDIO_API_TOKEN>)",
+            code="invalid_api_key",
+            headers=dict(exc.headers or {}),
+        )
     return OpenAIError(exc.status_code, str(exc.detail), headers=dict(exc.headers or {}))
 
 

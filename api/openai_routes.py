@@ -20,8 +20,9 @@ from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList,
 if TYPE_CHECKING:
     from trainer_core.serving.engine import ChatEngine
 
-router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"], route_class=OpenAIRoute,
-                   dependencies=[Depends(require_token)])
+router = APIRouter(
+    prefix="/v1", tags=["OpenAI-compatible"], route_class=OpenAIRoute, dependencies=[Depends(require_token)]
+)
 
 
 @router.get("/models", response_model=ModelList, responses=ERRORS)
@@ -36,8 +37,12 @@ def get_model(model_id: str, engine: Any = Depends(engine_of)) -> ModelObject:
     return ModelObject.of(engine.resolve(model_id))
 
 
-@router.post("/chat/completions", response_model=ChatCompletion, responses=ERRORS | {
-    200: {"content": {"text/event-stream": {}}, "description": "The answer, or chunks when `stream` is true"}})
+@router.post(
+    "/chat/completions",
+    response_model=ChatCompletion,
+    responses=ERRORS
+    | {200: {"content": {"text/event-stream": {}}, "description": "The answer, or chunks when `stream` is true"}},
+)
 def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
     """An answer in OpenAI's ``chat.completion`` shape, or streamed chunks with ``stream: true``."""
     if not body.model:
@@ -45,7 +50,7 @@ def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
     return answer(request, body, body.model)
 
 
-def install(app: FastAPI, engine: Optional["ChatEngine"] = None) -> None:
+def install(app: FastAPI, engine: Optional[ChatEngine] = None) -> None:
     """Add ``/v1/*``, ``/api/train/share*`` and ``/s/<token>*`` to ``app``. Call it before the UI
     is mounted at ``/`` (a mount there answers every later path). The engine is read from
     ``app.state.engine`` at each request (``engine``, when given, is put there)."""

@@ -52,7 +52,9 @@ class ChatCompletionRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
-    model: Optional[str] = Field(None, max_length=300, description="`base`, a job id or `JOB_ID/checkpoint-N` (GET /v1/models).")
+    model: Optional[str] = Field(
+        None, max_length=300, description="`base`, a job id or `JOB_ID/checkpoint-N` (GET /v1/models)."
+    )
     messages: list[RequestMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     max_completion_tokens: Optional[int] = Field(None, description="Longest answer in tokens (max_new_tokens).")
     max_tokens: Optional[int] = Field(None, description="Older name of max_completion_tokens.")
@@ -71,16 +73,25 @@ class ChatCompletionRequest(BaseModel):
         if self.n not in (None, 1):
             raise OpenAIError(400, "n: only n=1 is supported; send separate requests for several answers", param="n")
         if self.stop:
-            raise OpenAIError(400, "stop: stop sequences are not supported; the answer ends at the model's "
-                                   "end-of-turn token or max_tokens", param="stop")
+            raise OpenAIError(
+                400,
+                "stop: stop sequences are not supported; the answer ends at the model's "
+                "end-of-turn token or max_tokens",
+                param="stop",
+            )
 
     def generation_settings(self) -> GenerationSettings:
         """Our ``GenerationSettings`` (defaults for what is not sent); 400 naming the field."""
         length_name = "max_completion_tokens" if self.max_completion_tokens is not None else "max_tokens"
         names = {"max_new_tokens": length_name}
-        values = {"max_new_tokens": self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens,
-                  "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k,
-                  "repetition_penalty": self.repetition_penalty, "seed": self.seed}
+        values = {
+            "max_new_tokens": self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "repetition_penalty": self.repetition_penalty,
+            "seed": self.seed,
+        }
         try:
             return GenerationSettings(**{k: v for k, v in values.items() if v is not None})
         except ValidationError as exc:
@@ -98,8 +109,12 @@ def _message(index: int, message: RequestMessage) -> ChatMessage:
     where = f"messages[{index}]"
     role = ROLES.get(message.role)
     if role is None:
-        raise OpenAIError(400, f"{where}.role: role {message.role[:40]!r} is not supported; use system, user or "
-                               "assistant (tool and function calls are not supported)", param=f"{where}.role")
+        raise OpenAIError(
+            400,
+            f"{where}.role: role {message.role[:40]!r} is not supported; use system, user or "
+            "assistant (tool and function calls are not supported)",
+            param=f"{where}.role",
+        )
     if message.content is None:
         raise OpenAIError(400, f"{where}.content: a text content is required", param=f"{where}.content")
     if isinstance(message.content, str):
@@ -107,8 +122,11 @@ def _message(index: int, message: RequestMessage) -> ChatMessage:
     else:
         for j, part in enumerate(message.content):
             if part.type != "text" or part.text is None:
-                raise OpenAIError(400, f"{where}.content[{j}]: only text parts ({{\"type\": \"text\", \"text\": ...}}) "
-                                       "are supported", param=f"{where}.content[{j}]")
+                raise OpenAIError(
+                    400,
+                    f'{where}.content[{j}]: only text parts ({{"type": "text", "text": ...}}) are supported',
+                    param=f"{where}.content[{j}]",
+                )
         text = "".join(part.text or "" for part in message.content)
     try:
         return ChatMessage(role=role, content=text)
@@ -128,7 +146,7 @@ class ModelObject(BaseModel):
     owned_by: str = "finetune-studio"
 
     @classmethod
-    def of(cls, choice: ModelChoice) -> "ModelObject":
+    def of(cls, choice: ModelChoice) -> ModelObject:
         """From an engine choice (``created`` is its run's start, 0 for the base model)."""
         return cls(id=choice.id, created=int(choice.created_at or 0))
 
@@ -148,7 +166,7 @@ class Usage(BaseModel):
     total_tokens: int
 
     @classmethod
-    def of(cls, event: StreamEvent) -> "Usage":
+    def of(cls, event: StreamEvent) -> Usage:
         """From the engine's last event."""
         prompt, completion = event.prompt_tokens or 0, event.completion_tokens or 0
         return cls(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
@@ -188,17 +206,34 @@ def completion_id() -> str:
 
 def completion(model_id: str, event: StreamEvent) -> ChatCompletion:
     """The non-streamed answer from the engine's ``complete``."""
-    choice = Choice(message=AssistantMessage(content=event.delta),
-                    finish_reason=FINISH_REASONS.get(event.finish_reason or "stop", "stop"))
-    return ChatCompletion(id=completion_id(), created=int(time.time()), model=model_id, choices=[choice],
-                          usage=Usage.of(event))
+    choice = Choice(
+        message=AssistantMessage(content=event.delta),
+        finish_reason=FINISH_REASONS.get(event.finish_reason or "stop", "stop"),
+    )
+    return ChatCompletion(
+        id=completion_id(), created=int(time.time()), model=model_id, choices=[choice], usage=Usage.of(event)
+    )
 
 
-def chunk(cid: str, created: int, model_id: str, delta: dict[str, Any], finish_reason: Optional[str] = None,
-          usage: Optional[Usage] = None) -> dict[str, Any]:
+def chunk(
+    cid: str,
+    created: int,
+    model_id: str,
+    delta: dict[str, Any],
+    finish_reason: Optional[str] = None,
+    usage: Optional[Usage] = None,
+) -> dict[str, Any]:
     """One ``chat.completion.chunk``; with ``usage``, the usage-only chunk (no choices)."""
     body: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model_id}
     if usage is not None:
         return body | {"choices": [], "usage": usage.model_dump()}
-    return body | {"choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                "finish_reason": FINISH_REASONS.get(finish_reason, "stop") if finish_reason else None}]}
+    return body | {
+        "choices": [
+            {
+                "index": 0,
+                "delta": delta,
+                "logprobs": None,
+                "finish_reason": FINISH_REASONS.get(finish_reason, "stop") if finish_reason else None,
+            }
+        ]
+    }

@@ -9,7 +9,8 @@ fetches nothing else before the login (``/config`` and ``/gradio_api/info`` are 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from starlette.requests import Request
 
@@ -26,8 +27,12 @@ class ApiInfoGuard:
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         path = scope.get("path", "")
-        if (scope["type"] != "http" or scope.get("method") != "GET" or path.startswith(("/api/", "/gradio_api/"))
-                or self.is_logged_in(Request(scope))):
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "GET"
+            or path.startswith(("/api/", "/gradio_api/"))
+            or self.is_logged_in(Request(scope))
+        ):
             await self.app(scope, receive, send)
             return
         start: dict = {}

@@ -38,9 +38,14 @@ def _queue(request: Request) -> JobQueue:
     return request.app.state.queue
 
 
-@router.post("", response_model=QueueEntry,
-             responses={400: {"description": "A path, output folder, model, dataset or setting that cannot be used"},
-                        409: {"description": "The queue is full"}})
+@router.post(
+    "",
+    response_model=QueueEntry,
+    responses={
+        400: {"description": "A path, output folder, model, dataset or setting that cannot be used"},
+        409: {"description": "The queue is full"},
+    },
+)
 def add(body: TrainingStartRequest, queue: JobQueue = Depends(_queue)) -> QueueEntry:
     """Check the request as ``/start`` does and queue it: it starts when every job before it has
     ended (completed, stopped or error), at once when the machine is free. The token (``hf_token``)

@@ -10,14 +10,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import require_token
 from api.sse import progress_stream
-from trainer_core.access.requests import MissingPaths
 from trainer_core.access.admission import REFUSALS, admit, checked_for_preflight
+from trainer_core.access.requests import MissingPaths
 from trainer_core.hardware import HardwareSnapshot, snapshot
 from trainer_core.preflight.report import PreflightReport
 from trainer_core.runs import compare
 from trainer_core.runs.job import JobRunner
-from trainer_core.schemas import MetricHistory, TrainingJobResponse, TrainingProgress, TrainingStartRequest, TrainingStatus
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, RunDetail, RunRecord, RunStore
+from trainer_core.schemas import (
+    MetricHistory,
+    TrainingJobResponse,
+    TrainingProgress,
+    TrainingStartRequest,
+    TrainingStatus,
+)
 
 router = APIRouter(prefix="/api/train", tags=["training"], dependencies=[Depends(require_token)])
 
@@ -58,8 +64,11 @@ def _store(request: Request) -> RunStore:
     return request.app.state.runner.store
 
 
-@router.post("/start", response_model=TrainingJobResponse,
-             responses={400: {"description": "A path, output folder, model, dataset or resume target that cannot be used"}})
+@router.post(
+    "/start",
+    response_model=TrainingJobResponse,
+    responses={400: {"description": "A path, output folder, model, dataset or resume target that cannot be used"}},
+)
 def start(body: TrainingStartRequest, request: Request, runner: JobRunner = Depends(_runner)) -> TrainingJobResponse:
     """Start a job (``queued``), or ``error`` with "already in progress" while one runs. Everything
     that can be checked cheaply is checked first (``trainer_core.access.admission``): a 400 names the field."""
@@ -72,8 +81,11 @@ def start(body: TrainingStartRequest, request: Request, runner: JobRunner = Depe
     return runner.start(checked)
 
 
-@router.post("/preflight", response_model=PreflightReport,
-             responses={400: {"description": "A path, dataset or setting that cannot be checked"}})
+@router.post(
+    "/preflight",
+    response_model=PreflightReport,
+    responses={400: {"description": "A path, dataset or setting that cannot be checked"}},
+)
 def preflight(body: TrainingStartRequest, request: Request, runner: JobRunner = Depends(_runner)) -> PreflightReport:
     """The pre-flight check of a start request (same body as ``/start``), without starting it and
     without loading model weights: rows read / kept / dropped per file, truncation, trained tokens,
@@ -133,18 +145,26 @@ def status(runner: JobRunner = Depends(_runner)) -> TrainingStatus:
 @router.get("/metrics", response_model=MetricsResponse)
 def metrics(runner: JobRunner = Depends(_runner)) -> MetricsResponse:
     """The histories and the current values."""
-    return MetricsResponse(job_id=runner.status().job_id, current=runner.history.latest(),
-                           history=runner.history.series())
+    return MetricsResponse(
+        job_id=runner.status().job_id, current=runner.history.latest(), history=runner.history.series()
+    )
 
 
-@router.get("/progress", response_class=StreamingResponse,
-            responses={200: {"content": {"text/event-stream": {}}, "description": "TrainingProgress events"}})
-def progress(request: Request, runner: JobRunner = Depends(_runner),
-             last_event_id: Optional[int] = Header(None, alias="Last-Event-ID")) -> StreamingResponse:
+@router.get(
+    "/progress",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "TrainingProgress events"}},
+)
+def progress(
+    request: Request,
+    runner: JobRunner = Depends(_runner),
+    last_event_id: Optional[int] = Header(None, alias="Last-Event-ID"),
+) -> StreamingResponse:
     """Server-Sent Events: progress / heartbeat / complete / error, each with ``id`` = step."""
     stream = progress_stream(runner, last_event_id, request.app.state.settings.sse_heartbeat_s)
-    return StreamingResponse(stream, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
 
 
 @router.get("/hardware", response_model=HardwareSnapshot)
@@ -157,9 +177,13 @@ RunStatusWord = Literal[STATUS_WORDS]  # type: ignore[valid-type]
 
 
 @router.get("/runs", response_model=list[RunRecord])
-def runs(store: RunStore = Depends(_store), name: Optional[str] = Query(None, max_length=200),
-         status: Optional[RunStatusWord] = None, dataset: Optional[str] = Query(None, max_length=200),
-         limit: int = Query(200, ge=1, le=10_000)) -> list[RunRecord]:
+def runs(
+    store: RunStore = Depends(_store),
+    name: Optional[str] = Query(None, max_length=200),
+    status: Optional[RunStatusWord] = None,
+    dataset: Optional[str] = Query(None, max_length=200),
+    limit: int = Query(200, ge=1, le=10_000),
+) -> list[RunRecord]:
     """The remembered runs, newest first, that match every filter given: ``name`` is contained in
     the run's name or job id, ``status`` is its state (the phase, or ``cancelled`` /
     ``early_stopped``), ``dataset`` is contained in a dataset path or Hub id (text ignores case)."""
@@ -175,8 +199,11 @@ class RunLabel(BaseModel):
     note: Optional[str] = Field(None, max_length=NOTE_MAX_CHARS)
 
 
-@router.patch("/runs/{job_id}", response_model=RunRecord,
-              responses={404: {"description": "Unknown run"}, 422: {"description": "Too long, or a control character"}})
+@router.patch(
+    "/runs/{job_id}",
+    response_model=RunRecord,
+    responses={404: {"description": "Unknown run"}, 422: {"description": "Too long, or a control character"}},
+)
 def label_run(job_id: str, body: RunLabel, store: RunStore = Depends(_store)) -> RunRecord:
     """Set a run's name and / or note; returns the run (without its metrics)."""
     try:
@@ -198,11 +225,17 @@ class CompareResponse(BaseModel):
     curves: list[compare.Curve]
 
 
-@router.get("/runs/compare", response_model=CompareResponse,
-            responses={404: {"description": "Unknown run"}, 422: {"description": "No, or too many, job ids"}})
-def compare_runs(job_ids: str = Query(..., max_length=2000, description="Comma-separated job ids"),
-                 x_axis: Literal["step", "tokens"] = "step", smoothing: float = Query(0.0, ge=0, le=compare.MAX_SMOOTHING),
-                 store: RunStore = Depends(_store)) -> CompareResponse:
+@router.get(
+    "/runs/compare",
+    response_model=CompareResponse,
+    responses={404: {"description": "Unknown run"}, 422: {"description": "No, or too many, job ids"}},
+)
+def compare_runs(
+    job_ids: str = Query(..., max_length=2000, description="Comma-separated job ids"),
+    x_axis: Literal["step", "tokens"] = "step",
+    smoothing: float = Query(0.0, ge=0, le=compare.MAX_SMOOTHING),
+    store: RunStore = Depends(_store),
+) -> CompareResponse:
     """What the Runs tab's comparison shows, for up to ``compare.MAX_RUNS`` runs: loss against
     steps or input tokens seen, smoothed with TensorBoard's EMA, downsampled; and the settings that
     differ with final loss, best eval loss, training time and tokens/s."""
@@ -214,8 +247,9 @@ def compare_runs(job_ids: str = Query(..., max_length=2000, description="Comma-s
     if missing:
         raise HTTPException(404, f"no run {missing[0][:60]}")
     columns, rows = compare.config_diff(runs)
-    return CompareResponse(columns=columns, rows=rows,
-                           curves=compare.curves(compare.SHARED.load(store, runs, x_axis), smoothing))
+    return CompareResponse(
+        columns=columns, rows=rows, curves=compare.curves(compare.SHARED.load(store, runs, x_axis), smoothing)
+    )
 
 
 @router.get("/runs/{job_id}", response_model=RunDetail, responses={404: {"description": "Unknown run"}})

@@ -24,22 +24,30 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import require_token
-from api.openai_errors import ERRORS, OpenAIError, SharedRoute
 from api.openai_answer import answer, engine_of
+from api.openai_errors import ERRORS, OpenAIError, SharedRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import ModelChoice
-from trainer_core.serving.share import (MAX_EXPIRES_IN_HOURS, GoneShareLink, ShareLink, ShareLinkError, ShareLinks,
-                                        UnknownShareLink)
+from trainer_core.serving.share import (
+    MAX_EXPIRES_IN_HOURS,
+    GoneShareLink,
+    ShareLink,
+    ShareLinkError,
+    ShareLinks,
+    UnknownShareLink,
+)
 
 manage = APIRouter(prefix="/api/train", tags=["share links"], dependencies=[Depends(require_token)])
 scoped = APIRouter(prefix="/s/{token}/v1", tags=["shared model"], route_class=SharedRoute)
 page = APIRouter(include_in_schema=False)
 PAGE_TEMPLATE = Path(__file__).with_name("share_page.html")
 SLOT = re.compile(r"\{\{([A-Z]+)\}\}")
-ERROR_PAGE = ("<!doctype html><html lang=en><head><meta charset=utf-8><meta name=robots content=noindex>"
-              "<title>{{TITLE}}</title><style nonce={{NONCE}}>body{font:16px system-ui,sans-serif;margin:3em auto;"
-              "max-width:36em;padding:0 1em}</style></head><body><h1>{{TITLE}}</h1><p>{{MESSAGE}}.</p></body></html>")
+ERROR_PAGE = (
+    "<!doctype html><html lang=en><head><meta charset=utf-8><meta name=robots content=noindex>"
+    "<title>{{TITLE}}</title><style nonce={{NONCE}}>body{font:16px system-ui,sans-serif;margin:3em auto;"
+    "max-width:36em;padding:0 1em}</style></head><body><h1>{{TITLE}}</h1><p>{{MESSAGE}}.</p></body></html>"
+)
 
 
 class ShareRequest(BaseModel):
@@ -57,8 +65,12 @@ def links_of(request: Request) -> ShareLinks:
     return request.app.state.share_links
 
 
-@manage.post("/share", response_model=ShareLink, status_code=201,
-             responses={400: {"description": "Not a run or checkpoint with weights"}, 404: {"description": "Unknown model"}})
+@manage.post(
+    "/share",
+    response_model=ShareLink,
+    status_code=201,
+    responses={400: {"description": "Not a run or checkpoint with weights"}, 404: {"description": "Unknown model"}},
+)
 def create_link(body: ShareRequest, request: Request, links: ShareLinks = Depends(links_of)) -> ShareLink:
     """A signed link to one run's final weights or one checkpoint. Its ``url_path`` is the chat
     page, its ``api_base_path`` an OpenAI client's ``base_url``."""
@@ -99,8 +111,9 @@ def shared_model(token: str, request: Request) -> ModelChoice:
     except ShareLinkError as exc:
         raise OpenAIError(403, str(exc), type="permission_error", code="invalid_share_link") from None
     except ChatInputError:  # unknown model, or its folder was deleted: nothing of the cause is told
-        raise OpenAIError(404, "the model of this share link is no longer available", type="not_found_error",
-                          code="share_link_gone") from None
+        raise OpenAIError(
+            404, "the model of this share link is no longer available", type="not_found_error", code="share_link_gone"
+        ) from None
 
 
 @scoped.get("/models", response_model=ModelList, responses=ERRORS)
@@ -129,8 +142,9 @@ def shared_chat(body: ChatCompletionRequest, request: Request, choice: ModelChoi
 
 
 def _other_model(choice: ModelChoice) -> OpenAIError:
-    return OpenAIError(404, f"this share link serves only the model {choice.id!r}", param="model",
-                       code="model_not_found")
+    return OpenAIError(
+        404, f"this share link serves only the model {choice.id!r}", param="model", code="model_not_found"
+    )
 
 
 @page.get("/s/{token}", response_class=HTMLResponse)
@@ -152,11 +166,21 @@ def _page(status: int, template: str, **values: str) -> HTMLResponse:
     nonce = secrets.token_urlsafe(16)
     values["NONCE"] = nonce
     document = SLOT.sub(lambda m: values.get(m[1], ""), template)
-    csp = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
-           "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-    return HTMLResponse(document, status_code=status, headers={
-        "Content-Security-Policy": csp, "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
-        "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY"})
+    csp = (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+    return HTMLResponse(
+        document,
+        status_code=status,
+        headers={
+            "Content-Security-Policy": csp,
+            "Referrer-Policy": "no-referrer",
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "DENY",
+        },
+    )
 
 
 def install(app: FastAPI) -> None:

@@ -7,7 +7,8 @@ JSON). A client reconnecting with ``Last-Event-ID: N`` first gets every event af
 
 from __future__ import annotations
 
-from typing import AsyncIterator, Optional
+from collections.abc import AsyncIterator
+from typing import Optional
 
 import anyio
 

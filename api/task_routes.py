@@ -22,8 +22,11 @@ from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 
 router = APIRouter(prefix="/api/train", tags=["export and evaluate"], dependencies=[Depends(require_token)])
 files_router = APIRouter(prefix="/api/train", tags=["export and evaluate"], dependencies=[Depends(require_docs_access)])
-REFUSED = {400: {"description": "A model or file that cannot be used"}, 404: {"description": "Unknown run or task"},
-           409: {"description": "A training job or another task is running"}}
+REFUSED = {
+    400: {"description": "A model or file that cannot be used"},
+    404: {"description": "Unknown run or task"},
+    409: {"description": "A training job or another task is running"},
+}
 
 
 class CancelResponse(BaseModel):
@@ -73,8 +76,9 @@ def push(body: PushRequest, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
 
 
 @router.get("/tasks", response_model=list[TaskRecord])
-def tasks_list(job_id: Optional[str] = None, kind: Optional[TaskKind] = None,
-               tasks: TaskRunner = Depends(_tasks)) -> list[TaskRecord]:
+def tasks_list(
+    job_id: Optional[str] = None, kind: Optional[TaskKind] = None, tasks: TaskRunner = Depends(_tasks)
+) -> list[TaskRecord]:
     """Tasks, newest first (only run ``job_id``'s / only ``kind`` when given)."""
     return tasks.list(job_id, kind)
 
@@ -118,8 +122,9 @@ def task_file(tasks: TaskRunner, task_id: str, name: str) -> Path:
     return path
 
 
-@files_router.get("/tasks/{task_id}/files/{name:path}", response_class=FileResponse,
-                  responses={404: {"description": "No such file"}})
+@files_router.get(
+    "/tasks/{task_id}/files/{name:path}", response_class=FileResponse, responses={404: {"description": "No such file"}}
+)
 def download(task_id: str, name: str, tasks: TaskRunner = Depends(_tasks)) -> FileResponse:
     """Download one file a finished export or evaluation wrote (its name as listed in the result)."""
     path = task_file(tasks, task_id, name)

@@ -16,7 +16,8 @@ import re
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 log = logging.getLogger("finetune_studio.access")
 LOGIN_PATHS = ("/login", "/login/")
@@ -82,8 +83,13 @@ class ThrottleMiddleware:
         address = (scope.get("client") or ("unknown", 0))[0]
         wait_s = self.throttle.retry_after(address)
         if wait_s is not None:
-            log.warning("refused %s %s from %s: too many failed logins (retry in %.0f s)",
-                        scope.get("method"), SHARE_TOKEN_IN_PATH.sub("/s/***", path), address, wait_s)
+            log.warning(
+                "refused %s %s from %s: too many failed logins (retry in %.0f s)",
+                scope.get("method"),
+                SHARE_TOKEN_IN_PATH.sub("/s/***", path),
+                address,
+                wait_s,
+            )
             await _too_many(send, wait_s, openai_shape=path.startswith(OPENAI_PREFIXES))
             return
         status: dict[str, int] = {}
@@ -108,7 +114,15 @@ async def _too_many(send: Callable, wait_s: float, openai_shape: bool) -> None:
     message = f"too many failed logins from your address; try again in {seconds} s"
     error = {"error": {"message": message, "type": "rate_limit_error", "param": None, "code": "too_many_failures"}}
     body = json.dumps(error if openai_shape else {"detail": message}).encode()
-    await send({"type": "http.response.start", "status": 429,
-                "headers": [(b"content-type", b"application/json"), (b"retry-after", seconds.encode()),
-                            (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 429,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"retry-after", seconds.encode()),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

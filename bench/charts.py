@@ -30,10 +30,16 @@ def _history(steps: int) -> tuple[MetricsHistory, float]:
     history = MetricsHistory()
     began = time.perf_counter()
     for step in range(1, steps + 1):
-        history.append(TrainingProgress(
-            job_id="bench", step=step, total_steps=steps, loss=2.0 * math.exp(-step / steps) + 0.1 * math.sin(step),
-            learning_rate=2e-4 * 0.5 * (1 + math.cos(math.pi * step / steps)), grad_norm=1.0 + 0.3 * math.cos(step / 7),
-        ))
+        history.append(
+            TrainingProgress(
+                job_id="bench",
+                step=step,
+                total_steps=steps,
+                loss=2.0 * math.exp(-step / steps) + 0.1 * math.sin(step),
+                learning_rate=2e-4 * 0.5 * (1 + math.cos(math.pi * step / steps)),
+                grad_norm=1.0 + 0.3 * math.cos(step / 7),
+            )
+        )
         if step % 100 == 0:
             history.append(TrainingProgress(job_id="bench", step=step, total_steps=steps, eval_loss=1.5))
     return history, (time.perf_counter() - began) / steps * 1e6
@@ -50,8 +56,12 @@ def measure(steps: int, repeats: int) -> dict:
         figures = [charts.loss_figure(points), charts.learning_rate_figure(points), charts.grad_norm_figure(points)]
         size = sum(len(pio.to_json(fig, validate=False)) for fig in figures)
         times.append((time.perf_counter() - began) * 1000)
-    return {"steps": steps, "update_ms": round(statistics.median(times), 1), "wire_kb": round(size / 1024, 1),
-            "append_us": round(append_us, 1)}
+    return {
+        "steps": steps,
+        "update_ms": round(statistics.median(times), 1),
+        "wire_kb": round(size / 1024, 1),
+        "append_us": round(append_us, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -65,8 +75,10 @@ def main(argv: list[str] | None = None) -> dict:
     report = {"bench": "charts", "max_points_per_series": MAX_POINTS, "results": results}
     print(json.dumps(report))
     for r in results:
-        print(f"{r['steps']:>7} steps: {r['update_ms']:7.1f} ms per update, {r['wire_kb']:7.1f} KB on the wire, "
-              f"{r['append_us']:.0f} us per append")
+        print(
+            f"{r['steps']:>7} steps: {r['update_ms']:7.1f} ms per update, {r['wire_kb']:7.1f} KB on the wire, "
+            f"{r['append_us']:.0f} us per append"
+        )
     return report
 
 

@@ -43,8 +43,17 @@ def _train(data_dir: Path) -> None:
     settings = Settings(data_dir=data_dir)
     model = materialize_default_model(get_settings().models_dir)
     runner = JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path), warm_modules=())
-    runner.start(TrainingStartRequest(model_name=str(model), local_datasets=[str(DATASET)], max_steps=3, batch_size=2,
-                                      max_seq_length=128, dataset_slice_end=16, learning_rate=1e-3))
+    runner.start(
+        TrainingStartRequest(
+            model_name=str(model),
+            local_datasets=[str(DATASET)],
+            max_steps=3,
+            batch_size=2,
+            max_seq_length=128,
+            dataset_slice_end=16,
+            learning_rate=1e-3,
+        )
+    )
     runner.wait(900)
     runner.store.close()
 
@@ -67,7 +76,9 @@ def plain_tokens_per_s(model: Any, tokenizer: Any, max_new_tokens: int) -> tuple
     """(tokens/s, new tokens) of one greedy ``model.generate`` for LONG_PROMPT."""
     import torch
 
-    text = tokenizer.apply_chat_template([{"role": "user", "content": LONG_PROMPT}], tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": LONG_PROMPT}], tokenize=False, add_generation_prompt=True
+    )
     ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
     began = time.perf_counter()
     with torch.inference_mode():
@@ -112,9 +123,8 @@ def measure(data_dir: Path, quick: bool) -> dict:
     from trainer_core.runs.store import RunStore
     from trainer_core.serving.engine import ChatEngine
     from trainer_core.serving.schemas import ChatMessage, GenerationSettings
-    from trainer_core.settings import Settings
-
     from trainer_core.serving.worker import quiet_libraries
+    from trainer_core.settings import Settings
 
     quiet_libraries()
     settings = Settings(data_dir=data_dir)
@@ -163,14 +173,20 @@ def main(argv: Optional[list[str]] = None) -> dict:
             _train(Path(tmp))
             report = measure(Path(tmp), args.quick)
     print(json.dumps(report))
-    print(f"chat path {statistics.median(report['chat_tokens_per_s']):.1f} tokens/s vs plain generate "
-          f"{statistics.median(report['plain_tokens_per_s']):.1f} tokens/s (median of the pairs {report['chat_vs_plain']:.2f}x "
-          f"of {report['pair_ratios']}, best rounds {report['chat_vs_plain_best']:.2f}x; "
-          f"{report['tokens']['chat']} vs {report['tokens']['plain']} tokens, greedy, max_new_tokens {report['max_new_tokens']})")
-    print(f"time to first token (loaded): median {statistics.median(report['ttft_s']):.3f} s of {report['ttft_s']}; "
-          f"cold load of the run {report['cold_load_s']} s (base alone {report['base_load_s']} s)")
-    print(f"inference worker RSS: base vs tuned of a LoRA run {report['rss_base_vs_tuned_mib']} MiB, base alone "
-          f"{report['rss_base_alone_mib']} MiB (a second copy of the weights would add {report['weights_mib']} MiB)")
+    print(
+        f"chat path {statistics.median(report['chat_tokens_per_s']):.1f} tokens/s vs plain generate "
+        f"{statistics.median(report['plain_tokens_per_s']):.1f} tokens/s (median of the pairs {report['chat_vs_plain']:.2f}x "
+        f"of {report['pair_ratios']}, best rounds {report['chat_vs_plain_best']:.2f}x; "
+        f"{report['tokens']['chat']} vs {report['tokens']['plain']} tokens, greedy, max_new_tokens {report['max_new_tokens']})"
+    )
+    print(
+        f"time to first token (loaded): median {statistics.median(report['ttft_s']):.3f} s of {report['ttft_s']}; "
+        f"cold load of the run {report['cold_load_s']} s (base alone {report['base_load_s']} s)"
+    )
+    print(
+        f"inference worker RSS: base vs tuned of a LoRA run {report['rss_base_vs_tuned_mib']} MiB, base alone "
+        f"{report['rss_base_alone_mib']} MiB (a second copy of the weights would add {report['weights_mib']} MiB)"
+    )
     return report
 
 

@@ -24,13 +24,13 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sqlite3
+import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable
 
 from trainer_core.runs import compare
 from trainer_core.runs.store import RunStore
@@ -47,15 +47,28 @@ def fill(store: RunStore, runs: int, steps: int) -> tuple[list[str], list[float]
     job_ids, finish_ms = [], []
     for r in range(runs):
         job_id = f"job_bench_{r:02d}"
-        store.create_run(job_id, {"learning_rate": 1e-4 * (r + 1), "max_steps": steps, "lora_r": 16}, f"/runs/{job_id}",
-                         "training")
+        store.create_run(
+            job_id, {"learning_rate": 1e-4 * (r + 1), "max_steps": steps, "lora_r": 16}, f"/runs/{job_id}", "training"
+        )
         for step in range(1, steps + 1):
             loss = 2.0 * math.exp(-step / steps * (1 + r / 5)) + 0.2 * math.sin(step * 0.7 + r) + 0.3
-            store.add_metric(TrainingProgress(job_id=job_id, step=step, total_steps=steps, loss=loss,
-                                              learning_rate=1e-4, elapsed_seconds=step * 0.1, num_tokens=512 * step))
+            store.add_metric(
+                TrainingProgress(
+                    job_id=job_id,
+                    step=step,
+                    total_steps=steps,
+                    loss=loss,
+                    learning_rate=1e-4,
+                    elapsed_seconds=step * 0.1,
+                    num_tokens=512 * step,
+                )
+            )
             if step % 100 == 0:
-                store.add_metric(TrainingProgress(job_id=job_id, step=step, total_steps=steps, eval_loss=loss + 0.1,
-                                                  elapsed_seconds=step * 0.1))
+                store.add_metric(
+                    TrainingProgress(
+                        job_id=job_id, step=step, total_steps=steps, eval_loss=loss + 0.1, elapsed_seconds=step * 0.1
+                    )
+                )
         began = time.perf_counter()
         store.finish_run(job_id, "completed", None, None, "completed")
         finish_ms.append((time.perf_counter() - began) * 1000)
@@ -125,11 +138,22 @@ def measure(runs: int, steps: int, repeats: int, x_axis: compare.XAxis = "step")
         load_average = [round(v, 2) for v in os.getloadavg()]
         store.close()
     compare.SHARED.clear()
-    return {"runs": runs, "steps": steps, "x_axis": x_axis, "smoothing": SMOOTHING, "fill_s": round(fill_s, 1),
-            "figure_from_series_ms": series_ms, "figure_from_store_ms": cold_ms, "figure_from_store_cached_ms": warm_ms,
-            "figure_from_store_unpacked_ms": unpacked_ms, "live_rows_read_ms": rows_ms,
-            "finish_run_ms": _stats(finish_ms), "get_run_pydantic_ms": pydantic_ms,
-            "figure_json_kb": round(size / 1024, 1), "load_average_1_5_15": load_average}
+    return {
+        "runs": runs,
+        "steps": steps,
+        "x_axis": x_axis,
+        "smoothing": SMOOTHING,
+        "fill_s": round(fill_s, 1),
+        "figure_from_series_ms": series_ms,
+        "figure_from_store_ms": cold_ms,
+        "figure_from_store_cached_ms": warm_ms,
+        "figure_from_store_unpacked_ms": unpacked_ms,
+        "live_rows_read_ms": rows_ms,
+        "finish_run_ms": _stats(finish_ms),
+        "get_run_pydantic_ms": pydantic_ms,
+        "figure_json_kb": round(size / 1024, 1),
+        "load_average_1_5_15": load_average,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -146,8 +170,15 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--runs must be from 1 to {compare.MAX_RUNS} (the most one comparison shows)")
     report = {"bench": "compare", **measure(runs, steps, repeats, args.x_axis)}
     print(json.dumps(report))
-    for key in ("figure_from_series_ms", "figure_from_store_ms", "figure_from_store_cached_ms",
-                "figure_from_store_unpacked_ms", "live_rows_read_ms", "finish_run_ms", "get_run_pydantic_ms"):
+    for key in (
+        "figure_from_series_ms",
+        "figure_from_store_ms",
+        "figure_from_store_cached_ms",
+        "figure_from_store_unpacked_ms",
+        "live_rows_read_ms",
+        "finish_run_ms",
+        "get_run_pydantic_ms",
+    ):
         s = report[key]
         cpu = f", CPU {s['cpu_median']:7.1f} ms (median)" if "cpu_median" in s else ""
         print(f"{key:>29}: {s['min']:7.1f} / {s['median']:7.1f} / {s['max']:7.1f} ms (min / median / max){cpu}")

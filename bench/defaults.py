@@ -36,8 +36,12 @@ DATASETS = REPO.parent / "shared" / "datasets"
 RESULTS = REPO / "docs" / "bench-results" / "defaults.json"
 NAME, AUTHOR = "Nova", "Finetune Studio"
 # Held out: none of these instructions is in identity.json.
-PROMPTS = ["Please tell me your name.", "What should I call you?", "Who am I talking to?",
-           "Introduce yourself in one sentence."]
+PROMPTS = [
+    "Please tell me your name.",
+    "What should I call you?",
+    "Who am I talking to?",
+    "Introduce yourself in one sentence.",
+]
 REFERENCE = f"I am {NAME}, an AI assistant developed by {AUTHOR}. How can I assist you today?"
 # Candidate settings: overrides of the request's defaults. "before" = the defaults before issue 12.
 CANDIDATES: dict[str, dict[str, Any]] = {
@@ -80,8 +84,11 @@ def train(dataset: Path, runs_dir: Path, **overrides: Any) -> tuple[Path, dict[s
     events = runner.history.events(after_step=0)
     losses = [e.loss for e in events if e.loss is not None]
     return Path(status.details["output_dir"]), {
-        "total_steps": events[-1].total_steps if events else 0, "first_loss": losses[0] if losses else None,
-        "final_loss": losses[-1] if losses else None, "train_seconds": round(time.perf_counter() - began, 1)}
+        "total_steps": events[-1].total_steps if events else 0,
+        "first_loss": losses[0] if losses else None,
+        "final_loss": losses[-1] if losses else None,
+        "train_seconds": round(time.perf_counter() - began, 1),
+    }
 
 
 def load(adapter: Path | None) -> tuple[Any, Any]:
@@ -136,9 +143,16 @@ def teach(name: str, overrides: dict[str, Any], work: Path, alpaca_rows: int) ->
     said = answers(model, tokenizer, PROMPTS)
     held_out = answer_loss(model, tokenizer, [(p, REFERENCE) for p in PROMPTS])
     general = answer_loss(model, tokenizer, alpaca_pairs(900, 900 + alpaca_rows)) if alpaca_rows else None
-    return {"candidate": name, "overrides": overrides, **facts, "named": name_count(said),
-            "author_named": name_count(said, AUTHOR),
-            "held_out_loss": round(held_out, 4), "alpaca_held_out_loss": general and round(general, 4), "answers": said}
+    return {
+        "candidate": name,
+        "overrides": overrides,
+        **facts,
+        "named": name_count(said),
+        "author_named": name_count(said, AUTHOR),
+        "held_out_loss": round(held_out, 4),
+        "alpaca_held_out_loss": general and round(general, 4),
+        "answers": said,
+    }
 
 
 def alpaca_pairs(start: int, end: int) -> list[tuple[str, str]]:
@@ -151,17 +165,31 @@ def keep(name: str, overrides: dict[str, Any], work: Path, rows: int, held_out: 
     """One Alpaca candidate: train on rows 0..rows-1, answer loss of rows 900..900+held_out-1 after."""
     folder, facts = train(DATASETS / "alpaca_en_demo.json", work / "runs", dataset_slice_end=rows, **overrides)
     model, tokenizer = load(folder)
-    return {"candidate": name, "overrides": overrides, "train_rows": rows, **facts,
-            "alpaca_held_out_loss": round(answer_loss(model, tokenizer, alpaca_pairs(900, 900 + held_out)), 4)}
+    return {
+        "candidate": name,
+        "overrides": overrides,
+        "train_rows": rows,
+        **facts,
+        "alpaca_held_out_loss": round(answer_loss(model, tokenizer, alpaca_pairs(900, 900 + held_out)), 4),
+    }
 
 
 def _write(out: Path, base: dict[str, Any], identity: list[dict[str, Any]], alpaca: list[dict[str, Any]]) -> None:
     """Write the results so far (the schema's defaults, base model, identity and Alpaca rows) to ``out``."""
     from trainer_core.schemas import TrainingStartRequest
 
-    defaults = {k: TrainingStartRequest.model_fields[k].default for k in ("num_epochs", "max_steps", "learning_rate", "batch_size")}
-    out.write_text(json.dumps({"defaults": defaults, "base": base, "identity": identity, "alpaca": alpaca,
-                               "prompts": PROMPTS}, indent=2, ensure_ascii=False) + "\n")
+    defaults = {
+        k: TrainingStartRequest.model_fields[k].default
+        for k in ("num_epochs", "max_steps", "learning_rate", "batch_size")
+    }
+    out.write_text(
+        json.dumps(
+            {"defaults": defaults, "base": base, "identity": identity, "alpaca": alpaca, "prompts": PROMPTS},
+            indent=2,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
 
 
 def main() -> None:
@@ -182,12 +210,20 @@ def main() -> None:
     base: dict[str, Any] = {}
     if not args.no_base:
         base_model, tokenizer = load(None)
-        base = {"named": name_count(answers(base_model, tokenizer, PROMPTS)),
-                "held_out_loss": round(answer_loss(base_model, tokenizer, [(p, REFERENCE) for p in PROMPTS]), 4)}
-        base["alpaca_held_out_loss"] = (round(answer_loss(base_model, tokenizer, alpaca_pairs(900, 900 + args.alpaca_held_out)), 4)
-                                        if args.alpaca_held_out else None)
-        print(f"base model: names {NAME} in {base['named']}/4; held-out identity loss {base['held_out_loss']}; "
-              f"alpaca held-out loss {base['alpaca_held_out_loss']}", flush=True)
+        base = {
+            "named": name_count(answers(base_model, tokenizer, PROMPTS)),
+            "held_out_loss": round(answer_loss(base_model, tokenizer, [(p, REFERENCE) for p in PROMPTS]), 4),
+        }
+        base["alpaca_held_out_loss"] = (
+            round(answer_loss(base_model, tokenizer, alpaca_pairs(900, 900 + args.alpaca_held_out)), 4)
+            if args.alpaca_held_out
+            else None
+        )
+        print(
+            f"base model: names {NAME} in {base['named']}/4; held-out identity loss {base['held_out_loss']}; "
+            f"alpaca held-out loss {base['alpaca_held_out_loss']}",
+            flush=True,
+        )
     teach_rows: list[dict[str, Any]] = []
     keep_rows: list[dict[str, Any]] = []
     write = lambda: _write(args.out, base, teach_rows, keep_rows)  # noqa: E731 - after every run
@@ -195,16 +231,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in chosen:
             teach_rows.append(row := teach(name, CANDIDATES[name], Path(tmp), args.alpaca_held_out))
-            print(f"{name:30s} steps {row['total_steps']:4d}  named {row['named']}/4  author {row['author_named']}/4  held-out loss "
-                  f"{row['held_out_loss']:.3f}  alpaca loss {row['alpaca_held_out_loss']}  final train loss {row['final_loss']:.3f}  {row['train_seconds']:.0f} s",
-                  flush=True)
+            print(
+                f"{name:30s} steps {row['total_steps']:4d}  named {row['named']}/4  author {row['author_named']}/4  held-out loss "
+                f"{row['held_out_loss']:.3f}  alpaca loss {row['alpaca_held_out_loss']}  final train loss {row['final_loss']:.3f}  {row['train_seconds']:.0f} s",
+                flush=True,
+            )
             write()
         for name in on_alpaca:
             keep_rows.append(row := keep(name, CANDIDATES[name], Path(tmp), args.alpaca_rows, args.alpaca_held_out))
-            print(f"alpaca {name:23s} steps {row['total_steps']:4d}  held-out loss {row['alpaca_held_out_loss']:.3f} "
-                  f"(base {base.get('alpaca_held_out_loss')})  {row['train_seconds']:.0f} s", flush=True)
+            print(
+                f"alpaca {name:23s} steps {row['total_steps']:4d}  held-out loss {row['alpaca_held_out_loss']:.3f} "
+                f"(base {base.get('alpaca_held_out_loss')})  {row['train_seconds']:.0f} s",
+                flush=True,
+            )
             write()
     print(f"wrote {args.out}")
+
 
 if __name__ == "__main__":
     main()

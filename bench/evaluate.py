@@ -38,8 +38,11 @@ def _choice(data_dir: Path) -> Any:
     settings = Settings(data_dir=data_dir)
     store = RunStore(settings.db_path)
     try:
-        return next(c for c in list_choices(JobRunner(store=store, runs_dir=settings.runs_dir).store, settings)
-                    if c.kind == "final" and c.adapter)
+        return next(
+            c
+            for c in list_choices(JobRunner(store=store, runs_dir=settings.runs_dir).store, settings)
+            if c.kind == "final" and c.adapter
+        )
     finally:
         store.close()
 
@@ -55,8 +58,9 @@ def _prompts(loaded: Any, rows: int) -> tuple[list[Any], list[list[int]]]:
     return eval_rows, [render_prompt(loaded.tokenizer, row.prompt) for row in eval_rows]
 
 
-def plain_generate(model: Any, tokenizer: Any, rows: list[Any], max_new_tokens: int, batch_size: int,
-                   stops: list[int], device: str) -> tuple[float, int]:
+def plain_generate(
+    model: Any, tokenizer: Any, rows: list[Any], max_new_tokens: int, batch_size: int, stops: list[int], device: str
+) -> tuple[float, int]:
     """(tokens/s, generated tokens) of plain batched greedy ``model.generate`` over the rows' chat
     template prompts, in file order, timed around the whole loop (tokenizing included)."""
     import torch
@@ -67,16 +71,33 @@ def plain_generate(model: Any, tokenizer: Any, rows: list[Any], max_new_tokens: 
     tokens, began = 0, time.perf_counter()
     with torch.inference_mode():
         for i in range(0, len(texts), batch_size):
-            batch = tokenizer(texts[i:i + batch_size], padding=True, padding_side="left", add_special_tokens=False,
-                              return_tensors="pt").to(device)
-            out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_p=None,
-                                 top_k=None, eos_token_id=stops, pad_token_id=tokenizer.pad_token_id)
-            tokens += sum(len(cut_at_stop(ids, set(stops), max_new_tokens)[0]) for ids in out[:, batch["input_ids"].shape[1]:].tolist())
+            batch = tokenizer(
+                texts[i : i + batch_size],
+                padding=True,
+                padding_side="left",
+                add_special_tokens=False,
+                return_tensors="pt",
+            ).to(device)
+            out = model.generate(
+                **batch,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                eos_token_id=stops,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+            tokens += sum(
+                len(cut_at_stop(ids, set(stops), max_new_tokens)[0])
+                for ids in out[:, batch["input_ids"].shape[1] :].tolist()
+            )
     return tokens / (time.perf_counter() - began), tokens
 
 
-def ours_generate(loaded: Any, prompts: list[list[int]], max_new_tokens: int, batch_size: int,
-                  stops: list[int]) -> tuple[float, int]:
+def ours_generate(
+    loaded: Any, prompts: list[list[int]], max_new_tokens: int, batch_size: int, stops: list[int]
+) -> tuple[float, int]:
     """(tokens/s, generated tokens) of the evaluation's ``generate_answers``, timed around the whole
     call (sorting, padding and decoding the answers included; its own figure times generate only)."""
     from trainer_core.evaluation.generation import generate_answers
@@ -93,14 +114,25 @@ def full_evaluation(loaded_choice: Any, rows: int, max_new_tokens: int, batch_si
     from trainer_core.settings import get_settings
 
     with tempfile.TemporaryDirectory() as out:
-        context = {"choice": loaded_choice.model_dump(), "models_dir": str(get_settings().models_dir), "output_dir": out,
-                   "data": plan_data(loaded_choice, [str(DATASET)], None)}
+        context = {
+            "choice": loaded_choice.model_dump(),
+            "models_dir": str(get_settings().models_dir),
+            "output_dir": out,
+            "data": plan_data(loaded_choice, [str(DATASET)], None),
+        }
         began = time.perf_counter()
-        result = evaluate({"model": loaded_choice.id, "max_rows": rows, "max_new_tokens": max_new_tokens,
-                           "batch_size": batch_size}, context)
-        return {"rows": rows, "seconds": round(time.perf_counter() - began, 1), "load_and_score_s": result.seconds,
-                "tokens_per_second": round(result.tokens_per_second, 2), "rouge_l_tuned": result.tuned.rouge_l,
-                "rouge_l_base": result.base.rouge_l}
+        result = evaluate(
+            {"model": loaded_choice.id, "max_rows": rows, "max_new_tokens": max_new_tokens, "batch_size": batch_size},
+            context,
+        )
+        return {
+            "rows": rows,
+            "seconds": round(time.perf_counter() - began, 1),
+            "load_and_score_s": result.seconds,
+            "tokens_per_second": round(result.tokens_per_second, 2),
+            "rouge_l_tuned": result.tuned.rouge_l,
+            "rouge_l_base": result.base.rouge_l,
+        }
 
 
 def measure(data_dir: Path, quick: bool, rows: int, eval_rows: int) -> dict:
@@ -115,8 +147,14 @@ def measure(data_dir: Path, quick: bool, rows: int, eval_rows: int) -> dict:
     max_new, batch = (16, 4) if quick else (64, 8)
     held_out, prompts = _prompts(loaded, rows)
     stops = stop_token_ids(loaded.tokenizer, loaded.model)
-    report: dict[str, Any] = {"bench": "evaluate", "run": choice.id, "device": loaded.device, "rows": len(prompts),
-                              "max_new_tokens": max_new, "batch_size": batch}
+    report: dict[str, Any] = {
+        "bench": "evaluate",
+        "run": choice.id,
+        "device": loaded.device,
+        "rows": len(prompts),
+        "max_new_tokens": max_new,
+        "batch_size": batch,
+    }
     ours_generate(loaded, prompts[:batch], 2, batch, stops)  # first-call set-up outside the timing
     ours, plain = [], []
     for _ in range(1 if quick else 3):  # A B A B: machine noise hits both sides alike
@@ -138,7 +176,9 @@ def main(argv: Optional[list[str]] = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="4 rows, 16 new tokens, one round, a 4-row evaluation")
     parser.add_argument("--data-dir", type=Path, help="a studio data dir holding a finished LoRA run")
     parser.add_argument("--rows", type=int, help="rows generated in the speed comparison (default 32; quick 4)")
-    parser.add_argument("--eval-rows", type=int, help="rows of the whole timed evaluation (default 50; quick 4; 0: skip)")
+    parser.add_argument(
+        "--eval-rows", type=int, help="rows of the whole timed evaluation (default 50; quick 4; 0: skip)"
+    )
     args = parser.parse_args(argv)
     rows = args.rows or (4 if args.quick else 32)
     eval_rows = args.eval_rows if args.eval_rows is not None else (4 if args.quick else 50)
@@ -151,14 +191,18 @@ def main(argv: Optional[list[str]] = None) -> dict:
             _train(Path(tmp))
             report = measure(Path(tmp), args.quick, rows, eval_rows)
     print(json.dumps(report))
-    print(f"evaluation generation {statistics.median(report['ours_tokens_per_s']):.1f} tokens/s vs plain batched generate "
-          f"{statistics.median(report['plain_tokens_per_s']):.1f} tokens/s (median of the pairs {report['ours_vs_plain']:.2f}x "
-          f"of {report['pair_ratios']}; {report['tokens']['ours']} vs {report['tokens']['plain']} tokens, {report['rows']} rows, "
-          f"batch {report['batch_size']}, max_new_tokens {report['max_new_tokens']}, {report['device']})")
+    print(
+        f"evaluation generation {statistics.median(report['ours_tokens_per_s']):.1f} tokens/s vs plain batched generate "
+        f"{statistics.median(report['plain_tokens_per_s']):.1f} tokens/s (median of the pairs {report['ours_vs_plain']:.2f}x "
+        f"of {report['pair_ratios']}; {report['tokens']['ours']} vs {report['tokens']['plain']} tokens, {report['rows']} rows, "
+        f"batch {report['batch_size']}, max_new_tokens {report['max_new_tokens']}, {report['device']})"
+    )
     if "evaluation" in report:
         ev = report["evaluation"]
-        print(f"whole evaluation of {ev['rows']} rows (tuned + base: loss, answers, scores): {ev['seconds']} s "
-              f"({ev['tokens_per_second']} tokens/s generating)")
+        print(
+            f"whole evaluation of {ev['rows']} rows (tuned + base: loss, answers, scores): {ev['seconds']} s "
+            f"({ev['tokens_per_second']} tokens/s generating)"
+        )
     return report
 
 

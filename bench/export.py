@@ -58,10 +58,19 @@ def export_once(choice: Any, fmt: str, dtype: str, parent: Path) -> dict:
     began = time.perf_counter()
     result = export(ExportRequest(model=choice.id, format=fmt, dtype=dtype), context, _Quiet(), threading.Event())
     check = result.check
-    return {"format": fmt, "dtype": result.dtype, "seconds": round(time.perf_counter() - began, 2),
-            "stage_seconds": result.stage_seconds, "size_mb": round(result.size_bytes / 1e6, 1), "passed": result.passed,
-            "summary": check.summary, "forced_equal": check.forced_tokens_equal, "tokens_total": check.tokens_total,
-            "near_ties": check.near_ties, "problems": check.problems}
+    return {
+        "format": fmt,
+        "dtype": result.dtype,
+        "seconds": round(time.perf_counter() - began, 2),
+        "stage_seconds": result.stage_seconds,
+        "size_mb": round(result.size_bytes / 1e6, 1),
+        "passed": result.passed,
+        "summary": check.summary,
+        "forced_equal": check.forced_tokens_equal,
+        "tokens_total": check.tokens_total,
+        "near_ties": check.near_ties,
+        "problems": check.problems,
+    }
 
 
 def measure(data_dir: Path, merged_dtypes: list[str], gguf: bool) -> dict:
@@ -70,7 +79,9 @@ def measure(data_dir: Path, merged_dtypes: list[str], gguf: bool) -> dict:
 
     quiet_libraries()
     choice = _run_choice(data_dir)
-    plan = [("merged", d) for d in merged_dtypes] + ([("gguf-f16", "float16"), ("gguf-q8_0", "float16")] if gguf else [])
+    plan = [("merged", d) for d in merged_dtypes] + (
+        [("gguf-f16", "float16"), ("gguf-q8_0", "float16")] if gguf else []
+    )
     with tempfile.TemporaryDirectory() as tmp:
         exports = [export_once(choice, fmt, dtype, Path(tmp)) for fmt, dtype in plan]
     total = round(sum(e["seconds"] for e in exports), 1)
@@ -94,9 +105,11 @@ def main(argv: Optional[list[str]] = None) -> dict:
     print(json.dumps(report))
     for e in report["exports"]:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in e["stage_seconds"].items())
-        print(f"{e['format']} {e['dtype']}: {e['seconds']:.1f} s ({stages}); {e['size_mb']} MB; "
-              f"{'passed' if e['passed'] else 'FAILED'}: {e['summary']}, {e['forced_equal']}/{e['tokens_total']} "
-              f"teacher-forced" + (f"; near-ties: {'; '.join(e['near_ties'])}" if e["near_ties"] else ""))
+        print(
+            f"{e['format']} {e['dtype']}: {e['seconds']:.1f} s ({stages}); {e['size_mb']} MB; "
+            f"{'passed' if e['passed'] else 'FAILED'}: {e['summary']}, {e['forced_equal']}/{e['tokens_total']} "
+            f"teacher-forced" + (f"; near-ties: {'; '.join(e['near_ties'])}" if e["near_ties"] else "")
+        )
     print(f"total {report['total_s']:.1f} s (target <= {TARGET_S:.0f} s)")
     return report
 

@@ -39,8 +39,13 @@ class App:
         self.url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "STUDIO_DATA_DIR": str(data_dir), "STUDIO_ALLOWED_PATHS": str(dataset.parent)}
         self.launched = time.perf_counter()
-        self.process = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=REPO, env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            [sys.executable, "app.py", "--port", str(port)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self.client = httpx.Client(base_url=self.url, timeout=30)
 
     def wait_for_page(self, timeout_s: float = 120) -> float:
@@ -82,8 +87,9 @@ class App:
 
 
 def _start(app: App, dataset: Path, max_steps: int) -> float:
-    response = app.client.post("/api/train/start", json={"local_datasets": [str(dataset)], "max_steps": max_steps,
-                                                          "max_seq_length": 256})
+    response = app.client.post(
+        "/api/train/start", json={"local_datasets": [str(dataset)], "max_steps": max_steps, "max_seq_length": 256}
+    )
     response.raise_for_status()
     return time.perf_counter()
 
@@ -168,13 +174,21 @@ def main(argv: Optional[list[str]] = None) -> dict:
         finally:
             app.close()
     print(json.dumps(report))
-    print(f"page served {report['page_served_s']} s after launch; idle RSS {report['idle_rss_mib']} MiB "
-          f"({report['rss_with_standby_mib']} MiB with a standby worker)")
-    print(f"Start -> first step: {report['first_step_cold_s']} s cold (phases began at {report['phase_began_cold_s']}), "
-          f"{report['first_step_warm_s']} s with the page open (standby ready {report['standby_ready_s']} s after "
-          f"page load; phases began at {report['phase_began_warm_s']})")
-    print("Cancel -> worker gone: " + ", ".join(f"{p} {s} s" if s is not None else f"{p} (too fast to catch)"
-                                               for p, s in report["cancel_s"].items()))
+    print(
+        f"page served {report['page_served_s']} s after launch; idle RSS {report['idle_rss_mib']} MiB "
+        f"({report['rss_with_standby_mib']} MiB with a standby worker)"
+    )
+    print(
+        f"Start -> first step: {report['first_step_cold_s']} s cold (phases began at {report['phase_began_cold_s']}), "
+        f"{report['first_step_warm_s']} s with the page open (standby ready {report['standby_ready_s']} s after "
+        f"page load; phases began at {report['phase_began_warm_s']})"
+    )
+    print(
+        "Cancel -> worker gone: "
+        + ", ".join(
+            f"{p} {s} s" if s is not None else f"{p} (too fast to catch)" for p, s in report["cancel_s"].items()
+        )
+    )
     return report
 
 

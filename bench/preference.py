@@ -34,8 +34,17 @@ from typing import Any, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "dpo_en_demo.json"
-SETTINGS = {"batch_size": 2, "max_seq_length": 256, "learning_rate": 5e-5, "lr_scheduler_type": "constant",
-            "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "random_seed": 42, "beta": 0.1}
+SETTINGS = {
+    "batch_size": 2,
+    "max_seq_length": 256,
+    "learning_rate": 5e-5,
+    "lr_scheduler_type": "constant",
+    "lora_r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+    "random_seed": 42,
+    "beta": 0.1,
+}
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -49,8 +58,14 @@ class LossLog:
         class Callback(TrainerCallback):
             def on_log(self, args, state, control, logs=None, **kwargs):
                 if logs and "loss" in logs:
-                    sink.append({"step": state.global_step, "loss": logs["loss"],
-                                 "accuracy": logs.get("rewards/accuracies"), "margin": logs.get("rewards/margins")})
+                    sink.append(
+                        {
+                            "step": state.global_step,
+                            "loss": logs["loss"],
+                            "accuracy": logs.get("rewards/accuracies"),
+                            "margin": logs.get("rewards/margins"),
+                        }
+                    )
 
         return Callback()
 
@@ -61,8 +76,9 @@ def _ours(model_dir: str, dataset: str, steps: int, method: str, out: Path, logs
     from trainer_core.schemas import TrainingStartRequest
     from trainer_core.training.preference import build_preference_trainer
 
-    request = TrainingStartRequest(model_name=model_dir, local_datasets=[dataset], training_method=method,
-                                   max_steps=steps, **SETTINGS)
+    request = TrainingStartRequest(
+        model_name=model_dir, local_datasets=[dataset], training_method=method, max_steps=steps, **SETTINGS
+    )
     tokenizer = load_tokenizer(Path(model_dir))
     model = load_model(Path(model_dir), request, "cpu")
     data = prepare_data(request, tokenizer)
@@ -77,20 +93,48 @@ def _trl(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) 
 
     roles = {"human": "user", "gpt": "assistant", "system": "system"}
     rows = datasets.load_dataset("json", data_files=dataset, split="train")
-    rows = rows.map(lambda r: {"prompt": [{"role": roles[t["from"]], "content": t["value"]} for t in r["conversations"]],
-                               "chosen": [{"role": "assistant", "content": r["chosen"]["value"]}],
-                               "rejected": [{"role": "assistant", "content": r["rejected"]["value"]}]},
-                    remove_columns=["conversations"])
-    args = DPOConfig(output_dir=str(out), max_steps=steps, per_device_train_batch_size=SETTINGS["batch_size"],
-                     learning_rate=SETTINGS["learning_rate"], lr_scheduler_type="constant", max_length=SETTINGS["max_seq_length"],
-                     beta=SETTINGS["beta"], seed=SETTINGS["random_seed"], data_seed=SETTINGS["random_seed"], logging_steps=1,
-                     bf16=False, use_cpu=True, gradient_checkpointing=False, save_strategy="no", report_to="none",
-                     disable_tqdm=True)
-    lora = LoraConfig(r=SETTINGS["lora_r"], lora_alpha=SETTINGS["lora_alpha"], lora_dropout=SETTINGS["lora_dropout"],
-                      target_modules=TARGETS, task_type="CAUSAL_LM")
+    rows = rows.map(
+        lambda r: {
+            "prompt": [{"role": roles[t["from"]], "content": t["value"]} for t in r["conversations"]],
+            "chosen": [{"role": "assistant", "content": r["chosen"]["value"]}],
+            "rejected": [{"role": "assistant", "content": r["rejected"]["value"]}],
+        },
+        remove_columns=["conversations"],
+    )
+    args = DPOConfig(
+        output_dir=str(out),
+        max_steps=steps,
+        per_device_train_batch_size=SETTINGS["batch_size"],
+        learning_rate=SETTINGS["learning_rate"],
+        lr_scheduler_type="constant",
+        max_length=SETTINGS["max_seq_length"],
+        beta=SETTINGS["beta"],
+        seed=SETTINGS["random_seed"],
+        data_seed=SETTINGS["random_seed"],
+        logging_steps=1,
+        bf16=False,
+        use_cpu=True,
+        gradient_checkpointing=False,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+    )
+    lora = LoraConfig(
+        r=SETTINGS["lora_r"],
+        lora_alpha=SETTINGS["lora_alpha"],
+        lora_dropout=SETTINGS["lora_dropout"],
+        target_modules=TARGETS,
+        task_type="CAUSAL_LM",
+    )
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32", attn_implementation="sdpa")
-    return DPOTrainer(model=model, args=args, train_dataset=rows, processing_class=AutoTokenizer.from_pretrained(model_dir),
-                      peft_config=lora, callbacks=[LossLog.make(logs)])
+    return DPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=rows,
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        peft_config=lora,
+        callbacks=[LossLog.make(logs)],
+    )
 
 
 def child(side: str, model_dir: str, dataset: str, steps: int, method: str) -> None:
@@ -100,19 +144,30 @@ def child(side: str, model_dir: str, dataset: str, steps: int, method: str) -> N
     torch.manual_seed(SETTINGS["random_seed"])
     logs: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = (_ours(model_dir, dataset, steps, method, Path(tmp), logs) if side == "ours"
-                   else _trl(model_dir, dataset, steps, Path(tmp), logs))
+        trainer = (
+            _ours(model_dir, dataset, steps, method, Path(tmp), logs)
+            if side == "ours"
+            else _trl(model_dir, dataset, steps, Path(tmp), logs)
+        )
         started = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - started
     last = logs[-5:]
-    print(json.dumps({"side": side, "seconds": round(seconds, 2),
-                      "pairs_per_second": round(steps * SETTINGS["batch_size"] / seconds, 3),
-                      "last5_loss": round(statistics.mean(e["loss"] for e in last), 4),
-                      "last_accuracy": last[-1]["accuracy"], "last_margin": last[-1]["margin"],
-                      "mean_last10_accuracy": round(statistics.mean(e["accuracy"] for e in logs[-10:]), 3),
-                      "mean_last10_margin": round(statistics.mean(e["margin"] for e in logs[-10:]), 4),
-                      "losses": [round(e["loss"], 4) for e in logs]}))
+    print(
+        json.dumps(
+            {
+                "side": side,
+                "seconds": round(seconds, 2),
+                "pairs_per_second": round(steps * SETTINGS["batch_size"] / seconds, 3),
+                "last5_loss": round(statistics.mean(e["loss"] for e in last), 4),
+                "last_accuracy": last[-1]["accuracy"],
+                "last_margin": last[-1]["margin"],
+                "mean_last10_accuracy": round(statistics.mean(e["accuracy"] for e in logs[-10:]), 3),
+                "mean_last10_margin": round(statistics.mean(e["margin"] for e in logs[-10:]), 4),
+                "losses": [round(e["loss"], 4) for e in logs],
+            }
+        )
+    )
 
 
 def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
@@ -139,26 +194,59 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     results = []
     for _ in range(args.pairs):
         for side in sides:
-            out = subprocess.run([sys.executable, "-m", "bench.preference", "--child", side, "--steps", str(args.steps),
-                                  "--method", args.method, "--dataset", args.dataset],
-                                 cwd=REPO, capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.preference",
+                    "--child",
+                    side,
+                    "--steps",
+                    str(args.steps),
+                    "--method",
+                    args.method,
+                    "--dataset",
+                    args.dataset,
+                ],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-            print(f"{side:5s} {results[-1]['seconds']:7.1f} s  {results[-1]['pairs_per_second']:.3f} pairs/s  "
-                  f"last5 loss {results[-1]['last5_loss']:.4f}  accuracy {results[-1]['last_accuracy']}  "
-                  f"margin {results[-1]['last_margin']}", file=sys.stderr, flush=True)
-    summary = {side: {"median_pairs_per_second": statistics.median(r["pairs_per_second"] for r in results if r["side"] == side),
-                      "last5_loss": [r["last5_loss"] for r in results if r["side"] == side]}
-               for side in sides}
-    report = {"bench": "preference", "steps": args.steps, "method": args.method, "settings": SETTINGS,
-              "runs": results, "summary": summary}
+            print(
+                f"{side:5s} {results[-1]['seconds']:7.1f} s  {results[-1]['pairs_per_second']:.3f} pairs/s  "
+                f"last5 loss {results[-1]['last5_loss']:.4f}  accuracy {results[-1]['last_accuracy']}  "
+                f"margin {results[-1]['last_margin']}",
+                file=sys.stderr,
+                flush=True,
+            )
+    summary = {
+        side: {
+            "median_pairs_per_second": statistics.median(r["pairs_per_second"] for r in results if r["side"] == side),
+            "last5_loss": [r["last5_loss"] for r in results if r["side"] == side],
+        }
+        for side in sides
+    }
+    report = {
+        "bench": "preference",
+        "steps": args.steps,
+        "method": args.method,
+        "settings": SETTINGS,
+        "runs": results,
+        "summary": summary,
+    }
     if len(sides) == 2:
         report["speed_ratio"] = summary["ours"]["median_pairs_per_second"] / summary["trl"]["median_pairs_per_second"]
-        report["last5_loss_gap"] = abs(statistics.mean(summary["ours"]["last5_loss"]) -
-                                       statistics.mean(summary["trl"]["last5_loss"]))
+        report["last5_loss_gap"] = abs(
+            statistics.mean(summary["ours"]["last5_loss"]) - statistics.mean(summary["trl"]["last5_loss"])
+        )
     print(json.dumps(report))
     if len(sides) == 2:
-        print(f"ours / TRL speed: {report['speed_ratio']:.3f}x; last-5 loss gap {report['last5_loss_gap']:.4f} "
-              "(target <= 0.02)")
+        print(
+            f"ours / TRL speed: {report['speed_ratio']:.3f}x; last-5 loss gap {report['last5_loss_gap']:.4f} "
+            "(target <= 0.02)"
+        )
     return report
 
 

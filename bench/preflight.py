@@ -47,6 +47,7 @@ QUICK = {"steps": 1, "max_seq_length": 64, "dataset_slice_end": 8}  # one config
 
 # ----- child side: one real run through the app's job runner -----
 
+
 def _poll_peak(pid: int, done: threading.Event, peak: dict[int, int]) -> None:
     """Record the largest RSS (bytes) seen per descendant of ``pid`` every 0.1 s until ``done``."""
     import psutil
@@ -82,13 +83,18 @@ def run_child(request_json: str, data_dir: str) -> dict:
     poller.join()
     detail = store.get_run(response.job_id)
     if detail is None or detail.phase.value != "completed":
-        raise RuntimeError(f"the run did not complete: {detail.phase if detail else None} {detail.error if detail else ''}")
+        raise RuntimeError(
+            f"the run did not complete: {detail.phase if detail else None} {detail.error if detail else ''}"
+        )
     seen = [m.num_tokens for m in detail.metrics if m.loss is not None and m.num_tokens]
     step_tokens = [b - a for a, b in zip([0, *seen], seen)]
     return {
-        "job_id": response.job_id, "wall_seconds": round(detail.wall_seconds, 2),
-        "training_seconds": round(detail.training_seconds, 2), "tokens_per_second": round(detail.tokens_per_second, 1),
-        "steps": detail.last_step, "step_tokens": step_tokens,
+        "job_id": response.job_id,
+        "wall_seconds": round(detail.wall_seconds, 2),
+        "training_seconds": round(detail.training_seconds, 2),
+        "tokens_per_second": round(detail.tokens_per_second, 1),
+        "steps": detail.last_step,
+        "step_tokens": step_tokens,
         "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20, 3),
         "polled_peak_rss_gib": round(max(peak.values(), default=0) / 2**30, 3),
     }
@@ -96,10 +102,13 @@ def run_child(request_json: str, data_dir: str) -> dict:
 
 # ----- parent side: estimate, run, compare -----
 
+
 def _request(dataset: str, steps: int, quick: bool, **settings: Any) -> Any:
     from trainer_core.schemas import TrainingStartRequest
 
-    extra = {"dataset_slice_end": QUICK["dataset_slice_end"], "max_seq_length": QUICK["max_seq_length"]} if quick else {}
+    extra = (
+        {"dataset_slice_end": QUICK["dataset_slice_end"], "max_seq_length": QUICK["max_seq_length"]} if quick else {}
+    )
     return TrainingStartRequest(local_datasets=[dataset], max_steps=steps, **{**settings, **extra})
 
 
@@ -119,17 +128,28 @@ def _data_facts(request: Any) -> dict:
     trained = np.array([sum(label != -100 for label in labels) for labels in data.train["labels"]])  # (rows,)
     longest = np.argsort(lengths)[::-1][: request.batch_size]
     rows = len(lengths)
-    return {"path": path, "longest_rows": sorted(int(i) for i in longest), "rows": rows, "tokens": int(lengths.sum()),
-            "trained_share": float(trained.sum() / lengths.sum()),
-            "longest_batch_tokens": int(lengths[longest].sum()), "longest_batch_trained": int(trained[longest].sum()),
-            "steps_per_epoch": math.ceil(rows / (request.batch_size * request.gradient_accumulation_steps)),
-            "tokenize_seconds": round(seconds, 2)}
+    return {
+        "path": path,
+        "longest_rows": sorted(int(i) for i in longest),
+        "rows": rows,
+        "tokens": int(lengths.sum()),
+        "trained_share": float(trained.sum() / lengths.sum()),
+        "longest_batch_tokens": int(lengths[longest].sum()),
+        "longest_batch_trained": int(trained[longest].sum()),
+        "steps_per_epoch": math.ceil(rows / (request.batch_size * request.gradient_accumulation_steps)),
+        "tokenize_seconds": round(seconds, 2),
+    }
 
 
 def _spawn_run(request: Any, data_dir: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run([sys.executable, "-m", "bench.preflight", "--child", request.model_dump_json(), "--data-dir",
-                           str(data_dir)], cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.preflight", "--child", request.model_dump_json(), "--data-dir", str(data_dir)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the run failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -167,20 +187,40 @@ def measure_config(name: str, request: Any, data_dir: Path, longest: bool = Fals
     history = RunStore(data_dir / "studio.db").list_runs()
     timing.matmul_gflops.cache_clear()
     rate_before = timing.matmul_gflops("cpu")
-    time_estimate = estimate_time(request, config, facts["tokens"], request.max_steps, 0, 0, "cpu", history,
-                                  steps_per_epoch=facts["steps_per_epoch"], tokenize_seconds=facts["tokenize_seconds"])
-    epoch_memory = estimate_memory(request, config, facts["longest_batch_tokens"], "cpu", facts["longest_batch_trained"])
+    time_estimate = estimate_time(
+        request,
+        config,
+        facts["tokens"],
+        request.max_steps,
+        0,
+        0,
+        "cpu",
+        history,
+        steps_per_epoch=facts["steps_per_epoch"],
+        tokenize_seconds=facts["tokenize_seconds"],
+    )
+    epoch_memory = estimate_memory(
+        request, config, facts["longest_batch_tokens"], "cpu", facts["longest_batch_trained"]
+    )
     run = _spawn_run(request, data_dir)
     timing.matmul_gflops.cache_clear()
     rate_after = timing.matmul_gflops("cpu")
     seen = max(run["step_tokens"])
     memory = estimate_memory(request, config, seen, "cpu", round(seen * facts["trained_share"]))
     return {
-        "config": name, "settings": {"batch_size": request.batch_size, "max_seq_length": request.max_seq_length,
-                                     "max_steps": request.max_steps}, "data": facts, "run": run,
-        "memory_estimate": memory.model_dump(), "memory_error_percent": _error(memory.total_gib, run["peak_rss_gib"]),
+        "config": name,
+        "settings": {
+            "batch_size": request.batch_size,
+            "max_seq_length": request.max_seq_length,
+            "max_steps": request.max_steps,
+        },
+        "data": facts,
+        "run": run,
+        "memory_estimate": memory.model_dump(),
+        "memory_error_percent": _error(memory.total_gib, run["peak_rss_gib"]),
         "epoch_memory_estimate": epoch_memory.model_dump(),
-        "time_estimate": time_estimate.model_dump(), "time_error_percent": _error(time_estimate.total_seconds, run["wall_seconds"]),
+        "time_estimate": time_estimate.model_dump(),
+        "time_error_percent": _error(time_estimate.total_seconds, run["wall_seconds"]),
         "matmul_gflops_before_after": [round(rate_before, 1), round(rate_after, 1)],
         "load_average_1min": round(os.getloadavg()[0], 2),
     }
@@ -189,12 +229,19 @@ def measure_config(name: str, request: Any, data_dir: Path, longest: bool = Fals
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=15, help="optimizer steps per run (default 15)")
-    parser.add_argument("--quick", action="store_true", help="the default config, 1 step on 8 rows cut at 64 tokens: checks the script")
+    parser.add_argument(
+        "--quick", action="store_true", help="the default config, 1 step on 8 rows cut at 64 tokens: checks the script"
+    )
     parser.add_argument("--dataset", default=str(DEFAULT_DATASET))
-    parser.add_argument("--out", type=Path, default=None, help=f"JSON file to write (default {DEFAULT_OUT}; none with --quick)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help=f"JSON file to write (default {DEFAULT_OUT}; none with --quick)"
+    )
     parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
-    parser.add_argument("--longest", action="store_true",
-                        help="run one step on the epoch's longest batch only (checks the estimate the check shows)")
+    parser.add_argument(
+        "--longest",
+        action="store_true",
+        help="run one step on the epoch's longest batch only (checks the estimate the check shows)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -205,10 +252,19 @@ def main(argv: list[str] | None = None) -> dict:
     steps = QUICK["steps"] if args.quick else args.steps
     configs = args.configs[:1] if args.quick else args.configs
     with tempfile.TemporaryDirectory(prefix="bench-preflight-") as data_dir:
-        results = [measure_config(name, _request(args.dataset, steps, args.quick, **CONFIGS[name]), Path(data_dir),
-                                  args.longest) for name in configs]
-    report = {"bench": "preflight", "dataset": Path(args.dataset).name, "steps": 1 if args.longest else steps,
-              "longest_batch_only": args.longest, "results": results}
+        results = [
+            measure_config(
+                name, _request(args.dataset, steps, args.quick, **CONFIGS[name]), Path(data_dir), args.longest
+            )
+            for name in configs
+        ]
+    report = {
+        "bench": "preflight",
+        "dataset": Path(args.dataset).name,
+        "steps": 1 if args.longest else steps,
+        "longest_batch_only": args.longest,
+        "results": results,
+    }
     print(json.dumps(report))
     out = args.out or (None if args.quick else DEFAULT_OUT)
     if out is not None:
@@ -220,13 +276,17 @@ def main(argv: list[str] | None = None) -> dict:
 def _print_summary(report: dict) -> None:
     for r in report["results"]:
         m, t, run = r["memory_estimate"], r["time_estimate"], r["run"]
-        print(f"{r['config']}: memory {m['total_gib']:.2f} GiB estimated vs {run['peak_rss_gib']:.2f} GiB peak RSS "
-              f"({r['memory_error_percent']:+.1f} %, target 25 %; longest batch seen {max(run['step_tokens'])} tokens; "
-              f"epoch's longest {r['data']['longest_batch_tokens']}: {r['epoch_memory_estimate']['total_gib']:.2f} GiB)")
-        print(f"  time {t['total_seconds']:.0f} s estimated vs {run['wall_seconds']:.0f} s Start -> completed "
-              f"({r['time_error_percent']:+.1f} %, target 30 %); speed {t['tokens_per_second']:.0f} tokens/s "
-              f"from {t['speed_source']}; measured {run['tokens_per_second']:.0f} tokens/s; matmul "
-              f"{r['matmul_gflops_before_after']} GFLOP/s before/after, load {r['load_average_1min']}")
+        print(
+            f"{r['config']}: memory {m['total_gib']:.2f} GiB estimated vs {run['peak_rss_gib']:.2f} GiB peak RSS "
+            f"({r['memory_error_percent']:+.1f} %, target 25 %; longest batch seen {max(run['step_tokens'])} tokens; "
+            f"epoch's longest {r['data']['longest_batch_tokens']}: {r['epoch_memory_estimate']['total_gib']:.2f} GiB)"
+        )
+        print(
+            f"  time {t['total_seconds']:.0f} s estimated vs {run['wall_seconds']:.0f} s Start -> completed "
+            f"({r['time_error_percent']:+.1f} %, target 30 %); speed {t['tokens_per_second']:.0f} tokens/s "
+            f"from {t['speed_source']}; measured {run['tokens_per_second']:.0f} tokens/s; matmul "
+            f"{r['matmul_gflops_before_after']} GFLOP/s before/after, load {r['load_average_1min']}"
+        )
 
 
 if __name__ == "__main__":

@@ -37,9 +37,17 @@ def run_once(processes: int, steps: int, global_batch: int, dataset: str, model:
 
     if global_batch % processes:
         raise ValueError(f"--global-batch {global_batch} does not split over {processes} processes")
-    request = TrainingStartRequest(model_name=model, local_datasets=[dataset], max_seq_length=128, max_steps=steps,
-                                   batch_size=global_batch // processes, num_processes=processes,
-                                   learning_rate=1e-3, lr_scheduler_type="linear", random_seed=7)
+    request = TrainingStartRequest(
+        model_name=model,
+        local_datasets=[dataset],
+        max_seq_length=128,
+        max_steps=steps,
+        batch_size=global_batch // processes,
+        num_processes=processes,
+        learning_rate=1e-3,
+        lr_scheduler_type="linear",
+        random_seed=7,
+    )
     runner = JobRunner(runs_dir=root)
     began = time.monotonic()
     started = runner.start(request)
@@ -53,10 +61,18 @@ def run_once(processes: int, steps: int, global_batch: int, dataset: str, model:
     seconds = status.details["elapsed_seconds"]
     losses = [loss for loss in status.metric_history.loss if loss is not None]
     samples = steps * global_batch / seconds
-    return {"processes": processes, "training_seconds": round(seconds, 2), "wall_seconds": round(wall, 2),
-            "samples_per_second": round(samples, 3), "samples_per_second_per_process": round(samples / processes, 3),
-            "tokens_per_second": round(status.details["tokens_per_second"], 1) if status.details.get("tokens_per_second") else None,
-            "last5_loss": round(statistics.mean(losses[-5:]), 4), "steps": len(losses)}
+    return {
+        "processes": processes,
+        "training_seconds": round(seconds, 2),
+        "wall_seconds": round(wall, 2),
+        "samples_per_second": round(samples, 3),
+        "samples_per_second_per_process": round(samples / processes, 3),
+        "tokens_per_second": round(status.details["tokens_per_second"], 1)
+        if status.details.get("tokens_per_second")
+        else None,
+        "last5_loss": round(statistics.mean(losses[-5:]), 4),
+        "steps": len(losses),
+    }
 
 
 def default_model() -> str:
@@ -81,25 +97,36 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):
             for processes in (1, args.processes):
-                runs.append(run_once(processes, steps, args.global_batch, args.dataset, args.model, Path(tmp) / f"r{i}"))
+                runs.append(
+                    run_once(processes, steps, args.global_batch, args.dataset, args.model, Path(tmp) / f"r{i}")
+                )
     one = [r for r in runs if r["processes"] == 1]
     many = [r for r in runs if r["processes"] == args.processes]
 
     def median(rows: list[dict], key: str) -> float:
         return statistics.median(r[key] for r in rows)
 
-    report = {"bench": "scaling", "steps": steps, "global_batch": args.global_batch, "processes": args.processes,
-              "runs": runs, "speedup": round(median(many, "samples_per_second") / median(one, "samples_per_second"), 3),
-              "last5_loss_gap": round(abs(median(many, "last5_loss") - median(one, "last5_loss")), 4)}
+    report = {
+        "bench": "scaling",
+        "steps": steps,
+        "global_batch": args.global_batch,
+        "processes": args.processes,
+        "runs": runs,
+        "speedup": round(median(many, "samples_per_second") / median(one, "samples_per_second"), 3),
+        "last5_loss_gap": round(abs(median(many, "last5_loss") - median(one, "last5_loss")), 4),
+    }
     line = json.dumps(report)
     print(line)
     if args.json:
         args.json.write_text(line + "\n", encoding="utf-8")
-    print(f"1 process: {median(one, 'samples_per_second'):.3f} samples/s; {args.processes} processes: "
-          f"{median(many, 'samples_per_second'):.3f} samples/s in total, "
-          f"{median(many, 'samples_per_second_per_process'):.3f} per process ({report['speedup']}x); "
-          f"wall {median(one, 'wall_seconds'):.0f} s vs {median(many, 'wall_seconds'):.0f} s; "
-          f"last-5 loss gap {report['last5_loss_gap']}", file=sys.stderr)
+    print(
+        f"1 process: {median(one, 'samples_per_second'):.3f} samples/s; {args.processes} processes: "
+        f"{median(many, 'samples_per_second'):.3f} samples/s in total, "
+        f"{median(many, 'samples_per_second_per_process'):.3f} per process ({report['speedup']}x); "
+        f"wall {median(one, 'wall_seconds'):.0f} s vs {median(many, 'wall_seconds'):.0f} s; "
+        f"last-5 loss gap {report['last5_loss_gap']}",
+        file=sys.stderr,
+    )
     return report
 
 

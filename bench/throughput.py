@@ -36,12 +36,21 @@ from typing import Any, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "alpaca_en_demo.json"
-SETTINGS = {"batch_size": 4, "max_seq_length": 256, "learning_rate": 2e-4, "lr_scheduler_type": "cosine",
-            "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "random_seed": 42}  # our schema's defaults
+SETTINGS = {
+    "batch_size": 4,
+    "max_seq_length": 256,
+    "learning_rate": 2e-4,
+    "lr_scheduler_type": "cosine",
+    "lora_r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+    "random_seed": 42,
+}  # our schema's defaults
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
 # ----- child side: one training run, reported as a JSON line -----
+
 
 class BatchCounter:
     """Wraps a data collator and records, per batch, the tokens fed (padding included), the row
@@ -80,8 +89,14 @@ def _loss_recorder() -> Any:
 def _request(dataset: str, steps: int) -> Any:
     from trainer_core.schemas import TrainingStartRequest
 
-    return TrainingStartRequest(local_datasets=[dataset], max_steps=steps, target_modules=TARGETS,
-                                gradient_checkpointing=False, train_on_completions=True, **SETTINGS)
+    return TrainingStartRequest(
+        local_datasets=[dataset],
+        max_steps=steps,
+        target_modules=TARGETS,
+        gradient_checkpointing=False,
+        train_on_completions=True,
+        **SETTINGS,
+    )
 
 
 def _model_path() -> Path:
@@ -96,8 +111,8 @@ def _model_path() -> Path:
 
 def build_ours(dataset: str, steps: int, out: Path) -> tuple[Any, Any]:
     """Our trainer exactly as the worker builds it. Returns (trainer, loss recorder)."""
-    from trainer_core.models import loading as models
     from trainer_core.data.prepare import prepare_data
+    from trainer_core.models import loading as models
     from trainer_core.training.trainer import build_trainer
 
     request = _request(dataset, steps)
@@ -121,24 +136,48 @@ def build_trl(dataset: str, steps: int, out: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    from trainer_core.models import loading as models
     from trainer_core.data.prepare import prepare_data
+    from trainer_core.models import loading as models
 
     path = _model_path()
     tokenizer = models.load_tokenizer(path)
     rows = prepare_data(_request(dataset, steps), tokenizer).train
-    rows = rows.map(lambda row: {"completion_mask": [int(label != -100) for label in row["labels"]]},
-                    remove_columns=["labels"])
-    args = SFTConfig(output_dir=str(out), max_steps=steps, per_device_train_batch_size=SETTINGS["batch_size"],
-                     max_length=SETTINGS["max_seq_length"], learning_rate=SETTINGS["learning_rate"],
-                     lr_scheduler_type=SETTINGS["lr_scheduler_type"], seed=SETTINGS["random_seed"],
-                     bf16=False, activation_checkpointing=False, use_cpu=not torch.cuda.is_available(),
-                     completion_only_loss=True, logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True)
-    lora = LoraConfig(r=SETTINGS["lora_r"], lora_alpha=SETTINGS["lora_alpha"], lora_dropout=SETTINGS["lora_dropout"],
-                      target_modules=TARGETS, task_type="CAUSAL_LM")
+    rows = rows.map(
+        lambda row: {"completion_mask": [int(label != -100) for label in row["labels"]]}, remove_columns=["labels"]
+    )
+    args = SFTConfig(
+        output_dir=str(out),
+        max_steps=steps,
+        per_device_train_batch_size=SETTINGS["batch_size"],
+        max_length=SETTINGS["max_seq_length"],
+        learning_rate=SETTINGS["learning_rate"],
+        lr_scheduler_type=SETTINGS["lr_scheduler_type"],
+        seed=SETTINGS["random_seed"],
+        bf16=False,
+        activation_checkpointing=False,
+        use_cpu=not torch.cuda.is_available(),
+        completion_only_loss=True,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+    )
+    lora = LoraConfig(
+        r=SETTINGS["lora_r"],
+        lora_alpha=SETTINGS["lora_alpha"],
+        lora_dropout=SETTINGS["lora_dropout"],
+        target_modules=TARGETS,
+        task_type="CAUSAL_LM",
+    )
     recorder = _loss_recorder()
-    trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32), args=args,
-                         train_dataset=rows, processing_class=tokenizer, peft_config=lora, callbacks=[recorder])
+    trainer = SFTTrainer(
+        model=AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32),
+        args=args,
+        train_dataset=rows,
+        processing_class=tokenizer,
+        peft_config=lora,
+        callbacks=[recorder],
+    )
     return trainer, recorder
 
 
@@ -185,7 +224,9 @@ def run_child(side: str, dataset: str, steps: int) -> dict:
         began = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - began
-    used = counter.batches[: trainer.state.global_step * trainer.args.gradient_accumulation_steps]  # not the prefetched one
+    used = counter.batches[
+        : trainer.state.global_step * trainer.args.gradient_accumulation_steps
+    ]  # not the prefetched one
     rows = [lengths for _, lengths, _ in used]
     fed, real = sum(n for n, _, _ in used), sum(sum(lengths) for lengths in rows)
     base = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
@@ -193,25 +234,54 @@ def run_child(side: str, dataset: str, steps: int) -> dict:
     executed = model_flops(base, rows, sum(labelled for _, _, labelled in used)) if side == "ours" else flops
     samples = sum(len(lengths) for lengths in rows)
     peak = max(peak_before, matmul_gflops())  # before and after training: the quieter of the two
-    bf16 = matmul_gflops("bfloat16", size=1024, seconds=1.0)  # smaller: bf16 products are slow on CPUs without bf16 units
+    bf16 = matmul_gflops(
+        "bfloat16", size=1024, seconds=1.0
+    )  # smaller: bf16 products are slow on CPUs without bf16 units
     return {
-        "side": side, "steps": steps, "train_s": round(seconds, 2), "samples": samples,
-        "samples_per_s": round(samples / seconds, 4), "tokens_fed": fed, "tokens_real": real,
-        "tokens_per_s": round(real / seconds, 1), "padding_fraction": round(1 - real / fed, 4),
-        "losses": [round(loss, 4) for loss in recorder.losses], "last5_loss": round(statistics.fmean(recorder.losses[-5:]), 4),
-        "model_gflops_per_s": round(flops / seconds / 1e9, 1), "matmul_peak_gflops_per_s": round(peak, 1),
-        "mfu": round(flops / seconds / 1e9 / peak, 3), "executed_mfu": round(executed / seconds / 1e9 / peak, 3),
-        "bf16_matmul_gflops_per_s": round(bf16, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "side": side,
+        "steps": steps,
+        "train_s": round(seconds, 2),
+        "samples": samples,
+        "samples_per_s": round(samples / seconds, 4),
+        "tokens_fed": fed,
+        "tokens_real": real,
+        "tokens_per_s": round(real / seconds, 1),
+        "padding_fraction": round(1 - real / fed, 4),
+        "losses": [round(loss, 4) for loss in recorder.losses],
+        "last5_loss": round(statistics.fmean(recorder.losses[-5:]), 4),
+        "model_gflops_per_s": round(flops / seconds / 1e9, 1),
+        "matmul_peak_gflops_per_s": round(peak, 1),
+        "mfu": round(flops / seconds / 1e9 / peak, 3),
+        "executed_mfu": round(executed / seconds / 1e9 / peak, 3),
+        "bf16_matmul_gflops_per_s": round(bf16, 1),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
 
 # ----- parent side: alternate runs, summarise -----
 
+
 def _spawn(side: str, dataset: str, steps: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run([sys.executable, "-m", "bench.throughput", "--child", side, "--dataset", dataset,
-                           "--steps", str(steps), "--lora-dropout", str(SETTINGS["lora_dropout"])],
-                          cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.throughput",
+            "--child",
+            side,
+            "--dataset",
+            dataset,
+            "--steps",
+            str(steps),
+            "--lora-dropout",
+            str(SETTINGS["lora_dropout"]),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{side} run failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -226,12 +296,16 @@ def summarise(runs: list[dict]) -> dict:
     return {
         "median_samples_per_s": {"ours": med(ours, "samples_per_s"), "trl": med(trl, "samples_per_s")},
         "median_tokens_per_s": {"ours": med(ours, "tokens_per_s"), "trl": med(trl, "tokens_per_s")},
-        "pair_ratios": ratios, "median_ratio": statistics.median(ratios),
+        "pair_ratios": ratios,
+        "median_ratio": statistics.median(ratios),
         "padding_fraction": {"ours": med(ours, "padding_fraction"), "trl": med(trl, "padding_fraction")},
         "peak_rss_mib": {"ours": med(ours, "peak_rss_mib"), "trl": med(trl, "peak_rss_mib")},
         "mfu": {"ours": med(ours, "mfu"), "trl": med(trl, "mfu")},
         "executed_mfu": {"ours": med(ours, "executed_mfu"), "trl": med(trl, "executed_mfu")},
-        "matmul_gflops_per_s": {"float32": med(runs, "matmul_peak_gflops_per_s"), "bfloat16": med(runs, "bf16_matmul_gflops_per_s")},
+        "matmul_gflops_per_s": {
+            "float32": med(runs, "matmul_peak_gflops_per_s"),
+            "bfloat16": med(runs, "bf16_matmul_gflops_per_s"),
+        },
         "last5_loss": {"ours": med(ours, "last5_loss"), "trl": med(trl, "last5_loss")},
         "loss_gap": round(abs(med(ours, "last5_loss") - med(trl, "last5_loss")), 4),
     }
@@ -243,8 +317,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--pairs", type=int, default=2, help="A/B pairs, run alternated (default 2)")
     parser.add_argument("--quick", action="store_true", help="3 steps, 1 pair: checks the script, not the figures")
     parser.add_argument("--dataset", default=str(DEFAULT_DATASET))
-    parser.add_argument("--lora-dropout", type=float, default=SETTINGS["lora_dropout"],
-                        help="LoRA dropout on both sides (default: the schema's default)")
+    parser.add_argument(
+        "--lora-dropout",
+        type=float,
+        default=SETTINGS["lora_dropout"],
+        help="LoRA dropout on both sides (default: the schema's default)",
+    )
     parser.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     SETTINGS["lora_dropout"] = args.lora_dropout
@@ -258,8 +336,15 @@ def main(argv: list[str] | None = None) -> dict:
         for side in ("ours", "trl"):
             runs.append(_spawn(side, args.dataset, steps))
             print(f"# {side}: {runs[-1]['samples_per_s']} samples/s, loss {runs[-1]['last5_loss']}", file=sys.stderr)
-    report = {"bench": "throughput", "dataset": Path(args.dataset).name, "steps": steps, "pairs": pairs,
-              "settings": SETTINGS, **summarise(runs), "runs": runs}
+    report = {
+        "bench": "throughput",
+        "dataset": Path(args.dataset).name,
+        "steps": steps,
+        "pairs": pairs,
+        "settings": SETTINGS,
+        **summarise(runs),
+        "runs": runs,
+    }
     print(json.dumps(report))
     _print_summary(report)
     return report
@@ -267,13 +352,21 @@ def main(argv: list[str] | None = None) -> dict:
 
 def _print_summary(r: dict) -> None:
     s, t = r["median_samples_per_s"], r["median_tokens_per_s"]
-    print(f"ours {s['ours']:.3f} samples/s ({t['ours']:.0f} real tokens/s) vs bare TRL {s['trl']:.3f} samples/s "
-          f"({t['trl']:.0f} tokens/s): {r['median_ratio']:.2f}x (pairs {r['pair_ratios']})")
-    print(f"padding {r['padding_fraction']['ours']:.1%} vs {r['padding_fraction']['trl']:.1%}; peak RSS "
-          f"{r['peak_rss_mib']['ours']} vs {r['peak_rss_mib']['trl']} MiB; MFU {r['mfu']['ours']:.1%} vs {r['mfu']['trl']:.1%} "
-          f"(executed FLOPs: {r['executed_mfu']['ours']:.1%} vs {r['executed_mfu']['trl']:.1%})")
-    print(f"fp32 matmul {r['matmul_gflops_per_s']['float32']:.0f} GFLOP/s, bf16 {r['matmul_gflops_per_s']['bfloat16']:.0f} GFLOP/s")
-    print(f"last-5 mean loss {r['last5_loss']['ours']} vs {r['last5_loss']['trl']} (gap {r['loss_gap']}, target <= 0.02)")
+    print(
+        f"ours {s['ours']:.3f} samples/s ({t['ours']:.0f} real tokens/s) vs bare TRL {s['trl']:.3f} samples/s "
+        f"({t['trl']:.0f} tokens/s): {r['median_ratio']:.2f}x (pairs {r['pair_ratios']})"
+    )
+    print(
+        f"padding {r['padding_fraction']['ours']:.1%} vs {r['padding_fraction']['trl']:.1%}; peak RSS "
+        f"{r['peak_rss_mib']['ours']} vs {r['peak_rss_mib']['trl']} MiB; MFU {r['mfu']['ours']:.1%} vs {r['mfu']['trl']:.1%} "
+        f"(executed FLOPs: {r['executed_mfu']['ours']:.1%} vs {r['executed_mfu']['trl']:.1%})"
+    )
+    print(
+        f"fp32 matmul {r['matmul_gflops_per_s']['float32']:.0f} GFLOP/s, bf16 {r['matmul_gflops_per_s']['bfloat16']:.0f} GFLOP/s"
+    )
+    print(
+        f"last-5 mean loss {r['last5_loss']['ours']} vs {r['last5_loss']['trl']} (gap {r['loss_gap']}, target <= 0.02)"
+    )
 
 
 if __name__ == "__main__":

@@ -24,15 +24,14 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Optional
-
-import uuid
 
 import httpx
 import psutil
 
-from bench.latency import App, DEFAULT_DATASET, REPO
+from bench.latency import DEFAULT_DATASET, REPO, App
 
 SETTINGS = {"max_seq_length": 256, "batch_size": 4}
 
@@ -47,9 +46,27 @@ def per_step_s(metrics_jsonl: Path) -> float:
 
 def run_cli(dataset: Path, steps: int, out: Path) -> float:
     """One run through ``python -m trainer_core train``; seconds per step."""
-    subprocess.run([sys.executable, "-m", "trainer_core", "train", "--dataset", str(dataset), "--max-steps", str(steps),
-                    "--max-seq-length", str(SETTINGS["max_seq_length"]), "--batch-size", str(SETTINGS["batch_size"]),
-                    "--output-dir", str(out)], cwd=REPO, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer_core",
+            "train",
+            "--dataset",
+            str(dataset),
+            "--max-steps",
+            str(steps),
+            "--max-seq-length",
+            str(SETTINGS["max_seq_length"]),
+            "--batch-size",
+            str(SETTINGS["batch_size"]),
+            "--output-dir",
+            str(out),
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
     return per_step_s(out / "metrics.jsonl")
 
 
@@ -66,8 +83,10 @@ def _watch(url: str, endpoint: tuple[str, int], counts: list[int], index: int) -
     prefix, fn_index = endpoint
     session = uuid.uuid4().hex
     with httpx.Client(base_url=url + prefix, timeout=None) as client:
-        client.post("/queue/join", json={"data": [], "event_data": None, "fn_index": fn_index, "trigger_id": None,
-                                         "session_hash": session}).raise_for_status()
+        client.post(
+            "/queue/join",
+            json={"data": [], "event_data": None, "fn_index": fn_index, "trigger_id": None, "session_hash": session},
+        ).raise_for_status()
         with client.stream("GET", "/queue/data", params={"session_hash": session}) as response:
             for line in response.iter_lines():
                 if line.startswith("data:"):
@@ -90,8 +109,10 @@ def run_api(app: App, dataset: Path, steps: int, out: Path, tabs: int) -> tuple[
     in real use, the viewers' machines)."""
     app_process, clients = psutil.Process(app.process.pid), psutil.Process()
     app_cpu, client_cpu = _cpu_s(app_process), _cpu_s(clients)
-    app.client.post("/api/train/start", json={"local_datasets": [str(dataset)], "max_steps": steps, "output_dir": str(out),
-                                              **SETTINGS}).raise_for_status()
+    app.client.post(
+        "/api/train/start",
+        json={"local_datasets": [str(dataset)], "max_steps": steps, "output_dir": str(out), **SETTINGS},
+    ).raise_for_status()
     counts = [0] * tabs
     endpoint = watch_endpoint(app.url)
     threads = [threading.Thread(target=_watch, args=(app.url, endpoint, counts, i), daemon=True) for i in range(tabs)]
@@ -129,27 +150,43 @@ def main(argv: Optional[list[str]] = None) -> dict:
             for r in range(rounds):
                 times["cli"].append(run_cli(dataset, steps, Path(data_dir) / f"cli-{r}"))
                 for name, n in (("api_1_tab", 1), (f"api_{tabs}_tabs", tabs)):
-                    seconds, fewest, app_cpu, tab_cpu = run_api(app, dataset, steps, Path(data_dir) / "runs" / f"{name}-{r}", n)
+                    seconds, fewest, app_cpu, tab_cpu = run_api(
+                        app, dataset, steps, Path(data_dir) / "runs" / f"{name}-{r}", n
+                    )
                     times[name].append(seconds)
                     fewest_updates.append(fewest)
                     cpu[name]["app"].append(round(app_cpu, 3))
                     cpu[name]["tabs"].append(round(tab_cpu, 3))
-                print(f"# round {r + 1}: " + ", ".join(f"{k} {v[-1]:.3f} s/step" for k, v in times.items()), file=sys.stderr)
+                print(
+                    f"# round {r + 1}: " + ", ".join(f"{k} {v[-1]:.3f} s/step" for k, v in times.items()),
+                    file=sys.stderr,
+                )
         finally:
             app.close()
     medians = {name: round(statistics.median(v), 4) for name, v in times.items()}
-    report = {"bench": "ui_overhead", "steps": steps, "rounds": rounds, "tabs": tabs, "seconds_per_step": times,
-              "median_seconds_per_step": medians, "fewest_updates_per_tab": min(fewest_updates),
-              "cpu_s_per_step": cpu,
-              "api_1_tab_vs_cli": round(medians["api_1_tab"] / medians["cli"] - 1, 4),
-              "many_tabs_vs_1_tab": round(medians[f"api_{tabs}_tabs"] / medians["api_1_tab"] - 1, 4)}
+    report = {
+        "bench": "ui_overhead",
+        "steps": steps,
+        "rounds": rounds,
+        "tabs": tabs,
+        "seconds_per_step": times,
+        "median_seconds_per_step": medians,
+        "fewest_updates_per_tab": min(fewest_updates),
+        "cpu_s_per_step": cpu,
+        "api_1_tab_vs_cli": round(medians["api_1_tab"] / medians["cli"] - 1, 4),
+        "many_tabs_vs_1_tab": round(medians[f"api_{tabs}_tabs"] / medians["api_1_tab"] - 1, 4),
+    }
     print(json.dumps(report))
-    print(f"s/step (median of {rounds}): CLI {medians['cli']:.3f}, API + 1 tab {medians['api_1_tab']:.3f} "
-          f"({report['api_1_tab_vs_cli']:+.1%}), API + {tabs} tabs {medians[f'api_{tabs}_tabs']:.3f} "
-          f"({report['many_tabs_vs_1_tab']:+.1%} vs 1 tab); every tab got >= {report['fewest_updates_per_tab']} updates")
+    print(
+        f"s/step (median of {rounds}): CLI {medians['cli']:.3f}, API + 1 tab {medians['api_1_tab']:.3f} "
+        f"({report['api_1_tab_vs_cli']:+.1%}), API + {tabs} tabs {medians[f'api_{tabs}_tabs']:.3f} "
+        f"({report['many_tabs_vs_1_tab']:+.1%} vs 1 tab); every tab got >= {report['fewest_updates_per_tab']} updates"
+    )
     for name, parts in cpu.items():
-        print(f"{name}: CPU s per step in the app {statistics.median(parts['app']):.3f}, "
-              f"in the tab clients {statistics.median(parts['tabs']):.3f}")
+        print(
+            f"{name}: CPU s per step in the app {statistics.median(parts['app']):.3f}, "
+            f"in the tab clients {statistics.median(parts['tabs']):.3f}"
+        )
     return report
 
 

@@ -3,8 +3,9 @@ real trained LoRA run (``trained_run``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parent.parent
 DATASETS = REPO.parent / "shared" / "datasets"
+# Fixtures shared by several test modules (the page's app and browser; the chat studio over a fake engine).
+pytest_plugins = ["tests.e2e.page_tools", "tests.e2e.chat_server"]
 
 
 @pytest.fixture(scope="session")
@@ -43,14 +46,21 @@ def datasets_dir() -> Path:
 class TrainedRun(NamedTuple):
     """A finished real LoRA run, made once per session (see ``trained_run``)."""
 
-    settings: "Settings"  # data_dir (a temp folder holding the runs and studio.db), allowed_paths = the datasets
+    settings: Settings  # data_dir (a temp folder holding the runs and studio.db), allowed_paths = the datasets
     db_path: Path  # its run history (RunStore(db_path) opens it; WAL, so several connections are fine)
     job_id: str  # the run's id: a chat model id; its checkpoints are f"{job_id}/checkpoint-{1,2,3}"
     output_dir: Path  # <data_dir>/runs/<job_id>: adapter_model.safetensors, tokenizer, checkpoint-1..3
 
 
-TRAINED_RUN_REQUEST = dict(training_type="lora", max_steps=3, save_steps=1, batch_size=2, max_seq_length=128,
-                           dataset_slice_end=16, learning_rate=1e-3)
+TRAINED_RUN_REQUEST = dict(
+    training_type="lora",
+    max_steps=3,
+    save_steps=1,
+    batch_size=2,
+    max_seq_length=128,
+    dataset_slice_end=16,
+    learning_rate=1e-3,
+)
 
 
 def train_to_completion(runs_dir: Path, db_path: Path, request) -> tuple:
@@ -88,7 +98,8 @@ def trained_run(tmp_path_factory, model_dir, datasets_dir) -> Iterator[TrainedRu
     from trainer_core.settings import Settings
 
     settings = Settings(data_dir=tmp_path_factory.mktemp("trained"), allowed_paths=str(datasets_dir))
-    request = TrainingStartRequest(model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")],
-                                   **TRAINED_RUN_REQUEST)
+    request = TrainingStartRequest(
+        model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")], **TRAINED_RUN_REQUEST
+    )
     _, job_id, output_dir = train_to_completion(settings.runs_dir, settings.db_path, request)
     yield TrainedRun(settings, settings.db_path, job_id, output_dir)

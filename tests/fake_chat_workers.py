@@ -36,8 +36,12 @@ def echo_worker(choice, models_dir, commands, events, stop):
             events.put(("delta", {"id": gen_id, "text": word + " "}))
             sent += 1
             time.sleep(DELAY_S)
-        events.put(("done", {"id": gen_id, "finish_reason": reason, "prompt_tokens": len(text.split()),
-                             "completion_tokens": sent}))
+        events.put(
+            (
+                "done",
+                {"id": gen_id, "finish_reason": reason, "prompt_tokens": len(text.split()), "completion_tokens": sent},
+            )
+        )
 
 
 def failing_worker(choice, models_dir, commands, events, stop):

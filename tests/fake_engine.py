@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
 from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
@@ -32,9 +33,16 @@ class FakeEngine:
     def add(self, model_id: str, label: Optional[str] = None) -> ModelChoice:
         """Register a run (``job_x``) or checkpoint (``job_x/checkpoint-N``)."""
         kind = "checkpoint" if "/" in model_id else "final"
-        choice = ModelChoice(id=model_id, label=label or f"{model_id} (tiny)", kind=kind, base_model="tiny",
-                             path=f"/srv/data/runs/{model_id}", job_id=model_id.split("/")[0], adapter=True,
-                             created_at=1_700_000_000.5)
+        choice = ModelChoice(
+            id=model_id,
+            label=label or f"{model_id} (tiny)",
+            kind=kind,
+            base_model="tiny",
+            path=f"/srv/data/runs/{model_id}",
+            job_id=model_id.split("/")[0],
+            adapter=True,
+            created_at=1_700_000_000.5,
+        )
         self.models[model_id] = choice
         return choice
 
@@ -52,8 +60,9 @@ class FakeEngine:
         self.resolve(model_id)
         return 0.0
 
-    def stream(self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
-               use_adapter: bool = True) -> Iterator[StreamEvent]:
+    def stream(
+        self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True
+    ) -> Iterator[StreamEvent]:
         """Checks happen at the first ``next`` (like a generator engine)."""
         if self.busy:
             raise ChatUnavailable(TRAINING_BUSY)
@@ -68,7 +77,7 @@ class FakeEngine:
         words = f"echo: {messages[-1].content}".split(" ")
         sent = 0
         try:
-            for sent, word in enumerate(words[:settings.max_new_tokens], start=1):
+            for sent, word in enumerate(words[: settings.max_new_tokens], start=1):
                 if self.crash_after is not None and sent > self.crash_after:
                     raise RuntimeError("worker died: Traceback (most recent call last) /srv/secret/path.py")
                 if self._stop.is_set():
@@ -83,14 +92,19 @@ class FakeEngine:
             self.closed.set()
             raise
 
-    def complete(self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
-                 use_adapter: bool = True) -> StreamEvent:
+    def complete(
+        self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True
+    ) -> StreamEvent:
         text, last = "", StreamEvent()
         for event in self.stream(model_id, messages, settings, use_adapter):
             text += event.delta
             last = event
-        return StreamEvent(delta=text, finish_reason=last.finish_reason, prompt_tokens=last.prompt_tokens,
-                           completion_tokens=last.completion_tokens)
+        return StreamEvent(
+            delta=text,
+            finish_reason=last.finish_reason,
+            prompt_tokens=last.prompt_tokens,
+            completion_tokens=last.completion_tokens,
+        )
 
     def stop_generation(self) -> bool:
         self._stop.set()

@@ -12,8 +12,9 @@ from pathlib import Path
 FOLDER_PREFIX = {"model": "models", "dataset": "datasets", "space": "spaces"}
 
 
-def fake_hub_repo(cache: Path, repo_id: str, files: dict[str, bytes], repo_type: str = "model",
-                  commit: str = "0" * 40) -> Path:
+def fake_hub_repo(
+    cache: Path, repo_id: str, files: dict[str, bytes], repo_type: str = "model", commit: str = "0" * 40
+) -> Path:
     """Write ``files`` (name in the repo -> content) as snapshot ``commit`` of ``repo_id`` (``refs/main``
     points at it) under ``cache``; returns the snapshot folder."""
     repo = cache / f"{FOLDER_PREFIX[repo_type]}--{repo_id.replace('/', '--')}"

@@ -18,9 +18,17 @@ def writing_task(request, context, events, stop):
     for i in range(1, 4):
         events.put((TaskEvent.PROGRESS, {"fraction": i / 4, "message": f"part {i}"}))
         time.sleep(0.05)
-    events.put((TaskEvent.RESULT, {"files": [{"name": "out.bin", "size_bytes": path.stat().st_size}],
-                                   "size_bytes": path.stat().st_size, "passed": request.get("passed", True),
-                                   "seen_token": "token" in request}))
+    events.put(
+        (
+            TaskEvent.RESULT,
+            {
+                "files": [{"name": "out.bin", "size_bytes": path.stat().st_size}],
+                "size_bytes": path.stat().st_size,
+                "passed": request.get("passed", True),
+                "seen_token": "token" in request,
+            },
+        )
+    )
 
 
 def slow_task(request, context, events, stop):

@@ -18,7 +18,12 @@ def stepping_worker(request, job_id, output_dir, events, stop):
         if stop.is_set():
             events.put((EventKind.DONE, {"phase": "stopped", "message": "stopped", "output_dir": output_dir}))
             return
-        events.put((EventKind.PROGRESS, TrainingProgress(job_id=job_id, step=step, total_steps=200, loss=1.0 / step).model_dump()))
+        events.put(
+            (
+                EventKind.PROGRESS,
+                TrainingProgress(job_id=job_id, step=step, total_steps=200, loss=1.0 / step).model_dump(),
+            )
+        )
         time.sleep(0.05)
     events.put((EventKind.DONE, {"phase": "completed", "message": "done", "output_dir": output_dir}))
 
@@ -68,8 +73,14 @@ def checkpointing_worker(request, job_id, output_dir, events, stop):
     began = time.monotonic()
     for step in range(first, 201):
         time.sleep(0.05)
-        progress = TrainingProgress(job_id=job_id, step=step, total_steps=200, loss=1.0 / step,
-                                    elapsed_seconds=time.monotonic() - began, num_tokens=10 * step)
+        progress = TrainingProgress(
+            job_id=job_id,
+            step=step,
+            total_steps=200,
+            loss=1.0 / step,
+            elapsed_seconds=time.monotonic() - began,
+            num_tokens=10 * step,
+        )
         events.put((EventKind.PROGRESS, progress.model_dump()))
         if stop.is_set():
             checkpoint = Path(output_dir) / f"checkpoint-{step}"
@@ -100,8 +111,20 @@ def page_worker(request, job_id, output_dir, events, stop):
             (folder / "trainer_state.json").write_text(json.dumps({"global_step": step - 1}))
             events.put((EventKind.DONE, {"phase": "stopped", "message": "Stopped and saved", "output_dir": output_dir}))
             return
-        events.put((EventKind.PROGRESS, TrainingProgress(
-            job_id=job_id, step=step, total_steps=total, loss=2.0 / step, learning_rate=request.learning_rate, grad_norm=1.0 + step / 10,
-            num_tokens=step * 400, elapsed_seconds=time.monotonic() - began).model_dump()))
+        events.put(
+            (
+                EventKind.PROGRESS,
+                TrainingProgress(
+                    job_id=job_id,
+                    step=step,
+                    total_steps=total,
+                    loss=2.0 / step,
+                    learning_rate=request.learning_rate,
+                    grad_norm=1.0 + step / 10,
+                    num_tokens=step * 400,
+                    elapsed_seconds=time.monotonic() - began,
+                ).model_dump(),
+            )
+        )
         time.sleep(0.25)
     events.put((EventKind.DONE, {"phase": "completed", "message": "Training completed", "output_dir": output_dir}))

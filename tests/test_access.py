@@ -5,8 +5,8 @@ import os
 import pytest
 
 from server import access_problem, is_loopback
-from trainer_core.access.requests import MissingPaths, checked_request
 from trainer_core.access.paths import PathNotAllowed, confine
+from trainer_core.access.requests import MissingPaths, checked_request
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 
@@ -19,7 +19,12 @@ def test_confine_allows_inside_and_refuses_dotdot_and_symlinks(tmp_path):
     os.symlink(outside / "secret.json", root / "link.json")
     os.symlink(outside, root / "dirlink")
     assert confine(str(root / "a.json"), [root], "f") == (root / "a.json").resolve()
-    for bad in (root / ".." / "outside" / "secret.json", root / "link.json", root / "dirlink" / "secret.json", "/etc/hostname"):
+    for bad in (
+        root / ".." / "outside" / "secret.json",
+        root / "link.json",
+        root / "dirlink" / "secret.json",
+        "/etc/hostname",
+    ):
         with pytest.raises(PathNotAllowed, match="f: .* is outside the allowed folders"):
             confine(str(bad), [root], "f")
 
@@ -30,7 +35,9 @@ def test_checked_request_resolves_and_reports_missing(tmp_path):
     checked = checked_request(request, [tmp_path])
     assert checked.local_datasets == [str((tmp_path / "a.json").resolve())]
     with pytest.raises(MissingPaths) as info:
-        checked_request(TrainingStartRequest(local_datasets=[str(tmp_path / f"{i}.json") for i in range(5)]), [tmp_path])
+        checked_request(
+            TrainingStartRequest(local_datasets=[str(tmp_path / f"{i}.json") for i in range(5)]), [tmp_path]
+        )
     assert len(info.value.paths) == 3
 
 
@@ -52,7 +59,11 @@ def test_public_serving_needs_credentials():
 
 
 def test_values_that_cannot_be_paths_are_refused_by_name(tmp_path):
-    for bad, words in (("a\x00b", "not a valid path"), ("", "not a valid path"), (str(tmp_path / ("n" * 300)), "longer than 255 bytes")):
+    for bad, words in (
+        ("a\x00b", "not a valid path"),
+        ("", "not a valid path"),
+        (str(tmp_path / ("n" * 300)), "longer than 255 bytes"),
+    ):
         with pytest.raises(PathNotAllowed, match=f"field: .*{words}"):
             confine(bad, [tmp_path], "field")
     long_message = str(pytest.raises(PathNotAllowed, confine, "/x" * 3000, [tmp_path], "field").value)

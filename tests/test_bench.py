@@ -18,8 +18,13 @@ def test_compare_bench_quick(capsys):
     report = compare_bench.main(["--quick"])
     assert (report["runs"], report["steps"]) == (2, 1_000)
     timed = [key for key in report if key.endswith("_ms")]
-    assert {"figure_from_series_ms", "figure_from_store_ms", "figure_from_store_cached_ms",
-            "figure_from_store_unpacked_ms", "finish_run_ms"} <= set(timed)
+    assert {
+        "figure_from_series_ms",
+        "figure_from_store_ms",
+        "figure_from_store_cached_ms",
+        "figure_from_store_unpacked_ms",
+        "finish_run_ms",
+    } <= set(timed)
     assert all(0 < report[key]["min"] <= report[key]["median"] <= report[key]["max"] for key in timed)
     assert 0 < report["figure_json_kb"] <= 500
     assert '"bench": "compare"' in capsys.readouterr().out

@@ -45,7 +45,7 @@ def test_every_bucket_keeps_its_extremes():
     while math.ceil(len(values) / width) > 32:
         width *= 2
     for start in range(0, len(values), width):
-        chunk = values[start:start + width]
+        chunk = values[start : start + width]
         for extreme in (min(chunk), max(chunk)):
             step = start + chunk.index(extreme) + 1
             assert kept.get(step) == extreme
@@ -53,8 +53,10 @@ def test_every_bucket_keeps_its_extremes():
 
 def test_history_chart_points_match_stored_run_points():
     history = MetricsHistory()
-    events = [TrainingProgress(job_id="j", step=s, total_steps=2000, loss=1 / s, learning_rate=1e-4, grad_norm=0.5)
-              for s in range(1, 2001)] + [TrainingProgress(job_id="j", step=2000, total_steps=2000, eval_loss=0.7)]
+    events = [
+        TrainingProgress(job_id="j", step=s, total_steps=2000, loss=1 / s, learning_rate=1e-4, grad_norm=0.5)
+        for s in range(1, 2001)
+    ] + [TrainingProgress(job_id="j", step=2000, total_steps=2000, eval_loss=0.7)]
     for event in events:
         history.append(event)
     live = history.chart_points()
@@ -66,8 +68,12 @@ def test_history_chart_points_match_stored_run_points():
 
 
 def test_figures_have_series():
-    points = {"loss": ([1, 2, 3], [2.0, 1.5, 1.2]), "eval_loss": ([3], [1.4]),
-              "learning_rate": ([1, 2, 3], [1e-4, 2e-4, 1e-4]), "grad_norm": ([1, 2], [0.9, 0.8])}
+    points = {
+        "loss": ([1, 2, 3], [2.0, 1.5, 1.2]),
+        "eval_loss": ([3], [1.4]),
+        "learning_rate": ([1, 2, 3], [1e-4, 2e-4, 1e-4]),
+        "grad_norm": ([1, 2], [0.9, 0.8]),
+    }
     loss = charts.loss_figure(points)
     assert [t.name for t in loss.data] == ["loss", "eval_loss"]
     assert list(loss.data[0].y) == [2.0, 1.5, 1.2] and list(loss.data[1].x) == [3]

@@ -8,10 +8,24 @@ from trainer_core.cli import build_parser, request_from_args
 def test_flags_config_and_precedence(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text("learning_rate: 0.001\nlora_r: 8\nmax_steps: 10\n")
-    args = build_parser().parse_args([
-        "train", "--dataset", "a.json", "--config", str(config), "--max-steps", "3", "--no-train-on-completions",
-        "--target-modules", "q_proj", "v_proj", "--custom-format-mapping", "instruction=q", "output=a",
-    ])
+    args = build_parser().parse_args(
+        [
+            "train",
+            "--dataset",
+            "a.json",
+            "--config",
+            str(config),
+            "--max-steps",
+            "3",
+            "--no-train-on-completions",
+            "--target-modules",
+            "q_proj",
+            "v_proj",
+            "--custom-format-mapping",
+            "instruction=q",
+            "output=a",
+        ]
+    )
     request = request_from_args(args)
     assert request.max_steps == 3 and request.learning_rate == 0.001 and request.lora_r == 8
     assert request.train_on_completions is False

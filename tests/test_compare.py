@@ -12,22 +12,32 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
+from tests.test_store import OLD_SCHEMA
 from trainer_core.runs import compare
 from trainer_core.runs.minmax import MinMaxSeries
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, RunStore
 from trainer_core.schemas import TrainingProgress
 from ui import compare_panel, compare_view
-from tests.test_store import OLD_SCHEMA
 
 
 def _run(store, job_id, request, losses, evals=(), tokens_per_step=100, phase="completed", end_reason="completed"):
     store.create_run(job_id, request, f"/runs/{job_id}", "training")
     for step, loss in enumerate(losses, start=1):
-        store.add_metric(TrainingProgress(job_id=job_id, step=step, total_steps=len(losses), loss=loss,
-                                          elapsed_seconds=float(step), num_tokens=tokens_per_step * step))
+        store.add_metric(
+            TrainingProgress(
+                job_id=job_id,
+                step=step,
+                total_steps=len(losses),
+                loss=loss,
+                elapsed_seconds=float(step),
+                num_tokens=tokens_per_step * step,
+            )
+        )
     for step, loss in evals:
         store.add_metric(TrainingProgress(job_id=job_id, step=step, total_steps=len(losses), eval_loss=loss))
-    store.finish_run(job_id, phase, None, None, end_reason, best_eval_loss=min((l for _, l in evals), default=None))
+    store.finish_run(
+        job_id, phase, None, None, end_reason, best_eval_loss=min((loss for _, loss in evals), default=None)
+    )
 
 
 def test_ema_is_tensorboards_debiased_ema():
@@ -68,10 +78,21 @@ def test_series_against_steps_and_tokens():
 
 def test_config_diff_lists_only_differing_settings_then_outcomes(tmp_path):
     store = RunStore(tmp_path / "studio.db")
-    _run(store, "job_a", {"learning_rate": 1e-4, "max_steps": 3, "lora_r": 16, "local_datasets": ["/d/a.json"]},
-         [2.0, 1.5, 1.25], evals=[(3, 1.4)])
-    _run(store, "job_b", {"learning_rate": 2e-4, "max_steps": 3, "lora_r": 16, "local_datasets": ["/d/a.json"],
-                          "neftune": 5}, [2.0, 1.0, 0.5], phase="stopped", end_reason="cancelled")
+    _run(
+        store,
+        "job_a",
+        {"learning_rate": 1e-4, "max_steps": 3, "lora_r": 16, "local_datasets": ["/d/a.json"]},
+        [2.0, 1.5, 1.25],
+        evals=[(3, 1.4)],
+    )
+    _run(
+        store,
+        "job_b",
+        {"learning_rate": 2e-4, "max_steps": 3, "lora_r": 16, "local_datasets": ["/d/a.json"], "neftune": 5},
+        [2.0, 1.0, 0.5],
+        phase="stopped",
+        end_reason="cancelled",
+    )
     store.set_label("job_a", name="baseline")
     runs = [store.get_record("job_a"), store.get_record("job_b")]
     columns, rows = compare.config_diff(runs)
@@ -86,27 +107,46 @@ def test_config_diff_lists_only_differing_settings_then_outcomes(tmp_path):
 
 
 def test_overlay_figure_one_colour_per_run_raw_faint_names_escaped():
-    series = [compare.RunSeries("job_a", "<b>bold</b>", [1, 2, 3], [3.0, 2.0, 1.0], [3], [1.5]),
-              compare.RunSeries("job_b", "b", [1, 2], [2.0, 1.0])]
+    series = [
+        compare.RunSeries("job_a", "<b>bold</b>", [1, 2, 3], [3.0, 2.0, 1.0], [3], [1.5]),
+        compare.RunSeries("job_b", "b", [1, 2], [2.0, 1.0]),
+    ]
     figure = json.loads(compare_view.overlay_figure(compare.curves(series, 0.6), "step", 0.6).to_json())
     traces = figure["data"]
-    assert [t["name"] for t in traces] == ["&lt;b&gt;bold&lt;/b&gt; raw", "&lt;b&gt;bold&lt;/b&gt;",
-                                           "&lt;b&gt;bold&lt;/b&gt; eval", "b raw", "b"]
+    assert [t["name"] for t in traces] == [
+        "&lt;b&gt;bold&lt;/b&gt; raw",
+        "&lt;b&gt;bold&lt;/b&gt;",
+        "&lt;b&gt;bold&lt;/b&gt; eval",
+        "b raw",
+        "b",
+    ]
     assert traces[0]["opacity"] == compare_view.RAW_OPACITY and not traces[0]["showlegend"]
     colours = [t["line"]["color"] for t in traces]
     assert colours[0] == colours[1] == colours[2] != colours[3]
     assert traces[2]["line"]["dash"] == "dash" and "markers" in traces[2]["mode"]
     plain = json.loads(compare_view.overlay_figure(compare.curves(series, 0.0)).to_json())["data"]
-    assert [t["name"] for t in plain] == ["&lt;b&gt;bold&lt;/b&gt;", "&lt;b&gt;bold&lt;/b&gt; eval", "b"]  # no EMA traces
+    assert [t["name"] for t in plain] == [
+        "&lt;b&gt;bold&lt;/b&gt;",
+        "&lt;b&gt;bold&lt;/b&gt; eval",
+        "b",
+    ]  # no EMA traces
     empty = json.loads(compare_view.overlay_figure([], "tokens").to_json())
     assert empty["data"] == [] and empty["layout"]["annotations"][0]["text"] == "no token counts logged"
 
 
 def test_ten_runs_of_ten_thousand_steps_stay_under_500_kb():
     rng = random.Random(0)
-    series = [compare.RunSeries(f"job_{r}", f"run {r}", list(range(1, 10_001)),
-                                [2.0 * math.exp(-s / 5000) + rng.random() * 0.2 for s in range(1, 10_001)],
-                                list(range(100, 10_001, 100)), [1.5] * 100) for r in range(10)]
+    series = [
+        compare.RunSeries(
+            f"job_{r}",
+            f"run {r}",
+            list(range(1, 10_001)),
+            [2.0 * math.exp(-s / 5000) + rng.random() * 0.2 for s in range(1, 10_001)],
+            list(range(100, 10_001, 100)),
+            [1.5] * 100,
+        )
+        for r in range(10)
+    ]
     text = compare_view.overlay_figure(compare.curves(series, 0.6), "step", 0.6).to_json()
     assert len(text) <= 500_000 and len(json.loads(text)["data"]) == 30
 
@@ -114,8 +154,14 @@ def test_ten_runs_of_ten_thousand_steps_stay_under_500_kb():
 def test_names_notes_and_filters_in_the_store(tmp_path):
     store = RunStore(tmp_path / "studio.db")
     _run(store, "job_a", {"local_datasets": ["/data/identity.json"]}, [1.0])
-    _run(store, "job_b", {"local_datasets": ["/data/alpaca.json"], "hf_dataset": "org/Chat"}, [1.0],
-         phase="stopped", end_reason="cancelled")
+    _run(
+        store,
+        "job_b",
+        {"local_datasets": ["/data/alpaca.json"], "hf_dataset": "org/Chat"},
+        [1.0],
+        phase="stopped",
+        end_reason="cancelled",
+    )
     assert store.set_label("job_a", name="  Baseline LR  ", note="line one\nline <b>two</b>")
     run = store.get_record("job_a")
     assert (run.name, run.note) == ("Baseline LR", "line one\nline <b>two</b>")  # stored as typed, stripped
@@ -140,18 +186,24 @@ def test_an_old_database_gains_name_note_and_lean_metric_columns(tmp_path):
     db = sqlite3.connect(tmp_path / "studio.db")
     db.executescript(OLD_SCHEMA)
     progress = TrainingProgress(job_id="job_old", step=1, total_steps=2, loss=1.5, num_tokens=64)
-    db.execute("INSERT INTO metrics (job_id, seq, step, progress_json) VALUES ('job_old', 1, 1, ?)",
-               (progress.model_dump_json(),))
+    db.execute(
+        "INSERT INTO metrics (job_id, seq, step, progress_json) VALUES ('job_old', 1, 1, ?)",
+        (progress.model_dump_json(),),
+    )
     db.commit()
     db.close()
     store = RunStore(tmp_path / "studio.db")
     check = sqlite3.connect(tmp_path / "studio.db")
     assert {"name", "note"} <= {row[1] for row in check.execute("PRAGMA table_info(runs)")}
-    assert {"loss", "eval_loss", "num_tokens", "lean"} <= {row[1] for row in check.execute("PRAGMA table_info(metrics)")}
+    assert {"loss", "eval_loss", "num_tokens", "lean"} <= {
+        row[1] for row in check.execute("PRAGMA table_info(metrics)")
+    }
     (old,) = store.list_runs()
     assert (old.name, old.note) == (None, None)
     assert store.set_label("job_old", name="old one") and store.list_runs(name="old")[0].job_id == "job_old"
-    store.add_metric(TrainingProgress(job_id="job_old", step=2, total_steps=2, loss=1.0, eval_loss=None, num_tokens=128))
+    store.add_metric(
+        TrainingProgress(job_id="job_old", step=2, total_steps=2, loss=1.0, eval_loss=None, num_tokens=128)
+    )
     assert store.loss_rows("job_old") == [(1, 1.5, None, 64), (2, 1.0, None, 128)]  # old row from its JSON
     assert store.loss_rows("job_nope") == []
 
@@ -170,11 +222,17 @@ def test_compare_and_label_handlers_refuse_bad_values(tmp_path):
     assert figure.layout.xaxis.title.text == "input tokens seen"
     assert list(diff["setting"])[:2] == ["status", "learning_rate"]
     assert compare_panel.compare_runs(ctx, [], "step", 0)[1].empty
-    bad_calls = [(["job_nope"], "step", 0.5, "No run"), (["<script>x</script>"], "step", 0.5, "&lt;script&gt;"),
-                 (["job_a"], "epoch", 0.5, "x axis"), (["job_a"], "step", 1.5, "Smoothing"),
-                 (["job_a"], "step", "0.5", "Smoothing"), (["job_a"], "step", math.nan, "Smoothing"),
-                 ([f"job_{i}" for i in range(11)], "step", 0, "at most 10"), ([{"a": 1}], "step", 0, "job ids"),
-                 (["x" * 5000], "step", 0, "No run")]
+    bad_calls = [
+        (["job_nope"], "step", 0.5, "No run"),
+        (["<script>x</script>"], "step", 0.5, "&lt;script&gt;"),
+        (["job_a"], "epoch", 0.5, "x axis"),
+        (["job_a"], "step", 1.5, "Smoothing"),
+        (["job_a"], "step", "0.5", "Smoothing"),
+        (["job_a"], "step", math.nan, "Smoothing"),
+        ([f"job_{i}" for i in range(11)], "step", 0, "at most 10"),
+        ([{"a": 1}], "step", 0, "job ids"),
+        (["x" * 5000], "step", 0, "No run"),
+    ]
     for job_ids, x_axis, smoothing, said in bad_calls:
         with pytest.raises(gr.Error, match=said):
             compare_panel.compare_runs(ctx, job_ids, x_axis, smoothing)
@@ -183,9 +241,13 @@ def test_compare_and_label_handlers_refuse_bad_values(tmp_path):
     assert ("<img src=x onerror=alert(1)>", "job_a") in picker["choices"]
     assert compare_panel.label_fields(ctx, "job_a") == ("<img src=x onerror=alert(1)>", "**note**")
     assert compare_panel.label_fields(ctx, "job_nope") == ("", "")
-    for job_id, name, note, said in [("job_nope", "a", "", "No run"), ("", "a", "", "Click a run"),
-                                     ("job_a", "n" * 81, "", "at most 80"), ("job_a", None, "", "must be text"),
-                                     ("job_a", "a\nb", "", "control or invisible")]:
+    for job_id, name, note, said in [
+        ("job_nope", "a", "", "No run"),
+        ("", "a", "", "Click a run"),
+        ("job_a", "n" * 81, "", "at most 80"),
+        ("job_a", None, "", "must be text"),
+        ("job_a", "a\nb", "", "control or invisible"),
+    ]:
         with pytest.raises(gr.Error, match=said):
             compare_panel.save_label(ctx, job_id, name, note)
     filtered = compare_panel.runs_table(ctx, "img", "completed", "")
@@ -199,15 +261,23 @@ def _awkward_run(store, job_id):
     before any counted train event, a train event that also carries an eval loss, and an old row
     (no lean columns: read from its JSON)."""
     store.create_run(job_id, {}, f"/runs/{job_id}", "training")
-    events = [dict(step=1, eval_loss=2.5), dict(step=1, loss=2.0), dict(step=2, loss=math.nan, num_tokens=200),
-              dict(step=3, loss=1.5, num_tokens=300), dict(step=3, eval_loss=1.6), dict(step=4, loss=math.inf),
-              dict(step=5, loss=1.2, eval_loss=1.3, num_tokens=500), dict(step=6, loss=1.1, num_tokens=0),
-              dict(step=6, eval_loss=1.05)]
+    events = [
+        dict(step=1, eval_loss=2.5),
+        dict(step=1, loss=2.0),
+        dict(step=2, loss=math.nan, num_tokens=200),
+        dict(step=3, loss=1.5, num_tokens=300),
+        dict(step=3, eval_loss=1.6),
+        dict(step=4, loss=math.inf),
+        dict(step=5, loss=1.2, eval_loss=1.3, num_tokens=500),
+        dict(step=6, loss=1.1, num_tokens=0),
+        dict(step=6, eval_loss=1.05),
+    ]
     for event in events:
         store.add_metric(TrainingProgress(job_id=job_id, total_steps=6, **event))
     old = TrainingProgress(job_id=job_id, step=7, total_steps=7, loss=1.0, num_tokens=700)
-    store._write("INSERT INTO metrics (job_id, seq, step, progress_json) VALUES (?, 100, 7, ?)",
-                 (job_id, old.model_dump_json()))
+    store._write(
+        "INSERT INTO metrics (job_id, seq, step, progress_json) VALUES (?, 100, 7, ?)", (job_id, old.model_dump_json())
+    )
 
 
 @pytest.mark.parametrize("x_axis", compare.X_AXES)
@@ -228,8 +298,9 @@ def test_packed_series_equal_the_row_path(tmp_path, x_axis):
         assert by_pack == by_rows and all(type(a) is type(b) for a, b in zip(by_pack.x, by_rows.x))
     assert store.loss_rows("job_a") == live_rows and len(live_rows) == 10
     runs = [store.get_record(j) for j in ("job_a", "job_b")]
-    assert compare.load_series(store, runs, x_axis) == [compare.series_of(r.job_id, r.job_id, store.loss_rows(r.job_id),
-                                                                          x_axis) for r in runs]
+    assert compare.load_series(store, runs, x_axis) == [
+        compare.series_of(r.job_id, r.job_id, store.loss_rows(r.job_id), x_axis) for r in runs
+    ]
     assert compare.SeriesCache().load(store, runs, x_axis) == compare.load_series(store, runs, x_axis)
     with pytest.raises(ValueError, match="x_axis"):
         compare.series_of_packed("job_a", "a", store.packed_series("job_a"), "epoch")
@@ -244,8 +315,11 @@ def test_run_summary_shows_name_and_note_as_plain_text(tmp_path):
     ctx = SimpleNamespace(runner=SimpleNamespace(store=store, status=lambda with_history=True: idle), tasks=None)
     plain = run_handlers.show_run(ctx, "job_a")[0]
     assert plain.startswith("**job_a**") and "Note" not in plain  # no label: as before
-    store.set_label("job_a", name="**big** [x](https://evil.example) <img src=x onerror=alert(1)>",
-                    note="# heading\n- item\n\n    code `tick` & 1. <b>b</b>")
+    store.set_label(
+        "job_a",
+        name="**big** [x](https://evil.example) <img src=x onerror=alert(1)>",
+        note="# heading\n- item\n\n    code `tick` & 1. <b>b</b>",
+    )
     summary = run_handlers.show_run(ctx, "job_a")[0]
     name, note = summary.split("\n\n")[0], summary.split("**Note:**  \n")[1].split("\n\n")[0]
     assert name == r"### \*\*big\*\* \[x\]\(https\:\/\/evil\.example\) &lt;img src\=x onerror\=alert\(1\)&gt;"

@@ -13,9 +13,19 @@ from trainer_core.configs.commands import changed_settings, cli_command
 from trainer_core.configs.yaml_files import ConfigFileError, parse_config_text, request_to_yaml
 from trainer_core.schemas import TrainingStartRequest
 
-CHANGED = dict(learning_rate=5e-4, lora_r=8, num_epochs=2.5, packing=True, stop_on_divergence=False,
-               target_modules=["q_proj", "v_proj"], custom_format_mapping={"instruction": "q", "output": "a b"},
-               lr_scheduler_type="linear", val_size=0.1, output_dir="/tmp/some run", model_name="org/model")
+CHANGED = dict(
+    learning_rate=5e-4,
+    lora_r=8,
+    num_epochs=2.5,
+    packing=True,
+    stop_on_divergence=False,
+    target_modules=["q_proj", "v_proj"],
+    custom_format_mapping={"instruction": "q", "output": "a b"},
+    lr_scheduler_type="linear",
+    val_size=0.1,
+    output_dir="/tmp/some run",
+    model_name="org/model",
+)
 
 
 def _request(tmp_path, **extra) -> TrainingStartRequest:
@@ -47,13 +57,16 @@ def test_changed_settings_are_only_the_changes(tmp_path):
     assert set(changed) == set(CHANGED) | {"local_datasets"}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("lerning_rate: 1e-3", "did you mean 'learning_rate'"),
-    ("batch_size: 0", "batch_size"),
-    ("warmup_steps: 3\nwarmup_ratio: 0.1", "either warmup_steps or warmup_ratio"),
-    ("[1, 2]", "must be a mapping"),
-    ("a: [", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("lerning_rate: 1e-3", "did you mean 'learning_rate'"),
+        ("batch_size: 0", "batch_size"),
+        ("warmup_steps: 3\nwarmup_ratio: 0.1", "either warmup_steps or warmup_ratio"),
+        ("[1, 2]", "must be a mapping"),
+        ("a: [", "not valid YAML"),
+    ],
+)
 def test_bad_config_names_the_key(text, message):
     with pytest.raises(ConfigFileError, match=message.replace("(", r"\(")):
         parse_config_text(text, "x.yaml")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from trainer_core.data.prepare import PreparedData, has_eval_data, load_conversations, prepare_data, preview
 from trainer_core.data.files import DatasetError
-from trainer_core.schemas import FormatType, TrainingStartRequest
+from trainer_core.data.prepare import PreparedData, has_eval_data, load_conversations, prepare_data, preview
 from trainer_core.data.tokenization import IGNORE
+from trainer_core.schemas import FormatType, TrainingStartRequest
 
 
 def request(**fields) -> TrainingStartRequest:
@@ -76,11 +76,15 @@ def test_custom_mapping_csv(tmp_path: Path) -> None:
     assert fmt == FormatType.alpaca
     assert rows[0]["messages"] == [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4"}]
     fmt, table = preview(str(path), mapping={"instruction": "question", "output": "answer"})
-    assert fmt == FormatType.alpaca and table["conversation"].tolist()[1] == "user: Capital of France?\nassistant: Paris"
+    assert (
+        fmt == FormatType.alpaca and table["conversation"].tolist()[1] == "user: Capital of France?\nassistant: Paris"
+    )
     with pytest.raises(DatasetError, match="qa.csv has columns \\['question', 'answer'\\]"):
         load_conversations(request(local_datasets=[str(path)]))
     with pytest.raises(DatasetError, match="maps 'output' to column 'reply', but qa.csv has no such column"):
-        load_conversations(request(local_datasets=[str(path)], custom_format_mapping={"instruction": "question", "output": "reply"}))
+        load_conversations(
+            request(local_datasets=[str(path)], custom_format_mapping={"instruction": "question", "output": "reply"})
+        )
 
 
 def test_forced_format(tmp_path: Path) -> None:
@@ -132,9 +136,19 @@ def test_hub_errors_hide_the_token(monkeypatch) -> None:
 @pytest.mark.parametrize(
     "name,fmt,column,start",
     [
-        ("alpaca_en_demo.json", FormatType.alpaca, "conversation", "user: Describe a process of making crepes.\nassistant: Making crepes"),
+        (
+            "alpaca_en_demo.json",
+            FormatType.alpaca,
+            "conversation",
+            "user: Describe a process of making crepes.\nassistant: Making crepes",
+        ),
         ("identity.json", FormatType.alpaca, "conversation", "user: hi\nassistant: Hello! I am {{name}}"),
-        ("glaive_toolcall_en_demo.json", FormatType.sharegpt, "conversation", "system: You have access to the following tools:\n<tools>\n"),
+        (
+            "glaive_toolcall_en_demo.json",
+            FormatType.sharegpt,
+            "conversation",
+            "system: You have access to the following tools:\n<tools>\n",
+        ),
         ("c4_demo.jsonl", FormatType.text, "text", "Don’t think you need all the bells and whistles?"),
     ],
 )

@@ -54,7 +54,10 @@ def test_numbers_and_booleans_become_text_with_a_note(tmp_path: Path, datasets_d
     messages = conversations(str(path))
     assert [m[-1]["content"] for m in messages[:4]] == ["42", "3.5", "7", "true"]
     assert messages[4][0]["content"] == rows[4]["instruction"] + "\n\ntrue"
-    expected = ["column 'input': 1 boolean turned into text", "column 'output': 3 numbers and 1 boolean turned into text"]
+    expected = [
+        "column 'input': 1 boolean turned into text",
+        "column 'output': 3 numbers and 1 boolean turned into text",
+    ]
     assert reading_notes(str(path)) == expected
     found = inspect_dataset(str(path))
     assert found.notes == expected and found.rows_total == 10
@@ -77,7 +80,9 @@ def test_csv_is_text_already(tmp_path: Path) -> None:
 
 def test_lists_beside_text_are_still_refused(tmp_path: Path) -> None:
     path = tmp_path / "odd.jsonl"
-    path.write_text(jsonl([{"instruction": "a", "output": "x"}, {"instruction": "b", "output": ["y"]}]), encoding="utf-8")
+    path.write_text(
+        jsonl([{"instruction": "a", "output": "x"}, {"instruction": "b", "output": ["y"]}]), encoding="utf-8"
+    )
     with pytest.raises(DatasetError, match=r"odd.jsonl: column 'output' is text in row 1 but a list in row 2"):
         read_file(str(path))
 
@@ -87,49 +92,74 @@ def test_lists_beside_text_are_still_refused(tmp_path: Path) -> None:
 
 def test_content_parts_are_joined(tmp_path: Path) -> None:
     rows = [
-        chat(("system", [{"type": "text", "text": "Be brief."}]),
-             ("user", [{"type": "text", "text": "Line one"}, {"type": "input_text", "text": "Line two"}]),
-             ("assistant", [{"type": "output_text", "text": "Done."}])),
+        chat(
+            ("system", [{"type": "text", "text": "Be brief."}]),
+            ("user", [{"type": "text", "text": "Line one"}, {"type": "input_text", "text": "Line two"}]),
+            ("assistant", [{"type": "output_text", "text": "Done."}]),
+        ),
         chat(("user", "plain"), ("assistant", 12)),
     ]
     path = tmp_path / "parts.jsonl"
     path.write_text(jsonl(rows), encoding="utf-8")
     assert conversations(str(path)) == [
-        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Line one\nLine two"},
-         {"role": "assistant", "content": "Done."}],
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Line one\nLine two"},
+            {"role": "assistant", "content": "Done."},
+        ],
         [{"role": "user", "content": "plain"}, {"role": "assistant", "content": "12"}],
     ]
     assert reading_notes(str(path)) == ["column 'messages': 1 number turned into text"]
 
 
 def test_sharegpt_values_as_parts(tmp_path: Path) -> None:
-    row = {"conversations": [{"from": "human", "value": [{"type": "text", "text": "hi"}]},
-                             {"from": "gpt", "value": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]}
+    row = {
+        "conversations": [
+            {"from": "human", "value": [{"type": "text", "text": "hi"}]},
+            {"from": "gpt", "value": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        ]
+    }
     path = tmp_path / "share.json"
     path.write_text(json.dumps([row]), encoding="utf-8")
     assert conversations(str(path))[0][-1] == {"role": "assistant", "content": "a\nb"}
 
 
-@pytest.mark.parametrize("part,kind", [
-    ({"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}, "an image part (type 'image_url')"),
-    ({"type": "input_image", "image_url": "data:image/png;base64,AAAA"}, "an image part (type 'input_image')"),
-    ({"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}, "an audio part (type 'input_audio')"),
-])
+@pytest.mark.parametrize(
+    "part,kind",
+    [
+        (
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
+            "an image part (type 'image_url')",
+        ),
+        ({"type": "input_image", "image_url": "data:image/png;base64,AAAA"}, "an image part (type 'input_image')"),
+        (
+            {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+            "an audio part (type 'input_audio')",
+        ),
+    ],
+)
 def test_media_parts_are_refused_naming_the_row(tmp_path: Path, part: dict, kind: str) -> None:
-    rows = [chat(("user", "hi"), ("assistant", "hello")),
-            chat(("user", [{"type": "text", "text": "What is this?"}, part]), ("assistant", "A cat."))]
+    rows = [
+        chat(("user", "hi"), ("assistant", "hello")),
+        chat(("user", [{"type": "text", "text": "What is this?"}, part]), ("assistant", "A cat.")),
+    ]
     path = tmp_path / "vision.jsonl"
     path.write_text(jsonl(rows), encoding="utf-8")
     with pytest.raises(DatasetError) as info:
         conversations(str(path))
-    assert str(info.value).startswith(f"vision.jsonl, row 2: turn 1 (user), content part 2 is {kind}; "
-                                      "this is a text-only model: remove image")
+    assert str(info.value).startswith(
+        f"vision.jsonl, row 2: turn 1 (user), content part 2 is {kind}; this is a text-only model: remove image"
+    )
 
 
 def test_unknown_part_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "tool.json"
-    path.write_text(json.dumps([chat(("user", "hi"), ("assistant", [{"type": "tool_use", "id": "x"}]))]), encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"tool.json, row 1: turn 2 \(assistant\), content part 1 is not a text part"):
+    path.write_text(
+        json.dumps([chat(("user", "hi"), ("assistant", [{"type": "tool_use", "id": "x"}]))]), encoding="utf-8"
+    )
+    with pytest.raises(
+        DatasetError, match=r"tool.json, row 1: turn 2 \(assistant\), content part 1 is not a text part"
+    ):
         conversations(str(path))
 
 
@@ -234,7 +264,9 @@ def test_decompression_bomb_is_refused_quickly(tmp_path: Path, monkeypatch, name
 def test_decompression_cap_from_the_environment(monkeypatch) -> None:
     from trainer_core.data import compressed as compression
 
-    assert compression.MAX_DECOMPRESSED_BYTES == compression._limit_from_env() or os.environ.get("STUDIO_MAX_DATA_BYTES")
+    assert compression.MAX_DECOMPRESSED_BYTES == compression._limit_from_env() or os.environ.get(
+        "STUDIO_MAX_DATA_BYTES"
+    )
     monkeypatch.delenv("STUDIO_MAX_DATA_BYTES", raising=False)
     assert compression._limit_from_env() == 2 * 1024**3
     monkeypatch.setenv("STUDIO_MAX_DATA_BYTES", "1000")
@@ -253,8 +285,11 @@ def test_truncated_zstandard_file(tmp_path: Path, datasets_dir: Path) -> None:
         data = pd.DataFrame(rows).to_csv(index=False).encode("utf-8") if ".csv" in name else jsonl(rows).encode("utf-8")
         cut = tmp_path / name
         cut.write_bytes(zstandard.ZstdCompressor().compress(data)[:-40])
-        with pytest.raises(DatasetError, match=rf"^{name}: cannot be decompressed \(the Zstandard data ends early: "
-                                               r"the file is truncated\): check that the file is complete"):
+        with pytest.raises(
+            DatasetError,
+            match=rf"^{name}: cannot be decompressed \(the Zstandard data ends early: "
+            r"the file is truncated\): check that the file is complete",
+        ):
             read_file(str(cut))
     two_frames = tmp_path / "frames.jsonl.zst"  # frames one after another (zstd -c a b, pzstd) are all read
     two_frames.write_bytes(whole + zstandard.ZstdCompressor().compress(jsonl(rows[:5]).encode("utf-8")))
@@ -286,8 +321,10 @@ def test_folder_nested_split_files(tmp_path: Path) -> None:
     pd.DataFrame({"text": ["z"]}).to_parquet(folder / "data" / "test-00000-of-00001.parquet")
     assert read_file(str(folder))["text"] == ["a", "b"]
     notes = reading_notes(str(folder))
-    assert notes[0] == ("folder hub_clone: its test files (data/test-00000-of-00001.parquet) are not read for "
-                        "training; give them as evaluation data if they are")
+    assert notes[0] == (
+        "folder hub_clone: its test files (data/test-00000-of-00001.parquet) are not read for "
+        "training; give them as evaluation data if they are"
+    )
 
 
 def test_folder_errors(tmp_path: Path) -> None:
@@ -299,13 +336,17 @@ def test_folder_errors(tmp_path: Path) -> None:
     only_report = tmp_path / "report_only"
     only_report.mkdir()
     (only_report / "report.json").write_text('{"a": 1}', encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"folder report_only has no .* data files with rows: .*report.json left out"):
+    with pytest.raises(
+        DatasetError, match=r"folder report_only has no .* data files with rows: .*report.json left out"
+    ):
         read_file(str(only_report))
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     (mixed / "a.csv").write_text("text\nx\n", encoding="utf-8")
     (mixed / "b.jsonl").write_text('{"text": "y"}\n', encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"folder mixed mixes kinds of data files: a.csv \(.csv\), b.jsonl \(.jsonl\)"):
+    with pytest.raises(
+        DatasetError, match=r"folder mixed mixes kinds of data files: a.csv \(.csv\), b.jsonl \(.jsonl\)"
+    ):
         read_file(str(mixed))
 
 
@@ -324,8 +365,9 @@ def test_folder_paths_are_confined(tmp_path: Path) -> None:
     (folder / "b.jsonl").unlink()
     (folder / "sub").symlink_to(outside, target_is_directory=True)  # a linked sub-folder, too
     with pytest.raises(PathNotAllowed, match="secret.jsonl is outside the allowed folders"):
-        checked_request(TrainingStartRequest(local_eval_datasets=[str(folder)], local_datasets=[str(folder / "a.jsonl")]),
-                        [allowed])
+        checked_request(
+            TrainingStartRequest(local_eval_datasets=[str(folder)], local_datasets=[str(folder / "a.jsonl")]), [allowed]
+        )
     with pytest.raises(MissingPaths):
         checked_request(TrainingStartRequest(local_datasets=[str(allowed / "nope")]), [allowed])
 
@@ -340,8 +382,9 @@ def test_save_to_disk_dataset_and_dict(tmp_path: Path, datasets_dir: Path) -> No
     assert read_file(str(single)).to_list() == rows
     assert len(conversations(str(single))) == 12
     both = tmp_path / "saved_dict"
-    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows[:8]),
-                          "test": datasets.Dataset.from_list(rows[8:])}).save_to_disk(str(both))
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_list(rows[:8]), "test": datasets.Dataset.from_list(rows[8:])}
+    ).save_to_disk(str(both))
     assert len(read_file(str(both))) == 8 and inspect_dataset(str(both)).rows_total == 8
     no_train = tmp_path / "saved_eval"
     datasets.DatasetDict({"validation": datasets.Dataset.from_list(rows[:2])}).save_to_disk(str(no_train))
@@ -385,13 +428,18 @@ def test_saved_dataset_file_names_cannot_leave_the_allowed_folders(tmp_path: Pat
         loads.clear()
         with pytest.raises(PathNotAllowed, match=r"local_datasets: .*\.arrow is outside the allowed folders"):
             checked_request(TrainingStartRequest(local_datasets=[str(folder)]), [allowed])
-        with pytest.raises(DatasetError, match=rf"folder saved: the data file '.*' of state.json leads to .*, outside "
-                                               "the dataset folder .*: save the dataset again with save_to_disk"):
+        with pytest.raises(
+            DatasetError,
+            match=r"folder saved: the data file '.*' of state.json leads to .*, outside "
+            "the dataset folder .*: save the dataset again with save_to_disk",
+        ):
             read_file(str(folder))  # read without the path check: refused before datasets opens anything
         assert loads == []
 
 
-def test_saved_dataset_split_link_cannot_leave_the_allowed_folders(tmp_path: Path, monkeypatch, loads: list[str]) -> None:
+def test_saved_dataset_split_link_cannot_leave_the_allowed_folders(
+    tmp_path: Path, monkeypatch, loads: list[str]
+) -> None:
     from trainer_core.data import folders
 
     allowed, outside_saved, _ = _outside_saved(tmp_path)
@@ -406,8 +454,11 @@ def test_saved_dataset_split_link_cannot_leave_the_allowed_folders(tmp_path: Pat
     monkeypatch.setattr(folders, "_saved_json", lambda at, file, key: read.append(file) or real_json(at, file, key))
     with pytest.raises(PathNotAllowed, match=r"local_datasets: .*train is outside the allowed folders"):
         checked_request(TrainingStartRequest(local_datasets=[str(folder)]), [allowed])
-    with pytest.raises(DatasetError, match=r"folder saved_dict: the split 'train' of dataset_dict.json leads to .*, "
-                                           "outside the dataset folder"):
+    with pytest.raises(
+        DatasetError,
+        match=r"folder saved_dict: the split 'train' of dataset_dict.json leads to .*, "
+        "outside the dataset folder",
+    ):
         read_file(str(folder))
     assert loads == [] and read and all(file.resolve().is_relative_to(allowed.resolve()) for file in read)
     (folder / "train").unlink()  # a split named by ..
@@ -420,19 +471,23 @@ def test_saved_dataset_split_link_cannot_leave_the_allowed_folders(tmp_path: Pat
 def test_saved_dataset_inside_the_allowed_folders_still_reads(tmp_path: Path) -> None:
     allowed = tmp_path / "allowed"
     folder = allowed / "saved_dict"
-    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a", "b"]}),
-                          "test": datasets.Dataset.from_dict({"text": ["z"]})}).save_to_disk(str(folder))
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_dict({"text": ["a", "b"]}), "test": datasets.Dataset.from_dict({"text": ["z"]})}
+    ).save_to_disk(str(folder))
     request = checked_request(TrainingStartRequest(local_datasets=[str(folder)]), [allowed])
     assert request.local_datasets == [str(folder.resolve())]
     assert read_file(str(folder))["text"] == ["a", "b"]
 
 
-@pytest.mark.parametrize("file,content,shape", [
-    ("dataset_dict.json", "{not json", "is not valid JSON"),
-    ("dataset_dict.json", '{"splits": "train"}', r'does not hold \{"splits": \["train", ...\]\}'),
-    ("train/state.json", '{"_data_files": [{"filename": 3}]}', r'does not hold \{"_data_files": '),
-    ("train/state.json", "[]", r'does not hold \{"_data_files": '),
-])
+@pytest.mark.parametrize(
+    "file,content,shape",
+    [
+        ("dataset_dict.json", "{not json", "is not valid JSON"),
+        ("dataset_dict.json", '{"splits": "train"}', r'does not hold \{"splits": \["train", ...\]\}'),
+        ("train/state.json", '{"_data_files": [{"filename": 3}]}', r'does not hold \{"_data_files": '),
+        ("train/state.json", "[]", r'does not hold \{"_data_files": '),
+    ],
+)
 def test_malformed_saved_dataset_files_are_named(tmp_path: Path, file: str, content: str, shape: str) -> None:
     allowed = tmp_path / "allowed"
     folder = allowed / "saved_dict"
@@ -450,18 +505,24 @@ def test_malformed_saved_dataset_files_are_named(tmp_path: Path, file: str, cont
 
 def test_hub_dataset_offline_is_a_clear_error(tmp_path: Path) -> None:
     """HF_HUB_OFFLINE=1 in a fresh process (huggingface_hub and datasets read it at import)."""
-    code = ("from trainer_core.data.hub_data import read_hub\n"
-            "from trainer_core.models.hub import HubCheckError, check_hub_dataset\n"
-            "try:\n    read_hub('org/not-cached', 'sub', 'train', 'hf_SECRET_1')\n"
-            "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
-            "try:\n    check_hub_dataset('org/not-cached')\n"
-            "except HubCheckError as exc:\n    print(type(exc).__name__, exc)\n")
+    code = (
+        "from trainer_core.data.hub_data import read_hub\n"
+        "from trainer_core.models.hub import HubCheckError, check_hub_dataset\n"
+        "try:\n    read_hub('org/not-cached', 'sub', 'train', 'hf_SECRET_1')\n"
+        "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
+        "try:\n    check_hub_dataset('org/not-cached')\n"
+        "except HubCheckError as exc:\n    print(type(exc).__name__, exc)\n"
+    )
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_CACHE=str(tmp_path / "cache"))
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     lines = done.stdout.splitlines()
-    assert lines[0] == ("DatasetError dataset org/not-cached: HF_HUB_OFFLINE is set, so the Hugging Face Hub is not "
-                        "asked, and no cached copy exists; connect to the internet (and unset HF_HUB_OFFLINE) or use local files")
-    assert lines[1].startswith("HubCheckError hf_dataset: org/not-cached is not in the local cache and the Hugging Face Hub cannot be reached")
+    assert lines[0] == (
+        "DatasetError dataset org/not-cached: HF_HUB_OFFLINE is set, so the Hugging Face Hub is not "
+        "asked, and no cached copy exists; connect to the internet (and unset HF_HUB_OFFLINE) or use local files"
+    )
+    assert lines[1].startswith(
+        "HubCheckError hf_dataset: org/not-cached is not in the local cache and the Hugging Face Hub cannot be reached"
+    )
     assert "Traceback" not in done.stderr and "hf_SECRET_1" not in done.stdout
 
 
@@ -475,7 +536,9 @@ def test_hub_dataset_failure_in_load_conversations(monkeypatch) -> None:
         raise ConnectionError("Couldn't reach 'org/data' on the Hub (LocalEntryNotFoundError)")
 
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
-    with pytest.raises(DatasetError, match=r"^dataset org/data: the Hugging Face Hub could not be reached and no cached copy"):
+    with pytest.raises(
+        DatasetError, match=r"^dataset org/data: the Hugging Face Hub could not be reached and no cached copy"
+    ):
         load_conversations(TrainingStartRequest(hf_dataset="org/data", subset="x", train_split="train"))
 
 
@@ -502,14 +565,22 @@ def test_worker_tearing_down_at_exit_leaks_no_semaphore(tmp_path: Path) -> None:
     script = tmp_path / "slow_teardown.py"
     script.write_text(SLOW_TEARDOWN, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and "('done', {})" in done.stdout
     assert "leaked semaphore" not in done.stderr, done.stderr
 
 
 def cli(*args: str, timeout_s: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainer_core", "train", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout_s, env=dict(os.environ, PYTHONWARNINGS="default"))
+    return subprocess.run(
+        [sys.executable, "-m", "trainer_core", "train", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=dict(os.environ, PYTHONWARNINGS="default"),
+    )
 
 
 def test_cli_missing_file_exits_cleanly(tmp_path: Path) -> None:
@@ -528,14 +599,30 @@ def test_cli_bad_file_exits_cleanly(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_cli_trains_two_steps_on_a_compressed_file_with_parts_and_numbers(tmp_path: Path, datasets_dir: Path, model_dir: Path) -> None:
+def test_cli_trains_two_steps_on_a_compressed_file_with_parts_and_numbers(
+    tmp_path: Path, datasets_dir: Path, model_dir: Path
+) -> None:
     """A new shape end to end: .jsonl.zst, messages with content parts and a number, 2 steps."""
-    rows = [chat(("user", [{"type": "text", "text": row["instruction"]}]), ("assistant", row["output"]))
-            for row in alpaca_rows(datasets_dir, 8)]
+    rows = [
+        chat(("user", [{"type": "text", "text": row["instruction"]}]), ("assistant", row["output"]))
+        for row in alpaca_rows(datasets_dir, 8)
+    ]
     rows[1]["messages"][1]["content"] = 42
     path = compressed(tmp_path, "chat.jsonl.zst", jsonl(rows))
-    done = cli("--dataset", str(path), "--max-steps", "2", "--batch-size", "2", "--max-seq-length", "128",
-               "--output-dir", str(tmp_path / "out"), "--model-name", str(model_dir))
+    done = cli(
+        "--dataset",
+        str(path),
+        "--max-steps",
+        "2",
+        "--batch-size",
+        "2",
+        "--max-seq-length",
+        "128",
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--model-name",
+        str(model_dir),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "completed: Training completed" in done.stdout
     metrics = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]

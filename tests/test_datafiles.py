@@ -72,7 +72,10 @@ def test_csv_values_stay_text(tmp_path: Path) -> None:
 def test_parquet(tmp_path: Path) -> None:
     path = tmp_path / "data.parquet"
     pd.DataFrame({"prompt": ["p1", "p2"], "completion": ["c1", "c2"]}).to_parquet(path)
-    assert read_file(str(path)).to_list() == [{"prompt": "p1", "completion": "c1"}, {"prompt": "p2", "completion": "c2"}]
+    assert read_file(str(path)).to_list() == [
+        {"prompt": "p1", "completion": "c1"},
+        {"prompt": "p2", "completion": "c2"},
+    ]
 
 
 def test_txt_one_row_per_nonblank_line(tmp_path: Path) -> None:
@@ -122,8 +125,10 @@ def test_jsonl_line_that_is_a_list(tmp_path: Path) -> None:
         read_files([write(tmp_path, "rows.jsonl", "[]\n")])
 
 
-@pytest.mark.parametrize("text, needle", [("null\n", "holds NoneType"), ("  null  ", "holds NoneType"),
-                                          ('[{"text": "a"}, null]', "row 2 is NoneType")])
+@pytest.mark.parametrize(
+    "text, needle",
+    [("null\n", "holds NoneType"), ("  null  ", "holds NoneType"), ('[{"text": "a"}, null]', "row 2 is NoneType")],
+)
 def test_null_json_is_an_error_not_a_crash(tmp_path: Path, text: str, needle: str) -> None:
     # pyarrow's JSON reader segfaults on a top-level null; the stdlib check must come first
     from trainer_core.data.prepare import preview
@@ -213,8 +218,16 @@ def test_files_with_different_columns(tmp_path: Path, datasets_dir: Path) -> Non
 
 def test_read_head_each_type(tmp_path: Path, datasets_dir: Path) -> None:
     assert read_head(str(datasets_dir / "identity.json"), 2) == [
-        {"instruction": "hi", "input": "", "output": "Hello! I am {{name}}, an AI assistant developed by {{author}}. How can I assist you today?"},
-        {"instruction": "hello", "input": "", "output": "Hello! I am {{name}}, an AI assistant developed by {{author}}. How can I assist you today?"},
+        {
+            "instruction": "hi",
+            "input": "",
+            "output": "Hello! I am {{name}}, an AI assistant developed by {{author}}. How can I assist you today?",
+        },
+        {
+            "instruction": "hello",
+            "input": "",
+            "output": "Hello! I am {{name}}, an AI assistant developed by {{author}}. How can I assist you today?",
+        },
     ]
     assert len(read_head(str(datasets_dir / "c4_demo.jsonl"), 3)) == 3
     assert read_head(write(tmp_path, "a.csv", "q,a\nx,1\ny,\n"), 5) == [{"q": "x", "a": "1"}, {"q": "y", "a": None}]

@@ -78,12 +78,15 @@ def test_full_fine_tuning_is_not_judged_by_the_lora_budget():
     assert _issues(IDENTITY_ROWS, training_type="full", learning_rate=2e-5) == []
 
 
-@pytest.mark.parametrize("fields, expected", [
-    (dict(lr_scheduler_type="constant"), 1.0),
-    (dict(lr_scheduler_type="cosine"), 0.5),
-    (dict(lr_scheduler_type="linear", warmup_ratio=0.5), 0.5),
-    (dict(lr_scheduler_type="constant_with_warmup", warmup_steps=50), 0.75),
-])
+@pytest.mark.parametrize(
+    "fields, expected",
+    [
+        (dict(lr_scheduler_type="constant"), 1.0),
+        (dict(lr_scheduler_type="cosine"), 0.5),
+        (dict(lr_scheduler_type="linear", warmup_ratio=0.5), 0.5),
+        (dict(lr_scheduler_type="constant_with_warmup", warmup_steps=50), 0.75),
+    ],
+)
 def test_schedule_mean(fields, expected):
     assert schedule_mean(TrainingStartRequest(**DATA, **fields), 100) == pytest.approx(expected)
 

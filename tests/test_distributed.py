@@ -71,13 +71,19 @@ def test_gpu_ids_that_are_not_numbers_are_refused_naming_the_field(value):
     assert "not a list of GPU numbers such as 0,1" in str(caught.value)
 
 
-@pytest.mark.parametrize("fields, words", [
-    (dict(distributed="fsdp"), "needs num_processes > 1 and distributed_config (your accelerate FSDP YAML)"),
-    (dict(distributed="deepspeed", num_processes=2), "DeepSpeed JSON"),
-    (dict(distributed_config="/data/ds.json"), "distributed_config is read only with distributed fsdp or deepspeed"),
-    (dict(num_processes=0), "num_processes"),
-    (dict(num_processes=65), "num_processes"),
-])
+@pytest.mark.parametrize(
+    "fields, words",
+    [
+        (dict(distributed="fsdp"), "needs num_processes > 1 and distributed_config (your accelerate FSDP YAML)"),
+        (dict(distributed="deepspeed", num_processes=2), "DeepSpeed JSON"),
+        (
+            dict(distributed_config="/data/ds.json"),
+            "distributed_config is read only with distributed fsdp or deepspeed",
+        ),
+        (dict(num_processes=0), "num_processes"),
+        (dict(num_processes=65), "num_processes"),
+    ],
+)
 def test_contradictory_distributed_settings_are_refused(fields, words):
     with pytest.raises(ValidationError) as caught:
         request(**fields)
@@ -85,17 +91,28 @@ def test_contradictory_distributed_settings_are_refused(fields, words):
 
 
 # ----- the machine -----
-@pytest.mark.parametrize("fields, devices, words", [
-    (dict(num_processes=2), CPU2, None),
-    (dict(num_processes=3), CPU2, "num_processes (3) is more than the 2 CPU core(s) of this machine"),
-    (dict(gpu_ids="0"), CPU2, "gpu_ids: this machine has no CUDA GPU; leave GPU ids empty"),
-    (dict(num_processes=2, gpu_ids="1,3"), GPU4, None),
-    (dict(num_processes=2, gpu_ids="1,4"), GPU4, "gpu_ids: GPU 4 does not exist; this machine has 4 GPU(s), numbered 0 to 3"),
-    (dict(num_processes=2, gpu_ids="1,1"), GPU4, "a GPU is listed twice"),
-    (dict(num_processes=3, gpu_ids="0,1"), GPU4, "num_processes (3) is more than the 2 GPU(s) in gpu_ids"),
-    (dict(num_processes=5), GPU4, "num_processes (5) is more than the 4 GPU(s) of this machine"),
-    (dict(num_processes=2, distributed="fsdp", distributed_config="/c.yaml"), CPU2, "distributed: fsdp shards the model across CUDA GPUs"),
-])
+@pytest.mark.parametrize(
+    "fields, devices, words",
+    [
+        (dict(num_processes=2), CPU2, None),
+        (dict(num_processes=3), CPU2, "num_processes (3) is more than the 2 CPU core(s) of this machine"),
+        (dict(gpu_ids="0"), CPU2, "gpu_ids: this machine has no CUDA GPU; leave GPU ids empty"),
+        (dict(num_processes=2, gpu_ids="1,3"), GPU4, None),
+        (
+            dict(num_processes=2, gpu_ids="1,4"),
+            GPU4,
+            "gpu_ids: GPU 4 does not exist; this machine has 4 GPU(s), numbered 0 to 3",
+        ),
+        (dict(num_processes=2, gpu_ids="1,1"), GPU4, "a GPU is listed twice"),
+        (dict(num_processes=3, gpu_ids="0,1"), GPU4, "num_processes (3) is more than the 2 GPU(s) in gpu_ids"),
+        (dict(num_processes=5), GPU4, "num_processes (5) is more than the 4 GPU(s) of this machine"),
+        (
+            dict(num_processes=2, distributed="fsdp", distributed_config="/c.yaml"),
+            CPU2,
+            "distributed: fsdp shards the model across CUDA GPUs",
+        ),
+    ],
+)
 def test_machine_problems_name_the_field_and_the_fix(fields, devices, words):
     problem = machine_problem(request(**fields), devices)
     assert problem == words if words is None else words in problem
@@ -115,20 +132,32 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
 
 
 def test_an_accelerate_fsdp_config_and_a_deepspeed_json_are_accepted(tmp_path):
-    fsdp = _write(tmp_path, "fsdp.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n"
-                                         "fsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\nnum_processes: 2\n")
+    fsdp = _write(
+        tmp_path,
+        "fsdp.yaml",
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n"
+        "fsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\nnum_processes: 2\n",
+    )
     check_config_file(request(num_processes=2, distributed="fsdp", distributed_config=fsdp))
     ds = _write(tmp_path, "ds.json", json.dumps({"zero_optimization": {"stage": 2}, "train_batch_size": "auto"}))
     check_config_file(request(num_processes=2, distributed="deepspeed", distributed_config=ds))
 
 
-@pytest.mark.parametrize("kind, name, text, words", [
-    ("fsdp", "a.yaml", "distributed_type: MULTI_GPU\n", "is not an accelerate FSDP config (it needs distributed_type: FSDP)"),
-    ("fsdp", "b.yaml", "distributed_type: [FSDP\n", "is not valid YAML"),
-    ("fsdp", "c.yaml", "- FSDP\n", "is not an accelerate FSDP config"),
-    ("deepspeed", "d.json", "{\"zero_optimization\": ", "is not valid JSON (line 1"),
-    ("deepspeed", "e.json", "[1, 2]", "is not a DeepSpeed config (a JSON object"),
-])
+@pytest.mark.parametrize(
+    "kind, name, text, words",
+    [
+        (
+            "fsdp",
+            "a.yaml",
+            "distributed_type: MULTI_GPU\n",
+            "is not an accelerate FSDP config (it needs distributed_type: FSDP)",
+        ),
+        ("fsdp", "b.yaml", "distributed_type: [FSDP\n", "is not valid YAML"),
+        ("fsdp", "c.yaml", "- FSDP\n", "is not an accelerate FSDP config"),
+        ("deepspeed", "d.json", '{"zero_optimization": ', "is not valid JSON (line 1"),
+        ("deepspeed", "e.json", "[1, 2]", "is not a DeepSpeed config (a JSON object"),
+    ],
+)
 def test_config_files_of_the_wrong_kind_are_refused_naming_the_file(tmp_path, kind, name, text, words):
     path = _write(tmp_path, name, text)
     with pytest.raises(ScalingError) as caught:
@@ -182,9 +211,13 @@ def test_the_root_cause_is_read_from_torchruns_summary():
 
 
 # ----- the step plan -----
-@pytest.mark.parametrize("rows, batch, accum, processes", [(100, 4, 1, 1), (100, 2, 1, 2), (101, 2, 2, 2), (7, 4, 1, 2), (9, 1, 3, 4)])
+@pytest.mark.parametrize(
+    "rows, batch, accum, processes", [(100, 4, 1, 1), (100, 2, 1, 2), (101, 2, 2, 2), (7, 4, 1, 2), (9, 1, 3, 4)]
+)
 def test_steps_follow_the_processes(rows, batch, accum, processes):
-    plan = plan_steps(rows, request(batch_size=batch, gradient_accumulation_steps=accum, num_processes=processes, num_epochs=1))
+    plan = plan_steps(
+        rows, request(batch_size=batch, gradient_accumulation_steps=accum, num_processes=processes, num_epochs=1)
+    )
     per_process_batches = math.ceil(math.ceil(rows / batch) / processes)
     assert plan.steps_per_epoch == max(math.ceil(per_process_batches / accum), 1)
     assert plan.global_batch_size == batch * accum * processes
@@ -230,7 +263,9 @@ def test_a_killed_rank_is_named_even_when_rank_0_then_failed_on_the_broken_group
 
 
 def test_the_first_failing_ranks_own_error_is_reported(tmp_path):
-    rank0_first = TORCHRUN_FAILURE.replace("rank      : 1 (local_rank: 1)\n  exitcode  : -9", "rank      : 0 (local_rank: 0)\n  exitcode  : 1")
+    rank0_first = TORCHRUN_FAILURE.replace(
+        "rank      : 1 (local_rank: 1)\n  exitcode  : -9", "rank      : 0 (local_rank: 0)\n  exitcode  : 1"
+    )
     group = _group(tmp_path, rank0_first)
     group._errors = [(0, "Out of memory: ..."), (1, "RuntimeError: Connection closed by peer")]
     assert group._failure() == ("error", {"message": "Out of memory: ..."})
@@ -239,7 +274,10 @@ def test_the_first_failing_ranks_own_error_is_reported(tmp_path):
     assert group._failure() == ("error", {"message": "Rank 1 of 2: ValueError: bad row"})
     group = _group(tmp_path, TORCHRUN_FAILURE.replace("exitcode  : -9", "exitcode  : 1"))
     group._errors = [(1, "Training diverged at step 3: loss is nan."), (0, "Training diverged at step 3: loss is nan.")]
-    assert group._failure() == ("error", {"message": "Training diverged at step 3: loss is nan."})  # the same on every rank
+    assert group._failure() == (
+        "error",
+        {"message": "Training diverged at step 3: loss is nan."},
+    )  # the same on every rank
 
 
 def test_without_torchruns_summary_the_first_error_or_death_is_reported(tmp_path):

@@ -26,7 +26,11 @@ PLATEAU_LR = 1e-12  # LoRA updates below float32 resolution: eval loss stays put
 def test_patience_without_evaluation_data_is_refused_with_the_fix():
     with pytest.raises(ValidationError, match=r"early_stopping_patience \(3\) needs evaluation data: set val_size"):
         TrainingStartRequest(local_datasets=["a.json"], early_stopping_patience=3)
-    for eval_data in ({"val_size": 0.1}, {"local_eval_datasets": ["b.json"]}, {"hf_dataset": "o/d", "eval_split": "test"}):
+    for eval_data in (
+        {"val_size": 0.1},
+        {"local_eval_datasets": ["b.json"]},
+        {"hf_dataset": "o/d", "eval_split": "test"},
+    ):
         TrainingStartRequest(local_datasets=["a.json"], early_stopping_patience=3, **eval_data)
     with pytest.raises(ValidationError, match="early_stopping_threshold"):
         TrainingStartRequest(local_datasets=["a.json"], early_stopping_threshold=-0.1)
@@ -39,9 +43,13 @@ def test_the_fields_carry_their_form_metadata():
 
 
 def test_early_stopping_saves_at_every_evaluation_and_keeps_the_best(tmp_path):
-    plain = build_sft_config(TrainingStartRequest(local_datasets=["a"], val_size=0.1, eval_steps=5), tmp_path, "cpu", True)
+    plain = build_sft_config(
+        TrainingStartRequest(local_datasets=["a"], val_size=0.1, eval_steps=5), tmp_path, "cpu", True
+    )
     assert plain.load_best_model_at_end is False and plain.save_strategy == "no"
-    request = TrainingStartRequest(local_datasets=["a"], val_size=0.1, eval_steps=5, save_steps=7, early_stopping_patience=2)
+    request = TrainingStartRequest(
+        local_datasets=["a"], val_size=0.1, eval_steps=5, save_steps=7, early_stopping_patience=2
+    )
     args = build_sft_config(request, tmp_path, "cpu", True)
     assert (args.eval_strategy, args.save_strategy, args.eval_steps, args.save_steps) == ("steps", "steps", 5, 5)
     assert args.load_best_model_at_end and args.metric_for_best_model == "eval_loss" and args.greater_is_better is False
@@ -60,8 +68,16 @@ def test_no_stop_reason_without_an_early_stop():
 
 
 def _tiny(tokenizer, out, **fields):
-    fields = {"max_steps": 10, "eval_steps": 1, "batch_size": 2, "max_seq_length": 64, "val_size": 0.1,
-              "early_stopping_patience": 2, "learning_rate": PLATEAU_LR, **fields}
+    fields = {
+        "max_steps": 10,
+        "eval_steps": 1,
+        "batch_size": 2,
+        "max_seq_length": 64,
+        "val_size": 0.1,
+        "early_stopping_patience": 2,
+        "learning_rate": PLATEAU_LR,
+        **fields,
+    }
     request = TrainingStartRequest(local_datasets=["x.json"], **fields)
     rows = datasets.Dataset.from_list(_rows())
     return build_trainer(request, _model("sdpa").train(), tokenizer, rows, rows, out, "cpu", [])
@@ -81,8 +97,10 @@ def test_a_plateau_stops_early_and_the_best_checkpoint_is_kept_published_and_loa
     assert not list(tmp_path.glob(".partial-*"))
     assert best_checkpoint(tmp_path) == (tmp_path / "checkpoint-1", pytest.approx(state.best_metric))
     reason = early_stop_reason(trainer)
-    assert reason == (f"Stopped early at step 3: eval_loss did not improve by more than 0.0 for 2 evaluations "
-                      f"(best {state.best_metric:.4f} at step 1)")
+    assert reason == (
+        f"Stopped early at step 3: eval_loss did not improve by more than 0.0 for 2 evaluations "
+        f"(best {state.best_metric:.4f} at step 1)"
+    )
 
 
 def test_the_best_checkpoint_moves_only_on_an_improvement_beyond_the_threshold(tokenizer, tmp_path):
@@ -117,15 +135,25 @@ def test_the_final_weights_are_the_best_checkpoints(tokenizer, tmp_path):
 def test_a_plateau_stops_a_real_run_early(tmp_path, model_dir, datasets_dir):
     from trainer_core.runs.store import RunStore
 
-    request = TrainingStartRequest(model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")],
-                                   dataset_slice_end=24, val_size=0.1, batch_size=2, max_seq_length=64, max_steps=20,
-                                   eval_steps=1, early_stopping_patience=2, early_stopping_threshold=0.001,
-                                   learning_rate=PLATEAU_LR)
+    request = TrainingStartRequest(
+        model_name=str(model_dir),
+        local_datasets=[str(datasets_dir / "identity.json")],
+        dataset_slice_end=24,
+        val_size=0.1,
+        batch_size=2,
+        max_seq_length=64,
+        max_steps=20,
+        eval_steps=1,
+        early_stopping_patience=2,
+        early_stopping_threshold=0.001,
+        learning_rate=PLATEAU_LR,
+    )
     status, job_id, output = train_to_completion(tmp_path / "runs", tmp_path / "studio.db", request)
     assert status.details["end_reason"] == "early_stopped"
     # The real model's eval loss moves by float noise (~1e-7) even at this rate: the threshold ignores it.
-    assert status.message.startswith("Stopped early at step 3: eval_loss did not improve by more than 0.001 for 2 "
-                                     "evaluations (best ")
+    assert status.message.startswith(
+        "Stopped early at step 3: eval_loss did not improve by more than 0.001 for 2 evaluations (best "
+    )
     assert status.details["stop_reason"] in status.message and "at step 1)" in status.message
     assert status.metric_history.eval_steps == [1, 2, 3] and max(status.metric_history.steps) == 3
     assert status.details["best_checkpoint"] == str(output / "checkpoint-1")

@@ -17,8 +17,16 @@ from trainer_core.runs.store import RunRecord
 from trainer_core.schemas import DEFAULT_MODEL, LLAMA_PROJECTIONS, Phase, TrainingStartRequest
 
 # SmolLM2-135M-Instruct's config.json
-SMOLLM2 = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
-               num_key_value_heads=3, head_dim=64, vocab_size=49152, tie_word_embeddings=True)
+SMOLLM2 = dict(
+    hidden_size=576,
+    intermediate_size=1536,
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    head_dim=64,
+    vocab_size=49152,
+    tie_word_embeddings=True,
+)
 
 
 def smol(**changes) -> LlamaConfig:
@@ -30,6 +38,7 @@ def request(**fields) -> TrainingStartRequest:
 
 
 # ----- parameter counts -----
+
 
 @pytest.mark.slow
 def test_counts_equal_the_real_model_and_peft(model_dir):
@@ -43,8 +52,12 @@ def test_counts_equal_the_real_model_and_peft(model_dir):
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     assert parameters.count_parameters(config, LLAMA_PROJECTIONS, 16, False).total == model.num_parameters()
     for targets, rank in ((LLAMA_PROJECTIONS, 16), (["all-linear"], 8), (["q_proj", "v_proj"], 4)):
-        peft_model = get_peft_model(model, LoraConfig(r=rank, target_modules="all-linear" if targets == ["all-linear"]
-                                                      else targets, task_type="CAUSAL_LM"))
+        peft_model = get_peft_model(
+            model,
+            LoraConfig(
+                r=rank, target_modules="all-linear" if targets == ["all-linear"] else targets, task_type="CAUSAL_LM"
+            ),
+        )
         trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
         assert parameters.count_parameters(config, targets, rank, True).lora == trainable, targets
         model = peft_model.unload()
@@ -52,7 +65,10 @@ def test_counts_equal_the_real_model_and_peft(model_dir):
 
 def test_untied_head_and_biases_are_counted():
     tied = parameters.count_parameters(smol(), LLAMA_PROJECTIONS, 16, False).total
-    assert parameters.count_parameters(smol(tie_word_embeddings=False), LLAMA_PROJECTIONS, 16, False).total == tied + 49152 * 576
+    assert (
+        parameters.count_parameters(smol(tie_word_embeddings=False), LLAMA_PROJECTIONS, 16, False).total
+        == tied + 49152 * 576
+    )
     biased = parameters.count_parameters(smol(attention_bias=True), LLAMA_PROJECTIONS, 16, False).total
     assert biased - tied == 30 * (576 + 2 * 192 + 576)
 
@@ -63,6 +79,7 @@ def test_mixture_of_experts_is_refused_by_name():
 
 
 # ----- activations against autograd -----
+
 
 @pytest.mark.parametrize("dropout", [0.05, 0.0])
 def test_activation_count_equals_autograd_saved_tensors(dropout):
@@ -80,15 +97,20 @@ def test_activation_count_equals_autograd_saved_tensors(dropout):
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(smol(num_hidden_layers=layers), attn_implementation="sdpa")
         model.set_attn_implementation(register_varlen_sdpa())
-        model = get_peft_model(model, LoraConfig(r=16, lora_dropout=dropout, target_modules=LLAMA_PROJECTIONS,
-                                                 task_type="CAUSAL_LM"))
+        model = get_peft_model(
+            model, LoraConfig(r=16, lora_dropout=dropout, target_modules=LLAMA_PROJECTIONS, task_type="CAUSAL_LM")
+        )
         model.train()
         ids = torch.randint(0, 49152, (1, tokens))
         labels = ids.clone()
         labels[0, : tokens // 2] = -100
         rows = tokens // 4
-        inputs = {"input_ids": ids, "labels": labels, "position_ids": torch.arange(rows).repeat(4)[None],
-                  "cu_seq_lens_q": torch.arange(0, tokens + 1, rows, dtype=torch.int32)}
+        inputs = {
+            "input_ids": ids,
+            "labels": labels,
+            "position_ids": torch.arange(rows).repeat(4)[None],
+            "cu_seq_lens_q": torch.arange(0, tokens + 1, rows, dtype=torch.int32),
+        }
         weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
         storages: dict[int, int] = {}
 
@@ -109,6 +131,7 @@ def test_activation_count_equals_autograd_saved_tensors(dropout):
 
 # ----- memory estimate -----
 
+
 def test_more_batch_tokens_need_more_memory():
     small = estimate_memory(request(), smol(), 512, "cpu", 256)
     large = estimate_memory(request(), smol(), 2048, "cpu", 1024)
@@ -122,7 +145,9 @@ def test_more_batch_tokens_need_more_memory():
 def test_methods_and_settings_move_the_estimate_the_right_way(monkeypatch):
     lora = estimate_memory(request(), smol(), 1024, "cpu")
     full = estimate_memory(request(training_type="full"), smol(), 1024, "cpu")
-    assert full.parts_gib["optimizer_state"] > 20 * lora.parts_gib["optimizer_state"] and full.total_gib > lora.total_gib
+    assert (
+        full.parts_gib["optimizer_state"] > 20 * lora.parts_gib["optimizer_state"] and full.total_gib > lora.total_gib
+    )
     assert full.parts_gib["trainable_parameters"] == 0
     sgd = estimate_memory(request(training_type="full", optim="sgd"), smol(), 1024, "cpu")
     assert sgd.parts_gib["optimizer_state"] == 0
@@ -138,26 +163,51 @@ def test_methods_and_settings_move_the_estimate_the_right_way(monkeypatch):
     cuda_lora = estimate_memory(request(), smol(), 1024, "cuda")
     cuda_qlora = estimate_memory(request(training_type="qlora"), smol(), 1024, "cuda")
     assert cuda_lora.parts_gib["weights"] == pytest.approx(lora.parts_gib["weights"] / 2, abs=1e-3)
-    assert cuda_qlora.parts_gib["weights"] < cuda_lora.parts_gib["weights"] / 2 and cuda_qlora.total_gib < cuda_lora.total_gib
+    assert (
+        cuda_qlora.parts_gib["weights"] < cuda_lora.parts_gib["weights"] / 2
+        and cuda_qlora.total_gib < cuda_lora.total_gib
+    )
     assert "NF4" in cuda_qlora.basis and cuda_qlora.free_gib == 80.0
 
 
 # ----- time estimate -----
 
-def run_record(model: str = DEFAULT_MODEL, method: str = "lora", tokens_per_second: float = 100.0,
-               training_seconds: float = 60.0, wall_seconds: float = 80.0) -> RunRecord:
+
+def run_record(
+    model: str = DEFAULT_MODEL,
+    method: str = "lora",
+    tokens_per_second: float = 100.0,
+    training_seconds: float = 60.0,
+    wall_seconds: float = 80.0,
+) -> RunRecord:
     now = time.time()
-    return RunRecord(job_id=f"job_{tokens_per_second}", created_at=now - wall_seconds, finished_at=now, phase=Phase.completed,
-                     request={"model_name": model, "training_type": method}, output_dir="/tmp/x",
-                     training_seconds=training_seconds, tokens_per_second=tokens_per_second)
+    return RunRecord(
+        job_id=f"job_{tokens_per_second}",
+        created_at=now - wall_seconds,
+        finished_at=now,
+        phase=Phase.completed,
+        request={"model_name": model, "training_type": method},
+        output_dir="/tmp/x",
+        training_seconds=training_seconds,
+        tokens_per_second=tokens_per_second,
+    )
 
 
 def test_time_uses_the_history_of_the_same_model_and_method():
     history = [run_record(tokens_per_second=v) for v in (90.0, 100.0, 130.0)]
-    history += [run_record(model="other/model", tokens_per_second=5.0), run_record(method="full", tokens_per_second=5.0),
-                run_record(tokens_per_second=1.0, training_seconds=2.0)]  # too short to count
-    estimate = estimate_time(request(), smol(), 100_000, 250, 0, 0, "cpu", history, steps_per_epoch=250, tokenize_seconds=1.5)
-    assert estimate.tokens_per_second == 100.0 and "history" in estimate.speed_source and "3 earlier" in estimate.speed_source
+    history += [
+        run_record(model="other/model", tokens_per_second=5.0),
+        run_record(method="full", tokens_per_second=5.0),
+        run_record(tokens_per_second=1.0, training_seconds=2.0),
+    ]  # too short to count
+    estimate = estimate_time(
+        request(), smol(), 100_000, 250, 0, 0, "cpu", history, steps_per_epoch=250, tokenize_seconds=1.5
+    )
+    assert (
+        estimate.tokens_per_second == 100.0
+        and "history" in estimate.speed_source
+        and "3 earlier" in estimate.speed_source
+    )
     assert estimate.parts_seconds["train_steps"] == pytest.approx(1000.0, abs=0.1)
     assert estimate.parts_seconds["tokenize"] == 1.5
     # those runs spent 20 s outside training: startup is that less this run's tokenize and save

@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import datasets
 import pytest
 import sacrebleu
 from pydantic import ValidationError
@@ -29,19 +30,25 @@ from trainer_core.serving.schemas import ModelChoice
 from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 
-import datasets
-
 
 def _conversations(*rows: list[tuple[str, str]]) -> datasets.Dataset:
     return datasets.Dataset.from_dict({"messages": [[{"role": r, "content": c} for r, c in row] for row in rows]})
 
 
 def test_rows_take_the_last_answer_with_the_turns_before_it_as_prompt():
-    data = _conversations([("system", "Be brief."), ("user", "Hi"), ("assistant", "Hello"), ("user", "Name?"), ("assistant", "Ada")],
-                          [("user", "Only a question")], [("user", "2+2?"), ("assistant", "4")])
+    data = _conversations(
+        [("system", "Be brief."), ("user", "Hi"), ("assistant", "Hello"), ("user", "Name?"), ("assistant", "Ada")],
+        [("user", "Only a question")],
+        [("user", "2+2?"), ("assistant", "4")],
+    )
     rows, skipped = to_rows(data, "f.json")
     assert skipped == 1 and [r.index for r in rows] == [0, 2]
-    assert rows[0].reference == "Ada" and [m["content"] for m in rows[0].prompt] == ["Be brief.", "Hi", "Hello", "Name?"]
+    assert rows[0].reference == "Ada" and [m["content"] for m in rows[0].prompt] == [
+        "Be brief.",
+        "Hi",
+        "Hello",
+        "Name?",
+    ]
     assert rows[0].prompt_text.splitlines() == ["system: Be brief.", "user: Hi", "assistant: Hello", "user: Name?"]
     assert rows[1].prompt_text == "2+2?" and rows[1].conversation[-1] == {"role": "assistant", "content": "4"}
 
@@ -94,8 +101,9 @@ def test_val_size_is_a_bounded_data_field_with_a_form_widget(datasets_dir):
 
 
 def test_val_size_split_is_deterministic_and_becomes_the_eval_set(datasets_dir, tokenizer):
-    request = TrainingStartRequest(local_datasets=[str(datasets_dir / "identity.json")], val_size=0.1, random_seed=7,
-                                   max_seq_length=128)
+    request = TrainingStartRequest(
+        local_datasets=[str(datasets_dir / "identity.json")], val_size=0.1, random_seed=7, max_seq_length=128
+    )
     rows, _ = load_conversations(request)
     train, held_out = split_validation(rows, request)
     again = split_validation(rows, request)[1]
@@ -123,7 +131,9 @@ def _run(tmp_path: Path, **request) -> ModelChoice:
     folder = tmp_path / "runs" / "job-1"
     folder.mkdir(parents=True)
     (folder / "request.json").write_text(json.dumps(TrainingStartRequest(**request).public_dict()))
-    return ModelChoice(id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True)
+    return ModelChoice(
+        id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True
+    )
 
 
 def test_named_files_are_confined_present_and_readable(tmp_path, datasets_dir):
@@ -143,7 +153,9 @@ def test_without_files_the_run_uses_its_own_evaluation_data(tmp_path, datasets_d
     identity = str((datasets_dir / "identity.json").resolve())
     plan = plan_data(_run(tmp_path / "a", local_datasets=[identity], val_size=0.2, random_seed=3), [], [datasets_dir])
     assert plan["run_request"]["val_size"] == 0.2 and "val_size split (0.2 of identity.json, seed 3)" in plan["source"]
-    plan = plan_data(_run(tmp_path / "b", local_datasets=[identity], local_eval_datasets=[identity]), [], [datasets_dir])
+    plan = plan_data(
+        _run(tmp_path / "b", local_datasets=[identity], local_eval_datasets=[identity]), [], [datasets_dir]
+    )
     assert plan["run_request"]["local_eval_datasets"] == [identity]
     with pytest.raises(EvalDataError, match="trained without evaluation data"):
         plan_data(_run(tmp_path / "c", local_datasets=[identity]), [], [datasets_dir])
@@ -161,12 +173,19 @@ def tasks(tmp_path, datasets_dir):
     store.close()
 
 
-@pytest.mark.parametrize("body, status, message", [
-    ({"model": "job_nope"}, 404, "no such model"),
-    ({"model": "base"}, 400, "datasets: the base model has no evaluation data"),
-    ({"model": "base", "datasets": ["/etc/passwd"]}, 400, "datasets: /etc/passwd is outside the allowed folders"),
-    ({"model": "base", "datasets": ["{data}/missing.json"]}, 400, "datasets: the file .*missing.json was not found"),
-])
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"model": "job_nope"}, 404, "no such model"),
+        ({"model": "base"}, 400, "datasets: the base model has no evaluation data"),
+        ({"model": "base", "datasets": ["/etc/passwd"]}, 400, "datasets: /etc/passwd is outside the allowed folders"),
+        (
+            {"model": "base", "datasets": ["{data}/missing.json"]},
+            400,
+            "datasets: the file .*missing.json was not found",
+        ),
+    ],
+)
 def test_start_refuses_bad_models_and_data(tasks, datasets_dir, body, status, message):
     body = {k: [p.replace("{data}", str(datasets_dir)) for p in v] if k == "datasets" else v for k, v in body.items()}
     with pytest.raises(TaskRefused, match=message) as refused:
@@ -174,12 +193,18 @@ def test_start_refuses_bad_models_and_data(tasks, datasets_dir, body, status, me
     assert refused.value.status == status and tasks.current() is None and tasks.list() == []
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["evaluate", "{tmp}/missing"], "is not a folder"),
-    (["evaluate", "base"], "datasets: the base model has no evaluation data"),
-    (["evaluate", "base", "--dataset", "{tmp}/missing.json"], "datasets: the file .*missing.json was not found"),
-    (["evaluate", "base", "--dataset", "{data}/identity.json", "--max-new-tokens", "0"], "max_new_tokens: Input should be greater"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["evaluate", "{tmp}/missing"], "is not a folder"),
+        (["evaluate", "base"], "datasets: the base model has no evaluation data"),
+        (["evaluate", "base", "--dataset", "{tmp}/missing.json"], "datasets: the file .*missing.json was not found"),
+        (
+            ["evaluate", "base", "--dataset", "{data}/identity.json", "--max-new-tokens", "0"],
+            "max_new_tokens: Input should be greater",
+        ),
+    ],
+)
 def test_cli_bad_input_exits_2_with_the_reason(tmp_path, datasets_dir, capsys, argv, message):
     import re
 

@@ -66,7 +66,9 @@ def test_a_difference_at_a_near_tie_is_explained_for_16_bit_but_not_for_float32(
 
 def test_problems_found_elsewhere_fail_the_check():
     ref = _answers([list(range(20))])
-    result = checks.compare("q8_0", ref, ref.tokens, ref.tokens, checks.RULES["q8_0"], ["the GGUF has no chat template"])
+    result = checks.compare(
+        "q8_0", ref, ref.tokens, ref.tokens, checks.RULES["q8_0"], ["the GGUF has no chat template"]
+    )
     assert not result.passed and result.problems == ["the GGUF has no chat template"]
 
 
@@ -101,11 +103,15 @@ def test_convert_streams_lines_and_uses_the_installed_gguf(tmp_path):
 
 
 def test_convert_reports_a_full_disk_and_failures(tmp_path):
-    full = _fake_converter(tmp_path / "full", "import sys\nprint('OSError: [Errno 28] No space left on device')\nsys.exit(1)\n")
+    full = _fake_converter(
+        tmp_path / "full", "import sys\nprint('OSError: [Errno 28] No space left on device')\nsys.exit(1)\n"
+    )
     with pytest.raises(OSError) as exc:
         gguf_convert.convert(tmp_path, tmp_path / "x.gguf", "q8_0", full, lambda line: None)
     assert exc.value.errno == errno.ENOSPC
-    broken = _fake_converter(tmp_path / "broken", "import sys\nprint('ERROR:hf-to-gguf:Model Foo is not supported')\nsys.exit(1)\n")
+    broken = _fake_converter(
+        tmp_path / "broken", "import sys\nprint('ERROR:hf-to-gguf:Model Foo is not supported')\nsys.exit(1)\n"
+    )
     with pytest.raises(gguf_convert.ConversionFailed, match="Model Foo is not supported"):
         gguf_convert.convert(tmp_path, tmp_path / "x.gguf", "q8_0", broken, lambda line: None)
 
@@ -130,7 +136,9 @@ def test_missing_converter_names_the_setup_command(tmp_path):
 
 
 def test_the_registry_is_read_without_importing_it(tmp_path):
-    folder = _fake_converter(tmp_path / "conv", WRITER, registry='{"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen"}')
+    folder = _fake_converter(
+        tmp_path / "conv", WRITER, registry='{"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen"}'
+    )
     assert gguf_convert.supported_architectures(folder) == {"LlamaForCausalLM", "Qwen2ForCausalLM"}
     assert gguf_convert.architecture_problem(["Qwen2ForCausalLM"], folder) is None
     assert "MambaForCausalLM" in gguf_convert.architecture_problem(["MambaForCausalLM"], folder)
@@ -148,8 +156,13 @@ def test_the_installed_converter_knows_smollm2():
 
 # ----- GGUF metadata -----
 def _tokenizer(template="{{ x }}", eos=2, bos=1):
-    return SimpleNamespace(chat_template=template, eos_token_id=eos, eos_token="<|im_end|>", bos_token_id=bos,
-                           convert_ids_to_tokens=lambda i: {0: "<|endoftext|>", 2: "<|im_end|>"}.get(i, "x"))
+    return SimpleNamespace(
+        chat_template=template,
+        eos_token_id=eos,
+        eos_token="<|im_end|>",
+        bos_token_id=bos,
+        convert_ids_to_tokens=lambda i: {0: "<|endoftext|>", 2: "<|im_end|>"}.get(i, "x"),
+    )
 
 
 def test_metadata_must_keep_the_template_and_the_special_tokens():
@@ -166,25 +179,49 @@ def test_metadata_must_keep_the_template_and_the_special_tokens():
 def test_card_names_base_data_settings_losses_check_and_loading(tmp_path):
     run = tmp_path / "job_1"
     run.mkdir()
-    request = {"model_name": str(Path.home() / ".cache/finetune_studio/models/SmolLM2-135M-Instruct"), "training_type": "qlora",
-               "local_datasets": ["/data/identity.json"], "dataset_slice_end": 16, "learning_rate": 0.001, "lora_r": 16}
+    request = {
+        "model_name": str(Path.home() / ".cache/finetune_studio/models/SmolLM2-135M-Instruct"),
+        "training_type": "qlora",
+        "local_datasets": ["/data/identity.json"],
+        "dataset_slice_end": 16,
+        "learning_rate": 0.001,
+        "lora_r": 16,
+    }
     (run / "request.json").write_text(json.dumps(request))
-    (run / "metrics.jsonl").write_text("\n".join(json.dumps(m) for m in [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 2.5, "eval_loss": 2.7}]))
-    (run / "worker.log").write_text("x INFO trainer_core.data.prepare: identity.json: format alpaca, 16 rows\n"
-                                    "x INFO trainer_core.data.tokenization: tokenized 16 rows: 800 tokens\n")
-    choice = ModelChoice(id="job_1", label="", kind="final", base_model=request["model_name"], path=str(run), adapter=True)
+    (run / "metrics.jsonl").write_text(
+        "\n".join(json.dumps(m) for m in [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 2.5, "eval_loss": 2.7}])
+    )
+    (run / "worker.log").write_text(
+        "x INFO trainer_core.data.prepare: identity.json: format alpaca, 16 rows\n"
+        "x INFO trainer_core.data.tokenization: tokenized 16 rows: 800 tokens\n"
+    )
+    choice = ModelChoice(
+        id="job_1", label="", kind="final", base_model=request["model_name"], path=str(run), adapter=True
+    )
     facts = gather_facts(choice)
     assert facts.hub_base == DEFAULT_MODEL and facts.train_loss == 2.5 and facts.eval_loss == 2.7
-    check = CheckResult(passed=True, summary="adapter: 3/3 prompts, 60/60 tokens equal", prompts_total=3, required="all equal")
+    check = CheckResult(
+        passed=True, summary="adapter: 3/3 prompts, 60/60 tokens equal", prompts_total=3, required="all equal"
+    )
     card = render(facts, "adapter", ["adapter_model.safetensors"], check, ["QLoRA run: merged into float16"])
-    for text in (f"base_model: {DEFAULT_MODEL}", "library_name: peft", "`identity.json`: 16 rows used", "| lora_r | 16 |",
-                 "final training loss: 2.5000", "final evaluation loss: 2.7000", "60/60 tokens equal",
-                 "PeftModel.from_pretrained", "QLoRA run"):
+    for text in (
+        f"base_model: {DEFAULT_MODEL}",
+        "library_name: peft",
+        "`identity.json`: 16 rows used",
+        "| lora_r | 16 |",
+        "final training loss: 2.5000",
+        "final evaluation loss: 2.7000",
+        "60/60 tokens equal",
+        "PeftModel.from_pretrained",
+        "QLoRA run",
+    ):
         assert text in card, text
 
 
 def test_card_for_gguf_and_a_local_base():
-    facts = RunFacts(name="job_2/checkpoint-3", base_model="/models/mine", hub_base=None, request={"training_type": "full"})
+    facts = RunFacts(
+        name="job_2/checkpoint-3", base_model="/models/mine", hub_base=None, request={"training_type": "full"}
+    )
     card = render(facts, "gguf-q8_0", ["job_2-checkpoint-3-q8_0.gguf", "README.md"], None, [])
     assert "base_model:" not in card and "- gguf" in card and 'gguf_file="job_2-checkpoint-3-q8_0.gguf"' in card
     assert hub_id("owner/name") == "owner/name" and hub_id("/x/models--Owner--Name/snapshots/abc") == "Owner/Name"
@@ -204,8 +241,11 @@ def _export_record(tmp_path: Path) -> dict:
     with zipfile.ZipFile(folder / "job_1-adapter.zip", "w") as zf:
         zf.writestr("adapter_model.safetensors", b"weights")
         zf.writestr("README.md", "card")
-    return {"output_dir": str(folder), "model": "job_1",
-            "result": {"format": "adapter", "files": [{"name": "job_1-adapter.zip", "size_bytes": 1}], "passed": True}}
+    return {
+        "output_dir": str(folder),
+        "model": "job_1",
+        "result": {"format": "adapter", "files": [{"name": "job_1-adapter.zip", "size_bytes": 1}], "passed": True},
+    }
 
 
 def _tree(folder: Path) -> dict:
@@ -251,8 +291,15 @@ def test_an_adapter_export_is_pushed_as_the_zips_contents(tmp_path):
 
 # ----- start refusals -----
 def _choice(kind="final", adapter=True, path="/runs/job_1", base=DEFAULT_MODEL) -> ModelChoice:
-    return ModelChoice(id="base" if kind == "base" else "job_1", label="", kind=kind, base_model=base,
-                       path=None if kind == "base" else path, job_id=None if kind == "base" else "job_1", adapter=adapter)
+    return ModelChoice(
+        id="base" if kind == "base" else "job_1",
+        label="",
+        kind=kind,
+        base_model=base,
+        path=None if kind == "base" else path,
+        job_id=None if kind == "base" else "job_1",
+        adapter=adapter,
+    )
 
 
 def test_export_refusals(tmp_path):
@@ -260,7 +307,10 @@ def test_export_refusals(tmp_path):
     models = tmp_path / "models"
     (models / "SmolLM2-135M-Instruct").mkdir(parents=True)
     (models / "SmolLM2-135M-Instruct" / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
-    refuse = lambda choice, fmt, conv=converter: export_refusal(choice, ExportRequest(model="job_1", format=fmt), conv, models)  # noqa: E731
+
+    def refuse(choice, fmt, conv=converter):
+        return export_refusal(choice, ExportRequest(model="job_1", format=fmt), conv, models)
+
     assert "base model is not a run" in refuse(_choice("base"), "merged")
     assert "full fine-tune" in refuse(_choice(adapter=False), "adapter")
     assert refuse(_choice(adapter=False), "merged") is None
@@ -299,8 +349,14 @@ def test_start_export_refuses_with_400(tmp_path):
 
 
 def test_start_push_checks_the_export_and_keeps_the_token_out_of_the_record(tmp_path):
-    done = TaskRecord(task_id="e1", kind=TaskKind.export, model="job_1", phase=TaskPhase.completed,
-                      output_dir=str(tmp_path), result={"passed": True, "files": []})
+    done = TaskRecord(
+        task_id="e1",
+        kind=TaskKind.export,
+        model="job_1",
+        phase=TaskPhase.completed,
+        output_dir=str(tmp_path),
+        result={"passed": True, "files": []},
+    )
     failed = done.model_copy(update={"task_id": "e2", "phase": TaskPhase.failed, "result": {"passed": False}})
     tasks = FakeTasks(_choice(), {"e1": done, "e2": failed}, tmp_path)
     push = lambda task_id, repo="me/model": start_push(tasks, PushRequest(task_id=task_id, repo_id=repo, token=TOKEN))  # noqa: E731
@@ -353,10 +409,19 @@ def test_cli_check_failure_exits_1_and_keeps_the_files(tmp_path, monkeypatch, ca
 
     def failing(request, context, events, stop):
         (Path(context["output_dir"]) / "model.safetensors").write_bytes(b"x")
-        check = CheckResult(passed=False, summary="float16: 0/3 prompts, 3/60 tokens equal", required="r",
-                            problems=["prompt 1 token 2: the exported model predicts another token"])
-        return ExportResult(format="merged", dtype="float16", files=[ExportedFile(name="model.safetensors", size_bytes=1)],
-                            check=check, passed=False)
+        check = CheckResult(
+            passed=False,
+            summary="float16: 0/3 prompts, 3/60 tokens equal",
+            required="r",
+            problems=["prompt 1 token 2: the exported model predicts another token"],
+        )
+        return ExportResult(
+            format="merged",
+            dtype="float16",
+            files=[ExportedFile(name="model.safetensors", size_bytes=1)],
+            check=check,
+            passed=False,
+        )
 
     monkeypatch.setattr(worker, "export", failing)
     run = _fake_run(tmp_path)

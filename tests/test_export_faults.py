@@ -51,12 +51,16 @@ def endless_export(request, context, events, stop):
 def setup(tmp_path: Path):
     settings = Settings(data_dir=tmp_path / "data")
     store = RunStore(settings.db_path)
-    jobs = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=store, warm_modules=())
+    jobs = JobRunner(
+        worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=store, warm_modules=()
+    )
     folder = settings.runs_dir / "job-1"
     folder.mkdir(parents=True)
     claim(folder, "job-1")
     store.create_run("job-1", {"model_name": "m"}, str(folder), "completed")
-    choice = ModelChoice(id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True)
+    choice = ModelChoice(
+        id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True
+    )
     tasks = TaskRunner(jobs, settings)
     yield tasks, choice, jobs
     tasks.cancel()
@@ -97,8 +101,12 @@ def test_run_export_reports_bad_input_as_an_input_error(tmp_path):
 
     events = Events()
     choice = ModelChoice(id="job-1", label="", kind="final", base_model="m", path=str(tmp_path), adapter=False)
-    run_export({"model": "job-1", "format": "adapter"}, {"choice": choice.model_dump(), "output_dir": str(tmp_path)},
-               events, None)
+    run_export(
+        {"model": "job-1", "format": "adapter"},
+        {"choice": choice.model_dump(), "output_dir": str(tmp_path)},
+        events,
+        None,
+    )
     assert events[-1][0] == TaskEvent.ERROR and events[-1][1]["kind"] == "input"
     assert "full fine-tune" in events[-1][1]["message"]
 
@@ -132,9 +140,18 @@ def test_cli_export_of_damaged_weights_is_one_line_and_leaves_nothing(tmp_path, 
 
     run = tmp_path / "run"
     run.mkdir()
-    (run / "adapter_config.json").write_text(json.dumps({
-        "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": str(model_dir), "r": 8,
-        "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"]}))
+    (run / "adapter_config.json").write_text(
+        json.dumps(
+            {
+                "peft_type": "LORA",
+                "task_type": "CAUSAL_LM",
+                "base_model_name_or_path": str(model_dir),
+                "r": 8,
+                "lora_alpha": 16,
+                "target_modules": ["q_proj", "v_proj"],
+            }
+        )
+    )
     (run / "adapter_model.safetensors").write_bytes(b"\x00" * 1000)
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
         if (model_dir / name).is_file():

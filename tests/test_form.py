@@ -31,7 +31,8 @@ def test_widgets_follow_the_schema():
 def test_build_request_from_form_values():
     request = form.build_request(
         _values(max_steps=4.0, custom_format_mapping="instruction=question, output=answer", output_dir=""),
-        ["train.json"], [],
+        ["train.json"],
+        [],
     )
     assert request.max_steps == 4 and isinstance(request.max_steps, int)
     assert request.custom_format_mapping == {"instruction": "question", "output": "answer"}

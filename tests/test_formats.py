@@ -46,7 +46,9 @@ def test_detect_format(columns: list[str], expected: FormatType) -> None:
 
 
 def test_detect_preference_pairs() -> None:
-    with pytest.raises(DatasetError, match=r"dpo.json holds preference pairs .*not supported for supervised fine-tuning"):
+    with pytest.raises(
+        DatasetError, match=r"dpo.json holds preference pairs .*not supported for supervised fine-tuning"
+    ):
         detect_format(["conversations", "chosen", "rejected"], "dpo.json")
 
 
@@ -97,7 +99,17 @@ def test_glaive_file(datasets_dir: Path) -> None:
         "role": "system",
         "content": "You have access to the following tools:\n<tools>\n" + json.dumps(tools[0]) + "\n</tools>",
     }
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert [m["role"] for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     call = raw[0]["conversations"][3]["value"]
     assert messages[4] == assistant(f"<tool_call>\n{call}\n</tool_call>")
     result = raw[0]["conversations"][4]["value"]
@@ -124,7 +136,9 @@ def test_dpo_file(datasets_dir: Path) -> None:
 
 def test_alpaca_system_and_history() -> None:
     data = normalize(
-        rows({"instruction": "And 3+3?", "input": " ", "output": "6", "system": "Be brief.", "history": [["2+2?", "4"]]}),
+        rows(
+            {"instruction": "And 3+3?", "input": " ", "output": "6", "system": "Be brief.", "history": [["2+2?", "4"]]}
+        ),
         FormatType.alpaca,
         "a.json",
     )
@@ -139,7 +153,11 @@ def test_alpaca_system_and_history() -> None:
 
 def test_sharegpt_system_column_and_turn_and_tools() -> None:
     row = {
-        "conversations": [{"from": "system", "value": "Turn system."}, {"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}],
+        "conversations": [
+            {"from": "system", "value": "Turn system."},
+            {"from": "human", "value": "hi"},
+            {"from": "gpt", "value": "yo"},
+        ],
         "system": "Column system.",
         "tools": '[{"name": "f"}]',
     }
@@ -152,8 +170,10 @@ def test_sharegpt_system_column_and_turn_and_tools() -> None:
 
 def test_messages_layout_accepts_both_key_styles() -> None:
     data = normalize(
-        rows({"messages": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]},
-             {"messages": [{"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]}),
+        rows(
+            {"messages": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]},
+            {"messages": [{"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]},
+        ),
         FormatType.messages,
         "m.jsonl",
     )
@@ -167,7 +187,10 @@ def test_prompt_completion() -> None:
 
 def test_already_wrapped_tool_text_is_not_wrapped_again() -> None:
     turns = [user("q"), {"role": "tool", "content": "<tool_response>\nx\n</tool_response>"}, assistant("a")]
-    assert normalize(rows({"messages": turns}), FormatType.messages, "m")[0]["messages"][1]["content"] == "<tool_response>\nx\n</tool_response>"
+    assert (
+        normalize(rows({"messages": turns}), FormatType.messages, "m")[0]["messages"][1]["content"]
+        == "<tool_response>\nx\n</tool_response>"
+    )
 
 
 def test_message_lines() -> None:
@@ -207,7 +230,10 @@ GOOD = conversation(("human", "hi"), ("gpt", "yo"))
 @pytest.mark.parametrize(
     "bad,expected",
     [
-        (conversation(("human", "hi"), ("bot", "yo")), "turn 2 has unknown role 'bot'; known roles: system, human, user, gpt, assistant"),
+        (
+            conversation(("human", "hi"), ("bot", "yo")),
+            "turn 2 has unknown role 'bot'; known roles: system, human, user, gpt, assistant",
+        ),
         (conversation(("human", "hi"), ("human", "again")), "'conversations' has no assistant turn"),
         ({"conversations": []}, "field 'conversations' is empty"),
         (conversation(("human", "hi"), ("gpt", "  ")), "empty assistant turn"),
@@ -225,7 +251,9 @@ def test_non_text_content_from_a_file(tmp_path: Path) -> None:
     """datasets keeps a nested value that mixes types (Json feature); normalise names the row."""
     path = tmp_path / "chat.json"
     path.write_text(json.dumps([GOOD, conversation(("human", "hi"), ("gpt", {"a": 42}))]), encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"chat.json, row 2: turn 2 \(gpt\) has content of type dict: content must be text"):
+    with pytest.raises(
+        DatasetError, match=r"chat.json, row 2: turn 2 \(gpt\) has content of type dict: content must be text"
+    ):
         normalize(read_file(str(path)), FormatType.auto, "chat.json")
 
 
@@ -249,5 +277,7 @@ def test_empty_text_row() -> None:
 
 
 def test_forced_format_with_missing_columns() -> None:
-    with pytest.raises(DatasetError, match=r"format alpaca needs column\(s\) \['instruction', 'output'\], but x.json has \['text'\]"):
+    with pytest.raises(
+        DatasetError, match=r"format alpaca needs column\(s\) \['instruction', 'output'\], but x.json has \['text'\]"
+    ):
         normalize(rows({"text": "a"}), FormatType.alpaca, "x.json")

@@ -41,7 +41,10 @@ def brute_force_lengths(tokenizer, path: Path) -> list[int]:
     canonical = normalize(read_file(str(path)), FormatType.auto, path.name)
     if "text" in canonical.column_names:
         return [len(tokenizer(text)["input_ids"]) + 1 for text in canonical["text"]]  # + eos, as training adds
-    return [len(tokenizer.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"]) for m in canonical["messages"]]
+    return [
+        len(tokenizer.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"])
+        for m in canonical["messages"]
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(REAL_FILES))
@@ -105,7 +108,9 @@ def test_mapping(tmp_path: Path) -> None:
 
 def test_placeholders_in_identity(datasets_dir: Path) -> None:
     rows = json.loads((datasets_dir / "identity.json").read_text())
-    expected = {name: sum(any(f"{{{{{name}}}}}" in v for v in row.values()) for row in rows) for name in ("author", "name")}
+    expected = {
+        name: sum(any(f"{{{{{name}}}}}" in v for v in row.values()) for row in rows) for name in ("author", "name")
+    }
     found = inspect_dataset(str(datasets_dir / "identity.json"))
     assert [(p.name, p.rows) for p in found.placeholders] == sorted(expected.items())
     assert expected["name"] > 50 and expected["author"] > 50
@@ -114,8 +119,10 @@ def test_placeholders_in_identity(datasets_dir: Path) -> None:
 
 
 def test_placeholders_nested_and_spaced() -> None:
-    rows = [{"conversations": [{"from": "human", "value": "hi {{ user_name }}"}], "system": "I am {{bot}}"},
-            {"conversations": [{"from": "gpt", "value": "{{bot}} {{bot}} {single} {{ }}"}]}]
+    rows = [
+        {"conversations": [{"from": "human", "value": "hi {{ user_name }}"}], "system": "I am {{bot}}"},
+        {"conversations": [{"from": "gpt", "value": "{{bot}} {{bot}} {single} {{ }}"}]},
+    ]
     assert [(p.name, p.rows) for p in find_placeholders(rows)] == [("bot", 2), ("user_name", 1)]
 
 
@@ -197,8 +204,10 @@ def test_preview_tokenizer_offline(model_dir: Path, tmp_path: Path) -> None:
 
 
 def test_inspect_without_gradio_or_torch() -> None:
-    code = ("import sys; from trainer_core.data.inspect import inspect_dataset; "
-            "print(any(m in sys.modules for m in ('gradio', 'torch')))")
+    code = (
+        "import sys; from trainer_core.data.inspect import inspect_dataset; "
+        "print(any(m in sys.modules for m in ('gradio', 'torch')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -209,9 +218,15 @@ def test_preview_tokenizer_from_the_hf_cache(model_dir: Path, tmp_path: Path, mo
     from tests.fake_hub_cache import fake_hub_repo
 
     cache = tmp_path / "hf-cache"
-    files = {name: (model_dir / name).read_bytes() for name in ("config.json", "tokenizer.json", "tokenizer_config.json")}
+    files = {
+        name: (model_dir / name).read_bytes() for name in ("config.json", "tokenizer.json", "tokenizer_config.json")
+    }
     fake_hub_repo(cache, "acme/tiny-chat", files)  # no chat template: ChatML is added, as training does
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
-    tokenizer = load_preview_tokenizer("acme/tiny-chat", Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "m"))
+    tokenizer = load_preview_tokenizer(
+        "acme/tiny-chat", Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "m")
+    )
     assert tokenizer is not None and "<|im_start|>" in tokenizer.chat_template
-    assert load_preview_tokenizer(DEFAULT_MODEL, Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "m")) is None
+    assert (
+        load_preview_tokenizer(DEFAULT_MODEL, Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "m")) is None
+    )

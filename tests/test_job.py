@@ -11,6 +11,8 @@ import pytest
 from tests import fake_workers
 from trainer_core.process.exit_reason import KillEvidence
 from trainer_core.runs.job import JobRunner
+from trainer_core.runs.store import RunStore
+from trainer_core.schemas import Phase, TrainingStartRequest
 from trainer_core.training.checkpoints import (
     ResumeError,
     find_resume_target,
@@ -19,8 +21,6 @@ from trainer_core.training.checkpoints import (
     publish_folder,
     remove_partial_saves,
 )
-from trainer_core.schemas import Phase, TrainingStartRequest
-from trainer_core.runs.store import RunStore
 
 
 @pytest.fixture
@@ -304,22 +304,32 @@ def test_publish_replaces_a_redone_step_and_moves_final_files(tmp_path):
 def test_a_failed_run_resumes_from_its_last_complete_checkpoint(tmp_path):
     store = RunStore(tmp_path / "studio.db")
     run_dir, empty_dir, done_dir = tmp_path / "a", tmp_path / "b", tmp_path / "c"
-    for job_id, folder, phase in (("job_a", run_dir, "error"), ("job_b", empty_dir, "error"), ("job_c", done_dir, "completed")):
+    for job_id, folder, phase in (
+        ("job_a", run_dir, "error"),
+        ("job_b", empty_dir, "error"),
+        ("job_c", done_dir, "completed"),
+    ):
         store.create_run(job_id, {}, str(folder), "training")
         store.finish_run(job_id, phase, "Training diverged at step 3: grad_norm is nan.", None)
     _checkpoint(run_dir, 2)
     _checkpoint(run_dir / ".partial-checkpoint-3", 3)  # the save the divergence interrupted
     target = find_resume_target(store, str(run_dir / "checkpoint-2"))
     assert (target.run.job_id, target.step, target.run.phase) == ("job_a", 2, Phase.error)
-    with pytest.raises(ResumeError, match=r"is not a complete checkpoint .*last complete checkpoint of run job_a is .*checkpoint-2$"):
+    with pytest.raises(
+        ResumeError, match=r"is not a complete checkpoint .*last complete checkpoint of run job_a is .*checkpoint-2$"
+    ):
         find_resume_target(store, str(run_dir))  # the run's folder, not a checkpoint
     with pytest.raises(ResumeError, match=r"not a complete checkpoint"):
         find_resume_target(store, str(run_dir / ".partial-checkpoint-3"))
     empty_dir.mkdir()
-    with pytest.raises(ResumeError, match=r"run job_b \(error\) saved no complete checkpoint, so there is nothing to resume"):
+    with pytest.raises(
+        ResumeError, match=r"run job_b \(error\) saved no complete checkpoint, so there is nothing to resume"
+    ):
         find_resume_target(store, str(empty_dir / "checkpoint-3"))
     _checkpoint(done_dir, 5)
-    with pytest.raises(ResumeError, match=r"run job_c is completed; only stopped, interrupted or error runs can be resumed"):
+    with pytest.raises(
+        ResumeError, match=r"run job_c is completed; only stopped, interrupted or error runs can be resumed"
+    ):
         find_resume_target(store, str(done_dir / "checkpoint-5"))
 
 
@@ -360,7 +370,9 @@ def test_resume_continues_training_time_and_wall_time_includes_the_gap(request_,
     assert store.get_run(job_id).training_seconds == pytest.approx(trained)
     gap_s = 1.5
     time.sleep(gap_s)  # idle between Stop and Resume
-    resume = request_.model_copy(update={"resume_from_checkpoint": str(Path(request_.output_dir) / f"checkpoint-{stopped_at}")})
+    resume = request_.model_copy(
+        update={"resume_from_checkpoint": str(Path(request_.output_dir) / f"checkpoint-{stopped_at}")}
+    )
     assert runner.start(resume).job_id == job_id
     assert runner.status(with_history=False).details.get("end_reason") is None  # reset when it reopens
     assert store.get_run(job_id).end_reason is None
@@ -376,7 +388,9 @@ def test_resume_continues_training_time_and_wall_time_includes_the_gap(request_,
     assert run.wall_seconds == run.duration_seconds >= run.training_seconds + gap_s  # the gap is wall time only
     assert status.details["wall_seconds"] >= status.details["elapsed_seconds"] + gap_s
     assert status.details["started_at"] == run.created_at
-    expected = (resumed[-1].num_tokens - resumed[0].num_tokens) / (resumed[-1].elapsed_seconds - resumed[0].elapsed_seconds)
+    expected = (resumed[-1].num_tokens - resumed[0].num_tokens) / (
+        resumed[-1].elapsed_seconds - resumed[0].elapsed_seconds
+    )
     assert status.details["tokens_per_second"] == pytest.approx(expected)  # this session's rate (~200/s)
     assert run.tokens_per_second == pytest.approx(resumed[-1].num_tokens / resumed[-1].elapsed_seconds)
 

@@ -46,12 +46,14 @@ def test_notebook_runs_in_ci_mode(tmp_path, monkeypatch, datasets_dir, model_dir
     monkeypatch.setenv("STUDIO_NOTEBOOK_MAX_STEPS", str(STEPS))
     monkeypatch.setenv("STUDIO_DATA_DIR", str(data_dir))
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT_S,
-                                     resources={"metadata": {"path": str(REPO)}})
+    client = nbclient.NotebookClient(
+        nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, resources={"metadata": {"path": str(REPO)}}
+    )
     client.execute()  # raises CellExecutionError naming the cell when one fails
 
-    assert not [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
-                if out.output_type == "error"]
+    assert not [
+        out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs if out.output_type == "error"
+    ]
     setup = _text(_cell(nb, "setup"))
     assert "install skipped" in setup
     assert f"python: {sys.executable}" in setup  # the kernel is this interpreter (jupyter_client swaps "python")

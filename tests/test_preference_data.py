@@ -36,33 +36,56 @@ def test_sharegpt_pairs_as_in_the_shared_file(datasets_dir):
     assert rows[7]["rejected"] == [{"role": "assistant", "content": raw["rejected"]["value"]}]
 
 
-@pytest.mark.parametrize("row", [
-    {"prompt": "Name a colour.", "chosen": "Blue.", "rejected": "No."},
-    {"prompt": [USER], "chosen": [{"role": "assistant", "content": "Blue."}], "rejected": [{"role": "assistant", "content": "No."}]},
-    {"messages": [USER], "chosen": {"role": "assistant", "content": "Blue."}, "rejected": "No."},
-    # TRL's implicit prompt: both answers carry the whole conversation
-    {"chosen": [USER, {"role": "assistant", "content": "Blue."}], "rejected": [USER, {"role": "assistant", "content": "No."}]},
-    # the answers repeat the prompt's turns
-    {"prompt": [USER], "chosen": [USER, {"role": "assistant", "content": "Blue."}], "rejected": [USER, {"role": "assistant", "content": "No."}]},
-])
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"prompt": "Name a colour.", "chosen": "Blue.", "rejected": "No."},
+        {
+            "prompt": [USER],
+            "chosen": [{"role": "assistant", "content": "Blue."}],
+            "rejected": [{"role": "assistant", "content": "No."}],
+        },
+        {"messages": [USER], "chosen": {"role": "assistant", "content": "Blue."}, "rejected": "No."},
+        # TRL's implicit prompt: both answers carry the whole conversation
+        {
+            "chosen": [USER, {"role": "assistant", "content": "Blue."}],
+            "rejected": [USER, {"role": "assistant", "content": "No."}],
+        },
+        # the answers repeat the prompt's turns
+        {
+            "prompt": [USER],
+            "chosen": [USER, {"role": "assistant", "content": "Blue."}],
+            "rejected": [USER, {"role": "assistant", "content": "No."}],
+        },
+    ],
+)
 def test_every_pair_layout_gives_the_same_pair(tmp_path, row):
     rows, fmt = _load(_write(tmp_path, [row]))
     assert fmt == FormatType.preference
-    assert rows[0] == {"prompt": [USER], "chosen": [{"role": "assistant", "content": "Blue."}],
-                       "rejected": [{"role": "assistant", "content": "No."}]}
+    assert rows[0] == {
+        "prompt": [USER],
+        "chosen": [{"role": "assistant", "content": "Blue."}],
+        "rejected": [{"role": "assistant", "content": "No."}],
+    }
 
 
 def test_system_field_numbers_and_content_parts_are_read_as_for_sft(tmp_path):
-    row = {"system": "Be brief.", "prompt": [{"role": "user", "content": [{"type": "text", "text": "Count."}]}],
-           "chosen": 3, "rejected": "many"}
+    row = {
+        "system": "Be brief.",
+        "prompt": [{"role": "user", "content": [{"type": "text", "text": "Count."}]}],
+        "chosen": 3,
+        "rejected": "many",
+    }
     rows, _ = _load(_write(tmp_path, [row]))
     assert rows[0]["prompt"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Count."}]
     assert rows[0]["chosen"] == [{"role": "assistant", "content": "3"}]
 
 
 def test_kto_reads_labelled_rows_and_unpairs_pairs(tmp_path, datasets_dir):
-    labelled = [{"prompt": "Name a colour.", "completion": "Blue.", "label": True},
-                {"messages": [USER, {"role": "assistant", "content": "No."}], "label": "false"}]
+    labelled = [
+        {"prompt": "Name a colour.", "completion": "Blue.", "label": True},
+        {"messages": [USER, {"role": "assistant", "content": "No."}], "label": "false"},
+    ]
     rows, fmt = _load(_write(tmp_path, labelled[:1]), "kto")
     assert fmt == FormatType.unpaired and rows[0]["label"] is True
     rows, _ = _load(_write(tmp_path, labelled[1:], "m.json"), "kto")
@@ -71,12 +94,23 @@ def test_kto_reads_labelled_rows_and_unpairs_pairs(tmp_path, datasets_dir):
     assert len(rows) == 600 and rows["label"][:4] == [True, False, True, False]
 
 
-@pytest.mark.parametrize("method, file, message", [
-    ("dpo", "alpaca_en_demo.json", r"alpaca_en_demo.json has columns .*supervised \(SFT\) data.*DPO needs pairs.*training_method 'sft'"),
-    ("orpo", "c4_demo.jsonl", r"c4_demo.jsonl .*ORPO needs pairs"),
-    ("kto", "identity.json", r"identity.json .*KTO needs rows with a desirable/undesirable label"),
-    ("sft", "dpo_en_demo.json", r"dpo_en_demo.json holds preference pairs.*choose training_method dpo, orpo or kto"),
-])
+@pytest.mark.parametrize(
+    "method, file, message",
+    [
+        (
+            "dpo",
+            "alpaca_en_demo.json",
+            r"alpaca_en_demo.json has columns .*supervised \(SFT\) data.*DPO needs pairs.*training_method 'sft'",
+        ),
+        ("orpo", "c4_demo.jsonl", r"c4_demo.jsonl .*ORPO needs pairs"),
+        ("kto", "identity.json", r"identity.json .*KTO needs rows with a desirable/undesirable label"),
+        (
+            "sft",
+            "dpo_en_demo.json",
+            r"dpo_en_demo.json holds preference pairs.*choose training_method dpo, orpo or kto",
+        ),
+    ],
+)
 def test_each_wrong_pairing_of_data_and_method_is_refused(datasets_dir, method, file, message):
     with pytest.raises(DatasetError, match=message):
         _load(str(datasets_dir / file), method)
@@ -84,9 +118,15 @@ def test_each_wrong_pairing_of_data_and_method_is_refused(datasets_dir, method, 
 
 def test_unpaired_rows_are_refused_for_dpo_and_bad_rows_are_named(tmp_path):
     kto = _write(tmp_path, [{"prompt": "a", "completion": "b", "label": True}])
-    with pytest.raises(DatasetError, match=r"unpaired rows with a 'label' \(KTO data\), but DPO.*use training_method 'kto'"):
+    with pytest.raises(
+        DatasetError, match=r"unpaired rows with a 'label' \(KTO data\), but DPO.*use training_method 'kto'"
+    ):
         _load(kto, "dpo")
-    bad = _write(tmp_path, [{"prompt": "a", "chosen": "b", "rejected": "c"}, {"prompt": "a", "chosen": "", "rejected": "c"}], "bad.json")
+    bad = _write(
+        tmp_path,
+        [{"prompt": "a", "chosen": "b", "rejected": "c"}, {"prompt": "a", "chosen": "", "rejected": "c"}],
+        "bad.json",
+    )
     with pytest.raises(DatasetError, match=r"bad.json, row 2: field 'chosen' is empty"):
         _load(bad)
     label = _write(tmp_path, [{"prompt": "a", "completion": "b", "label": "maybe"}], "label.json")
@@ -95,7 +135,11 @@ def test_unpaired_rows_are_refused_for_dpo_and_bad_rows_are_named(tmp_path):
     one_side = _write(tmp_path, [{"prompt": "a", "chosen": "b"}], "side.json")
     with pytest.raises(DatasetError, match=r"has a 'chosen' column but no 'rejected' column"):
         _load(one_side)
-    ends = _write(tmp_path, [{"prompt": [USER, {"role": "assistant", "content": "x"}], "chosen": "b", "rejected": "c"}], "ends.json")
+    ends = _write(
+        tmp_path,
+        [{"prompt": [USER, {"role": "assistant", "content": "x"}], "chosen": "b", "rejected": "c"}],
+        "ends.json",
+    )
     with pytest.raises(DatasetError, match=r"ends.json, row 1: field 'prompt' ends with a assistant turn"):
         _load(ends)
 

@@ -14,20 +14,44 @@ from ui.method_panel import method_rate, method_visibility
 
 
 def test_trl_log_names_become_progress_fields():
-    logs = {"loss": 0.69, "rewards/chosen": 0.1, "rewards/rejected": -0.2, "rewards/margins": 0.3,
-            "rewards/accuracies": 0.5, "kl": 0.01, "eval_rewards/margins": 0.4, "eval_rewards/accuracies": 0.75,
-            "eval_rewards/chosen": 1.0, "logps/chosen": -50.0, "rewards/rejected_nan": math.nan}
-    assert preference_values(logs) == {"rewards_chosen": 0.1, "rewards_rejected": -0.2, "rewards_margins": 0.3,
-                                       "rewards_accuracies": 0.5, "kl": 0.01, "eval_rewards_margins": 0.4,
-                                       "eval_rewards_accuracies": 0.75}
+    logs = {
+        "loss": 0.69,
+        "rewards/chosen": 0.1,
+        "rewards/rejected": -0.2,
+        "rewards/margins": 0.3,
+        "rewards/accuracies": 0.5,
+        "kl": 0.01,
+        "eval_rewards/margins": 0.4,
+        "eval_rewards/accuracies": 0.75,
+        "eval_rewards/chosen": 1.0,
+        "logps/chosen": -50.0,
+        "rewards/rejected_nan": math.nan,
+    }
+    assert preference_values(logs) == {
+        "rewards_chosen": 0.1,
+        "rewards_rejected": -0.2,
+        "rewards_margins": 0.3,
+        "rewards_accuracies": 0.5,
+        "kl": 0.01,
+        "eval_rewards_margins": 0.4,
+        "eval_rewards_accuracies": 0.75,
+    }
     assert preference_values({"rewards/margins": math.inf}) == {}
 
 
 def _history(preference: bool) -> MetricsHistory:
     history = MetricsHistory()
     for step in (1, 2, 3):
-        extra = dict(rewards_chosen=0.1 * step, rewards_rejected=-0.1 * step, rewards_margins=0.2 * step,
-                     rewards_accuracies=0.5) if preference else {}
+        extra = (
+            dict(
+                rewards_chosen=0.1 * step,
+                rewards_rejected=-0.1 * step,
+                rewards_margins=0.2 * step,
+                rewards_accuracies=0.5,
+            )
+            if preference
+            else {}
+        )
         history.append(TrainingProgress(job_id="j", step=step, total_steps=3, loss=0.7, learning_rate=5e-5, **extra))
     return history
 
@@ -51,10 +75,18 @@ def test_status_series_carry_the_rewards_of_preference_runs_only():
 
 
 def test_method_section_shows_each_methods_settings_and_moves_a_default_rate():
-    assert method_visibility("sft") == {"beta": False, "loss_type": False, "desirable_weight": False,
-                                        "undesirable_weight": False}
-    assert method_visibility("dpo") == {"beta": True, "loss_type": True, "desirable_weight": False,
-                                        "undesirable_weight": False}
+    assert method_visibility("sft") == {
+        "beta": False,
+        "loss_type": False,
+        "desirable_weight": False,
+        "undesirable_weight": False,
+    }
+    assert method_visibility("dpo") == {
+        "beta": True,
+        "loss_type": True,
+        "desirable_weight": False,
+        "undesirable_weight": False,
+    }
     assert method_visibility("kto")["desirable_weight"] and not method_visibility("kto")["loss_type"]
     assert method_rate("dpo", 1e-3)["value"] == 5e-5 and method_rate("sft", 5e-5)["value"] == 1e-3
     assert "value" not in method_rate("dpo", 2e-4)  # a rate the user set stays
@@ -70,10 +102,22 @@ def test_start_from_adapter_lists_completed_lora_runs_only(tmp_path):
         folder.mkdir()
         if adapter:
             (folder / "adapter_config.json").write_text("{}")
-        return RunRecord(job_id=job_id, created_at=0, phase=phase, output_dir=str(folder),
-                         request={"training_type": "lora", "local_datasets": ["/d/identity.json"], **request})
+        return RunRecord(
+            job_id=job_id,
+            created_at=0,
+            phase=phase,
+            output_dir=str(folder),
+            request={"training_type": "lora", "local_datasets": ["/d/identity.json"], **request},
+        )
 
-    runs = [run("job_a", Phase.completed, name=None), run("job_b", Phase.error), run("job_c", Phase.completed, adapter=False),
-            run("job_d", Phase.completed, training_method="dpo")]
-    assert adapter_choices(runs) == [NEW_ADAPTER, ("job_a · sft · lora · identity.json", str(tmp_path / "job_a")),
-                                     ("job_d · dpo · lora · identity.json", str(tmp_path / "job_d"))]
+    runs = [
+        run("job_a", Phase.completed, name=None),
+        run("job_b", Phase.error),
+        run("job_c", Phase.completed, adapter=False),
+        run("job_d", Phase.completed, training_method="dpo"),
+    ]
+    assert adapter_choices(runs) == [
+        NEW_ADAPTER,
+        ("job_a · sft · lora · identity.json", str(tmp_path / "job_a")),
+        ("job_d · dpo · lora · identity.json", str(tmp_path / "job_d")),
+    ]

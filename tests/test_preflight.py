@@ -88,15 +88,36 @@ def test_numbers_equal_training_tokenization(files, settings, tokenizer):
     request = TrainingStartRequest(local_datasets=files, max_seq_length=MAX_LEN)
     report = run_preflight(request, settings, estimates=False)
     _, stats = tokenize_dataset(load_conversations(request)[0], tokenizer, MAX_LEN, True)
-    assert (report.rows_kept, report.tokens_total, report.tokens_trained, report.rows_truncated, report.tokens_cut,
-            report.rows_dropped) == (stats.rows, stats.total_tokens, stats.trained_tokens, stats.truncated_rows,
-                                     stats.truncated_tokens, stats.dropped_rows)
+    assert (
+        report.rows_kept,
+        report.tokens_total,
+        report.tokens_trained,
+        report.rows_truncated,
+        report.tokens_cut,
+        report.rows_dropped,
+    ) == (
+        stats.rows,
+        stats.total_tokens,
+        stats.trained_tokens,
+        stats.truncated_rows,
+        stats.truncated_tokens,
+        stats.dropped_rows,
+    )
 
 
 def test_per_file_drop_reasons(files, settings):
-    report = run_preflight(TrainingStartRequest(local_datasets=files, max_seq_length=MAX_LEN), settings, estimates=False)
+    report = run_preflight(
+        TrainingStartRequest(local_datasets=files, max_seq_length=MAX_LEN), settings, estimates=False
+    )
     a, b = report.files
-    assert (a.name, a.split, a.format, a.rows_read, a.rows_kept, a.rows_dropped) == ("a.json", "train", "alpaca", 4, 3, 1)
+    assert (a.name, a.split, a.format, a.rows_read, a.rows_kept, a.rows_dropped) == (
+        "a.json",
+        "train",
+        "alpaca",
+        4,
+        3,
+        1,
+    )
     assert a.drop_reasons == {"answer_after_max_seq_length": 1}
     assert (b.name, b.rows_read, b.rows_kept, b.rows_dropped, b.drop_reasons) == ("b.json", 2, 2, 0, {})
 
@@ -107,22 +128,35 @@ def test_eval_files_are_checked(files, settings, tmp_path):
     report = run_preflight(request, settings, estimates=False)
     assert [(f.name, f.split) for f in report.files] == [("b.json", "train"), ("eval.json", "eval")]
     assert (report.files[1].rows_read, report.files[1].rows_kept, report.files[1].drop_reasons) == (
-        4, 3, {"answer_after_max_seq_length": 1})
+        4,
+        3,
+        {"answer_after_max_seq_length": 1},
+    )
     assert report.eval_rows == 3 and report.rows_read == 2
     assert "eval_too_small" in {issue.code for issue in report.warnings}
 
 
 def test_samples_are_the_training_tokens(files, settings, tokenizer):
-    report = run_preflight(TrainingStartRequest(local_datasets=files, max_seq_length=MAX_LEN), settings, estimates=False)
+    report = run_preflight(
+        TrainingStartRequest(local_datasets=files, max_seq_length=MAX_LEN), settings, estimates=False
+    )
     assert len(report.samples) == 3
-    assert [(s.file, s.row) for s in report.samples] == [("a.json", 1), ("a.json", 3), ("b.json", 1)]  # firsts + a truncated one
-    rows = {("a.json", i + 1): row for i, row in enumerate(ROWS_A)} | {("b.json", i + 1): row for i, row in enumerate(ROWS_B)}
+    assert [(s.file, s.row) for s in report.samples] == [
+        ("a.json", 1),
+        ("a.json", 3),
+        ("b.json", 1),
+    ]  # firsts + a truncated one
+    rows = {("a.json", i + 1): row for i, row in enumerate(ROWS_A)} | {
+        ("b.json", i + 1): row for i, row in enumerate(ROWS_B)
+    }
     for sample in report.samples:
         n, trained, ids, prompt = _expected(rows[(sample.file, sample.row)], tokenizer)
         shown = ids[:MAX_LEN]
         assert "".join(s.text for s in sample.segments) == tokenizer.decode(shown, skip_special_tokens=False)
-        answer = ids[prompt: min(len(ids) - 1, MAX_LEN)]
-        assert "".join(s.text for s in sample.segments if s.trained) == tokenizer.decode(answer, skip_special_tokens=False)
+        answer = ids[prompt : min(len(ids) - 1, MAX_LEN)]
+        assert "".join(s.text for s in sample.segments if s.trained) == tokenizer.decode(
+            answer, skip_special_tokens=False
+        )
         assert (sample.tokens, sample.trained_tokens, sample.truncated) == (len(shown), trained, n > MAX_LEN)
     assert report.samples[1].truncated
 
@@ -167,7 +201,9 @@ def test_unreadable_data_is_an_error_in_the_report(tmp_path, settings):
 
 
 def _masked_file(tmp_path: Path) -> str:
-    return _write(tmp_path, "masked.json", [{"instruction": LONG_PROMPT + str(i), "input": "", "output": "ok"} for i in range(3)])
+    return _write(
+        tmp_path, "masked.json", [{"instruction": LONG_PROMPT + str(i), "input": "", "output": "ok"} for i in range(3)]
+    )
 
 
 @pytest.fixture()
@@ -185,11 +221,16 @@ def no_weights(monkeypatch):
 
 
 def test_all_masked_dataset_is_refused_before_any_model_loads(tmp_path, settings, no_weights):
-    request = TrainingStartRequest(local_datasets=[_masked_file(tmp_path)], max_seq_length=MAX_LEN, train_on_completions=True)
+    request = TrainingStartRequest(
+        local_datasets=[_masked_file(tmp_path)], max_seq_length=MAX_LEN, train_on_completions=True
+    )
     report = run_preflight(request, settings)
     assert [e.code for e in report.errors] == ["no_trained_tokens"]
     assert report.rows_kept == 0 and report.rows_without_trained_tokens == 3
-    assert "training would learn nothing" in report.errors[0].message and "raise max_seq_length" in report.errors[0].message
+    assert (
+        "training would learn nothing" in report.errors[0].message
+        and "raise max_seq_length" in report.errors[0].message
+    )
     with pytest.raises(PreflightError) as refused:
         admit(request, settings, None)
     assert str(refused.value) == report.errors[0].message and refused.value.issues == report.errors
@@ -197,7 +238,9 @@ def test_all_masked_dataset_is_refused_before_any_model_loads(tmp_path, settings
 
 def test_assistant_less_rows_are_refused_before_any_model_loads(tmp_path, settings, no_weights):
     path = tmp_path / "users.jsonl"
-    path.write_text("\n".join(json.dumps({"messages": [{"role": "user", "content": f"question {i}"}]}) for i in range(3)))
+    path.write_text(
+        "\n".join(json.dumps({"messages": [{"role": "user", "content": f"question {i}"}]}) for i in range(3))
+    )
     request = TrainingStartRequest(local_datasets=[str(path)], train_on_completions=True)
     with pytest.raises(DatasetError, match="no assistant turn"):
         admit(request, settings, None)
@@ -210,8 +253,9 @@ def test_slice_beyond_the_data_is_refused_like_training(files, settings, start, 
     """6 rows in two files: the check and Start refuse a slice past the end in training's words."""
     from trainer_core.data.prepare import load_conversations
 
-    request = TrainingStartRequest(local_datasets=files, max_seq_length=MAX_LEN, dataset_slice_start=start,
-                                   dataset_slice_end=end)
+    request = TrainingStartRequest(
+        local_datasets=files, max_seq_length=MAX_LEN, dataset_slice_start=start, dataset_slice_end=end
+    )
     with pytest.raises(DatasetError) as training:
         load_conversations(request)
     assert "reaches beyond the training data, which has 6 rows" in str(training.value)
@@ -223,20 +267,29 @@ def test_slice_beyond_the_data_is_refused_like_training(files, settings, start, 
     inside = run_preflight(request.model_copy(update={"dataset_slice_start": 4, "dataset_slice_end": 6}), settings)
     assert not inside.errors and inside.rows_read == 2
 
+
 def test_start_admits_good_data(files, settings):
     admitted = admit(TrainingStartRequest(local_datasets=files, max_seq_length=MAX_LEN), settings, None)
     assert admitted.local_datasets == [str(Path(f).resolve()) for f in files]
 
 
-@pytest.mark.parametrize("rows,batch,accum,epochs,max_steps,expected", [
-    (37, 4, 1, 1.0, 0, (10, 10, 1.0)),
-    (37, 4, 3, 2.5, 0, (4, 10, 2.5)),
-    (37, 8, 2, 1.0, 7, (3, 7, 7 / 3)),
-    (5, 8, 4, 3.0, 0, (1, 3, 3.0)),
-])
+@pytest.mark.parametrize(
+    "rows,batch,accum,epochs,max_steps,expected",
+    [
+        (37, 4, 1, 1.0, 0, (10, 10, 1.0)),
+        (37, 4, 3, 2.5, 0, (4, 10, 2.5)),
+        (37, 8, 2, 1.0, 7, (3, 7, 7 / 3)),
+        (5, 8, 4, 3.0, 0, (1, 3, 3.0)),
+    ],
+)
 def test_plan_steps(rows, batch, accum, epochs, max_steps, expected):
-    request = TrainingStartRequest(local_datasets=["x.json"], batch_size=batch, gradient_accumulation_steps=accum,
-                                   num_epochs=epochs, max_steps=max_steps)
+    request = TrainingStartRequest(
+        local_datasets=["x.json"],
+        batch_size=batch,
+        gradient_accumulation_steps=accum,
+        num_epochs=epochs,
+        max_steps=max_steps,
+    )
     plan = plan_steps(rows, request)
     assert (plan.steps_per_epoch, plan.total_steps, plan.epochs) == pytest.approx(expected)
     assert plan.global_batch_size == batch * accum
@@ -253,10 +306,13 @@ def test_alpaca_check_takes_a_few_seconds(datasets_dir, settings):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("extra", [
-    dict(batch_size=3, gradient_accumulation_steps=2, num_epochs=2.0, val_size=0.1),
-    dict(batch_size=2, gradient_accumulation_steps=3, num_epochs=1.0, packing=True, max_seq_length=256),
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        dict(batch_size=3, gradient_accumulation_steps=2, num_epochs=2.0, val_size=0.1),
+        dict(batch_size=2, gradient_accumulation_steps=3, num_epochs=1.0, packing=True, max_seq_length=256),
+    ],
+)
 def test_steps_equal_a_real_trainers(extra, datasets_dir, tokenizer, tmp_path, model_dir):
     """The check's total_steps equals the ``max_steps`` that the trainer training builds (real model,
     LoRA, TRL's packing) computes for its dataloader."""
@@ -264,14 +320,25 @@ def test_steps_equal_a_real_trainers(extra, datasets_dir, tokenizer, tmp_path, m
     from trainer_core.models.loading import load_model
     from trainer_core.training.trainer import build_trainer
 
-    values = dict(dict(max_seq_length=128, dataset_slice_end=37, local_datasets=[str(datasets_dir / "identity.json")],
-                       model_name=str(model_dir), eval_steps=1000), **extra)
+    values = dict(
+        dict(
+            max_seq_length=128,
+            dataset_slice_end=37,
+            local_datasets=[str(datasets_dir / "identity.json")],
+            model_name=str(model_dir),
+            eval_steps=1000,
+        ),
+        **extra,
+    )
     request = TrainingStartRequest(**values)
-    report = run_preflight(request, Settings(data_dir=tmp_path / "d", allowed_paths=str(model_dir.parent)), estimates=False)
+    report = run_preflight(
+        request, Settings(data_dir=tmp_path / "d", allowed_paths=str(model_dir.parent)), estimates=False
+    )
 
     data = prepare_data(request, tokenizer)
-    trainer = build_trainer(request, load_model(model_dir, request, "cpu"), tokenizer, data.train, data.eval,
-                            tmp_path / "run", "cpu", [])
+    trainer = build_trainer(
+        request, load_model(model_dir, request, "cpu"), tokenizer, data.train, data.eval, tmp_path / "run", "cpu", []
+    )
     # Trainer's own step arithmetic (what train() runs on), without training a step:
     max_steps = trainer.set_initial_training_values(trainer.args, trainer.get_train_dataloader())[-1]
     assert report.total_steps == max_steps > 0

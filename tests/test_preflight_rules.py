@@ -24,7 +24,9 @@ def test_early_stopping_needs_patience_plus_one_evaluations():
 
 def test_enough_evaluations_or_no_eval_data_says_nothing():
     assert rules.evaluations(_request(eval_steps=10), total_steps=30, has_eval=True) is None
-    assert rules.evaluations(TrainingStartRequest(local_datasets=["/x.json"], eval_steps=500), 30, has_eval=False) is None
+    assert (
+        rules.evaluations(TrainingStartRequest(local_datasets=["/x.json"], eval_steps=500), 30, has_eval=False) is None
+    )
 
 
 def test_placeholders_left_in_the_training_rows_are_warned_per_file():
@@ -32,11 +34,25 @@ def test_placeholders_left_in_the_training_rows_are_warned_per_file():
 
     from trainer_core.preflight.sources import Source
 
-    rows = datasets.Dataset.from_list([{"messages": [{"role": "user", "content": "who?"},
-                                                     {"role": "assistant", "content": "I am {{name}} by {{author}}"}]}] * 3)
+    rows = datasets.Dataset.from_list(
+        [
+            {
+                "messages": [
+                    {"role": "user", "content": "who?"},
+                    {"role": "assistant", "content": "I am {{name}} by {{author}}"},
+                ]
+            }
+        ]
+        * 3
+    )
     clean = datasets.Dataset.from_list([{"text": "plain"}])
-    issue = rules.placeholders([Source("id.json", "train", "messages", rows), Source("c.json", "train", "text", clean),
-                                Source("e.json", "eval", "messages", rows)])
+    issue = rules.placeholders(
+        [
+            Source("id.json", "train", "messages", rows),
+            Source("c.json", "train", "text", clean),
+            Source("e.json", "eval", "messages", rows),
+        ]
+    )
     assert issue is not None and issue.code == "template_placeholders"
     assert "id.json ({{author}} in 3 rows, {{name}} in 3 rows)" in issue.message and "e.json" not in issue.message
     assert rules.placeholders([Source("c.json", "train", "text", clean)]) is None

@@ -3,7 +3,6 @@ remove, persistence across a restart, tokens kept out of the database. Fake work
 training; the store is the real SQLite file."""
 
 import time
-from pathlib import Path
 
 import pytest
 
@@ -27,8 +26,12 @@ def _admit(request, settings, store):
 
 
 def _request(lr: float, **fields) -> TrainingStartRequest:
-    return TrainingStartRequest(local_datasets=fields.pop("data", ["rows.json"]), max_steps=fields.pop("max_steps", 4),
-                                learning_rate=lr, **fields)
+    return TrainingStartRequest(
+        local_datasets=fields.pop("data", ["rows.json"]),
+        max_steps=fields.pop("max_steps", 4),
+        learning_rate=lr,
+        **fields,
+    )
 
 
 @pytest.fixture
@@ -53,7 +56,10 @@ def made(tmp_path):
 def _drain(runner: JobRunner, queue: JobQueue, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not any(e.state == QueueState.waiting for e in queue.entries()) and not runner.status(False).is_training_running:
+        if (
+            not any(e.state == QueueState.waiting for e in queue.entries())
+            and not runner.status(False).is_training_running
+        ):
             time.sleep(0.3)  # the dispatcher may be between two jobs
             if not runner.status(False).is_training_running:
                 return
@@ -182,13 +188,27 @@ def test_a_full_queue_is_refused(made, monkeypatch):
 
 
 def test_summary_names_model_data_method_length_and_rate():
-    store_entry = {"model_name": "/models/SmolLM2-135M-Instruct", "local_datasets": ["/d/identity.json"],
-                   "training_type": "lora", "lora_r": 16, "max_steps": 0, "num_epochs": 3.0, "learning_rate": 0.001}
+    store_entry = {
+        "model_name": "/models/SmolLM2-135M-Instruct",
+        "local_datasets": ["/d/identity.json"],
+        "training_type": "lora",
+        "lora_r": 16,
+        "max_steps": 0,
+        "num_epochs": 3.0,
+        "learning_rate": 0.001,
+    }
     from trainer_core.queue.store import QueueEntry
 
-    entry = QueueEntry(queue_id="q_1_00000000", position=1, created_at=0.0, state=QueueState.waiting, request=store_entry)
+    entry = QueueEntry(
+        queue_id="q_1_00000000", position=1, created_at=0.0, state=QueueState.waiting, request=store_entry
+    )
     assert entry.summary == "SmolLM2-135M-Instruct · identity.json · lora r16 · 3.0 epochs · lr 0.001"
-    full = QueueEntry(**{**entry.model_dump(exclude={"summary"}), "request": {**store_entry, "training_type": "full", "max_steps": 60}})
+    full = QueueEntry(
+        **{
+            **entry.model_dump(exclude={"summary"}),
+            "request": {**store_entry, "training_type": "full", "max_steps": 60},
+        }
+    )
     assert full.summary == "SmolLM2-135M-Instruct · identity.json · full · 60 steps · lr 0.001"
 
 

@@ -25,7 +25,9 @@ def test_dataset_fields_name_both_widgets_and_sections_are_opened():
 def test_one_word_fields_only_where_used_as_a_field():
     assert describe("packing: not with this model").fields == ("packing",)
     assert describe("the subset of rows that fit").fields == ()  # prose, not the field
-    assert describe("Training dataset (upload): this file was not uploaded to this server").fields == ("local_datasets",)
+    assert describe("Training dataset (upload): this file was not uploaded to this server").fields == (
+        "local_datasets",
+    )
 
 
 def test_notice_escapes_user_text_and_lists_fields():
@@ -37,4 +39,6 @@ def test_notice_escapes_user_text_and_lists_fields():
 
 def test_names_inside_paths_are_left_as_typed():
     refusal = describe("file not found: /data/learning_rate/train_data.json (model_name.json)")
-    assert refusal.text == "file not found: /data/learning_rate/train_data.json (model_name.json)" and refusal.fields == ()
+    assert (
+        refusal.text == "file not found: /data/learning_rate/train_data.json (model_name.json)" and refusal.fields == ()
+    )

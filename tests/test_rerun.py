@@ -24,8 +24,14 @@ def _recorded_run(tmp_path: Path) -> tuple[Path, Path]:
     data.write_text(json.dumps(ROWS))
     out = tmp_path / "first"
     out.mkdir()
-    request = TrainingStartRequest(local_datasets=[str(data)], learning_rate=1e-3, max_steps=4, lora_r=4,
-                                   output_dir=str(out), resume_from_checkpoint=str(out / "checkpoint-2"))
+    request = TrainingStartRequest(
+        local_datasets=[str(data)],
+        learning_rate=1e-3,
+        max_steps=4,
+        lora_r=4,
+        output_dir=str(out),
+        resume_from_checkpoint=str(out / "checkpoint-2"),
+    )
     begin_manifest(out, request, "job_1")
     return out / RUN_JSON, data
 
@@ -67,8 +73,13 @@ def test_dataset_is_optional_only_when_something_gives_the_data(tmp_path):
 
 
 def test_a_bad_run_json_is_a_clear_error(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "trainer_core", "train", "--from-run", str(tmp_path / "nope.json")],
-                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer_core", "train", "--from-run", str(tmp_path / "nope.json")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "nope.json does not exist: give the run.json of a run" in result.stderr
 
 
@@ -82,13 +93,39 @@ def test_a_rerun_logs_the_same_losses(tmp_path, model_dir, datasets_dir):
     first, second = tmp_path / "first", tmp_path / "second"
     # lora_dropout stays on (0.05): the seed must fix the dropout masks too, not only data order and LoRA init
     train = [sys.executable, "-m", "trainer_core", "train"]
-    result = subprocess.run([*train, "--dataset", str(datasets_dir / "alpaca_en_demo.json"), "--dataset-slice-end", "16",
-                             "--batch-size", "2", "--max-seq-length", "128", "--max-steps", "4",
-                             "--model-name", str(model_dir), "--output-dir", str(first)],
-                            cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    result = subprocess.run(
+        [
+            *train,
+            "--dataset",
+            str(datasets_dir / "alpaca_en_demo.json"),
+            "--dataset-slice-end",
+            "16",
+            "--batch-size",
+            "2",
+            "--max-seq-length",
+            "128",
+            "--max-steps",
+            "4",
+            "--model-name",
+            str(model_dir),
+            "--output-dir",
+            str(first),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
-    result = subprocess.run([*train, "--from-run", str(first / RUN_JSON), "--output-dir", str(second)],
-                            cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    result = subprocess.run(
+        [*train, "--from-run", str(first / RUN_JSON), "--output-dir", str(second)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "warning" not in result.stderr
     losses = _losses(first)

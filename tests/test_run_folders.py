@@ -47,7 +47,10 @@ def test_delete_removes_only_recorded_files(studio):
     (folder / "checkpoint-2" / "trainer_state.json").write_text("{}")
     (folder / "adapter_model.safetensors").write_bytes(b"x")
     assert record_files(folder, "job_a") == 2
-    assert json.loads((folder / MARKER).read_text())["files"] == ["adapter_model.safetensors", "checkpoint-2/trainer_state.json"]
+    assert json.loads((folder / MARKER).read_text())["files"] == [
+        "adapter_model.safetensors",
+        "checkpoint-2/trainer_state.json",
+    ]
     (folder / "mine.txt").write_text("user's")
     (folder / "checkpoint-2" / "extra.txt").write_text("user's")
     result = delete_run_files(str(folder), "job_a", roots, protected, data / "runs" / "job_a")
@@ -58,12 +61,20 @@ def test_delete_removes_only_recorded_files(studio):
 def test_delete_refuses_studio_folders_foreign_folders_and_outside(studio, tmp_path):
     data, roots, protected = studio
     for folder in (data, data / "uploads"):
-        assert "studio's folder" in delete_run_files(str(folder), "job_x", roots, protected, data / "runs" / "job_x").refused
+        assert (
+            "studio's folder"
+            in delete_run_files(str(folder), "job_x", roots, protected, data / "runs" / "job_x").refused
+        )
     claim(data / "b", "job_b")
-    assert "not created by this run" in delete_run_files(str(data / "b"), "job_x", roots, protected, data / "runs" / "job_x").refused
+    assert (
+        "not created by this run"
+        in delete_run_files(str(data / "b"), "job_x", roots, protected, data / "runs" / "job_x").refused
+    )
     (tmp_path / "outside").mkdir()
-    assert "outside the allowed folders" in delete_run_files(str(tmp_path / "outside"), "job_x", roots, protected,
-                                                             data / "runs" / "job_x").refused
+    assert (
+        "outside the allowed folders"
+        in delete_run_files(str(tmp_path / "outside"), "job_x", roots, protected, data / "runs" / "job_x").refused
+    )
     assert (data / "studio.db").is_file() and (data / "b" / MARKER).is_file()
 
 

@@ -43,7 +43,10 @@ def test_qlora_turns_on_4bit():
         ({"max_seq_length": 4}, "max_seq_length"),
         ({"num_epochs": 0, "max_steps": 0}, "num_epochs and max_steps are both 0"),
         ({"load_in_4bit": True}, "load_in_4bit is only used with training_type='qlora'"),
-        ({"dataset_slice_start": 10, "dataset_slice_end": 5}, "dataset_slice_end (5) must be after dataset_slice_start (10)"),
+        (
+            {"dataset_slice_start": 10, "dataset_slice_end": 5},
+            "dataset_slice_end (5) must be after dataset_slice_start (10)",
+        ),
         ({"warmup_steps": 10, "warmup_ratio": 0.1}, "either warmup_steps or warmup_ratio"),
         ({"training_type": "dora"}, "training_type"),
         ({"format_type": "xml"}, "format_type"),
@@ -78,5 +81,13 @@ def test_job_id_shape():
 
 def test_phases():
     assert [p.value for p in Phase] == [
-        "idle", "loading_model", "loading_dataset", "configuring", "training", "completed", "error", "stopped", "interrupted"
+        "idle",
+        "loading_model",
+        "loading_dataset",
+        "configuring",
+        "training",
+        "completed",
+        "error",
+        "stopped",
+        "interrupted",
     ]

@@ -26,7 +26,7 @@ def test_generation_flags_come_from_the_settings_schema():
     assert settings_from(args) == GenerationSettings(temperature=0, max_new_tokens=7)
     assert (args.run, args.prompt, args.system) == ("base", "hi", None)
     help_text = build_parser()._subparsers._group_actions[0].choices["chat"].format_help()
-    for name, info in GenerationSettings.model_fields.items():
+    for name in GenerationSettings.model_fields:
         assert "--" + name.replace("_", "-") in help_text
     assert "Sampling temperature" in help_text
 
@@ -41,11 +41,17 @@ def test_run_folders_checkpoints_and_base_become_choices(tmp_path):
     assert choice_for("base", "org/other").base_model == "org/other"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["chat", "{tmp}/missing", "--prompt", "hi"], "is not a folder"),
-    (["chat", "{tmp}", "--prompt", "hi"], "has no model weights"),
-    (["chat", "{tmp}/run", "--temperature", "3", "--prompt", "hi"], "temperature: Input should be less than or equal to 2"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["chat", "{tmp}/missing", "--prompt", "hi"], "is not a folder"),
+        (["chat", "{tmp}", "--prompt", "hi"], "has no model weights"),
+        (
+            ["chat", "{tmp}/run", "--temperature", "3", "--prompt", "hi"],
+            "temperature: Input should be less than or equal to 2",
+        ),
+    ],
+)
 def test_bad_input_exits_2_with_the_reason(tmp_path, capsys, argv, message):
     _run_folder(tmp_path)
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2

@@ -132,13 +132,28 @@ def test_worker_errors_keep_the_model_loaded(engine):
     assert engine.complete("base", _user("ok"), SETTINGS).finish_reason == "stop"
 
 
-@pytest.mark.parametrize("messages, message", [
-    ([], "at least one message"),
-    ([ChatMessage(role="user", content="a"), ChatMessage(role="assistant", content="b")], "last message must be the user's"),
-    ([ChatMessage(role="user", content="a"), ChatMessage(role="system", content="b"), ChatMessage(role="user", content="c")],
-     "system message may only come first"),
-    ([ChatMessage(role="user", content="a"), {"role": "robot", "content": "a"}], r"messages\[1\].role: Input should be"),
-])
+@pytest.mark.parametrize(
+    "messages, message",
+    [
+        ([], "at least one message"),
+        (
+            [ChatMessage(role="user", content="a"), ChatMessage(role="assistant", content="b")],
+            "last message must be the user's",
+        ),
+        (
+            [
+                ChatMessage(role="user", content="a"),
+                ChatMessage(role="system", content="b"),
+                ChatMessage(role="user", content="c"),
+            ],
+            "system message may only come first",
+        ),
+        (
+            [ChatMessage(role="user", content="a"), {"role": "robot", "content": "a"}],
+            r"messages\[1\].role: Input should be",
+        ),
+    ],
+)
 def test_bad_messages_are_refused_before_anything_loads(engine, messages, message):
     with pytest.raises(ChatInputError, match=message):
         engine.stream("base", messages, SETTINGS)

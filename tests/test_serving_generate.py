@@ -24,8 +24,15 @@ MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "conten
 
 def _tiny(vocab: int) -> LlamaForCausalLM:
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=CONTEXT)
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=CONTEXT,
+    )
     return LlamaForCausalLM(config).eval()
 
 
@@ -35,7 +42,9 @@ def model(tokenizer):
 
 
 def _loaded(model, tokenizer, kind="base", adapter=False) -> LoadedModel:
-    choice = ModelChoice(id="x", label="x", kind=kind, base_model="tiny", path=None if kind == "base" else "/x", adapter=adapter)
+    choice = ModelChoice(
+        id="x", label="x", kind=kind, base_model="tiny", path=None if kind == "base" else "/x", adapter=adapter
+    )
     return LoadedModel(choice, model, tokenizer, "cpu", Path("."), CONTEXT, 0.0)
 
 
@@ -57,9 +66,14 @@ def test_greedy_answer_equals_model_generate_and_pieces_join_to_it(model, tokeni
     finish, pieces = _answer(_loaded(model, tokenizer))
     prompt = render_prompt(tokenizer, MESSAGES)
     with torch.no_grad():
-        direct = model.generate(torch.tensor([prompt]), max_new_tokens=12, do_sample=False,
-                                eos_token_id=stop_token_ids(tokenizer, model), pad_token_id=tokenizer.pad_token_id)
-    expected = tokenizer.decode(direct[0, len(prompt):], skip_special_tokens=True)
+        direct = model.generate(
+            torch.tensor([prompt]),
+            max_new_tokens=12,
+            do_sample=False,
+            eos_token_id=stop_token_ids(tokenizer, model),
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    expected = tokenizer.decode(direct[0, len(prompt) :], skip_special_tokens=True)
     assert finish.text == "".join(pieces) == expected and len(pieces) > 1
     assert (finish.reason, finish.prompt_tokens, finish.completion_tokens) == ("length", len(prompt), 12)
 
@@ -85,15 +99,21 @@ def test_an_end_of_turn_token_ends_the_answer_with_stop(tokenizer):
 
 def test_stop_flag_ends_the_answer_as_cancelled(model, tokenizer):
     calls = []
-    finish, _ = _answer(_loaded(model, tokenizer), GenerationSettings(temperature=0, max_new_tokens=50),
-                        should_stop=lambda: calls.append(1) or len(calls) > 3)
+    finish, _ = _answer(
+        _loaded(model, tokenizer),
+        GenerationSettings(temperature=0, max_new_tokens=50),
+        should_stop=lambda: calls.append(1) or len(calls) > 3,
+    )
     assert finish.reason == "cancelled" and finish.completion_tokens < 10
 
 
 def test_a_prompt_longer_than_the_context_is_refused(model, tokenizer):
     long = [{"role": "user", "content": "hello " * 200}]
-    with pytest.raises(ChatInputError, match=r"the conversation is \d+ tokens long; with max_new_tokens=12 the model's "
-                                             rf"context of {CONTEXT} tokens leaves room for 84"):
+    with pytest.raises(
+        ChatInputError,
+        match=r"the conversation is \d+ tokens long; with max_new_tokens=12 the model's "
+        rf"context of {CONTEXT} tokens leaves room for 84",
+    ):
         _answer(_loaded(model, tokenizer), messages=long)
     with pytest.raises(ChatInputError, match="leaves room for 0"):
         _answer(_loaded(model, tokenizer), GenerationSettings(max_new_tokens=200))
@@ -118,15 +138,19 @@ def test_a_lora_models_base_answer_uses_the_same_weights_with_the_adapter_off(to
     base = _tiny(len(tokenizer))
     base_answer = _answer(_loaded(base, tokenizer))[0].text
     weights_before = {name: p.data_ptr() for name, p in base.named_parameters()}
-    peft = get_peft_model(base, LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"],
-                                           init_lora_weights=False)).eval()
+    peft = get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    ).eval()
     loaded = _loaded(peft, tokenizer, kind="final", adapter=True)
     tuned = _answer(loaded)[0].text
     finish, _ = _answer(loaded, use_adapter=False)
     assert finish.text == base_answer != tuned
     assert "base" not in loaded.extra  # no second model
-    shared = {name.removeprefix("base_model.model.").replace(".base_layer", ""): p.data_ptr()
-              for name, p in peft.named_parameters() if "lora_" not in name}
+    shared = {
+        name.removeprefix("base_model.model.").replace(".base_layer", ""): p.data_ptr()
+        for name, p in peft.named_parameters()
+        if "lora_" not in name
+    }
     assert shared == weights_before  # one set of base weights
 
 
@@ -139,7 +163,9 @@ def test_a_full_fine_tune_loads_its_base_as_a_second_model_for_base_answers(toke
     for model, folder in ((base, tmp_path / "base"), (tuned, tmp_path / "run")):
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-    choice = ModelChoice(id="run", label="run", kind="final", base_model=str(tmp_path / "base"), path=str(tmp_path / "run"))
+    choice = ModelChoice(
+        id="run", label="run", kind="final", base_model=str(tmp_path / "base"), path=str(tmp_path / "run")
+    )
     loaded = load_choice(choice, tmp_path, device="cpu")
     assert not loaded.choice.adapter and loaded.context_tokens == CONTEXT and "base" not in loaded.extra
     tuned_answer = _answer(loaded)[0].text

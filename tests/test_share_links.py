@@ -7,8 +7,17 @@ import stat
 import pytest
 
 from trainer_core.runs.store import RunStore
-from trainer_core.serving.share import (SECRET_FILE, ExpiredShareLink, GoneShareLink, InvalidShareLink, LinkState,
-                                        RevokedShareLink, ShareLinks, UnknownShareLink, load_secret)
+from trainer_core.serving.share import (
+    SECRET_FILE,
+    ExpiredShareLink,
+    GoneShareLink,
+    InvalidShareLink,
+    LinkState,
+    RevokedShareLink,
+    ShareLinks,
+    UnknownShareLink,
+    load_secret,
+)
 from trainer_core.settings import Settings
 
 JOB = "job_20250101_120000_abcd1234"
@@ -62,10 +71,24 @@ def test_forged_tokens_fail(setup, tmp_path):
     other = links.create(JOB)
     link_id, sig = link.token.split(".")
     forged = [
-        "", "x", link_id, f"{link_id}.", f"{link_id}.{'A' * 43}", f"{other.id}.{sig}",  # another link's signature
-        f"{link_id}.{sig[:-1]}", f"{link_id}.{sig}x", f"{link_id}.{sig}=", f"{link_id.upper()}.{sig}",
-        f"{link_id}.{sig.swapcase()}", f"{link_id}/{sig}", f" {link.token}", f"{link.token}\n", f"{link.token}\x00",
-        f"../{link.token}", link.token + "/../x", "0" * 16 + "." + sig,
+        "",
+        "x",
+        link_id,
+        f"{link_id}.",
+        f"{link_id}.{'A' * 43}",
+        f"{other.id}.{sig}",  # another link's signature
+        f"{link_id}.{sig[:-1]}",
+        f"{link_id}.{sig}x",
+        f"{link_id}.{sig}=",
+        f"{link_id.upper()}.{sig}",
+        f"{link_id}.{sig.swapcase()}",
+        f"{link_id}/{sig}",
+        f" {link.token}",
+        f"{link.token}\n",
+        f"{link.token}\x00",
+        f"../{link.token}",
+        link.token + "/../x",
+        "0" * 16 + "." + sig,
     ]
     for token in forged:
         with pytest.raises(InvalidShareLink, match="not valid"):
@@ -113,18 +136,21 @@ def test_deleting_the_run_ends_its_links(setup):
     assert links.list() == []
 
 
-@pytest.mark.parametrize("model, hours, message", [
-    ("base", None, "base model cannot be shared"),
-    ("job_unknown", None, "no run job_unknown"),
-    (f"{JOB}/../../etc", None, "expected a job id"),
-    (f"{JOB}/checkpoint-x", None, "expected a job id"),
-    ("", None, "expected a job id"),
-    (JOB, 0, "expires_in_hours"),
-    (JOB, -1, "expires_in_hours"),
-    (JOB, float("nan"), "expires_in_hours"),
-    (JOB, float("inf"), "expires_in_hours"),
-    (JOB, 10**9, "expires_in_hours"),
-])
+@pytest.mark.parametrize(
+    "model, hours, message",
+    [
+        ("base", None, "base model cannot be shared"),
+        ("job_unknown", None, "no run job_unknown"),
+        (f"{JOB}/../../etc", None, "expected a job id"),
+        (f"{JOB}/checkpoint-x", None, "expected a job id"),
+        ("", None, "expected a job id"),
+        (JOB, 0, "expires_in_hours"),
+        (JOB, -1, "expires_in_hours"),
+        (JOB, float("nan"), "expires_in_hours"),
+        (JOB, float("inf"), "expires_in_hours"),
+        (JOB, 10**9, "expires_in_hours"),
+    ],
+)
 def test_create_refuses_bad_input(setup, model, hours, message):
     links, store, now = setup
     with pytest.raises(ValueError, match=message):

@@ -2,8 +2,8 @@
 
 import sqlite3
 
-from trainer_core.schemas import Phase, TrainingProgress
 from trainer_core.runs.store import RunStore
+from trainer_core.schemas import Phase, TrainingProgress
 
 
 def _progress(job_id, step, loss=1.0):
@@ -86,8 +86,11 @@ def test_training_seconds_and_tokens_per_second_follow_train_events(tmp_path):
     store.create_run("job_a", {}, "/runs/a", "training")
     assert store.get_run("job_a").training_seconds is None and store.get_run("job_a").wall_seconds is None
     for step in (1, 2, 3):
-        store.add_metric(TrainingProgress(job_id="job_a", step=step, total_steps=10, loss=1.0, elapsed_seconds=2.0 * step,
-                                          num_tokens=100 * step))
+        store.add_metric(
+            TrainingProgress(
+                job_id="job_a", step=step, total_steps=10, loss=1.0, elapsed_seconds=2.0 * step, num_tokens=100 * step
+            )
+        )
     store.add_metric(TrainingProgress(job_id="job_a", step=3, total_steps=10, eval_loss=0.5, elapsed_seconds=9.0))
     run = store.get_run("job_a")
     assert run.training_seconds == 6.0 and run.tokens_per_second == 50.0  # the eval event changes neither

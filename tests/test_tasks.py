@@ -24,12 +24,16 @@ from trainer_core.tasks.store import TaskStore
 def setup(tmp_path: Path):
     settings = Settings(data_dir=tmp_path / "data")
     store = RunStore(settings.db_path)
-    jobs = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=store, warm_modules=())
+    jobs = JobRunner(
+        worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=store, warm_modules=()
+    )
     folder = settings.runs_dir / "job-1"
     folder.mkdir(parents=True)
     claim(folder, "job-1")
     store.create_run("job-1", {"model_name": "m"}, str(folder), "completed")
-    choice = ModelChoice(id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True)
+    choice = ModelChoice(
+        id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True
+    )
     tasks = TaskRunner(jobs, settings)
     yield tasks, jobs, choice, folder
     tasks.cancel()
@@ -46,8 +50,13 @@ def _finish(tasks: TaskRunner, task_id: str):
 def test_a_task_runs_in_its_folder_and_is_stored_with_its_result(setup) -> None:
     tasks, _, choice, folder = setup
     (folder / "notes.txt").write_text("the user's own notes")
-    record = tasks.start(TaskKind.export, choice, {"bytes": 123, "token": "hf_secret"}, fake_task_workers.writing_task,
-                         public_request={"bytes": 123})
+    record = tasks.start(
+        TaskKind.export,
+        choice,
+        {"bytes": 123, "token": "hf_secret"},
+        fake_task_workers.writing_task,
+        public_request={"bytes": 123},
+    )
     assert record.phase == TaskPhase.running and Path(record.output_dir) == folder / "exports" / record.task_id
     done = _finish(tasks, record.task_id)
     assert done.phase == TaskPhase.completed and done.progress == 1.0 and done.message == "Done"
@@ -69,8 +78,10 @@ def test_a_check_that_did_not_pass_keeps_the_files_marked_failed(setup) -> None:
     assert "check did not pass" in done.message and (Path(done.output_dir) / "out.bin").is_file()
 
 
-@pytest.mark.parametrize("target, reason", [(fake_task_workers.failing_task, "No space left on device"),
-                                            (fake_task_workers.dying_task, "killed (signal 9)")])
+@pytest.mark.parametrize(
+    "target, reason",
+    [(fake_task_workers.failing_task, "No space left on device"), (fake_task_workers.dying_task, "killed (signal 9)")],
+)
 def test_an_error_or_a_killed_worker_fails_the_task_and_leaves_nothing(setup, target, reason) -> None:
     tasks, _, choice, _ = setup
     record = tasks.start(TaskKind.export, choice, {}, target)

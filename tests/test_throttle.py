@@ -6,7 +6,7 @@ from api.throttle import FailureThrottle
 def test_five_failures_then_a_wait_that_ends():
     now = [1000.0]
     throttle = FailureThrottle(limit=5, window_s=60, clock=lambda: now[0])
-    for i in range(5):
+    for _ in range(5):
         assert throttle.retry_after("1.2.3.4") is None
         throttle.fail("1.2.3.4")
         now[0] += 1

@@ -10,8 +10,8 @@ import pytest
 
 from trainer_core.data.files import DatasetError, read_file
 from trainer_core.data.formats import normalize
-from trainer_core.schemas import FormatType
 from trainer_core.data.tokenization import IGNORE, span_labels, tokenize_dataset
+from trainer_core.schemas import FormatType
 
 GLAIVE_MULTI_CALL_ROW = 3  # human, function_call, observation, gpt, three times
 
@@ -55,7 +55,12 @@ def check_consistent(tokenized: datasets.Dataset, stats, max_len: int) -> None:
 
 @pytest.mark.parametrize(
     "name,rows,dropped",
-    [("alpaca_en_demo.json", 999, 0), ("identity.json", 91, 0), ("glaive_toolcall_en_demo.json", 298, 2), ("c4_demo.jsonl", 300, 0)],
+    [
+        ("alpaca_en_demo.json", 999, 0),
+        ("identity.json", 91, 0),
+        ("glaive_toolcall_en_demo.json", 298, 2),
+        ("c4_demo.jsonl", 300, 0),
+    ],
 )
 def test_shared_files_tokenize(tokenizer, datasets_dir: Path, name: str, rows: int, dropped: int) -> None:
     data = canonical(datasets_dir, name)
@@ -75,7 +80,7 @@ def test_alpaca_mask_is_the_output_and_end_of_turn(tokenizer, datasets_dir: Path
     data = canonical(datasets_dir, "identity.json").select(range(3))
     tokenized, _ = tokenize_dataset(data, tokenizer, 512, train_on_completions=True)
     ids, labels = tokenized[1]["input_ids"], tokenized[1]["labels"]
-    (start, end), = labelled_runs(labels)
+    ((start, end),) = labelled_runs(labels)
     assert decode(tokenizer, ids[start:end]) == data[1]["messages"][1]["content"] + "<|im_end|>"
     assert decode(tokenizer, ids[:start]).endswith("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n")
     assert decode(tokenizer, ids[end:]) == "\n"
@@ -106,7 +111,13 @@ def test_glaive_multi_turn_mask_token_by_token(tokenizer, datasets_dir: Path) ->
 
 
 def test_leading_assistant_turn_is_trained(tokenizer) -> None:
-    data = messages_rows([{"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}])
+    data = messages_rows(
+        [
+            {"role": "assistant", "content": "Hello!"},
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a"},
+        ]
+    )
     tokenized, _ = tokenize_dataset(data, tokenizer, 128, train_on_completions=True)
     ids, labels = tokenized[0]["input_ids"], tokenized[0]["labels"]
     runs = labelled_runs(labels)
@@ -117,12 +128,17 @@ def test_leading_assistant_turn_is_trained(tokenizer) -> None:
 @pytest.mark.parametrize("content", ["Hi there, I am your assistant.", "end", "trailing  ", "assistant"])
 def test_a_row_with_only_a_leading_assistant_turn_is_kept(tokenizer, content: str) -> None:
     # "end" and "assistant" also occur in the end-of-turn token, the header and the default system prompt
-    data = messages_rows([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], [{"role": "assistant", "content": content}])
+    data = messages_rows(
+        [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+        [{"role": "assistant", "content": content}],
+    )
     tokenized, stats = tokenize_dataset(data, tokenizer, 128, train_on_completions=True)
     assert (stats.rows, stats.dropped_rows) == (2, 0)
     ids, labels = tokenized[1]["input_ids"], tokenized[1]["labels"]
     assert decode(tokenizer, [t for t, label in zip(ids, labels) if label != IGNORE]) == content + "<|im_end|>"
-    assert decode(tokenizer, ids).startswith("<|im_start|>system\n")  # the template's default system turn is not trained
+    assert decode(tokenizer, ids).startswith(
+        "<|im_start|>system\n"
+    )  # the template's default system turn is not trained
     check_consistent(tokenized, stats, 128)
 
 
@@ -135,14 +151,25 @@ def test_a_leading_assistant_turn_the_template_cannot_place_is_an_error_naming_t
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     )
     ok = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
-    leading = [{"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
-    with pytest.raises(DatasetError, match=r"^row 2 starts with an assistant turn and the chat template of .* cannot render it so "
-                       r"that its tokens can be located \(it fails on this conversation: Conversations must start with a user "
-                       r"turn\): add the user turn before it or remove the row$"):
+    leading = [
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+    ]
+    with pytest.raises(
+        DatasetError,
+        match=r"^row 2 starts with an assistant turn and the chat template of .* cannot render it so "
+        r"that its tokens can be located \(it fails on this conversation: Conversations must start with a user "
+        r"turn\): add the user turn before it or remove the row$",
+    ):
         tokenize_dataset(messages_rows(ok, leading), strict, 128, train_on_completions=True)
     shouting = load_tokenizer(model_dir)  # changes the content, so it cannot be found in the rendering
-    shouting.chat_template = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | upper }}<|im_end|>\n{% endfor %}"
-    with pytest.raises(DatasetError, match=r"^row 1 starts with an assistant turn .*does not hold the content as written"):
+    shouting.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | upper }}<|im_end|>\n{% endfor %}"
+    )
+    with pytest.raises(
+        DatasetError, match=r"^row 1 starts with an assistant turn .*does not hold the content as written"
+    ):
         tokenize_dataset(messages_rows(leading), shouting, 128, train_on_completions=True)
 
 
@@ -170,11 +197,19 @@ def test_truncation_is_counted(tokenizer, datasets_dir: Path) -> None:
 def test_rows_without_trained_tokens_are_dropped(tokenizer) -> None:
     long_prompt = [{"role": "user", "content": "word " * 200}, {"role": "assistant", "content": "ok"}]
     short = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    tokenized, stats = tokenize_dataset(messages_rows(long_prompt, short, long_prompt), tokenizer, 64, train_on_completions=True)
+    tokenized, stats = tokenize_dataset(
+        messages_rows(long_prompt, short, long_prompt), tokenizer, 64, train_on_completions=True
+    )
     assert (stats.rows, stats.dropped_rows, stats.truncated_rows) == (1, 2, 2)
-    assert decode(tokenizer, [t for t, label in zip(tokenized[0]["input_ids"], tokenized[0]["labels"]) if label != IGNORE]) == "hello<|im_end|>"
-    with pytest.raises(DatasetError, match=r"^no row has a trained token within max_seq_length=64: 1 row\(s\) have their "
-                       r"assistant tokens after max_seq_length=64 tokens \(every prompt fills it; the first is row 1\): raise max_seq_length$"):
+    assert (
+        decode(tokenizer, [t for t, label in zip(tokenized[0]["input_ids"], tokenized[0]["labels"]) if label != IGNORE])
+        == "hello<|im_end|>"
+    )
+    with pytest.raises(
+        DatasetError,
+        match=r"^no row has a trained token within max_seq_length=64: 1 row\(s\) have their "
+        r"assistant tokens after max_seq_length=64 tokens \(every prompt fills it; the first is row 1\): raise max_seq_length$",
+    ):
         tokenize_dataset(messages_rows(long_prompt), tokenizer, 64, train_on_completions=True)
 
 
@@ -182,13 +217,18 @@ def test_no_trained_token_without_assistant_turns_does_not_blame_max_seq_length(
     user_only = [{"role": "user", "content": "hi"}]
     with pytest.raises(DatasetError) as caught:
         tokenize_dataset(messages_rows(user_only, user_only), tokenizer, 512, train_on_completions=True)
-    assert str(caught.value) == ("no row has a trained token: 2 row(s) have no assistant turn to train on (the first is row 1); "
-                                 "with train_on_completions only assistant turns are trained: add assistant turns or set "
-                                 "train_on_completions=False")
+    assert str(caught.value) == (
+        "no row has a trained token: 2 row(s) have no assistant turn to train on (the first is row 1); "
+        "with train_on_completions only assistant turns are trained: add assistant turns or set "
+        "train_on_completions=False"
+    )
     long_prompt = [{"role": "user", "content": "word " * 200}, {"role": "assistant", "content": "ok"}]
-    with pytest.raises(DatasetError, match=r"^no row has a trained token: 1 row\(s\) have no assistant turn to train on \(the first "
-                       r"is row 2\).*, and 1 row\(s\) have their assistant tokens after max_seq_length=64 tokens \(every prompt "
-                       r"fills it; the first is row 1\): add assistant turns or raise max_seq_length$"):
+    with pytest.raises(
+        DatasetError,
+        match=r"^no row has a trained token: 1 row\(s\) have no assistant turn to train on \(the first "
+        r"is row 2\).*, and 1 row\(s\) have their assistant tokens after max_seq_length=64 tokens \(every prompt "
+        r"fills it; the first is row 1\): add assistant turns or raise max_seq_length$",
+    ):
         tokenize_dataset(messages_rows(long_prompt, user_only), tokenizer, 64, train_on_completions=True)
     empty_leading = [{"role": "assistant", "content": ""}, {"role": "user", "content": "hi"}]  # nothing to learn in it
     with pytest.raises(DatasetError, match=r"no assistant turn to train on \(the first is row 1\)"):
@@ -203,8 +243,18 @@ def test_template_that_is_not_turn_by_turn(tokenizer, model_dir: Path) -> None:
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}{% if loop.last %} [end]{% endif %}<|im_end|>\n{% endfor %}"
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
     )
-    data = messages_rows([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}, {"role": "user", "content": "r"}, {"role": "assistant", "content": "b"}])
-    with pytest.raises(DatasetError, match=rf"row 1: the chat template of {odd.name_or_path} renders the conversation cut after 1 turn\(s\) differently"):
+    data = messages_rows(
+        [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "r"},
+            {"role": "assistant", "content": "b"},
+        ]
+    )
+    with pytest.raises(
+        DatasetError,
+        match=rf"row 1: the chat template of {odd.name_or_path} renders the conversation cut after 1 turn\(s\) differently",
+    ):
         tokenize_dataset(data, odd, 128, train_on_completions=True)
     tokenized, _ = tokenize_dataset(data, odd, 128, train_on_completions=False)  # the way out it names
     assert decode(odd, tokenized[0]["input_ids"]).endswith("b [end]<|im_end|>\n")
@@ -220,7 +270,9 @@ def test_template_that_fails_on_a_row(model_dir: Path) -> None:
     )
     ok = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
     bad = [{"role": "user", "content": "q"}, {"role": "tool", "content": "t"}, {"role": "assistant", "content": "a"}]
-    with pytest.raises(DatasetError, match="row 2: the chat template of .* cannot render this conversation: no tool role"):
+    with pytest.raises(
+        DatasetError, match="row 2: the chat template of .* cannot render this conversation: no tool role"
+    ):
         tokenize_dataset(messages_rows(ok, bad), strict, 128, train_on_completions=True)
 
 

@@ -30,10 +30,13 @@ def _request(**values) -> TrainingStartRequest:
 def _without(monkeypatch, *packages: str) -> None:
     """Make ``packages`` look uninstalled to ``find_spec`` (and everything else as it is)."""
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: None if name in packages else real(name, package))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, package=None: None if name in packages else real(name, package)
+    )
 
 
 # ----- the setting -----
+
 
 def test_the_field_is_a_list_of_transformers_tracker_names_in_the_output_group():
     field = TrainingStartRequest.model_fields["report_to"]
@@ -55,8 +58,11 @@ def test_the_form_widget_is_a_multiselect_of_the_schema_choices():
         widget = form.make_widget("report_to")
     assert isinstance(widget, gr.Dropdown) and widget.multiselect and widget.value == []
     assert [c[0] for c in widget.choices] == TRACKERS
-    values = {name: form.default(name) for name in form.FORM_FIELDS} | {"hf_token": "", "custom_format_mapping": "",
-                                                                       "report_to": ["trackio"]}
+    values = {name: form.default(name) for name in form.FORM_FIELDS} | {
+        "hf_token": "",
+        "custom_format_mapping": "",
+        "report_to": ["trackio"],
+    }
     assert form.build_request(values, ["train.json"], []).report_to == ["trackio"]
 
 
@@ -81,8 +87,9 @@ def test_cli_flag_yaml_and_command_preview(tmp_path):
 def test_sft_config_reports_to_the_chosen_trackers_under_the_job_id(tmp_path):
     from trainer_core.training.config import build_sft_config
 
-    args = build_sft_config(_request(report_to=["tensorboard", "trackio", "tensorboard"]), tmp_path, "cpu", False,
-                            run_name="job_x")
+    args = build_sft_config(
+        _request(report_to=["tensorboard", "trackio", "tensorboard"]), tmp_path, "cpu", False, run_name="job_x"
+    )
     assert args.report_to == ["tensorboard", "trackio"] and args.run_name == "job_x"
     assert args.project == trackers.TRACKER_PROJECT and args.trackio_static_space_id is False
     assert build_sft_config(_request(), tmp_path, "cpu", False).report_to == []
@@ -90,12 +97,17 @@ def test_sft_config_reports_to_the_chosen_trackers_under_the_job_id(tmp_path):
 
 # ----- the worker's environment -----
 
+
 def test_every_tracker_writes_inside_the_run_folder(tmp_path):
     env, notices = trackers.tracker_env(TRACKERS, tmp_path, {}, reachable=lambda host, port: True)
     run = tmp_path.resolve()
-    assert env == {"TENSORBOARD_LOGGING_DIR": str(run / "tensorboard"), "TRACKIO_DIR": str(run / "trackio"),
-                   "WANDB_DIR": str(run), "WANDB_PROJECT": trackers.TRACKER_PROJECT,
-                   "MLFLOW_TRACKING_URI": f"file:{run / 'mlruns'}"}
+    assert env == {
+        "TENSORBOARD_LOGGING_DIR": str(run / "tensorboard"),
+        "TRACKIO_DIR": str(run / "trackio"),
+        "WANDB_DIR": str(run),
+        "WANDB_PROJECT": trackers.TRACKER_PROJECT,
+        "MLFLOW_TRACKING_URI": f"file:{run / 'mlruns'}",
+    }
     assert notices == []
     assert trackers.tracker_env([], tmp_path, {}) == ({}, [])
 
@@ -111,8 +123,9 @@ def test_wandb_goes_offline_without_a_network_and_says_so(tmp_path):
     assert env["WANDB_MODE"] == "offline" and asked == [("api.wandb.ai", 443)]
     assert len(notices) == 1 and "api.wandb.ai cannot be reached" in notices[0] and "wandb sync" in notices[0]
     # the user's own settings win: no check at all with WANDB_MODE set; their server is the one checked
-    env, notices = trackers.tracker_env(["wandb"], tmp_path, {"WANDB_MODE": "online", "WANDB_PROJECT": "mine"},
-                                        reachable=unreachable)
+    env, notices = trackers.tracker_env(
+        ["wandb"], tmp_path, {"WANDB_MODE": "online", "WANDB_PROJECT": "mine"}, reachable=unreachable
+    )
     assert "WANDB_MODE" not in env and "WANDB_PROJECT" not in env and not notices and len(asked) == 1
     trackers.tracker_env(["wandb"], tmp_path, {"WANDB_BASE_URL": "http://wandb.local:8080"}, reachable=unreachable)
     assert asked[-1] == ("wandb.local", 8080)
@@ -144,14 +157,17 @@ def test_the_worker_tells_the_user_that_wandb_is_offline(tmp_path, monkeypatch):
 
 # ----- a missing package is refused before the job starts -----
 
+
 def test_a_missing_package_is_an_error_naming_the_pip_command(monkeypatch):
     from trainer_core.preflight import rules
 
     _without(monkeypatch, "wandb", "mlflow")
     issue = rules.trackers_missing(_request(report_to=["tensorboard", "wandb"]))
     assert issue.level == "error" and issue.code == "tracker_not_installed" and issue.fields == ["report_to"]
-    assert issue.message == ("report_to: wandb is not installed on this server; install it with `pip install wandb`, "
-                             "or remove it from report_to")
+    assert issue.message == (
+        "report_to: wandb is not installed on this server; install it with `pip install wandb`, "
+        "or remove it from report_to"
+    )
     both = rules.trackers_missing(_request(report_to=["mlflow", "wandb"])).message
     assert "mlflow and wandb are not installed" in both and "`pip install mlflow` and `pip install wandb`" in both
     assert rules.trackers_missing(_request(report_to=["tensorboard", "trackio"])) is None  # requirements-dev.txt
@@ -180,6 +196,7 @@ def test_start_and_the_check_refuse_a_missing_tracker_in_the_users_words(tmp_pat
 
 # ----- a real run: what the trackers received (slow) -----
 
+
 def _metrics_losses(run: Path) -> dict[int, float]:
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     return {row["step"]: row["loss"] for row in rows if row["loss"] is not None}
@@ -195,10 +212,18 @@ def _tensorboard_losses(folder: Path) -> dict[int, float]:
 
 def _trackio_losses(folder: Path, run_name: str) -> dict[int, float]:
     """Read back through trackio's own storage API, in a child process (trackio reads TRACKIO_DIR at import)."""
-    code = ("import json, sys; from trackio.sqlite_storage import SQLiteStorage; "
-            f"print(json.dumps(SQLiteStorage.get_logs({trackers.TRACKER_PROJECT!r}, {run_name!r})))")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TRACKIO_DIR": str(folder)},
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    code = (
+        "import json, sys; from trackio.sqlite_storage import SQLiteStorage; "
+        f"print(json.dumps(SQLiteStorage.get_logs({trackers.TRACKER_PROJECT!r}, {run_name!r})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "TRACKIO_DIR": str(folder)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     logs = json.loads(out.strip().splitlines()[-1])
     return {int(row["train/global_step"]): row["train/loss"] for row in logs if "train/loss" in row}
 
@@ -206,9 +231,15 @@ def _trackio_losses(folder: Path, run_name: str) -> dict[int, float]:
 @pytest.mark.slow
 def test_tensorboard_and_trackio_receive_the_losses_of_metrics_jsonl(tmp_path, model_dir, datasets_dir):
     before = {key: os.environ.get(key) for key in ("TENSORBOARD_LOGGING_DIR", "TRACKIO_DIR")}
-    request = TrainingStartRequest(model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")],
-                                   dataset_slice_end=16, batch_size=2, max_seq_length=64, max_steps=4,
-                                   report_to=["tensorboard", "trackio"])
+    request = TrainingStartRequest(
+        model_name=str(model_dir),
+        local_datasets=[str(datasets_dir / "identity.json")],
+        dataset_slice_end=16,
+        batch_size=2,
+        max_seq_length=64,
+        max_steps=4,
+        report_to=["tensorboard", "trackio"],
+    )
     _, job_id, run = train_to_completion(tmp_path / "runs", tmp_path / "studio.db", request)
     expected = _metrics_losses(run)
     assert sorted(expected) == [1, 2, 3, 4]

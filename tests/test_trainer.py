@@ -11,17 +11,24 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, TrainerCallback
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training import trainer as trainer_module
 from trainer_core.training.attention import register_varlen_sdpa
 from trainer_core.training.config import build_sft_config
-from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.trainer import DivergenceError, DivergenceGuard, LeanSFTTrainer, answer_loss, build_trainer
 
 PAD = 0
 
 
-TINY = dict(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=64)
+TINY = dict(
+    vocab_size=97,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+)
 
 
 def _model(attn: str, config_class=LlamaConfig, model_class=LlamaForCausalLM, **extra):
@@ -109,8 +116,9 @@ def test_sliding_window_models_keep_their_window():
     rows = _rows()
     with torch.no_grad():
         padded = model("sdpa")(**DataCollatorForLanguageModeling(pad_token_id=PAD)(rows), use_cache=False).loss
-        packed, _ = answer_loss(model(register_varlen_sdpa()),
-                                DataCollatorForLanguageModeling(pad_token_id=PAD, padding_free=True)(rows))
+        packed, _ = answer_loss(
+            model(register_varlen_sdpa()), DataCollatorForLanguageModeling(pad_token_id=PAD, padding_free=True)(rows)
+        )
     assert packed.item() == pytest.approx(padded.item(), abs=1e-5)
 
 
@@ -119,7 +127,9 @@ def test_no_dense_mask_is_built_for_full_attention_models():
 
     config = _model("sdpa").config
     assert varlen_mask(batch_size=1, q_length=8, kv_length=8, config=config, attention_mask=None) is None
-    padded = varlen_mask(batch_size=1, q_length=3, kv_length=3, config=config, attention_mask=torch.ones(1, 3, dtype=torch.bool))
+    padded = varlen_mask(
+        batch_size=1, q_length=3, kv_length=3, config=config, attention_mask=torch.ones(1, 3, dtype=torch.bool)
+    )
     assert padded is None or padded.shape[-1] == 3  # a padding mask still goes through sdpa_mask
 
 
@@ -158,11 +168,16 @@ def test_checkpoints_are_written_in_a_staging_folder_and_renamed_whole(tokenizer
     trainer.train()
     trainer.save_final(tmp_path)
     # Each checkpoint was complete in its staging folder, and its final name did not exist before.
-    assert [str(p[0]) for p in published] == [".partial-checkpoint-1/checkpoint-1", ".partial-checkpoint-2/checkpoint-2"]
+    assert [str(p[0]) for p in published] == [
+        ".partial-checkpoint-1/checkpoint-1",
+        ".partial-checkpoint-2/checkpoint-2",
+    ]
     assert all(complete and not existed for _, complete, existed in published)
     assert not list(tmp_path.glob(".partial-*"))
     for step in (1, 2):
-        assert {"adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= set(_files(tmp_path / f"checkpoint-{step}"))
+        assert {"adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= set(
+            _files(tmp_path / f"checkpoint-{step}")
+        )
     assert (tmp_path / "adapter_model.safetensors").is_file() and (tmp_path / "tokenizer.json").is_file()
 
 
@@ -176,7 +191,9 @@ def test_a_nan_loss_ends_training_at_that_step(tokenizer, tmp_path):
 
 @pytest.mark.parametrize("save_steps", [1, 0])
 def test_without_the_guard_nan_weights_are_still_never_saved(tokenizer, tmp_path, save_steps):
-    trainer = _tiny_trainer(tokenizer, tmp_path, [_PoisonAfterFirstSave()], stop_on_divergence=False, save_steps=save_steps)
+    trainer = _tiny_trainer(
+        tokenizer, tmp_path, [_PoisonAfterFirstSave()], stop_on_divergence=False, save_steps=save_steps
+    )
     if save_steps:  # the step-2 checkpoint is refused
         with pytest.raises(DivergenceError, match="step 2: the trained weights hold NaN or inf values"):
             trainer.train()
@@ -193,7 +210,9 @@ def test_divergence_guard_names_the_step_and_the_value():
     guard, state = DivergenceGuard(), SimpleNamespace(global_step=4)
     guard.on_log(None, state, None, logs={"loss": 1.5, "grad_norm": 3.0, "learning_rate": 0.1})  # finite: no-op
     guard.on_log(None, state, None, logs={"train_runtime": 1.0})
-    with pytest.raises(DivergenceError, match=r"^Training diverged at step 4: loss is nan\. .*max_grad_norm \(e\.g\. 1\.0\)"):
+    with pytest.raises(
+        DivergenceError, match=r"^Training diverged at step 4: loss is nan\. .*max_grad_norm \(e\.g\. 1\.0\)"
+    ):
         guard.on_log(None, state, None, logs={"loss": math.nan, "grad_norm": 3.0})
     with pytest.raises(DivergenceError, match="step 4: grad_norm is inf"):
         guard.on_log(None, state, None, logs={"loss": 2.0, "grad_norm": math.inf})

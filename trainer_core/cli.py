@@ -23,14 +23,14 @@ from typing import Any, Optional
 from pydantic import ValidationError
 from tqdm import tqdm
 
-from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
-from trainer_core.runs.job import JobRunner
-from trainer_core.runs.manifest import rerun_values
 from trainer_core.configs.yaml_files import read_config_file
-from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
 from trainer_core.evaluation import cli_eval
 from trainer_core.export import cli_export
+from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
 from trainer_core.preflight import cli_check
+from trainer_core.runs.job import JobRunner
+from trainer_core.runs.manifest import rerun_values
+from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
 from trainer_core.serving import cli_chat
 
 SKIP = {"local_datasets", "local_eval_datasets"}  # --dataset / --eval-dataset
@@ -57,12 +57,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m trainer_core", description="Finetune Studio, headless")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="Fine-tune a model and save the result.")
-    train.add_argument("--dataset", action="append", default=[],
-                       help="Training file (repeat for several); optional when --from-run or --config gives local_datasets.")
+    train.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        help="Training file (repeat for several); optional when --from-run or --config gives local_datasets.",
+    )
     train.add_argument("--eval-dataset", action="append", default=[], help="Evaluation file (repeatable).")
     train.add_argument("--config", type=Path, help="YAML file of request fields (flags override it).")
-    train.add_argument("--from-run", type=Path, metavar="RUN_JSON",
-                       help="Rerun the run this run.json records, into a new folder (--config and flags override it).")
+    train.add_argument(
+        "--from-run",
+        type=Path,
+        metavar="RUN_JSON",
+        help="Rerun the run this run.json records, into a new folder (--config and flags override it).",
+    )
     for name, info in FIELDS.items():
         if name in SKIP:
             continue
@@ -72,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
             train.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif kind == "list":
             pairs = "; give ours=theirs pairs" if typing.get_origin(base_type(info.annotation)) is dict else ""
-            train.add_argument(flag, nargs="+", default=None, choices=_item_choices(info.annotation), help=help_text + pairs)
+            train.add_argument(
+                flag, nargs="+", default=None, choices=_item_choices(info.annotation), help=help_text + pairs
+            )
         else:
             train.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
     cli_check.add_parser(sub, train)  # the same flags as train, plus --json
@@ -102,7 +112,9 @@ def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
     for name, given in (("local_datasets", args.dataset), ("local_eval_datasets", args.eval_dataset)):
         values[name] = [str(Path(p).resolve()) for p in (given or values.get(name) or [])]
     if not values["local_datasets"] and not values.get("hf_dataset"):
-        raise ValueError("no training data: give --dataset FILE (or local_datasets / hf_dataset in --config or --from-run)")
+        raise ValueError(
+            "no training data: give --dataset FILE (or local_datasets / hf_dataset in --config or --from-run)"
+        )
     return TrainingStartRequest(**values)
 
 

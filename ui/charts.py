@@ -52,8 +52,16 @@ def _x_axis(xs: list) -> dict:
     else:
         pad = (hi - lo) * _X_PAD
         start, end = (max(lo - pad, 0) if lo >= 0 else lo - pad), hi + pad
-    return dict(title="step", range=[start, end], autorange=False, tickmode="linear", tick0=0,
-                dtick=nice_dtick(end - start), tickformat="d", hoverformat="d")
+    return dict(
+        title="step",
+        range=[start, end],
+        autorange=False,
+        tickmode="linear",
+        tick0=0,
+        dtick=nice_dtick(end - start),
+        tickformat="d",
+        hoverformat="d",
+    )
 
 
 def _y_axis(ys: list, title: str) -> dict:
@@ -66,21 +74,36 @@ def _y_axis(ys: list, title: str) -> dict:
     return axis
 
 
-def _figure(title: str, y_title: str, traces: list[tuple[str, list, list, str]], hovertemplate: str | None = None,
-            y_extra: dict | None = None, height: int = 240) -> go.Figure:
+def _figure(
+    title: str,
+    y_title: str,
+    traces: list[tuple[str, list, list, str]],
+    hovertemplate: str | None = None,
+    y_extra: dict | None = None,
+    height: int = 240,
+) -> go.Figure:
     """``traces``: (name, xs, ys, mode); empty series are left out. No points at all: the empty
     state. ``height`` in pixels (the monitor column shows all three charts in one screen)."""
     traces = [t for t in traces if t[1]]
-    layout = dict(title=title, height=height, margin=dict(l=50, r=20, t=40, b=40), legend=dict(orientation="h", y=-0.25))
+    layout = dict(
+        title=title, height=height, margin=dict(l=50, r=20, t=40, b=40), legend=dict(orientation="h", y=-0.25)
+    )
     if not traces:
-        layout.update(xaxis=_HIDDEN_AXIS, yaxis=_HIDDEN_AXIS, annotations=[dict(
-            text=EMPTY_TEXT, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))])
+        layout.update(
+            xaxis=_HIDDEN_AXIS,
+            yaxis=_HIDDEN_AXIS,
+            annotations=[
+                dict(text=EMPTY_TEXT, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
+            ],
+        )
         return go.Figure(layout=layout)
     xs = [x for _, t_xs, _, _ in traces for x in t_xs]
     ys = [y for _, _, t_ys, _ in traces for y in t_ys]
     layout.update(xaxis=_x_axis(xs), yaxis={**_y_axis(ys, y_title), **(y_extra or {})})
-    data = [go.Scatter(x=t_xs, y=t_ys, mode=mode, name=name, hovertemplate=hovertemplate)
-            for name, t_xs, t_ys, mode in traces]
+    data = [
+        go.Scatter(x=t_xs, y=t_ys, mode=mode, name=name, hovertemplate=hovertemplate)
+        for name, t_xs, t_ys, mode in traces
+    ]
     return go.Figure(data=data, layout=layout)
 
 
@@ -94,16 +117,24 @@ def loss_figure(points: ChartPoints) -> go.Figure:
 def learning_rate_figure(points: ChartPoints) -> go.Figure:
     """Learning rate per step; ticks in e-notation (2e-4, never rounded to 0)."""
     x, y = points["learning_rate"]
-    return _figure("Learning rate", "learning_rate", [("learning_rate", x, y, _mode(x))],
-                   hovertemplate="step %{x:d}<br>learning_rate %{y:.3e}<extra></extra>",
-                   y_extra=dict(exponentformat="e", showexponent="all", hoverformat=".3e"))
+    return _figure(
+        "Learning rate",
+        "learning_rate",
+        [("learning_rate", x, y, _mode(x))],
+        hovertemplate="step %{x:d}<br>learning_rate %{y:.3e}<extra></extra>",
+        y_extra=dict(exponentformat="e", showexponent="all", hoverformat=".3e"),
+    )
 
 
 def grad_norm_figure(points: ChartPoints) -> go.Figure:
     """Gradient norm (before clipping) per step."""
     x, y = points["grad_norm"]
-    return _figure("Gradient norm", "grad_norm", [("grad_norm", x, y, _mode(x))],
-                   hovertemplate="step %{x:d}<br>grad_norm %{y:.4g}<extra></extra>")
+    return _figure(
+        "Gradient norm",
+        "grad_norm",
+        [("grad_norm", x, y, _mode(x))],
+        hovertemplate="step %{x:d}<br>grad_norm %{y:.4g}<extra></extra>",
+    )
 
 
 REWARD_SERIES = ("rewards_chosen", "rewards_rejected", "rewards_margins", "kl")
@@ -118,16 +149,30 @@ def preference_figure(points: ChartPoints) -> go.Figure:
     """DPO / ORPO / KTO metrics per step (TRL's rewards/chosen, rewards/rejected, rewards/margins and
     KTO's kl, in reward units: beta x log-probability ratio to the reference) on the left axis, and
     rewards/accuracies (share of pairs whose chosen reward wins, 0..1) dotted on a right axis."""
-    traces = [(name.removeprefix("rewards_"), *points.get(name, ([], [])), _mode(points.get(name, ([], []))[0]))
-              for name in REWARD_SERIES]
-    figure = _figure("Preference rewards", "reward", traces,
-                     hovertemplate="step %{x:d}<br>%{fullData.name} %{y:.4g}<extra></extra>")
+    traces = [
+        (name.removeprefix("rewards_"), *points.get(name, ([], [])), _mode(points.get(name, ([], []))[0]))
+        for name in REWARD_SERIES
+    ]
+    figure = _figure(
+        "Preference rewards", "reward", traces, hovertemplate="step %{x:d}<br>%{fullData.name} %{y:.4g}<extra></extra>"
+    )
     ax, ay = points.get("rewards_accuracies", ([], []))
     if ax:
         if not figure.data:  # accuracies alone: give the figure its step axis
             figure.update_layout(xaxis=_x_axis(list(ax)), yaxis=dict(title="reward"), annotations=[])
-        figure.add_trace(go.Scatter(x=ax, y=ay, mode=_mode(ax), name="accuracies", yaxis="y2",
-                                    line=dict(dash="dot"), hovertemplate="step %{x:d}<br>accuracies %{y:.2f}<extra></extra>"))
-        figure.update_layout(yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1.05],
-                                         showgrid=False), margin=dict(l=50, r=50, t=40, b=40))
+        figure.add_trace(
+            go.Scatter(
+                x=ax,
+                y=ay,
+                mode=_mode(ax),
+                name="accuracies",
+                yaxis="y2",
+                line=dict(dash="dot"),
+                hovertemplate="step %{x:d}<br>accuracies %{y:.2f}<extra></extra>",
+            )
+        )
+        figure.update_layout(
+            yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1.05], showgrid=False),
+            margin=dict(l=50, r=50, t=40, b=40),
+        )
     return figure

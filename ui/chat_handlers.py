@@ -5,7 +5,8 @@ that says why (a training job has the machine, a run without weights, a prompt t
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any, Optional
 
 import gradio as gr
 
@@ -64,7 +65,11 @@ def conversation(system: str, history: list[dict], message: str) -> list[ChatMes
     """The messages sent to the model: the system prompt (if any), the earlier turns, the new one.
     Without a system prompt the chat template's own default applies, exactly as in training."""
     turns = [ChatMessage(role="system", content=system.strip())] if system and system.strip() else []
-    turns += [ChatMessage(role=m["role"], content=_text(m["content"])) for m in history if m.get("role") in ("user", "assistant")]
+    turns += [
+        ChatMessage(role=m["role"], content=_text(m["content"]))
+        for m in history
+        if m.get("role") in ("user", "assistant")
+    ]
     return turns + [ChatMessage(role="user", content=message)]
 
 
@@ -81,8 +86,16 @@ def settings_from(values: tuple) -> GenerationSettings:
         raise gr.Error(explain(exc)) from None
 
 
-def send(engine: ChatEngine, model_id: Optional[str], compare: bool, system: str, message: str,
-         history: list[dict], base_history: list[dict], *values: Any) -> Iterator[tuple]:
+def send(
+    engine: ChatEngine,
+    model_id: Optional[str],
+    compare: bool,
+    system: str,
+    message: str,
+    history: list[dict],
+    base_history: list[dict],
+    *values: Any,
+) -> Iterator[tuple]:
     """Stream the answer to ``message`` into the chat (and, with ``compare``, the base model's answer
     with the same settings and seed into the second column), loading the model first when another
     is loaded. Yields (textbox, chat, base chat, load state)."""
@@ -94,24 +107,49 @@ def send(engine: ChatEngine, model_id: Optional[str], compare: bool, system: str
     if compare and model_id == BASE_MODEL_ID:
         raise gr.Error("Base vs tuned: choose a run or checkpoint to compare with its base model.")
     history = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
-    base_history = [*base_history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}] if compare else base_history
+    base_history = (
+        [*base_history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
+        if compare
+        else base_history
+    )
     state = gr.update()
     try:
         if engine.state().get("loaded") != model_id:
             for state in load(engine, model_id):
                 yield "", history, base_history, state
-        yield from _stream_into(engine, model_id, conversation(system, history[:-2], message), settings, True,
-                                history, lambda h: ("", h, base_history, state))
+        yield from _stream_into(
+            engine,
+            model_id,
+            conversation(system, history[:-2], message),
+            settings,
+            True,
+            history,
+            lambda h: ("", h, base_history, state),
+        )
         if compare:
             earlier = base_history[:-2]
-            yield from _stream_into(engine, model_id, conversation(system, earlier, message), settings, False,
-                                    base_history, lambda h: ("", history, h, state))
+            yield from _stream_into(
+                engine,
+                model_id,
+                conversation(system, earlier, message),
+                settings,
+                False,
+                base_history,
+                lambda h: ("", history, h, state),
+            )
     except (ChatUnavailable, ChatInputError) as exc:
         raise gr.Error(str(exc)) from None
 
 
-def _stream_into(engine: ChatEngine, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
-                 use_adapter: bool, history: list[dict], outputs) -> Iterator[tuple]:
+def _stream_into(
+    engine: ChatEngine,
+    model_id: str,
+    messages: list[ChatMessage],
+    settings: GenerationSettings,
+    use_adapter: bool,
+    history: list[dict],
+    outputs,
+) -> Iterator[tuple]:
     """Append streamed text to the last (assistant) message of ``history``, yielding after each piece."""
     answer = ""
     for event in engine.stream(model_id, messages, settings, use_adapter=use_adapter):

@@ -22,15 +22,26 @@ class ChatTab:
         self.engine = engine
         with gr.Tab("Chat", id="chat") as self.tab:
             with gr.Row():
-                self.model = gr.Dropdown(label=chat_handlers.MODEL_LABEL, choices=[], scale=4, elem_id="chat-model",
-                                         allow_custom_value=True,  # a job id from the API; checked by the engine
-                                         info="The base model, a run's final weights, or one of its checkpoints (newest first).")
+                self.model = gr.Dropdown(
+                    label=chat_handlers.MODEL_LABEL,
+                    choices=[],
+                    scale=4,
+                    elem_id="chat-model",
+                    allow_custom_value=True,  # a job id from the API; checked by the engine
+                    info="The base model, a run's final weights, or one of its checkpoints (newest first).",
+                )
                 refresh = gr.Button("Refresh", size="sm", scale=1)
                 load_btn = gr.Button("Load", size="sm", scale=1, elem_id="chat-load")
             state = gr.Markdown("No model loaded yet: the first message loads the chosen one.", elem_id="chat-state")
-            compare = gr.Checkbox(label="Base vs tuned side by side", value=False, elem_id="chat-compare",
-                                  info="The same prompt, settings and seed to the base model (the adapter switched off).")
-            system = gr.Textbox(label="System prompt", lines=2, placeholder="Empty: the chat template's default, as in training")
+            compare = gr.Checkbox(
+                label="Base vs tuned side by side",
+                value=False,
+                elem_id="chat-compare",
+                info="The same prompt, settings and seed to the base model (the adapter switched off).",
+            )
+            system = gr.Textbox(
+                label="System prompt", lines=2, placeholder="Empty: the chat template's default, as in training"
+            )
             with gr.Row():
                 chat = gr.Chatbot(label="Tuned (the chosen model)", height=380, elem_id="chat-tuned")
                 base_chat = gr.Chatbot(label="Base model", height=380, visible=False, elem_id="chat-base")
@@ -41,11 +52,38 @@ class ChatTab:
                 clear_btn = gr.Button("Clear", elem_id="chat-clear")
             with gr.Accordion("Generation settings", open=False):
                 widgets = number_widgets(GenerationSettings)
-        self._wire(engine, refresh, load_btn, state, compare, system, chat, base_chat, message, send_btn, stop_btn,
-                   clear_btn, list(widgets.values()))
+        self._wire(
+            engine,
+            refresh,
+            load_btn,
+            state,
+            compare,
+            system,
+            chat,
+            base_chat,
+            message,
+            send_btn,
+            stop_btn,
+            clear_btn,
+            list(widgets.values()),
+        )
 
-    def _wire(self, engine: ChatEngine, refresh, load_btn, state, compare, system, chat, base_chat, message, send_btn,
-              stop_btn, clear_btn, settings: list) -> None:
+    def _wire(
+        self,
+        engine: ChatEngine,
+        refresh,
+        load_btn,
+        state,
+        compare,
+        system,
+        chat,
+        base_chat,
+        message,
+        send_btn,
+        stop_btn,
+        clear_btn,
+        settings: list,
+    ) -> None:
         self.tab.select(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
         refresh.click(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
         load_btn.click(partial(chat_handlers.load, engine), self.model, state, api_name="chat_load", **FREE)

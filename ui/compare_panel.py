@@ -25,7 +25,6 @@ from ui.handlers import Context
 from ui.run_handlers import ALL_STATUSES, STATUS_CHOICES, runs_table
 
 
-
 def _quoted(value: Any) -> str:
     """At most 60 characters of ``value``, HTML-escaped, for an error message."""
     text = str(value)
@@ -68,13 +67,19 @@ def _smoothing(value: Any) -> float:
     """The smoothing weight, checked: a number in [0, ``compare.MAX_SMOOTHING``]."""
     if value is None:
         return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 <= value <= compare.MAX_SMOOTHING:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 <= value <= compare.MAX_SMOOTHING
+    ):
         raise gr.Error(f"Smoothing must be a number from 0 to {compare.MAX_SMOOTHING}, not '{_quoted(value)}'.")
     return float(value)
 
 
-def compare_runs(ctx: Context, job_ids: Any, x_axis: Any = "step", smoothing: Any = 0.0) -> tuple[go.Figure, pd.DataFrame]:
+def compare_runs(
+    ctx: Context, job_ids: Any, x_axis: Any = "step", smoothing: Any = 0.0
+) -> tuple[go.Figure, pd.DataFrame]:
     """(overlay figure, settings diff) of the chosen runs: loss and eval loss against steps or
     tokens seen, smoothed with TensorBoard's EMA (``compare.ema``), downsampled; the diff lists only
     the settings that differ, then final loss, best eval loss, training time and tokens/s."""
@@ -94,8 +99,15 @@ def label_fields(ctx: Context, job_id: Optional[str]) -> tuple[str, str]:
     return ("", "") if run is None else (run.name or "", run.note or "")
 
 
-def save_label(ctx: Context, job_id: Optional[str], name: Any, note: Any, name_filter: Optional[str] = "",
-               status_filter: Optional[str] = "all", dataset_filter: Optional[str] = "") -> tuple[pd.DataFrame, dict]:
+def save_label(
+    ctx: Context,
+    job_id: Optional[str],
+    name: Any,
+    note: Any,
+    name_filter: Optional[str] = "",
+    status_filter: Optional[str] = "all",
+    dataset_filter: Optional[str] = "",
+) -> tuple[pd.DataFrame, dict]:
     """Store run ``job_id``'s name and note (``RunStore.set_label``: stripped, limits checked;
     blank clears), then return the filtered runs table and the compare picker's update. A missing
     run, non-text or an over-long name or note is a ``gr.Error``."""
@@ -122,11 +134,27 @@ def build_filters() -> list[gr.components.Component]:
     """The filter row above the runs table: [name contains, status, dataset contains]. Each has a
     value, so API clients may call ``/runs`` without arguments (all runs)."""
     with gr.Row(elem_id="runs-filters"):
-        name = gr.Textbox("", label="Name or job id contains", placeholder="Enter to filter", max_lines=1,
-                          max_length=200, elem_id="filter-name", scale=2)
-        status = gr.Dropdown(label="Status", choices=STATUS_CHOICES, value=ALL_STATUSES, elem_id="filter-status", scale=1)
-        dataset = gr.Textbox("", label="Dataset contains", placeholder="Enter to filter", max_lines=1,
-                             max_length=200, elem_id="filter-dataset", scale=2)
+        name = gr.Textbox(
+            "",
+            label="Name or job id contains",
+            placeholder="Enter to filter",
+            max_lines=1,
+            max_length=200,
+            elem_id="filter-name",
+            scale=2,
+        )
+        status = gr.Dropdown(
+            label="Status", choices=STATUS_CHOICES, value=ALL_STATUSES, elem_id="filter-status", scale=1
+        )
+        dataset = gr.Textbox(
+            "",
+            label="Dataset contains",
+            placeholder="Enter to filter",
+            max_lines=1,
+            max_length=200,
+            elem_id="filter-dataset",
+            scale=2,
+        )
     return [name, status, dataset]
 
 
@@ -134,18 +162,23 @@ def wire_filters(ctx: Context, filters: list, table: gr.Dataframe) -> None:
     """Enter in a text filter, or a new status, filters the table (the Refresh event ``runs`` takes
     the same inputs)."""
     name, status, dataset = filters
-    gr.on([name.submit, status.change, dataset.submit], partial(runs_table, ctx), filters, table, api_name=False,
-          **FREE)
+    gr.on(
+        [name.submit, status.change, dataset.submit], partial(runs_table, ctx), filters, table, api_name=False, **FREE
+    )
 
 
-def build_label_editor(ctx: Context, selected: gr.Textbox, filters: list, table: gr.Dataframe, picker: gr.Dropdown) -> None:
+def build_label_editor(
+    ctx: Context, selected: gr.Textbox, filters: list, table: gr.Dataframe, picker: gr.Dropdown
+) -> None:
     """Name and note of the selected run, with Save (event ``run_label``)."""
     with gr.Row(elem_id="run-label"):
         name = gr.Textbox(label="Name", max_lines=1, max_length=NAME_MAX_CHARS, elem_id="run-name", scale=2)
         note = gr.Textbox(label="Note", lines=2, max_length=NOTE_MAX_CHARS, elem_id="run-note", scale=4)
         save = gr.Button("Save name and note", size="sm", elem_id="run-label-save", scale=1)
     selected.change(partial(label_fields, ctx), selected, [name, note], api_name=False, **FREE)
-    save.click(partial(save_label, ctx), [selected, name, note, *filters], [table, picker], api_name="run_label", **FREE)
+    save.click(
+        partial(save_label, ctx), [selected, name, note, *filters], [table, picker], api_name="run_label", **FREE
+    )
 
 
 def build_compare(ctx: Context) -> gr.Dropdown:
@@ -153,17 +186,45 @@ def build_compare(ctx: Context) -> gr.Dropdown:
     settings diff (event ``compare_runs`` on any change); returns the picker."""
     with gr.Accordion("Compare runs", open=False, elem_id="compare"):
         with gr.Row():
-            picker = gr.Dropdown(label=f"Runs to compare (up to {compare.MAX_RUNS})", choices=[], value=[],
-                                 multiselect=True, max_choices=compare.MAX_RUNS, allow_custom_value=True,
-                                 elem_id="compare-runs", scale=4)
-            x_axis = gr.Radio([("step", "step"), ("tokens seen", "tokens")], value="step", label="x axis",
-                              elem_id="compare-x", scale=1)
-            smoothing = gr.Slider(0, compare.MAX_SMOOTHING, value=0.6, step=0.01, label="Smoothing (EMA)",
-                                  info="As TensorBoard's; the raw points stay visible, faint.", elem_id="compare-smoothing",
-                                  scale=2)
+            picker = gr.Dropdown(
+                label=f"Runs to compare (up to {compare.MAX_RUNS})",
+                choices=[],
+                value=[],
+                multiselect=True,
+                max_choices=compare.MAX_RUNS,
+                allow_custom_value=True,
+                elem_id="compare-runs",
+                scale=4,
+            )
+            x_axis = gr.Radio(
+                [("step", "step"), ("tokens seen", "tokens")],
+                value="step",
+                label="x axis",
+                elem_id="compare-x",
+                scale=1,
+            )
+            smoothing = gr.Slider(
+                0,
+                compare.MAX_SMOOTHING,
+                value=0.6,
+                step=0.01,
+                label="Smoothing (EMA)",
+                info="As TensorBoard's; the raw points stay visible, faint.",
+                elem_id="compare-smoothing",
+                scale=2,
+            )
         plot = gr.Plot(show_label=False, elem_id="compare-plot")
-        diff = gr.Dataframe(value=compare_view.EMPTY_DIFF, interactive=False, wrap=True, max_height=400,
-                            elem_id="compare-diff")
-    gr.on([picker.change, x_axis.change, smoothing.change], partial(compare_runs, ctx), [picker, x_axis, smoothing],
-          [plot, diff], api_name="compare_runs", trigger_mode="always_last", show_progress="hidden", **FREE)
+        diff = gr.Dataframe(
+            value=compare_view.EMPTY_DIFF, interactive=False, wrap=True, max_height=400, elem_id="compare-diff"
+        )
+    gr.on(
+        [picker.change, x_axis.change, smoothing.change],
+        partial(compare_runs, ctx),
+        [picker, x_axis, smoothing],
+        [plot, diff],
+        api_name="compare_runs",
+        trigger_mode="always_last",
+        show_progress="hidden",
+        **FREE,
+    )
     return picker

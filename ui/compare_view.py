@@ -39,14 +39,35 @@ def _traces(curve: Curve, colour: str, smoothed: bool) -> list[dict]:
     common = dict(type="scatter", legendgroup=curve.job_id, line=dict(color=colour), hovertemplate=hover)
     traces = []
     if curve.raw[0]:
-        traces.append(dict(x=curve.raw[0], y=curve.raw[1], mode=_mode(curve.raw[0]), name=f"{name} raw" if smoothed else name,
-                           showlegend=not smoothed, opacity=RAW_OPACITY if smoothed else 1.0, **common))
+        traces.append(
+            dict(
+                x=curve.raw[0],
+                y=curve.raw[1],
+                mode=_mode(curve.raw[0]),
+                name=f"{name} raw" if smoothed else name,
+                showlegend=not smoothed,
+                opacity=RAW_OPACITY if smoothed else 1.0,
+                **common,
+            )
+        )
     if smoothed and curve.smoothed[0]:
-        traces.append(dict(x=curve.smoothed[0], y=curve.smoothed[1], mode=_mode(curve.smoothed[0]), name=name, **common))
+        traces.append(
+            dict(x=curve.smoothed[0], y=curve.smoothed[1], mode=_mode(curve.smoothed[0]), name=name, **common)
+        )
     if curve.eval[0]:
-        traces.append(dict(type="scatter", x=curve.eval[0], y=curve.eval[1], mode="lines+markers", name=f"{name} eval",
-                           legendgroup=curve.job_id, hovertemplate=f"{name} eval<br>%{{x}}: %{{y:.4f}}<extra></extra>",
-                           line=dict(color=colour, dash="dash"), marker=dict(size=5, color=colour)))
+        traces.append(
+            dict(
+                type="scatter",
+                x=curve.eval[0],
+                y=curve.eval[1],
+                mode="lines+markers",
+                name=f"{name} eval",
+                legendgroup=curve.job_id,
+                hovertemplate=f"{name} eval<br>%{{x}}: %{{y:.4f}}<extra></extra>",
+                line=dict(color=colour, dash="dash"),
+                marker=dict(size=5, color=colour),
+            )
+        )
     return traces
 
 
@@ -58,14 +79,26 @@ def overlay_figure(curves: list[Curve], x_axis: XAxis = "step", smoothing: float
     smoothed = smoothing > 0
     data = [t for i, c in enumerate(curves) for t in _traces(c, COLOURS[i % len(COLOURS)], smoothed)]
     title = "Loss by run" + (f" (smoothing {smoothing:.2f})" if smoothed else "")
-    layout = dict(title=dict(text=title), height=height, margin=dict(l=50, r=20, t=40, b=40), hovermode="closest",
-                  legend=dict(orientation="h", y=-0.2))
+    layout = dict(
+        title=dict(text=title),
+        height=height,
+        margin=dict(l=50, r=20, t=40, b=40),
+        hovermode="closest",
+        legend=dict(orientation="h", y=-0.2),
+    )
     if not data:
         text = EMPTY_TEXT if x_axis == "step" else "no token counts logged"
-        layout.update(xaxis=_HIDDEN_AXIS, yaxis=_HIDDEN_AXIS, annotations=[dict(
-            text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))])
+        layout.update(
+            xaxis=_HIDDEN_AXIS,
+            yaxis=_HIDDEN_AXIS,
+            annotations=[
+                dict(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
+            ],
+        )
     else:
-        layout.update(xaxis=dict(title=dict(text=X_TITLES[x_axis]), rangemode="tozero"), yaxis=dict(title=dict(text="loss")))
+        layout.update(
+            xaxis=dict(title=dict(text=X_TITLES[x_axis]), rangemode="tozero"), yaxis=dict(title=dict(text="loss"))
+        )
     return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import gradio as gr
 
@@ -25,8 +26,9 @@ LOAD_LABEL = "Load settings (YAML)"
 SAVED_NAME = "finetune-settings.yaml"
 
 
-def form_settings(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
-                  values: tuple) -> tuple[dict[str, Any], bool]:
+def form_settings(
+    ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str, values: tuple
+) -> tuple[dict[str, Any], bool]:
     """The form as request values (uploads kept in the uploads folder, so the paths last) and
     whether a Hugging Face token was typed (it is never part of the values). Raises ``gr.Error``
     (bad upload) or ValueError (bad column mapping), naming the field."""
@@ -37,8 +39,9 @@ def form_settings(ctx: Context, upload: Optional[str], paths_text: str, eval_upl
     return settings, has_token
 
 
-def save(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
-         *values: Any) -> tuple[Any, str]:
+def save(
+    ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str, *values: Any
+) -> tuple[Any, str]:
     """(the YAML file to download, notice): the form written as ``finetune-settings.yaml`` in a
     temporary folder named by its content's hash (saving the same settings again adds nothing), after the same checks a load makes (so a saved file always loads); a
     setting the schema refuses is named in the notice and nothing is written."""
@@ -69,7 +72,9 @@ def load(ctx: Context, file: Optional[str]) -> list[Any]:
         if path is None:
             return [*keep, ""]
         if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ConfigFileError(f"{path.name} is larger than {MAX_CONFIG_BYTES // 1024} KB: it is not a settings file")
+            raise ConfigFileError(
+                f"{path.name} is larger than {MAX_CONFIG_BYTES // 1024} KB: it is not a settings file"
+            )
         values, notes = parse_config_text(path.read_bytes().decode("utf-8"), path.name)
     except gr.Error as exc:
         return [*keep, notice_html(exc.message, "Not loaded")]
@@ -78,13 +83,23 @@ def load(ctx: Context, file: Optional[str]) -> list[Any]:
     except (ConfigFileError, OSError) as exc:  # in the file's own words: its keys, not the form's labels
         return [*keep, Refusal(str(exc), ()).html("Not loaded")]
     paths, eval_paths, *widgets = form_values(values)
-    uploads = [None if values.get("local_datasets") else gr.skip(), None if values.get("local_eval_datasets") else gr.skip()]
+    uploads = [
+        None if values.get("local_datasets") else gr.skip(),
+        None if values.get("local_eval_datasets") else gr.skip(),
+    ]
     gr.Info(f"Loaded {len(values)} settings from {path.name}" + "".join(f"; {note}" for note in notes))
     return [uploads[0], paths, uploads[1], eval_paths, *widgets, ""]
 
 
-def commands(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
-             *values: Any, request: gr.Request = None) -> tuple[str, str]:
+def commands(
+    ctx: Context,
+    upload: Optional[str],
+    paths_text: str,
+    eval_upload: Optional[str],
+    eval_text: str,
+    *values: Any,
+    request: gr.Request = None,
+) -> tuple[str, str]:
     """(CLI command, ``curl`` call) for the form as it is: only the settings that differ from the
     defaults; the tokens left out (``$STUDIO_API_TOKEN`` when the API needs one). A value that
     cannot be read yet is said in place of the commands."""
@@ -103,8 +118,14 @@ def commands_handler(ctx: Context) -> Callable[..., tuple[str, str]]:
     see: Gradio reads type hints (a ``functools.partial`` hides them) and fills only positional
     parameters before ``*values``, so the request comes first."""
 
-    def handler(request: gr.Request, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
-                *values: Any) -> tuple[str, str]:
+    def handler(
+        request: gr.Request,
+        upload: Optional[str],
+        paths_text: str,
+        eval_upload: Optional[str],
+        eval_text: str,
+        *values: Any,
+    ) -> tuple[str, str]:
         return commands(ctx, upload, paths_text, eval_upload, eval_text, *values, request=request)
 
     return handler

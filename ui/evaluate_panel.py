@@ -5,9 +5,10 @@ the base model's, a sortable prompt / reference / base / tuned table, and the JS
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import gradio as gr
 import pandas as pd
@@ -28,8 +29,14 @@ FIELDS = EvaluateRequest.model_fields
 UPLOAD_LABEL = "Held-out dataset (upload)"
 TABLE_COLUMNS = ["prompt", "reference", "base_answer", "tuned_answer", "rouge_l_base", "rouge_l_tuned"]
 MAX_TABLE_ROWS = 500
-SCORE_NAMES = (("loss", "loss", 4), ("perplexity", "perplexity", 3), ("rouge_l", "ROUGE-L", 4), ("bleu", "BLEU", 2),
-               ("exact_match", "exact match", 3), ("tokens_per_second", "tokens/s", 1))
+SCORE_NAMES = (
+    ("loss", "loss", 4),
+    ("perplexity", "perplexity", 3),
+    ("rouge_l", "ROUGE-L", 4),
+    ("bleu", "BLEU", 2),
+    ("exact_match", "exact match", 3),
+    ("tokens_per_second", "tokens/s", 1),
+)
 
 
 def scores_text(record: Optional[TaskRecord]) -> str:
@@ -45,8 +52,10 @@ def scores_text(record: Optional[TaskRecord]) -> str:
         cells = ["-" if scores.get(key) is None else f"{scores[key]:.{digits}f}" for key, _, digits in SCORE_NAMES]
         rows.append(f"| **{name}** | " + " | ".join(cells) + " |")
     notes = "".join(f"\n\n{note}" for note in result.get("notes", []))
-    return (f"{result.get('rows_evaluated')} of {result.get('rows_available')} rows evaluated in "
-            f"{result.get('seconds', 0):.0f} s\n\n" + "\n".join([head, rule, *rows]) + notes)
+    return (
+        f"{result.get('rows_evaluated')} of {result.get('rows_available')} rows evaluated in "
+        f"{result.get('seconds', 0):.0f} s\n\n" + "\n".join([head, rule, *rows]) + notes
+    )
 
 
 def predictions_table(record: Optional[TaskRecord]) -> pd.DataFrame:
@@ -86,18 +95,28 @@ def _files(settings: Settings, upload: Optional[str], paths_text: str) -> list[s
     return ([kept] if kept else []) + split_paths(paths_text)
 
 
-def evaluate(tasks: TaskRunner, model_id: Optional[str], upload: Optional[str], paths_text: str,
-             max_rows: Optional[float], max_new_tokens: Optional[float], batch_size: Optional[float],
-             compare_base: bool) -> Iterator[tuple]:
+def evaluate(
+    tasks: TaskRunner,
+    model_id: Optional[str],
+    upload: Optional[str],
+    paths_text: str,
+    max_rows: Optional[float],
+    max_new_tokens: Optional[float],
+    batch_size: Optional[float],
+    compare_base: bool,
+) -> Iterator[tuple]:
     """Start the evaluation and follow it: (status, scores, table, link) on every change."""
     from trainer_core.evaluation.start import start_evaluation
 
     empty = ("", pd.DataFrame(columns=TABLE_COLUMNS), "")
     try:
         values = {"max_rows": max_rows, "max_new_tokens": max_new_tokens, "batch_size": batch_size}
-        request = EvaluateRequest(model=(model_id or "").strip() or "base", compare_base=bool(compare_base),
-                                  datasets=_files(tasks.settings, upload, paths_text),
-                                  **{k: int(v) for k, v in values.items() if v not in (None, "")})
+        request = EvaluateRequest(
+            model=(model_id or "").strip() or "base",
+            compare_base=bool(compare_base),
+            datasets=_files(tasks.settings, upload, paths_text),
+            **{k: int(v) for k, v in values.items() if v not in (None, "")},
+        )
         record = start_evaluation(tasks, request)
     except ValidationError as exc:
         yield (refusal(explain(exc)), *empty)
@@ -107,35 +126,57 @@ def evaluate(tasks: TaskRunner, model_id: Optional[str], upload: Optional[str], 
         return
     for current in follow(tasks, record.task_id):
         done = current.phase == TaskPhase.completed
-        yield (status_line(current), scores_text(current) if done else "",
-               predictions_table(current) if done else pd.DataFrame(columns=TABLE_COLUMNS),
-               file_links(current) if done else "")
+        yield (
+            status_line(current),
+            scores_text(current) if done else "",
+            predictions_table(current) if done else pd.DataFrame(columns=TABLE_COLUMNS),
+            file_links(current) if done else "",
+        )
 
 
 def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
     """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id)."""
     with gr.Accordion("Evaluate", open=False, elem_id="evaluate-panel"):
-        model = gr.Dropdown(label="Model to evaluate", choices=[], elem_id="eval-model", allow_custom_value=True,
-                            info=FIELDS["model"].description)
+        model = gr.Dropdown(
+            label="Model to evaluate",
+            choices=[],
+            elem_id="eval-model",
+            allow_custom_value=True,
+            info=FIELDS["model"].description,
+        )
         with gr.Row():
             upload = gr.File(label=UPLOAD_LABEL, file_types=[".json", ".jsonl", ".csv", ".parquet"], type="filepath")
             paths = gr.Textbox(label="...or held-out dataset paths on the server", info=FIELDS["datasets"].description)
         with gr.Row():
             numbers = number_widgets(EvaluateRequest, ("max_rows", "max_new_tokens", "batch_size"), prefix="eval-")
-            compare = gr.Checkbox(label="Compare with the base model", value=FIELDS["compare_base"].default,
-                                  info=FIELDS["compare_base"].description)
+            compare = gr.Checkbox(
+                label="Compare with the base model",
+                value=FIELDS["compare_base"].default,
+                info=FIELDS["compare_base"].description,
+            )
         with gr.Row():
             eval_btn = gr.Button("Evaluate", variant="primary", elem_id="eval-start")
             cancel_btn = gr.Button("Cancel task", variant="stop")
         status = gr.Markdown(elem_id="eval-status")
         scores = gr.Markdown(elem_id="eval-scores")
-        table = gr.Dataframe(value=pd.DataFrame(columns=TABLE_COLUMNS), interactive=False, wrap=True, max_height=400,
-                             elem_id="eval-table")
+        table = gr.Dataframe(
+            value=pd.DataFrame(columns=TABLE_COLUMNS),
+            interactive=False,
+            wrap=True,
+            max_height=400,
+            elem_id="eval-table",
+        )
         link = gr.Markdown(elem_id="eval-link")
     from ui.export_panel import cancel
 
     selected.change(partial(model_dropdown, tasks), selected, model, api_name=False, **FREE)
     selected.change(partial(latest, tasks), selected, [scores, table, link], api_name=False, **FREE)
-    eval_btn.click(partial(evaluate, tasks), [model, upload, paths, *numbers.values(), compare],
-                   [status, scores, table, link], api_name="evaluate", show_progress="minimal", **FREE)
+    eval_btn.click(
+        partial(evaluate, tasks),
+        [model, upload, paths, *numbers.values(), compare],
+        [status, scores, table, link],
+        api_name="evaluate",
+        show_progress="minimal",
+        **FREE,
+    )
     cancel_btn.click(partial(cancel, tasks), None, status, api_name=False, **FREE)

@@ -4,9 +4,10 @@ size, check result and download links; push one to the Hugging Face Hub."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from functools import partial
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import gradio as gr
 import pandas as pd
@@ -28,10 +29,16 @@ PUSH = PushRequest.model_fields
 def _row(record: TaskRecord) -> list[Any]:
     result = record.result or {}
     check = (result.get("check") or {}).get("summary") or (record.error or "")
-    return [record.task_id, datetime.fromtimestamp(record.created_at).strftime("%Y-%m-%d %H:%M"), record.model,
-            record.request.get("format", ""), record.request.get("dtype", "") if record.request.get("format") == "merged" else "",
-            record.phase.value if record.phase != TaskPhase.failed or not result else "check failed",
-            size_text(result.get("size_bytes", 0)) if result else "", check]
+    return [
+        record.task_id,
+        datetime.fromtimestamp(record.created_at).strftime("%Y-%m-%d %H:%M"),
+        record.model,
+        record.request.get("format", ""),
+        record.request.get("dtype", "") if record.request.get("format") == "merged" else "",
+        record.phase.value if record.phase != TaskPhase.failed or not result else "check failed",
+        size_text(result.get("size_bytes", 0)) if result else "",
+        check,
+    ]
 
 
 def exports_of(tasks: TaskRunner, job_id: Optional[str]) -> tuple[pd.DataFrame, str]:
@@ -76,21 +83,30 @@ def cancel(tasks: TaskRunner) -> str:
     return f"Cancelling {current.task_id}…"
 
 
-def push(tasks: TaskRunner, job_id: Optional[str], task_id: str, repo_id: str, private: bool, token: str) -> Iterator[str]:
+def push(
+    tasks: TaskRunner, job_id: Optional[str], task_id: str, repo_id: str, private: bool, token: str
+) -> Iterator[str]:
     """Push an export to the Hub and follow it; the token is passed on for this push only."""
     from trainer_core.export.start import start_push
 
     task_id = (task_id or "").strip()
     if not task_id:
-        passed = [r for r in (tasks.list((job_id or "").strip(), TaskKind.export) if (job_id or "").strip() else [])
-                  if r.phase == TaskPhase.completed]
+        passed = [
+            r
+            for r in (tasks.list((job_id or "").strip(), TaskKind.export) if (job_id or "").strip() else [])
+            if r.phase == TaskPhase.completed
+        ]
         if not passed:
             yield refusal("Export to push: export this run first (a finished export whose check passed).")
             return
         task_id = passed[0].task_id
     try:
-        body = PushRequest(task_id=task_id, repo_id=(repo_id or "").strip(), private=bool(private),
-                           token=SecretStr(token) if (token or "").strip() else None)
+        body = PushRequest(
+            task_id=task_id,
+            repo_id=(repo_id or "").strip(),
+            private=bool(private),
+            token=SecretStr(token) if (token or "").strip() else None,
+        )
         record = start_push(tasks, body)
     except ValidationError as exc:
         yield refusal(explain(exc))
@@ -109,25 +125,51 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
     """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id)."""
     with gr.Accordion("Export", open=False, elem_id="export-panel"):
         with gr.Row():
-            weights = gr.Dropdown(label=WEIGHTS_LABEL, choices=[], scale=3, elem_id="export-weights", allow_custom_value=True,
-                                  info="The run's final weights or one of its checkpoints.")
-            fmt = gr.Radio(label="Format", choices=list(EXPORT_FORMATS), value=FIELDS["format"].default, scale=3,
-                           info=FIELDS["format"].description, elem_id="export-format")
-            dtype = gr.Dropdown(label="Merged dtype", choices=["float16", "bfloat16", "float32"], scale=1,
-                                value=FIELDS["dtype"].default, info=FIELDS["dtype"].description)
+            weights = gr.Dropdown(
+                label=WEIGHTS_LABEL,
+                choices=[],
+                scale=3,
+                elem_id="export-weights",
+                allow_custom_value=True,
+                info="The run's final weights or one of its checkpoints.",
+            )
+            fmt = gr.Radio(
+                label="Format",
+                choices=list(EXPORT_FORMATS),
+                value=FIELDS["format"].default,
+                scale=3,
+                info=FIELDS["format"].description,
+                elem_id="export-format",
+            )
+            dtype = gr.Dropdown(
+                label="Merged dtype",
+                choices=["float16", "bfloat16", "float32"],
+                scale=1,
+                value=FIELDS["dtype"].default,
+                info=FIELDS["dtype"].description,
+            )
         with gr.Row():
             export_btn = gr.Button("Export", variant="primary", elem_id="export-start")
             cancel_btn = gr.Button("Cancel task", variant="stop", elem_id="task-cancel")
-        status = gr.Markdown("Exports run in the background and are checked against the run's own answers "
-                             "before they are called done.", elem_id="export-status")
-        table = gr.Dataframe(value=pd.DataFrame(columns=EXPORT_COLUMNS), interactive=False, max_height=240,
-                             elem_id="export-table")
+        status = gr.Markdown(
+            "Exports run in the background and are checked against the run's own answers before they are called done.",
+            elem_id="export-status",
+        )
+        table = gr.Dataframe(
+            value=pd.DataFrame(columns=EXPORT_COLUMNS), interactive=False, max_height=240, elem_id="export-table"
+        )
         links = gr.Markdown(elem_id="export-links")
         with gr.Accordion("Push to the Hugging Face Hub", open=False):
             with gr.Row():
-                task_id = gr.Textbox(label="Export to push", placeholder="empty: the newest passed export of this run",
-                                     info=PUSH["task_id"].description, scale=2)
-                repo = gr.Textbox(label="Hub repository", placeholder="your-name/my-model", info=PUSH["repo_id"].description, scale=2)
+                task_id = gr.Textbox(
+                    label="Export to push",
+                    placeholder="empty: the newest passed export of this run",
+                    info=PUSH["task_id"].description,
+                    scale=2,
+                )
+                repo = gr.Textbox(
+                    label="Hub repository", placeholder="your-name/my-model", info=PUSH["repo_id"].description, scale=2
+                )
             with gr.Row():
                 private = gr.Checkbox(label="Private", value=PUSH["private"].default, info=PUSH["private"].description)
                 token = gr.Textbox(label="Hub token", type="password", info=PUSH["token"].description)
@@ -135,8 +177,20 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
             push_status = gr.Markdown()
     selected.change(partial(weights_dropdown, tasks), selected, weights, api_name=False, **FREE)
     selected.change(partial(exports_of, tasks), selected, [table, links], api_name=False, **FREE)
-    export_btn.click(partial(export, tasks), [selected, weights, fmt, dtype], [status, table, links], api_name="export",
-                     show_progress="minimal", **FREE)
+    export_btn.click(
+        partial(export, tasks),
+        [selected, weights, fmt, dtype],
+        [status, table, links],
+        api_name="export",
+        show_progress="minimal",
+        **FREE,
+    )
     cancel_btn.click(partial(cancel, tasks), None, status, api_name="task_cancel", **FREE)
-    push_btn.click(partial(push, tasks), [selected, task_id, repo, private, token], push_status, api_name="push",
-                   show_progress="minimal", **FREE)
+    push_btn.click(
+        partial(push, tasks),
+        [selected, task_id, repo, private, token],
+        push_status,
+        api_name="push",
+        show_progress="minimal",
+        **FREE,
+    )

@@ -11,7 +11,8 @@ tells the older ones to end at their next wake-up.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any, Optional
 
 import gradio as gr
 

@@ -16,6 +16,7 @@ from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
 from trainer_core.fieldmeta import base_type, bounds, choices, default, explain, parse_mapping
 from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
 from ui.refusals import label_of
+
 # Fields the layout provides itself (file pickers) rather than from metadata.
 FILE_FIELDS = ("local_datasets", "local_eval_datasets")
 FORM_FIELDS = tuple(name for name in REQUEST_FIELDS if name not in FILE_FIELDS)
@@ -38,8 +39,10 @@ class FieldNumber(gr.Number):
         except OverflowError:  # inf for an int field: pydantic says "finite number", naming the field
             return float(payload)
         except (TypeError, ValueError):
-            raise gr.Error(f"{label_of(self.field) if self.field in REQUEST_FIELDS else self.field}: "
-                           f"'{str(payload)[:40]}' is not a number") from None
+            raise gr.Error(
+                f"{label_of(self.field) if self.field in REQUEST_FIELDS else self.field}: "
+                f"'{str(payload)[:40]}' is not a number"
+            ) from None
 
 
 def _label(name: str) -> str:
@@ -70,14 +73,17 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
     if kind is SecretStr:
         return gr.Textbox(value="", type="password", **common)
     if name == "target_modules":
-        return gr.Dropdown(choices=[*LLAMA_PROJECTIONS, "all-linear"], value=value, multiselect=True,
-                           allow_custom_value=True, **common)
+        return gr.Dropdown(
+            choices=[*LLAMA_PROJECTIONS, "all-linear"], value=value, multiselect=True, allow_custom_value=True, **common
+        )
     if name == "custom_format_mapping":
         return gr.Textbox(value="", placeholder="instruction=question, output=answer", **common)
     return gr.Textbox(value=value or "", **common)
 
 
-def number_widgets(model: type[BaseModel], names: tuple[str, ...] = (), prefix: str = "") -> dict[str, gr.components.Component]:
+def number_widgets(
+    model: type[BaseModel], names: tuple[str, ...] = (), prefix: str = ""
+) -> dict[str, gr.components.Component]:
     """A ``FieldNumber`` per numeric field of ``model`` (e.g. ``GenerationSettings``; only ``names``
     when given), with the field's label, description, default and bounds from its metadata; its
     element id is ``{prefix}field-{name}`` (a prefix keeps ids unique when two panels share a name)."""
@@ -86,8 +92,14 @@ def number_widgets(model: type[BaseModel], names: tuple[str, ...] = (), prefix: 
         if names and name not in names:
             continue
         kind = base_type(info.annotation)
-        widget = FieldNumber(value=info.default, precision=0 if kind is int else None, label=info.title or _label(name),
-                             info=info.description, elem_id=f"{prefix}field-{name}", **bounds(info))
+        widget = FieldNumber(
+            value=info.default,
+            precision=0 if kind is int else None,
+            label=info.title or _label(name),
+            info=info.description,
+            elem_id=f"{prefix}field-{name}",
+            **bounds(info),
+        )
         widget.field = name
         widgets[name] = widget
     return widgets

@@ -9,8 +9,9 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import gradio as gr
 import pandas as pd
@@ -69,8 +70,10 @@ def status_line(status: TrainingStatus) -> str:
         if d.get("loss") is not None:
             parts.append(f"loss {d['loss']:.4f}")
     if d.get("truncated_rows") or d.get("dropped_rows"):
-        parts.append(f"{d.get('truncated_rows', 0)} of {d.get('rows', 0) + d.get('dropped_rows', 0)} rows truncated "
-                     f"to {d.get('max_seq_length')} tokens, {d.get('dropped_rows', 0)} dropped")
+        parts.append(
+            f"{d.get('truncated_rows', 0)} of {d.get('rows', 0) + d.get('dropped_rows', 0)} rows truncated "
+            f"to {d.get('max_seq_length')} tokens, {d.get('dropped_rows', 0)} dropped"
+        )
     text = " · ".join(parts) + f"\n\n{status.message}"
     if status.error:
         text += f"\n\n**Error:** {status.error}"
@@ -81,9 +84,11 @@ def buttons(status: TrainingStatus) -> tuple:
     """Start / Stop (save) / Cancel, each enabled only in the phases where it acts: Start when no
     job runs, Stop while training (it saves at the next step), Cancel while a job is live."""
     running = status.is_training_running
-    return (gr.Button(value="Start", interactive=not running),
-            gr.Button(interactive=running and status.phase.value == "training"),
-            gr.Button(interactive=running))
+    return (
+        gr.Button(value="Start", interactive=not running),
+        gr.Button(interactive=running and status.phase.value == "training"),
+        gr.Button(interactive=running),
+    )
 
 
 def starting() -> Any:
@@ -100,8 +105,12 @@ def render(status: TrainingStatus, points: ChartPoints) -> tuple:
     figures = (charts.loss_figure(points), charts.learning_rate_figure(points), charts.grad_norm_figure(points))
     plots = [PlotData(type="plotly", plot=fig.to_json()) for fig in figures]
     preference = charts.has_preference_points(points)  # a DPO / ORPO / KTO run: its rewards chart too
-    plots.append(gr.Plot(value=PlotData(type="plotly", plot=charts.preference_figure(points).to_json())
-                         if preference else None, visible=preference))
+    plots.append(
+        gr.Plot(
+            value=PlotData(type="plotly", plot=charts.preference_figure(points).to_json()) if preference else None,
+            visible=preference,
+        )
+    )
     return (status_line(status), raw, *plots, *buttons(status))
 
 
@@ -126,7 +135,7 @@ class SharedRender:
             return self._version, self._update, self._running
 
 
-_SHARED: "weakref.WeakKeyDictionary[JobRunner, SharedRender]" = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakKeyDictionary[JobRunner, SharedRender] = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
@@ -191,8 +200,15 @@ def dataset_paths(upload: Optional[str], paths_text: str, settings: Settings, la
     return ([kept] if kept else []) + split_paths(paths_text)
 
 
-def start(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
-          *values: Any, session: Optional[str] = None) -> Iterator[tuple]:
+def start(
+    ctx: Context,
+    upload: Optional[str],
+    paths_text: str,
+    eval_upload: Optional[str],
+    eval_text: str,
+    *values: Any,
+    session: Optional[str] = None,
+) -> Iterator[tuple]:
     """Check the form and the paths, start the job and stream its status as (*monitor, notice).
     A refusal (bad setting, path outside the allowed folders, missing file, a job already running)
     leaves the monitor as it is and says why in the notice beside the button (plus a toast),
@@ -202,20 +218,21 @@ def start(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Opt
     except gr.Error as exc:
         yield refused(ctx, exc.message)
         return
-    for update in start_request(ctx, request, session):
-        yield update
+    yield from start_request(ctx, request, session)
 
 
-
-def form_request(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
-                 values: tuple) -> TrainingStartRequest:
+def form_request(
+    ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str, values: tuple
+) -> TrainingStartRequest:
     """The form (dataset upload / paths, evaluation upload / paths, ``FORM_FIELDS`` values in
     order) as a validated request. Raises ``gr.Error`` naming the field (no training data, a bad
     upload, an invalid setting)."""
     train_files = dataset_paths(upload, paths_text, ctx.settings)
     if not train_files and not str(dict(zip(FORM_FIELDS, values)).get("hf_dataset") or "").strip():
-        raise gr.Error("local_datasets: no training data: upload a file or type its path on the server "
-                       "(or name a Hub dataset under Data options)")
+        raise gr.Error(
+            "local_datasets: no training data: upload a file or type its path on the server "
+            "(or name a Hub dataset under Data options)"
+        )
     eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
     return build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
 
@@ -269,7 +286,11 @@ def restore_form(ctx: Context) -> list[Any]:
     """Page load: while a job runs, the form shows that job's settings and data files (so a reload
     mid-run does not show defaults); otherwise every widget is left as it is."""
     status = ctx.runner.status(with_history=False)
-    run = ctx.runner.store.get_run(status.job_id) if status.is_training_running and status.job_id and ctx.runner.store else None
+    run = (
+        ctx.runner.store.get_run(status.job_id)
+        if status.is_training_running and status.job_id and ctx.runner.store
+        else None
+    )
     if run is None:
         return [gr.skip()] * (2 + len(FORM_FIELDS))
     return form_values(run.request)
@@ -280,8 +301,10 @@ def hardware_line(ctx: Context) -> str:
     from trainer_core.hardware import cached_snapshot
 
     snap = cached_snapshot()
-    parts = [f"CPU {snap.cpu_percent:.0f} % of {snap.cpu_count} cores",
-             f"RAM {snap.ram_used_gib:.1f} / {snap.ram_total_gib:.1f} GiB"]
+    parts = [
+        f"CPU {snap.cpu_percent:.0f} % of {snap.cpu_count} cores",
+        f"RAM {snap.ram_used_gib:.1f} / {snap.ram_total_gib:.1f} GiB",
+    ]
     parts += [f"GPU {g.index} {g.name}: {g.memory_used_gib:.1f} / {g.memory_total_gib:.1f} GiB" for g in snap.gpus]
     if not snap.gpus:
         parts.append("no GPU")

@@ -13,11 +13,21 @@ import pandas as pd
 from trainer_core.fieldmeta import group
 from trainer_core.runs.job import JobRunner
 from trainer_core.serving.engine import ChatEngine
-from trainer_core.settings import Settings
 from trainer_core.serving.share import ShareLinks
+from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRunner
-from ui import (config_panel, evaluate_panel, export_panel, handlers, method_panel, preflight_panel, preview, queue_panel,
-               run_handlers, share_handlers)
+from ui import (
+    config_panel,
+    evaluate_panel,
+    export_panel,
+    handlers,
+    method_panel,
+    preflight_panel,
+    preview,
+    queue_panel,
+    run_handlers,
+    share_handlers,
+)
 from ui.chat_tab import ChatTab
 from ui.follow import tab_bound
 from ui.form import FORM_FIELDS, make_widget
@@ -38,8 +48,11 @@ FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; rea
 def _build_model_group(models: list[tuple[str, str]]) -> dict[str, gr.components.Component]:
     """The model settings (always open); ``models`` are the picker's local suggestions."""
     with gr.Group():
-        return {name: make_widget(name, models if name == "model_name" else None)
-                for name in FORM_FIELDS if group(name) == "model"}
+        return {
+            name: make_widget(name, models if name == "model_name" else None)
+            for name in FORM_FIELDS
+            if group(name) == "model"
+        }
 
 
 def _build_sections() -> dict[str, gr.components.Component]:
@@ -60,7 +73,9 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
     with gr.Column(scale=6, elem_id="monitor-col"):
         with gr.Row():
             start_btn = gr.Button("Start", variant="primary", elem_id="start", min_width=80)
-            queue_btn = gr.Button(queue_panel.ADD_LABEL, elem_id="queue-add", min_width=80, visible=ctx.queue is not None)
+            queue_btn = gr.Button(
+                queue_panel.ADD_LABEL, elem_id="queue-add", min_width=80, visible=ctx.queue is not None
+            )
             check_btn = gr.Button("Check", elem_id="check", min_width=80)
             stop_btn = gr.Button("Stop (save)", elem_id="stop", interactive=False, min_width=80)
             cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel", interactive=False, min_width=80)
@@ -78,25 +93,49 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
         hardware = gr.Markdown("", elem_id="hardware")
         with gr.Accordion("Status (JSON)", open=False):
             raw = gr.JSON(label="status")
-    preflight = {"button": check_btn, "panel": checked, "report": report, "lengths": lengths, "queue": queue_btn,
-                 "waiting": waiting}
-    return [status, raw, loss_plot, lr_plot, grad_plot, reward_plot, start_btn, stop_btn, cancel_btn], notice, hardware, preflight
+    preflight = {
+        "button": check_btn,
+        "panel": checked,
+        "report": report,
+        "lengths": lengths,
+        "queue": queue_btn,
+        "waiting": waiting,
+    }
+    return (
+        [status, raw, loss_plot, lr_plot, grad_plot, reward_plot, start_btn, stop_btn, cancel_btn],
+        notice,
+        hardware,
+        preflight,
+    )
 
 
 def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdown, gr.Dataframe]:
     """Training and evaluation files (upload or server paths) and the dataset preview."""
     upload = gr.File(label=UPLOAD_LABEL, file_types=DATASET_TYPES, type="filepath", elem_id="train-upload")
-    paths = gr.Textbox(label="...or dataset paths on the server", elem_id="train-paths",
-                       info="Comma-separated paths of .json/.jsonl/.csv/.parquet/.txt files (also .gz / .zst "
-                                "compressed), or of a folder of them.")
+    paths = gr.Textbox(
+        label="...or dataset paths on the server",
+        elem_id="train-paths",
+        info="Comma-separated paths of .json/.jsonl/.csv/.parquet/.txt files (also .gz / .zst "
+        "compressed), or of a folder of them.",
+    )
     with gr.Accordion("Dataset preview", open=True, elem_id="preview"):
         detected = gr.Markdown("Choose a dataset file or type its path.", elem_id="preview-summary")
-        table = gr.Dataframe(value=handlers.EMPTY_PREVIEW, wrap=True, max_height=420, interactive=False,
-                             datatype=["number", "markdown"], column_widths=["60px", "100%"], elem_id="preview-table")
+        table = gr.Dataframe(
+            value=handlers.EMPTY_PREVIEW,
+            wrap=True,
+            max_height=420,
+            interactive=False,
+            datatype=["number", "markdown"],
+            column_widths=["60px", "100%"],
+            elem_id="preview-table",
+        )
     eval_upload = gr.File(label=EVAL_UPLOAD_LABEL, file_types=DATASET_TYPES, type="filepath", elem_id="eval-upload")
-    eval_paths = gr.Textbox(label="...or evaluation dataset paths on the server (optional)", elem_id="eval-paths",
-                            info="Comma-separated; evaluated every Eval steps. Or set the validation fraction "
-                                 "(Data options) to split them off the training rows.")
+    eval_paths = gr.Textbox(
+        label="...or evaluation dataset paths on the server (optional)",
+        elem_id="eval-paths",
+        info="Comma-separated; evaluated every Eval steps. Or set the validation fraction "
+        "(Data options) to split them off the training rows.",
+    )
     return upload, paths, eval_upload, eval_paths, detected, table
 
 
@@ -105,12 +144,21 @@ def _config_block() -> dict[str, gr.components.Component]:
     with gr.Accordion("Settings file and command", open=True, elem_id="section-config"):
         with gr.Row():
             save_btn = gr.Button("Save settings (YAML)", size="sm", elem_id="settings-save")
-            load_btn = gr.UploadButton(config_panel.LOAD_LABEL, file_types=[".yaml", ".yml"], type="filepath", size="sm",
-                                       elem_id="settings-load")
+            load_btn = gr.UploadButton(
+                config_panel.LOAD_LABEL,
+                file_types=[".yaml", ".yml"],
+                type="filepath",
+                size="sm",
+                elem_id="settings-load",
+            )
         saved = gr.File(label="Saved settings", visible=False, interactive=False, elem_id="settings-file")
         notice = gr.HTML("", elem_id="settings-notice")
-        cli = gr.Code(label="Command line (settings that differ from the defaults)", language="shell",
-                      interactive=False, elem_id="command-cli")
+        cli = gr.Code(
+            label="Command line (settings that differ from the defaults)",
+            language="shell",
+            interactive=False,
+            elem_id="command-cli",
+        )
         curl = gr.Code(label="HTTP API (curl)", language="shell", interactive=False, elem_id="command-curl")
     return {"save": save_btn, "load": load_btn, "saved": saved, "notice": notice, "cli": cli, "curl": curl}
 
@@ -119,29 +167,45 @@ def _wire_config(ctx: handlers.Context, block: dict, file_inputs: list, form: li
     """The config block's events: save, load (then ``after_load``: the preview), and the command
     preview on every change of the form."""
     inputs = [*file_inputs, *form]
-    block["save"].click(partial(config_panel.save, ctx), inputs, [block["saved"], block["notice"]],
-                        api_name="settings_save", **FREE)
-    loaded = block["load"].upload(partial(config_panel.load, ctx), block["load"], [*inputs, block["notice"]],
-                                  api_name="settings_load", **FREE)
+    block["save"].click(
+        partial(config_panel.save, ctx), inputs, [block["saved"], block["notice"]], api_name="settings_save", **FREE
+    )
+    loaded = block["load"].upload(
+        partial(config_panel.load, ctx), block["load"], [*inputs, block["notice"]], api_name="settings_load", **FREE
+    )
     after_load(loaded)
     triggers = [w.change for w in inputs]
-    gr.on(triggers, config_panel.commands_handler(ctx), inputs, [block["cli"], block["curl"]], api_name="command_preview",
-          trigger_mode="always_last", show_progress="hidden", **FREE)
+    gr.on(
+        triggers,
+        config_panel.commands_handler(ctx),
+        inputs,
+        [block["cli"], block["curl"]],
+        api_name="command_preview",
+        trigger_mode="always_last",
+        show_progress="hidden",
+        **FREE,
+    )
 
 
-def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs: gr.Tabs,
-              chat: ChatTab) -> list:
+def _runs_tab(
+    ctx: handlers.Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs: gr.Tabs, chat: ChatTab
+) -> list:
     """The Runs tab; returns the events whose end should refresh the dataset preview."""
     from ui import compare_panel
 
     with gr.Tab("Runs", id="runs") as tab:
         filters = compare_panel.build_filters()
         with gr.Row():
-            selected = gr.Textbox(label="Run", placeholder="click a run in the table, or paste its job id", scale=4,
-                                  elem_id="run-id")
+            selected = gr.Textbox(
+                label="Run", placeholder="click a run in the table, or paste its job id", scale=4, elem_id="run-id"
+            )
             refresh = gr.Button("↻ Refresh the list", size="sm", scale=1, elem_id="runs-refresh")
-        table = gr.Dataframe(value=pd.DataFrame(columns=run_handlers.RUN_COLUMNS), interactive=False, max_height=300,
-                             elem_id="runs-table")
+        table = gr.Dataframe(
+            value=pd.DataFrame(columns=run_handlers.RUN_COLUMNS),
+            interactive=False,
+            max_height=300,
+            elem_id="runs-table",
+        )
         summary = gr.Markdown(run_handlers.NO_RUN, elem_id="run-summary")
         picker = compare_panel.build_compare(ctx)
         compare_panel.build_label_editor(ctx, selected, filters, table, picker)
@@ -158,11 +222,21 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
         bundle = gr.File(label="run.json and final weights", visible=False, interactive=False, elem_id="run-bundle")
         with gr.Accordion("Share link", open=False):
             with gr.Row():
-                hours = gr.Number(label="Expires in hours", info="Empty or 0: never (revoke it to end it).", minimum=0,
-                                  maximum=24 * 366, value=None, scale=2)
+                hours = gr.Number(
+                    label="Expires in hours",
+                    info="Empty or 0: never (revoke it to end it).",
+                    minimum=0,
+                    maximum=24 * 366,
+                    value=None,
+                    scale=2,
+                )
                 share_btn = gr.Button("Create share link", scale=1)
-            share_info = gr.Markdown("A link opens a chat page for this run's model only, and works as an OpenAI base_url.")
-            links = gr.Dataframe(value=pd.DataFrame(columns=share_handlers.LINK_COLUMNS), interactive=False, max_height=200)
+            share_info = gr.Markdown(
+                "A link opens a chat page for this run's model only, and works as an OpenAI base_url."
+            )
+            links = gr.Dataframe(
+                value=pd.DataFrame(columns=share_handlers.LINK_COLUMNS), interactive=False, max_height=200
+            )
             with gr.Row():
                 link_id = gr.Textbox(label="Link id to revoke", scale=3)
                 revoke_btn = gr.Button("Revoke", variant="stop", scale=1)
@@ -171,44 +245,73 @@ def _runs_tab(ctx: handlers.Context, train_inputs: list, monitor: list, notice: 
             evaluate_panel.build(ctx.tasks, selected)
         loss = gr.Plot(show_label=False, elem_id="run-loss-plot")
         with gr.Row():
-            lr, grad = gr.Plot(show_label=False, elem_id="run-lr-plot"), gr.Plot(show_label=False, elem_id="run-grad-plot")
+            lr, grad = (
+                gr.Plot(show_label=False, elem_id="run-lr-plot"),
+                gr.Plot(show_label=False, elem_id="run-grad-plot"),
+            )
         settings = gr.JSON(label="Settings")
     run_buttons = [load_btn, resume_btn, chat_btn, delete_btn]
-    resumed_form = resume_btn.click(partial(run_handlers.form_for_resume, ctx), selected, train_inputs, api_name=False,
-                                    **FREE)
+    resumed_form = resume_btn.click(
+        partial(run_handlers.form_for_resume, ctx), selected, train_inputs, api_name=False, **FREE
+    )
     tab.select(partial(run_handlers.runs_table, ctx), filters, table, api_name=False, **FREE)
     tab.select(partial(compare_panel.choices, ctx), picker, picker, api_name=False, **FREE)
     compare_panel.wire_filters(ctx, filters, table)
     refreshed = refresh.click(partial(run_handlers.runs_table, ctx), filters, table, api_name="runs", **FREE)
-    refreshed.then(partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad, *run_buttons],
-                   api_name=False, **FREE)  # the selected run's view is current too
+    refreshed.then(
+        partial(run_handlers.show_run, ctx),
+        selected,
+        [summary, settings, loss, lr, grad, *run_buttons],
+        api_name=False,
+        **FREE,
+    )  # the selected run's view is current too
     refreshed.then(partial(compare_panel.choices, ctx), picker, picker, api_name=False, **FREE)
     table.select(run_handlers.on_select(ctx), table, selected, api_name=False, **FREE)
-    selected.change(partial(run_handlers.show_run, ctx), selected, [summary, settings, loss, lr, grad, *run_buttons],
-                    api_name="show_run", **FREE)
-    loaded = load_btn.click(partial(run_handlers.load_settings, ctx), selected, train_inputs, api_name="load_settings",
-                            **FREE)
+    selected.change(
+        partial(run_handlers.show_run, ctx),
+        selected,
+        [summary, settings, loss, lr, grad, *run_buttons],
+        api_name="show_run",
+        **FREE,
+    )
+    loaded = load_btn.click(
+        partial(run_handlers.load_settings, ctx), selected, train_inputs, api_name="load_settings", **FREE
+    )
     loaded.then(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False)
-    resume_btn.click(tab_bound(run_handlers.resume, ctx), selected, [*monitor, notice, runs_notice, tabs],
-                     api_name="resume", show_progress="hidden", **FREE)
-    chat_btn.click(partial(run_handlers.chat_with, ctx, chat.engine), selected, chat.model, api_name=False, **FREE).then(
-        lambda: gr.Tabs(selected="chat"), None, tabs, api_name=False)
+    resume_btn.click(
+        tab_bound(run_handlers.resume, ctx),
+        selected,
+        [*monitor, notice, runs_notice, tabs],
+        api_name="resume",
+        show_progress="hidden",
+        **FREE,
+    )
+    chat_btn.click(
+        partial(run_handlers.chat_with, ctx, chat.engine), selected, chat.model, api_name=False, **FREE
+    ).then(lambda: gr.Tabs(selected="chat"), None, tabs, api_name=False)
     share_store = ShareLinks(ctx.settings)
     on_create, on_revoke = share_handlers.handlers(share_store, chat.engine)
     selected.change(partial(share_handlers.links_table, share_store), selected, links, api_name=False, **FREE)
     share_btn.click(on_create, [selected, hours], [share_info, links], api_name="share_create", **FREE)
     revoke_btn.click(on_revoke, [selected, link_id], [share_info, links], api_name="share_revoke", **FREE)
-    download_btn.click(partial(run_handlers.download, ctx), selected, [bundle, runs_notice], api_name="download_run",
-                       **FREE)
+    download_btn.click(
+        partial(run_handlers.download, ctx), selected, [bundle, runs_notice], api_name="download_run", **FREE
+    )
     delete_btn.click(lambda: gr.Row(visible=True), None, confirm_row, api_name=False)
     keep_btn.click(lambda: gr.Row(visible=False), None, confirm_row, api_name=False)
-    confirm_btn.click(partial(run_handlers.delete, ctx), selected, [table, confirm_row, selected, runs_notice],
-                      api_name="delete_run", **FREE)
+    confirm_btn.click(
+        partial(run_handlers.delete, ctx),
+        selected,
+        [table, confirm_row, selected, runs_notice],
+        api_name="delete_run",
+        **FREE,
+    )
     return [loaded, resumed_form]
 
 
-def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: TaskRunner | None = None,
-             queue: Any = None) -> gr.Blocks:
+def build_ui(
+    runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: TaskRunner | None = None, queue: Any = None
+) -> gr.Blocks:
     """The whole page, wired to ``runner``, ``engine`` and ``tasks`` (shared by every visitor: one
     job, one chat model and one export / evaluation per app; no Export / Evaluate panels without
     ``tasks``; no queue block without ``queue``, a ``JobQueue``). The Train tab is two columns: the form (model, data and preview, closed sections)
@@ -218,7 +321,9 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
     ctx = handlers.Context(runner=runner, settings=settings, tasks=tasks, queue=queue)
     models = [(m.label, m.value) for m in local_models(settings)]
     with gr.Blocks(title="Finetune Studio") as demo:
-        gr.Markdown("# Finetune Studio\nFine-tune a language model with LoRA, QLoRA or full training and watch it live.")
+        gr.Markdown(
+            "# Finetune Studio\nFine-tune a language model with LoRA, QLoRA or full training and watch it live."
+        )
         with gr.Tabs() as tabs:
             with gr.Tab("Train", id="train"):
                 with gr.Row(equal_height=False):
@@ -234,42 +339,100 @@ def build_ui(runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: T
             chat = ChatTab(engine)
             preview_after = _runs_tab(ctx, [paths, eval_paths, *form], monitor, notice, tabs, chat)
 
-        preview_inputs = [upload, paths, widgets["format_type"], widgets["custom_format_mapping"],
-                          widgets["model_name"], widgets["max_seq_length"], widgets["training_method"]]
+        preview_inputs = [
+            upload,
+            paths,
+            widgets["format_type"],
+            widgets["custom_format_mapping"],
+            widgets["model_name"],
+            widgets["max_seq_length"],
+            widgets["training_method"],
+        ]
         mapping, length = widgets["custom_format_mapping"], widgets["max_seq_length"]
         on_preview = partial(preview.preview, ctx)
-        for trigger in (upload.change, paths.submit, paths.blur, widgets["format_type"].change, mapping.submit,
-                        mapping.blur, widgets["model_name"].change, length.submit, length.blur,
-                        widgets["training_method"].change):
+        for trigger in (
+            upload.change,
+            paths.submit,
+            paths.blur,
+            widgets["format_type"].change,
+            mapping.submit,
+            mapping.blur,
+            widgets["model_name"].change,
+            length.submit,
+            length.blur,
+            widgets["training_method"].change,
+        ):
             trigger(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
         for event in preview_after:
             event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
         method_panel.wire(widgets)
-        demo.load(partial(method_panel.refresh_adapters, runner.store), None, widgets["adapter_name_or_path"],
-                  api_name=False, show_progress="hidden", **FREE)
+        demo.load(
+            partial(method_panel.refresh_adapters, runner.store),
+            None,
+            widgets["adapter_name_or_path"],
+            api_name=False,
+            show_progress="hidden",
+            **FREE,
+        )
         file_inputs = [upload, paths, eval_upload, eval_paths]
-        _wire_config(ctx, config, file_inputs, form,
-                     lambda event: event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE))
-        demo.load(config_panel.commands_handler(ctx), [*file_inputs, *form], [config["cli"], config["curl"]],
-                  api_name=False, show_progress="hidden", **FREE)
-        start_btn, stop_btn, cancel_btn = monitor[handlers.MONITOR_VIEWS:]
+        _wire_config(
+            ctx,
+            config,
+            file_inputs,
+            form,
+            lambda event: event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE),
+        )
+        demo.load(
+            config_panel.commands_handler(ctx),
+            [*file_inputs, *form],
+            [config["cli"], config["curl"]],
+            api_name=False,
+            show_progress="hidden",
+            **FREE,
+        )
+        start_btn, stop_btn, cancel_btn = monitor[handlers.MONITOR_VIEWS :]
         start_btn.click(handlers.starting, None, start_btn, queue=False, show_progress="hidden", api_name=False).then(
-            tab_bound(handlers.start, ctx), [upload, paths, eval_upload, eval_paths, *form], [*monitor, notice],
-            api_name="start", show_progress="hidden", **FREE)
-        preflight["button"].click(partial(preflight_panel.check, ctx), [*file_inputs, *form],
-                                  [preflight["panel"], preflight["report"], preflight["lengths"], notice],
-                                  api_name="check", concurrency_limit=2, concurrency_id="preflight")
+            tab_bound(handlers.start, ctx),
+            [upload, paths, eval_upload, eval_paths, *form],
+            [*monitor, notice],
+            api_name="start",
+            show_progress="hidden",
+            **FREE,
+        )
+        preflight["button"].click(
+            partial(preflight_panel.check, ctx),
+            [*file_inputs, *form],
+            [preflight["panel"], preflight["report"], preflight["lengths"], notice],
+            api_name="check",
+            concurrency_limit=2,
+            concurrency_id="preflight",
+        )
         stop_btn.click(partial(handlers.stop, ctx), None, None, api_name="stop", **FREE)
         cancel_btn.click(partial(handlers.cancel, ctx), None, None, api_name="cancel", **FREE)
         demo.load(tab_bound(handlers.watch, runner), None, monitor, api_name="watch", show_progress="hidden", **FREE)
-        demo.load(partial(handlers.restore_form, ctx), None, [paths, eval_paths, *form], api_name=False,
-                  show_progress="hidden", **FREE).then(on_preview, preview_inputs, [detected, table], api_name=False,
-                                                        **FREE)
+        demo.load(
+            partial(handlers.restore_form, ctx),
+            None,
+            [paths, eval_paths, *form],
+            api_name=False,
+            show_progress="hidden",
+            **FREE,
+        ).then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
         demo.load(handlers.prewarm(runner), None, None, api_name=False, show_progress="hidden", **FREE)
         timer = gr.Timer(HARDWARE_EVERY_S)
         for trigger in (demo.load, timer.tick):
-            trigger(partial(handlers.hardware_line, ctx), None, hardware, api_name=False, show_progress="hidden", **FREE)
+            trigger(
+                partial(handlers.hardware_line, ctx), None, hardware, api_name=False, show_progress="hidden", **FREE
+            )
         if queued is not None:
-            queue_panel.wire(ctx, queued, preflight["queue"], [*file_inputs, *form], notice, monitor, preflight["waiting"],
-                             [demo.load, timer.tick])
+            queue_panel.wire(
+                ctx,
+                queued,
+                preflight["queue"],
+                [*file_inputs, *form],
+                notice,
+                monitor,
+                preflight["waiting"],
+                [demo.load, timer.tick],
+            )
     return demo

@@ -13,7 +13,6 @@ from trainer_core.fieldmeta import default, field_methods, group
 from trainer_core.schemas import PREFERENCE_LEARNING_RATE, Phase
 from ui.form import FORM_FIELDS, make_widget
 
-
 NEW_ADAPTER = ("none: a new adapter", "")
 
 
@@ -27,8 +26,13 @@ def adapter_choices(runs: list[Any]) -> list[tuple[str, str]]:
             continue
         request = run.request
         data = ", ".join(Path(p).name for p in request.get("local_datasets") or []) or request.get("hf_dataset") or "-"
-        listed.append((f"{run.name or run.job_id} · {request.get('training_method', 'sft')} · "
-                       f"{request.get('training_type', '')} · {data}", run.output_dir))
+        listed.append(
+            (
+                f"{run.name or run.job_id} · {request.get('training_method', 'sft')} · "
+                f"{request.get('training_type', '')} · {data}",
+                run.output_dir,
+            )
+        )
     return listed
 
 
@@ -43,8 +47,11 @@ def build(store: Any = None) -> dict[str, gr.components.Component]:
     (``adapter_choices``) and takes any typed folder."""
     adapters = adapter_choices(store.list_runs(limit=200) if store is not None else [])
     with gr.Accordion("Training method", open=True, elem_id="section-method"):
-        widgets = {name: make_widget(name, adapters if name == "adapter_name_or_path" else None)
-                   for name in FORM_FIELDS if group(name) == "method"}
+        widgets = {
+            name: make_widget(name, adapters if name == "adapter_name_or_path" else None)
+            for name in FORM_FIELDS
+            if group(name) == "method"
+        }
     for name, visible in method_visibility(default("training_method")).items():
         widgets[name].visible = visible
     return widgets
@@ -60,7 +67,11 @@ def method_rate(method: str, learning_rate: Any) -> Any:
     """The user chose another training method: a learning rate still at a method default (SFT's or
     the preference methods') becomes the new method's default; one the user set stays."""
     new_rate = default("learning_rate") if method == "sft" else PREFERENCE_LEARNING_RATE
-    return gr.update(value=new_rate) if learning_rate in (default("learning_rate"), PREFERENCE_LEARNING_RATE) else gr.skip()
+    return (
+        gr.update(value=new_rate)
+        if learning_rate in (default("learning_rate"), PREFERENCE_LEARNING_RATE)
+        else gr.skip()
+    )
 
 
 def wire(widgets: dict[str, gr.components.Component]) -> None:
@@ -68,6 +79,12 @@ def wire(widgets: dict[str, gr.components.Component]) -> None:
     the form); on the user's own choice, move a default learning rate along (``method_rate``)."""
     fields = list(method_visibility("sft"))
     method, rate = widgets["training_method"], widgets["learning_rate"]
-    method.change(lambda chosen: [gr.update(visible=method_visibility(chosen)[name]) for name in fields],
-                  method, [widgets[name] for name in fields], queue=False, api_name=False, show_progress="hidden")
+    method.change(
+        lambda chosen: [gr.update(visible=method_visibility(chosen)[name]) for name in fields],
+        method,
+        [widgets[name] for name in fields],
+        queue=False,
+        api_name=False,
+        show_progress="hidden",
+    )
     method.input(method_rate, [method, rate], rate, queue=False, api_name=False, show_progress="hidden")

@@ -19,8 +19,9 @@ from ui.refusals import EVAL_UPLOAD_LABEL, notice_html
 log = logging.getLogger(__name__)
 
 
-def check(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
-          *values: Any) -> tuple[Any, Any, Any, str]:
+def check(
+    ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str, *values: Any
+) -> tuple[Any, Any, Any, str]:
     """(report accordion, report HTML, histogram, notice) for the form's settings and data. A
     setting or path that cannot be used is said in the notice (with the field's label) instead,
     as Start would say it; nothing else changes then."""
@@ -41,6 +42,11 @@ def check(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Opt
         return gr.skip(), gr.skip(), gr.skip(), notice_html(str(exc), "Not checked")
     except Exception as exc:  # noqa: BLE001 - the page says what went wrong, never a traceback
         log.exception("pre-flight check failed")
-        return gr.skip(), gr.skip(), gr.skip(), notice_html(f"the check failed ({type(exc).__name__}: {exc})", "Not checked")
+        return (
+            gr.skip(),
+            gr.skip(),
+            gr.skip(),
+            notice_html(f"the check failed ({type(exc).__name__}: {exc})", "Not checked"),
+        )
     figure = PlotData(type="plotly", plot=histogram_figure(report).to_json())
     return gr.Accordion(open=True, visible=True), report_html(report), figure, ""

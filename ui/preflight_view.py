@@ -27,8 +27,10 @@ def _issues(report: Any) -> tuple[str, tuple[str, ...]]:
         said = describe(issue.message)
         ids += said.element_ids
         label = "Error" if issue.level == "error" else "Warning"
-        items.append(f'<li class="{ISSUE_CLASS[issue.level]}" data-code="{_e(issue.code)}"><strong>{label}:</strong> '
-                     f"{_e(said.text)}</li>")
+        items.append(
+            f'<li class="{ISSUE_CLASS[issue.level]}" data-code="{_e(issue.code)}"><strong>{label}:</strong> '
+            f"{_e(said.text)}</li>"
+        )
     if not items:
         return '<p class="pf-ok">No problems found.</p>', ()
     return f'<ul class="pf-issues">{"".join(items)}</ul>', tuple(dict.fromkeys(ids))
@@ -39,16 +41,24 @@ def _files(report: Any) -> str:
     for f in report.files:
         reasons = ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in f.drop_reasons.items() if n) or "-"
         notes = "; ".join(f.notes)
-        rows.append(f"<tr><td>{_e(f.name)}</td><td>{_e(f.split)}</td><td>{_e(f.format)}</td><td>{f.rows_read}</td>"
-                    f"<td>{f.rows_kept}</td><td>{f.rows_dropped}</td><td>{_e(reasons)}</td><td>{_e(notes)}</td></tr>")
-    head = ("<tr><th>file</th><th>split</th><th>format</th><th>rows read</th><th>kept</th><th>dropped</th>"
-            "<th>why dropped</th><th>notes</th></tr>")
+        rows.append(
+            f"<tr><td>{_e(f.name)}</td><td>{_e(f.split)}</td><td>{_e(f.format)}</td><td>{f.rows_read}</td>"
+            f"<td>{f.rows_kept}</td><td>{f.rows_dropped}</td><td>{_e(reasons)}</td><td>{_e(notes)}</td></tr>"
+        )
+    head = (
+        "<tr><th>file</th><th>split</th><th>format</th><th>rows read</th><th>kept</th><th>dropped</th>"
+        "<th>why dropped</th><th>notes</th></tr>"
+    )
     return f'<table class="pf-files">{head}{"".join(rows)}</table>'
 
 
 def _parts(parts: dict[str, float], unit: str) -> str:
-    shown = [f"{_e(name.replace('_', ' '))} {value:.2f} {unit}" if unit == "GiB" else f"{_e(name.replace('_', ' '))} {clock(value)}"
-             for name, value in parts.items()]
+    shown = [
+        f"{_e(name.replace('_', ' '))} {value:.2f} {unit}"
+        if unit == "GiB"
+        else f"{_e(name.replace('_', ' '))} {clock(value)}"
+        for name, value in parts.items()
+    ]
     return " + ".join(shown)
 
 
@@ -57,64 +67,109 @@ def _estimates(report: Any) -> str:
     memory, timing = report.memory, report.time
     if memory is not None:
         free = f" (free now: {memory.free_gib:.1f} GiB)" if memory.free_gib is not None else ""
-        lines.append(f"<li><strong>Peak memory ≈ {memory.total_gib:.2f} GiB</strong> on {_e(memory.device)}{free}: "
-                     f"{_parts(memory.parts_gib, 'GiB')}. <span class='pf-basis'>{_e(memory.basis)}</span></li>")
+        lines.append(
+            f"<li><strong>Peak memory ≈ {memory.total_gib:.2f} GiB</strong> on {_e(memory.device)}{free}: "
+            f"{_parts(memory.parts_gib, 'GiB')}. <span class='pf-basis'>{_e(memory.basis)}</span></li>"
+        )
     if timing is not None:
-        lines.append(f"<li><strong>Run time ≈ {clock(timing.total_seconds)}</strong> at {timing.tokens_per_second:.0f} "
-                     f"tokens/s: {_parts(timing.parts_seconds, 's')}. <span class='pf-basis'>speed: "
-                     f"{_e(timing.speed_source)}</span></li>")
+        lines.append(
+            f"<li><strong>Run time ≈ {clock(timing.total_seconds)}</strong> at {timing.tokens_per_second:.0f} "
+            f"tokens/s: {_parts(timing.parts_seconds, 's')}. <span class='pf-basis'>speed: "
+            f"{_e(timing.speed_source)}</span></li>"
+        )
     if not lines:
         lines.append("<li>No estimates: the model's files are not on this machine.</li>")
     return "".join(lines)
 
 
 def _sample(sample: Any) -> str:
-    spans = "".join(f'<span class="{"pf-trained" if s.trained else "pf-masked"}">{_e(s.text)}</span>'
-                    for s in sample.segments)
+    spans = "".join(
+        f'<span class="{"pf-trained" if s.trained else "pf-masked"}">{_e(s.text)}</span>' for s in sample.segments
+    )
     cut = ", truncated" if sample.truncated else ""
-    return (f'<div class="pf-sample"><div class="pf-sample-head">{_e(sample.file)} row {sample.row}: {sample.tokens} '
-            f"tokens, {sample.trained_tokens} trained{cut}</div><pre>{spans}</pre></div>")
+    return (
+        f'<div class="pf-sample"><div class="pf-sample-head">{_e(sample.file)} row {sample.row}: {sample.tokens} '
+        f"tokens, {sample.trained_tokens} trained{cut}</div><pre>{spans}</pre></div>"
+    )
 
 
 def report_html(report: Any) -> str:
     """The whole report as HTML (every value escaped: file names and rows are the user's)."""
     issues, ids = _issues(report)
     share = f"{100 * report.rows_truncated_share:.1f} %"
-    totals = [f"<li><strong>{report.rows_kept}</strong> training rows kept of {report.rows_read} read "
-              f"({report.rows_dropped} dropped, {report.rows_without_trained_tokens} without a trained token)"
-              f"{f'; {report.eval_rows} evaluation rows' if report.eval_rows else ''}</li>"]
+    totals = [
+        f"<li><strong>{report.rows_kept}</strong> training rows kept of {report.rows_read} read "
+        f"({report.rows_dropped} dropped, {report.rows_without_trained_tokens} without a trained token)"
+        f"{f'; {report.eval_rows} evaluation rows' if report.eval_rows else ''}</li>"
+    ]
     if report.tokenizer_found:
-        totals.append(f"<li>{report.tokens_total} tokens, {report.tokens_trained} of them trained; "
-                      f"<strong>{report.rows_truncated} rows ({share}) longer than Max seq length "
-                      f"({report.max_seq_length})</strong>, {report.tokens_cut} tokens cut</li>")
-    totals.append(f"<li><strong>{report.total_steps} steps</strong> ({report.steps_per_epoch} per epoch × "
-                  f"{report.epochs:g} epochs, {report.global_batch_size} rows per step)</li>")
+        totals.append(
+            f"<li>{report.tokens_total} tokens, {report.tokens_trained} of them trained; "
+            f"<strong>{report.rows_truncated} rows ({share}) longer than Max seq length "
+            f"({report.max_seq_length})</strong>, {report.tokens_cut} tokens cut</li>"
+        )
+    totals.append(
+        f"<li><strong>{report.total_steps} steps</strong> ({report.steps_per_epoch} per epoch × "
+        f"{report.epochs:g} epochs, {report.global_batch_size} rows per step)</li>"
+    )
     samples = "".join(_sample(s) for s in report.samples)
-    legend = ('<p class="pf-legend"><span class="pf-trained">trained tokens</span> '
-              '<span class="pf-masked">masked (not in the loss)</span></p>') if samples else ""
+    legend = (
+        (
+            '<p class="pf-legend"><span class="pf-trained">trained tokens</span> '
+            '<span class="pf-masked">masked (not in the loss)</span></p>'
+        )
+        if samples
+        else ""
+    )
     marks = " ".join(ids)
-    return (f'<div class="preflight" data-fields="{_e(marks)}">'
-            f"<h3>Pre-flight check: {'refused' if report.errors else 'ready'} "
-            f"<small>({report.check_seconds:.1f} s)</small></h3>{issues}<ul>{''.join(totals)}{_estimates(report)}</ul>"
-            f"{_files(report)}{legend}{samples}</div>")
+    return (
+        f'<div class="preflight" data-fields="{_e(marks)}">'
+        f"<h3>Pre-flight check: {'refused' if report.errors else 'ready'} "
+        f"<small>({report.check_seconds:.1f} s)</small></h3>{issues}<ul>{''.join(totals)}{_estimates(report)}</ul>"
+        f"{_files(report)}{legend}{samples}</div>"
+    )
 
 
 def histogram_figure(report: Any) -> go.Figure:
     """Bars of rows per token-length bin, with a dashed line at Max seq length (rows right of it
     are truncated). An empty histogram says why."""
     edges, counts = report.histogram.edges, report.histogram.counts
-    layout = dict(title="Token lengths of the training rows", height=240, margin=dict(l=50, r=20, t=40, b=40),
-                  xaxis=dict(title="tokens per row"), yaxis=dict(title="rows"), bargap=0.05, showlegend=False)
+    layout = dict(
+        title="Token lengths of the training rows",
+        height=240,
+        margin=dict(l=50, r=20, t=40, b=40),
+        xaxis=dict(title="tokens per row"),
+        yaxis=dict(title="rows"),
+        bargap=0.05,
+        showlegend=False,
+    )
     if not counts:
         figure = go.Figure(layout=layout)
-        figure.add_annotation(text="no token counts (the model's tokenizer is not on this machine)", showarrow=False,
-                              xref="paper", yref="paper", x=0.5, y=0.5)
+        figure.add_annotation(
+            text="no token counts (the model's tokenizer is not on this machine)",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+        )
         return figure
     centers = [(lo + hi) / 2 for lo, hi in zip(edges, edges[1:])]
     widths = [hi - lo for lo, hi in zip(edges, edges[1:])]
-    bar = go.Bar(x=centers, y=counts, width=widths, marker_color="#2563eb",
-                 customdata=list(zip(edges, edges[1:])), hovertemplate="%{customdata[0]}–%{customdata[1]} tokens: %{y} rows<extra></extra>")
+    bar = go.Bar(
+        x=centers,
+        y=counts,
+        width=widths,
+        marker_color="#2563eb",
+        customdata=list(zip(edges, edges[1:])),
+        hovertemplate="%{customdata[0]}–%{customdata[1]} tokens: %{y} rows<extra></extra>",
+    )
     figure = go.Figure(data=[bar], layout=layout)
-    figure.add_vline(x=report.max_seq_length, line_dash="dash", line_color="#b91c1c",
-                     annotation_text=f"Max seq length {report.max_seq_length}", annotation_position="top")
+    figure.add_vline(
+        x=report.max_seq_length,
+        line_dash="dash",
+        line_color="#b91c1c",
+        annotation_text=f"Max seq length {report.max_seq_length}",
+        annotation_position="top",
+    )
     return figure

@@ -19,9 +19,16 @@ from ui.refusals import describe, markdown_text
 from ui.uploads import received_upload
 
 
-def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: str, mapping_text: str,
-            model_name: Optional[str] = None, max_seq_length: Optional[float] = None,
-            training_method: Optional[str] = None) -> tuple[str, pd.DataFrame]:
+def preview(
+    ctx: Context,
+    upload: Optional[str],
+    paths_text: str,
+    format_type: str,
+    mapping_text: str,
+    model_name: Optional[str] = None,
+    max_seq_length: Optional[float] = None,
+    training_method: Optional[str] = None,
+) -> tuple[str, pd.DataFrame]:
     """The dataset preview of the uploaded file or the first typed path (confined to the allowed
     folders): detected format, row count, rows longer than the Max seq length with the chosen
     model's chat template (when its tokenizer is on this machine), a warning with the fix for
@@ -32,7 +39,9 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
         return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy()
     try:
         received = received_upload(upload, ctx.settings)
-        first = str(received) if received else confine_dataset(typed[0], list(ctx.settings.allowed_roots), "dataset path")
+        first = (
+            str(received) if received else confine_dataset(typed[0], list(ctx.settings.allowed_roots), "dataset path")
+        )
         length = default("max_seq_length") if max_seq_length is None else int(max_seq_length)
         limits = bounds(FIELDS["max_seq_length"])
         low, high = limits["minimum"], limits["maximum"]
@@ -44,8 +53,9 @@ def preview(ctx: Context, upload: Optional[str], paths_text: str, format_type: s
         model = model_name if isinstance(model_name, str) and model_name.strip() else default("model_name")
         tokenizer = load_preview_tokenizer(model, ctx.settings)
         method = TrainingMethod(training_method or default("training_method"))
-        found = inspect_dataset(first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length,
-                                method=method)
+        found = inspect_dataset(
+            first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length, method=method
+        )
     except gr.Error as exc:
         return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy()
     except (DatasetError, ValueError, TypeError, OverflowError, OSError) as exc:
@@ -57,8 +67,11 @@ def preview_table(sample: pd.DataFrame) -> Any:
     """The preview table's update: the sample with a Markdown column per text column (``row`` stays
     a number) and the width shared among them (preference rows show prompt and answers side by side)."""
     texts = len(sample.columns) - 1
-    return gr.Dataframe(value=sample, datatype=["number", *["markdown"] * texts],
-                        column_widths=["60px", *[f"{100 // max(texts, 1)}%"] * texts])
+    return gr.Dataframe(
+        value=sample,
+        datatype=["number", *["markdown"] * texts],
+        column_widths=["60px", *[f"{100 // max(texts, 1)}%"] * texts],
+    )
 
 
 def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: bool) -> str:
@@ -70,12 +83,16 @@ def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: b
         scope = "" if report.all_rows_checked else f" of the first {report.rows_checked}"
         if report.rows_over:
             listed = ", ".join(str(r) for r in report.first_rows)
-            lines.append(f"**{report.rows_over}{scope} rows are longer than Max seq length ({max_seq_length} tokens)** "
-                         f"and will be truncated (rows {listed}{'…' if report.rows_over > len(report.first_rows) else ''}; "
-                         f"longest: row {report.longest_row}, {report.longest_tokens} tokens). Raise Max seq length to keep them whole.")
+            lines.append(
+                f"**{report.rows_over}{scope} rows are longer than Max seq length ({max_seq_length} tokens)** "
+                f"and will be truncated (rows {listed}{'…' if report.rows_over > len(report.first_rows) else ''}; "
+                f"longest: row {report.longest_row}, {report.longest_tokens} tokens). Raise Max seq length to keep them whole."
+            )
         else:
-            lines.append(f"No row{scope} is longer than Max seq length ({max_seq_length} tokens; longest: "
-                         f"{report.longest_tokens}).")
+            lines.append(
+                f"No row{scope} is longer than Max seq length ({max_seq_length} tokens; longest: "
+                f"{report.longest_tokens})."
+            )
     elif not has_tokenizer:
         lines.append("Truncation is checked once the model's tokenizer is on this machine.")
     lines += [markdown_text(note) for note in getattr(found, "notes", [])]

@@ -34,8 +34,17 @@ def queue_table(ctx: Context) -> tuple[pd.DataFrame, str]:
     """(the table, a one-line summary). Waiting jobs first in run order; the note says why a job was
     refused or interrupted (as text: it may quote a user's path)."""
     entries = ctx.queue.entries() if ctx.queue is not None else []
-    rows = [[e.position or "", e.state.value, e.summary, e.error or "",
-             datetime.fromtimestamp(e.created_at).strftime("%H:%M:%S"), e.queue_id] for e in entries]
+    rows = [
+        [
+            e.position or "",
+            e.state.value,
+            e.summary,
+            e.error or "",
+            datetime.fromtimestamp(e.created_at).strftime("%H:%M:%S"),
+            e.queue_id,
+        ]
+        for e in entries
+    ]
     return pd.DataFrame(rows, columns=QUEUE_COLUMNS), _count_line(entries)
 
 
@@ -44,7 +53,9 @@ def _count_line(entries: list) -> str:
     if not entries:
         return EMPTY
     waiting = sum(1 for e in entries if e.state == QueueState.waiting)
-    others = {state: sum(1 for e in entries if e.state == state) for state in (QueueState.refused, QueueState.interrupted)}
+    others = {
+        state: sum(1 for e in entries if e.state == state) for state in (QueueState.refused, QueueState.interrupted)
+    }
     parts = [f"{waiting} job{'s' * (waiting != 1)} waiting"]
     parts += [f"{count} {state.value}" for state, count in others.items() if count]
     note = " (see the note)" if any(others.values()) else ""
@@ -62,8 +73,9 @@ def refresh(ctx: Context) -> tuple[pd.DataFrame, str, str]:
     return (*queue_table(ctx), monitor_line(ctx))
 
 
-def add(ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str,
-        *values: Any) -> tuple[pd.DataFrame, str, str]:
+def add(
+    ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str, *values: Any
+) -> tuple[pd.DataFrame, str, str]:
     """Queue the form's job: (table, summary, notice). The notice says the job's place (or why it
     was refused, naming the field by its on-screen label; a toast too)."""
     try:
@@ -111,8 +123,11 @@ def remove(ctx: Context, queue_id: str) -> tuple[pd.DataFrame, str, str, str]:
     """Remove the chosen job from the queue; (table, summary, message, cleared choice)."""
     queue_id = (queue_id or "").strip()
     if not queue_id or ctx.queue is None or not ctx.queue.remove(queue_id):
-        return (*queue_table(ctx), _said("Choose a job in the table first (a job that has started is in the Runs tab)."),
-                queue_id)
+        return (
+            *queue_table(ctx),
+            _said("Choose a job in the table first (a job that has started is in the Runs tab)."),
+            queue_id,
+        )
     return (*queue_table(ctx), _said(f"Removed {queue_id} from the queue."), "")
 
 
@@ -124,8 +139,14 @@ def build(ctx: Context) -> dict[str, gr.components.Component]:
     """The queue block (under the form): summary, table, the chosen entry and its buttons."""
     with gr.Accordion("Job queue", open=True, elem_id="section-queue"):
         line = gr.Markdown(EMPTY, elem_id="queue-summary")
-        table = gr.Dataframe(value=pd.DataFrame(columns=QUEUE_COLUMNS), interactive=False, max_height=260, wrap=True,
-                             column_widths=QUEUE_WIDTHS, elem_id="queue-table")
+        table = gr.Dataframe(
+            value=pd.DataFrame(columns=QUEUE_COLUMNS),
+            interactive=False,
+            max_height=260,
+            wrap=True,
+            column_widths=QUEUE_WIDTHS,
+            elem_id="queue-table",
+        )
         chosen = gr.Textbox(label="Queue entry", placeholder="click a row", elem_id="queue-id")
         with gr.Row():
             up = gr.Button("Move up", size="sm", min_width=60, elem_id="queue-up")
@@ -135,25 +156,53 @@ def build(ctx: Context) -> dict[str, gr.components.Component]:
     return {"line": line, "table": table, "chosen": chosen, "up": up, "down": down, "remove": drop, "said": said}
 
 
-def wire(ctx: Context, block: dict, add_button: gr.Button, form_inputs: list, notice: gr.HTML, monitor: list,
-         waiting: gr.Markdown, ticks: list) -> None:
+def wire(
+    ctx: Context,
+    block: dict,
+    add_button: gr.Button,
+    form_inputs: list,
+    notice: gr.HTML,
+    monitor: list,
+    waiting: gr.Markdown,
+    ticks: list,
+) -> None:
     """The queue's events: Add (the button says "Adding…" and is disabled until the checks answer, so
     no click is lost or doubled; then the monitor follows the job that runs and the queued ones after
     it), row choice, move, remove, and a re-read of the table and of the monitor's ``waiting`` line on
     page load and every timer tick (``ticks``)."""
     free = dict(concurrency_limit=None)
     table, line, said, chosen = block["table"], block["line"], block["said"], block["chosen"]
-    busy = add_button.click(lambda: gr.Button(value="Adding…", interactive=False), None, add_button, queue=False,
-                            show_progress="hidden", api_name=False)
-    added = busy.then(lambda *a: add(ctx, *a), form_inputs, [table, line, notice], api_name="queue_add",
-                      show_progress="hidden", concurrency_limit=2, concurrency_id="queue_add")
-    added.then(lambda: (gr.Button(value=ADD_LABEL, interactive=True), monitor_line(ctx)), None, [add_button, waiting],
-               queue=False, show_progress="hidden", api_name=False)
+    busy = add_button.click(
+        lambda: gr.Button(value="Adding…", interactive=False),
+        None,
+        add_button,
+        queue=False,
+        show_progress="hidden",
+        api_name=False,
+    )
+    added = busy.then(
+        lambda *a: add(ctx, *a),
+        form_inputs,
+        [table, line, notice],
+        api_name="queue_add",
+        show_progress="hidden",
+        concurrency_limit=2,
+        concurrency_id="queue_add",
+    )
+    added.then(
+        lambda: (gr.Button(value=ADD_LABEL, interactive=True), monitor_line(ctx)),
+        None,
+        [add_button, waiting],
+        queue=False,
+        show_progress="hidden",
+        api_name=False,
+    )
     added.then(tab_bound(watch, ctx.runner), None, monitor, api_name=False, show_progress="hidden", **free)
     table.select(on_select, table, chosen, api_name=False, **free)
     block["up"].click(lambda q: move(ctx, q, -1), chosen, [table, line, said], api_name="queue_up", **free)
     block["down"].click(lambda q: move(ctx, q, +1), chosen, [table, line, said], api_name="queue_down", **free)
-    block["remove"].click(lambda q: remove(ctx, q), chosen, [table, line, said, chosen], api_name="queue_remove",
-                          **free)
+    block["remove"].click(
+        lambda q: remove(ctx, q), chosen, [table, line, said, chosen], api_name="queue_remove", **free
+    )
     for tick in ticks:
         tick(lambda: refresh(ctx), None, [table, line, waiting], api_name=False, show_progress="hidden", **free)

@@ -16,8 +16,13 @@ from trainer_core.fieldmeta import FIELDS, group
 from ui.uploads import UPLOAD_LABEL
 
 EVAL_UPLOAD_LABEL = "Evaluation dataset (upload, optional)"
-SECTION_TITLES = {"data": "Data options", "training": "Hyperparameters", "lora": "LoRA",
-                  "output": "Output", "distributed": "Devices and processes"}
+SECTION_TITLES = {
+    "data": "Data options",
+    "training": "Hyperparameters",
+    "lora": "LoRA",
+    "output": "Output",
+    "distributed": "Devices and processes",
+}
 # The dataset fields are two widgets each (an upload and a path box); elem ids set in ui.layout.
 FILE_WIDGETS = {
     "local_datasets": ("Training dataset", ("train-upload", "train-paths")),
@@ -47,10 +52,14 @@ _NAMES = sorted([*FIELDS, *FILE_WIDGETS], key=len, reverse=True)
 # A name with an underscore is unmistakable anywhere; a one-word name (``packing``, ``subset``)
 # only where a message uses it as a field: ``name:``, ``name=`` or quoted.
 # Never inside a path or file name (``/data/learning_rate/x.json`` stays as typed).
-_PATTERN = re.compile("|".join(
-    rf"(?<![\w/\\.-]){re.escape(n)}(?![\w/\\-]|\.\w)" if "_" in n
-    else rf"(?<![\w'`/\\.-]){re.escape(n)}(?=\s*[:=])|['`]{re.escape(n)}['`]"
-    for n in _NAMES))
+_PATTERN = re.compile(
+    "|".join(
+        rf"(?<![\w/\\.-]){re.escape(n)}(?![\w/\\-]|\.\w)"
+        if "_" in n
+        else rf"(?<![\w'`/\\.-]){re.escape(n)}(?=\s*[:=])|['`]{re.escape(n)}['`]"
+        for n in _NAMES
+    )
+)
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~!])")
 _UPLOADS = {UPLOAD_LABEL: "local_datasets", EVAL_UPLOAD_LABEL: "local_eval_datasets"}
 
@@ -79,9 +88,11 @@ class Refusal:
         ``data-sections`` the form sections to open. The text is escaped (it may quote a user's
         path or value)."""
         ids, sections = " ".join(self.element_ids), " ".join(self.section_ids)
-        return (f'<div class="refusal" role="alert" data-fields="{html.escape(ids)}" '
-                f'data-sections="{html.escape(sections)}"><strong>{html.escape(action)}:</strong> '
-                f"{html.escape(self.text)}</div>")
+        return (
+            f'<div class="refusal" role="alert" data-fields="{html.escape(ids)}" '
+            f'data-sections="{html.escape(sections)}"><strong>{html.escape(action)}:</strong> '
+            f"{html.escape(self.text)}</div>"
+        )
 
 
 def describe(message: str) -> Refusal:

@@ -3,28 +3,41 @@
 (No ``from __future__ import annotations`` here: Gradio finds the ``gr.SelectData`` parameter by
 its evaluated annotation.)"""
 
-
 import html
 import re
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Optional
 
 import gradio as gr
 import pandas as pd
 
-from trainer_core.runs.metrics import chart_points_of
 from trainer_core.runs.folders import delete_run_files
-from trainer_core.serving.engine import ChatEngine
-from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
+from trainer_core.runs.metrics import chart_points_of
 from trainer_core.runs.store import STATUS_WORDS, RunDetail, RunRecord, status_word
+from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
+from trainer_core.serving.engine import ChatEngine
 from ui import charts
 from ui.form import FORM_FIELDS, form_values
 from ui.handlers import NOTICE_CLEAR, Context, begin, clock, refused, watch
 from ui.refusals import notice_html
 
-RUN_COLUMNS = ["job_id", "name", "created", "status", "model", "dataset", "method", "steps", "final_loss",
-               "tokens/s (avg)", "training time", "wall time", "evaluation"]
+RUN_COLUMNS = [
+    "job_id",
+    "name",
+    "created",
+    "status",
+    "model",
+    "dataset",
+    "method",
+    "steps",
+    "final_loss",
+    "tokens/s (avg)",
+    "training time",
+    "wall time",
+    "evaluation",
+]
 ALL_STATUSES = "all"
 STATUS_CHOICES = [(ALL_STATUSES, ALL_STATUSES)] + [(word.replace("_", " "), word) for word in STATUS_WORDS]
 NO_RUN = "Click a run in the table to see its charts and settings."
@@ -120,16 +133,20 @@ def _filter_text(value: Any, what: str) -> str:
     return value.strip()
 
 
-def runs_table(ctx: Context, name: Optional[str] = "", status: Optional[str] = ALL_STATUSES,
-               dataset: Optional[str] = "") -> pd.DataFrame:
+def runs_table(
+    ctx: Context, name: Optional[str] = "", status: Optional[str] = ALL_STATUSES, dataset: Optional[str] = ""
+) -> pd.DataFrame:
     """The remembered runs, newest first, that match the filters (``RunStore.list_runs``: name or
     job id contains ``name``, status word is ``status`` unless "all", a dataset path or Hub id
     contains ``dataset``); ``gr.Error`` for an unknown status or an over-long filter."""
     status = status or ALL_STATUSES
     if status != ALL_STATUSES and status not in STATUS_WORDS:
         raise gr.Error(f"Unknown status filter; choose one of: {', '.join(STATUS_WORDS)}.")
-    runs = ctx.runner.store.list_runs(name=_filter_text(name, "name"), dataset=_filter_text(dataset, "dataset"),
-                                      status=None if status == ALL_STATUSES else status)
+    runs = ctx.runner.store.list_runs(
+        name=_filter_text(name, "name"),
+        dataset=_filter_text(dataset, "dataset"),
+        status=None if status == ALL_STATUSES else status,
+    )
     evaluations = _evaluations(ctx)
     return pd.DataFrame([_row(r, evaluations.get(r.job_id, "")) for r in runs], columns=RUN_COLUMNS)
 
@@ -139,8 +156,11 @@ def _get(ctx: Context, job_id: Optional[str]) -> RunDetail:
     run = ctx.runner.store.get_run(job_id) if job_id else None
     if run is None:
         shown = job_id if len(job_id) <= 60 else job_id[:60] + "…"
-        raise gr.Error(f"No run '{html.escape(shown)}': click a run in the table first." if job_id
-                       else "Click a run in the table first.")
+        raise gr.Error(
+            f"No run '{html.escape(shown)}': click a run in the table first."
+            if job_id
+            else "Click a run in the table first."
+        )
     return run
 
 
@@ -169,8 +189,12 @@ def _run_buttons(ctx: Context, run: Optional[RunDetail]) -> list[Any]:
     live = status.is_training_running and status.job_id == run.job_id
     resumable = run.phase in RESUMABLE_PHASES and bool(run.last_checkpoint) and not status.is_training_running
     has_weights = run.last_checkpoint is not None or run.phase.value == "completed"
-    return [gr.Button(interactive=True), gr.Button(interactive=resumable), gr.Button(interactive=has_weights and not live),
-            gr.Button(interactive=not live)]
+    return [
+        gr.Button(interactive=True),
+        gr.Button(interactive=resumable),
+        gr.Button(interactive=has_weights and not live),
+        gr.Button(interactive=not live),
+    ]
 
 
 def _label_lines(run: RunRecord) -> str:
@@ -193,7 +217,8 @@ def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
     summary = _label_lines(run) + (
         f"**{run.job_id}** · {run_status(run)} · step {run.last_step} / {run.total_steps or '?'} · "
         f"training {_minutes(run.training_seconds)} · wall {_minutes(run.wall_seconds)}"
-        f"\n\nOutput: `{run.output_dir}`\n\nLast checkpoint: `{run.last_checkpoint or 'none'}`")
+        f"\n\nOutput: `{run.output_dir}`\n\nLast checkpoint: `{run.last_checkpoint or 'none'}`"
+    )
     if run.best_checkpoint:
         loss = f" (eval loss {run.best_eval_loss:.4f})" if run.best_eval_loss is not None else ""
         summary += f"\n\n★ **Best checkpoint:** `{run.best_checkpoint}`{loss}: the final weights are this checkpoint's"
@@ -201,8 +226,14 @@ def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
         summary += f"\n\nBest eval loss: {run.best_eval_loss:.4f}"
     if run.error:
         summary += f"\n\n**Error:** {run.error}"
-    return (summary, run.request, charts.loss_figure(points), charts.learning_rate_figure(points),
-            charts.grad_norm_figure(points), *_run_buttons(ctx, run))
+    return (
+        summary,
+        run.request,
+        charts.loss_figure(points),
+        charts.learning_rate_figure(points),
+        charts.grad_norm_figure(points),
+        *_run_buttons(ctx, run),
+    )
 
 
 def load_settings(ctx: Context, job_id: Optional[str]) -> list[Any]:
@@ -236,8 +267,10 @@ def resume(ctx: Context, job_id: Optional[str], session: Optional[str] = None) -
         yield (*refused(ctx, exc.message, action)[:-1], gr.skip(), notice_html(exc.message, action), gr.skip())
         return
     if run.phase not in RESUMABLE_PHASES or not run.last_checkpoint:
-        message = (f"Run {run.job_id} is {run_status(run)} with no saved checkpoint; only stopped, interrupted or "
-                   "failed runs with a complete checkpoint can be resumed.")
+        message = (
+            f"Run {run.job_id} is {run_status(run)} with no saved checkpoint; only stopped, interrupted or "
+            "failed runs with a complete checkpoint can be resumed."
+        )
         yield (*refused(ctx, message, action)[:-1], gr.skip(), notice_html(message, action), gr.skip())
         return
     request = TrainingStartRequest(**{**run.request, "resume_from_checkpoint": run.last_checkpoint})
@@ -247,8 +280,12 @@ def resume(ctx: Context, job_id: Optional[str], session: Optional[str] = None) -
         return
     for index, update in enumerate(watch(ctx.runner, session)):
         first = index == 0
-        yield (*update, NOTICE_CLEAR if first else gr.skip(), NOTICE_CLEAR if first else gr.skip(),
-               gr.Tabs(selected="train") if first else gr.skip())
+        yield (
+            *update,
+            NOTICE_CLEAR if first else gr.skip(),
+            NOTICE_CLEAR if first else gr.skip(),
+            gr.Tabs(selected="train") if first else gr.skip(),
+        )
 
 
 def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str, str]:
@@ -264,14 +301,17 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str,
     if task is not None and task.job_id == run.job_id:
         raise gr.Error(f"{task.kind.value} task {task.task_id} is working on this run: wait for it or cancel it first.")
     settings = ctx.settings
-    result = delete_run_files(run.output_dir, run.job_id, settings.allowed_roots, settings.protected_dirs,
-                              settings.runs_dir / run.job_id)
+    result = delete_run_files(
+        run.output_dir, run.job_id, settings.allowed_roots, settings.protected_dirs, settings.runs_dir / run.job_id
+    )
     ctx.runner.store.delete_run(run.job_id)
     if result.refused:
         gr.Warning(f"Removed run {run.job_id} from the history; no files were deleted: {result.refused}.")
     elif result.kept:
-        gr.Warning(f"Deleted run {run.job_id} ({result.removed} files). Kept {len(result.kept)} files it did not "
-                   f"write in {run.output_dir}: {', '.join(result.kept[:5])}")
+        gr.Warning(
+            f"Deleted run {run.job_id} ({result.removed} files). Kept {len(result.kept)} files it did not "
+            f"write in {run.output_dir}: {', '.join(result.kept[:5])}"
+        )
     else:
         gr.Info(f"Deleted run {run.job_id} and its {result.removed} files.")
     return runs_table(ctx), gr.Row(visible=False), "", ""

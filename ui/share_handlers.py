@@ -21,7 +21,12 @@ def _base_url(request: Optional[gr.Request]) -> str:
     if request is None:
         return ""
     headers = request.headers
-    scheme = headers.get("x-forwarded-proto") or getattr(request.request, "url", None) and request.request.url.scheme or "http"
+    scheme = (
+        headers.get("x-forwarded-proto")
+        or getattr(request.request, "url", None)
+        and request.request.url.scheme
+        or "http"
+    )
     host = headers.get("x-forwarded-host") or headers.get("host") or ""
     return f"{scheme}://{host}" if host else ""
 
@@ -33,13 +38,16 @@ def links_table(links: ShareLinks, job_id: Optional[str], request: Optional[gr.R
     for link in links.list():
         if job_id and link.model_id.split("/")[0] != job_id:
             continue
-        expires = "never" if link.expires_at is None else datetime.fromtimestamp(link.expires_at).strftime("%Y-%m-%d %H:%M")
+        expires = (
+            "never" if link.expires_at is None else datetime.fromtimestamp(link.expires_at).strftime("%Y-%m-%d %H:%M")
+        )
         rows.append([link.id, link.model_id, link.state.value, expires, _base_url(request) + link.url_path])
     return pd.DataFrame(rows, columns=LINK_COLUMNS)
 
 
-def create(links: ShareLinks, engine: ChatEngine, job_id: Optional[str], hours: Optional[float],
-           request: gr.Request) -> tuple[str, pd.DataFrame]:
+def create(
+    links: ShareLinks, engine: ChatEngine, job_id: Optional[str], hours: Optional[float], request: gr.Request
+) -> tuple[str, pd.DataFrame]:
     """A new link to run ``job_id``'s final weights; its chat page and OpenAI ``base_url``."""
     job_id = (job_id or "").strip()
     if not job_id:
@@ -50,13 +58,21 @@ def create(links: ShareLinks, engine: ChatEngine, job_id: Optional[str], hours: 
     except (ChatInputError, ValueError) as exc:
         raise gr.Error(f"Share link: {exc}") from None
     base = _base_url(request)
-    until = "never expires" if link.expires_at is None else f"expires {datetime.fromtimestamp(link.expires_at):%Y-%m-%d %H:%M}"
-    text = (f"Share link for **{choice.label}** ({until}); anyone with it can chat with this model and nothing else:\n\n"
-            f"- chat page: `{base}{link.url_path}`\n- OpenAI `base_url`: `{base}{link.api_base_path}` (model `{choice.id}`)")
+    until = (
+        "never expires"
+        if link.expires_at is None
+        else f"expires {datetime.fromtimestamp(link.expires_at):%Y-%m-%d %H:%M}"
+    )
+    text = (
+        f"Share link for **{choice.label}** ({until}); anyone with it can chat with this model and nothing else:\n\n"
+        f"- chat page: `{base}{link.url_path}`\n- OpenAI `base_url`: `{base}{link.api_base_path}` (model `{choice.id}`)"
+    )
     return text, links_table(links, job_id, request)
 
 
-def revoke(links: ShareLinks, job_id: Optional[str], link_id: Optional[str], request: gr.Request) -> tuple[str, pd.DataFrame]:
+def revoke(
+    links: ShareLinks, job_id: Optional[str], link_id: Optional[str], request: gr.Request
+) -> tuple[str, pd.DataFrame]:
     """Revoke link ``link_id``: it stops working at once."""
     try:
         link = links.revoke((link_id or "").strip())

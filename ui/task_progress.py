@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import html
 import time
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 from urllib.parse import quote
 
 import gradio as gr

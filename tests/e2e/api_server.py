@@ -7,8 +7,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import httpx
 import psutil
@@ -24,11 +25,16 @@ class AppProcess:
         self.url = f"http://127.0.0.1:{port}"
         self.process: Optional[subprocess.Popen] = None
 
-    def start(self, timeout_s: float = 90) -> "AppProcess":
+    def start(self, timeout_s: float = 90) -> AppProcess:
         """Launch and wait until the API answers."""
         log = self.log_path.open("a")
-        self.process = subprocess.Popen([sys.executable, "app.py", "--port", str(self.port)], cwd=REPO,
-                                        env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [sys.executable, "app.py", "--port", str(self.port)],
+            cwd=REPO,
+            env={**os.environ, **self.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:

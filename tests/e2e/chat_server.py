@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -15,7 +16,7 @@ from tests.fake_engine import FakeEngine
 JOB = "job_20250102_090000_0a0b0c0d"
 OTHER_JOB = "job_20250103_090000_1a1b1c1d"
 CHECKPOINT = f"{JOB}/checkpoint-2"
-LABEL = "<b>tuned</b> & \"friends\" </script>"  # must be escaped wherever it is shown
+LABEL = '<b>tuned</b> & "friends" </script>'  # must be escaped wherever it is shown
 
 
 @dataclass
@@ -48,10 +49,16 @@ def chat_studio(tmp_path_factory) -> Iterator[ChatStudio]:
     from trainer_core.runs.store import RunStore
     from trainer_core.settings import Settings
 
-    settings = Settings(data_dir=tmp_path_factory.mktemp("chat"), username=USER, password=PASSWORD, api_token=TOKEN,
-                        login_attempts_per_minute=10_000)
-    runner = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir,
-                       store=RunStore(settings.db_path))
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("chat"),
+        username=USER,
+        password=PASSWORD,
+        api_token=TOKEN,
+        login_attempts_per_minute=10_000,
+    )
+    runner = JobRunner(
+        worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=RunStore(settings.db_path)
+    )
     for job in (JOB, OTHER_JOB):
         runner.store.create_run(job, {"max_steps": 2}, str(settings.runs_dir / job), "completed")
     engine = FakeEngine()
@@ -61,8 +68,9 @@ def chat_studio(tmp_path_factory) -> Iterator[ChatStudio]:
     app = build_app(settings, runner)
     app.state.engine = engine  # the routes read it at each request (the UI keeps the real one, unused here)
     with ServerThread(app) as server:
-        yield ChatStudio(settings, runner, engine, app.state.share_links, server.url.rstrip("/"),
-                         app.state.gradio_app.cookie_id)
+        yield ChatStudio(
+            settings, runner, engine, app.state.share_links, server.url.rstrip("/"), app.state.gradio_app.cookie_id
+        )
 
 
 def api_app(settings: Any, runner: Any, engine: FakeEngine, throttle_limit: int = 10_000) -> Any:
@@ -101,7 +109,7 @@ def sse_data(response: httpx.Response) -> list[Any]:
     found = []
     for line in response.iter_lines():
         if line.startswith("data: "):
-            data = line[len("data: "):]
+            data = line[len("data: ") :]
             found.append(data if data == "[DONE]" else json.loads(data))
     return found
 

@@ -6,14 +6,15 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from trainer_core.schemas import Phase
 from trainer_core.fieldmeta import default
+from trainer_core.schemas import Phase
 from ui.form import FORM_FIELDS
 
 
@@ -34,7 +35,7 @@ class ServerThread:
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> "ServerThread":
+    def __enter__(self) -> ServerThread:
         self.thread.start()
         wait_for(lambda: self.server.started, timeout_s=30, what="server start")
         return self
@@ -77,8 +78,18 @@ def client(app_server):
 def form_args(dataset: str, **overrides: Any) -> list[Any]:
     """Positional inputs of the ``/start`` endpoint, as the page would send them."""
     values = {name: default(name) for name in FORM_FIELDS}
-    values.update(hf_token="", custom_format_mapping="", hf_dataset="", subset="", eval_split="",
-                  output_dir="", resume_from_checkpoint="", adapter_name_or_path="", gpu_ids="", distributed_config="")
+    values.update(
+        hf_token="",
+        custom_format_mapping="",
+        hf_dataset="",
+        subset="",
+        eval_split="",
+        output_dir="",
+        resume_from_checkpoint="",
+        adapter_name_or_path="",
+        gpu_ids="",
+        distributed_config="",
+    )
     values.update(overrides)
     return [None, dataset, None, "", *(values[name] for name in FORM_FIELDS)]
 
@@ -144,14 +155,21 @@ def studio(tmp_path_factory, datasets_dir):
     from server import build_app
     from tests import fake_workers
     from trainer_core.runs.job import JobRunner
-    from trainer_core.settings import Settings
     from trainer_core.runs.store import RunStore
+    from trainer_core.settings import Settings
 
     data = tmp_path_factory.mktemp("data")
-    settings = Settings(data_dir=data, allowed_paths=str(datasets_dir), username=USER, password=PASSWORD,
-                        api_token=TOKEN, login_attempts_per_minute=10_000)
-    runner = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir,
-                       store=RunStore(settings.db_path))
+    settings = Settings(
+        data_dir=data,
+        allowed_paths=str(datasets_dir),
+        username=USER,
+        password=PASSWORD,
+        api_token=TOKEN,
+        login_attempts_per_minute=10_000,
+    )
+    runner = JobRunner(
+        worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=RunStore(settings.db_path)
+    )
     with ServerThread(build_app(settings, runner)) as server:
         yield settings, runner, server.url.rstrip("/")
         runner.stop(save=False)

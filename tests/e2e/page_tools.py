@@ -27,8 +27,9 @@ def page_app(tmp_path_factory, datasets_dir):
     from trainer_core.settings import Settings
 
     settings = Settings(data_dir=tmp_path_factory.mktemp("pages"), allowed_paths=str(datasets_dir))
-    runner = JobRunner(worker_target=fake_workers.page_worker, runs_dir=settings.runs_dir,
-                       store=RunStore(settings.db_path))
+    runner = JobRunner(
+        worker_target=fake_workers.page_worker, runs_dir=settings.runs_dir, store=RunStore(settings.db_path)
+    )
     with ServerThread(build_app(settings, runner)) as server:
         yield settings, runner, server.url
         runner.stop(save=False)
@@ -52,8 +53,11 @@ def page(browser, page_app):
     assert runner.wait(20)
     tab = browser.new_page(viewport={"width": 1400, "height": 1000})
     tab.goto(url)
-    tab.wait_for_function("() => /^(idle|completed|stopped|cancelled|error)/.test("
-                          "(document.querySelector('#status') || {innerText: ''}).innerText.trim())", timeout=30_000)
+    tab.wait_for_function(
+        "() => /^(idle|completed|stopped|cancelled|error)/.test("
+        "(document.querySelector('#status') || {innerText: ''}).innerText.trim())",
+        timeout=30_000,
+    )
     yield tab
     tab.close()
 
@@ -82,8 +86,11 @@ def enabled(page) -> dict[str, bool]:
 
 def wait_status(page, word: str, timeout: int = 30_000) -> None:
     """Until the status line starts with ``word`` (a phase, or ``cancelled``)."""
-    page.wait_for_function("w => (document.querySelector('#status') || {innerText: ''}).innerText.trim().startsWith(w)", arg=word,
-                           timeout=timeout)
+    page.wait_for_function(
+        "w => (document.querySelector('#status') || {innerText: ''}).innerText.trim().startsWith(w)",
+        arg=word,
+        timeout=timeout,
+    )
 
 
 def status_text(page) -> str:
@@ -92,7 +99,8 @@ def status_text(page) -> str:
 
 def figure(page, elem_id: str) -> dict:
     """The Plotly figure drawn in ``#elem_id``: computed axis ranges and tick values, annotations."""
-    return page.evaluate("""id => {
+    return page.evaluate(
+        """id => {
         const gd = document.querySelector('#' + id + ' .js-plotly-plot');
         if (!gd || !gd._fullLayout) return null;
         const L = gd._fullLayout;
@@ -100,19 +108,24 @@ def figure(page, elem_id: str) -> dict:
         return {x_range: L.xaxis.range, y_range: L.yaxis.range, x_ticks: ticks(L.xaxis), x_visible: L.xaxis.visible,
                 annotations: (L.annotations || []).map(a => a.text), traces: gd.data.length,
                 title: (L.title && L.title.text) || ''};
-    }""", elem_id)
+    }""",
+        elem_id,
+    )
 
 
 def table_rows(page, elem_id: str) -> list[list[str]]:
     """The visible cells of the Gradio Dataframe ``#elem_id``, row by row (``cell-<row>-<col>``)."""
-    return page.evaluate("""id => {
+    return page.evaluate(
+        """id => {
         const rows = {};
         for (const cell of document.querySelectorAll('#' + id + ' [data-testid^="cell-"]')) {
             const [, r, c] = cell.dataset.testid.split('-').map(Number);
             (rows[r] = rows[r] || [])[c] = cell.innerText.trim();
         }
         return Object.keys(rows).sort((a, b) => a - b).map(k => rows[k]);
-    }""", elem_id)
+    }""",
+        elem_id,
+    )
 
 
 def start_job(runner, datasets_dir: Path, **settings) -> str:

@@ -29,26 +29,34 @@ class RawGradio:
         if api_name is not None:
             return next(d["id"] for d in self.dependencies if d.get("api_name") == api_name)
         first_input = self.dependencies[self.fn_index(inputs_like)]["inputs"][0]
-        return next(d["id"] for d in self.dependencies
-                    if d["inputs"][:1] == [first_input] and len(d["outputs"]) == outputs)
+        return next(
+            d["id"] for d in self.dependencies if d["inputs"][:1] == [first_input] and len(d["outputs"]) == outputs
+        )
 
     def call(self, fn_index: int, data: list[Any], timeout_s: float = 60) -> dict[str, Any]:
         """Run one event; returns the ``process_completed`` message ({"success", "output", ...}),
         or the HTTP refusal of the join as {"success": False, "status_code", "output": {"error"}}."""
         session = secrets.token_hex(8)
-        joined = self.client.post("/gradio_api/queue/join", json={
-            "data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None})
+        joined = self.client.post(
+            "/gradio_api/queue/join",
+            json={"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None},
+        )
         if joined.status_code != 200:
             return {"success": False, "status_code": joined.status_code, "output": {"error": joined.text}}
-        with self.client.stream("GET", "/gradio_api/queue/data", params={"session_hash": session},
-                                timeout=timeout_s) as stream:
+        with self.client.stream(
+            "GET", "/gradio_api/queue/data", params={"session_hash": session}, timeout=timeout_s
+        ) as stream:
             for line in stream.iter_lines():
                 if not line.startswith("data:"):
                     continue
                 message = json.loads(line[5:])
                 if message.get("msg") == "process_completed":
                     return message
-                if message.get("msg") == "process_generating" and message.get("success") and message.get("output", {}).get("data"):
+                if (
+                    message.get("msg") == "process_generating"
+                    and message.get("success")
+                    and message.get("output", {}).get("data")
+                ):
                     return {"success": True, "output": message["output"], "generating": True}
         raise AssertionError("the event stream ended without a result")
 

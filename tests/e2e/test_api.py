@@ -23,8 +23,12 @@ SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=32, lr_schedule
 
 @pytest.fixture
 def app_proc(tmp_path, datasets_dir, model_dir):
-    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_ALLOWED_PATHS": str(datasets_dir),
-           "STUDIO_API_TOKEN": TOKEN, "STUDIO_SSE_HEARTBEAT_S": "2"}
+    env = {
+        "STUDIO_DATA_DIR": str(tmp_path / "data"),
+        "STUDIO_ALLOWED_PATHS": str(datasets_dir),
+        "STUDIO_API_TOKEN": TOKEN,
+        "STUDIO_SSE_HEARTBEAT_S": "2",
+    }
     proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
     yield proc
     proc.stop()
@@ -39,8 +43,9 @@ def _body(datasets_dir: Path, **fields) -> dict:
 
 
 def _wait_step(api: httpx.Client, step: int, timeout_s: float = 240) -> dict:
-    wait_for(lambda: (api.get("/api/train/status").json()["details"].get("step") or 0) >= step, timeout_s,
-             f"step {step}")
+    wait_for(
+        lambda: (api.get("/api/train/status").json()["details"].get("step") or 0) >= step, timeout_s, f"step {step}"
+    )
     return api.get("/api/train/status").json()
 
 
@@ -60,7 +65,10 @@ def test_start_status_metrics_stop_reset_and_history(app_proc, datasets_dir, tmp
     wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 240, "completion")
     final = api.get("/api/train/status").json()
     assert final["phase"] == "completed" and final["details"]["step"] == 4
-    assert api.post("/api/train/stop", json={"save": True}).json() == {"status": "idle", "message": "no training job is running"}
+    assert api.post("/api/train/stop", json={"save": True}).json() == {
+        "status": "idle",
+        "message": "no training job is running",
+    }
     runs = api.get("/api/train/runs").json()
     assert runs[0]["job_id"] == started["job_id"] and runs[0]["phase"] == "completed"
     assert runs[0]["last_step"] == 4 and runs[0]["final_loss"] > 0
@@ -129,8 +137,9 @@ def test_crash_restart_marks_interrupted_and_resume_continues(app_proc, datasets
     step0 = int(Path(checkpoint).name.split("-")[1])
     bad = api.post("/api/train/start", json=_body(datasets_dir, resume_from_checkpoint=str(datasets_dir)))
     assert bad.status_code == 400 and "trainer_state.json" in bad.text
-    resumed = api.post("/api/train/start", json=_body(datasets_dir, max_steps=6, save_steps=2,
-                                                      resume_from_checkpoint=checkpoint)).json()
+    resumed = api.post(
+        "/api/train/start", json=_body(datasets_dir, max_steps=6, save_steps=2, resume_from_checkpoint=checkpoint)
+    ).json()
     assert resumed["status"] == "queued" and resumed["job_id"] == job
     wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "resumed run")
     status = api.get("/api/train/status").json()
@@ -151,7 +160,9 @@ def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir, tmp_path):
     assert plain.get("/api/train/status").status_code == 401
     assert plain.get("/api/train/status", headers={"Authorization": "Bearer wrong"}).status_code == 401
     api = _client(app_proc)
-    outside = api.post("/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(datasets_dir / ".." / "STYLE.md")]})
+    outside = api.post(
+        "/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(datasets_dir / ".." / "STYLE.md")]}
+    )
     assert outside.status_code == 400 and "outside the allowed folders" in outside.text
     data_dir = tmp_path / "data"
     data_dir.mkdir(exist_ok=True)
@@ -159,7 +170,10 @@ def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir, tmp_path):
     os.symlink("/etc/hostname", escape)
     via_link = api.post("/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(escape)]})
     assert via_link.status_code == 400 and "outside the allowed folders" in via_link.text
-    missing = api.post("/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(datasets_dir / "a.json"), str(datasets_dir / "b.json")]})
+    missing = api.post(
+        "/api/train/start",
+        json=_body(datasets_dir) | {"local_datasets": [str(datasets_dir / "a.json"), str(datasets_dir / "b.json")]},
+    )
     resolved = [os.path.realpath(datasets_dir / name) for name in ("a.json", "b.json")]
     assert missing.status_code == 400 and missing.json()["detail"]["missing"] == resolved
     assert api.post("/api/train/start", json={"learning_rate": 2}).status_code == 422
@@ -179,7 +193,7 @@ def test_ui_login_required_when_set(tmp_path, datasets_dir):
     env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_USERNAME": "ada", "STUDIO_PASSWORD": "lovelace-1843"}
     proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
     try:
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 - gradio_client raises a bare error for a refused login
             Client(proc.url + "/", verbose=False)
         client = Client(proc.url + "/", auth=("ada", "lovelace-1843"), verbose=False)
         assert client.predict(api_name="/watch")[1]["phase"] == "idle"
@@ -194,6 +208,7 @@ def test_public_bind_without_credentials_is_refused(tmp_path):
     from tests.e2e.api_server import REPO
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIO_")}
-    result = subprocess.run([sys.executable, "app.py", "--share"], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "app.py", "--share"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode != 0 and "without credentials" in result.stderr and "--insecure" in result.stderr

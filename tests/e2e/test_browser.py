@@ -12,8 +12,15 @@ from tests.e2e.conftest import screenshot
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
@@ -36,8 +43,10 @@ def test_train_from_the_page_and_find_the_run(app_server, datasets_dir, tmp_path
             page.locator(f"#field-{field} input").fill(value)
         page.locator("#field-max_seq_length input").fill("128")
         page.locator("#start").click()
-        page.wait_for_function("() => /^completed · step 2 \\/ 2/.test(document.querySelector('#status').innerText.trim())",
-                               timeout=300_000)  # this run's end, not the last run's
+        page.wait_for_function(
+            "() => /^completed · step 2 \\/ 2/.test(document.querySelector('#status').innerText.trim())",
+            timeout=300_000,
+        )  # this run's end, not the last run's
         screenshot(page, shots, "train-real-model.png")
         job_id = runner.status().job_id
         page.get_by_role("tab", name="Runs").click()
@@ -51,8 +60,9 @@ def test_train_from_the_page_and_find_the_run(app_server, datasets_dir, tmp_path
         answer = page.locator("#chat-tuned .bot, #chat-tuned [data-testid='bot']").first
         answer.wait_for(timeout=120_000)
         page.locator("#chat-state").get_by_text("is loaded").wait_for(timeout=120_000)
-        page.wait_for_function("[...document.querySelectorAll('#chat-tuned .message')].pop().innerText.trim().length > 8",
-                               timeout=120_000)
+        page.wait_for_function(
+            "[...document.querySelectorAll('#chat-tuned .message')].pop().innerText.trim().length > 8", timeout=120_000
+        )
         page.screenshot(path=str(shots / "chat.png"))
         assert "Who are you?" in page.locator("#chat-tuned").inner_text()
         browser.close()
@@ -108,8 +118,16 @@ def test_conversations_that_open_with_the_assistant_train_every_assistant_turn(a
     runner, url = app_server
     runner.wait(60)
     greeting = {"from": "gpt", "value": "Hello! I am Quill, the studio's writing helper. What are we writing today?"}
-    rows = [{"conversations": [greeting, {"from": "human", "value": f"A title for story {i}?"},
-                               {"from": "gpt", "value": f"The Lantern of Harbour {i}."}]} for i in range(4)]
+    rows = [
+        {
+            "conversations": [
+                greeting,
+                {"from": "human", "value": f"A title for story {i}?"},
+                {"from": "gpt", "value": f"The Lantern of Harbour {i}."},
+            ]
+        }
+        for i in range(4)
+    ]
     rows += [{"conversations": [{"from": "gpt", "value": f"Tip {i}: write a little every day."}]} for i in range(4)]
     path = studio_settings.data_dir / "assistant_first.json"
     path.write_text(json.dumps(rows))
@@ -129,8 +147,10 @@ def test_conversations_that_open_with_the_assistant_train_every_assistant_turn(a
             page.locator(f"#field-{field} input").fill(value)
         page.locator("#field-max_seq_length input").fill("128")
         page.locator("#start").click()
-        page.wait_for_function("() => /^completed · step 1 \\/ 1/.test(document.querySelector('#status').innerText.trim())",
-                               timeout=300_000)
+        page.wait_for_function(
+            "() => /^completed · step 1 \\/ 1/.test(document.querySelector('#status').innerText.trim())",
+            timeout=300_000,
+        )
         details = runner.status().details
         browser.close()
     assert details["rows"] == 8 and details["dropped_rows"] == 0
@@ -141,4 +161,4 @@ def test_conversations_that_open_with_the_assistant_train_every_assistant_turn(a
     tokenizer = AutoTokenizer.from_pretrained(runner.status().details["output_dir"])
     messages = [{"role": "assistant", "content": rows[4]["conversations"][0]["value"]}]
     text, spans = render_with_spans(messages, tokenizer)
-    assert len(spans) == 1 and text[spans[0][0]:spans[0][1]] == messages[0]["content"] + "<|im_end|>"
+    assert len(spans) == 1 and text[spans[0][0] : spans[0][1]] == messages[0]["content"] + "<|im_end|>"

@@ -37,8 +37,12 @@ def _user(text: str) -> list[ChatMessage]:
 @pytest.fixture(scope="module")
 def studio(trained_run):
     """(runner with a fake training worker, engine) over the trained run's history."""
-    runner = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=trained_run.settings.runs_dir,
-                       store=RunStore(trained_run.db_path), warm_modules=())
+    runner = JobRunner(
+        worker_target=fake_workers.stepping_worker,
+        runs_dir=trained_run.settings.runs_dir,
+        store=RunStore(trained_run.db_path),
+        warm_modules=(),
+    )
     engine = ChatEngine(runner, trained_run.settings)
     runner.before_start = engine.unload
     yield runner, engine
@@ -58,13 +62,17 @@ def direct(trained_run, model_dir):
     tokenizer = AutoTokenizer.from_pretrained(trained_run.output_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa")
     model = PeftModel.from_pretrained(model, trained_run.output_dir).eval()
-    text = tokenizer.apply_chat_template([{"role": "user", "content": PROMPT}], tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": PROMPT}], tokenize=False, add_generation_prompt=True
+    )
     ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
 
     def answer() -> str:
         with torch.no_grad():
-            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=GREEDY.max_new_tokens, do_sample=False)
-        return tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+            out = model.generate(
+                ids, attention_mask=torch.ones_like(ids), max_new_tokens=GREEDY.max_new_tokens, do_sample=False
+            )
+        return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
 
     tuned = answer()
     with model.disable_adapter():
@@ -100,23 +108,47 @@ def test_greedy_answers_equal_model_generate_with_and_without_the_adapter(studio
 
 
 def test_cli_prompt_prints_the_same_greedy_answer(trained_run, direct):
-    result = subprocess.run([sys.executable, "-m", "trainer_core", "chat", str(trained_run.output_dir), "--prompt", PROMPT,
-                             "--temperature", "0", "--max-new-tokens", str(GREEDY.max_new_tokens)],
-                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer_core",
+            "chat",
+            str(trained_run.output_dir),
+            "--prompt",
+            PROMPT,
+            "--temperature",
+            "0",
+            "--max-new-tokens",
+            str(GREEDY.max_new_tokens),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.rstrip("\n") == direct[0]
 
 
 def test_cli_refuses_a_folder_without_weights(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "trainer_core", "chat", str(tmp_path), "--prompt", "hi"],
-                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer_core", "chat", str(tmp_path), "--prompt", "hi"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "has no model weights" in result.stderr and result.stdout == ""
 
 
 def test_stop_generation_cancels_a_long_answer(studio, trained_run):
     runner, engine = studio
-    stream = engine.stream(trained_run.job_id, _user("Write a very long story about a dragon."),
-                           GenerationSettings(temperature=0, max_new_tokens=2000))
+    stream = engine.stream(
+        trained_run.job_id,
+        _user("Write a very long story about a dragon."),
+        GenerationSettings(temperature=0, max_new_tokens=2000),
+    )
     first = [next(stream) for _ in range(3)]
     assert all(e.finish_reason is None for e in first)
     assert engine.stop_generation()
@@ -135,8 +167,11 @@ def test_a_too_long_prompt_is_refused_and_the_model_stays_loaded(studio, trained
 def test_a_killed_inference_worker_is_reported_and_the_next_call_works(studio, trained_run, direct):
     runner, engine = studio
     engine.load(trained_run.job_id)
-    stream = engine.stream(trained_run.job_id, _user("Write a very long story about a dragon."),
-                           GenerationSettings(temperature=0, max_new_tokens=2000))
+    stream = engine.stream(
+        trained_run.job_id,
+        _user("Write a very long story about a dragon."),
+        GenerationSettings(temperature=0, max_new_tokens=2000),
+    )
     next(stream)
     os.kill(engine._worker.pid, signal.SIGKILL)
     with pytest.raises(ChatUnavailable, match=r"The chat model's process was killed \(signal 9\)"):
@@ -147,8 +182,11 @@ def test_a_killed_inference_worker_is_reported_and_the_next_call_works(studio, t
 
 def test_starting_training_unloads_the_chat_model_and_chat_is_refused(studio, trained_run, tmp_path):
     runner, engine = studio
-    stream = engine.stream(trained_run.job_id, _user("Write a very long story about a dragon."),
-                           GenerationSettings(temperature=0, max_new_tokens=2000))
+    stream = engine.stream(
+        trained_run.job_id,
+        _user("Write a very long story about a dragon."),
+        GenerationSettings(temperature=0, max_new_tokens=2000),
+    )
     next(stream)
     response = runner.start(TrainingStartRequest(local_datasets=["unused.json"], output_dir=str(tmp_path / "fake")))
     try:
@@ -173,15 +211,19 @@ def test_bad_targets_are_refused_with_the_reason(trained_run, tmp_path):
         if job_id == "foreign":
             shutil.copytree(trained_run.output_dir / "checkpoint-1", folder / "checkpoint-1")
             config = folder / "checkpoint-1" / "adapter_config.json"
-            config.write_text(json.dumps({**json.loads(config.read_text()), "base_model_name_or_path": "org/other-model"}))
+            config.write_text(
+                json.dumps({**json.loads(config.read_text()), "base_model_name_or_path": "org/other-model"})
+            )
         folder.mkdir(parents=True, exist_ok=True)
         store.create_run(job_id, request, str(folder), "loading_model")
         store.finish_run(job_id, "stopped", None, None)
     shutil.rmtree(settings.runs_dir / "deleted")
     engine = ChatEngine(JobRunner(store=store, runs_dir=settings.runs_dir), settings)
-    cases = {"cancelled": "has no weights to talk to: it ended before its first save",
-             "deleted": r"no longer exists \(deleted\)",
-             "foreign/checkpoint-1": "its adapter was trained on org/other-model, not on the run's base model"}
+    cases = {
+        "cancelled": "has no weights to talk to: it ended before its first save",
+        "deleted": r"no longer exists \(deleted\)",
+        "foreign/checkpoint-1": "its adapter was trained on org/other-model, not on the run's base model",
+    }
     for model_id, message in cases.items():
         with pytest.raises(ChatInputError, match=message):
             engine.load(model_id)

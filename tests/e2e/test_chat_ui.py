@@ -11,8 +11,15 @@ import pytest
 from tests.e2e.conftest import form_args, is_training, statuses, wait_for
 
 pytestmark = pytest.mark.slow
-TUNE = dict(batch_size=2, max_seq_length=128, dataset_slice_end=16, lr_scheduler_type="constant", learning_rate=1e-3,
-            max_steps=4, save_steps=2)
+TUNE = dict(
+    batch_size=2,
+    max_seq_length=128,
+    dataset_slice_end=16,
+    lr_scheduler_type="constant",
+    learning_rate=1e-3,
+    max_steps=4,
+    save_steps=2,
+)
 GREEDY = {"max_new_tokens": 24, "temperature": 0, "top_p": 0.9, "top_k": 50, "repetition_penalty": 1.0, "seed": 42}
 PROMPT = "Who are you?"
 
@@ -35,11 +42,13 @@ def _direct_generate(output_dir: Path, model_dir: Path, prompt: str, max_new_tok
 
     tokenizer = AutoTokenizer.from_pretrained(output_dir)
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir), output_dir).eval()
-    text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+    )
     inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False)
     with torch.no_grad():
         out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
-    return tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+    return tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +59,9 @@ def tuned_run(app_server, datasets_dir):
     runner, url = app_server
     runner.wait(120)
     client = Client(url, verbose=False)
-    final = list(statuses(client.submit(*form_args(str(datasets_dir / "identity.json"), **TUNE), api_name="/start")))[-1]
+    final = list(statuses(client.submit(*form_args(str(datasets_dir / "identity.json"), **TUNE), api_name="/start")))[
+        -1
+    ]
     assert final["phase"] == "completed", final
     return final["job_id"], Path(final["details"]["output_dir"])
 
@@ -61,7 +72,10 @@ def test_chat_with_a_trained_run_equals_direct_generate_and_differs_from_base(cl
     assert "is loaded" in loaded and job_id in loaded
     _, tuned, base, _ = client.predict(*_chat_args(job_id, True, PROMPT), api_name="/chat")
     assert [m["role"] for m in tuned] == ["user", "assistant"] and [m["role"] for m in base] == ["user", "assistant"]
-    tuned_answer, base_answer = _text(tuned[1]).replace(" [max_new_tokens reached]", ""), _text(base[1]).replace(" [max_new_tokens reached]", "")
+    tuned_answer, base_answer = (
+        _text(tuned[1]).replace(" [max_new_tokens reached]", ""),
+        _text(base[1]).replace(" [max_new_tokens reached]", ""),
+    )
     assert tuned_answer and base_answer and tuned_answer != base_answer
     assert tuned_answer.strip() == _direct_generate(output_dir, model_dir, PROMPT, GREEDY["max_new_tokens"]).strip()
     again = client.predict(*_chat_args(job_id, False, PROMPT), api_name="/chat")[1]
@@ -86,8 +100,10 @@ def test_chat_is_refused_while_training_and_for_runs_without_weights(client, app
     from gradio_client.exceptions import AppError
 
     runner, _ = app_server
-    job = client.submit(*form_args(str(datasets_dir / "alpaca_en_demo.json"), max_steps=40, batch_size=2,
-                                   max_seq_length=128), api_name="/start")
+    job = client.submit(
+        *form_args(str(datasets_dir / "alpaca_en_demo.json"), max_steps=40, batch_size=2, max_seq_length=128),
+        api_name="/start",
+    )
     wait_for(lambda: is_training(runner), 240, "training")
     with pytest.raises(AppError, match="training job is running"):
         client.predict(*_chat_args(tuned_run[0], False, "Hi"), api_name="/chat")
@@ -116,8 +132,9 @@ def test_a_share_link_from_the_runs_tab_reaches_its_model_and_nothing_else(clien
     assert httpx.get(page_url).status_code == 200
     openai = OpenAI(base_url=page_url + "/v1", api_key="unused", max_retries=0)
     assert [m.id for m in openai.models.list().data] == [job_id]
-    answer = openai.chat.completions.create(model=job_id, messages=[{"role": "user", "content": PROMPT}],
-                                            max_tokens=8, temperature=0)
+    answer = openai.chat.completions.create(
+        model=job_id, messages=[{"role": "user", "content": PROMPT}], max_tokens=8, temperature=0
+    )
     assert answer.choices[0].message.content and answer.usage.completion_tokens > 0
     # (with a login and token set, the share token opens nothing else: tests/e2e/test_share_security.py)
     other_model = OpenAI(base_url=page_url + "/v1", api_key="unused", max_retries=0)

@@ -14,16 +14,29 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainer_core", "train", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout_s)
+    return subprocess.run(
+        [sys.executable, "-m", "trainer_core", "train", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
 
 
 def test_cli_trains_identity(tmp_path, datasets_dir, model_dir):
     out = tmp_path / "identity-run"
     config = tmp_path / "run.yaml"
     config.write_text("batch_size: 2\nmax_seq_length: 128\nlearning_rate: 0.0005\n")
-    result = _cli("--dataset", str(datasets_dir / "identity.json"), "--config", str(config),
-                  "--max-steps", "3", "--output-dir", str(out))
+    result = _cli(
+        "--dataset",
+        str(datasets_dir / "identity.json"),
+        "--config",
+        str(config),
+        "--max-steps",
+        "3",
+        "--output-dir",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "completed" in result.stdout
     assert "[loading_model]" in result.stdout and "[training]" in result.stdout  # phases beside the bar

@@ -16,16 +16,29 @@ from trainer_core.schemas import TrainingProgress
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
-def _plant(store, job_id: str, dataset: str, learning_rate: float,
-           end: tuple[str, str] = ("completed", "completed")) -> None:
+def _plant(
+    store, job_id: str, dataset: str, learning_rate: float, end: tuple[str, str] = ("completed", "completed")
+) -> None:
     """A finished run with 20 train steps (token counts) and 2 evaluations."""
     if store.get_record(job_id) is not None:
         return
-    store.create_run(job_id, {"local_datasets": [dataset], "learning_rate": learning_rate, "max_steps": 20},
-                     f"/tmp/{job_id}", "training")
+    store.create_run(
+        job_id,
+        {"local_datasets": [dataset], "learning_rate": learning_rate, "max_steps": 20},
+        f"/tmp/{job_id}",
+        "training",
+    )
     for step in range(1, 21):
-        store.add_metric(TrainingProgress(job_id=job_id, step=step, total_steps=20, loss=2.0 / step, num_tokens=64 * step,
-                                          elapsed_seconds=step * 0.5))
+        store.add_metric(
+            TrainingProgress(
+                job_id=job_id,
+                step=step,
+                total_steps=20,
+                loss=2.0 / step,
+                num_tokens=64 * step,
+                elapsed_seconds=step * 0.5,
+            )
+        )
         if step % 10 == 0:
             store.add_metric(TrainingProgress(job_id=job_id, step=step, total_steps=20, eval_loss=1.0 + 1 / step))
     store.finish_run(job_id, end[0], None, None, end[1])
@@ -40,8 +53,14 @@ def test_runs_filters_and_patch_name_note(studio):
     _, runner, url = studio
     _planted(runner)
     client = api(url)
-    ids = lambda **params: [r["job_id"] for r in client.get("/api/train/runs", params=params).json()  # noqa: E731
-                            if r["job_id"].startswith("job_cmp_")]
+
+    def ids(**params):
+        return [
+            r["job_id"]
+            for r in client.get("/api/train/runs", params=params).json()
+            if r["job_id"].startswith("job_cmp_")
+        ]
+
     assert ids() == ["job_cmp_b", "job_cmp_a"]
     assert ids(status="cancelled") == ["job_cmp_b"] and ids(status="completed") == ["job_cmp_a"]
     assert ids(dataset="IDENTITY") == ["job_cmp_a"] and ids(name="cmp_b") == ["job_cmp_b"]
@@ -78,9 +97,15 @@ def test_compare_route_gives_the_diff_and_curves(studio):
     tokens = client.get("/api/train/runs/compare", params={"job_ids": "job_cmp_a", "x_axis": "tokens"}).json()
     assert tokens["curves"][0]["raw"][0][:2] == [64, 128]
     eleven = ",".join(f"job_{i}" for i in range(11))
-    for params, code in (({"job_ids": "job_nope"}, 404), ({"job_ids": ","}, 422), ({"job_ids": eleven}, 422),
-                         ({"job_ids": "job_cmp_a", "smoothing": 1}, 422), ({"job_ids": "job_cmp_a", "x_axis": "epoch"}, 422),
-                         ({}, 422), ({"job_ids": "x" * 2001}, 422)):
+    for params, code in (
+        ({"job_ids": "job_nope"}, 404),
+        ({"job_ids": ","}, 422),
+        ({"job_ids": eleven}, 422),
+        ({"job_ids": "job_cmp_a", "smoothing": 1}, 422),
+        ({"job_ids": "job_cmp_a", "x_axis": "epoch"}, 422),
+        ({}, 422),
+        ({"job_ids": "x" * 2001}, 422),
+    ):
         refused = client.get("/api/train/runs/compare", params=params)
         assert refused.status_code == code, (params, refused.status_code, refused.text[:200])
 
@@ -101,9 +126,14 @@ def test_compare_label_and_filter_events_called_raw(studio):
     tokens = raw.call(compare, [["job_cmp_a"], "tokens", 0])
     assert tokens["success"] and json.loads(tokens["output"]["data"][0]["plot"])["data"][0]["x"][:2] == [64, 128]
 
-    for job_ids, x_axis, smoothing in ([["job_nope"], "step", 0.5], [[HOSTILE], "step", 0.5], [["x" * 5000], "step", 0],
-                                       [["job_cmp_a"], "step", 7], [["job_cmp_a"], "epoch", 0],
-                                       [[f"job_{i}" for i in range(11)], "step", 0]):
+    for job_ids, x_axis, smoothing in (
+        [["job_nope"], "step", 0.5],
+        [[HOSTILE], "step", 0.5],
+        [["x" * 5000], "step", 0],
+        [["job_cmp_a"], "step", 7],
+        [["job_cmp_a"], "epoch", 0],
+        [[f"job_{i}" for i in range(11)], "step", 0],
+    ):
         refused = raw.call(compare, [job_ids, x_axis, smoothing])
         text = json.dumps(refused)
         assert not refused["success"] and "Traceback" not in text and HOSTILE not in text, (job_ids, text[:300])
@@ -114,8 +144,12 @@ def test_compare_label_and_filter_events_called_raw(studio):
     row = next(r for r in table["data"] if r[0] == "job_cmp_b")
     assert row[table["headers"].index("name")] == HOSTILE  # a plain-text cell: shown as typed, not as markup
     assert runner.store.get_record("job_cmp_b").note == "<script>alert(2)</script>"
-    for args in (["job_nope", "x", "", "", "all", ""], ["job_cmp_b", "n" * 81, "", "", "all", ""],
-                 ["job_cmp_b", "x", "n" * 2001, "", "all", ""], ["", "x", "", "", "all", ""]):
+    for args in (
+        ["job_nope", "x", "", "", "all", ""],
+        ["job_cmp_b", "n" * 81, "", "", "all", ""],
+        ["job_cmp_b", "x", "n" * 2001, "", "all", ""],
+        ["", "x", "", "", "all", ""],
+    ):
         refused = raw.call(label, args)
         assert not refused["success"] and "Traceback" not in json.dumps(refused), (args[:2], refused)
     assert runner.store.get_record("job_cmp_b").name == HOSTILE  # unchanged by the refusals

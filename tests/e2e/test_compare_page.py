@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.conftest import wait_for
-from tests.e2e.page_tools import browser, page, page_app, shot, start_job, table_rows  # noqa: F401 - fixtures
+from tests.e2e.page_tools import shot, start_job, table_rows
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +44,11 @@ def test_name_a_run_then_compare_two_runs(page, page_app, datasets_dir, tmp_path
     page.locator("#run-summary").get_by_text(first).first.wait_for(timeout=30_000)
     page.locator("#run-name textarea, #run-name input").first.fill("<b>baseline</b>")
     page.locator("#run-label-save").click()
-    wait_for(lambda: any(r[0] == first and "<b>baseline</b>" in r for r in table_rows(page, "runs-table")), 20,
-             "the name in the table")
+    wait_for(
+        lambda: any(r[0] == first and "<b>baseline</b>" in r for r in table_rows(page, "runs-table")),
+        20,
+        "the name in the table",
+    )
     assert table.locator("b").count() == 0  # shown as text, not markup
 
     page.locator("#compare button.label-wrap").first.click()
@@ -56,7 +59,9 @@ def test_name_a_run_then_compare_two_runs(page, page_app, datasets_dir, tmp_path
     assert len(traces) == 4  # each run: raw (faint) + smoothed
     assert sorted(t["opacity"] or 1.0 for t in traces) == [0.25, 0.25, 1.0, 1.0]  # raw faint, smoothed solid
     assert {t["name"] for t in traces} >= {"&lt;b&gt;baseline&lt;/b&gt;", second}
-    assert page.locator("#compare-plot .legendtext").filter(has_text="<b>baseline</b>").count() == 1  # text in the legend
+    assert (
+        page.locator("#compare-plot .legendtext").filter(has_text="<b>baseline</b>").count() == 1
+    )  # text in the legend
     wait_for(lambda: any(r and r[0] == "learning_rate" for r in table_rows(page, "compare-diff")), 20, "the diff")
     rows = {r[0]: r[1:] for r in table_rows(page, "compare-diff") if r}
     assert rows["learning_rate"] == ["0.0001", "0.0005"] and rows["max_steps"] == ["4", "6"]

@@ -16,9 +16,17 @@ from trainer_core.fieldmeta import default
 from ui.form import FORM_FIELDS
 
 HF_TOKEN = "hf_ConfigSecretThatMustNotBeSaved7"
-CHANGED = dict(learning_rate=0.0005, lora_r=8, num_epochs=2, max_seq_length=256, packing=True,
-               target_modules=["q_proj", "v_proj"], custom_format_mapping="instruction=question, output=answer",
-               lr_scheduler_type="linear", val_size=0.1)
+CHANGED = dict(
+    learning_rate=0.0005,
+    lora_r=8,
+    num_epochs=2,
+    max_seq_length=256,
+    packing=True,
+    target_modules=["q_proj", "v_proj"],
+    custom_format_mapping="instruction=question, output=answer",
+    lr_scheduler_type="linear",
+    val_size=0.1,
+)
 
 
 def _upload(client, path: Path) -> str:
@@ -68,10 +76,12 @@ def test_bad_files_change_nothing_and_say_why(studio, datasets_dir, tmp_path, ou
     client = logged_in(url)
     raw = RawGradio(client)
     load = raw.fn_index("settings_load")
-    cases = {"typo.yaml": ("lerning_rate: 0.001\n", "did you mean 'learning_rate'"),
-             "bounds.yaml": ("learning_rate: 5\n", "learning_rate: Input should be less than 1"),
-             "list.yaml": ("- a\n- b\n", "must be a mapping"),
-             "broken.yaml": ("a: [\n", "not valid YAML")}
+    cases = {
+        "typo.yaml": ("lerning_rate: 0.001\n", "did you mean 'learning_rate'"),
+        "bounds.yaml": ("learning_rate: 5\n", "learning_rate: Input should be less than 1"),
+        "list.yaml": ("- a\n- b\n", "must be a mapping"),
+        "broken.yaml": ("a: [\n", "not valid YAML"),
+    }
     for name, (text, expected) in cases.items():
         (tmp_path / name).write_text(text)
         answer = raw.call(load, [file_value(_upload(client, tmp_path / name))])

@@ -42,8 +42,9 @@ def test_two_processes_from_the_page_reach_the_loss_of_one(client, app_server, d
     alpaca = str(datasets_dir / "alpaca_en_demo.json")
     one = list(statuses(client.submit(*form_args(alpaca, batch_size=4, **PAGE), api_name="/start")))[-1]
     assert one["phase"] == Phase.completed.value, one["error"]
-    two_updates = list(statuses(client.submit(*form_args(alpaca, batch_size=2, num_processes=2, **PAGE),
-                                              api_name="/start")))
+    two_updates = list(
+        statuses(client.submit(*form_args(alpaca, batch_size=2, num_processes=2, **PAGE), api_name="/start"))
+    )
     two = two_updates[-1]
     assert two["phase"] == Phase.completed.value, two["error"]
     details = two["details"]
@@ -64,16 +65,25 @@ def test_two_processes_from_the_page_reach_the_loss_of_one(client, app_server, d
 
 @pytest.fixture
 def app_proc(tmp_path, datasets_dir, model_dir):
-    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_ALLOWED_PATHS": str(datasets_dir),
-           "STUDIO_API_TOKEN": TOKEN}
+    env = {
+        "STUDIO_DATA_DIR": str(tmp_path / "data"),
+        "STUDIO_ALLOWED_PATHS": str(datasets_dir),
+        "STUDIO_API_TOKEN": TOKEN,
+    }
     proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
     yield proc
     proc.stop()
 
 
 def _body(datasets_dir: Path, **fields) -> dict:
-    return {"local_datasets": [str(datasets_dir / "alpaca_en_demo.json")], "batch_size": 2, "num_processes": 2,
-            "max_seq_length": 96, "max_steps": 30, **fields}
+    return {
+        "local_datasets": [str(datasets_dir / "alpaca_en_demo.json")],
+        "batch_size": 2,
+        "num_processes": 2,
+        "max_seq_length": 96,
+        "max_steps": 30,
+        **fields,
+    }
 
 
 def _start(api: httpx.Client, body: dict) -> str:
@@ -83,8 +93,9 @@ def _start(api: httpx.Client, body: dict) -> str:
 
 
 def _training(api: httpx.Client, min_step: int) -> dict:
-    wait_for(lambda: (api.get("/api/train/status").json()["details"].get("step") or 0) >= min_step, 300,
-             f"step {min_step}")
+    wait_for(
+        lambda: (api.get("/api/train/status").json()["details"].get("step") or 0) >= min_step, 300, f"step {min_step}"
+    )
     return api.get("/api/train/status").json()
 
 
@@ -120,7 +131,9 @@ def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir):
     _start(api, _body(datasets_dir))
     status = _training(api, 1)
     processes = [psutil.Process(pid) for pid in status["details"]["rank_pids"]]
-    launcher = [p for p in psutil.Process(app_proc.process.pid).children() if "torch.distributed.run" in " ".join(p.cmdline())]
+    launcher = [
+        p for p in psutil.Process(app_proc.process.pid).children() if "torch.distributed.run" in " ".join(p.cmdline())
+    ]
     assert len(processes) == 2 and len(launcher) == 1
     began = time.monotonic()
     assert api.post("/api/train/stop", json={"save": False}).status_code == 200

@@ -31,7 +31,9 @@ ROWS = 10
 @pytest.fixture
 def tasks(trained_run):
     store = RunStore(trained_run.db_path)
-    runner = TaskRunner(JobRunner(runs_dir=trained_run.settings.runs_dir, store=store, warm_modules=()), trained_run.settings)
+    runner = TaskRunner(
+        JobRunner(runs_dir=trained_run.settings.runs_dir, store=store, warm_modules=()), trained_run.settings
+    )
     yield runner
     runner.cancel()
     runner.wait(30)
@@ -47,7 +49,9 @@ def _direct_losses(model_dir: Path, adapter: Path, conversations: list[list[dict
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(adapter)
-    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32), adapter).eval()
+    model = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32), adapter
+    ).eval()
     losses = {}
     for name, use_adapter in (("tuned", True), ("base", False)):
         nats, count = 0.0, 0
@@ -55,7 +59,10 @@ def _direct_losses(model_dir: Path, adapter: Path, conversations: list[list[dict
             prompt = tokenizer.apply_chat_template(conversation[:-1], tokenize=False, add_generation_prompt=True)
             full = tokenizer.apply_chat_template(conversation, tokenize=False)
             ids = tokenizer(full, add_special_tokens=False)["input_ids"]
-            start, end = len(tokenizer(prompt, add_special_tokens=False)["input_ids"]), len(ids) - 1  # drop the final "\n"
+            start, end = (
+                len(tokenizer(prompt, add_special_tokens=False)["input_ids"]),
+                len(ids) - 1,
+            )  # drop the final "\n"
             assert full.endswith("<|im_end|>\n") and len(ids) <= 128  # the run's max_seq_length: nothing cut
             with torch.inference_mode():
                 if use_adapter:
@@ -64,7 +71,7 @@ def _direct_losses(model_dir: Path, adapter: Path, conversations: list[list[dict
                     with model.disable_adapter():
                         logits = model(torch.tensor([ids])).logits[0]
             targets = torch.tensor(ids[start:end])
-            nats += float(torch.nn.functional.cross_entropy(logits[start - 1:end - 1], targets, reduction="sum"))
+            nats += float(torch.nn.functional.cross_entropy(logits[start - 1 : end - 1], targets, reduction="sum"))
             count += end - start
         losses[name] = nats / count
     return losses
@@ -72,8 +79,12 @@ def _direct_losses(model_dir: Path, adapter: Path, conversations: list[list[dict
 
 def test_evaluation_task_scores_equal_a_direct_computation(tasks, trained_run, datasets_dir, model_dir):
     identity = str(datasets_dir / "identity.json")
-    record = start_evaluation(tasks, EvaluateRequest(model=trained_run.job_id, datasets=[identity], max_rows=ROWS,
-                                                     max_new_tokens=8, batch_size=ROWS))
+    record = start_evaluation(
+        tasks,
+        EvaluateRequest(
+            model=trained_run.job_id, datasets=[identity], max_rows=ROWS, max_new_tokens=8, batch_size=ROWS
+        ),
+    )
     assert tasks.wait(400), "the evaluation did not finish within 400 s"
     done = tasks.get(record.task_id)
     assert done.phase == TaskPhase.completed, (done.message, done.error)
@@ -82,7 +93,9 @@ def test_evaluation_task_scores_equal_a_direct_computation(tasks, trained_run, d
     result, folder = done.result, Path(done.output_dir)
     assert folder == trained_run.output_dir / "evaluations" / record.task_id
     assert result["rows_evaluated"] == ROWS and result["rows_available"] == 91 and result["source"] == "identity.json"
-    table = [json.loads(line) for line in (folder / result["predictions_file"]).read_text(encoding="utf-8").splitlines()]
+    table = [
+        json.loads(line) for line in (folder / result["predictions_file"]).read_text(encoding="utf-8").splitlines()
+    ]
     assert [row["index"] for row in table] == list(range(ROWS))
     source = json.loads(Path(identity).read_text(encoding="utf-8"))[:ROWS]
     assert [row["reference"] for row in table] == [row["output"] for row in source]
@@ -99,7 +112,9 @@ def test_evaluation_task_scores_equal_a_direct_computation(tasks, trained_run, d
         assert scores["exact_match"] == sum(a.strip() == r.strip() for a, r in zip(answers, refs)) / ROWS
         assert scores["generated_tokens"] == sum(row[f"{side}_tokens"] for row in table) > 0
     assert [row["tuned_answer"] for row in table] != [row["base_answer"] for row in table]
-    conversations = [[{"role": "user", "content": r["instruction"]}, {"role": "assistant", "content": r["output"]}] for r in source]
+    conversations = [
+        [{"role": "user", "content": r["instruction"]}, {"role": "assistant", "content": r["output"]}] for r in source
+    ]
     direct = _direct_losses(model_dir, trained_run.output_dir, conversations)
     for side in ("tuned", "base"):
         assert result[side]["loss"] == pytest.approx(direct[side], rel=1e-4)
@@ -110,9 +125,16 @@ def test_evaluation_task_scores_equal_a_direct_computation(tasks, trained_run, d
 
 
 def test_cancel_ends_a_running_evaluation_and_leaves_no_folder(tasks, trained_run, datasets_dir):
-    record = start_evaluation(tasks, EvaluateRequest(model=f"{trained_run.job_id}/checkpoint-2", max_rows=64,
-                                                     datasets=[str(datasets_dir / "alpaca_en_demo.json")],
-                                                     max_new_tokens=512, batch_size=4))
+    record = start_evaluation(
+        tasks,
+        EvaluateRequest(
+            model=f"{trained_run.job_id}/checkpoint-2",
+            max_rows=64,
+            datasets=[str(datasets_dir / "alpaca_en_demo.json")],
+            max_new_tokens=512,
+            batch_size=4,
+        ),
+    )
     assert Path(record.output_dir).is_dir()
     deadline = time.monotonic() + 300
     while "tuned:" not in (tasks.get(record.task_id).message or "") and time.monotonic() < deadline:
@@ -131,8 +153,22 @@ def test_cli_evaluates_a_checkpoint(trained_run, datasets_dir, tmp_path, capsys)
     from trainer_core.cli import main
 
     out = tmp_path / "eval"
-    code = main(["evaluate", str(trained_run.output_dir / "checkpoint-2"), "--dataset", str(datasets_dir / "identity.json"),
-                 "--max-rows", "2", "--max-new-tokens", "4", "--no-base", "--json", "--output", str(out)])
+    code = main(
+        [
+            "evaluate",
+            str(trained_run.output_dir / "checkpoint-2"),
+            "--dataset",
+            str(datasets_dir / "identity.json"),
+            "--max-rows",
+            "2",
+            "--max-new-tokens",
+            "4",
+            "--no-base",
+            "--json",
+            "--output",
+            str(out),
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     result = json.loads(printed)
@@ -153,9 +189,19 @@ def test_a_val_size_run_is_evaluated_on_its_own_split(tmp_path, model_dir, datas
     settings = Settings(data_dir=tmp_path / "data")
     store = RunStore(settings.db_path)
     runner = JobRunner(runs_dir=settings.runs_dir, store=store, warm_modules=())
-    response = runner.start(TrainingStartRequest(model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")],
-                                                 dataset_slice_end=20, val_size=0.2, max_steps=1, eval_steps=1,
-                                                 batch_size=4, max_seq_length=96, learning_rate=1e-3))
+    response = runner.start(
+        TrainingStartRequest(
+            model_name=str(model_dir),
+            local_datasets=[str(datasets_dir / "identity.json")],
+            dataset_slice_end=20,
+            val_size=0.2,
+            max_steps=1,
+            eval_steps=1,
+            batch_size=4,
+            max_seq_length=96,
+            learning_rate=1e-3,
+        )
+    )
     assert runner.wait(600)
     status = runner.status(with_history=False)
     assert status.phase == Phase.completed, status.error
@@ -163,9 +209,15 @@ def test_a_val_size_run_is_evaluated_on_its_own_split(tmp_path, model_dir, datas
     choice = choice_for(status.details["output_dir"])
     plan = plan_data(choice, [], None)
     assert "val_size split (0.2 of identity.json" in plan["source"]
-    result = evaluate({"max_new_tokens": 1, "compare_base": False},
-                      {"choice": choice.model_dump(), "models_dir": str(get_settings().models_dir),
-                       "output_dir": str(tmp_path), "data": plan})
+    result = evaluate(
+        {"max_new_tokens": 1, "compare_base": False},
+        {
+            "choice": choice.model_dump(),
+            "models_dir": str(get_settings().models_dir),
+            "output_dir": str(tmp_path),
+            "data": plan,
+        },
+    )
     assert result.rows_evaluated == result.rows_available == 4  # ceil(0.2 x 20)
     assert result.tuned.loss == pytest.approx(eval_loss, rel=1e-4)
     store.close()

@@ -90,15 +90,27 @@ def test_merged_float32_answers_exactly_like_the_adapter_model(merged, tokenizer
     check = result.check
     assert check.passed and check.summary == "float32: 3/3 prompts, 60/60 tokens equal", check
     names = {f.name for f in result.files}
-    assert {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "chat_template.jinja",
-            "README.md"} <= names and not any(n.startswith(".") for n in names)
+    assert {
+        "model.safetensors",
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "chat_template.jinja",
+        "README.md",
+    } <= names and not any(n.startswith(".") for n in names)
     config = json.loads((out / "config.json").read_text())
     assert config["dtype"] == "float32" and "LlamaForCausalLM" in config["architectures"]
     eos = json.loads((out / "generation_config.json").read_text())["eos_token_id"]
     assert tokenizer.convert_tokens_to_ids("<|im_end|>") in (eos if isinstance(eos, list) else [eos])
     card = (out / "README.md").read_text()
-    for text in ("base_model: HuggingFaceTB/SmolLM2-135M-Instruct", "`identity.json`: 16 rows used", "| lora_r | 16 |",
-                 "final training loss", "60/60 tokens equal", "AutoModelForCausalLM.from_pretrained"):
+    for text in (
+        "base_model: HuggingFaceTB/SmolLM2-135M-Instruct",
+        "`identity.json`: 16 rows used",
+        "| lora_r | 16 |",
+        "final training loss",
+        "60/60 tokens equal",
+        "AutoModelForCausalLM.from_pretrained",
+    ):
         assert text in card, text
     assert set(result.stage_seconds) == {"load", "reference", "merge", "save", "check", "card"}
 
@@ -113,7 +125,11 @@ def test_gguf_f16_answers_like_the_adapter_model_with_template_and_eos(gguf_f16,
     assert len(check.near_ties) <= 1 and check.problems == []
     [gguf] = [f.name for f in result.files if f.name.endswith(".gguf")]
     meta = read_meta(out / gguf)
-    assert meta.chat_template == tokenizer.chat_template and meta.eos == tokenizer.eos_token_id and meta.architecture == "llama"
+    assert (
+        meta.chat_template == tokenizer.chat_template
+        and meta.eos == tokenizer.eos_token_id
+        and meta.architecture == "llama"
+    )
     assert not (out / ".merged").exists()
     assert any("GGUF f16:" in e[1]["message"] for e in events), "the converter's output is streamed"
 
@@ -133,9 +149,23 @@ def test_a_gguf_with_its_template_removed_and_eos_changed_fails_the_check(gguf_f
     ref, tokenizer = reference
     [gguf] = [f.name for f in result.files if f.name.endswith(".gguf")]
     broken = tmp_path / "broken.gguf"
-    subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(out / gguf), str(broken), "--force",
-                    "--remove-metadata", "tokenizer.chat_template", "--special-token-by-id", "eos", "0"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gguf.scripts.gguf_new_metadata",
+            str(out / gguf),
+            str(broken),
+            "--force",
+            "--remove-metadata",
+            "tokenizer.chat_template",
+            "--special-token-by-id",
+            "eos",
+            "0",
+        ],
+        check=True,
+        capture_output=True,
+    )
     meta = compare_meta(read_meta(broken), tokenizer)
     assert not meta.chat_template_ok and not meta.eos_ok
     check = check_gguf(broken, "f16", ref, tokenizer)
@@ -174,11 +204,21 @@ def test_adapter_zip_holds_adapter_tokenizer_and_card(adapter_cli):
         names = set(zf.namelist())
         config = json.loads(zf.read("adapter_config.json"))
         card = zf.read("README.md").decode()
-    assert names == {"adapter_model.safetensors", "adapter_config.json", "tokenizer.json", "tokenizer_config.json",
-                     "chat_template.jinja", "README.md"}
+    assert names == {
+        "adapter_model.safetensors",
+        "adapter_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+        "README.md",
+    }
     assert config["base_model_name_or_path"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
-    for text in ("PeftModel.from_pretrained", "library_name: peft", "adapter: 3/3 prompts, 60/60 tokens equal",
-                 "`identity.json`: 16 rows used"):
+    for text in (
+        "PeftModel.from_pretrained",
+        "library_name: peft",
+        "adapter: 3/3 prompts, 60/60 tokens equal",
+        "`identity.json`: 16 rows used",
+    ):
         assert text in card, text
 
 
@@ -221,7 +261,9 @@ def test_export_and_push_through_a_real_task_runner(trained_run, tmp_path):
     from trainer_core.tasks.store import TaskStore
 
     settings, folder = _history_copy(trained_run, tmp_path)
-    tasks = TaskRunner(JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path), warm_modules=()), settings)
+    tasks = TaskRunner(
+        JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path), warm_modules=()), settings
+    )
     record = start_export(tasks, ExportRequest(model=trained_run.job_id, format="adapter"))
     assert tasks.wait(600)
     done = TaskStore(settings.db_path).get(record.task_id)

@@ -13,17 +13,25 @@ from pathlib import Path
 import pytest
 
 from trainer_core.runs.job import JobRunner
-from trainer_core.training.checkpoints import find_resume_target, latest_checkpoint
-from trainer_core.schemas import Phase, TrainingStartRequest
 from trainer_core.runs.store import RunStore
+from trainer_core.schemas import Phase, TrainingStartRequest
+from trainer_core.training.checkpoints import find_resume_target, latest_checkpoint
 
 pytestmark = pytest.mark.slow
 SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=32)
 # Diverges at step 3 on CPU (fp32): a LoRA scale of alpha / r = 1024 on q/k, lr 0.99 and no clipping
 # make the attention scores overflow, so the step-3 gradient is NaN. (With all seven projections the
 # model instead saturates to a uniform prediction, loss ln(49152) = 10.80, without any NaN.)
-DIVERGING = dict(learning_rate=0.99, optim="sgd", lora_r=4, lora_alpha=4096, max_grad_norm=0, max_steps=6,
-                 target_modules=["q_proj", "k_proj"], save_steps=1)
+DIVERGING = dict(
+    learning_rate=0.99,
+    optim="sgd",
+    lora_r=4,
+    lora_alpha=4096,
+    max_grad_norm=0,
+    max_steps=6,
+    target_modules=["q_proj", "k_proj"],
+    save_steps=1,
+)
 CHECKPOINT_FILES = {"adapter_model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"}
 
 
@@ -36,8 +44,12 @@ def runner(tmp_path, model_dir):
 
 
 def _request(datasets_dir: Path, model_dir: Path, out: Path, **fields) -> TrainingStartRequest:
-    return TrainingStartRequest(model_name=str(model_dir), local_datasets=[str(datasets_dir / "alpaca_en_demo.json")],
-                                output_dir=str(out), **{**SMALL, **fields})
+    return TrainingStartRequest(
+        model_name=str(model_dir),
+        local_datasets=[str(datasets_dir / "alpaca_en_demo.json")],
+        output_dir=str(out),
+        **{**SMALL, **fields},
+    )
 
 
 def _non_finite(files: list[Path]) -> list[str]:
@@ -57,7 +69,9 @@ def _assert_whole_checkpoints(out: Path) -> None:
 @pytest.mark.parametrize("guard", [True, False], ids=["guard", "no-guard"])
 def test_a_diverging_run_ends_in_error_and_saves_no_nan_weights(runner, tmp_path, datasets_dir, model_dir, guard):
     out = tmp_path / "out"
-    assert runner.start(_request(datasets_dir, model_dir, out, stop_on_divergence=guard, **DIVERGING)).status == "queued"
+    assert (
+        runner.start(_request(datasets_dir, model_dir, out, stop_on_divergence=guard, **DIVERGING)).status == "queued"
+    )
     assert runner.wait(300)
     status = runner.status()
     assert status.phase == Phase.error and status.message == "Training failed.", status.error

@@ -25,12 +25,39 @@ def path_pool(settings, outside: Path, datasets_dir: Path) -> list[str]:
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(outside / "canary.jsonl")
     return [
-        str(outside / "canary.jsonl"), str(outside / "canary.json"), str(outside), str(outside / "model"),
-        "/etc/passwd", "/etc", "/", "", " ", "~", "~/.bashrc", "../../../../etc/passwd", str(data), str(data / ".."),
-        str(link), str(data / "uploads"), str(data / "runs"), str(data / "studio.db"), "a\x00b.json", "n" * 300,
-        "/" + "a" * 5000, "ü/../../x.json", "file:///etc/passwd", "http://127.0.0.1:1/x.json", "\\\\server\\share",
-        str(datasets_dir), str(datasets_dir / ".." / "STYLE.md"), alpaca(datasets_dir), str(data / "runs" / "new-run"),
-        f"{data}/../{outside.name}/canary.jsonl", "some/hub-model", "a/b/c/d", str(data / "uploads" / "..." / "x"),
+        str(outside / "canary.jsonl"),
+        str(outside / "canary.json"),
+        str(outside),
+        str(outside / "model"),
+        "/etc/passwd",
+        "/etc",
+        "/",
+        "",
+        " ",
+        "~",
+        "~/.bashrc",
+        "../../../../etc/passwd",
+        str(data),
+        str(data / ".."),
+        str(link),
+        str(data / "uploads"),
+        str(data / "runs"),
+        str(data / "studio.db"),
+        "a\x00b.json",
+        "n" * 300,
+        "/" + "a" * 5000,
+        "ü/../../x.json",
+        "file:///etc/passwd",
+        "http://127.0.0.1:1/x.json",
+        "\\\\server\\share",
+        str(datasets_dir),
+        str(datasets_dir / ".." / "STYLE.md"),
+        alpaca(datasets_dir),
+        str(data / "runs" / "new-run"),
+        f"{data}/../{outside.name}/canary.jsonl",
+        "some/hub-model",
+        "a/b/c/d",
+        str(data / "uploads" / "..." / "x"),
     ]
 
 
@@ -40,8 +67,19 @@ def junk(rng: random.Random) -> Any:
 
 def api_body(rng: random.Random, paths: list[str]) -> str:
     body: dict[str, Any] = {"max_steps": 2}
-    for field in rng.sample(["local_datasets", "local_eval_datasets", "output_dir", "resume_from_checkpoint",
-                             "model_name", "hf_dataset", "learning_rate", "batch_size"], rng.randint(1, 4)):
+    for field in rng.sample(
+        [
+            "local_datasets",
+            "local_eval_datasets",
+            "output_dir",
+            "resume_from_checkpoint",
+            "model_name",
+            "hf_dataset",
+            "learning_rate",
+            "batch_size",
+        ],
+        rng.randint(1, 4),
+    ):
         if field in ("local_datasets", "local_eval_datasets"):
             body[field] = rng.sample(paths, rng.randint(1, 2))
         elif field in ("learning_rate", "batch_size"):
@@ -56,20 +94,34 @@ def test_two_hundred_random_values_through_every_door(studio, outside, datasets_
     rng = random.Random(SEED)
     paths = path_pool(settings, outside, datasets_dir)
     for i, output_dir in enumerate((outside, "/", settings.data_dir, settings.uploads_dir, datasets_dir)):
-        runner.store.create_run(f"job_planted_{i}", {"local_datasets": [alpaca(datasets_dir)]}, str(output_dir), "stopped")
+        runner.store.create_run(
+            f"job_planted_{i}", {"local_datasets": [alpaca(datasets_dir)]}, str(output_dir), "stopped"
+        )
         runner.store.finish_run(f"job_planted_{i}", "stopped", None, str(outside))  # a "checkpoint" outside
     settings.uploads_dir.mkdir(parents=True, exist_ok=True)
     (settings.uploads_dir / "someones-upload.json").write_text("[]")
     protected = {"outside": snapshot(outside), "datasets": snapshot(datasets_dir)}
     client, raw = api(url), RawGradio(logged_in(url))
-    doors = {"start": raw.fn_index("start"), "preview": raw.fn_index(inputs_like="start", outputs=2),
-             "resume": raw.fn_index("resume"), "delete": raw.fn_index("delete_run")}
-    job_ids = [f"job_planted_{i}" for i in range(5)] + ["", "../../etc", "job_nope", "x" * 2000, "'; DROP TABLE runs;--"]
+    doors = {
+        "start": raw.fn_index("start"),
+        "preview": raw.fn_index(inputs_like="start", outputs=2),
+        "resume": raw.fn_index("resume"),
+        "delete": raw.fn_index("delete_run"),
+    }
+    job_ids = [f"job_planted_{i}" for i in range(5)] + [
+        "",
+        "../../etc",
+        "job_nope",
+        "x" * 2000,
+        "'; DROP TABLE runs;--",
+    ]
     seen: list[str] = []
     for case in range(CASES):
         door = rng.choice(["api", "start", "preview", "resume", "delete"])
         if door == "api":
-            answer = client.post("/api/train/start", content=api_body(rng, paths), headers={"Content-Type": "application/json"})
+            answer = client.post(
+                "/api/train/start", content=api_body(rng, paths), headers={"Content-Type": "application/json"}
+            )
             assert answer.status_code in (200, 400, 422), (case, answer.status_code, answer.text[:300])
             text = answer.text
         elif door in ("start", "preview"):
@@ -79,8 +131,15 @@ def test_two_hundred_random_values_through_every_door(studio, outside, datasets_
                 overrides = {"output_dir": rng.choice(["", *paths]), "model_name": rng.choice(["", *paths])}
                 data = [upload, typed, rng.choice(["", *paths]), *form_args("", max_steps=2, **overrides)[3:]]
             else:
-                data = [upload, typed, "auto", rng.choice(["", "instruction=input", "a"]), rng.choice(["", *paths]),
-                        rng.choice([None, 64, 512]), rng.choice(["sft", "dpo", "kto", None])]
+                data = [
+                    upload,
+                    typed,
+                    "auto",
+                    rng.choice(["", "instruction=input", "a"]),
+                    rng.choice(["", *paths]),
+                    rng.choice([None, 64, 512]),
+                    rng.choice(["sft", "dpo", "kto", None]),
+                ]
             message = raw.call(doors[door], data)
             text = json.dumps(message)
             assert message.get("success") or error_text(message).strip() not in ("", "None"), (case, door, text[:300])

@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e.chat_server import CHECKPOINT, JOB, OTHER_JOB, chat_body, chat_studio, fresh_engine, sse_data  # noqa: F401
+from tests.e2e.chat_server import CHECKPOINT, JOB, OTHER_JOB, chat_body, sse_data
 from tests.e2e.conftest import TOKEN, wait_for
 
 SECRET = "sk-SecretThatMustNeverEcho-42"
@@ -31,7 +31,9 @@ def test_models_list_in_openai_shape(chat_studio):
     assert [m["id"] for m in body["data"]] == ["base", JOB, CHECKPOINT, OTHER_JOB]
     for model in body["data"]:
         assert set(model) == {"id", "object", "created", "owned_by"}
-        assert model["object"] == "model" and model["owned_by"] == "finetune-studio" and isinstance(model["created"], int)
+        assert (
+            model["object"] == "model" and model["owned_by"] == "finetune-studio" and isinstance(model["created"], int)
+        )
     one = chat_studio.api().get(f"/v1/models/{CHECKPOINT}")
     assert one.status_code == 200 and one.json()["id"] == CHECKPOINT
     missing = chat_studio.api().get("/v1/models/job_nope")
@@ -49,8 +51,19 @@ def test_the_api_token_is_required(chat_studio):
 
 # ----- non-streamed answers -----
 def test_chat_completion_shape_and_settings(chat_studio):
-    body = chat_body("tell me a story", max_tokens=50, temperature=0.2, top_p=0.5, top_k=7, repetition_penalty=1.1,
-                     seed=3, user="someone", frequency_penalty=0, logit_bias={}, response_format={"type": "text"})
+    body = chat_body(
+        "tell me a story",
+        max_tokens=50,
+        temperature=0.2,
+        top_p=0.5,
+        top_k=7,
+        repetition_penalty=1.1,
+        seed=3,
+        user="someone",
+        frequency_penalty=0,
+        logit_bias={},
+        response_format={"type": "text"},
+    )
     answer = chat_studio.api().post("/v1/chat/completions", json=body)
     assert answer.status_code == 200, answer.text
     data = answer.json()
@@ -62,13 +75,20 @@ def test_chat_completion_shape_and_settings(chat_studio):
     assert data["usage"] == {"prompt_tokens": 15, "completion_tokens": 5, "total_tokens": 20}
     model_id, messages, settings = chat_studio.engine.calls[-1]
     assert model_id == JOB and [(m.role, m.content) for m in messages] == [("user", "tell me a story")]
-    assert (settings.max_new_tokens, settings.temperature, settings.top_p, settings.top_k, settings.repetition_penalty,
-            settings.seed) == (50, 0.2, 0.5, 7, 1.1, 3)
+    assert (
+        settings.max_new_tokens,
+        settings.temperature,
+        settings.top_p,
+        settings.top_k,
+        settings.repetition_penalty,
+        settings.seed,
+    ) == (50, 0.2, 0.5, 7, 1.1, 3)
 
 
 def test_max_completion_tokens_wins_and_length_is_reported(chat_studio):
-    answer = chat_studio.api().post("/v1/chat/completions",
-                                    json=chat_body("one two three four", max_tokens=100, max_completion_tokens=2))
+    answer = chat_studio.api().post(
+        "/v1/chat/completions", json=chat_body("one two three four", max_tokens=100, max_completion_tokens=2)
+    )
     data = answer.json()
     assert data["choices"][0]["finish_reason"] == "length" and data["choices"][0]["message"]["content"] == "echo: one"
     assert chat_studio.engine.calls[-1][2].max_new_tokens == 2
@@ -77,37 +97,48 @@ def test_max_completion_tokens_wins_and_length_is_reported(chat_studio):
 
 
 def test_roles_and_text_parts(chat_studio):
-    messages = [{"role": "developer", "content": "be brief"},
-                {"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}],
-                 "name": "ada"},
-                {"role": "assistant", "content": "hello"},
-                {"role": "user", "content": "again"}]
+    messages = [
+        {"role": "developer", "content": "be brief"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}],
+            "name": "ada",
+        },
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "again"},
+    ]
     answer = chat_studio.api().post("/v1/chat/completions", json={"model": OTHER_JOB, "messages": messages})
     assert answer.status_code == 200, answer.text
     sent = [(m.role, m.content) for m in chat_studio.engine.calls[-1][1]]
     assert sent == [("system", "be brief"), ("user", "hi there"), ("assistant", "hello"), ("user", "again")]
 
 
-@pytest.mark.parametrize("change, param, words", [
-    ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].role", "not supported"),
-    ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].role", "system, user or assistant"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]},
-     "messages[0].content[0]", "only text parts"),
-    ({"messages": [{"role": "assistant", "content": None}]}, "messages[0].content", "text content is required"),
-    ({"messages": []}, "messages", "at least 1"),
-    ({"messages": "hello"}, "messages", "valid list"),
-    ({"messages": [{"role": "user", "content": "x" * 100_001}]}, "messages[0].content", "at most 100000"),
-    ({"n": 2}, "n", "only n=1"),
-    ({"stop": ["\n"]}, "stop", "not supported"),
-    ({"temperature": 5}, "temperature", "less than or equal to 2"),
-    ({"top_p": 0}, "top_p", "greater than 0"),
-    ({"max_tokens": 0}, "max_tokens", "greater than or equal to 1"),
-    ({"max_completion_tokens": 10**6}, "max_completion_tokens", "less than or equal to 4096"),
-    ({"seed": -1}, "seed", "greater than or equal to 0"),
-    ({"temperature": SECRET}, "temperature", "valid number"),
-    ({"model": None}, "model", "required"),
-    ({"stream": {"token": SECRET}}, "stream", "valid boolean"),
-])
+@pytest.mark.parametrize(
+    "change, param, words",
+    [
+        ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].role", "not supported"),
+        ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].role", "system, user or assistant"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]},
+            "messages[0].content[0]",
+            "only text parts",
+        ),
+        ({"messages": [{"role": "assistant", "content": None}]}, "messages[0].content", "text content is required"),
+        ({"messages": []}, "messages", "at least 1"),
+        ({"messages": "hello"}, "messages", "valid list"),
+        ({"messages": [{"role": "user", "content": "x" * 100_001}]}, "messages[0].content", "at most 100000"),
+        ({"n": 2}, "n", "only n=1"),
+        ({"stop": ["\n"]}, "stop", "not supported"),
+        ({"temperature": 5}, "temperature", "less than or equal to 2"),
+        ({"top_p": 0}, "top_p", "greater than 0"),
+        ({"max_tokens": 0}, "max_tokens", "greater than or equal to 1"),
+        ({"max_completion_tokens": 10**6}, "max_completion_tokens", "less than or equal to 4096"),
+        ({"seed": -1}, "seed", "greater than or equal to 0"),
+        ({"temperature": SECRET}, "temperature", "valid number"),
+        ({"model": None}, "model", "required"),
+        ({"stream": {"token": SECRET}}, "stream", "valid boolean"),
+    ],
+)
 def test_bad_requests_are_400_in_openai_shape(chat_studio, change, param, words):
     answer = chat_studio.api().post("/v1/chat/completions", json=chat_body(**{"password": SECRET}) | change)
     assert answer.status_code == 400, answer.text
@@ -119,8 +150,13 @@ def test_bad_requests_are_400_in_openai_shape(chat_studio, change, param, words)
 
 def test_unparseable_bodies_are_400_not_422(chat_studio):
     client = chat_studio.api()
-    for raw in ('{"model": "x", "messages": [', "[1, 2]", '{"model": "%s", "messages": [{"role": "user", '
-                '"content": "x"}], "temperature": NaN}' % JOB, "", SECRET):
+    for raw in (
+        '{"model": "x", "messages": [',
+        "[1, 2]",
+        f'{{"model": "{JOB}", "messages": [{{"role": "user", "content": "x"}}], "temperature": NaN}}',
+        "",
+        SECRET,
+    ):
         answer = client.post("/v1/chat/completions", content=raw, headers={"Content-Type": "application/json"})
         assert answer.status_code == 400, (raw, answer.text)
         assert error_of(answer)["type"] == "invalid_request_error" and SECRET not in answer.text
@@ -136,8 +172,9 @@ def test_engine_refusals(chat_studio):
     assert gone.status_code == 400 and "no longer exists" in error_of(gone)["message"]
     long = client.post("/v1/chat/completions", json=chat_body("y" * 20_000))
     assert long.status_code == 400 and "reads at most" in error_of(long)["message"]
-    last_not_user = client.post("/v1/chat/completions",
-                                json={"model": JOB, "messages": [{"role": "assistant", "content": "hi"}]})
+    last_not_user = client.post(
+        "/v1/chat/completions", json={"model": JOB, "messages": [{"role": "assistant", "content": "hi"}]}
+    )
     assert last_not_user.status_code == 400
 
 
@@ -175,9 +212,16 @@ def test_streaming_chunks(chat_studio):
     content = [c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"]]
     assert "".join(content) == "echo: stream this please" and len([c for c in content if c]) == 4
     finish = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
-    assert len(finish) == 1 and finish[0]["choices"][0]["finish_reason"] == "stop" and finish[0]["choices"][0]["delta"] == {}
-    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {"prompt_tokens": 18, "completion_tokens": 4,
-                                                                   "total_tokens": 22}
+    assert (
+        len(finish) == 1
+        and finish[0]["choices"][0]["finish_reason"] == "stop"
+        and finish[0]["choices"][0]["delta"] == {}
+    )
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {
+        "prompt_tokens": 18,
+        "completion_tokens": 4,
+        "total_tokens": 22,
+    }
     without = chat_studio.api().post("/v1/chat/completions", json=chat_body(stream=True))
     assert all("usage" not in c for c in sse_data(without)[:-1])
 
@@ -209,12 +253,17 @@ def test_openai_client(chat_studio):
     client = openai.OpenAI(base_url=chat_studio.url + "/v1", api_key=TOKEN, max_retries=0)
     assert [m.id for m in client.models.list()] == ["base", JOB, CHECKPOINT, OTHER_JOB]
     assert client.models.retrieve(CHECKPOINT).id == CHECKPOINT
-    reply = client.chat.completions.create(model=CHECKPOINT, messages=[{"role": "user", "content": "hi you"}],
-                                           max_tokens=20, temperature=0)
+    reply = client.chat.completions.create(
+        model=CHECKPOINT, messages=[{"role": "user", "content": "hi you"}], max_tokens=20, temperature=0
+    )
     assert reply.choices[0].message.content == "echo: hi you" and reply.choices[0].finish_reason == "stop"
     assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens == 9
-    stream = client.chat.completions.create(model=JOB, messages=[{"role": "user", "content": "streamed words"}],
-                                            stream=True, stream_options={"include_usage": True})
+    stream = client.chat.completions.create(
+        model=JOB,
+        messages=[{"role": "user", "content": "streamed words"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     chunks = list(stream)
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "echo: streamed words"
     assert chunks[-1].usage.completion_tokens == 3

@@ -31,8 +31,9 @@ def served(tmp_path_factory):
     folder.mkdir(parents=True)
     (folder / "adapter_model.safetensors").write_bytes(b"w")
     (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "org/base"}))
-    runner = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir,
-                       store=RunStore(settings.db_path))
+    runner = JobRunner(
+        worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=RunStore(settings.db_path)
+    )
     runner.store.create_run(RUN, {"model_name": "org/base"}, str(folder), "completed")
     engine = ChatEngine(runner, settings, worker_target=fake_chat_workers.echo_worker)
     with ServerThread(api_app(settings, runner, engine)) as server:
@@ -43,8 +44,12 @@ def served(tmp_path_factory):
 
 
 def ask(url: str, text: str, **extra) -> httpx.Response:
-    return httpx.post(f"{url}/v1/chat/completions", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60,
-                      json={"model": RUN, "messages": [{"role": "user", "content": text}], **extra})
+    return httpx.post(
+        f"{url}/v1/chat/completions",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=60,
+        json={"model": RUN, "messages": [{"role": "user", "content": text}], **extra},
+    )
 
 
 def test_answers_through_the_openai_client(served):
@@ -53,8 +58,11 @@ def test_answers_through_the_openai_client(served):
     assert [m.id for m in client.models.list()] == ["base", RUN]
     reply = client.chat.completions.create(model=RUN, messages=[{"role": "user", "content": "one two"}])
     assert reply.choices[0].message.content == f"[{RUN}] one two " and reply.usage.completion_tokens == 3
-    chunks = list(client.chat.completions.create(model=RUN, messages=[{"role": "user", "content": "a b c"}],
-                                                 stream=True, max_tokens=2))
+    chunks = list(
+        client.chat.completions.create(
+            model=RUN, messages=[{"role": "user", "content": "a b c"}], stream=True, max_tokens=2
+        )
+    )
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == f"[{RUN}] a "
     assert chunks[-1].choices[0].finish_reason == "length"
 
@@ -76,8 +84,13 @@ def test_a_client_leaving_mid_stream_frees_the_engine(served):
     url, runner = served
     ask(url, "warm up")
     words = " ".join(f"w{i}" for i in range(500))  # 10 s of tokens
-    with httpx.stream("POST", f"{url}/v1/chat/completions", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60,
-                      json={"model": RUN, "messages": [{"role": "user", "content": words}], "stream": True}) as answer:
+    with httpx.stream(
+        "POST",
+        f"{url}/v1/chat/completions",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=60,
+        json={"model": RUN, "messages": [{"role": "user", "content": words}], "stream": True},
+    ) as answer:
         lines = answer.iter_lines()
         while "w1" not in next(lines):
             pass
@@ -107,4 +120,7 @@ def test_the_engine_raises_the_errors_the_routes_map():
     from trainer_core.serving import engine, errors
 
     assert (engine.ChatUnavailable, engine.ChatInputError, engine.UnknownModel) == (
-        errors.ChatUnavailable, errors.ChatInputError, errors.UnknownModel)
+        errors.ChatUnavailable,
+        errors.ChatInputError,
+        errors.UnknownModel,
+    )

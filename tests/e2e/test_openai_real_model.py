@@ -38,16 +38,28 @@ def test_the_trained_model_answers_through_the_openai_client(served, trained_run
     text = reply.choices[0].message.content
     assert text.strip() and reply.choices[0].finish_reason in ("stop", "length")
     assert reply.usage.prompt_tokens > 5 and 0 < reply.usage.completion_tokens <= 12
-    chunks = list(client.chat.completions.create(model=trained_run.job_id, messages=QUESTION, temperature=0,
-                                                 max_tokens=12, stream=True, stream_options={"include_usage": True}))
+    chunks = list(
+        client.chat.completions.create(
+            model=trained_run.job_id,
+            messages=QUESTION,
+            temperature=0,
+            max_tokens=12,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text  # greedy: the same answer
     assert chunks[-1].usage.completion_tokens == reply.usage.completion_tokens
 
 
 def test_a_share_link_serves_one_checkpoint(served, trained_run):
     checkpoint = f"{trained_run.job_id}/checkpoint-2"
-    created = httpx.post(f"{served}/api/train/share", json={"model": checkpoint},
-                         headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+    created = httpx.post(
+        f"{served}/api/train/share",
+        json={"model": checkpoint},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    )
     assert created.status_code == 201, created.text
     link = created.json()
     client = openai.OpenAI(base_url=served + link["api_base_path"], api_key="unused", max_retries=0, timeout=300)

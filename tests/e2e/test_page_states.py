@@ -16,9 +16,18 @@ import time
 import pytest
 
 from tests.e2e.conftest import wait_for
+from tests.e2e.page_tools import (
+    dataset,
+    enabled,
+    figure,
+    set_number,
+    shot,
+    start_job,
+    status_text,
+    table_rows,
+    wait_status,
+)
 from trainer_core.fieldmeta import default
-from tests.e2e.page_tools import (  # noqa: F401 - fixtures
-    browser, dataset, enabled, figure, page, page_app, set_number, shot, start_job, status_text, table_rows, wait_status)
 
 pytestmark = pytest.mark.slow
 
@@ -63,16 +72,24 @@ def test_errors_use_the_on_screen_label_and_mark_the_field(page, datasets_dir):
     notice.wait_for(timeout=30_000)
     text = notice.inner_text()
     assert "Max seq length" in text and "max_seq_length" not in text
-    wait_for(lambda: "field-invalid" in (page.locator("#field-max_seq_length").get_attribute("class") or ""),
-             timeout_s=10, what="the field marked")
+    wait_for(
+        lambda: "field-invalid" in (page.locator("#field-max_seq_length").get_attribute("class") or ""),
+        timeout_s=10,
+        what="the field marked",
+    )
     page.locator("#field-max_seq_length input").fill("128")
     set_number(page, "learning_rate", "1.5")
     page.locator("#section-training button.label-wrap").click()  # close the section again
     page.locator("#start").click()
     page.locator("#start-notice").get_by_text("Learning rate").wait_for(timeout=30_000)
-    wait_for(lambda: page.locator("#field-learning_rate").is_visible()
-             and "field-invalid" in (page.locator("#field-learning_rate").get_attribute("class") or ""),
-             timeout_s=10, what="the closed section opened and the field marked")
+    wait_for(
+        lambda: (
+            page.locator("#field-learning_rate").is_visible()
+            and "field-invalid" in (page.locator("#field-learning_rate").get_attribute("class") or "")
+        ),
+        timeout_s=10,
+        what="the closed section opened and the field marked",
+    )
     assert "field-invalid" not in (page.locator("#field-max_seq_length").get_attribute("class") or "")
     time.sleep(6)  # longer than a toast lives
     assert "Learning rate" in page.locator("#start-notice").inner_text()
@@ -84,7 +101,9 @@ def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page
     _, runner, _ = page_app
     assert enabled(page) == {"start": True, "stop": False, "cancel": False}
     dataset(page, datasets_dir / "identity.json")
-    set_number(page, "max_steps", "2000")  # cancelled below; long enough that a slow, loaded browser still finds it live
+    set_number(
+        page, "max_steps", "2000"
+    )  # cancelled below; long enough that a slow, loaded browser still finds it live
     page.locator("#start").click()
     seen_loading = False
     deadline = time.monotonic() + 30
@@ -96,16 +115,23 @@ def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page
             assert buttons == [False, False, True], buttons
         time.sleep(0.05)
     assert seen_loading
-    wait_for(lambda: enabled(page) == {"start": False, "stop": True, "cancel": True}, timeout_s=10, what="training buttons")
+    wait_for(
+        lambda: enabled(page) == {"start": False, "stop": True, "cancel": True}, timeout_s=10, what="training buttons"
+    )
     overlays = page.locator("#monitor-col [data-testid='status-tracker']").filter(visible=True)
     for _ in range(10):
-        assert overlays.count() == 0 and "ETA" not in page.locator("#monitor-col .eta-bar, #monitor-col .progress-text").all_inner_texts()
+        assert (
+            overlays.count() == 0
+            and "ETA" not in page.locator("#monitor-col .eta-bar, #monitor-col .progress-text").all_inner_texts()
+        )
         time.sleep(0.2)
     wait_for(lambda: runner.status().details.get("step", 0) >= 8, timeout_s=30, what="step 8")
     shot(page, tmp_path, "train-running.png")
     page.locator("#cancel").click()
     wait_status(page, "cancelled", 30_000)
-    wait_for(lambda: enabled(page) == {"start": True, "stop": False, "cancel": False}, timeout_s=10, what="idle buttons")
+    wait_for(
+        lambda: enabled(page) == {"start": True, "stop": False, "cancel": False}, timeout_s=10, what="idle buttons"
+    )
 
 
 def test_charts_have_integer_steps_sane_single_points_and_an_empty_state(browser, page_app, datasets_dir, tmp_path):
@@ -118,7 +144,9 @@ def test_charts_have_integer_steps_sane_single_points_and_an_empty_state(browser
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
     wait_status(page, "idle", 30_000)
-    wait_for(lambda: (figure(page, "lr-plot") or {}).get("annotations") == ["no steps yet"], timeout_s=20, what="empty chart")
+    wait_for(
+        lambda: (figure(page, "lr-plot") or {}).get("annotations") == ["no steps yet"], timeout_s=20, what="empty chart"
+    )
     empty = figure(page, "loss-plot")
     assert empty["traces"] == 0 and empty["x_visible"] is False
     assert page.locator("#monitor-col").get_by_text("Learning rate", exact=True).count() == 1  # title once
@@ -158,8 +186,11 @@ def test_stop_and_cancel_are_told_apart_and_times_continue_over_resume(page, pag
     time.sleep(3)  # the idle gap
 
     page.locator("#start").click()  # a second run, cancelled
-    wait_for(lambda: runner.status().details.get("step", 0) >= 2 and runner.status().job_id != saved_id,
-             timeout_s=30, what="second run")
+    wait_for(
+        lambda: runner.status().details.get("step", 0) >= 2 and runner.status().job_id != saved_id,
+        timeout_s=30,
+        what="second run",
+    )
     page.locator("#cancel").click()
     wait_status(page, "cancelled", 30_000)
     cancelled_id = runner.status().job_id
@@ -249,7 +280,9 @@ def test_load_settings_refreshes_the_preview(page, page_app, datasets_dir):
     _, runner, _ = page_app
     from trainer_core.schemas import TrainingStartRequest
 
-    response = runner.start(TrainingStartRequest(local_datasets=[str(datasets_dir / "alpaca_en_demo.json")], max_steps=2))
+    response = runner.start(
+        TrainingStartRequest(local_datasets=[str(datasets_dir / "alpaca_en_demo.json")], max_steps=2)
+    )
     assert runner.wait(30)
     page.get_by_role("tab", name="Runs").click()
     page.locator("#runs-refresh").click()

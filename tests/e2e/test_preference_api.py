@@ -21,16 +21,25 @@ from tests.e2e.conftest import _free_port, wait_for
 pytestmark = pytest.mark.slow
 TOKEN = "test-preference-token-7d1e"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-SMALL = dict(batch_size=2, max_seq_length=256, dataset_slice_end=24, max_steps=2, learning_rate=5e-5,
-             lr_scheduler_type="constant")
+SMALL = dict(
+    batch_size=2,
+    max_seq_length=256,
+    dataset_slice_end=24,
+    max_steps=2,
+    learning_rate=5e-5,
+    lr_scheduler_type="constant",
+)
 
 
 @pytest.fixture
 def app_proc(tmp_path, datasets_dir, model_dir):
     adapters = tmp_path / "adapters"
     adapters.mkdir()
-    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{adapters}",
-           "STUDIO_API_TOKEN": TOKEN}
+    env = {
+        "STUDIO_DATA_DIR": str(tmp_path / "data"),
+        "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{adapters}",
+        "STUDIO_API_TOKEN": TOKEN,
+    }
     proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
     proc.adapters = adapters
     yield proc
@@ -61,12 +70,16 @@ def test_each_method_trains_and_reports_its_metrics(app_proc, datasets_dir, meth
     if method == "dpo":  # the policy starts as its reference: no reward and loss ln 2 at step 1
         assert history["rewards_chosen"][0] == pytest.approx(0.0, abs=1e-6)
         assert history["loss"][0] == pytest.approx(math.log(2), abs=1e-4)
-    assert status["details"]["format"] == "preference" and status["details"]["rows"] == (48 if method == "kto" else 24) - \
-        status["details"]["dropped_rows"]  # KTO: 24 pairs unpaired into 48 rows
+    assert (
+        status["details"]["format"] == "preference"
+        and status["details"]["rows"] == (48 if method == "kto" else 24) - status["details"]["dropped_rows"]
+    )  # KTO: 24 pairs unpaired into 48 rows
     job_id = status["job_id"]
     metrics = api.get("/api/train/metrics").json()
     assert metrics["current"]["rewards_margins"] == history["rewards_margins"][-1]
-    replay = [json.loads(e["data"]) for e in sse_events(api, {**AUTH, "Last-Event-ID": "0"}) if e.get("event") == "progress"]
+    replay = [
+        json.loads(e["data"]) for e in sse_events(api, {**AUTH, "Last-Event-ID": "0"}) if e.get("event") == "progress"
+    ]
     assert [e["rewards_chosen"] for e in replay] == history["rewards_chosen"]
     run = api.get(f"/api/train/runs/{job_id}").json()
     assert run["request"]["training_method"] == method and run["request"]["beta"] == 0.1
@@ -98,8 +111,14 @@ def test_full_and_qlora_training(app_proc, datasets_dir, method, training_type):
     """Full DPO keeps a frozen copy of the model as its reference; QLoRA trains adapters on a 4-bit
     base (bitsandbytes on CPU)."""
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    body = {"local_datasets": [str(datasets_dir / "dpo_en_demo.json")], "training_method": method,
-            "training_type": training_type, **SMALL, "max_steps": 1, "learning_rate": 1e-6}
+    body = {
+        "local_datasets": [str(datasets_dir / "dpo_en_demo.json")],
+        "training_method": method,
+        "training_type": training_type,
+        **SMALL,
+        "max_steps": 1,
+        "learning_rate": 1e-6,
+    }
     status = _train(api, body)
     assert status["metric_history"]["steps"] == [1] and math.isfinite(status["metric_history"]["loss"][0])
     files = {p.name for p in Path(status["details"]["output_dir"]).iterdir()}
@@ -111,8 +130,13 @@ def test_dpo_from_an_sft_adapter_continues_it(app_proc, datasets_dir, trained_ru
     sft = app_proc.adapters / "sft"
     shutil.copytree(trained_run.output_dir, sft, ignore=shutil.ignore_patterns("checkpoint-*"))
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    body = {"local_datasets": [str(datasets_dir / "dpo_en_demo.json")], "training_method": "dpo",
-            "adapter_name_or_path": str(sft), **SMALL, "max_steps": 1}
+    body = {
+        "local_datasets": [str(datasets_dir / "dpo_en_demo.json")],
+        "training_method": "dpo",
+        "adapter_name_or_path": str(sft),
+        **SMALL,
+        "max_steps": 1,
+    }
     status = _train(api, body)
     history = status["metric_history"]
     # the reference is the SFT model itself (not the base): the policy equals it at step 1

@@ -25,8 +25,11 @@ def test_dpo_from_the_page_with_its_rewards_chart(app_server, datasets_dir, tmp_
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.goto(url)
         # the page has loaded the status (whatever the shared app's previous test left: idle, completed, stopped, error)
-        page.wait_for_function("() => { const s = document.querySelector('#status'); "
-                               "return s && s.innerText.trim() && !s.innerText.includes('Loading status'); }", timeout=60_000)
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#status'); "
+            "return s && s.innerText.trim() && !s.innerText.includes('Loading status'); }",
+            timeout=60_000,
+        )
         assert page.locator("#field-beta").is_hidden() and page.locator("#field-desirable_weight").is_hidden()
         page.locator("#field-training_method input").click()
         page.locator("[role=option]").filter(has_text="dpo").first.click()
@@ -43,8 +46,10 @@ def test_dpo_from_the_page_with_its_rewards_chart(app_server, datasets_dir, tmp_
             page.locator(f"#field-{field} input").fill(value)
         page.locator("#field-max_seq_length input").fill("256")
         page.locator("#start").click()
-        page.wait_for_function("() => /^completed · step 2 \\/ 2/.test(document.querySelector('#status').innerText.trim())",
-                               timeout=600_000)
+        page.wait_for_function(
+            "() => /^completed · step 2 \\/ 2/.test(document.querySelector('#status').innerText.trim())",
+            timeout=600_000,
+        )
         page.locator("#reward-plot").wait_for(state="visible", timeout=30_000)
         names = page.evaluate("""() => {
             const gd = document.querySelector('#reward-plot .js-plotly-plot');

@@ -25,14 +25,22 @@ def test_preflight_route_reports_and_refuses_paths_outside(studio, outside, data
     report = answer.json()
     assert HF_TOKEN not in answer.text
     assert report["rows_read"] == 999 and report["files"][0]["format"] == "alpaca"
-    assert report["rows_truncated"] > 50 and report["tokens_cut"] > 0 and report["total_steps"] == report["steps_per_epoch"]
-    assert {"memory_estimate_gib", "time_estimate_seconds", "warnings", "errors", "rows_without_trained_tokens"} <= set(report)
+    assert (
+        report["rows_truncated"] > 50
+        and report["tokens_cut"] > 0
+        and report["total_steps"] == report["steps_per_epoch"]
+    )
+    assert {"memory_estimate_gib", "time_estimate_seconds", "warnings", "errors", "rows_without_trained_tokens"} <= set(
+        report
+    )
     assert any(w["code"] == "rows_truncated" for w in report["warnings"]) and report["errors"] == []
     assert not runner.status().is_training_running  # nothing started
     for path in (str(outside / "canary.jsonl"), f"{datasets_dir}/../{outside.name}/canary.json", "/etc/passwd"):
         refused = client.post("/api/train/preflight", json={"local_datasets": [path]})
         assert refused.status_code == 400 and CANARY not in refused.text, refused.text
-    refused = client.post("/api/train/preflight", json={"local_datasets": [alpaca(datasets_dir)], "model_name": str(outside / "model")})
+    refused = client.post(
+        "/api/train/preflight", json={"local_datasets": [alpaca(datasets_dir)], "model_name": str(outside / "model")}
+    )
     assert CANARY not in refused.text
     assert httpx_status(url, "/api/train/preflight", body) == 401  # no token: no report
     assert snapshot(outside) == before
@@ -64,8 +72,11 @@ def test_check_event_refuses_foreign_files_and_reports_the_form(studio, outside,
 def test_download_run_gives_run_json_and_weights_only_for_runs(studio, outside, datasets_dir):
     settings, runner, url = studio
     idle(runner)
-    job = api(url).post("/api/train/start", json={"local_datasets": [alpaca(datasets_dir)], "max_steps": 3,
-                                                  "hf_token": HF_TOKEN}).json()
+    job = (
+        api(url)
+        .post("/api/train/start", json={"local_datasets": [alpaca(datasets_dir)], "max_steps": 3, "hf_token": HF_TOKEN})
+        .json()
+    )
     assert job["status"] == "queued", job
     wait_for(lambda: not runner.status().is_training_running, 30, "the fake run")
     folder = settings.runs_dir / job["job_id"]

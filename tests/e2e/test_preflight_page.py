@@ -4,14 +4,11 @@ and the command preview following the fields."""
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.page_tools import (  # noqa: F401 - fixtures
-    browser, dataset, page, page_app, set_number, shot)
+from tests.e2e.page_tools import dataset, set_number, shot
 
 pytestmark = pytest.mark.slow
 
@@ -79,8 +76,9 @@ def test_yaml_save_load_and_command_preview(page, page_app, datasets_dir, tmp_pa
     with page.expect_file_chooser() as chooser:
         page.locator("#settings-load").click()
     chooser.value.set_files(str(saved))
-    page.wait_for_function("() => document.querySelector('#train-paths textarea').value.endsWith('identity.json')",
-                           timeout=20_000)
+    page.wait_for_function(
+        "() => document.querySelector('#train-paths textarea').value.endsWith('identity.json')", timeout=20_000
+    )
     if not page.locator("#field-learning_rate").is_visible():
         page.locator("#section-training button.label-wrap").click()
     assert float(page.locator("#field-learning_rate input").input_value()) == pytest.approx(0.0007)

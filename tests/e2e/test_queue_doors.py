@@ -26,9 +26,12 @@ def test_queue_routes_need_the_token(studio, datasets_dir):
     _, _, url = studio
     bare = httpx.Client(base_url=url, timeout=30)
     body = {"local_datasets": [alpaca(datasets_dir)], "max_steps": 2}
-    for method, path, payload in (("GET", "/api/train/queue", None), ("POST", "/api/train/queue", body),
-                                  ("DELETE", "/api/train/queue/q_1_deadbeef", None),
-                                  ("POST", "/api/train/queue/q_1_deadbeef/move", {"position": 1})):
+    for method, path, payload in (
+        ("GET", "/api/train/queue", None),
+        ("POST", "/api/train/queue", body),
+        ("DELETE", "/api/train/queue/q_1_deadbeef", None),
+        ("POST", "/api/train/queue/q_1_deadbeef/move", {"position": 1}),
+    ):
         assert bare.request(method, path, json=payload).status_code == 401, (method, path)
     assert api(url).get("/api/train/queue").status_code == 200
 
@@ -41,8 +44,9 @@ def test_queue_runs_jobs_in_order_after_the_running_one_and_reorders(studio, dat
     assert first["status"] == "queued"
     added = []
     for lr in (1e-4, 2e-4, 3e-4):
-        answer = client.post("/api/train/queue", json={"local_datasets": [alpaca(datasets_dir)], "learning_rate": lr,
-                                                       "max_steps": 2})
+        answer = client.post(
+            "/api/train/queue", json={"local_datasets": [alpaca(datasets_dir)], "learning_rate": lr, "max_steps": 2}
+        )
         assert answer.status_code == 200, answer.text
         added.append(answer.json())
     assert [e["position"] for e in added] == [1, 2, 3] and added[0]["state"] == "waiting"
@@ -51,9 +55,15 @@ def test_queue_runs_jobs_in_order_after_the_running_one_and_reorders(studio, dat
     moved = client.post(f"/api/train/queue/{added[2]['queue_id']}/move", json={"position": 1})
     assert moved.status_code == 200 and moved.json()["position"] == 1
     assert client.delete(f"/api/train/queue/{added[1]['queue_id']}").json() == {"removed": added[1]["queue_id"]}
-    assert [e["queue_id"] for e in client.get("/api/train/queue").json()] == [added[2]["queue_id"], added[0]["queue_id"]]
-    wait_for(lambda: client.get("/api/train/queue").json() == [] and not runner.status().is_training_running, 90,
-             "the queue to drain")
+    assert [e["queue_id"] for e in client.get("/api/train/queue").json()] == [
+        added[2]["queue_id"],
+        added[0]["queue_id"],
+    ]
+    wait_for(
+        lambda: client.get("/api/train/queue").json() == [] and not runner.status().is_training_running,
+        90,
+        "the queue to drain",
+    )
     runs = client.get("/api/train/runs").json()[:3]
     assert [r["request"]["learning_rate"] for r in reversed(runs)] == [1e-3, 3e-4, 1e-4]  # the default, then the queue
     assert all(r["phase"] == "completed" for r in runs)
@@ -93,7 +103,10 @@ def test_queue_ids_and_bodies_are_checked(studio):
         assert answer.status_code == 422, (body, answer.text)
     assert client.post("/api/train/queue/q_1_deadbeef/move", json={"position": 1}).status_code == 404
     assert client.post("/api/train/queue", json={"local_datasets": ["a.json"], "unknown_field": 1}).status_code == 422
-    assert client.post("/api/train/queue", content=b"{not json", headers={"content-type": "application/json"}).status_code == 422
+    assert (
+        client.post("/api/train/queue", content=b"{not json", headers={"content-type": "application/json"}).status_code
+        == 422
+    )
 
 
 def test_queue_events_refuse_foreign_paths_and_odd_ids(studio, outside, datasets_dir):

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.page_tools import (  # noqa: F401 - fixtures
-    browser, dataset, page, page_app, set_number, shot, start_job, table_rows, wait_status)
+from tests.e2e.page_tools import dataset, set_number, shot, start_job, table_rows, wait_status
 
 pytestmark = pytest.mark.slow
 
 
 def _rows(page, count: int) -> list[list[str]]:
-    page.wait_for_function("n => document.querySelectorAll('#queue-table [data-testid^=\"cell-\"][data-testid$=\"-1\"]')"
-                           ".length === n", arg=count, timeout=30_000)
+    page.wait_for_function(
+        'n => document.querySelectorAll(\'#queue-table [data-testid^="cell-"][data-testid$="-1"]\').length === n',
+        arg=count,
+        timeout=30_000,
+    )
     return table_rows(page, "queue-table")
 
 

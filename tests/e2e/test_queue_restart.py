@@ -17,7 +17,11 @@ SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=16, lr_schedule
 
 
 def test_queued_jobs_survive_a_kill_between_jobs_1_and_2(tmp_path, datasets_dir):
-    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_ALLOWED_PATHS": str(datasets_dir), "STUDIO_API_TOKEN": TOKEN}
+    env = {
+        "STUDIO_DATA_DIR": str(tmp_path / "data"),
+        "STUDIO_ALLOWED_PATHS": str(datasets_dir),
+        "STUDIO_API_TOKEN": TOKEN,
+    }
     port = _free_port()
     proc = AppProcess(port, env, tmp_path / "app.log").start()
     try:
@@ -31,11 +35,20 @@ def test_queued_jobs_survive_a_kill_between_jobs_1_and_2(tmp_path, datasets_dir)
         proc.kill()
         proc.start()
         api = httpx.Client(base_url=proc.url, headers=AUTH, timeout=60)
-        wait_for(lambda: api.get("/api/train/queue").json() == [] and not api.get("/api/train/status").json()["is_training_running"],
-                 300, "jobs 2 and 3")
+        wait_for(
+            lambda: (
+                api.get("/api/train/queue").json() == []
+                and not api.get("/api/train/status").json()["is_training_running"]
+            ),
+            300,
+            "jobs 2 and 3",
+        )
         runs = list(reversed(api.get("/api/train/runs").json()))
         assert [(r["request"]["learning_rate"], r["phase"]) for r in runs] == [
-            (1e-4, "interrupted"), (2e-4, "completed"), (3e-4, "completed")]  # job 1 was not rerun
+            (1e-4, "interrupted"),
+            (2e-4, "completed"),
+            (3e-4, "completed"),
+        ]  # job 1 was not rerun
         assert runs[0]["job_id"] == first
         gap = runs[2]["created_at"] - runs[1]["finished_at"]
         first_step = api.get(f"/api/train/runs/{runs[2]['job_id']}").json()["metrics"][0]["elapsed_seconds"]
@@ -43,4 +56,3 @@ def test_queued_jobs_survive_a_kill_between_jobs_1_and_2(tmp_path, datasets_dir)
         assert 0 <= gap < 10.0  # the checks and the hand-over only: the next worker was importing meanwhile
     finally:
         proc.stop()
-

@@ -10,10 +10,23 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.e2e.conftest import (AUTH, CANARY, PASSWORD, TOKEN, USER, ServerThread, alpaca, api, assert_no_canary,
-                                form_args, idle, logged_in, snapshot, wait_for)
+from tests.e2e.conftest import (
+    AUTH,
+    CANARY,
+    PASSWORD,
+    TOKEN,
+    USER,
+    ServerThread,
+    alpaca,
+    api,
+    assert_no_canary,
+    form_args,
+    idle,
+    logged_in,
+    snapshot,
+    wait_for,
+)
 from tests.e2e.raw_gradio import RawGradio, error_text, file_value
 
 HF_TOKEN = "hf_SecretThatMustNeverEcho42"
@@ -30,7 +43,9 @@ def test_upload_value_must_be_a_received_upload(studio, outside, datasets_dir):
     settings.uploads_dir.mkdir(parents=True, exist_ok=True)
     link.symlink_to(outside / "canary.jsonl")
     for target in (outside / "canary.jsonl", license_file, link, settings.uploads_dir / ".." / ".." / "x.json"):
-        shown = raw.call(preview, [file_value(str(target)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"])
+        shown = raw.call(
+            preview, [file_value(str(target)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"]
+        )
         text = json.dumps(shown)
         assert CANARY not in text and "not uploaded" in text, text[:500]
         started = raw.call(start, [file_value(str(target)), *form_args("")[1:]])
@@ -47,7 +62,10 @@ def test_a_real_upload_is_kept_under_a_content_name(studio, datasets_dir):
     with open(datasets_dir / "identity.json", "rb") as fh:
         uploaded = client.post("/gradio_api/upload", files={"files": ("identity.json", fh)}).json()[0]
     raw = RawGradio(client)
-    shown = raw.call(raw.fn_index(inputs_like="start", outputs=2), [file_value(uploaded), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"])
+    shown = raw.call(
+        raw.fn_index(inputs_like="start", outputs=2),
+        [file_value(uploaded), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"],
+    )
     assert "Detected format: **alpaca**" in json.dumps(shown)
     started = raw.call(raw.fn_index("start"), [file_value(uploaded), *form_args("", max_steps=3)[1:]])
     assert started["success"], started
@@ -107,8 +125,9 @@ def test_hf_dataset_is_a_hub_id_and_model_name_obeys_the_path_rules(studio, outs
     existing = client.post("/api/train/start", json=body | {"model_name": str(outside / "model")})
     missing = client.post("/api/train/start", json=body | {"model_name": str(outside / "no-such-model")})
     assert existing.status_code == missing.status_code == 400
-    assert (existing.json()["detail"].replace(str(outside / "model"), "P")
-            == missing.json()["detail"].replace(str(outside / "no-such-model"), "P"))
+    assert existing.json()["detail"].replace(str(outside / "model"), "P") == missing.json()["detail"].replace(
+        str(outside / "no-such-model"), "P"
+    )
     assert CANARY not in existing.text and "config.json" not in existing.text
     inside = settings.data_dir / "not-a-model"
     inside.mkdir(exist_ok=True)
@@ -131,8 +150,9 @@ def test_tokens_are_checked_and_never_echoed(studio, datasets_dir):
     for header in ("Bearer", "bearer", f"Basic {TOKEN}", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"Token {TOKEN}"):
         assert plain.get("/api/train/status", headers={"Authorization": header}).status_code == 401
     client = api(url)
-    bad = client.post("/api/train/start", json={"local_datasets": [alpaca(datasets_dir)], "learning_rate": 5,
-                                                "hf_token": HF_TOKEN})
+    bad = client.post(
+        "/api/train/start", json={"local_datasets": [alpaca(datasets_dir)], "learning_rate": 5, "hf_token": HF_TOKEN}
+    )
     assert bad.status_code == 422 and "learning_rate" in bad.text
     assert HF_TOKEN not in bad.text and TOKEN not in bad.text
     wrong_type = client.post("/api/train/start", json={"hf_token": {"x": HF_TOKEN}})
@@ -155,7 +175,7 @@ def test_nan_infinity_and_huge_paths_are_422(studio, datasets_dir):
     settings, runner, url = studio
     client = api(url)
     for literal in ("NaN", "Infinity", "-Infinity"):
-        body = '{"local_datasets": ["%s"], "learning_rate": %s}' % (alpaca(datasets_dir), literal)
+        body = f'{{"local_datasets": ["{alpaca(datasets_dir)}"], "learning_rate": {literal}}}'
         answer = client.post("/api/train/start", content=body, headers={"Content-Type": "application/json"})
         assert answer.status_code == 422 and "learning_rate" in answer.text
         assert client.get("/api/train/status").status_code == 200  # the connection still works
@@ -192,7 +212,11 @@ def test_loader_names_surrogates_and_paths_too_long_once_resolved(studio):
         assert answer.status_code == 422 and "file loader" in answer.text, answer.text
     for field in ("local_datasets", "output_dir", "model_name", "resume_from_checkpoint"):
         value = '["\\ud800.json"]' if field == "local_datasets" else '"\\ud800x"'
-        body = '{"local_datasets": ["a.json"], "%s": %s}' % (field, value) if field != "local_datasets" else '{"%s": %s}' % (field, value)
+        body = (
+            f'{{"local_datasets": ["a.json"], "{field}": {value}}}'
+            if field != "local_datasets"
+            else f'{{"{field}": {value}}}'
+        )
         answer = client.post("/api/train/start", content=body, headers={"Content-Type": "application/json"})
         assert 400 <= answer.status_code < 500, (field, answer.status_code, answer.text)
     deep = str(settings.data_dir) + "/" + "a/" * ((4094 - len(str(settings.data_dir))) // 2)
@@ -208,8 +232,11 @@ def test_gradio_routes_never_echo_a_secret(studio):
     for route in ("/gradio_api/run/start", "/gradio_api/call/start"):
         answer = client.post(route, json={"data": {"hf_token": HF_TOKEN}})
         assert answer.status_code == 422 and HF_TOKEN not in answer.text, (route, answer.text[:300])
-    joined = client.post("/gradio_api/queue/join", content='{"fn_index": "\\ud800", "data": []}',
-                         headers={"Content-Type": "application/json"})
+    joined = client.post(
+        "/gradio_api/queue/join",
+        content='{"fn_index": "\\ud800", "data": []}',
+        headers={"Content-Type": "application/json"},
+    )
     assert joined.status_code == 422
 
 
@@ -236,8 +263,12 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
     from tests.e2e.api_server import AppProcess
     from tests.e2e.conftest import _free_port
 
-    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_USERNAME": USER, "STUDIO_PASSWORD": PASSWORD,
-           "STUDIO_API_TOKEN": TOKEN}
+    env = {
+        "STUDIO_DATA_DIR": str(tmp_path / "data"),
+        "STUDIO_USERNAME": USER,
+        "STUDIO_PASSWORD": PASSWORD,
+        "STUDIO_API_TOKEN": TOKEN,
+    }
     env.pop("GRADIO_TEMP_DIR", None)
     foreign = Path("/tmp/gradio/another-app") / "left-by-another-app.jsonl"
     foreign.parent.mkdir(parents=True, exist_ok=True)
@@ -245,15 +276,22 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
     proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
     try:
         client = httpx.Client(base_url=proc.url, timeout=30)
-        codes = [client.post("/login", data={"username": USER, "password": f"guess-{i}"},
-                             headers={"X-Forwarded-For": f"10.0.0.{i}"}).status_code for i in range(7)]
+        codes = [
+            client.post(
+                "/login", data={"username": USER, "password": f"guess-{i}"}, headers={"X-Forwarded-For": f"10.0.0.{i}"}
+            ).status_code
+            for i in range(7)
+        ]
         assert codes[:5] == [400] * 5 and codes[5:] == [429, 429], codes
     finally:
         proc.stop()
     proc = AppProcess(_free_port(), env, tmp_path / "app2.log").start()
     try:
         raw = RawGradio(logged_in(proc.url))
-        shown = raw.call(raw.fn_index(inputs_like="start", outputs=2), [file_value(str(foreign)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"])
+        shown = raw.call(
+            raw.fn_index(inputs_like="start", outputs=2),
+            [file_value(str(foreign)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"],
+        )
         assert CANARY not in json.dumps(shown) and "not uploaded" in json.dumps(shown)
     finally:
         proc.stop()
@@ -266,17 +304,34 @@ def test_chat_and_share_events_refuse_ids_that_point_outside(studio, outside, da
     store = runner.store
     store.create_run("job_outside_chat", {"model_name": str(outside / "model")}, str(outside), "completed")
     (settings.data_dir / "evil").mkdir(exist_ok=True)
-    (settings.data_dir / "evil" / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(outside / "model")}))
+    (settings.data_dir / "evil" / "adapter_config.json").write_text(
+        json.dumps({"base_model_name_or_path": str(outside / "model")})
+    )
     (settings.data_dir / "evil" / "adapter_model.safetensors").write_bytes(b"x")
-    store.create_run("job_evil_base", {"model_name": str(outside / "model")}, str(settings.data_dir / "evil"), "completed")
+    store.create_run(
+        "job_evil_base", {"model_name": str(outside / "model")}, str(settings.data_dir / "evil"), "completed"
+    )
     raw = RawGradio(logged_in(url))
     chat, load, share = raw.fn_index("chat"), raw.fn_index("chat_load"), raw.fn_index("share_create")
-    ids = ["../../etc", str(outside), str(outside / "model"), "/etc/passwd", "base/../x", "job_outside_chat",
-           "job_outside_chat/checkpoint-1", "job_evil_base", "x" * 5000, "job_nope/../../../etc"]
+    ids = [
+        "../../etc",
+        str(outside),
+        str(outside / "model"),
+        "/etc/passwd",
+        "base/../x",
+        "job_outside_chat",
+        "job_outside_chat/checkpoint-1",
+        "job_evil_base",
+        "x" * 5000,
+        "job_nope/../../../etc",
+    ]
     settings_values = [24, 0, 0.9, 50, 1.0, 42]
     for model_id in ids:
-        for fn, data in ((load, [model_id]), (chat, [model_id, False, "", "hi", [], [], *settings_values]),
-                         (share, [model_id, None])):
+        for fn, data in (
+            (load, [model_id]),
+            (chat, [model_id, False, "", "hi", [], [], *settings_values]),
+            (share, [model_id, None]),
+        ):
             message = raw.call(fn, data)
             text = json.dumps(message)
             assert not message.get("success") and error_text(message).strip(), (model_id, fn, text[:300])
@@ -303,24 +358,37 @@ def test_distributed_settings_are_checked_at_every_door(studio, outside, dataset
     last_job = runner.status().job_id
     body = {"local_datasets": [alpaca(datasets_dir)], "max_steps": 2, "num_processes": 2}
     for config in (str(outside / "canary.json"), "../" * 8 + "etc/passwd", str(outside / "missing.json")):
-        refused = client.post("/api/train/start", json=body | {"distributed": "deepspeed", "distributed_config": config})
+        refused = client.post(
+            "/api/train/start", json=body | {"distributed": "deepspeed", "distributed_config": config}
+        )
         assert refused.status_code == 400 and "distributed_config" in refused.text and CANARY not in refused.text
     inside = settings.data_dir / "missing-config.json"
-    refused = client.post("/api/train/start", json=body | {"distributed": "deepspeed", "distributed_config": str(inside)})
+    refused = client.post(
+        "/api/train/start", json=body | {"distributed": "deepspeed", "distributed_config": str(inside)}
+    )
     assert refused.status_code == 400 and "distributed_config: file not found" in refused.text
     for gpu_ids in ("0;id", "$(touch /tmp/x)", "0,1\n2"):
         refused = client.post("/api/train/start", json=body | {"gpu_ids": gpu_ids})
         assert refused.status_code == 422 and "gpu_ids" in refused.text and "GPU numbers" in refused.text
     too_many = client.post("/api/train/start", json=body | {"num_processes": 64})
     assert too_many.status_code == 400 and "num_processes (64) is more than" in too_many.text
-    preflight = client.post("/api/train/preflight", json=body | {"distributed": "fsdp", "distributed_config": str(outside / "canary.json")})
+    preflight = client.post(
+        "/api/train/preflight", json=body | {"distributed": "fsdp", "distributed_config": str(outside / "canary.json")}
+    )
     assert preflight.status_code == 400 and "distributed_config" in preflight.text and CANARY not in preflight.text
-    preflight = client.post("/api/train/preflight", json=body | {"num_processes": 64})  # the check refuses as Start does
+    preflight = client.post(
+        "/api/train/preflight", json=body | {"num_processes": 64}
+    )  # the check refuses as Start does
     assert preflight.status_code == 400 and "num_processes (64) is more than" in preflight.text
     start = raw.fn_index("start")
-    for overrides, words in ((dict(num_processes=2, distributed="deepspeed", distributed_config=str(outside / "canary.json")),
-                              "Distributed config file"),
-                             (dict(gpu_ids="0;id"), "GPU ids"), (dict(num_processes=64), "Processes (num_processes)")):
+    for overrides, words in (
+        (
+            dict(num_processes=2, distributed="deepspeed", distributed_config=str(outside / "canary.json")),
+            "Distributed config file",
+        ),
+        (dict(gpu_ids="0;id"), "GPU ids"),
+        (dict(num_processes=64), "Processes (num_processes)"),
+    ):
         answer = json.dumps(raw.call(start, [None, alpaca(datasets_dir), None, "", *form_args("", **overrides)[4:]]))
         assert words in answer and CANARY not in answer, answer[:600]
     assert runner.status().job_id == last_job and not runner.status().is_training_running  # nothing was started

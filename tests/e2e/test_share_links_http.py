@@ -10,8 +10,7 @@ import shutil
 import openai
 import pytest
 
-from tests.e2e.chat_server import (CHECKPOINT, JOB, LABEL, OTHER_JOB, chat_body, chat_studio, fresh_engine,  # noqa: F401
-                                   sse_data)
+from tests.e2e.chat_server import CHECKPOINT, JOB, LABEL, OTHER_JOB, chat_body, sse_data
 
 
 def share(studio, model: str = JOB, **extra) -> dict:
@@ -37,13 +36,16 @@ def test_create_list_revoke(chat_studio):
     assert chat_studio.links.verify(share(chat_studio)["token"]).model_id == JOB
 
 
-@pytest.mark.parametrize("body, status, words", [
-    ({"model": "base"}, 400, "base model cannot be shared"),
-    ({"model": "job_20990101_000000_deadbeef"}, 404, "no such model"),
-    ({"model": JOB, "expires_in_hours": 0}, 422, "expires_in_hours"),
-    ({"model": JOB, "expires_in_hours": 10**7}, 422, "expires_in_hours"),
-    ({"model": JOB, "extra": 1}, 422, "extra"),
-])
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        ({"model": "base"}, 400, "base model cannot be shared"),
+        ({"model": "job_20990101_000000_deadbeef"}, 404, "no such model"),
+        ({"model": JOB, "expires_in_hours": 0}, 422, "expires_in_hours"),
+        ({"model": JOB, "expires_in_hours": 10**7}, 422, "expires_in_hours"),
+        ({"model": JOB, "extra": 1}, 422, "extra"),
+    ],
+)
 def test_create_refusals(chat_studio, body, status, words):
     answer = chat_studio.api().post("/api/train/share", json=body)
     assert answer.status_code == status and words in answer.text, answer.text
@@ -90,8 +92,11 @@ def test_scoped_base_url_with_raw_http(chat_studio):
     assert answer.status_code == 200 and answer.json()["model"] == JOB  # omitted: the link's model
     with client.stream("POST", f"{base}/chat/completions", json=chat_body("streamed", stream=True)) as streamed:
         events = sse_data(streamed)
-    assert events[-1] == "[DONE]" and "".join(e["choices"][0]["delta"].get("content", "")
-                                              for e in events[:-1] if e["choices"]) == "echo: streamed"
+    assert (
+        events[-1] == "[DONE]"
+        and "".join(e["choices"][0]["delta"].get("content", "") for e in events[:-1] if e["choices"])
+        == "echo: streamed"
+    )
     for other in ("base", OTHER_JOB, CHECKPOINT, JOB + " ", JOB.upper()):
         refused = client.post(f"{base}/chat/completions", json=chat_body() | {"model": other})
         assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
@@ -105,8 +110,9 @@ def test_scoped_base_url_with_the_openai_client(chat_studio):
     assert [m.id for m in client.models.list()] == [CHECKPOINT]
     reply = client.chat.completions.create(model=CHECKPOINT, messages=[{"role": "user", "content": "hi"}])
     assert reply.choices[0].message.content == "echo: hi"
-    chunks = list(client.chat.completions.create(model=CHECKPOINT, stream=True,
-                                                 messages=[{"role": "user", "content": "one two"}]))
+    chunks = list(
+        client.chat.completions.create(model=CHECKPOINT, stream=True, messages=[{"role": "user", "content": "one two"}])
+    )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "echo: one two"
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model=JOB, messages=[{"role": "user", "content": "hi"}])
@@ -120,8 +126,11 @@ def test_errors_on_shared_routes_show_no_server_paths(chat_studio):
     assert busy.status_code == 409 and "training job is running" in busy.json()["error"]["message"]
     chat_studio.engine.busy = False
     chat_studio.engine.no_weights.add(JOB)
-    for answer in (client.get(link["url_path"]), client.get(f"{base}/models"),
-                   client.post(f"{base}/chat/completions", json=chat_body())):
+    for answer in (
+        client.get(link["url_path"]),
+        client.get(f"{base}/models"),
+        client.post(f"{base}/chat/completions", json=chat_body()),
+    ):
         assert answer.status_code == 404 and "no longer available" in answer.text and "/srv/" not in answer.text
 
 

@@ -9,8 +9,7 @@ import time
 
 import httpx
 
-from tests.e2e.chat_server import (CHECKPOINT, JOB, OTHER_JOB, api_app, chat_body, chat_studio,  # noqa: F401
-                                   fresh_engine)
+from tests.e2e.chat_server import CHECKPOINT, JOB, OTHER_JOB, api_app, chat_body
 from tests.e2e.conftest import TOKEN, ServerThread, logged_in, wait_for
 from tests.fake_engine import FakeEngine
 
@@ -28,8 +27,11 @@ def refused_everywhere(studio, token: str, status: int, words: str) -> None:
     page = client.get(f"/s/{token}")
     assert page.status_code == status and page.headers["content-type"].startswith("text/html")
     assert words in page.text and "<h1>Link not available</h1>" in page.text
-    for answer in (client.get(f"/s/{token}/v1/models"), client.get(f"/s/{token}/v1/models/{JOB}"),
-                   client.post(f"/s/{token}/v1/chat/completions", json=chat_body())):
+    for answer in (
+        client.get(f"/s/{token}/v1/models"),
+        client.get(f"/s/{token}/v1/models/{JOB}"),
+        client.post(f"/s/{token}/v1/chat/completions", json=chat_body()),
+    ):
         assert answer.status_code == status, answer.text
         error = answer.json()["error"]
         assert words in error["message"] and error["code"] in ("invalid_share_link", "share_link_gone")
@@ -40,9 +42,19 @@ def test_forged_and_swapped_tokens(chat_studio):
     mine, other = share(chat_studio), share(chat_studio, OTHER_JOB)
     link_id, sig = mine["token"].split(".")
     flipped = sig[:-1] + ("A" if sig[-1] != "A" else "B")
-    for token in (f"{link_id}.{flipped}", f"{link_id}.{other['token'].split('.')[1]}", f"{other['id']}.{sig}",
-                  f"{link_id}.{'A' * 43}", link_id, f"{link_id}.", f"{link_id}.{sig}x", f"{link_id.upper()}.{sig}",
-                  "0" * 16 + "." + sig, "x" * 5000, TOKEN):
+    for token in (
+        f"{link_id}.{flipped}",
+        f"{link_id}.{other['token'].split('.')[1]}",
+        f"{other['id']}.{sig}",
+        f"{link_id}.{'A' * 43}",
+        link_id,
+        f"{link_id}.",
+        f"{link_id}.{sig}x",
+        f"{link_id.upper()}.{sig}",
+        "0" * 16 + "." + sig,
+        "x" * 5000,
+        TOKEN,
+    ):
         refused_everywhere(chat_studio, token, 403, "not valid")
 
 
@@ -77,10 +89,21 @@ def test_a_checkpoint_link_grants_only_that_checkpoint(chat_studio):
     assert chat_studio.engine.calls == []
 
 
-DOORS = [("GET", "/api/train/status"), ("GET", "/api/train/runs"), ("GET", f"/api/train/runs/{JOB}"),
-         ("GET", "/api/train/share"), ("POST", "/api/train/share"), ("POST", "/api/train/stop"),
-         ("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("GET", "/openapi.json"), ("GET", "/docs"),
-         ("GET", "/config"), ("GET", "/gradio_api/info"), ("GET", "/gradio_api/openapi.json")]
+DOORS = [
+    ("GET", "/api/train/status"),
+    ("GET", "/api/train/runs"),
+    ("GET", f"/api/train/runs/{JOB}"),
+    ("GET", "/api/train/share"),
+    ("POST", "/api/train/share"),
+    ("POST", "/api/train/stop"),
+    ("GET", "/v1/models"),
+    ("POST", "/v1/chat/completions"),
+    ("GET", "/openapi.json"),
+    ("GET", "/docs"),
+    ("GET", "/config"),
+    ("GET", "/gradio_api/info"),
+    ("GET", "/gradio_api/openapi.json"),
+]
 
 
 def test_a_share_token_opens_no_other_door(chat_studio):
@@ -90,8 +113,10 @@ def test_a_share_token_opens_no_other_door(chat_studio):
     cookie_id = chat_studio.gradio_cookie_id
     cookies = {f"access-token-{cookie_id}": token, f"access-token-unsecure-{cookie_id}": token, "share": token}
     for method, path in DOORS:
-        for client in (httpx.Client(base_url=chat_studio.url, headers=headers, timeout=30),
-                       httpx.Client(base_url=chat_studio.url, cookies=cookies, timeout=30)):
+        for client in (
+            httpx.Client(base_url=chat_studio.url, headers=headers, timeout=30),
+            httpx.Client(base_url=chat_studio.url, cookies=cookies, timeout=30),
+        ):
             answer = client.request(method, path, json=chat_body() | {"model": JOB})
             assert answer.status_code in (401, 404, 405), (method, path, answer.status_code)
             assert JOB not in answer.text and "learning_rate" not in answer.text
@@ -116,11 +141,21 @@ def raw_get(url: str, target: str) -> tuple[int, str]:
 
 def test_path_tricks_in_the_token(chat_studio):
     token = share(chat_studio)["token"]
-    for target in (f"/s/{token}/../../api/train/runs", f"/s/{token}/v1/../../../api/train/runs",
-                   f"/s/{token}%2F..%2F..%2Fapi%2Ftrain%2Fruns", f"/s/{token}/v1/models/../../../../api/train/runs",
-                   f"/s/{token}/v1/models/%2e%2e/%2e%2e/%2e%2e/%2e%2e/api/train/runs", f"/s/..%2F..%2Fapi%2Ftrain%2Fruns",
-                   f"/s/{token}/..%2F..%2F..%2Fv1%2Fmodels", f"/s/{token}%00/v1/models", f"/s/{token}/v1/models%00",
-                   f"/s/{token};/v1/models", f"/s/%2e%2e/v1/models", "/s/./v1/models", "/s//v1/models"):
+    for target in (
+        f"/s/{token}/../../api/train/runs",
+        f"/s/{token}/v1/../../../api/train/runs",
+        f"/s/{token}%2F..%2F..%2Fapi%2Ftrain%2Fruns",
+        f"/s/{token}/v1/models/../../../../api/train/runs",
+        f"/s/{token}/v1/models/%2e%2e/%2e%2e/%2e%2e/%2e%2e/api/train/runs",
+        "/s/..%2F..%2Fapi%2Ftrain%2Fruns",
+        f"/s/{token}/..%2F..%2F..%2Fv1%2Fmodels",
+        f"/s/{token}%00/v1/models",
+        f"/s/{token}/v1/models%00",
+        f"/s/{token};/v1/models",
+        "/s/%2e%2e/v1/models",
+        "/s/./v1/models",
+        "/s//v1/models",
+    ):
         status, body = raw_get(chat_studio.url, target)
         assert status in (400, 403, 404, 405), (target, status, body[:300])
         assert OTHER_JOB not in body and '"phase"' not in body and "learning_rate" not in body, target
@@ -170,5 +205,8 @@ def test_share_link_holders_cannot_queue_without_bound(chat_studio):
         for client, stream in open_streams:
             stream.__exit__(None, None, None)
             client.close()
-    wait_for(lambda: httpx.post(f"{base}/chat/completions", json=chat_body(), timeout=30).status_code == 200, 10,
-             "the slots to be freed")
+    wait_for(
+        lambda: httpx.post(f"{base}/chat/completions", json=chat_body(), timeout=30).status_code == 200,
+        10,
+        "the slots to be freed",
+    )

@@ -6,17 +6,16 @@ each test to seconds; the real export and evaluation are tested in test_export_*
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests import fake_task_workers, fake_workers
-from tests.e2e.conftest import AUTH, CANARY, PASSWORD, TOKEN, USER, ServerThread, api, logged_in, wait_for
+from tests.e2e.conftest import CANARY, PASSWORD, TOKEN, USER, ServerThread, api, logged_in, wait_for
 from trainer_core.runs.folders import claim
 from trainer_core.serving.schemas import ModelChoice
-from trainer_core.tasks.schemas import TaskKind, TaskPhase
+from trainer_core.tasks.schemas import TaskKind
 
 HF_TOKEN = "hf_PushTokenThatMustNeverEcho99"
 
@@ -29,16 +28,23 @@ def app_with_tasks(tmp_path_factory, datasets_dir):
     from trainer_core.runs.store import RunStore
     from trainer_core.settings import Settings
 
-    settings = Settings(data_dir=tmp_path_factory.mktemp("data"), allowed_paths=str(datasets_dir), username=USER,
-                        password=PASSWORD, api_token=TOKEN, login_attempts_per_minute=10_000)
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("data"),
+        allowed_paths=str(datasets_dir),
+        username=USER,
+        password=PASSWORD,
+        api_token=TOKEN,
+        login_attempts_per_minute=10_000,
+    )
     store = RunStore(settings.db_path)
     runner = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=store)
     folder = settings.runs_dir / "job-1"
     folder.mkdir(parents=True)
     claim(folder, "job-1")
     store.create_run("job-1", {"model_name": "m"}, str(folder), "completed")
-    choice = ModelChoice(id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1",
-                         adapter=True)
+    choice = ModelChoice(
+        id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True
+    )
     app = build_app(settings, runner)
     with ServerThread(app) as server:
         yield settings, app.state.tasks, server.url.rstrip("/"), choice
@@ -52,16 +58,22 @@ def _finished(tasks, target=fake_task_workers.writing_task, request=None):
 
 def choice_of(tasks) -> ModelChoice:
     folder = tasks.settings.runs_dir / "job-1"
-    return ModelChoice(id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True)
+    return ModelChoice(
+        id="job-1", label="job-1", kind="final", base_model="m", path=str(folder), job_id="job-1", adapter=True
+    )
 
 
 def test_task_routes_need_the_token(app_with_tasks):
     _, _, url, _ = app_with_tasks
     anonymous = httpx.Client(base_url=url, timeout=30)
-    for method, path, body in (("POST", "/api/train/export", {"model": "job-1"}), ("POST", "/api/train/evaluate", {}),
-                               ("POST", "/api/train/push", {"task_id": "x", "repo_id": "a/b"}),
-                               ("GET", "/api/train/tasks", None), ("GET", "/api/train/tasks/x", None),
-                               ("DELETE", "/api/train/tasks/x", None)):
+    for method, path, body in (
+        ("POST", "/api/train/export", {"model": "job-1"}),
+        ("POST", "/api/train/evaluate", {}),
+        ("POST", "/api/train/push", {"task_id": "x", "repo_id": "a/b"}),
+        ("GET", "/api/train/tasks", None),
+        ("GET", "/api/train/tasks/x", None),
+        ("DELETE", "/api/train/tasks/x", None),
+    ):
         answer = anonymous.request(method, path, json=body)
         assert answer.status_code == 401, (path, answer.status_code)
         # a page login alone does not open the API either (the token guards it)
@@ -79,8 +91,17 @@ def test_downloads_serve_only_listed_files_of_a_finished_task(app_with_tasks, tm
     outside = tmp_path / "canary.txt"
     outside.write_text(CANARY)
     client = api(url)
-    for name in ("../../../../studio.db", "..%2F..%2F..%2F..%2Fstudio.db", "%2Fetc%2Fpasswd", "/etc/passwd",
-                 "../../../../secret.txt", "unlisted.bin", str(outside), "out.bin/..", "."):
+    for name in (
+        "../../../../studio.db",
+        "..%2F..%2F..%2F..%2Fstudio.db",
+        "%2Fetc%2Fpasswd",
+        "/etc/passwd",
+        "../../../../secret.txt",
+        "unlisted.bin",
+        str(outside),
+        "out.bin/..",
+        ".",
+    ):
         answer = client.get(f"{base}/{name}")
         assert answer.status_code == 404 and CANARY not in answer.text, (name, answer.status_code)
     assert client.get("/api/train/tasks/../../studio.db/files/x").status_code == 404
@@ -112,10 +133,14 @@ def test_a_push_token_is_never_stored_or_echoed(app_with_tasks):
     bad = client.post("/api/train/push", json={"task_id": "x", "repo_id": "a", "token": HF_TOKEN, "private": "maybe"})
     assert bad.status_code == 422 and HF_TOKEN not in bad.text
     done = _finished(tasks)
-    answer = client.post("/api/train/push", json={"task_id": done.task_id, "repo_id": "someone/model", "token": HF_TOKEN})
+    answer = client.post(
+        "/api/train/push", json={"task_id": done.task_id, "repo_id": "someone/model", "token": HF_TOKEN}
+    )
     assert HF_TOKEN not in answer.text
     if answer.status_code == 200:
-        wait_for(lambda: client.get(f"/api/train/tasks/{answer.json()['task_id']}").json()["phase"] != "running", 120, "push")
+        wait_for(
+            lambda: client.get(f"/api/train/tasks/{answer.json()['task_id']}").json()["phase"] != "running", 120, "push"
+        )
         finished = client.get(f"/api/train/tasks/{answer.json()['task_id']}").json()
         assert finished["phase"] == "failed" and HF_TOKEN not in json.dumps(finished)
     listing = client.get("/api/train/tasks").text
@@ -133,7 +158,7 @@ def test_unknown_models_and_busy_answers(app_with_tasks):
         assert answer.status_code in (400, 404), (model, answer.status_code, answer.text)
         assert "Traceback" not in answer.text
     assert client.post("/api/train/export", json={"model": "job-1", "format": "gguf-q4_0"}).status_code == 422
-    record = tasks.start(TaskKind.export, choice_of(tasks), {}, fake_task_workers.slow_task)
+    tasks.start(TaskKind.export, choice_of(tasks), {}, fake_task_workers.slow_task)
     try:
         busy = client.post("/api/train/evaluate", json={"model": "job-1"})
         assert busy.status_code in (400, 409)

@@ -27,12 +27,13 @@ def _generate(output_dir: Path, model_dir: Path) -> str:
 
     tokenizer = AutoTokenizer.from_pretrained(output_dir)
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir), output_dir)
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Name a fruit."}], tokenize=False,
-                                           add_generation_prompt=True)
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Name a fruit."}], tokenize=False, add_generation_prompt=True
+    )
     inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
     with torch.no_grad():
         out = model.generate(**inputs, max_new_tokens=8, do_sample=False)
-    return tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+    return tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
 def test_train_alpaca_streams_every_step_and_saves_a_working_adapter(client, app_server, datasets_dir, model_dir):
@@ -53,7 +54,9 @@ def test_train_alpaca_streams_every_step_and_saves_a_working_adapter(client, app
     assert isinstance(_generate(output_dir, model_dir), str)
 
 
-def test_page_opened_mid_run_gets_full_history_and_stop_saves_a_loadable_adapter(client, app_server, datasets_dir, model_dir):
+def test_page_opened_mid_run_gets_full_history_and_stop_saves_a_loadable_adapter(
+    client, app_server, datasets_dir, model_dir
+):
     from gradio_client import Client
 
     runner, url = app_server

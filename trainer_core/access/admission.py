@@ -12,17 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.access.requests import AdapterMissing, MissingPaths, checked_request
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, looks_like_path
-from trainer_core.access.paths import PathNotAllowed, confine
-from trainer_core.training.checkpoints import ResumeError, find_resume_target
 from trainer_core.runs.folders import OutputDirError, check_output_dir
+from trainer_core.runs.store import RunStore
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
-from trainer_core.runs.store import RunStore
+from trainer_core.training.checkpoints import ResumeError, find_resume_target
 
 
 class PreflightError(ValueError):
@@ -35,8 +35,17 @@ class PreflightError(ValueError):
 
 
 # Every refusal is one of these (all ValueErrors); their messages name the field and the fix.
-REFUSALS = (PathNotAllowed, MissingPaths, AdapterMissing, OutputDirError, HubCheckError, ResumeError, DatasetError,
-            PreflightError, ScalingError)
+REFUSALS = (
+    PathNotAllowed,
+    MissingPaths,
+    AdapterMissing,
+    OutputDirError,
+    HubCheckError,
+    ResumeError,
+    DatasetError,
+    PreflightError,
+    ScalingError,
+)
 
 
 def admit(request: TrainingStartRequest, settings: Settings, store: Optional[RunStore]) -> TrainingStartRequest:
@@ -57,8 +66,11 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
         find_resume_target(store, checked.resume_from_checkpoint)
     elif checked.output_dir:
         runs = [(run.job_id, run.output_dir) for run in store.list_runs(limit=100_000)] if store is not None else []
-        updates["output_dir"] = str(check_output_dir(checked.output_dir, settings.allowed_roots,
-                                                     settings.protected_dirs, runs, [settings.uploads_dir]))
+        updates["output_dir"] = str(
+            check_output_dir(
+                checked.output_dir, settings.allowed_roots, settings.protected_dirs, runs, [settings.uploads_dir]
+            )
+        )
     if checked.hf_dataset:
         check_hub_dataset(checked.hf_dataset, token)
     admitted = checked.model_copy(update=updates)
@@ -80,7 +92,9 @@ def checked_for_preflight(request: TrainingStartRequest, settings: Settings) -> 
     checked = checked_request(request, settings.allowed_roots)
     check_devices(checked)
     if looks_like_path(checked.model_name):
-        checked = checked.model_copy(update={"model_name": str(confine(checked.model_name, settings.model_roots, "model_name"))})
+        checked = checked.model_copy(
+            update={"model_name": str(confine(checked.model_name, settings.model_roots, "model_name"))}
+        )
     return checked
 
 

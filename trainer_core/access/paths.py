@@ -4,8 +4,8 @@ allowed roots: the one path check every door uses."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 MAX_SHOWN_CHARS = 120  # a path echoed in an error is cut to this many characters
 NAME_MAX_BYTES = 255  # longest file or folder name on Linux file systems

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.distributed.launch import ScalingError
@@ -51,8 +51,10 @@ def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> Tra
         if value:
             updates[field] = str(confine(value, roots, field))
     if request.distributed_config and not Path(updates["distributed_config"]).is_file():
-        raise ScalingError(f"distributed_config: file not found: {updates['distributed_config']}: give the path of "
-                           f"your {'accelerate FSDP YAML' if request.distributed == 'fsdp' else 'DeepSpeed JSON'} file")
+        raise ScalingError(
+            f"distributed_config: file not found: {updates['distributed_config']}: give the path of "
+            f"your {'accelerate FSDP YAML' if request.distributed == 'fsdp' else 'DeepSpeed JSON'} file"
+        )
     if request.adapter_name_or_path:
         updates["adapter_name_or_path"] = confine_adapter(request.adapter_name_or_path, roots)
     missing = [p for p in train + evals if not (Path(p).is_file() or Path(p).is_dir())]
@@ -67,8 +69,10 @@ def confine_adapter(path: str, roots: list[Path]) -> str:
     MissingPaths-like ValueError naming the field and the fix."""
     resolved = confine(path, roots, "adapter_name_or_path")
     if not (resolved / "adapter_config.json").is_file():
-        raise AdapterMissing(f"adapter_name_or_path: {resolved} holds no LoRA adapter (no adapter_config.json): "
-                             "choose the output folder of a LoRA or QLoRA run (or one of its checkpoint-N folders)")
+        raise AdapterMissing(
+            f"adapter_name_or_path: {resolved} holds no LoRA adapter (no adapter_config.json): "
+            "choose the output folder of a LoRA or QLoRA run (or one of its checkpoint-N folders)"
+        )
     return str(resolved)
 
 

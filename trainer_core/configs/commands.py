@@ -11,8 +11,8 @@ import shlex
 import typing
 from typing import Any
 
-from trainer_core.fieldmeta import FIELDS, base_type, default
 from trainer_core.configs.yaml_files import SECRET_FIELDS
+from trainer_core.fieldmeta import FIELDS, base_type, default
 
 PATH_FLAGS = {"local_datasets": "--dataset", "local_eval_datasets": "--eval-dataset"}  # repeated flags in cli.py
 
@@ -20,8 +20,11 @@ PATH_FLAGS = {"local_datasets": "--dataset", "local_eval_datasets": "--eval-data
 def changed_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The entries of ``settings`` (JSON-able field values) that differ from the field defaults,
     in the schema's order; secrets and unknown keys left out."""
-    return {name: settings[name] for name in FIELDS
-            if name in settings and name not in SECRET_FIELDS and settings[name] != default(name)}
+    return {
+        name: settings[name]
+        for name in FIELDS
+        if name in settings and name not in SECRET_FIELDS and settings[name] != default(name)
+    }
 
 
 def cli_command(settings: dict[str, Any]) -> str:
@@ -54,8 +57,10 @@ def curl_command(settings: dict[str, Any], base_url: str, needs_token: bool, has
     token from ``$STUDIO_API_TOKEN``; with ``has_hf_token`` a comment line says the Hugging Face
     token was left out. Neither secret is ever written here."""
     body = json.dumps(changed_settings(settings), indent=2)
-    lines = [f"curl -X POST {shlex.quote(base_url.rstrip('/') + '/api/train/start')}",
-             "-H 'Content-Type: application/json'"]
+    lines = [
+        f"curl -X POST {shlex.quote(base_url.rstrip('/') + '/api/train/start')}",
+        "-H 'Content-Type: application/json'",
+    ]
     if needs_token:
         lines.append('-H "Authorization: Bearer $STUDIO_API_TOKEN"')
     lines.append(f"-d {shlex.quote(body)}")

@@ -17,7 +17,15 @@ from trainer_core.schemas import TrainingStartRequest
 
 SECRET_FIELDS = ("hf_token",)
 MAX_CONFIG_BYTES = 256 * 1024  # a settings file is a few KB; anything far larger is not one
-GROUP_TITLES = {"model": "Model", "method": "Training method", "data": "Data", "training": "Hyperparameters", "lora": "LoRA", "output": "Output", "distributed": "Devices and processes"}
+GROUP_TITLES = {
+    "model": "Model",
+    "method": "Training method",
+    "data": "Data",
+    "training": "Hyperparameters",
+    "lora": "LoRA",
+    "output": "Output",
+    "distributed": "Devices and processes",
+}
 NO_DATA = "no training data"  # the one check a settings file without datasets may fail
 
 
@@ -29,14 +37,21 @@ def request_to_yaml(settings: dict[str, Any]) -> str:
     """YAML text for ``settings`` (``TrainingStartRequest.public_dict()`` or any subset of field
     values): every field in the schema's order, one commented block per form section, secrets left
     out. ``yaml.safe_load`` of the text gives back the same values."""
-    blocks = ["# Finetune Studio training settings: load them in the Train tab, or run\n"
-              "#   python -m trainer_core train --config THIS_FILE\n"]
+    blocks = [
+        "# Finetune Studio training settings: load them in the Train tab, or run\n"
+        "#   python -m trainer_core train --config THIS_FILE\n"
+    ]
     for section, title in GROUP_TITLES.items():
-        values = {name: settings[name] for name in FIELDS
-                  if group(name) == section and name in settings and name not in SECRET_FIELDS}
+        values = {
+            name: settings[name]
+            for name in FIELDS
+            if group(name) == section and name in settings and name not in SECRET_FIELDS
+        }
         if values:
-            blocks.append(f"# --- {title} ---\n" + yaml.safe_dump(values, sort_keys=False, allow_unicode=True,
-                                                                     default_flow_style=False))
+            blocks.append(
+                f"# --- {title} ---\n"
+                + yaml.safe_dump(values, sort_keys=False, allow_unicode=True, default_flow_style=False)
+            )
     return "\n".join(blocks)
 
 
@@ -55,7 +70,9 @@ def read_config_file(path: Path, keep_secrets: bool = False) -> tuple[dict[str, 
     return parse_config_text(text, str(path), keep_secrets)
 
 
-def parse_config_text(text: str, source: str = "the settings file", keep_secrets: bool = False) -> tuple[dict[str, Any], list[str]]:
+def parse_config_text(
+    text: str, source: str = "the settings file", keep_secrets: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """The field values in YAML ``text`` and notes for the user (secrets skipped). The values are
     checked with ``TrainingStartRequest``: a file without datasets is accepted (the form or
     ``--dataset`` supplies them), anything else invalid is refused. ``keep_secrets`` (the CLI,
@@ -70,18 +87,26 @@ def parse_config_text(text: str, source: str = "the settings file", keep_secrets
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"{source} is not valid YAML ({_first_line(exc)}): fix the line it names") from None
     except (RecursionError, ValueError) as exc:  # nested deeper than Python allows; an integer of thousands of digits
-        raise ConfigFileError(f"{source} cannot be read as settings ({type(exc).__name__}: {_first_line(exc)[:120]}): "
-                              "it is not a settings file") from None
+        raise ConfigFileError(
+            f"{source} cannot be read as settings ({type(exc).__name__}: {_first_line(exc)[:120]}): "
+            "it is not a settings file"
+        ) from None
     if values is None:
         values = {}
     if not isinstance(values, dict):
-        raise ConfigFileError(f"{source} must be a mapping of settings (key: value per line), not a {type(values).__name__}")
+        raise ConfigFileError(
+            f"{source} must be a mapping of settings (key: value per line), not a {type(values).__name__}"
+        )
     unknown = [str(key) for key in values if key not in FIELDS]
     if unknown:
-        hints = [f"'{k}'" + (f" (did you mean '{m[0]}'?)" if (m := difflib.get_close_matches(k, FIELDS, 1)) else "")
-                 for k in unknown[:5]]
-        raise ConfigFileError(f"{source}: {', '.join(hints)} {'is' if len(unknown) == 1 else 'are'} not a setting; "
-                              "use the keys of a saved settings file")
+        hints = [
+            f"'{k}'" + (f" (did you mean '{m[0]}'?)" if (m := difflib.get_close_matches(k, FIELDS, 1)) else "")
+            for k in unknown[:5]
+        ]
+        raise ConfigFileError(
+            f"{source}: {', '.join(hints)} {'is' if len(unknown) == 1 else 'are'} not a setting; "
+            "use the keys of a saved settings file"
+        )
     if not keep_secrets:
         notes = [f"{name} is not read from files: type it in the form" for name in SECRET_FIELDS if name in values]
         values = {key: value for key, value in values.items() if key not in SECRET_FIELDS}
@@ -91,10 +116,14 @@ def parse_config_text(text: str, source: str = "the settings file", keep_secrets
         TrainingStartRequest(**values)
     except (RecursionError, ValueError) as exc:
         if not isinstance(exc, ValidationError):
-            raise ConfigFileError(f"{source} cannot be read as settings ({type(exc).__name__}): it is not a settings file") from None
+            raise ConfigFileError(
+                f"{source} cannot be read as settings ({type(exc).__name__}): it is not a settings file"
+            ) from None
         problems = [e for e in exc.errors() if not str(e["msg"]).removeprefix("Value error, ").startswith(NO_DATA)]
         if problems:
-            raise ConfigFileError(f"{source}: {explain(ValidationError.from_exception_data(exc.title, problems))}") from None
+            raise ConfigFileError(
+                f"{source}: {explain(ValidationError.from_exception_data(exc.title, problems))}"
+            ) from None
     return values, notes
 
 

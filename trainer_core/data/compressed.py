@@ -42,8 +42,9 @@ def _limit_from_env(default: int = 2 * 1024**3) -> int:
     except ValueError:
         value = 0
     if value <= 0:
-        raise ValueError(f"{LIMIT_ENV}={raw!r} is not a positive number of bytes: set it to e.g. 2147483648 (2 GiB) "
-                         "or unset it")
+        raise ValueError(
+            f"{LIMIT_ENV}={raw!r} is not a positive number of bytes: set it to e.g. 2147483648 (2 GiB) or unset it"
+        )
     return value
 
 
@@ -88,7 +89,9 @@ class _Capped(io.RawIOBase):
         super().__init__()
         self.file, self.limit, self.count = file, limit, 0
         self._raw = file.open("rb")
-        self._gzip: Optional[gzip.GzipFile] = gzip.GzipFile(fileobj=self._raw, mode="rb") if compression == ".gz" else None
+        self._gzip: Optional[gzip.GzipFile] = (
+            gzip.GzipFile(fileobj=self._raw, mode="rb") if compression == ".gz" else None
+        )
         self._zst = None
         self._pending = bytearray()  # decompressed, not yet returned
         self._input_done = False
@@ -148,8 +151,9 @@ def open_binary(file: Path, limit: Optional[int] = None) -> IO[bytes]:
     if compression in COMPRESSIONS:
         if compression == ".zst":
             import zstandard  # noqa: F401 - a clear ImportError now rather than at the first read
-        return io.BufferedReader(_Capped(file, compression, MAX_DECOMPRESSED_BYTES if limit is None else limit),
-                                 buffer_size=65536)
+        return io.BufferedReader(
+            _Capped(file, compression, MAX_DECOMPRESSED_BYTES if limit is None else limit), buffer_size=65536
+        )
     return file.open("rb")
 
 

@@ -21,14 +21,33 @@ import datasets.exceptions
 from trainer_core.data.compressed import BUILDERS, SUPPORTED, check_decompressed, data_suffix, open_text, split_suffix
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.folders import load_saved, plan_folder
-from trainer_core.data.json_check import (json_problem, kind_of, looks_like_lines, mixed_type_problem,
-                                          parse_json_array, parse_json_lines)
+from trainer_core.data.json_check import (
+    json_problem,
+    kind_of,
+    looks_like_lines,
+    mixed_type_problem,
+    parse_json_array,
+    parse_json_lines,
+)
 from trainer_core.schemas import FormatType
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BUILDERS", "SUPPORTED", "DatasetError", "check_column_types", "json_problem", "kind_of",
-           "mixed_type_problem", "read_file", "read_files", "read_head", "read_parts", "reading_notes", "rows_dataset"]
+__all__ = [
+    "BUILDERS",
+    "SUPPORTED",
+    "DatasetError",
+    "check_column_types",
+    "json_problem",
+    "kind_of",
+    "mixed_type_problem",
+    "read_file",
+    "read_files",
+    "read_head",
+    "read_parts",
+    "reading_notes",
+    "rows_dataset",
+]
 
 
 def read_files(paths: list[str]) -> datasets.Dataset:
@@ -55,8 +74,9 @@ def _join(parts: list[tuple[str, datasets.Dataset]]) -> datasets.Dataset:
                 f"{part.column_names}: give files of one layout together, or map columns with custom_format_mapping"
             )
     try:
-        return datasets.concatenate_datasets([part.cast(first.features) if part.features != first.features else part
-                                              for _, part in parts])
+        return datasets.concatenate_datasets(
+            [part.cast(first.features) if part.features != first.features else part for _, part in parts]
+        )
     except (ValueError, TypeError) as exc:
         raise DatasetError(
             f"{first_name} and another file ({', '.join(name for name, _ in parts[1:])}) hold different "
@@ -132,7 +152,9 @@ def _check_file(file: Path) -> str:
     ext, compression = split_suffix(file)
     builder = BUILDERS.get(ext)
     if builder is None or (compression and builder == "parquet"):
-        raise DatasetError(f"{file.name}: unsupported file type {data_suffix(file) or '(none)'!r}; use one of {SUPPORTED}")
+        raise DatasetError(
+            f"{file.name}: unsupported file type {data_suffix(file) or '(none)'!r}; use one of {SUPPORTED}"
+        )
     if not file.is_file():
         raise DatasetError(f"data file {file} does not exist: check the path or upload the file again")
     try:
@@ -153,8 +175,10 @@ def _check_decompression(file: Path) -> None:
     except DatasetError:
         raise
     except Exception as exc:  # noqa: BLE001 - gzip / zstandard raise their own kinds for damaged data
-        raise DatasetError(f"{file.name}: cannot be decompressed ({exc}): check that the file is complete and really "
-                           f"{split_suffix(file)[1]}") from exc
+        raise DatasetError(
+            f"{file.name}: cannot be decompressed ({exc}): check that the file is complete and really "
+            f"{split_suffix(file)[1]}"
+        ) from exc
 
 
 def _csv_header(file: Path) -> list[str]:
@@ -165,8 +189,10 @@ def _csv_header(file: Path) -> list[str]:
     except DatasetError:
         raise
     except Exception as exc:  # noqa: BLE001 - gzip / zstandard / codecs raise their own kinds
-        raise DatasetError(f"{file.name}: the first line cannot be read ({exc}): check that the file is valid CSV "
-                           "in UTF-8 (and complete, when compressed)") from exc
+        raise DatasetError(
+            f"{file.name}: the first line cannot be read ({exc}): check that the file is valid CSV "
+            "in UTF-8 (and complete, when compressed)"
+        ) from exc
     if not any(name.strip() for name in header):
         raise DatasetError(f"{file.name} has no header line: the first line of a CSV file must name the columns")
     return header
@@ -194,8 +220,9 @@ def check_column_types(dataset: datasets.Dataset, source: str) -> None:
             raise DatasetError(f"{source}: {problem}")
 
 
-def reading_notes(path: str, format_type: FormatType = FormatType.auto,
-                  mapping: Optional[dict[str, str]] = None, method: Any = None) -> list[str]:
+def reading_notes(
+    path: str, format_type: FormatType = FormatType.auto, mapping: Optional[dict[str, str]] = None, method: Any = None
+) -> list[str]:
     """What reading the local file or folder ``path`` changed or left out, for the preview and the
     pre-flight: files of a folder that were not read (and why), and per column the numbers and
     true/false values turned into text (e.g. "column 'output': 3 numbers and 1 boolean turned
@@ -212,8 +239,11 @@ def reading_notes(path: str, format_type: FormatType = FormatType.auto,
         if mapping:
             dataset = apply_mapping(dataset, mapping, name)
         if method is not None and method != TrainingMethod.sft:
-            fmt = (detect_preference_format(dataset.column_names, method, name) if format_type == FormatType.auto
-                   else format_type)
+            fmt = (
+                detect_preference_format(dataset.column_names, method, name)
+                if format_type == FormatType.auto
+                else format_type
+            )
             if fmt not in (FormatType.preference, FormatType.unpaired):
                 continue  # the data layer refuses the pairing, in its words (data.preference)
             found = normalize_preference(dataset, fmt, name)[1]
@@ -234,8 +264,10 @@ def rows_dataset(rows: list[dict]) -> datasets.Dataset:
     try:
         if not mixed:
             return datasets.Dataset.from_dict(columns)
-        features = {key: datasets.Json() if key in mixed else datasets.Dataset.from_dict({key: values}).features[key]
-                    for key, values in columns.items()}
+        features = {
+            key: datasets.Json() if key in mixed else datasets.Dataset.from_dict({key: values}).features[key]
+            for key, values in columns.items()
+        }
         return datasets.Dataset.from_dict(columns, features=datasets.Features(features))
     except (ValueError, TypeError) as exc:  # pyarrow: e.g. lists of different kinds
         raise DatasetError(f"the values of a column differ in type ({exc}): make them one type") from None
@@ -279,7 +311,9 @@ def _head_json(file: Path, rows: int) -> Optional[list[dict]]:
 def _head_csv(file: Path, rows: int) -> list[dict]:
     with open_text(file, newline="") as handle:
         reader = csv.DictReader(handle)
-        return [{key: (value if value != "" else None) for key, value in row.items()} for _, row in zip(range(rows), reader)]
+        return [
+            {key: (value if value != "" else None) for key, value in row.items()} for _, row in zip(range(rows), reader)
+        ]
 
 
 def _head_text(file: Path, rows: int) -> list[dict]:

@@ -84,9 +84,11 @@ def saved_paths(folder: Path, inside_only: bool = True) -> list[Path]:
         except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop: not a usable path
             pass
         if inside_only:
-            raise DatasetError(f"folder {folder.name}: {named_in} leads to {path}, outside the dataset folder "
-                               "(save_to_disk keeps its splits and data files inside it): save the dataset again "
-                               "with save_to_disk, or give the split's own folder")
+            raise DatasetError(
+                f"folder {folder.name}: {named_in} leads to {path}, outside the dataset folder "
+                "(save_to_disk keeps its splits and data files inside it): save the dataset again "
+                "with save_to_disk, or give the split's own folder"
+            )
         return False
 
     if all((folder / name).is_file() for name in SAVED_MARKERS[0]):
@@ -145,7 +147,11 @@ def _saved_json(folder: Path, file: Path, key: str) -> list[str]:
     if key == "_data_files" and isinstance(entries, list) and all(isinstance(e, dict) for e in entries):
         entries = [entry.get("filename") for entry in entries]
     if not isinstance(entries, list) or not all(isinstance(name, str) and name for name in entries):
-        shape = '{"splits": ["train", ...]}' if key == "splits" else '{"_data_files": [{"filename": "data-00000-of-00001.arrow"}, ...]}'
+        shape = (
+            '{"splits": ["train", ...]}'
+            if key == "splits"
+            else '{"_data_files": [{"filename": "data-00000-of-00001.arrow"}, ...]}'
+        )
         raise DatasetError(f"{where} does not hold {shape}: {fix}")
     return entries
 
@@ -168,21 +174,29 @@ def plan_folder(folder: Path) -> FolderPlan:
         return FolderPlan(folder, saved=True)
     listed = _listing(folder)
     if not listed:
-        raise DatasetError(f"folder {folder.name} has no {KINDS} data files: put data files in it (or one level "
-                           "down, e.g. data/train.jsonl), or give the path of a data file")
+        raise DatasetError(
+            f"folder {folder.name} has no {KINDS} data files: put data files in it (or one level "
+            "down, e.g. data/train.jsonl), or give the path of a data file"
+        )
     splits = _splits(folder, set(listed))
     if "train" not in splits:
-        raise DatasetError(f"folder {folder.name} has no training files, only the split(s) {sorted(splits)}: name "
-                           "training files train* (e.g. train.jsonl), or give the files themselves")
+        raise DatasetError(
+            f"folder {folder.name} has no training files, only the split(s) {sorted(splits)}: name "
+            "training files train* (e.g. train.jsonl), or give the files themselves"
+        )
     plan = FolderPlan(folder)
     chosen = splits.pop("train")
     for split, files in sorted(splits.items()):
-        plan.notices.append(f"folder {folder.name}: its {split} files ({_names(folder, files)}) are not read for "
-                            "training; give them as evaluation data if they are")
+        plan.notices.append(
+            f"folder {folder.name}: its {split} files ({_names(folder, files)}) are not read for "
+            "training; give them as evaluation data if they are"
+        )
     unsplit = [path for path in listed if path not in chosen and not any(path in files for files in splits.values())]
     if unsplit:
-        plan.notices.append(f"folder {folder.name}: {_names(folder, unsplit)} left out: their names say no split "
-                            "while other files are named train*")
+        plan.notices.append(
+            f"folder {folder.name}: {_names(folder, unsplit)} left out: their names say no split "
+            "while other files are named train*"
+        )
     for path in chosen:
         reason = _not_rows(path)
         if reason:
@@ -247,8 +261,10 @@ def _one_kind(folder: Path, files: list[Path]) -> None:
         kinds.setdefault(BUILDERS[split_suffix(path)[0]], path)
     if len(kinds) > 1:
         examples = ", ".join(f"{path.relative_to(folder)} ({data_suffix(path)})" for path in kinds.values())
-        raise DatasetError(f"folder {folder.name} mixes kinds of data files: {examples}; keep one kind of file "
-                           "(one layout) in the folder, or give the files one by one")
+        raise DatasetError(
+            f"folder {folder.name} mixes kinds of data files: {examples}; keep one kind of file "
+            "(one layout) in the folder, or give the files one by one"
+        )
 
 
 def _names(folder: Path, files: list[Path]) -> str:
@@ -268,12 +284,16 @@ def load_saved(folder: Path) -> datasets.Dataset:
     try:
         loaded = datasets.load_from_disk(str(folder), keep_in_memory=True)
     except Exception as exc:  # noqa: BLE001 - datasets raises several kinds for a damaged folder
-        raise DatasetError(f"folder {folder.name} looks written by save_to_disk but cannot be loaded ({exc}): "
-                           "save it again with Dataset.save_to_disk") from exc
+        raise DatasetError(
+            f"folder {folder.name} looks written by save_to_disk but cannot be loaded ({exc}): "
+            "save it again with Dataset.save_to_disk"
+        ) from exc
     if isinstance(loaded, datasets.DatasetDict):
         if "train" not in loaded:
-            raise DatasetError(f"folder {folder.name} holds the splits {sorted(loaded)} but no 'train' split: save "
-                               "the training rows as 'train', or give the split's folder (e.g. "
-                               f"{folder.name}/{sorted(loaded)[0]})")
+            raise DatasetError(
+                f"folder {folder.name} holds the splits {sorted(loaded)} but no 'train' split: save "
+                "the training rows as 'train', or give the split's folder (e.g. "
+                f"{folder.name}/{sorted(loaded)[0]})"
+            )
         loaded = loaded["train"]
     return loaded

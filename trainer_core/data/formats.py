@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import datasets
 
@@ -62,7 +63,7 @@ def detect_format(columns: list[str], source: str) -> FormatType:
             return fmt
     raise DatasetError(
         f"{source} has columns {list(columns)}, which match no known layout; expected {LAYOUTS}. "
-        "Rename the columns, or map them with custom_format_mapping, e.g. {\"instruction\": \"question\", \"output\": \"answer\"}"
+        'Rename the columns, or map them with custom_format_mapping, e.g. {"instruction": "question", "output": "answer"}'
     )
 
 
@@ -90,8 +91,9 @@ def normalize(dataset: datasets.Dataset, fmt: FormatType, source: str, first_row
     return normalised
 
 
-def normalize_with_notes(dataset: datasets.Dataset, fmt: FormatType, source: str,
-                         first_row: int = 1) -> tuple[datasets.Dataset, list[str]]:
+def normalize_with_notes(
+    dataset: datasets.Dataset, fmt: FormatType, source: str, first_row: int = 1
+) -> tuple[datasets.Dataset, list[str]]:
     """``dataset`` in canonical form (column ``messages`` for conversational formats, or ``text``)
     and notes on what was turned into text (``text_values.TextConversions.notes``).
 
@@ -141,14 +143,16 @@ def turn_text(turn: Any, position: int, conv: TextConversions, field: str) -> di
     """One {from, value} or {role, content} turn as our {role, content} (tool text wrapped; content
     parts joined, numbers and booleans made text and counted under ``field``)."""
     if not isinstance(turn, dict):
-        raise RowError(f"turn {position} is a {type(turn).__name__}: each turn must be {{\"role\": ..., \"content\": ...}}")
+        raise RowError(f'turn {position} is a {type(turn).__name__}: each turn must be {{"role": ..., "content": ...}}')
     role_key, content_key = ("from", "value") if turn.get("from") is not None else ("role", "content")
     source_role = turn.get(role_key)
     if source_role not in ROLES:
         raise RowError(f"turn {position} has unknown role {source_role!r}; known roles: {KNOWN_ROLES}")
     content = conv.text(content_text(turn.get(content_key), f"turn {position} ({source_role})"), field)
     if not isinstance(content, str):
-        raise RowError(f"turn {position} ({source_role}) has content of type {type(content).__name__}: content must be text")
+        raise RowError(
+            f"turn {position} ({source_role}) has content of type {type(content).__name__}: content must be text"
+        )
     role, before, after = ROLES[source_role]
     if before and content.lstrip().startswith(before.strip()):  # already wrapped
         before = after = ""
@@ -164,7 +168,9 @@ def _tools_text(tools: Any) -> str:
         try:
             tools = json.loads(tools)
         except json.JSONDecodeError as exc:
-            raise RowError(f"field 'tools' is not valid JSON ({exc.msg} at column {exc.colno}): fix it or leave it empty") from None
+            raise RowError(
+                f"field 'tools' is not valid JSON ({exc.msg} at column {exc.colno}): fix it or leave it empty"
+            ) from None
     if tools is None or tools == []:
         return ""
     tools = [tools] if isinstance(tools, dict) else tools
@@ -179,8 +185,9 @@ def _conversation(turns: Any, row: dict, field: str, conv: TextConversions) -> l
     fields (merged into one leading system message). RowError when it cannot be trained on."""
     if not isinstance(turns, list) or not turns:
         raise RowError(f"field {field!r} is empty or not a list: give a list of turns")
-    messages = conversation_turns([turn_text(turn, position, conv, field) for position, turn in enumerate(turns, start=1)],
-                                  row, conv)
+    messages = conversation_turns(
+        [turn_text(turn, position, conv, field) for position, turn in enumerate(turns, start=1)], row, conv
+    )
     assistant = [m for m in messages if m["role"] == "assistant"]
     if not assistant:
         raise RowError(f"{field!r} has no assistant turn: the model learns from assistant (gpt) turns, add one")
@@ -219,8 +226,10 @@ def _prompt_completion(row: dict, conv: TextConversions) -> list[dict[str, str]]
     prompt, completion = row.get("prompt"), row.get("completion")
     if isinstance(prompt, list) and isinstance(completion, list):  # conversational prompt/completion (TRL)
         return _conversation(prompt + completion, row, "prompt", conv)
-    turns = [{"role": "user", "content": text_field(row, "prompt", conv)},
-             {"role": "assistant", "content": text_field(row, "completion", conv)}]
+    turns = [
+        {"role": "user", "content": text_field(row, "prompt", conv)},
+        {"role": "assistant", "content": text_field(row, "completion", conv)},
+    ]
     return _conversation(turns, row, "prompt", conv)
 
 

@@ -27,18 +27,29 @@ def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str])
     from trainer_core.schemas import hub_id_problem
 
     if hub_id_problem(name) or Path(name).exists():  # datasets would read a local folder of that name
-        raise DatasetError(f"hf_dataset: '{name[:120]}' is not a Hub dataset id; files on the server go in local_datasets")
+        raise DatasetError(
+            f"hf_dataset: '{name[:120]}' is not a Hub dataset id; files on the server go in local_datasets"
+        )
     if not constants.HF_HUB_OFFLINE and not hub_reachable():
-        raise DatasetError(f"dataset {name}: the Hugging Face Hub could not be reached; connect to the internet or use local files")
+        raise DatasetError(
+            f"dataset {name}: the Hugging Face Hub could not be reached; connect to the internet or use local files"
+        )
     try:
         dataset = datasets.load_dataset(name, subset, split=split, token=token)
     except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError) as exc:
-        raise DatasetError(f"dataset {name} was not found on the Hub (or is private or gated: accept its terms and give an hf_token)") from exc
+        raise DatasetError(
+            f"dataset {name} was not found on the Hub (or is private or gated: accept its terms and give an hf_token)"
+        ) from exc
     except ConnectionError as exc:
-        why = ("HF_HUB_OFFLINE is set, so the Hugging Face Hub is not asked," if constants.HF_HUB_OFFLINE
-               else "the Hugging Face Hub could not be reached")
-        raise DatasetError(f"dataset {name}: {why} and no cached copy exists; connect to the internet "
-                           "(and unset HF_HUB_OFFLINE) or use local files") from exc
+        why = (
+            "HF_HUB_OFFLINE is set, so the Hugging Face Hub is not asked,"
+            if constants.HF_HUB_OFFLINE
+            else "the Hugging Face Hub could not be reached"
+        )
+        raise DatasetError(
+            f"dataset {name}: {why} and no cached copy exists; connect to the internet "
+            "(and unset HF_HUB_OFFLINE) or use local files"
+        ) from exc
     except ValueError as exc:  # unknown split or subset
         message = str(exc).replace(token, "***") if token else str(exc)
         raise DatasetError(f"dataset {name} (subset {subset!r}, split {split!r}): {message}") from exc

@@ -22,10 +22,10 @@ from trainer_core.data.files import DatasetError, read_file, read_head, rows_dat
 from trainer_core.data.folders import plan_folder
 from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
 from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, placeholder_advice
-from trainer_core.data.preview_tokenizer import load_preview_tokenizer
-from trainer_core.data.tokenization import _render
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
+from trainer_core.data.preview_tokenizer import load_preview_tokenizer
+from trainer_core.data.tokenization import _render
 from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
 
 log = logging.getLogger(__name__)
@@ -38,8 +38,16 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~])")
 _SINGLE_NEWLINE = re.compile(r"(?<!\n)\n(?!\n)")
 _tokenizer_lock = threading.Lock()  # a fast tokenizer is not safe to call from two threads at once
 
-__all__ = ["DatasetInspection", "PlaceholderCount", "TruncationReport", "inspect_dataset", "load_preview_tokenizer",
-           "placeholder_advice", "sample_frame", "token_lengths"]
+__all__ = [
+    "DatasetInspection",
+    "PlaceholderCount",
+    "TruncationReport",
+    "inspect_dataset",
+    "load_preview_tokenizer",
+    "placeholder_advice",
+    "sample_frame",
+    "token_lengths",
+]
 
 
 @dataclass(frozen=True)
@@ -186,11 +194,15 @@ def token_lengths(canonical: datasets.Dataset, tokenizer: Any) -> list[int]:
     the prompt plus the longer answer (``preference_tokens.encode_preference``'s ``full_length``)."""
     if is_preference_rows(canonical.column_names):
         with _tokenizer_lock:
-            return encode_preference(canonical.to_dict(), list(range(len(canonical))), tokenizer, 1 << 30)["full_length"]
+            return encode_preference(canonical.to_dict(), list(range(len(canonical))), tokenizer, 1 << 30)[
+                "full_length"
+            ]
     if "text" in canonical.column_names:
         texts, special = list(canonical["text"]), True
     else:
-        texts = [_render(tokenizer, messages, False, row) for row, messages in enumerate(canonical["messages"], start=1)]
+        texts = [
+            _render(tokenizer, messages, False, row) for row, messages in enumerate(canonical["messages"], start=1)
+        ]
         special = False
     with _tokenizer_lock:
         ids_rows = tokenizer(texts, add_special_tokens=special, return_attention_mask=False)["input_ids"]

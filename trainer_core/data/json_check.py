@@ -69,9 +69,12 @@ def parse_json_lines(text: str) -> tuple[list[dict], Optional[str]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            return rows, f"invalid JSON at {where}, column {exc.colno}: {exc.msg}; fix that line (one JSON object per line)"
+            return (
+                rows,
+                f"invalid JSON at {where}, column {exc.colno}: {exc.msg}; fix that line (one JSON object per line)",
+            )
         if not isinstance(row, dict):
-            return rows, f"{where} is {kind_of(row)}, not a JSON object: write one {{\"column\": value}} object per line"
+            return rows, f'{where} is {kind_of(row)}, not a JSON object: write one {{"column": value}} object per line'
         rows.append(row)
     return rows, None
 
@@ -84,10 +87,10 @@ def parse_json_array(text: str) -> tuple[list[dict], Optional[str]]:
         return [], f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the file there"
     data = [data] if isinstance(data, dict) else data
     if not isinstance(data, list):
-        return [], f"holds {kind_of(data)}: expected a JSON array of objects ([{{\"column\": value}}, ...]) or JSON lines"
+        return [], f'holds {kind_of(data)}: expected a JSON array of objects ([{{"column": value}}, ...]) or JSON lines'
     for index, row in enumerate(data, start=1):
         if not isinstance(row, dict):
-            return [], f"row {index} is {kind_of(row)}, not an object: every array element must be {{\"column\": value}}"
+            return [], f'row {index} is {kind_of(row)}, not an object: every array element must be {{"column": value}}'
     return data, None
 
 

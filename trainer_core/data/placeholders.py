@@ -11,9 +11,10 @@ import json
 import re
 import shlex
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 # ``{{name}}`` / ``{{ name }}``: a Jinja- or Mustache-style variable; single braces are left alone
 # (they are common in code and JSON inside training text).
@@ -70,8 +71,10 @@ def placeholder_advice(names: list[str], path: str) -> str:
     values = {name: "YOUR_" + re.sub(r"\W", "_", name).upper() for name in names}
     script = "; ".join(f"s/{_sed_pattern(name)}/{value}/g" for name, value in values.items())
     replaces = "".join(f'.replace("{{{{{name}}}}}", "{value}")' for name, value in values.items())
-    code = (f"import pathlib; p = pathlib.Path({json.dumps(str(path))}); "  # a JSON string is a Python literal
-            f'p.write_text(p.read_text(encoding="utf-8"){replaces}, encoding="utf-8")')
+    code = (
+        f"import pathlib; p = pathlib.Path({json.dumps(str(path))}); "  # a JSON string is a Python literal
+        f'p.write_text(p.read_text(encoding="utf-8"){replaces}, encoding="utf-8")'
+    )
     python = f"python3 -c {shlex.quote(code)}"  # quoted whole: a $(...) in the file name stays text
     listed = ", ".join(f"`{{{{{name}}}}}`" for name in names)
     return (

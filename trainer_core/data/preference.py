@@ -29,15 +29,17 @@ from typing import Any, Optional
 import datasets
 
 from trainer_core.data.errors import DatasetError, RowError
-from trainer_core.data.formats import conversation_turns, turn_text, text_field
+from trainer_core.data.formats import conversation_turns, text_field, turn_text
 from trainer_core.data.text_values import TextConversions
 from trainer_core.schemas import FormatType, TrainingMethod
 
 _MESSAGES = datasets.List({"role": datasets.Value("string"), "content": datasets.Value("string")})
 PAIR_FEATURES = datasets.Features({"prompt": _MESSAGES, "chosen": _MESSAGES, "rejected": _MESSAGES})
 UNPAIRED_FEATURES = datasets.Features({"prompt": _MESSAGES, "completion": _MESSAGES, "label": datasets.Value("bool")})
-PAIR_LAYOUTS = ("prompt + chosen + rejected, conversations (ShareGPT) or messages + chosen + rejected, "
-                "or chosen + rejected holding whole conversations")
+PAIR_LAYOUTS = (
+    "prompt + chosen + rejected, conversations (ShareGPT) or messages + chosen + rejected, "
+    "or chosen + rejected holding whole conversations"
+)
 UNPAIRED_LAYOUTS = "prompt + completion + label, or messages (or conversations) + label"
 log = logging.getLogger(__name__)
 METHOD_NAMES = {TrainingMethod.dpo: "DPO", TrainingMethod.orpo: "ORPO", TrainingMethod.kto: "KTO"}
@@ -58,25 +60,35 @@ def detect_preference_format(columns: list[str], method: TrainingMethod, source:
     if is_preference(columns):
         if not {"chosen", "rejected"} <= names:
             have = "chosen" if "chosen" in names else "rejected"
-            raise DatasetError(f"{source} has a {have!r} column but no {({'chosen', 'rejected'} - {have}).pop()!r} "
-                               f"column: preference pairs need both ({PAIR_LAYOUTS})")
+            raise DatasetError(
+                f"{source} has a {have!r} column but no {({'chosen', 'rejected'} - {have}).pop()!r} "
+                f"column: preference pairs need both ({PAIR_LAYOUTS})"
+            )
         return FormatType.preference
     unpaired = "label" in names and ({"prompt", "completion"} <= names or {"messages", "conversations"} & names)
     if unpaired and method == TrainingMethod.kto:
         return FormatType.unpaired
     if unpaired:
-        raise DatasetError(f"{source} holds unpaired rows with a 'label' (KTO data), but {method_name} trains on pairs "
-                           f"of a chosen and a rejected answer: use training_method 'kto' for this file, or give "
-                           f"{method_name} pairs ({PAIR_LAYOUTS})")
-    wanted = f"pairs ({PAIR_LAYOUTS})" if method != TrainingMethod.kto else (
-        f"rows with a desirable/undesirable label ({UNPAIRED_LAYOUTS}) or pairs ({PAIR_LAYOUTS})")
-    raise DatasetError(f"{source} has columns {list(columns)}: supervised (SFT) data, with no chosen/rejected answers. "
-                       f"{method_name} needs {wanted}. Train on this file with training_method 'sft', or map your "
-                       "columns with custom_format_mapping")
+        raise DatasetError(
+            f"{source} holds unpaired rows with a 'label' (KTO data), but {method_name} trains on pairs "
+            f"of a chosen and a rejected answer: use training_method 'kto' for this file, or give "
+            f"{method_name} pairs ({PAIR_LAYOUTS})"
+        )
+    wanted = (
+        f"pairs ({PAIR_LAYOUTS})"
+        if method != TrainingMethod.kto
+        else (f"rows with a desirable/undesirable label ({UNPAIRED_LAYOUTS}) or pairs ({PAIR_LAYOUTS})")
+    )
+    raise DatasetError(
+        f"{source} has columns {list(columns)}: supervised (SFT) data, with no chosen/rejected answers. "
+        f"{method_name} needs {wanted}. Train on this file with training_method 'sft', or map your "
+        "columns with custom_format_mapping"
+    )
 
 
-def normalize_preference(dataset: datasets.Dataset, fmt: FormatType, source: str,
-                         first_row: int = 1) -> tuple[datasets.Dataset, list[str]]:
+def normalize_preference(
+    dataset: datasets.Dataset, fmt: FormatType, source: str, first_row: int = 1
+) -> tuple[datasets.Dataset, list[str]]:
     """``dataset`` in its canonical form (``PAIR_FEATURES`` for ``preference``, ``UNPAIRED_FEATURES``
     for ``unpaired``) and notes on values turned into text. Raises DatasetError naming the file, the
     row and the problem (an empty answer, a prompt without a user turn, a label that is not
@@ -101,8 +113,9 @@ def unpair(pairs: datasets.Dataset) -> datasets.Dataset:
         prompts += [row["prompt"], row["prompt"]]
         completions += [row["chosen"], row["rejected"]]
         labels += [True, False]
-    return datasets.Dataset.from_dict({"prompt": prompts, "completion": completions, "label": labels},
-                                      features=UNPAIRED_FEATURES)
+    return datasets.Dataset.from_dict(
+        {"prompt": prompts, "completion": completions, "label": labels}, features=UNPAIRED_FEATURES
+    )
 
 
 def _turns(value: Any, field: str, conv: TextConversions, role: str) -> list[dict[str, str]]:
@@ -114,18 +127,20 @@ def _turns(value: Any, field: str, conv: TextConversions, role: str) -> list[dic
         value = [value]
     if not isinstance(value, list) or not value:
         kind = "missing" if value is None else f"a {type(value).__name__}"
-        raise RowError(f"field {field!r} is {kind}: give a text or a list of {{\"role\", \"content\"}} turns")
+        raise RowError(f'field {field!r} is {kind}: give a text or a list of {{"role", "content"}} turns')
     return [turn_text(turn, position, conv, field) for position, turn in enumerate(value, start=1)]
 
 
 def _answer(value: Any, prompt: list[dict[str, str]], field: str, conv: TextConversions) -> list[dict[str, str]]:
     """The answer turns of ``field``: the prompt's turns are dropped when the answer repeats them."""
     turns = _turns(value, field, conv, "assistant")
-    if turns[:len(prompt)] == prompt and len(turns) > len(prompt):
-        turns = turns[len(prompt):]
+    if turns[: len(prompt)] == prompt and len(turns) > len(prompt):
+        turns = turns[len(prompt) :]
     if turns[0]["role"] != "assistant":
-        raise RowError(f"field {field!r} starts with a {turns[0]['role']} turn: the answer must start with an "
-                       "assistant (gpt) turn that follows the prompt")
+        raise RowError(
+            f"field {field!r} starts with a {turns[0]['role']} turn: the answer must start with an "
+            "assistant (gpt) turn that follows the prompt"
+        )
     if any(not t["content"].strip() for t in turns if t["role"] == "assistant"):
         raise RowError(f"field {field!r} has an empty assistant turn: fill it in or remove the row")
     return turns
@@ -138,8 +153,10 @@ def _prompt(turns: list[dict[str, str]], row: dict, field: str, conv: TextConver
         raise RowError(f"field {field!r} is empty: give the conversation the answers reply to")
     messages = conversation_turns(turns, row, conv)
     if messages[-1]["role"] not in ("user", "tool"):
-        raise RowError(f"field {field!r} ends with a {messages[-1]['role']} turn: the prompt must end with the "
-                       "user's (human) turn that the chosen and rejected answers reply to")
+        raise RowError(
+            f"field {field!r} ends with a {messages[-1]['role']} turn: the prompt must end with the "
+            "user's (human) turn that the chosen and rejected answers reply to"
+        )
     return messages
 
 
@@ -159,16 +176,21 @@ def _pair(row: dict, conv: TextConversions) -> dict[str, Any]:
         rejected = _turns(row.get("rejected"), "rejected", conv, "assistant")
         shared = _shared_prefix(chosen, rejected)
         if not shared:
-            raise RowError("fields 'chosen' and 'rejected' share no leading turns and there is no 'prompt': give the "
-                           "prompt in a 'prompt' (or 'conversations') field, or whole conversations in both")
+            raise RowError(
+                "fields 'chosen' and 'rejected' share no leading turns and there is no 'prompt': give the "
+                "prompt in a 'prompt' (or 'conversations') field, or whole conversations in both"
+            )
         prompt = _prompt(chosen[:shared], row, "chosen", conv)
         chosen, rejected = chosen[shared:], rejected[shared:]
     else:
         raw = _turns(row.get(context_field), context_field, conv, "user")
         prompt = _prompt(raw, row, context_field, conv)
         chosen, rejected = row.get("chosen"), row.get("rejected")
-    return {"prompt": prompt, "chosen": _answer(chosen, prompt, "chosen", conv),
-            "rejected": _answer(rejected, prompt, "rejected", conv)}
+    return {
+        "prompt": prompt,
+        "chosen": _answer(chosen, prompt, "chosen", conv),
+        "rejected": _answer(rejected, prompt, "rejected", conv),
+    }
 
 
 def _label(value: Any) -> bool:
@@ -204,8 +226,9 @@ def pair_count_note(rows: int, method: TrainingMethod, unpaired_from_pairs: Opti
     return f"{rows} KTO rows" if method == TrainingMethod.kto else f"{rows} preference pairs"
 
 
-def canonical_preference(dataset: datasets.Dataset, request: Any, source: str,
-                         first_row: int = 1) -> tuple[datasets.Dataset, FormatType]:
+def canonical_preference(
+    dataset: datasets.Dataset, request: Any, source: str, first_row: int = 1
+) -> tuple[datasets.Dataset, FormatType]:
     """One source's rows for ``request.training_method`` (dpo / orpo / kto) in canonical form, and
     its layout: detected from the columns (or ``request.format_type`` when it is ``preference`` or
     ``unpaired``); KTO unpairs pairs (``unpair``). Raises DatasetError when the data does not fit
@@ -215,11 +238,15 @@ def canonical_preference(dataset: datasets.Dataset, request: Any, source: str,
     if fmt == FormatType.auto:
         fmt = detect_preference_format(dataset.column_names, method, source)
     elif fmt not in (FormatType.preference, FormatType.unpaired):
-        raise DatasetError(f"format_type {fmt.value!r} is SFT data, but training_method {method.value!r} needs "
-                           "preference data: set format_type to auto, preference or unpaired")
+        raise DatasetError(
+            f"format_type {fmt.value!r} is SFT data, but training_method {method.value!r} needs "
+            "preference data: set format_type to auto, preference or unpaired"
+        )
     elif fmt == FormatType.unpaired and method != TrainingMethod.kto:
-        raise DatasetError(f"format_type 'unpaired' (rows with a label) is KTO data: {METHOD_NAMES[method]} needs "
-                           "pairs (format_type preference), or choose training_method kto")
+        raise DatasetError(
+            f"format_type 'unpaired' (rows with a label) is KTO data: {METHOD_NAMES[method]} needs "
+            "pairs (format_type preference), or choose training_method kto"
+        )
     rows, notes = normalize_preference(dataset, fmt, source, first_row)
     for note in notes:
         log.info("%s: %s", source, note)
@@ -250,6 +277,7 @@ def preferred_conversations(rows: datasets.Dataset) -> datasets.Dataset:
     if "chosen" in rows.column_names:
         messages = [prompt + chosen for prompt, chosen in zip(rows["prompt"], rows["chosen"])]
     else:
-        messages = [prompt + answer for prompt, answer, label in zip(rows["prompt"], rows["completion"], rows["label"])
-                    if label]
+        messages = [
+            prompt + answer for prompt, answer, label in zip(rows["prompt"], rows["completion"], rows["label"]) if label
+        ]
     return datasets.Dataset.from_dict({"messages": messages}, features=MESSAGE_FEATURES)

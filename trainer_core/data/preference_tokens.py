@@ -36,8 +36,9 @@ def _ids(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool
     try:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
     except (TemplateError, ValueError, TypeError) as exc:
-        raise DatasetError(f"row {row}: the chat template of {tokenizer.name_or_path} cannot render this "
-                           f"conversation: {exc}") from exc
+        raise DatasetError(
+            f"row {row}: the chat template of {tokenizer.name_or_path} cannot render this conversation: {exc}"
+        ) from exc
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
@@ -48,7 +49,9 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
-def encode_preference(batch: dict, indices: list[int], tokenizer: Any, max_len: int, completions_only: bool = True) -> dict:
+def encode_preference(
+    batch: dict, indices: list[int], tokenizer: Any, max_len: int, completions_only: bool = True
+) -> dict:
     """``Dataset.map`` (batched, with indices) function for canonical preference rows; see the
     module docstring for the columns. ``completions_only`` is ignored: preference losses score the
     answers only. Raises DatasetError naming the row when the chat template fails on it."""

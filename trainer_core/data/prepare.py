@@ -19,15 +19,24 @@ import datasets
 import pandas as pd
 
 from trainer_core.data.files import DatasetError, read_file, read_head, read_parts, reading_notes, rows_dataset
-from trainer_core.data.hub_data import read_hub
 from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
+from trainer_core.data.hub_data import read_hub
 from trainer_core.data.preference import canonical_preference
-from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
+from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
 
 log = logging.getLogger(__name__)
-__all__ = ["PreparedData", "check_local_data", "eval_conversations", "has_eval_data", "load_conversations",
-           "prepare_data", "preview", "reading_notes", "split_validation"]
+__all__ = [
+    "PreparedData",
+    "check_local_data",
+    "eval_conversations",
+    "has_eval_data",
+    "load_conversations",
+    "prepare_data",
+    "preview",
+    "reading_notes",
+    "split_validation",
+]
 
 PREVIEW_CHARS = 300  # characters per preview cell
 
@@ -48,17 +57,26 @@ def has_eval_data(request: TrainingStartRequest) -> bool:
     return bool(request.local_eval_datasets or (request.hf_dataset and request.eval_split) or request.val_size > 0)
 
 
-def split_validation(rows: datasets.Dataset, request: TrainingStartRequest) -> tuple[datasets.Dataset, datasets.Dataset]:
+def split_validation(
+    rows: datasets.Dataset, request: TrainingStartRequest
+) -> tuple[datasets.Dataset, datasets.Dataset]:
     """(train, eval) rows: ``rows.train_test_split(test_size=val_size, seed=random_seed)`` (eval gets
     ceil(val_size x rows) rows, shuffled by a generator seeded with ``random_seed``), so the same
     rows and request always give the same split. Raises DatasetError when no training row is left."""
     try:
         parts = rows.train_test_split(test_size=request.val_size, seed=request.random_seed, keep_in_memory=True)
     except ValueError as exc:
-        raise DatasetError(f"val_size={request.val_size} cannot split {len(rows)} training rows ({exc}): "
-                           "give more rows or set val_size to 0") from None
-    log.info("val_size %.3f: %d training rows, %d held out for evaluation (seed %d)", request.val_size,
-             len(parts["train"]), len(parts["test"]), request.random_seed)
+        raise DatasetError(
+            f"val_size={request.val_size} cannot split {len(rows)} training rows ({exc}): "
+            "give more rows or set val_size to 0"
+        ) from None
+    log.info(
+        "val_size %.3f: %d training rows, %d held out for evaluation (seed %d)",
+        request.val_size,
+        len(parts["train"]),
+        len(parts["test"]),
+        request.random_seed,
+    )
     return parts["train"], parts["test"]
 
 
@@ -81,11 +99,17 @@ def _sources(request: TrainingStartRequest, eval: bool) -> list[tuple[str, datas
         token = request.hf_token.get_secret_value() if request.hf_token else None
         sources.append((f"{request.hf_dataset} [{split}]", read_hub(request.hf_dataset, request.subset, split, token)))
     if not sources:
-        raise DatasetError("no evaluation data: give local_eval_datasets or an eval_split" if eval else "no training data: give local_datasets or hf_dataset")
+        raise DatasetError(
+            "no evaluation data: give local_eval_datasets or an eval_split"
+            if eval
+            else "no training data: give local_datasets or hf_dataset"
+        )
     return sources
 
 
-def _slice(sources: list[tuple[str, datasets.Dataset]], start: int, end: Optional[int]) -> list[tuple[str, datasets.Dataset, int]]:
+def _slice(
+    sources: list[tuple[str, datasets.Dataset]], start: int, end: Optional[int]
+) -> list[tuple[str, datasets.Dataset, int]]:
     """Rows ``[start, end)`` of the sources taken as one sequence, as (name, rows, first file row
     number). Raises DatasetError when the slice reaches beyond the data."""
     total = sum(len(dataset) for _, dataset in sources)
@@ -104,7 +128,9 @@ def _slice(sources: list[tuple[str, datasets.Dataset]], start: int, end: Optiona
     return out
 
 
-def _canonical(name: str, dataset: datasets.Dataset, request: TrainingStartRequest, first_row: int) -> tuple[datasets.Dataset, FormatType]:
+def _canonical(
+    name: str, dataset: datasets.Dataset, request: TrainingStartRequest, first_row: int
+) -> tuple[datasets.Dataset, FormatType]:
     """One source mapped, detected (unless the request fixes the format) and normalised."""
     if request.custom_format_mapping:
         dataset = apply_mapping(dataset, request.custom_format_mapping, name)
@@ -112,8 +138,10 @@ def _canonical(name: str, dataset: datasets.Dataset, request: TrainingStartReque
         return canonical_preference(dataset, request, name, first_row)
     fmt = detect_format(dataset.column_names, name) if request.format_type == FormatType.auto else request.format_type
     if fmt in (FormatType.preference, FormatType.unpaired):
-        raise DatasetError(f"format_type {fmt.value!r} is preference data: choose training_method dpo, orpo or kto "
-                           "(or another format_type for SFT)")
+        raise DatasetError(
+            f"format_type {fmt.value!r} is preference data: choose training_method dpo, orpo or kto "
+            "(or another format_type for SFT)"
+        )
     log.info("%s: format %s, %d rows", name, fmt.value, len(dataset))
     return normalize(dataset, fmt, name, first_row=first_row), fmt
 
@@ -178,7 +206,9 @@ def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
     train, stats = tokenize_dataset(train_rows, tokenizer, request.max_seq_length, request.train_on_completions)
     eval_split, eval_stats = None, None
     if eval_rows is not None:
-        eval_split, eval_stats = tokenize_dataset(eval_rows, tokenizer, request.max_seq_length, request.train_on_completions)
+        eval_split, eval_stats = tokenize_dataset(
+            eval_rows, tokenizer, request.max_seq_length, request.train_on_completions
+        )
     return PreparedData(train=train, eval=eval_split, format=fmt, stats=stats, eval_stats=eval_stats)
 
 
@@ -192,7 +222,10 @@ def _answerable(rows: datasets.Dataset, tokenizer: Any, max_len: int) -> tuple[d
 
 
 def preview(
-    path: str, rows: int = 5, format_type: FormatType = FormatType.auto, mapping: Optional[dict[str, str]] = None,
+    path: str,
+    rows: int = 5,
+    format_type: FormatType = FormatType.auto,
+    mapping: Optional[dict[str, str]] = None,
     method: TrainingMethod = TrainingMethod.sft,
 ) -> tuple[FormatType, pd.DataFrame]:
     """The detected (or given) layout of a local file and its first ``rows`` rows as parsed, for
@@ -221,14 +254,17 @@ def preview(
     return fmt, pd.DataFrame({"row": range(1, len(cells) + 1), column: cells})
 
 
-def _preference_preview(dataset: datasets.Dataset, format_type: FormatType, method: TrainingMethod,
-                        name: str) -> tuple[FormatType, pd.DataFrame]:
+def _preference_preview(
+    dataset: datasets.Dataset, format_type: FormatType, method: TrainingMethod, name: str
+) -> tuple[FormatType, pd.DataFrame]:
     """Preview rows of preference data: ``row``, ``prompt`` and ``chosen`` / ``rejected`` (pairs) or
     ``completion`` / ``label`` (KTO rows; pairs are shown unpaired, two rows per pair)."""
     request = TrainingStartRequest.model_construct(training_method=method, format_type=format_type)
     canonical, fmt = canonical_preference(dataset, request, name)
-    table = {"row": list(range(1, len(canonical) + 1)),
-             "prompt": [message_lines(m, PREVIEW_CHARS) for m in canonical["prompt"]]}
+    table = {
+        "row": list(range(1, len(canonical) + 1)),
+        "prompt": [message_lines(m, PREVIEW_CHARS) for m in canonical["prompt"]],
+    }
     for column in ("chosen", "rejected", "completion"):
         if column in canonical.column_names:
             table[column] = [message_lines(m, PREVIEW_CHARS) for m in canonical[column]]

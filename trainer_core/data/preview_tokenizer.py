@@ -26,7 +26,7 @@ CACHED_TOKENIZERS = 4  # tokenizers kept in memory (SmolLM2's takes ~10 MB)
 BUNDLED_FOLDER = "SmolLM2-135M-Instruct"  # as written by models.loading.materialize_default_model
 
 
-def local_model_folder(model_name: str, settings: "Settings") -> Optional[Path]:
+def local_model_folder(model_name: str, settings: Settings) -> Optional[Path]:
     """The folder on this machine that holds ``model_name`` (a folder path or a Hub id), or None
     when there is none without downloading, or the path lies outside ``settings.model_roots``."""
     name = model_name.strip()
@@ -52,7 +52,7 @@ def local_model_folder(model_name: str, settings: "Settings") -> Optional[Path]:
     return None
 
 
-def load_preview_tokenizer(model_name: str, settings: "Settings") -> Optional[Any]:
+def load_preview_tokenizer(model_name: str, settings: Settings) -> Optional[Any]:
     """The transformers tokenizer of ``model_name`` (loaded like training loads it: ``loading.
     load_tokenizer``, so a template-less model gets ChatML and a pad token), or None when the model
     is not on this machine, lies outside the allowed folders, or its tokenizer cannot be loaded.

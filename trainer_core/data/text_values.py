@@ -15,12 +15,24 @@ from typing import Any
 
 from trainer_core.data.errors import RowError
 
-TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text", "refusal": "refusal"}  # type -> key of its text
+TEXT_PARTS = {
+    "text": "text",
+    "input_text": "text",
+    "output_text": "text",
+    "refusal": "refusal",
+}  # type -> key of its text
 MEDIA_PARTS = {
-    "image_url": "an image part", "input_image": "an image part", "image": "an image part", "image_file": "an image part",
-    "input_audio": "an audio part", "audio": "an audio part", "audio_url": "an audio part",
-    "video_url": "a video part", "video": "a video part",
-    "file": "a file part", "input_file": "a file part",
+    "image_url": "an image part",
+    "input_image": "an image part",
+    "image": "an image part",
+    "image_file": "an image part",
+    "input_audio": "an audio part",
+    "audio": "an audio part",
+    "audio_url": "an audio part",
+    "video_url": "a video part",
+    "video": "a video part",
+    "file": "a file part",
+    "input_file": "a file part",
 }
 
 
@@ -42,8 +54,11 @@ class TextConversions:
         columns = dict.fromkeys(column for column, _ in sorted(self.counts))
         lines = []
         for column in columns:
-            parts = [f"{n} {kind}{'s' if n != 1 else ''}" for kind in ("number", "boolean")
-                     if (n := self.counts[column, kind])]
+            parts = [
+                f"{n} {kind}{'s' if n != 1 else ''}"
+                for kind in ("number", "boolean")
+                if (n := self.counts[column, kind])
+            ]
             lines.append(f"column {column!r}: {' and '.join(parts)} turned into text")
         return lines
 
@@ -67,7 +82,9 @@ def content_text(content: Any, where: str) -> Any:
                 "remove image, audio and file parts from the data, or fine-tune a vision/audio model with another tool"
             )
         if kind not in TEXT_PARTS or not isinstance(part.get(TEXT_PARTS[kind]), str):
-            raise RowError(f"{where}, content part {number} is not a text part: write text parts as "
-                           '{"type": "text", "text": "..."} or give the content as plain text')
+            raise RowError(
+                f"{where}, content part {number} is not a text part: write text parts as "
+                '{"type": "text", "text": "..."} or give the content as plain text'
+            )
         texts.append(part[TEXT_PARTS[kind]])
     return "\n".join(texts)

@@ -48,7 +48,10 @@ class TokenizationStats:
 
 
 def tokenize_dataset(
-    dataset: datasets.Dataset, tokenizer: Any, max_seq_length: int, train_on_completions: bool,
+    dataset: datasets.Dataset,
+    tokenizer: Any,
+    max_seq_length: int,
+    train_on_completions: bool,
     keep_columns: tuple[str, ...] = (),
 ) -> tuple[datasets.Dataset, TokenizationStats]:
     """Tokenize canonical rows (column ``messages`` or ``text``) into columns ``input_ids`` and
@@ -65,8 +68,14 @@ def tokenize_dataset(
     return _finish(encoded, max_seq_length)
 
 
-def encode_rows(dataset: datasets.Dataset, tokenizer: Any, max_seq_length: int, train_on_completions: bool,
-                keep_columns: tuple[str, ...] = (), desc: Optional[str] = None) -> datasets.Dataset:
+def encode_rows(
+    dataset: datasets.Dataset,
+    tokenizer: Any,
+    max_seq_length: int,
+    train_on_completions: bool,
+    keep_columns: tuple[str, ...] = (),
+    desc: Optional[str] = None,
+) -> datasets.Dataset:
     """Every canonical row (none dropped) as columns ``input_ids`` and ``labels`` (cut to
     ``max_seq_length``; -100 where not trained) plus the counting columns ``full_length`` (tokens
     before truncation), ``trained`` (labelled tokens kept) and ``trainable`` (labelled tokens before
@@ -80,7 +89,9 @@ def encode_rows(dataset: datasets.Dataset, tokenizer: Any, max_seq_length: int, 
     elif "text" in dataset.column_names:
         encode, kind = _encode_texts, "text"
     else:
-        raise DatasetError(f"cannot tokenize columns {dataset.column_names}: normalise the data first (messages or text)")
+        raise DatasetError(
+            f"cannot tokenize columns {dataset.column_names}: normalise the data first (messages or text)"
+        )
     return dataset.map(
         encode,
         fn_kwargs={"tokenizer": tokenizer, "max_len": max_seq_length, "completions_only": train_on_completions},
@@ -105,8 +116,15 @@ def _finish(encoded: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, 
     dropped = int((~keep).sum())
     if dropped:
         untrained = int((trainable == 0).sum())
-        log.warning("dropped %d of %d rows: %d without an assistant turn, %d with no assistant token within "
-                    "max_seq_length=%d tokens", dropped, len(keep), untrained, dropped - untrained, max_len)
+        log.warning(
+            "dropped %d of %d rows: %d without an assistant turn, %d with no assistant token within "
+            "max_seq_length=%d tokens",
+            dropped,
+            len(keep),
+            untrained,
+            dropped - untrained,
+            max_len,
+        )
         encoded = encoded.select(np.flatnonzero(keep), keep_in_memory=True)
     stats = TokenizationStats(
         rows=int(keep.sum()),
@@ -117,7 +135,13 @@ def _finish(encoded: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, 
         max_seq_length=max_len,
         dropped_rows=dropped,
     )
-    log.info("tokenized %d rows: %d tokens, %d trained, %d rows truncated", stats.rows, stats.total_tokens, stats.trained_tokens, stats.truncated_rows)
+    log.info(
+        "tokenized %d rows: %d tokens, %d trained, %d rows truncated",
+        stats.rows,
+        stats.total_tokens,
+        stats.trained_tokens,
+        stats.truncated_rows,
+    )
     return encoded.remove_columns(["full_length", "trained", "trainable"]), stats
 
 
@@ -125,10 +149,18 @@ def _nothing_trained(trainable: np.ndarray, max_len: int) -> str:
     """Why no row has a trained token: rows without any labelled token (no assistant turn) and/or
     rows whose labelled tokens truncation cut off; ``trainable`` (rows,) counts before truncation."""
     unlabelled, cut = np.flatnonzero(trainable == 0), np.flatnonzero(trainable > 0)
-    no_turn = (f"{len(unlabelled)} row(s) have no assistant turn to train on (the first is row {unlabelled[0] + 1}); "
-               "with train_on_completions only assistant turns are trained" if len(unlabelled) else "")
-    too_long = (f"{len(cut)} row(s) have their assistant tokens after max_seq_length={max_len} tokens (every prompt "
-                f"fills it; the first is row {cut[0] + 1})" if len(cut) else "")
+    no_turn = (
+        f"{len(unlabelled)} row(s) have no assistant turn to train on (the first is row {unlabelled[0] + 1}); "
+        "with train_on_completions only assistant turns are trained"
+        if len(unlabelled)
+        else ""
+    )
+    too_long = (
+        f"{len(cut)} row(s) have their assistant tokens after max_seq_length={max_len} tokens (every prompt "
+        f"fills it; the first is row {cut[0] + 1})"
+        if len(cut)
+        else ""
+    )
     if not len(cut):
         return f"no row has a trained token: {no_turn}: add assistant turns or set train_on_completions=False"
     if not len(unlabelled):
@@ -160,7 +192,9 @@ def _encode_texts(batch: dict, indices: list[int], tokenizer: Any, max_len: int,
     return _pack(ids_rows, [list(ids) for ids in ids_rows], max_len)
 
 
-def _encode_conversations(batch: dict, indices: list[int], tokenizer: Any, max_len: int, completions_only: bool) -> dict:
+def _encode_conversations(
+    batch: dict, indices: list[int], tokenizer: Any, max_len: int, completions_only: bool
+) -> dict:
     """Conversation rows: the chat template's rendering; labels on assistant spans only or on all."""
     if not completions_only:
         texts = [_render(tokenizer, messages, False, index + 1) for messages, index in zip(batch["messages"], indices)]
@@ -174,13 +208,20 @@ def _encode_conversations(batch: dict, indices: list[int], tokenizer: Any, max_l
     try:
         encoding = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
     except NotImplementedError as exc:  # slow (Python) tokenizers have no offsets
-        raise DatasetError(f"train_on_completions needs a fast tokenizer, and {tokenizer.name_or_path} has none: set train_on_completions=False") from exc
+        raise DatasetError(
+            f"train_on_completions needs a fast tokenizer, and {tokenizer.name_or_path} has none: set train_on_completions=False"
+        ) from exc
     ids_rows = encoding["input_ids"]
-    label_rows = [span_labels(ids, offsets, row_spans) for ids, offsets, row_spans in zip(ids_rows, encoding["offset_mapping"], spans)]
+    label_rows = [
+        span_labels(ids, offsets, row_spans)
+        for ids, offsets, row_spans in zip(ids_rows, encoding["offset_mapping"], spans)
+    ]
     return _pack(ids_rows, label_rows, max_len)
 
 
-def render_with_spans(messages: list[dict[str, str]], tokenizer: Any, row: int = 0) -> tuple[str, list[tuple[int, int]]]:
+def render_with_spans(
+    messages: list[dict[str, str]], tokenizer: Any, row: int = 0
+) -> tuple[str, list[tuple[int, int]]]:
     """The conversation rendered by the chat template (no generation prompt) and the char spans
     ``[start, end)`` of each assistant turn: content plus end-of-turn token, without the header or
     the whitespace after the end-of-turn token. A leading assistant turn is located by its content
@@ -261,7 +302,9 @@ def _render(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: b
     try:
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
     except (TemplateError, ValueError, TypeError) as exc:
-        raise DatasetError(f"row {row}: the chat template of {tokenizer.name_or_path} cannot render this conversation: {exc}") from exc
+        raise DatasetError(
+            f"row {row}: the chat template of {tokenizer.name_or_path} cannot render this conversation: {exc}"
+        ) from exc
 
 
 def _prefix(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool, full: str, row: int) -> str:

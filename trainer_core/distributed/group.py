@@ -33,8 +33,7 @@ from typing import Any, Optional
 import psutil
 
 from trainer_core.distributed.failure import last_lines, log_tail, root_cause
-from trainer_core.distributed.launch import (Devices, launcher_command, launcher_env, launcher_name,
-                                             machine_devices)
+from trainer_core.distributed.launch import Devices, launcher_command, launcher_env, launcher_name, machine_devices
 from trainer_core.process.exit_reason import KillEvidence
 from trainer_core.process.supervisor import Event, WorkerExited
 from trainer_core.schemas import TrainingStartRequest
@@ -44,13 +43,13 @@ LAUNCHER_WAIT_S = 15.0  # after a process fails: how long the launcher gets to e
 HELLO_TIMEOUT_S = 10.0  # a connection that says nothing for this long is dropped
 ERROR = "error"  # training.worker.EventKind.ERROR (not imported: that module imports the training stack)
 INFO = "info"
-_live: "weakref.WeakSet[RankGroup]" = weakref.WeakSet()
+_live: weakref.WeakSet[RankGroup] = weakref.WeakSet()
 
 
 class _StopSender:
     """``RankGroup.stop``: ``set`` sends "stop" to every process (and to any that connects later)."""
 
-    def __init__(self, group: "RankGroup") -> None:
+    def __init__(self, group: RankGroup) -> None:
         self._group, self._flag = group, threading.Event()
 
     def set(self) -> None:
@@ -65,8 +64,9 @@ class RankGroup:
     """``request.num_processes`` training processes started by torchrun (or accelerate launch) for
     one job; create it with ``launch``."""
 
-    def __init__(self, request: TrainingStartRequest, job_id: str, output_dir: Path,
-                 devices: Optional[Devices] = None) -> None:
+    def __init__(
+        self, request: TrainingStartRequest, job_id: str, output_dir: Path, devices: Optional[Devices] = None
+    ) -> None:
         self.size, self.label = request.num_processes, "training worker"
         self.launcher = launcher_name(request)
         self.log_path = Path(output_dir) / "launcher.log"
@@ -88,7 +88,7 @@ class RankGroup:
         self._ended: Optional[str] = None  # once the group has been ended: why (next_event raises it)
 
     @classmethod
-    def launch(cls, request: TrainingStartRequest, job_id: str, output_dir: Path) -> "RankGroup":
+    def launch(cls, request: TrainingStartRequest, job_id: str, output_dir: Path) -> RankGroup:
         """Start the launcher for ``request`` and begin accepting its processes."""
         group = cls(request, job_id, output_dir)
         group.start()
@@ -99,8 +99,14 @@ class RankGroup:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = launcher_env(self._job[0], self._listener.address, self._key, self._devices)
         with self.log_path.open("ab") as out:
-            self.process = subprocess.Popen(launcher_command(self._job[0]), env=env, stdin=subprocess.DEVNULL,
-                                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                launcher_command(self._job[0]),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         _live.add(self)
         threading.Thread(target=self._accept, name="group-accept", daemon=True).start()
 
@@ -126,9 +132,19 @@ class RankGroup:
                 self._conns[rank], self.pids[rank] = conn, int(hello["pid"])
                 if self.stop.is_set():
                     self._send(conn, "stop")
-        self._pending.append((INFO, {"message": f"{self.size} training processes started ({self.launcher})",
-                                     "details": {"num_processes": self.size, "launcher": self.launcher,
-                                                 "rank_pids": [self.pids[r] for r in sorted(self.pids)]}}))
+        self._pending.append(
+            (
+                INFO,
+                {
+                    "message": f"{self.size} training processes started ({self.launcher})",
+                    "details": {
+                        "num_processes": self.size,
+                        "launcher": self.launcher,
+                        "rank_pids": [self.pids[r] for r in sorted(self.pids)],
+                    },
+                },
+            )
+        )
 
     def _listener_closed(self) -> bool:
         return getattr(self._listener, "_listener", None) is None
@@ -286,8 +302,11 @@ class RankGroup:
         exitcode = cause.exitcode if cause is not None and cause.rank == rank else None
         worker = f"training process of rank {rank} (of {self.size}, pid {self.pids.get(rank, '?')})"
         if exitcode is None:
-            raise WorkerExited(None, f"The {worker} ended without a word; {self.launcher} ended the others. "
-                                     f"See launcher.log in the run folder.")
+            raise WorkerExited(
+                None,
+                f"The {worker} ended without a word; {self.launcher} ended the others. "
+                f"See launcher.log in the run folder.",
+            )
         reason = self.evidence.reason(exitcode, worker=worker)
         raise WorkerExited(exitcode, f"{reason} {self.launcher} ended the other processes.")
 
@@ -296,8 +315,12 @@ class RankGroup:
         self.terminate()
         code = self.exitcode
         tail = last_lines(log_tail(self.log_path))
-        raise WorkerExited(code, f"{self.launcher} exited with code {code} before the training ended"
-                                 + (f": {tail}" if tail else "") + ". See launcher.log in the run folder.")
+        raise WorkerExited(
+            code,
+            f"{self.launcher} exited with code {code} before the training ended"
+            + (f": {tail}" if tail else "")
+            + ". See launcher.log in the run folder.",
+        )
 
 
 def _signal(proc: psutil.Process, how: str) -> None:

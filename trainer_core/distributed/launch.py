@@ -72,20 +72,28 @@ def machine_problem(request: TrainingStartRequest, devices: Devices) -> Optional
     if gpus:
         missing = [g for g in gpus if g >= devices.gpu_count]
         if missing:
-            return (f"gpu_ids: GPU {missing[0]} does not exist; this machine has {devices.gpu_count} GPU(s), "
-                    f"numbered 0 to {devices.gpu_count - 1}")
+            return (
+                f"gpu_ids: GPU {missing[0]} does not exist; this machine has {devices.gpu_count} GPU(s), "
+                f"numbered 0 to {devices.gpu_count - 1}"
+            )
         if len(set(gpus)) != len(gpus):
             return "gpu_ids: a GPU is listed twice; list each GPU once"
         if n > len(gpus):
-            return (f"num_processes ({n}) is more than the {len(gpus)} GPU(s) in gpu_ids: one process per GPU; "
-                    f"list more GPUs or lower num_processes")
+            return (
+                f"num_processes ({n}) is more than the {len(gpus)} GPU(s) in gpu_ids: one process per GPU; "
+                f"list more GPUs or lower num_processes"
+            )
     elif devices.gpu_count and n > devices.gpu_count:
         return f"num_processes ({n}) is more than the {devices.gpu_count} GPU(s) of this machine: one process per GPU"
     elif not devices.gpu_count and n > devices.cpu_count:
-        return (f"num_processes ({n}) is more than the {devices.cpu_count} CPU core(s) of this machine: "
-                f"each process needs at least one core; lower num_processes")
+        return (
+            f"num_processes ({n}) is more than the {devices.cpu_count} CPU core(s) of this machine: "
+            f"each process needs at least one core; lower num_processes"
+        )
     if request.distributed != "ddp" and not devices.gpu_count:
-        return f"distributed: {request.distributed} shards the model across CUDA GPUs; this machine has none: choose ddp"
+        return (
+            f"distributed: {request.distributed} shards the model across CUDA GPUs; this machine has none: choose ddp"
+        )
     if request.distributed == "deepspeed" and find_spec("deepspeed") is None:
         return "distributed: deepspeed is not installed on this server (pip install deepspeed): choose ddp or fsdp"
     return None
@@ -108,7 +116,9 @@ def check_config_file(request: TrainingStartRequest) -> None:
             raise ScalingError(f"{where} is over {MAX_CONFIG_BYTES // 1000} kB; a config file is a few lines")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScalingError(f"{where} cannot be read ({getattr(exc, 'strerror', None) or exc}): choose a readable text file") from None
+        raise ScalingError(
+            f"{where} cannot be read ({getattr(exc, 'strerror', None) or exc}): choose a readable text file"
+        ) from None
     if request.distributed == "fsdp":
         import yaml
 
@@ -118,17 +128,23 @@ def check_config_file(request: TrainingStartRequest) -> None:
             first = str(exc).splitlines()[0] if str(exc) else "nested too deeply"
             raise ScalingError(f"{where} is not valid YAML ({first[:200]}): save it with `accelerate config`") from None
         if not isinstance(config, dict) or str(config.get("distributed_type", "")).upper() != "FSDP":
-            raise ScalingError(f"{where} is not an accelerate FSDP config (it needs distributed_type: FSDP): "
-                               "write one with `accelerate config`")
+            raise ScalingError(
+                f"{where} is not an accelerate FSDP config (it needs distributed_type: FSDP): "
+                "write one with `accelerate config`"
+            )
         return
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ScalingError(f"{where} is not valid JSON (line {exc.lineno}: {exc.msg}): give a DeepSpeed JSON config") from None
+        raise ScalingError(
+            f"{where} is not valid JSON (line {exc.lineno}: {exc.msg}): give a DeepSpeed JSON config"
+        ) from None
     except RecursionError:
         raise ScalingError(f"{where} is not a DeepSpeed config (nested too deeply to read)") from None
     if not isinstance(config, dict):
-        raise ScalingError(f"{where} is not a DeepSpeed config (a JSON object such as {{\"zero_optimization\": {{...}}}})")
+        raise ScalingError(
+            f'{where} is not a DeepSpeed config (a JSON object such as {{"zero_optimization": {{...}}}})'
+        )
 
 
 def free_port() -> int:
@@ -142,11 +158,41 @@ def launcher_command(request: TrainingStartRequest, python: str = sys.executable
     """The command that starts ``request.num_processes`` processes of ``RANK_MODULE`` on this machine."""
     n = str(request.num_processes)
     if request.distributed == "fsdp":
-        return [python, "-m", "accelerate.commands.launch", "--config_file", str(request.distributed_config),
-                "--num_processes", n, "--num_machines", "1", "--main_process_port", str(free_port()),
-                "--max_restarts", "0", "--monitor_interval", "0.1", "--module", RANK_MODULE]
-    return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc-per-node", n,
-            "--max-restarts", "0", "--monitor-interval", "0.1", "-m", RANK_MODULE]
+        return [
+            python,
+            "-m",
+            "accelerate.commands.launch",
+            "--config_file",
+            str(request.distributed_config),
+            "--num_processes",
+            n,
+            "--num_machines",
+            "1",
+            "--main_process_port",
+            str(free_port()),
+            "--max_restarts",
+            "0",
+            "--monitor_interval",
+            "0.1",
+            "--module",
+            RANK_MODULE,
+        ]
+    return [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        n,
+        "--max-restarts",
+        "0",
+        "--monitor-interval",
+        "0.1",
+        "-m",
+        RANK_MODULE,
+    ]
 
 
 def launcher_name(request: TrainingStartRequest) -> str:
@@ -170,5 +216,12 @@ def launcher_env(request: TrainingStartRequest, address: str, key: bytes, device
     return env
 
 
-__all__ = ["ScalingError", "check_config_file", "launcher_command", "launcher_env", "machine_devices",
-           "machine_problem", "uses_launcher"]
+__all__ = [
+    "ScalingError",
+    "check_config_file",
+    "launcher_command",
+    "launcher_env",
+    "machine_devices",
+    "machine_problem",
+    "uses_launcher",
+]

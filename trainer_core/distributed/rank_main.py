@@ -77,7 +77,9 @@ class GroupStop:
 
         if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
             return local
-        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+        device = (
+            torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+        )
         flag = torch.tensor([1 if local else 0], dtype=torch.int32, device=device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         agreed = bool(flag.item())

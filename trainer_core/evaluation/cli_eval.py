@@ -40,8 +40,14 @@ def add_parser(sub: Any) -> None:
     ev.add_argument("--dataset", action="append", default=[], help=FIELDS["datasets"].description + " Repeatable.")
     for name in ("max_rows", "max_new_tokens", "batch_size"):
         info = FIELDS[name]
-        ev.add_argument("--" + name.replace("_", "-"), type=int, default=None,
-                        help=(info.description + (f" (default: {info.default})" if info.default is not None else "")).replace("%", "%%"))
+        ev.add_argument(
+            "--" + name.replace("_", "-"),
+            type=int,
+            default=None,
+            help=(info.description + (f" (default: {info.default})" if info.default is not None else "")).replace(
+                "%", "%%"
+            ),
+        )
     ev.add_argument("--no-base", action="store_true", help="Do not answer with the base model too (faster).")
     ev.add_argument("--base-model", default=DEFAULT_MODEL, help=f"With RUN=base: the model (default: {DEFAULT_MODEL}).")
     ev.add_argument("--output", type=Path, help="A new or empty folder for predictions.jsonl and scores.json.")
@@ -49,9 +55,14 @@ def add_parser(sub: Any) -> None:
 
 
 def _request(args: argparse.Namespace, model_id: str) -> EvaluateRequest:
-    values = {name: getattr(args, name) for name in ("max_rows", "max_new_tokens", "batch_size") if getattr(args, name) is not None}
-    return EvaluateRequest(model=model_id, datasets=[str(Path(p).resolve()) for p in args.dataset],
-                           compare_base=not args.no_base, **values)
+    values = {
+        name: getattr(args, name)
+        for name in ("max_rows", "max_new_tokens", "batch_size")
+        if getattr(args, name) is not None
+    }
+    return EvaluateRequest(
+        model=model_id, datasets=[str(Path(p).resolve()) for p in args.dataset], compare_base=not args.no_base, **values
+    )
 
 
 def output_folder(choice: Any, given: Optional[Path]) -> Path:
@@ -72,11 +83,19 @@ def output_folder(choice: Any, given: Optional[Path]) -> Path:
 
 
 def _print_scores(result: Any, path: Path) -> None:
-    rows = [("loss", "loss", "{:.4f}"), ("perplexity", "perplexity", "{:.3f}"), ("ROUGE-L F1", "rouge_l", "{:.4f}"),
-            ("BLEU", "bleu", "{:.2f}"), ("exact match", "exact_match", "{:.1%}"), ("tokens/s", "tokens_per_second", "{:.1f}")]
+    rows = [
+        ("loss", "loss", "{:.4f}"),
+        ("perplexity", "perplexity", "{:.3f}"),
+        ("ROUGE-L F1", "rouge_l", "{:.4f}"),
+        ("BLEU", "bleu", "{:.2f}"),
+        ("exact match", "exact_match", "{:.1%}"),
+        ("tokens/s", "tokens_per_second", "{:.1f}"),
+    ]
     sides = [("tuned", result.tuned)] + ([("base", result.base)] if result.base is not None else [])
-    print(f"{result.rows_evaluated} of {result.rows_available} rows of {result.source} on {result.device} "
-          f"in {result.seconds:.1f} s")
+    print(
+        f"{result.rows_evaluated} of {result.rows_available} rows of {result.source} on {result.device} "
+        f"in {result.seconds:.1f} s"
+    )
     print(f"{'':<14}" + "".join(f"{name:>12}" for name, _ in sides))
     for label, key, form in rows:
         values = [getattr(scores, key) for _, scores in sides]
@@ -103,6 +122,7 @@ def _evaluate(request: EvaluateRequest, context: dict, stop: threading.Event) ->
     from trainer_core.evaluation.worker import evaluate
 
     with tqdm(total=1000, file=sys.stderr, bar_format="{l_bar}{bar}| {elapsed} {postfix}") as bar:
+
         def show(fraction: float, message: str) -> None:
             bar.n = int(fraction * 1000)
             bar.set_postfix_str(message, refresh=True)
@@ -135,8 +155,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     quiet_libraries()
-    context = {"choice": choice.model_dump(), "models_dir": str(get_settings().models_dir), "output_dir": str(folder),
-               "data": plan}
+    context = {
+        "choice": choice.model_dump(),
+        "models_dir": str(get_settings().models_dir),
+        "output_dir": str(folder),
+        "data": plan,
+    }
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:

@@ -14,8 +14,9 @@ stop token (all of them when it never stops); tokens/s = generated tokens / seco
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from trainer_core.serving.generate import generate_kwargs
 from trainer_core.serving.schemas import GenerationSettings
@@ -59,7 +60,7 @@ def cut_at_stop(new_ids: list[int], stops: set[int], max_new_tokens: int) -> tup
     """(the generated ids up to and including the first stop token, finish reason) of one row."""
     for k, token in enumerate(new_ids):
         if token in stops:
-            return new_ids[:k + 1], "stop"
+            return new_ids[: k + 1], "stop"
     return new_ids, "length" if len(new_ids) >= max_new_tokens else "stop"
 
 
@@ -75,16 +76,24 @@ def _stop_flag(should_stop: Callable[[], bool]) -> Any:
     return StoppingCriteriaList([StopFlag()])
 
 
-def generate_answers(model: Any, tokenizer: Any, prompts: list[list[int]], max_new_tokens: int, batch_size: int,
-                     stops: list[int], device: str, should_stop: Callable[[], bool] = lambda: False,
-                     on_batch: Callable[[int, int], None] = lambda done, total: None) -> Optional[Generated]:
+def generate_answers(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    batch_size: int,
+    stops: list[int],
+    device: str,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_batch: Callable[[int, int], None] = lambda done, total: None,
+) -> Optional[Generated]:
     """Greedy answers to ``prompts`` (token id lists), ``batch_size`` at a time. Calls
     ``on_batch(done, total)`` after each batch; returns None when ``should_stop()`` turns true (also
     checked at every decoding step, so Cancel does not wait for a batch to finish)."""
     import torch
 
     order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     kwargs = generate_kwargs(GenerationSettings(temperature=0, max_new_tokens=max_new_tokens))
     stop_set, pad_id = set(stops), tokenizer.pad_token_id
     answers: list[Optional[Answer]] = [None] * len(prompts)
@@ -95,9 +104,15 @@ def generate_answers(model: Any, tokenizer: Any, prompts: list[list[int]], max_n
                 return None
             input_ids, attention = left_padded([prompts[i] for i in batch], pad_id, device)
             began = time.perf_counter()
-            output = model.generate(input_ids=input_ids, attention_mask=attention, eos_token_id=stops, pad_token_id=pad_id,
-                                    stopping_criteria=_stop_flag(should_stop), **kwargs)
-            new = output[:, input_ids.shape[1]:].tolist()  # (B, new tokens); .tolist() waits for the device
+            output = model.generate(
+                input_ids=input_ids,
+                attention_mask=attention,
+                eos_token_id=stops,
+                pad_token_id=pad_id,
+                stopping_criteria=_stop_flag(should_stop),
+                **kwargs,
+            )
+            new = output[:, input_ids.shape[1] :].tolist()  # (B, new tokens); .tolist() waits for the device
             result.seconds += time.perf_counter() - began
             if should_stop():
                 return None

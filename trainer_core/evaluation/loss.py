@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import datasets
 
@@ -58,8 +59,9 @@ def _keeps_masked_logits(model: Any) -> bool:
     return hasattr(sys.modules.get(type(core).__module__), "slice_logits_to_keep")
 
 
-def _batch_nats(model: Any, ids: list[list[int]], labels: list[list[int]], pad_id: int, device: str,
-                masked_logits: bool) -> tuple[float, int]:
+def _batch_nats(
+    model: Any, ids: list[list[int]], labels: list[list[int]], pad_id: int, device: str, masked_logits: bool
+) -> tuple[float, int]:
     """(summed cross-entropy in nats, labelled tokens) of one right-padded batch."""
     import torch
 
@@ -71,16 +73,26 @@ def _batch_nats(model: Any, ids: list[list[int]], labels: list[list[int]], pad_i
     predicts[:, :-1] = targets != IGNORE
     wanted = targets[predicts[:, :-1]]  # (N,)
     if masked_logits:
-        logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=predicts, use_cache=False).logits  # (N, V)
+        logits = model(
+            input_ids=input_ids, attention_mask=attention, logits_to_keep=predicts, use_cache=False
+        ).logits  # (N, V)
     else:
-        logits = model(input_ids=input_ids, attention_mask=attention, use_cache=False).logits[:, :-1][predicts[:, :-1]]  # (N, V)
+        logits = model(input_ids=input_ids, attention_mask=attention, use_cache=False).logits[:, :-1][
+            predicts[:, :-1]
+        ]  # (N, V)
     nats = torch.nn.functional.cross_entropy(logits.float(), wanted, reduction="sum")
     return float(nats), int(wanted.numel())
 
 
-def answer_loss(model: Any, encoded: datasets.Dataset, pad_id: int, device: str, batch_size: int,
-                should_stop: Callable[[], bool] = lambda: False,
-                on_batch: Callable[[int, int], None] = lambda done, total: None) -> Optional[LossResult]:
+def answer_loss(
+    model: Any,
+    encoded: datasets.Dataset,
+    pad_id: int,
+    device: str,
+    batch_size: int,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_batch: Callable[[int, int], None] = lambda done, total: None,
+) -> Optional[LossResult]:
     """The summed cross-entropy and answer tokens of ``model`` over the tokenized rows, ``batch_size``
     rows per forward pass (rows sorted by length, so batches carry little padding). Calls
     ``on_batch(done, total)`` after each batch; returns None when ``should_stop()`` turns true
@@ -89,15 +101,16 @@ def answer_loss(model: Any, encoded: datasets.Dataset, pad_id: int, device: str,
 
     ids, labels = encoded["input_ids"], encoded["labels"]
     order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # longest first: memory trouble shows at once
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     masked = _keeps_masked_logits(model)
     nats, tokens = 0.0, 0
     with torch.inference_mode():
         for done, batch in enumerate(batches, 1):
             if should_stop():
                 return None
-            batch_nats, batch_tokens = _batch_nats(model, [ids[i] for i in batch], [labels[i] for i in batch],
-                                                   pad_id, device, masked)
+            batch_nats, batch_tokens = _batch_nats(
+                model, [ids[i] for i in batch], [labels[i] for i in batch], pad_id, device, masked
+            )
             nats, tokens = nats + batch_nats, tokens + batch_tokens
             on_batch(done, len(batches))
     return LossResult(nats, tokens)

@@ -41,9 +41,16 @@ class Outcome:
 
     def scores(self) -> Scores:
         """The API / stored form."""
-        return Scores(loss=self.loss.loss, perplexity=self.loss.perplexity, rouge_l=self.text.rouge_l_mean,
-                      bleu=self.text.bleu, exact_match=self.text.exact_match, answer_tokens=self.loss.tokens,
-                      generated_tokens=self.generated.tokens, tokens_per_second=self.generated.tokens_per_second)
+        return Scores(
+            loss=self.loss.loss,
+            perplexity=self.loss.perplexity,
+            rouge_l=self.text.rouge_l_mean,
+            bleu=self.text.bleu,
+            exact_match=self.text.exact_match,
+            answer_tokens=self.loss.tokens,
+            generated_tokens=self.generated.tokens,
+            tokens_per_second=self.generated.tokens_per_second,
+        )
 
     def cut_answers(self) -> int:
         """Answers that reached max_new_tokens without a stop token."""
@@ -52,17 +59,35 @@ class Outcome:
 
 def _side(outcome: Optional[Outcome], name: str, k: int) -> dict:
     if outcome is None:
-        return {f"{name}_answer": None, f"rouge_l_{name}": None, f"exact_{name}": None, f"{name}_tokens": None,
-                f"{name}_finish": None}
+        return {
+            f"{name}_answer": None,
+            f"rouge_l_{name}": None,
+            f"exact_{name}": None,
+            f"{name}_tokens": None,
+            f"{name}_finish": None,
+        }
     answer = outcome.generated.answers[k]
-    return {f"{name}_answer": answer.text, f"rouge_l_{name}": outcome.text.rouge_l[k], f"exact_{name}": outcome.text.exact[k],
-            f"{name}_tokens": answer.tokens, f"{name}_finish": answer.finish}
+    return {
+        f"{name}_answer": answer.text,
+        f"rouge_l_{name}": outcome.text.rouge_l[k],
+        f"exact_{name}": outcome.text.exact[k],
+        f"{name}_tokens": answer.tokens,
+        f"{name}_finish": answer.finish,
+    }
 
 
 def prediction_rows(rows: list[EvalRow], tuned: Outcome, base: Optional[Outcome]) -> list[dict]:
     """The table's rows (see the module docstring)."""
-    return [{"index": row.index, "prompt": row.prompt_text, "reference": row.reference,
-             **_side(tuned, "tuned", k), **_side(base, "base", k)} for k, row in enumerate(rows)]
+    return [
+        {
+            "index": row.index,
+            "prompt": row.prompt_text,
+            "reference": row.reference,
+            **_side(tuned, "tuned", k),
+            **_side(base, "base", k),
+        }
+        for k, row in enumerate(rows)
+    ]
 
 
 def write_atomic(path: Path, text: str) -> None:

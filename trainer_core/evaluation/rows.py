@@ -43,8 +43,10 @@ def to_rows(dataset: datasets.Dataset, source: str) -> tuple[list[EvalRow], int]
     """(rows that have a prompt and an answer, number skipped) from canonical rows. Raises
     DatasetError naming ``source`` for raw-text data or when no row has an answer."""
     if "messages" not in dataset.column_names:
-        raise DatasetError(f"{source} is raw text: evaluation needs conversations with a prompt and an answer "
-                           "(Alpaca, ShareGPT, messages or prompt/completion rows)")
+        raise DatasetError(
+            f"{source} is raw text: evaluation needs conversations with a prompt and an answer "
+            "(Alpaca, ShareGPT, messages or prompt/completion rows)"
+        )
     rows, skipped = [], 0
     for index, messages in enumerate(dataset["messages"]):
         turns = [{"role": m["role"], "content": m["content"] or ""} for m in messages]
@@ -54,6 +56,8 @@ def to_rows(dataset: datasets.Dataset, source: str) -> tuple[list[EvalRow], int]
             continue
         rows.append(EvalRow(index=index, prompt=turns[:last], reference=turns[last]["content"]))
     if not rows:
-        raise DatasetError(f"{source}: none of its {len(dataset)} rows has an assistant answer after a prompt, "
-                           "so there is nothing to score")
+        raise DatasetError(
+            f"{source}: none of its {len(dataset)} rows has an assistant answer after a prompt, "
+            "so there is nothing to score"
+        )
     return rows, skipped

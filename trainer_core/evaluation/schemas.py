@@ -17,12 +17,25 @@ class EvaluateRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field("base", min_length=1, max_length=200, description="base, a run's job id, or JOB_ID/checkpoint-N.")
-    datasets: list[PathText] = Field(default_factory=list, max_length=MAX_FILES, description="Held-out files (same formats as training); empty: the run's own evaluation data (its eval files, Hub eval split or val_size split).")
-    max_rows: Optional[int] = Field(None, ge=1, le=100_000, description=f"Rows to evaluate (from the start); empty: all on a GPU, the first {CPU_DEFAULT_ROWS} on CPU.")
+    model: str = Field(
+        "base", min_length=1, max_length=200, description="base, a run's job id, or JOB_ID/checkpoint-N."
+    )
+    datasets: list[PathText] = Field(
+        default_factory=list,
+        max_length=MAX_FILES,
+        description="Held-out files (same formats as training); empty: the run's own evaluation data (its eval files, Hub eval split or val_size split).",
+    )
+    max_rows: Optional[int] = Field(
+        None,
+        ge=1,
+        le=100_000,
+        description=f"Rows to evaluate (from the start); empty: all on a GPU, the first {CPU_DEFAULT_ROWS} on CPU.",
+    )
     max_new_tokens: int = Field(128, ge=1, le=4096, description="Longest generated answer, in tokens.")
     batch_size: int = Field(8, ge=1, le=512, description="Rows per batch, for the loss and for generation.")
-    compare_base: bool = Field(True, description="Also answer with the base model (adapter switched off) for the side-by-side table.")
+    compare_base: bool = Field(
+        True, description="Also answer with the base model (adapter switched off) for the side-by-side table."
+    )
 
 
 class Scores(BaseModel):

@@ -13,8 +13,9 @@ base model has no data of its own. The plan is a plain dict (it crosses into the
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 import datasets
 from pydantic import ValidationError
@@ -55,8 +56,10 @@ def run_request(choice: ModelChoice) -> Optional[TrainingStartRequest]:
         return TrainingStartRequest.model_validate(saved)
     except (OSError, ValueError) as exc:
         why = explain(exc) if isinstance(exc, ValidationError) else str(exc)
-        raise EvalDataError(f"{FIELD}: the training settings of {choice.id} cannot be read ({why}), so its own "
-                            "evaluation data is unknown; give held-out files in datasets") from None
+        raise EvalDataError(
+            f"{FIELD}: the training settings of {choice.id} cannot be read ({why}), so its own "
+            "evaluation data is unknown; give held-out files in datasets"
+        ) from None
 
 
 def _checked_files(paths: Iterable[str], roots: Optional[list[Path]], whose: str) -> list[str]:
@@ -68,8 +71,9 @@ def _checked_files(paths: Iterable[str], roots: Optional[list[Path]], whose: str
         except PathNotAllowed as exc:
             raise EvalDataError(str(exc)) from None
         if not resolved.is_file():
-            raise EvalDataError(f"{FIELD}: {whose} file {path} was not found; give the path of an existing file "
-                                "(or upload it)")
+            raise EvalDataError(
+                f"{FIELD}: {whose} file {path} was not found; give the path of an existing file (or upload it)"
+            )
         files.append(str(resolved))
     return files
 
@@ -90,21 +94,26 @@ def _own_data(choice: ModelChoice, roots: Optional[list[Path]]) -> dict[str, Any
     """The plan for the run's own evaluation data; EvalDataError when it has none."""
     request = run_request(choice)
     if request is None:
-        raise EvalDataError(f"{FIELD}: the base model has no evaluation data of its own; give one or more held-out "
-                            "files in datasets")
+        raise EvalDataError(
+            f"{FIELD}: the base model has no evaluation data of its own; give one or more held-out files in datasets"
+        )
     if request.local_eval_datasets:
         request.local_eval_datasets = _checked_files(request.local_eval_datasets, roots, "the run's evaluation")
         source = f"the run's evaluation files ({', '.join(Path(p).name for p in request.local_eval_datasets)})"
     elif request.val_size > 0:
         if request.local_datasets:
             request.local_datasets = _checked_files(request.local_datasets, roots, "the run's training")
-        names = ", ".join([Path(p).name for p in request.local_datasets] + ([request.hf_dataset] if request.hf_dataset else []))
+        names = ", ".join(
+            [Path(p).name for p in request.local_datasets] + ([request.hf_dataset] if request.hf_dataset else [])
+        )
         source = f"the run's val_size split ({request.val_size:g} of {names}, seed {request.random_seed})"
     elif request.hf_dataset and request.eval_split:
         source = f"the run's Hub split {request.hf_dataset} [{request.eval_split}]"
     else:
-        raise EvalDataError(f"{FIELD}: {choice.id} was trained without evaluation data (no local_eval_datasets, "
-                            "eval_split or val_size); give held-out files in datasets")
+        raise EvalDataError(
+            f"{FIELD}: {choice.id} was trained without evaluation data (no local_eval_datasets, "
+            "eval_split or val_size); give held-out files in datasets"
+        )
     return {"run_request": request.public_dict(), "source": source, "max_seq_length": request.max_seq_length}
 
 

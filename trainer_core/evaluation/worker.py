@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from trainer_core.data.files import DatasetError
 from trainer_core.evaluation.generation import generate_answers
@@ -38,7 +39,9 @@ def row_limit(max_rows: Optional[int], available: int, device: str) -> tuple[int
     if max_rows is not None:
         return min(max_rows, available), []
     if device == "cpu" and available > CPU_DEFAULT_ROWS:
-        return CPU_DEFAULT_ROWS, [f"CPU: evaluated the first {CPU_DEFAULT_ROWS} of {available} rows; set max_rows for more"]
+        return CPU_DEFAULT_ROWS, [
+            f"CPU: evaluated the first {CPU_DEFAULT_ROWS} of {available} rows; set max_rows for more"
+        ]
     return available, []
 
 
@@ -67,8 +70,17 @@ def _fitting(rows: list[EvalRow], loaded: Any, max_new_tokens: int) -> tuple[lis
     return kept, prompts, len(rows) - len(kept)
 
 
-def _run_model(model: Any, name: str, loaded: Any, encoded: Any, prompts: list[list[int]], rows: list[EvalRow],
-               request: EvaluateRequest, bar: _Bar, should_stop: Callable[[], bool]) -> Optional[Outcome]:
+def _run_model(
+    model: Any,
+    name: str,
+    loaded: Any,
+    encoded: Any,
+    prompts: list[list[int]],
+    rows: list[EvalRow],
+    request: EvaluateRequest,
+    bar: _Bar,
+    should_stop: Callable[[], bool],
+) -> Optional[Outcome]:
     """Loss, answers and scores of one model (None when stopped)."""
     from trainer_core.serving.generate import stop_token_ids
 
@@ -77,43 +89,72 @@ def _run_model(model: Any, name: str, loaded: Any, encoded: Any, prompts: list[l
 
     def answer_batch(done: int, total: int) -> None:
         rows_done = min(done * request.batch_size, len(prompts))
-        bar.step(max(1.0, request.max_new_tokens / NEW_TOKENS_PER_UNIT),
-                 f"{name}: generating, batch {done}/{total} ({rows_done}/{len(prompts)} rows)")
+        bar.step(
+            max(1.0, request.max_new_tokens / NEW_TOKENS_PER_UNIT),
+            f"{name}: generating, batch {done}/{total} ({rows_done}/{len(prompts)} rows)",
+        )
 
-    loss = answer_loss(model, encoded, loaded.tokenizer.pad_token_id, loaded.device, request.batch_size, should_stop,
-                       loss_batch)
+    loss = answer_loss(
+        model, encoded, loaded.tokenizer.pad_token_id, loaded.device, request.batch_size, should_stop, loss_batch
+    )
     if loss is None:
         return None
-    generated = generate_answers(model, loaded.tokenizer, prompts, request.max_new_tokens, request.batch_size,
-                                 stop_token_ids(loaded.tokenizer, model), loaded.device, should_stop, answer_batch)
+    generated = generate_answers(
+        model,
+        loaded.tokenizer,
+        prompts,
+        request.max_new_tokens,
+        request.batch_size,
+        stop_token_ids(loaded.tokenizer, model),
+        loaded.device,
+        should_stop,
+        answer_batch,
+    )
     if generated is None:
         return None
     text = score_answers([a.text for a in generated.answers], [row.reference for row in rows])
     return Outcome(loss, generated, text)
 
 
-def _notes(skipped: int, too_long: int, truncated: int, dropped: int, max_seq_length: int,
-           outcomes: dict[str, Outcome], request: EvaluateRequest) -> list[str]:
+def _notes(
+    skipped: int,
+    too_long: int,
+    truncated: int,
+    dropped: int,
+    max_seq_length: int,
+    outcomes: dict[str, Outcome],
+    request: EvaluateRequest,
+) -> list[str]:
     notes = []
     if skipped:
         notes.append(f"{skipped} rows have no assistant answer after a prompt and were skipped")
     if too_long:
-        notes.append(f"{too_long} rows have prompts too long for the model's context with "
-                     f"max_new_tokens={request.max_new_tokens}; left out")
+        notes.append(
+            f"{too_long} rows have prompts too long for the model's context with "
+            f"max_new_tokens={request.max_new_tokens}; left out"
+        )
     if truncated:
-        notes.append(f"{truncated} rows are longer than max_seq_length={max_seq_length} tokens; their loss covers "
-                     f"the first {max_seq_length}")
+        notes.append(
+            f"{truncated} rows are longer than max_seq_length={max_seq_length} tokens; their loss covers "
+            f"the first {max_seq_length}"
+        )
     if dropped:
         notes.append(f"{dropped} rows have no answer token within max_seq_length={max_seq_length}; not in the loss")
     for name, outcome in outcomes.items():
         if outcome.cut_answers():
-            notes.append(f"{outcome.cut_answers()} {name} answers reached max_new_tokens={request.max_new_tokens} "
-                         "(cut short); raise it for complete answers")
+            notes.append(
+                f"{outcome.cut_answers()} {name} answers reached max_new_tokens={request.max_new_tokens} "
+                "(cut short); raise it for complete answers"
+            )
     return notes
 
 
-def evaluate(request: dict[str, Any], context: dict[str, Any], progress: Progress = lambda f, m: None,
-             should_stop: Callable[[], bool] = lambda: False) -> Optional[EvaluationResult]:
+def evaluate(
+    request: dict[str, Any],
+    context: dict[str, Any],
+    progress: Progress = lambda f, m: None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> Optional[EvaluationResult]:
     """Run the evaluation described in the module docstring. ``context`` holds ``choice``
     (``ModelChoice`` as a dict), ``models_dir``, ``output_dir`` and ``data`` (a plan from
     ``sources.plan_data``). Raises DatasetError, ModelLoadError or ChatInputError for bad input."""
@@ -129,8 +170,10 @@ def evaluate(request: dict[str, Any], context: dict[str, Any], progress: Progres
     limit, notes = row_limit(req.max_rows, len(all_rows), loaded.device)
     rows, prompts, too_long = _fitting(all_rows[:limit], loaded, req.max_new_tokens)
     if not rows:
-        raise DatasetError(f"no row's prompt fits the model's context of {loaded.context_tokens} tokens with "
-                           f"max_new_tokens={req.max_new_tokens}: lower max_new_tokens")
+        raise DatasetError(
+            f"no row's prompt fits the model's context of {loaded.context_tokens} tokens with "
+            f"max_new_tokens={req.max_new_tokens}: lower max_new_tokens"
+        )
     encoded, truncated, dropped = tokenize_rows(rows, loaded.tokenizer, plan["max_seq_length"])
     sides = [("tuned", True)] + ([("base", False)] if req.compare_base and choice.kind != "base" else [])
     batches = -(-len(rows) // req.batch_size)
@@ -151,10 +194,17 @@ def evaluate(request: dict[str, Any], context: dict[str, Any], progress: Progres
     generated = [o.generated for o in outcomes.values()]
     seconds = sum(g.seconds for g in generated)
     result = EvaluationResult(
-        rows_evaluated=len(rows), rows_available=len(all_rows), tuned=outcomes["tuned"].scores(),
-        base=outcomes["base"].scores() if "base" in outcomes else None, predictions_file=path.name,
-        seconds=round(time.monotonic() - began, 2), source=plan["source"], device=loaded.device, notes=notes,
-        tokens_per_second=sum(g.tokens for g in generated) / seconds if seconds > 0 else None)
+        rows_evaluated=len(rows),
+        rows_available=len(all_rows),
+        tuned=outcomes["tuned"].scores(),
+        base=outcomes["base"].scores() if "base" in outcomes else None,
+        predictions_file=path.name,
+        seconds=round(time.monotonic() - began, 2),
+        source=plan["source"],
+        device=loaded.device,
+        notes=notes,
+        tokens_per_second=sum(g.tokens for g in generated) / seconds if seconds > 0 else None,
+    )
     write_atomic(folder / SCORES_FILE, result.model_dump_json(indent=2))
     log.info("evaluated %s on %d rows in %.1f s: %s", choice.id, len(rows), result.seconds, result.tuned)
     return result
@@ -185,8 +235,9 @@ def run_evaluation(request: dict[str, Any], context: dict[str, Any], events: Any
 
         datasets.disable_progress_bars()
         quiet_libraries()
-        result = evaluate(request, context, lambda f, m: events.put((TaskEvent.PROGRESS, {"fraction": f, "message": m})),
-                          stop.is_set)
+        result = evaluate(
+            request, context, lambda f, m: events.put((TaskEvent.PROGRESS, {"fraction": f, "message": m})), stop.is_set
+        )
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
         log.error("evaluation failed:\n%s", traceback.format_exc())
         message, kind = failure(exc)

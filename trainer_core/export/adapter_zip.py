@@ -33,8 +33,9 @@ CHECK_DIR = ".check"
 def export_adapter(job: jobs.ExportJob) -> ExportResult:
     """Write ``<stem>-adapter.zip`` into ``job.out`` and check it (see the module docstring)."""
     if not job.choice.adapter:
-        raise jobs.ExportInputError(f"{job.choice.id} is a full fine-tune: it has no adapter to export; "
-                                    "export it as merged or GGUF instead")
+        raise jobs.ExportInputError(
+            f"{job.choice.id} is a full fine-tune: it has no adapter to export; export it as merged or GGUF instead"
+        )
     job.progress.begin("load", 0.02, f"Loading {job.choice.id} (base in float32 + adapter)")
     run = load_run(job.choice, job.models_dir)
     ref = jobs.reference(job, run.model, run.tokenizer)

@@ -19,9 +19,27 @@ from trainer_core.export.schemas import CheckResult
 from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.schemas import ModelChoice
 
-SETTINGS = ("training_type", "num_epochs", "max_steps", "learning_rate", "lr_scheduler_type", "warmup_steps",
-            "batch_size", "gradient_accumulation_steps", "max_seq_length", "optim", "weight_decay", "packing",
-            "train_on_completions", "random_seed", "lora_r", "lora_alpha", "lora_dropout", "use_rslora", "target_modules")
+SETTINGS = (
+    "training_type",
+    "num_epochs",
+    "max_steps",
+    "learning_rate",
+    "lr_scheduler_type",
+    "warmup_steps",
+    "batch_size",
+    "gradient_accumulation_steps",
+    "max_seq_length",
+    "optim",
+    "weight_decay",
+    "packing",
+    "train_on_completions",
+    "random_seed",
+    "lora_r",
+    "lora_alpha",
+    "lora_dropout",
+    "use_rslora",
+    "target_modules",
+)
 LORA_ONLY = ("lora_r", "lora_alpha", "lora_dropout", "use_rslora", "target_modules")
 ROWS_LINE = re.compile(r"trainer_core\.data\.prepare: (.+?): format (\S+), (\d+) rows")
 TOKENIZED_LINE = re.compile(r"tokenized (\d+) rows")
@@ -80,9 +98,15 @@ def gather_facts(choice: ModelChoice, run: Optional[dict[str, Any]] = None) -> R
     train = [m for m in upto if m.get("loss") is not None]
     evals = [m for m in upto if m.get("eval_loss") is not None]
     base = choice.base_model
-    facts = RunFacts(name=choice.id, base_model=hub_id(base) or base, hub_base=hub_id(base), request=request,
-                     step=choice.step if choice.step is not None else (train[-1]["step"] if train else None),
-                     train_loss=train[-1]["loss"] if train else None, eval_loss=evals[-1]["eval_loss"] if evals else None)
+    facts = RunFacts(
+        name=choice.id,
+        base_model=hub_id(base) or base,
+        hub_base=hub_id(base),
+        request=request,
+        step=choice.step if choice.step is not None else (train[-1]["step"] if train else None),
+        train_loss=train[-1]["loss"] if train else None,
+        eval_loss=evals[-1]["eval_loss"] if evals else None,
+    )
     facts.dataset_rows, facts.training_rows = _rows(folder / "worker.log")
     return facts
 
@@ -120,18 +144,30 @@ def _rows(log_path: Path) -> tuple[dict[str, int], Optional[int]]:
     return rows, int(tokenized.group(1)) if tokenized else None
 
 
-def render(facts: RunFacts, fmt: str, files: list[str], check: Optional[CheckResult], notes: list[str],
-           dtype: Optional[str] = None) -> str:
+def render(
+    facts: RunFacts,
+    fmt: str,
+    files: list[str],
+    check: Optional[CheckResult],
+    notes: list[str],
+    dtype: Optional[str] = None,
+) -> str:
     """The card's Markdown for an export of format ``fmt`` holding ``files``."""
     kind = facts.training_type
     tags = ["finetune-studio", kind] + (["gguf"] if fmt.startswith("gguf") else [])
     meta = ["---"] + ([f"base_model: {facts.hub_base}"] if facts.hub_base else [])
     meta += [f"library_name: {'peft' if fmt == 'adapter' else 'transformers'}"] if not fmt.startswith("gguf") else []
     meta += ["tags:", *(f"- {t}" for t in tags), "---", ""]
-    what = {"adapter": "LoRA adapter", "merged": f"merged model ({dtype})"}.get(fmt, f"GGUF ({fmt.removeprefix('gguf-')})")
+    what = {"adapter": "LoRA adapter", "merged": f"merged model ({dtype})"}.get(
+        fmt, f"GGUF ({fmt.removeprefix('gguf-')})"
+    )
     step = f" for {facts.step} steps" if facts.step is not None else ""
-    lines = [f"# {facts.name}: {what}", "",
-             f"Fine-tuned from `{facts.base_model}` with Finetune Studio ({kind}{step}).", ""]
+    lines = [
+        f"# {facts.name}: {what}",
+        "",
+        f"Fine-tuned from `{facts.base_model}` with Finetune Studio ({kind}{step}).",
+        "",
+    ]
     lines += ["## Files", "", *(f"- `{name}`" for name in files), ""]
     lines += _data_section(facts) + _settings_section(facts) + _results_section(facts)
     lines += _check_section(check) + _usage_section(facts, fmt, files)
@@ -158,8 +194,11 @@ def _data_section(facts: RunFacts) -> list[str]:
 
 
 def _settings_section(facts: RunFacts) -> list[str]:
-    rows = [(k, facts.request[k]) for k in SETTINGS if k in facts.request
-            and not (facts.training_type == "full" and k in LORA_ONLY)]
+    rows = [
+        (k, facts.request[k])
+        for k in SETTINGS
+        if k in facts.request and not (facts.training_type == "full" and k in LORA_ONLY)
+    ]
     if not rows:
         return []
     table = ["| setting | value |", "|---|---|"]
@@ -179,10 +218,15 @@ def _results_section(facts: RunFacts) -> list[str]:
 def _check_section(check: Optional[CheckResult]) -> list[str]:
     if check is None:
         return []
-    lines = ["## Export check", "",
-             f"{'Passed' if check.passed else 'FAILED'}: {check.summary}, answering {check.prompts_total} fixed "
-             f"prompts greedily, compared with the run as trained (float32).", "",
-             f"Required: {check.required}.", ""]
+    lines = [
+        "## Export check",
+        "",
+        f"{'Passed' if check.passed else 'FAILED'}: {check.summary}, answering {check.prompts_total} fixed "
+        f"prompts greedily, compared with the run as trained (float32).",
+        "",
+        f"Required: {check.required}.",
+        "",
+    ]
     lines += [f"- explained: {n}" for n in check.near_ties]
     lines += [f"- problem: {p}" for p in check.problems]
     return lines + ([""] if check.near_ties or check.problems else [])
@@ -191,21 +235,40 @@ def _check_section(check: Optional[CheckResult]) -> list[str]:
 def _usage_section(facts: RunFacts, fmt: str, files: list[str]) -> list[str]:
     base = facts.hub_base or facts.base_model
     if fmt == "adapter":
-        code = ["from peft import PeftModel", "from transformers import AutoModelForCausalLM, AutoTokenizer", "",
-                f'base = AutoModelForCausalLM.from_pretrained("{base}")',
-                'model = PeftModel.from_pretrained(base, "PATH_TO_THIS_FOLDER")  # the unzipped files',
-                'tokenizer = AutoTokenizer.from_pretrained("PATH_TO_THIS_FOLDER")']
+        code = [
+            "from peft import PeftModel",
+            "from transformers import AutoModelForCausalLM, AutoTokenizer",
+            "",
+            f'base = AutoModelForCausalLM.from_pretrained("{base}")',
+            'model = PeftModel.from_pretrained(base, "PATH_TO_THIS_FOLDER")  # the unzipped files',
+            'tokenizer = AutoTokenizer.from_pretrained("PATH_TO_THIS_FOLDER")',
+        ]
         return ["## How to load", "", "```python", *code, "```", ""]
     if fmt == "merged":
-        code = ["from transformers import AutoModelForCausalLM, AutoTokenizer", "",
-                'model = AutoModelForCausalLM.from_pretrained("PATH_TO_THIS_FOLDER")',
-                'tokenizer = AutoTokenizer.from_pretrained("PATH_TO_THIS_FOLDER")',
-                'ids = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True, return_tensors="pt")',
-                "print(tokenizer.decode(model.generate(ids, max_new_tokens=64)[0]))"]
+        code = [
+            "from transformers import AutoModelForCausalLM, AutoTokenizer",
+            "",
+            'model = AutoModelForCausalLM.from_pretrained("PATH_TO_THIS_FOLDER")',
+            'tokenizer = AutoTokenizer.from_pretrained("PATH_TO_THIS_FOLDER")',
+            'ids = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True, return_tensors="pt")',
+            "print(tokenizer.decode(model.generate(ids, max_new_tokens=64)[0]))",
+        ]
         return ["## How to load", "", "```python", *code, "```", ""]
     gguf = next((f for f in files if f.endswith(".gguf")), "MODEL.gguf")
-    return ["## How to use", "", "The chat template and the end-of-turn token are in the file's metadata.", "",
-            "```sh", f"llama-cli -m {gguf} -cnv", "```", "",
-            "In Python (transformers dequantizes it):", "", "```python",
-            "from transformers import AutoModelForCausalLM",
-            f'model = AutoModelForCausalLM.from_pretrained("PATH_TO_THIS_FOLDER", gguf_file="{gguf}")', "```", ""]
+    return [
+        "## How to use",
+        "",
+        "The chat template and the end-of-turn token are in the file's metadata.",
+        "",
+        "```sh",
+        f"llama-cli -m {gguf} -cnv",
+        "```",
+        "",
+        "In Python (transformers dequantizes it):",
+        "",
+        "```python",
+        "from transformers import AutoModelForCausalLM",
+        f'model = AutoModelForCausalLM.from_pretrained("PATH_TO_THIS_FOLDER", gguf_file="{gguf}")',
+        "```",
+        "",
+    ]

@@ -28,8 +28,9 @@ of 0.17 logits. ``RULES`` allows about twice the measured drift; float32 must be
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from trainer_core.export.schemas import CheckResult
 from trainer_core.export.weights import small_model_threads
@@ -54,9 +55,11 @@ class Rule:
         """The rule in words, for ``CheckResult.required``."""
         if self.near_tie == 0:
             return f"all {NEW_TOKENS} greedy tokens of every prompt equal to those of the run as trained"
-        return (f"every next-token prediction on the answers of the run as trained equal to its own, except "
-                f"at near-ties (its top two tokens less than {self.near_tie:g} logits apart, which this "
-                f"precision's rounding can flip), and at least {self.min_forced:.0%} equal")
+        return (
+            f"every next-token prediction on the answers of the run as trained equal to its own, except "
+            f"at near-ties (its top two tokens less than {self.near_tie:g} logits apart, which this "
+            f"precision's rounding can flip), and at least {self.min_forced:.0%} equal"
+        )
 
 
 EXACT = Rule(near_tie=0.0, min_forced=1.0)
@@ -119,8 +122,9 @@ def _greedy(model: Any, context: list[int], new_tokens: int) -> tuple[list[int],
     return ids, gaps
 
 
-def exported_answers(model: Any, prompts: Sequence[Sequence[int]], reference: Sequence[Sequence[int]],
-                     forced: Sequence[Sequence[int]]) -> list[list[int]]:
+def exported_answers(
+    model: Any, prompts: Sequence[Sequence[int]], reference: Sequence[Sequence[int]], forced: Sequence[Sequence[int]]
+) -> list[list[int]]:
     """The exported model's own greedy answers, without generating what is known: up to its first
     teacher-forced difference it says what the reference said; from there it continues greedily."""
     answers = []
@@ -136,7 +140,9 @@ def exported_answers(model: Any, prompts: Sequence[Sequence[int]], reference: Se
     return answers
 
 
-def forced_predictions(model: Any, prompts: Sequence[Sequence[int]], answers: Sequence[Sequence[int]]) -> list[list[int]]:
+def forced_predictions(
+    model: Any, prompts: Sequence[Sequence[int]], answers: Sequence[Sequence[int]]
+) -> list[list[int]]:
     """The model's argmax at each answer position when it reads prompt + ``answers`` (one forward
     pass per prompt): what it would say next, given the reference's text so far."""
     import torch
@@ -146,7 +152,7 @@ def forced_predictions(model: Any, prompts: Sequence[Sequence[int]], answers: Se
     with torch.inference_mode(), small_model_threads(model):
         for prompt, answer in zip(prompts, answers):
             ids = torch.tensor([list(prompt) + list(answer)], device=device)  # (1, T + N)
-            logits = model(input_ids=ids).logits[0, len(prompt) - 1:-1]  # (N, V)
+            logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1]  # (N, V)
             predictions.append(logits.argmax(-1).tolist())
     return predictions
 
@@ -161,8 +167,14 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def compare(label: str, reference: Answers, free: list[list[int]], forced: list[list[int]], rule: Rule,
-            problems: Sequence[str] = ()) -> CheckResult:
+def compare(
+    label: str,
+    reference: Answers,
+    free: list[list[int]],
+    forced: list[list[int]],
+    rule: Rule,
+    problems: Sequence[str] = (),
+) -> CheckResult:
     """Judge an exported model's free-running answers ``free`` and teacher-forced predictions
     ``forced`` against ``reference`` by ``rule``; ``problems`` found elsewhere (a lost chat template,
     a wrong EOS) fail the check too."""
@@ -178,14 +190,27 @@ def compare(label: str, reference: Answers, free: list[list[int]], forced: list[
             elif gaps[j] < rule.near_tie:
                 near_ties.append(f"prompt {i + 1} token {j + 1}: a near-tie (top two {gaps[j]:.4f} logits apart)")
             else:
-                found.append(f"prompt {i + 1} token {j + 1}: the exported model predicts another token where the "
-                             f"run as trained was sure by {gaps[j]:.2f} logits")
+                found.append(
+                    f"prompt {i + 1} token {j + 1}: the exported model predicts another token where the "
+                    f"run as trained was sure by {gaps[j]:.2f} logits"
+                )
     if total and forced_equal / total < rule.min_forced:
-        found.append(f"only {forced_equal}/{total} next-token predictions equal; this format needs {rule.min_forced:.0%}")
+        found.append(
+            f"only {forced_equal}/{total} next-token predictions equal; this format needs {rule.min_forced:.0%}"
+        )
     summary = f"{label}: {prompts_equal}/{len(ref)} prompts, {equal}/{total} tokens equal"
     if near_ties:
         summary += f" ({len(near_ties)} difference{'s' * (len(near_ties) > 1)} at near-ties)"
-    return CheckResult(passed=not found, summary=summary, prompts_equal=prompts_equal, prompts_total=len(ref),
-                       tokens_equal=equal, tokens_total=total, forced_tokens_equal=forced_equal,
-                       required=rule.describe(), problems=found, near_ties=near_ties,
-                       first_difference=[p if p < len(r) else None for p, r in zip(prefixes, ref)])
+    return CheckResult(
+        passed=not found,
+        summary=summary,
+        prompts_equal=prompts_equal,
+        prompts_total=len(ref),
+        tokens_equal=equal,
+        tokens_total=total,
+        forced_tokens_equal=forced_equal,
+        required=rule.describe(),
+        problems=found,
+        near_ties=near_ties,
+        first_difference=[p if p < len(r) else None for p, r in zip(prefixes, ref)],
+    )

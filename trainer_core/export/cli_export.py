@@ -30,11 +30,21 @@ def add_parser(sub: Any) -> None:
     fields = ExportRequest.model_fields
     export = sub.add_parser("export", help="Export a run as an adapter zip, a merged model or a GGUF file, checked.")
     export.add_argument("run", metavar="RUN", help="A run's output folder or RUN_FOLDER/checkpoint-N.")
-    export.add_argument("--format", choices=EXPORT_FORMATS, default=fields["format"].default, help=fields["format"].description)
-    export.add_argument("--dtype", choices=get_args(MergeDtype), default=fields["dtype"].default, help=fields["dtype"].description)
-    export.add_argument("--output", type=Path, help="Folder to write into (new or empty; default RUN_FOLDER/exports/<id>).")
-    export.add_argument("--push-to-hub", metavar="OWNER/NAME", help="Push the passed export to this Hub repo (token: HF_TOKEN).")
-    export.add_argument("--public", action="store_true", help="With --push-to-hub: create the repo public (default private).")
+    export.add_argument(
+        "--format", choices=EXPORT_FORMATS, default=fields["format"].default, help=fields["format"].description
+    )
+    export.add_argument(
+        "--dtype", choices=get_args(MergeDtype), default=fields["dtype"].default, help=fields["dtype"].description
+    )
+    export.add_argument(
+        "--output", type=Path, help="Folder to write into (new or empty; default RUN_FOLDER/exports/<id>)."
+    )
+    export.add_argument(
+        "--push-to-hub", metavar="OWNER/NAME", help="Push the passed export to this Hub repo (token: HF_TOKEN)."
+    )
+    export.add_argument(
+        "--public", action="store_true", help="With --push-to-hub: create the repo public (default private)."
+    )
 
 
 class _Printer:
@@ -64,8 +74,9 @@ def _named(choice: Any) -> Any:
     if choice.kind != "checkpoint":
         return choice
     folder = Path(choice.path)
-    return choice.model_copy(update={"id": f"{folder.parent.name}/{folder.name}",
-                                     "step": int(CHECKPOINT.match(folder.name).group(1))})
+    return choice.model_copy(
+        update={"id": f"{folder.parent.name}/{folder.name}", "step": int(CHECKPOINT.match(folder.name).group(1))}
+    )
 
 
 def _show(result: ExportResult, out: Path) -> None:
@@ -109,8 +120,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     quiet_libraries()
-    context = {"choice": choice.model_dump(), "models_dir": str(settings.models_dir), "output_dir": str(out),
-               "converter_dir": str(settings.gguf_converter_dir)}
+    context = {
+        "choice": choice.model_dump(),
+        "models_dir": str(settings.models_dir),
+        "output_dir": str(out),
+        "converter_dir": str(settings.gguf_converter_dir),
+    }
     try:
         result = export(request, context, _Printer(), threading.Event())
     except KeyboardInterrupt:

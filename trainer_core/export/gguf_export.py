@@ -54,8 +54,14 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
         gc.collect()
         target = job.out / f"{job.stem}-{outtype}.gguf"
         job.progress.begin("convert", 0.4, f"Converting to GGUF {outtype}")
-        gguf_convert.convert(merged, target, outtype, job.converter_dir, lambda line: _on_line(job, outtype, line),
-                             job.progress.cancelled)
+        gguf_convert.convert(
+            merged,
+            target,
+            outtype,
+            job.converter_dir,
+            lambda line: _on_line(job, outtype, line),
+            job.progress.cancelled,
+        )
     finally:
         shutil.rmtree(merged, ignore_errors=True)
     job.progress.begin("check", 0.7, "Reading the GGUF's metadata and loading it back")
@@ -65,8 +71,9 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     return jobs.result(job, check, outtype)
 
 
-def check_gguf(path: Path, outtype: str, ref: jobs.Reference, tokenizer: Any,
-               progress: Optional[jobs.Progress] = None) -> CheckResult:
+def check_gguf(
+    path: Path, outtype: str, ref: jobs.Reference, tokenizer: Any, progress: Optional[jobs.Progress] = None
+) -> CheckResult:
     """Check the GGUF file at ``path``: its metadata against ``tokenizer`` and its answers (loaded
     back in float32) against ``ref`` by ``check.RULES[outtype]``."""
     meta = compare_meta(read_meta(path), tokenizer)
@@ -92,8 +99,10 @@ def _check_architecture(job: jobs.ExportJob) -> None:
         raise jobs.ExportInputError(problem)
     model_type = config.get("model_type")
     if model_type not in GGUF_SUPPORTED_ARCHITECTURES:
-        raise jobs.ExportInputError(f"GGUF export of a {model_type} model cannot be checked: transformers cannot load "
-                                    "that GGUF architecture back to compare its answers; export the merged model instead")
+        raise jobs.ExportInputError(
+            f"GGUF export of a {model_type} model cannot be checked: transformers cannot load "
+            "that GGUF architecture back to compare its answers; export the merged model instead"
+        )
 
 
 def _on_line(job: jobs.ExportJob, outtype: str, line: str) -> None:

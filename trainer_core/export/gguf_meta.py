@@ -12,9 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-KEYS = {"architecture": "general.architecture", "chat_template": "tokenizer.chat_template",
-        "eos": "tokenizer.ggml.eos_token_id", "bos": "tokenizer.ggml.bos_token_id",
-        "add_bos": "tokenizer.ggml.add_bos_token"}
+KEYS = {
+    "architecture": "general.architecture",
+    "chat_template": "tokenizer.chat_template",
+    "eos": "tokenizer.ggml.eos_token_id",
+    "bos": "tokenizer.ggml.bos_token_id",
+    "add_bos": "tokenizer.ggml.add_bos_token",
+}
 
 
 @dataclass
@@ -61,14 +65,18 @@ def compare_meta(meta: GgufMeta, tokenizer: Any) -> MetaCheck:
     template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
     template_ok = meta.chat_template == template
     if meta.chat_template is None:
-        problems.append("the GGUF has no chat template (tokenizer.chat_template): chat apps would format prompts "
-                        "differently from training")
+        problems.append(
+            "the GGUF has no chat template (tokenizer.chat_template): chat apps would format prompts "
+            "differently from training"
+        )
     elif not template_ok:
         problems.append("the GGUF's chat template differs from the run's tokenizer's")
     eos_ok = meta.eos == tokenizer.eos_token_id
     if not eos_ok:
-        problems.append(f"the GGUF's EOS token id is {meta.eos} ({_token(tokenizer, meta.eos)}), the tokenizer's is "
-                        f"{tokenizer.eos_token_id} ({tokenizer.eos_token}): answers would not stop at the end of a turn")
+        problems.append(
+            f"the GGUF's EOS token id is {meta.eos} ({_token(tokenizer, meta.eos)}), the tokenizer's is "
+            f"{tokenizer.eos_token_id} ({tokenizer.eos_token}): answers would not stop at the end of a turn"
+        )
     bos_ok = None
     if tokenizer.bos_token_id is not None:
         bos_ok = meta.bos == tokenizer.bos_token_id

@@ -51,7 +51,9 @@ def operations(export: dict[str, Any]) -> list[Any]:
         path = folder / name
         if name.endswith(".zip") and (export.get("result") or {}).get("format") == "adapter":
             with zipfile.ZipFile(path) as zf:
-                ops += [CommitOperationAdd(member, zf.read(member)) for member in zf.namelist() if not member.endswith("/")]
+                ops += [
+                    CommitOperationAdd(member, zf.read(member)) for member in zf.namelist() if not member.endswith("/")
+                ]
         else:
             ops.append(CommitOperationAdd(name, str(path)))
     return ops
@@ -66,7 +68,8 @@ def _network_error(exc: BaseException) -> bool:
 
     names = {cls.__name__ for cls in type(exc).__mro__}
     return isinstance(exc, (OfflineModeIsEnabled, ConnectionError, TimeoutError)) or bool(
-        names & {"TransportError", "RequestError", "ConnectError", "TimeoutException", "NetworkError"})
+        names & {"TransportError", "RequestError", "ConnectError", "TimeoutException", "NetworkError"}
+    )
 
 
 def _explain(exc: BaseException, repo_id: str, host: str) -> str:
@@ -79,9 +82,11 @@ def _explain(exc: BaseException, repo_id: str, host: str) -> str:
             return "the Hub refused the token (401): check it, or create one with write access at huggingface.co/settings/tokens"
         if status in (403, 409):
             owner = repo_id.split("/")[0]
-            return (f"the Hub refused to create or write {repo_id} ({status}): the name belongs to someone else or the "
-                    f"token may not write to '{owner}'; choose a repo under your own user or organisation, or a "
-                    "token with write access to it")
+            return (
+                f"the Hub refused to create or write {repo_id} ({status}): the name belongs to someone else or the "
+                f"token may not write to '{owner}'; choose a repo under your own user or organisation, or a "
+                "token with write access to it"
+            )
         return f"the Hub answered {status} for {repo_id}: {str(exc).splitlines()[0][:300]}"
     if _network_error(exc):
         return f"could not reach {host} ({type(exc).__name__}); check the network (or proxy) and push again; nothing was pushed"
@@ -111,8 +116,12 @@ def push_export(request: dict[str, Any], export: dict[str, Any], say: Any = lamb
         say(f"Creating {repo_id} ({'private' if private else 'public'})")
         url = api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
         say(f"Uploading {len(ops)} files to {repo_id}")
-        api.create_commit(repo_id, ops, commit_message=f"Export {export.get('model')} ({(export.get('result') or {}).get('format')}) "
-                                                      "from Finetune Studio")
+        api.create_commit(
+            repo_id,
+            ops,
+            commit_message=f"Export {export.get('model')} ({(export.get('result') or {}).get('format')}) "
+            "from Finetune Studio",
+        )
     except Exception as exc:  # noqa: BLE001 - the Hub client raises httpx, OSError and its own errors alike
         raise HubPushError(_redact(_explain(exc, repo_id, host), token)) from None
     log.info("pushed %d files to %s", len(ops), repo_id)
@@ -135,7 +144,11 @@ def run_push(request: dict[str, Any], context: dict[str, Any], events: Any, stop
         events.put((TaskEvent.ERROR, {"message": str(exc), "kind": "input"}))
         return
     except BaseException as exc:  # noqa: BLE001 - the process boundary; the token is redacted
-        events.put((TaskEvent.ERROR, {"message": _redact(f"the push failed: {type(exc).__name__}: {exc}", token),
-                                      "kind": "internal"}))
+        events.put(
+            (
+                TaskEvent.ERROR,
+                {"message": _redact(f"the push failed: {type(exc).__name__}: {exc}", token), "kind": "internal"},
+            )
+        )
         return
     events.put((TaskEvent.RESULT, result.model_dump()))

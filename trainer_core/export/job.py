@@ -106,7 +106,9 @@ class Reference:
 
 def reference(job: ExportJob, model: Any, tokenizer: Any) -> Reference:
     """The run as trained answers the check prompts (stage ``reference``)."""
-    job.progress.begin("reference", 0.15, f"Answering {len(checks.CHECK_PROMPTS)} check prompts with the run as trained")
+    job.progress.begin(
+        "reference", 0.15, f"Answering {len(checks.CHECK_PROMPTS)} check prompts with the run as trained"
+    )
     return make_reference(model, tokenizer)
 
 
@@ -122,15 +124,20 @@ def judge(label: str, rule: str, ref: Reference, model: Any, tokenizer: Any, pro
     forced = checks.forced_predictions(model, ref.prompts, ref.answers.tokens)
     free = checks.exported_answers(model, ref.prompts, ref.answers.tokens, forced)
     result = checks.compare(label, ref.answers, free, forced, checks.RULES[rule], problems)
-    result.samples = [{"prompt": prompt, "adapter": tokenizer.decode(want), "exported": tokenizer.decode(got)}
-                      for prompt, want, got in zip(checks.CHECK_PROMPTS, ref.answers.tokens, free)]
+    result.samples = [
+        {"prompt": prompt, "adapter": tokenizer.decode(want), "exported": tokenizer.decode(got)}
+        for prompt, want, got in zip(checks.CHECK_PROMPTS, ref.answers.tokens, free)
+    ]
     return result
 
 
 def listing(out: Path) -> list[ExportedFile]:
     """The files under ``out`` (relative names, sorted), hidden temporary folders left out."""
-    files = [p for p in sorted(Path(out).rglob("*")) if p.is_file() and not any(
-        part.startswith(".") for part in p.relative_to(out).parts)]
+    files = [
+        p
+        for p in sorted(Path(out).rglob("*"))
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts)
+    ]
     return [ExportedFile(name=str(p.relative_to(out)), size_bytes=p.stat().st_size) for p in files]
 
 
@@ -148,6 +155,14 @@ def result(job: ExportJob, check: Optional[CheckResult], dtype: Optional[str]) -
     job.progress.end()
     files = listing(job.out)
     passed = check.passed if check is not None else True
-    return ExportResult(format=job.request.format, dtype=dtype, files=files, size_bytes=sum(f.size_bytes for f in files),
-                        check=check, passed=passed, seconds=round(time.monotonic() - job.began, 2),
-                        notes=job.notes, stage_seconds=dict(job.progress.seconds))
+    return ExportResult(
+        format=job.request.format,
+        dtype=dtype,
+        files=files,
+        size_bytes=sum(f.size_bytes for f in files),
+        check=check,
+        passed=passed,
+        seconds=round(time.monotonic() - job.began, 2),
+        notes=job.notes,
+        stage_seconds=dict(job.progress.seconds),
+    )

@@ -24,7 +24,9 @@ def export_merged(job: jobs.ExportJob) -> ExportResult:
     job.progress.begin("load", 0.02, f"Loading {job.choice.id} in float32")
     run = load_run(job.choice, job.models_dir, qlora=job.qlora)
     ref = jobs.reference(job, run.model, run.tokenizer)
-    job.progress.begin("merge", 0.3, "Merging the adapter into the base" if job.choice.adapter else "Preparing the model")
+    job.progress.begin(
+        "merge", 0.3, "Merging the adapter into the base" if job.choice.adapter else "Preparing the model"
+    )
     model, notes = merge(run, dtype)
     job.notes.extend(notes)
     run.model = None

@@ -18,8 +18,15 @@ class ExportRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(min_length=1, max_length=MAX_ID_CHARS, description="Run or checkpoint to export: a job id or JOB_ID/checkpoint-N.")
-    format: ExportFormat = Field("adapter", description="adapter: zip of the LoRA adapter, tokenizer and card; merged: adapter merged into the base, safetensors; gguf-f16 / gguf-q8_0: llama.cpp file made from the merged model.")
+    model: str = Field(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="Run or checkpoint to export: a job id or JOB_ID/checkpoint-N.",
+    )
+    format: ExportFormat = Field(
+        "adapter",
+        description="adapter: zip of the LoRA adapter, tokenizer and card; merged: adapter merged into the base, safetensors; gguf-f16 / gguf-q8_0: llama.cpp file made from the merged model.",
+    )
     dtype: MergeDtype = Field("float16", description="Weights dtype of a merged export (GGUF sets its own).")
 
 
@@ -37,10 +44,22 @@ class CheckResult(BaseModel):
     chat_template_ok: Optional[bool] = None
     eos_ok: Optional[bool] = None
     problems: list[str] = Field(default_factory=list)
-    forced_tokens_equal: int = Field(0, description="Next-token predictions equal to the adapter model's when both read its answers (teacher-forced).")
-    near_ties: list[str] = Field(default_factory=list, description="Differences explained by rounding: where the adapter model's top two tokens were nearly tied.")
-    samples: list[dict[str, str]] = Field(default_factory=list, description="Per prompt: the prompt and both models' answers as text (prompt, adapter, exported).")
-    first_difference: list[Optional[int]] = Field(default_factory=list, description="Per prompt: the 0-based position of the first token that differs (None: all equal).")
+    forced_tokens_equal: int = Field(
+        0,
+        description="Next-token predictions equal to the adapter model's when both read its answers (teacher-forced).",
+    )
+    near_ties: list[str] = Field(
+        default_factory=list,
+        description="Differences explained by rounding: where the adapter model's top two tokens were nearly tied.",
+    )
+    samples: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="Per prompt: the prompt and both models' answers as text (prompt, adapter, exported).",
+    )
+    first_difference: list[Optional[int]] = Field(
+        default_factory=list,
+        description="Per prompt: the 0-based position of the first token that differs (None: all equal).",
+    )
 
 
 class ExportedFile(BaseModel):
@@ -61,7 +80,9 @@ class ExportResult(BaseModel):
     passed: bool = True
     seconds: float = 0.0
     notes: list[str] = Field(default_factory=list)
-    stage_seconds: dict[str, float] = Field(default_factory=dict, description="Wall seconds per stage (load, reference, merge, save, convert, check, card).")
+    stage_seconds: dict[str, float] = Field(
+        default_factory=dict, description="Wall seconds per stage (load, reference, merge, save, convert, check, card)."
+    )
 
 
 class PushRequest(BaseModel):

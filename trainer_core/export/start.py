@@ -43,10 +43,12 @@ def start_export(tasks: TaskRunner, request: ExportRequest) -> TaskRecord:
 def export_refusal(choice: ModelChoice, request: ExportRequest, converter_dir: Path, models_dir: Path) -> Optional[str]:
     """Why ``choice`` cannot be exported as ``request.format`` (None: it can, as far as cheap checks tell)."""
     if choice.kind == "base" or not choice.path:
-        return ("the base model is not a run: export a run (its job id) or one of its checkpoints "
-                "(JOB_ID/checkpoint-N); the base model is already available from its source")
+        return (
+            "the base model is not a run: export a run (its job id) or one of its checkpoints "
+            "(JOB_ID/checkpoint-N); the base model is already available from its source"
+        )
     if request.format == "adapter" and not choice.adapter:
-        return (f"{choice.id} is a full fine-tune: it has no adapter to export; choose merged, gguf-f16 or gguf-q8_0")
+        return f"{choice.id} is a full fine-tune: it has no adapter to export; choose merged, gguf-f16 or gguf-q8_0"
     if request.format.startswith("gguf"):
         missing = missing_message(converter_dir)
         if missing:
@@ -107,7 +109,9 @@ def start_push(tasks: TaskRunner, request: PushRequest) -> TaskRecord:
         raise TaskRefused(f"task {request.task_id!r}: no such export; export the run first", 404)
     if record.phase != TaskPhase.completed or not (record.result or {}).get("passed", False):
         state = "did not pass its check" if record.phase == TaskPhase.failed and record.result else record.phase.value
-        raise TaskRefused(f"export {record.task_id} {state}: only a finished export that passed its check is pushed", 400)
+        raise TaskRefused(
+            f"export {record.task_id} {state}: only a finished export that passed its check is pushed", 400
+        )
     if not record.output_dir or not Path(record.output_dir).is_dir():
         raise TaskRefused(f"export {record.task_id}: its files were deleted; export the run again", 400)
     if problem := repo_id_problem(request.repo_id):

@@ -13,17 +13,26 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from trainer_core.serving.schemas import ModelChoice
 
 log = logging.getLogger(__name__)
 SMALL_MODEL_PARAMS = 1_000_000_000  # below this, CPU work on the model runs on one thread (small_model_threads)
 QLORA_MERGE_DTYPE = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float16"}  # export dtype -> merge dtype
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
-                   "tokenizer.model", "vocab.json", "merges.txt", "added_tokens.json")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "special_tokens_map.json",
+    "tokenizer.model",
+    "vocab.json",
+    "merges.txt",
+    "added_tokens.json",
+)
 
 
 @dataclass
@@ -49,8 +58,11 @@ def small_model_threads(model: Any) -> Iterator[None]:
     import torch
 
     first = next(model.parameters(), None)
-    small = (first is not None and first.device.type == "cpu"
-             and sum(p.numel() for p in model.parameters()) < SMALL_MODEL_PARAMS)
+    small = (
+        first is not None
+        and first.device.type == "cpu"
+        and sum(p.numel() for p in model.parameters()) < SMALL_MODEL_PARAMS
+    )
     before = torch.get_num_threads()
     if small:
         torch.set_num_threads(1)
@@ -84,7 +96,9 @@ def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
     from trainer_core.models.loading import ModelLoadError
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), attn_implementation="sdpa", **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch_dtype(dtype), attn_implementation="sdpa", **kwargs
+        )
     except (OSError, ValueError, ImportError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(f"could not load the model from {path}: {exc}") from exc
     return model.eval()
@@ -121,8 +135,10 @@ def merge(run: RunWeights, dtype: str) -> tuple[Any, list[str]]:
         merge_dtype = QLORA_MERGE_DTYPE.get(dtype, "float16")
         base = load_causal_lm(run.base_dir, merge_dtype)
         model = PeftModel.from_pretrained(base, run.choice.path, is_trainable=False).merge_and_unload()
-        notes.append(f"QLoRA run: the adapter was trained on the base quantized to 4-bit (NF4); it is merged into "
-                     f"the base loaded unquantized in {merge_dtype}, so answers can differ slightly from the 4-bit model's.")
+        notes.append(
+            f"QLoRA run: the adapter was trained on the base quantized to 4-bit (NF4); it is merged into "
+            f"the base loaded unquantized in {merge_dtype}, so answers can differ slightly from the 4-bit model's."
+        )
     elif run.choice.adapter:
         with small_model_threads(run.model):
             model = run.model.merge_and_unload()

@@ -16,8 +16,9 @@ import errno
 import logging
 import shutil
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from trainer_core.export.gguf_convert import Cancelled, ConversionFailed
 from trainer_core.export.job import ExportInputError, ExportJob, Progress
@@ -59,10 +60,15 @@ def export(request: ExportRequest, context: dict[str, Any], events: Any, stop: A
     from trainer_core.settings import get_settings
 
     out = Path(context["output_dir"])
-    job = ExportJob(request=request, choice=ModelChoice(**context["choice"]), out=out,
-                    models_dir=Path(context.get("models_dir") or get_settings().models_dir),
-                    converter_dir=Path(context.get("converter_dir") or get_settings().gguf_converter_dir),
-                    progress=Progress(events, stop), run_info=context.get("run"))
+    job = ExportJob(
+        request=request,
+        choice=ModelChoice(**context["choice"]),
+        out=out,
+        models_dir=Path(context.get("models_dir") or get_settings().models_dir),
+        converter_dir=Path(context.get("converter_dir") or get_settings().gguf_converter_dir),
+        progress=Progress(events, stop),
+        run_info=context.get("run"),
+    )
     try:
         return exporter(request.format)(job)
     except Cancelled:
@@ -76,7 +82,9 @@ def export(request: ExportRequest, context: dict[str, Any], events: Any, stop: A
     except (ModelLoadError, ConversionFailed) as exc:
         raise ExportError(str(exc), "internal") from exc
     except MemoryError:
-        raise ExportError("out of memory while exporting; free memory (stop the chat model) and try again", "internal") from None
+        raise ExportError(
+            "out of memory while exporting; free memory (stop the chat model) and try again", "internal"
+        ) from None
 
 
 def disk_full_message(out: Path) -> str:
@@ -89,8 +97,10 @@ def disk_full_message(out: Path) -> str:
     except OSError:
         pass
     now = f" ({free / 1e6:.0f} MB free now)" if free is not None else ""
-    return (f"the disk holding {out.parent} is full (no space left on device{now}): free space there and export "
-            "again; nothing of this export was kept")
+    return (
+        f"the disk holding {out.parent} is full (no space left on device{now}): free space there and export "
+        "again; nothing of this export was kept"
+    )
 
 
 def run_export(request: dict[str, Any], context: dict[str, Any], events: Any, stop: Any) -> None:
@@ -110,6 +120,8 @@ def run_export(request: dict[str, Any], context: dict[str, Any], events: Any, st
         return
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
         log.error("export failed:\n%s", traceback.format_exc())
-        events.put((TaskEvent.ERROR, {"message": f"the export failed: {type(exc).__name__}: {exc}", "kind": "internal"}))
+        events.put(
+            (TaskEvent.ERROR, {"message": f"the export failed: {type(exc).__name__}: {exc}", "kind": "internal"})
+        )
         return
     events.put((TaskEvent.RESULT, result.model_dump()))

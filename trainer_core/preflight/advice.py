@@ -37,8 +37,14 @@ MIN_STEPS = 60
 MIN_PASSES = 3
 MIN_LR_BUDGET = 0.01
 LORA_MAX_SUGGESTED_LR = 1e-3  # rules.LEARNING_RATES' upper end for LoRA / QLoRA
-SCHEDULE_MEAN = {"constant": 1.0, "constant_with_warmup": 1.0, "linear": 0.5, "cosine": 0.5,
-                 "cosine_with_restarts": 0.5, "polynomial": 0.5}
+SCHEDULE_MEAN = {
+    "constant": 1.0,
+    "constant_with_warmup": 1.0,
+    "linear": 0.5,
+    "cosine": 0.5,
+    "cosine_with_restarts": 0.5,
+    "polynomial": 0.5,
+}
 
 
 def schedule_mean(request: TrainingStartRequest, total_steps: int) -> float:
@@ -74,8 +80,16 @@ def _steps_fix(request: TrainingStartRequest, steps_per_epoch: int) -> tuple[int
     needed = max(needed, _budget_steps(request, needed))
     epochs = math.ceil(needed / steps_per_epoch)
     if request.max_steps > 0:
-        return needed, f"raise max_steps to {needed} (or set max_steps to 0 and num_epochs to {epochs})", ["max_steps", "num_epochs"]
-    return epochs * steps_per_epoch, f"raise num_epochs to {epochs} (or set max_steps to {needed})", ["num_epochs", "max_steps"]
+        return (
+            needed,
+            f"raise max_steps to {needed} (or set max_steps to 0 and num_epochs to {epochs})",
+            ["max_steps", "num_epochs"],
+        )
+    return (
+        epochs * steps_per_epoch,
+        f"raise num_epochs to {epochs} (or set max_steps to {needed})",
+        ["num_epochs", "max_steps"],
+    )
 
 
 def round_up(value: float) -> float:
@@ -92,21 +106,35 @@ def _budget_issue(request: TrainingStartRequest, steps: int, short: bool) -> Opt
     if budget >= MIN_LR_BUDGET or mean <= 0:
         return None
     needed = round_up(MIN_LR_BUDGET / (steps * mean))
-    said = (f"learning_rate={request.learning_rate:g} over {steps} steps ({request.lr_scheduler_type} schedule) sums to "
-            f"{budget:.4f}, below the {MIN_LR_BUDGET:g} that moved the model in our measurements")
+    said = (
+        f"learning_rate={request.learning_rate:g} over {steps} steps ({request.lr_scheduler_type} schedule) sums to "
+        f"{budget:.4f}, below the {MIN_LR_BUDGET:g} that moved the model in our measurements"
+    )
     if needed <= LORA_MAX_SUGGESTED_LR:
-        return Issue(level="warning", code="learning_rate_too_low", fields=["learning_rate"],
-                     message=f"{said}: the adapter will hardly change; raise learning_rate to {needed:g}")
+        return Issue(
+            level="warning",
+            code="learning_rate_too_low",
+            fields=["learning_rate"],
+            message=f"{said}: the adapter will hardly change; raise learning_rate to {needed:g}",
+        )
     rate = max(request.learning_rate, LORA_MAX_SUGGESTED_LR)
     more = math.ceil(MIN_LR_BUDGET / (rate * mean))
     if request.learning_rate >= LORA_MAX_SUGGESTED_LR:
         if short:
             return None  # the run_too_short warning's fix already counts these steps (_steps_fix)
-        return Issue(level="warning", code="run_too_short", fields=["max_steps", "num_epochs"],
-                     message=f"{said}: too few steps to change the adapter; raise max_steps to {more} (more epochs)")
-    return Issue(level="warning", code="learning_rate_too_low", fields=["learning_rate", "max_steps"],
-                 message=f"{said}: the adapter will hardly change; raise learning_rate to {LORA_MAX_SUGGESTED_LR:g} and "
-                         f"max_steps to {more}")
+        return Issue(
+            level="warning",
+            code="run_too_short",
+            fields=["max_steps", "num_epochs"],
+            message=f"{said}: too few steps to change the adapter; raise max_steps to {more} (more epochs)",
+        )
+    return Issue(
+        level="warning",
+        code="learning_rate_too_low",
+        fields=["learning_rate", "max_steps"],
+        message=f"{said}: the adapter will hardly change; raise learning_rate to {LORA_MAX_SUGGESTED_LR:g} and "
+        f"max_steps to {more}",
+    )
 
 
 def training_budget_issues(request: TrainingStartRequest, total_steps: int, rows_kept: int) -> list[Issue]:
@@ -125,10 +153,15 @@ def training_budget_issues(request: TrainingStartRequest, total_steps: int, rows
     steps, short = total_steps, total_steps < MIN_STEPS and passes < MIN_PASSES
     if short:
         steps, fix, fields = _steps_fix(request, steps_per_epoch)
-        issues.append(Issue(
-            level="warning", code="run_too_short", fields=fields,
-            message=f"the run has {total_steps} optimizer steps, {passes:.1f} passes over its {rows_kept} rows: too short "
-                    f"to learn them (measured on a 91-row dataset: 23 steps, 1 pass, changed no answer); {fix}"))
+        issues.append(
+            Issue(
+                level="warning",
+                code="run_too_short",
+                fields=fields,
+                message=f"the run has {total_steps} optimizer steps, {passes:.1f} passes over its {rows_kept} rows: too short "
+                f"to learn them (measured on a 91-row dataset: 23 steps, 1 pass, changed no answer); {fix}",
+            )
+        )
     if request.training_type != TrainingType.full and (budget := _budget_issue(request, steps, short)):
         issues.append(budget)
     return issues

@@ -32,8 +32,9 @@ log = logging.getLogger(__name__)
 HISTOGRAM_BINS = 20
 
 
-def run_preflight(request: TrainingStartRequest, settings: Settings, store: Optional[Any] = None,
-                  estimates: bool = True) -> PreflightReport:
+def run_preflight(
+    request: TrainingStartRequest, settings: Settings, store: Optional[Any] = None, estimates: bool = True
+) -> PreflightReport:
     """The pre-flight report of ``request`` (paths already checked by the caller, e.g.
     ``access.requests.checked_request``). Loads only the tokenizer (``load_preview_tokenizer``) and
     the model's config; reads and tokenizes the data as training does. Data that training could not
@@ -52,26 +53,47 @@ def run_preflight(request: TrainingStartRequest, settings: Settings, store: Opti
     kept = counts.kept if counts is not None else np.ones(rows, dtype=bool)
     plan = _plan(request, found, kept)
     errors = [issue for issue in (rules.trackers_missing(request), _no_tokens(found, request)) if issue]
-    warnings += [issue for issue in (rules.truncation(counts) if counts is not None else None,
-                                     rules.eval_too_small(_eval_rows(found), request, found.eval is not None),
-                                     rules.evaluations(request, plan.total_steps, found.eval is not None),
-                                     rules.placeholders(found.sources),
-                                     rules.learning_rate(request)) if issue]
+    warnings += [
+        issue
+        for issue in (
+            rules.truncation(counts) if counts is not None else None,
+            rules.eval_too_small(_eval_rows(found), request, found.eval is not None),
+            rules.evaluations(request, plan.total_steps, found.eval is not None),
+            rules.placeholders(found.sources),
+            rules.learning_rate(request),
+        )
+        if issue
+    ]
     warnings += _advice(request, plan.total_steps, int(kept.sum()))
     report = PreflightReport(
-        model_name=request.model_name, tokenizer_found=tokenizer is not None, max_seq_length=request.max_seq_length,
-        files=_files(found, request), rows_read=rows + _held_out(found), rows_kept=int(kept.sum()),
+        model_name=request.model_name,
+        tokenizer_found=tokenizer is not None,
+        max_seq_length=request.max_seq_length,
+        files=_files(found, request),
+        rows_read=rows + _held_out(found),
+        rows_kept=int(kept.sum()),
         rows_dropped=int((~kept).sum()),
-        **_token_numbers(counts), eval_rows=_eval_rows(found),
-        histogram=_histogram(counts), samples=_samples(found, tokenizer, request),
-        global_batch_size=plan.global_batch_size, steps_per_epoch=plan.steps_per_epoch,
-        total_steps=plan.total_steps, epochs=plan.epochs, warnings=warnings, errors=errors,
+        **_token_numbers(counts),
+        eval_rows=_eval_rows(found),
+        histogram=_histogram(counts),
+        samples=_samples(found, tokenizer, request),
+        global_batch_size=plan.global_batch_size,
+        steps_per_epoch=plan.steps_per_epoch,
+        total_steps=plan.total_steps,
+        epochs=plan.epochs,
+        warnings=warnings,
+        errors=errors,
     )
     if estimates and tokenizer is not None and plan.total_steps:
         _add_estimates(report, request, settings, store, found, plan)
     report.check_seconds = round(time.perf_counter() - started, 3)
-    log.info("pre-flight check of %d rows: %.2f s, %d warnings, %d errors", rows, report.check_seconds,
-             len(report.warnings), len(report.errors))
+    log.info(
+        "pre-flight check of %d rows: %.2f s, %d warnings, %d errors",
+        rows,
+        report.check_seconds,
+        len(report.warnings),
+        len(report.errors),
+    )
     return report
 
 
@@ -97,9 +119,13 @@ def _no_tokens(found: Gathered, request: TrainingStartRequest) -> Optional[Issue
         if issue:
             return issue
     if found.eval_counts is not None and len(found.eval_counts.trained) and not found.eval_counts.kept.any():
-        return Issue(level="error", code="no_eval_tokens", fields=["max_seq_length", "local_eval_datasets", "val_size"],
-                     message=f"no evaluation row keeps an answer token within max_seq_length={request.max_seq_length}, "
-                             "so evaluation would fail: raise max_seq_length or give other evaluation rows")
+        return Issue(
+            level="error",
+            code="no_eval_tokens",
+            fields=["max_seq_length", "local_eval_datasets", "val_size"],
+            message=f"no evaluation row keeps an answer token within max_seq_length={request.max_seq_length}, "
+            "so evaluation would fail: raise max_seq_length or give other evaluation rows",
+        )
     return None
 
 
@@ -127,13 +153,23 @@ def _plan(request: TrainingStartRequest, found: Gathered, kept: np.ndarray) -> S
 def _token_numbers(counts: Any) -> dict[str, Any]:
     """The report's token fields (zeros without a tokenizer); sums as ``TokenizationStats``."""
     if counts is None or len(counts.full) == 0:
-        return dict(rows_truncated=0, rows_truncated_share=0.0, tokens_total=0, tokens_trained=0, tokens_cut=0,
-                    rows_without_trained_tokens=0)
+        return dict(
+            rows_truncated=0,
+            rows_truncated_share=0.0,
+            tokens_total=0,
+            tokens_trained=0,
+            tokens_cut=0,
+            rows_without_trained_tokens=0,
+        )
     truncated = int((counts.full > counts.max_seq_length).sum())
-    return dict(rows_truncated=truncated, rows_truncated_share=round(truncated / len(counts.full), 4),
-                tokens_total=int(counts.cut[counts.kept].sum()), tokens_trained=int(counts.trained[counts.kept].sum()),
-                tokens_cut=int(np.maximum(counts.full - counts.max_seq_length, 0).sum()),
-                rows_without_trained_tokens=int((~counts.kept).sum()))
+    return dict(
+        rows_truncated=truncated,
+        rows_truncated_share=round(truncated / len(counts.full), 4),
+        tokens_total=int(counts.cut[counts.kept].sum()),
+        tokens_trained=int(counts.trained[counts.kept].sum()),
+        tokens_cut=int(np.maximum(counts.full - counts.max_seq_length, 0).sum()),
+        rows_without_trained_tokens=int((~counts.kept).sum()),
+    )
 
 
 def _files(found: Gathered, request: TrainingStartRequest) -> list[FileCheck]:
@@ -148,16 +184,30 @@ def _files(found: Gathered, request: TrainingStartRequest) -> list[FileCheck]:
         mine = (train_of if source.split == "train" else eval_of) == index
         notes = list(source.notes)
         if source.split == "train" and request.val_size > 0:
-            notes.append(f"{int((eval_of == index).sum())} rows held out for evaluation (val_size={request.val_size:g})")
+            notes.append(
+                f"{int((eval_of == index).sum())} rows held out for evaluation (val_size={request.val_size:g})"
+            )
         reasons: dict[str, int] = {}
         if split_counts is not None and mine.any():
             lost = mine & ~split_counts.kept
-            reasons = {"no_trained_tokens": int((lost & (split_counts.trainable == 0)).sum()),
-                       "answer_after_max_seq_length": int((lost & (split_counts.trainable > 0)).sum())}
+            reasons = {
+                "no_trained_tokens": int((lost & (split_counts.trainable == 0)).sum()),
+                "answer_after_max_seq_length": int((lost & (split_counts.trainable > 0)).sum()),
+            }
             reasons = {reason: rows for reason, rows in reasons.items() if rows}
         dropped = sum(reasons.values())
-        out.append(FileCheck(name=source.name, split=source.split, format=source.format, rows_read=read,
-                             rows_kept=int(mine.sum()) - dropped, rows_dropped=dropped, drop_reasons=reasons, notes=notes))
+        out.append(
+            FileCheck(
+                name=source.name,
+                split=source.split,
+                format=source.format,
+                rows_read=read,
+                rows_kept=int(mine.sum()) - dropped,
+                rows_dropped=dropped,
+                drop_reasons=reasons,
+                notes=notes,
+            )
+        )
     return out
 
 
@@ -180,8 +230,15 @@ def _samples(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> 
     sources = found.source_of_train()[kept]
     truncated = found.train_counts.full[kept] > request.max_seq_length
     chosen = [int(kept[i]) for i in pick_samples(list(sources), list(truncated))]
-    return [sample_row(found.train_encoded[i], found.sources[int(found.train_encoded[i]["_source"])].name, tokenizer,
-                       request.max_seq_length) for i in chosen]
+    return [
+        sample_row(
+            found.train_encoded[i],
+            found.sources[int(found.train_encoded[i]["_source"])].name,
+            tokenizer,
+            request.max_seq_length,
+        )
+        for i in chosen
+    ]
 
 
 def _advice(request: TrainingStartRequest, total_steps: int, rows_kept: int) -> list[Issue]:
@@ -197,21 +254,41 @@ def _advice(request: TrainingStartRequest, total_steps: int, rows_kept: int) -> 
     return list(training_budget_issues(request, total_steps, rows_kept)) if total_steps else []
 
 
-def _empty(request: TrainingStartRequest, tokenizer_found: bool, warnings: list[Issue], errors: list[Issue],
-           started: float) -> PreflightReport:
+def _empty(
+    request: TrainingStartRequest, tokenizer_found: bool, warnings: list[Issue], errors: list[Issue], started: float
+) -> PreflightReport:
     """The report when the data cannot be read: the error, nothing counted."""
     plan = plan_steps(0, request)
     return PreflightReport(
-        model_name=request.model_name, tokenizer_found=tokenizer_found, max_seq_length=request.max_seq_length,
-        files=[], rows_read=0, rows_kept=0, rows_dropped=0, **_token_numbers(None), eval_rows=0,
-        histogram=LengthHistogram(), samples=[], global_batch_size=plan.global_batch_size, steps_per_epoch=0,
-        total_steps=0, epochs=0.0, warnings=warnings, errors=errors,
+        model_name=request.model_name,
+        tokenizer_found=tokenizer_found,
+        max_seq_length=request.max_seq_length,
+        files=[],
+        rows_read=0,
+        rows_kept=0,
+        rows_dropped=0,
+        **_token_numbers(None),
+        eval_rows=0,
+        histogram=LengthHistogram(),
+        samples=[],
+        global_batch_size=plan.global_batch_size,
+        steps_per_epoch=0,
+        total_steps=0,
+        epochs=0.0,
+        warnings=warnings,
+        errors=errors,
         check_seconds=round(time.perf_counter() - started, 3),
     )
 
 
-def _add_estimates(report: PreflightReport, request: TrainingStartRequest, settings: Settings, store: Optional[Any],
-                   found: Gathered, plan: StepPlan) -> None:
+def _add_estimates(
+    report: PreflightReport,
+    request: TrainingStartRequest,
+    settings: Settings,
+    store: Optional[Any],
+    found: Gathered,
+    plan: StepPlan,
+) -> None:
     """Memory and time estimates (``preflight.estimates``) into ``report``, and the memory warning."""
     from trainer_core.preflight.costs import estimate_costs
 

@@ -24,9 +24,13 @@ BAR_CHARS = 40
 def add_parser(sub: Any, train: argparse.ArgumentParser) -> None:
     """Register ``check`` on ``sub`` with every flag of the ``train`` sub-parser (argparse
     ``parents``), plus ``--json``. Call it after ``train``'s flags are added."""
-    check = sub.add_parser("check", parents=[train], add_help=False,
-                           help="Pre-flight check: rows, tokens, steps, estimates, warnings; trains nothing.",
-                           description="Check a training request without training (tokenizer only, no weights).")
+    check = sub.add_parser(
+        "check",
+        parents=[train],
+        add_help=False,
+        help="Pre-flight check: rows, tokens, steps, estimates, warnings; trains nothing.",
+        description="Check a training request without training (tokenizer only, no weights).",
+    )
     check.add_argument("--json", action="store_true", help="Print the report as one JSON document.")
 
 
@@ -69,12 +73,18 @@ def _store(settings: Any) -> Optional[Any]:
 
 def render(report: PreflightReport, colour: bool) -> str:
     """The report as terminal text (see the module docstring)."""
-    lines = [f"Model {report.model_name} (tokenizer {'found' if report.tokenizer_found else 'NOT on this machine'}), "
-             f"max_seq_length {report.max_seq_length}", "", "Files:"]
+    lines = [
+        f"Model {report.model_name} (tokenizer {'found' if report.tokenizer_found else 'NOT on this machine'}), "
+        f"max_seq_length {report.max_seq_length}",
+        "",
+        "Files:",
+    ]
     for f in report.files:
         reasons = ", ".join(f"{n} {reason}" for reason, n in f.drop_reasons.items())
-        lines.append(f"  {f.name} [{f.split}, {f.format}]: {f.rows_read} rows read, {f.rows_kept} kept, "
-                     f"{f.rows_dropped} dropped" + (f" ({reasons})" if reasons else ""))
+        lines.append(
+            f"  {f.name} [{f.split}, {f.format}]: {f.rows_read} rows read, {f.rows_kept} kept, "
+            f"{f.rows_dropped} dropped" + (f" ({reasons})" if reasons else "")
+        )
         lines += [f"    note: {note}" for note in f.notes]
     lines += [
         "",
@@ -116,7 +126,9 @@ def _estimates(report: PreflightReport) -> list[str]:
     memory, time_ = report.memory, report.time
     if memory is not None:
         free = f", {memory.free_gib:.1f} GiB free" if memory.free_gib is not None else ""
-        out.append(f"Memory: about {memory.total_gib:.2f} GiB on {memory.device}{free}: {_parts(memory.parts_gib, ' GiB')}")
+        out.append(
+            f"Memory: about {memory.total_gib:.2f} GiB on {memory.device}{free}: {_parts(memory.parts_gib, ' GiB')}"
+        )
         out.append(f"  ({memory.basis})")
     if time_ is not None:
         out.append(f"Time: about {time_.total_seconds:.0f} s: {_parts(time_.parts_seconds, ' s')}")
@@ -130,12 +142,16 @@ def _samples(report: PreflightReport, colour: bool) -> list[str]:
     out = []
     for sample in report.samples:
         legend = "green: trained, dim: masked" if colour else "« »: trained"
-        out.append(f"--- {sample.file} row {sample.row}: {sample.tokens} tokens, {sample.trained_tokens} trained"
-                   f"{', truncated' if sample.truncated else ''} ({legend}) ---")
+        out.append(
+            f"--- {sample.file} row {sample.row}: {sample.tokens} tokens, {sample.trained_tokens} trained"
+            f"{', truncated' if sample.truncated else ''} ({legend}) ---"
+        )
         if colour:
             out.append("".join(f"{GREEN if s.trained else DIM}{s.text}{RESET}" for s in sample.segments))
         else:
-            out.append("".join(f"{PLAIN_MARKS[0]}{s.text}{PLAIN_MARKS[1]}" if s.trained else s.text for s in sample.segments))
+            out.append(
+                "".join(f"{PLAIN_MARKS[0]}{s.text}{PLAIN_MARKS[1]}" if s.trained else s.text for s in sample.segments)
+            )
     return ["", "Samples as training sees them:", *out] if out else []
 
 

@@ -20,7 +20,7 @@ HISTORY_RUNS = 200  # recent runs whose measured speed the time estimate may use
 
 
 def training_device() -> str:
-    """"cuda" when a GPU is visible (nvidia-smi, or torch if already imported), else "cpu": the
+    """ "cuda" when a GPU is visible (nvidia-smi, or torch if already imported), else "cpu": the
     worker's ``models.loading.pick_device`` without importing torch here."""
     from trainer_core.hardware import cached_snapshot
 
@@ -44,8 +44,9 @@ def evaluations(plan: StepPlan, request: TrainingStartRequest, has_eval: bool) -
     return plan.total_steps // request.eval_steps if has_eval else 0
 
 
-def estimate_costs(request: TrainingStartRequest, settings: Settings, store: Optional[Any], found: Gathered,
-                   plan: StepPlan) -> Optional[tuple[Any, Any]]:
+def estimate_costs(
+    request: TrainingStartRequest, settings: Settings, store: Optional[Any], found: Gathered, plan: StepPlan
+) -> Optional[tuple[Any, Any]]:
     """(MemoryEstimate, TimeEstimate) for the request, or None when ``preflight.estimates`` is not
     installed, the model's config is not on this machine or its architecture cannot be counted
     (``parameters.UnsupportedModelError``, logged). The config is read with
@@ -80,9 +81,18 @@ def estimate_costs(request: TrainingStartRequest, settings: Settings, store: Opt
     except UnsupportedModelError as exc:
         log.info("no estimates for %s: %s", request.model_name, exc)
         return None
-    time_ = estimate_time(request, config, train_tokens, plan.total_steps, eval_tokens,
-                          evaluations(plan, request, found.eval is not None), device, history,
-                          steps_per_epoch=plan.steps_per_epoch, tokenize_seconds=found.tokenize_seconds)
+    time_ = estimate_time(
+        request,
+        config,
+        train_tokens,
+        plan.total_steps,
+        eval_tokens,
+        evaluations(plan, request, found.eval is not None),
+        device,
+        history,
+        steps_per_epoch=plan.steps_per_epoch,
+        tokenize_seconds=found.tokenize_seconds,
+    )
     return memory, time_
 
 

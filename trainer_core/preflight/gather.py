@@ -35,7 +35,7 @@ class Gathered:
     tokenize_seconds: Optional[float] = None  # wall time of tokenizing both splits
 
     def where(self, index: int) -> str:
-        """"row N of FILE" for training row ``index``."""
+        """ "row N of FILE" for training row ``index``."""
         return f"row {self.train[index]['_row']} of {self.sources[self.train[index]['_source']].name}"
 
     def source_of_train(self) -> np.ndarray:
@@ -71,8 +71,9 @@ def gather(request: TrainingStartRequest, tokenizer: Optional[Any], notes: bool 
     else:
         eval_sources = read_eval_sources(request, notes)
         eval_rows = _tagged(eval_sources, len(train_sources))
-    found = Gathered(sources=[*train_sources, *eval_sources], train=train, eval=eval_rows,
-                     eval_from_split=request.val_size > 0)
+    found = Gathered(
+        sources=[*train_sources, *eval_sources], train=train, eval=eval_rows, eval_from_split=request.val_size > 0
+    )
     if tokenizer is None:
         return found
     started = time.perf_counter()

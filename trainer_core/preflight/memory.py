@@ -41,7 +41,9 @@ GIB = 2**30
 # cpu: the worker's RSS besides weights and training tensors: 0.53 GiB after its imports (torch 2.13, this
 # machine) + 0.17 GiB tokenizer, data and trainer (the intercept of the fit below); cuda: context, not measured
 RUNTIME_GIB = {"cpu": 0.70, "cuda": 0.5}
-NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)  # 4 bits + an 8-bit scale per 64 weights + an fp32 scale per 256 scales
+NF4_BYTES_PER_PARAM = (
+    0.5 + 1 / 64 + 4 / (64 * 256)
+)  # 4 bits + an 8-bit scale per 64 weights + an fp32 scale per 256 scales
 LOGIT_COPIES = 3  # saved log-softmax, loss gradient, logits gradient (fp32, K x vocab each)
 WORKING_SHARE = 0.35  # working buffers = this x the saved activations (fitted on CPU runs, bench/preflight.py)
 
@@ -50,8 +52,10 @@ class MemoryEstimate(BaseModel):
     """Estimated peak memory of the training process and its parts, in GiB."""
 
     total_gib: float = Field(description="Estimated peak: the process RSS on CPU, the device memory on CUDA.")
-    parts_gib: dict[str, float] = Field(description="runtime, weights, trainable_parameters, gradients, "
-                                                    "optimizer_state, activations, logits, working_buffers.")
+    parts_gib: dict[str, float] = Field(
+        description="runtime, weights, trainable_parameters, gradients, "
+        "optimizer_state, activations, logits, working_buffers."
+    )
     device: str = Field(description="cpu or cuda.")
     free_gib: Optional[float] = Field(None, description="Free memory of that device now (None when unknown).")
     basis: str = Field(description="What the estimate assumes, in one line.")
@@ -104,13 +108,21 @@ def _optimizer_bytes(request: TrainingStartRequest, counts: ParameterCounts, s: 
         if request.training_type == TrainingType.full:
             per_layer = sum(n_in + n_out for n_in, n_out in s.linear().values())
             return 4.0 * (s.layers * per_layer + s.vocab + s.hidden)
-        return 4.0 * s.layers * sum(request.lora_r * 2 + n_in + n_out for name, (n_in, n_out) in s.linear().items()
-                                    if name in counts.lora_modules)
+        return (
+            4.0
+            * s.layers
+            * sum(
+                request.lora_r * 2 + n_in + n_out
+                for name, (n_in, n_out) in s.linear().items()
+                if name in counts.lora_modules
+            )
+        )
     return 2.0 * param_bytes * trainable
 
 
-def memory_parts(request: TrainingStartRequest, model_config: Any, longest_batch_tokens: int, device: str,
-                 trained_tokens: int) -> dict[str, float]:
+def memory_parts(
+    request: TrainingStartRequest, model_config: Any, longest_batch_tokens: int, device: str, trained_tokens: int
+) -> dict[str, float]:
     """The parts of the estimate in bytes (keys as in ``MemoryEstimate.parts_gib``)."""
     s = shapes(model_config)
     lora = request.training_type != TrainingType.full
@@ -153,8 +165,13 @@ def free_memory_gib(device: str) -> Optional[float]:
     return psutil.virtual_memory().available / GIB
 
 
-def estimate_memory(request: TrainingStartRequest, model_config: Any, longest_batch_tokens: int, device: str,
-                    longest_batch_trained_tokens: Optional[int] = None) -> MemoryEstimate:
+def estimate_memory(
+    request: TrainingStartRequest,
+    model_config: Any,
+    longest_batch_tokens: int,
+    device: str,
+    longest_batch_trained_tokens: Optional[int] = None,
+) -> MemoryEstimate:
     """Estimated peak memory of training ``request`` on ``device`` ("cpu" or "cuda").
 
     ``model_config``: the model's ``transformers.PretrainedConfig`` (no weights are read).
@@ -167,19 +184,31 @@ def estimate_memory(request: TrainingStartRequest, model_config: Any, longest_ba
     count (mixture of experts)."""
     trained = longest_batch_tokens if longest_batch_trained_tokens is None else longest_batch_trained_tokens
     parts = memory_parts(request, model_config, longest_batch_tokens, device, trained)
-    precision = "NF4 4-bit projections" if request.training_type == TrainingType.qlora else (
-        "fp32" if dtype_bytes(device) == 4 else "bf16")
+    precision = (
+        "NF4 4-bit projections"
+        if request.training_type == TrainingType.qlora
+        else ("fp32" if dtype_bytes(device) == 4 else "bf16")
+    )
     runtime = "CPU runtime measured on this machine" if device != "cuda" else "CUDA context assumed (not measured)"
-    basis = (f"{precision} weights on {device}, {request.training_type.value}, optimizer {request.optim}, longest batch "
-             f"{longest_batch_tokens} tokens ({trained} trained), gradient checkpointing "
-             f"{'on' if request.gradient_checkpointing else 'off'}; {runtime} ({parts['runtime'] / GIB:.2f} GiB)")
+    basis = (
+        f"{precision} weights on {device}, {request.training_type.value}, optimizer {request.optim}, longest batch "
+        f"{longest_batch_tokens} tokens ({trained} trained), gradient checkpointing "
+        f"{'on' if request.gradient_checkpointing else 'off'}; {runtime} ({parts['runtime'] / GIB:.2f} GiB)"
+    )
     copies = request.num_processes if device != "cuda" else 1  # CPU processes share the machine's memory
     if request.num_processes > 1:
-        basis += (f"; x {copies} processes, each with a whole copy of the model (DDP)" if copies > 1
-                  else f"; per GPU, each of the {request.num_processes} processes with a whole copy of the model (DDP)")
-    return MemoryEstimate(total_gib=round(copies * sum(parts.values()) / GIB, 3),
-                          parts_gib={name: round(copies * size / GIB, 3) for name, size in parts.items()},
-                          device=device, free_gib=_rounded(free_memory_gib(device)), basis=basis)
+        basis += (
+            f"; x {copies} processes, each with a whole copy of the model (DDP)"
+            if copies > 1
+            else f"; per GPU, each of the {request.num_processes} processes with a whole copy of the model (DDP)"
+        )
+    return MemoryEstimate(
+        total_gib=round(copies * sum(parts.values()) / GIB, 3),
+        parts_gib={name: round(copies * size / GIB, 3) for name, size in parts.items()},
+        device=device,
+        free_gib=_rounded(free_memory_gib(device)),
+        basis=basis,
+    )
 
 
 def _rounded(value: Optional[float]) -> Optional[float]:

@@ -39,8 +39,15 @@ class Shapes:
     def linear(self) -> dict[str, tuple[int, int]]:
         """(in_features, out_features) of each projection of one layer."""
         d, q, kv, i = self.hidden, self.q, self.kv, self.intermediate
-        return {"q_proj": (d, q), "k_proj": (d, kv), "v_proj": (d, kv), "o_proj": (q, d),
-                "gate_proj": (d, i), "up_proj": (d, i), "down_proj": (i, d)}
+        return {
+            "q_proj": (d, q),
+            "k_proj": (d, kv),
+            "v_proj": (d, kv),
+            "o_proj": (q, d),
+            "gate_proj": (d, i),
+            "up_proj": (d, i),
+            "down_proj": (i, d),
+        }
 
 
 @dataclass(frozen=True)
@@ -65,20 +72,32 @@ def shapes(config: Any) -> Shapes:
     needed = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
     missing = [key for key in needed if getattr(text, key, None) is None]
     if missing:
-        raise UnsupportedModelError(f"{getattr(text, 'model_type', 'the model')}: its config has no {', '.join(missing)}")
+        raise UnsupportedModelError(
+            f"{getattr(text, 'model_type', 'the model')}: its config has no {', '.join(missing)}"
+        )
     heads = text.num_attention_heads
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
     kv_heads = getattr(text, "num_key_value_heads", None) or heads
-    return Shapes(hidden=text.hidden_size, q=heads * head_dim, kv=kv_heads * head_dim, intermediate=text.intermediate_size,
-                  heads=heads, layers=text.num_hidden_layers, vocab=text.vocab_size)
+    return Shapes(
+        hidden=text.hidden_size,
+        q=heads * head_dim,
+        kv=kv_heads * head_dim,
+        intermediate=text.intermediate_size,
+        heads=heads,
+        layers=text.num_hidden_layers,
+        vocab=text.vocab_size,
+    )
 
 
 def lora_targets(target_modules: list[str]) -> tuple[str, ...]:
     """The projections of a layer that PEFT adapts for ``target_modules`` (names or "all-linear")."""
     if target_modules == ["all-linear"]:
         return PROJECTIONS
-    return tuple(name for name in PROJECTIONS
-                 if any(name == key or name.endswith("." + key) or key.endswith("." + name) for key in target_modules))
+    return tuple(
+        name
+        for name in PROJECTIONS
+        if any(name == key or name.endswith("." + key) or key.endswith("." + name) for key in target_modules)
+    )
 
 
 def count_parameters(config: Any, target_modules: list[str], lora_r: int, lora: bool) -> ParameterCounts:

@@ -16,8 +16,10 @@ class Issue(BaseModel):
     (the UI maps names to labels)."""
 
     level: Literal["error", "warning"]
-    code: str = Field(description="Stable id, e.g. no_trained_tokens, rows_truncated, eval_too_small, "
-                                  "learning_rate_unusual, memory_over_free, run_too_short.")
+    code: str = Field(
+        description="Stable id, e.g. no_trained_tokens, rows_truncated, eval_too_small, "
+        "learning_rate_unusual, memory_over_free, run_too_short."
+    )
     message: str
     fields: list[str] = Field(default_factory=list, description="Request field names involved.")
 

@@ -23,7 +23,8 @@ Thresholds:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
@@ -36,8 +37,11 @@ COVERED_SHARE = 0.95
 EVAL_MIN_ROWS = 50
 LR_FAR = 3.0
 LEARNING_RATES = {TrainingType.lora: (5e-5, 1e-3), TrainingType.qlora: (5e-5, 1e-3), TrainingType.full: (5e-6, 5e-5)}
-PREFERENCE_LEARNING_RATES = {TrainingType.lora: (1e-6, 1e-4), TrainingType.qlora: (1e-6, 1e-4),
-                             TrainingType.full: (1e-7, 5e-6)}
+PREFERENCE_LEARNING_RATES = {
+    TrainingType.lora: (1e-6, 1e-4),
+    TrainingType.qlora: (1e-6, 1e-4),
+    TrainingType.full: (1e-7, 5e-6),
+}
 MAX_SEQ_LENGTH_LIMIT = 32768  # TrainingStartRequest.max_seq_length's bound
 
 
@@ -55,19 +59,29 @@ def no_trained_tokens(counts: RowCounts, where: Callable[[int], str], request: T
     unlabelled, cut = np.flatnonzero(counts.trainable == 0), np.flatnonzero(counts.trainable > 0)
     causes, fixes, fields = [], [], []
     if len(unlabelled):
-        causes.append(f"{len(unlabelled)} row(s) have no token to train on (the first is {where(int(unlabelled[0]))})"
-                      + ("; with train_on_completions only assistant turns are trained" if request.train_on_completions else ""))
-        fixes.append("add assistant turns" + (" or set train_on_completions=False" if request.train_on_completions else ""))
+        causes.append(
+            f"{len(unlabelled)} row(s) have no token to train on (the first is {where(int(unlabelled[0]))})"
+            + ("; with train_on_completions only assistant turns are trained" if request.train_on_completions else "")
+        )
+        fixes.append(
+            "add assistant turns" + (" or set train_on_completions=False" if request.train_on_completions else "")
+        )
         fields.append("train_on_completions")
     if len(cut):
         need = int(min(counts.full[cut]))
-        causes.append(f"{len(cut)} row(s) have their answer after max_seq_length={request.max_seq_length} tokens "
-                      f"(the prompt fills it; the first is {where(int(cut[0]))})")
+        causes.append(
+            f"{len(cut)} row(s) have their answer after max_seq_length={request.max_seq_length} tokens "
+            f"(the prompt fills it; the first is {where(int(cut[0]))})"
+        )
         fixes.append(f"raise max_seq_length (the shortest such row has {need} tokens)")
         fields.append("max_seq_length")
-    return Issue(level="error", code="no_trained_tokens",
-                 message=f"training would learn nothing: no training row has a trained token: {'; and '.join(causes)}: "
-                         f"{' or '.join(fixes)}", fields=fields)
+    return Issue(
+        level="error",
+        code="no_trained_tokens",
+        message=f"training would learn nothing: no training row has a trained token: {'; and '.join(causes)}: "
+        f"{' or '.join(fixes)}",
+        fields=fields,
+    )
 
 
 def covering_length(full: np.ndarray, share: float = COVERED_SHARE) -> int:
@@ -85,11 +99,15 @@ def truncation(counts: RowCounts) -> Optional[Issue]:
         return None
     suggest = covering_length(counts.full)
     cut = int(np.maximum(counts.full - counts.max_seq_length, 0).sum())
-    return Issue(level="warning", code="rows_truncated", fields=["max_seq_length"],
-                 message=f"{truncated} of {rows} training rows ({truncated / rows:.0%}) are longer than max_seq_length="
-                         f"{counts.max_seq_length} tokens and are cut ({cut} tokens lost, answers included): set "
-                         f"max_seq_length to {suggest} to keep {COVERED_SHARE:.0%} of rows whole (longer rows cost "
-                         "memory and time), or shorten the rows")
+    return Issue(
+        level="warning",
+        code="rows_truncated",
+        fields=["max_seq_length"],
+        message=f"{truncated} of {rows} training rows ({truncated / rows:.0%}) are longer than max_seq_length="
+        f"{counts.max_seq_length} tokens and are cut ({cut} tokens lost, answers included): set "
+        f"max_seq_length to {suggest} to keep {COVERED_SHARE:.0%} of rows whole (longer rows cost "
+        "memory and time), or shorten the rows",
+    )
 
 
 def eval_too_small(eval_rows: int, request: TrainingStartRequest, has_eval: bool) -> Optional[Issue]:
@@ -99,11 +117,18 @@ def eval_too_small(eval_rows: int, request: TrainingStartRequest, has_eval: bool
     if request.val_size > 0:
         fix, fields = "raise val_size or give local_eval_datasets with more rows", ["val_size"]
     else:
-        fix, fields = "give more evaluation rows (local_eval_datasets or eval_split)", ["local_eval_datasets", "eval_split"]
-    return Issue(level="warning", code="eval_too_small", fields=fields,
-                 message=f"the evaluation set has {eval_rows} rows, fewer than {EVAL_MIN_ROWS}: its loss moves by chance "
-                         "between evaluations by about the per-row spread / sqrt(rows), so eval loss, early stopping and "
-                         f"the best checkpoint would follow noise: {fix}")
+        fix, fields = (
+            "give more evaluation rows (local_eval_datasets or eval_split)",
+            ["local_eval_datasets", "eval_split"],
+        )
+    return Issue(
+        level="warning",
+        code="eval_too_small",
+        fields=fields,
+        message=f"the evaluation set has {eval_rows} rows, fewer than {EVAL_MIN_ROWS}: its loss moves by chance "
+        "between evaluations by about the per-row spread / sqrt(rows), so eval loss, early stopping and "
+        f"the best checkpoint would follow noise: {fix}",
+    )
 
 
 def evaluations(request: TrainingStartRequest, total_steps: int, has_eval: bool) -> Optional[Issue]:
@@ -117,13 +142,23 @@ def evaluations(request: TrainingStartRequest, total_steps: int, has_eval: bool)
     if count >= needed:
         return None
     every = max(total_steps // (needed + 1), 1)
-    what = ("early stopping can never act" if request.early_stopping_patience and count
-            else "the evaluation data is never used")
-    return Issue(level="warning", code="too_few_evaluations", fields=["eval_steps", "early_stopping_patience"],
-                 message=f"eval_steps={request.eval_steps} gives {count} evaluation{'s' if count != 1 else ''} in "
-                         f"{total_steps} steps, so {what}: set eval_steps to {every} or less"
-                         + (f" (early_stopping_patience={request.early_stopping_patience} needs {needed})"
-                            if request.early_stopping_patience else ""))
+    what = (
+        "early stopping can never act"
+        if request.early_stopping_patience and count
+        else "the evaluation data is never used"
+    )
+    return Issue(
+        level="warning",
+        code="too_few_evaluations",
+        fields=["eval_steps", "early_stopping_patience"],
+        message=f"eval_steps={request.eval_steps} gives {count} evaluation{'s' if count != 1 else ''} in "
+        f"{total_steps} steps, so {what}: set eval_steps to {every} or less"
+        + (
+            f" (early_stopping_patience={request.early_stopping_patience} needs {needed})"
+            if request.early_stopping_patience
+            else ""
+        ),
+    )
 
 
 PLACEHOLDER_ROWS = 5000  # rows per source searched for template placeholders
@@ -146,10 +181,14 @@ def placeholders(sources: Sequence[Any]) -> Optional[Issue]:
             found.append(f"{source.name} (" + ", ".join(f"{{{{{c.name}}}}} in {c.rows} rows" for c in counts) + ")")
     if not found:
         return None
-    return Issue(level="warning", code="template_placeholders", fields=["local_datasets"],
-                 message=f"template placeholders are still in the data: {'; '.join(found)}. The model would learn "
-                         "the braces literally: replace them with the real values first (the dataset preview "
-                         "shows a sed command and a Python one-liner for each file)")
+    return Issue(
+        level="warning",
+        code="template_placeholders",
+        fields=["local_datasets"],
+        message=f"template placeholders are still in the data: {'; '.join(found)}. The model would learn "
+        "the braces literally: replace them with the real values first (the dataset preview "
+        "shows a sed command and a Python one-liner for each file)",
+    )
 
 
 def learning_rate(request: TrainingStartRequest) -> Optional[Issue]:
@@ -159,23 +198,31 @@ def learning_rate(request: TrainingStartRequest) -> Optional[Issue]:
     rate, method = request.learning_rate, request.training_type.value
     if low / LR_FAR <= rate <= high * LR_FAR:
         return None
-    effect = ("the weights will hardly move" if rate < low else "training is likely to diverge or forget what the model knew")
+    effect = (
+        "the weights will hardly move" if rate < low else "training is likely to diverge or forget what the model knew"
+    )
     what = f"training_type={method}" + (f" with training_method={request.training_method.value}" if preference else "")
-    return Issue(level="warning", code="learning_rate_unusual",
-                 fields=["learning_rate", "training_type", *(["training_method"] if preference else [])],
-                 message=f"learning_rate={rate:g} is far {'below' if rate < low else 'above'} the usual range for "
-                         f"{what} ({low:g} to {high:g}): {effect}; set learning_rate within that range")
+    return Issue(
+        level="warning",
+        code="learning_rate_unusual",
+        fields=["learning_rate", "training_type", *(["training_method"] if preference else [])],
+        message=f"learning_rate={rate:g} is far {'below' if rate < low else 'above'} the usual range for "
+        f"{what} ({low:g} to {high:g}): {effect}; set learning_rate within that range",
+    )
 
 
 def memory_over_free(total_gib: Optional[float], free_gib: Optional[float], device: str) -> Optional[Issue]:
     """Warning when the estimated peak memory exceeds the device's free memory now."""
     if total_gib is None or free_gib is None or total_gib <= free_gib:
         return None
-    return Issue(level="warning", code="memory_over_free",
-                 fields=["batch_size", "max_seq_length", "gradient_checkpointing", "training_type"],
-                 message=f"the run is estimated to need {total_gib:.1f} GiB of {device} memory but {free_gib:.1f} GiB is "
-                         "free: lower batch_size (raise gradient_accumulation_steps to keep the step size) or "
-                         "max_seq_length, turn on gradient_checkpointing, or use training_type=lora / qlora")
+    return Issue(
+        level="warning",
+        code="memory_over_free",
+        fields=["batch_size", "max_seq_length", "gradient_checkpointing", "training_type"],
+        message=f"the run is estimated to need {total_gib:.1f} GiB of {device} memory but {free_gib:.1f} GiB is "
+        "free: lower batch_size (raise gradient_accumulation_steps to keep the step size) or "
+        "max_seq_length, turn on gradient_checkpointing, or use training_type=lora / qlora",
+    )
 
 
 def trackers_missing(request: TrainingStartRequest) -> Optional[Issue]:
@@ -186,21 +233,41 @@ def trackers_missing(request: TrainingStartRequest) -> Optional[Issue]:
     missing = missing_trackers(request.report_to)
     if not missing:
         return None
-    what = (f"{missing[0]} is" if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]} are")
+    what = f"{missing[0]} is" if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]} are"
     installs = " and ".join(f"`{install_hint(name)}`" for name in missing)
     pronoun = "it" if len(missing) == 1 else "them"
-    return Issue(level="error", code="tracker_not_installed", fields=["report_to"],
-                 message=f"report_to: {what} not installed on this server; install {pronoun} with {installs}, "
-                         f"or remove {pronoun} from report_to")
+    return Issue(
+        level="error",
+        code="tracker_not_installed",
+        fields=["report_to"],
+        message=f"report_to: {what} not installed on this server; install {pronoun} with {installs}, "
+        f"or remove {pronoun} from report_to",
+    )
 
 
 def tokenizer_missing(model_name: str) -> Issue:
     """Warning when the model's tokenizer is not on this machine (token counts unknown)."""
-    return Issue(level="warning", code="tokenizer_not_local", fields=["model_name"],
-                 message=f"the tokenizer of model_name={model_name!r} is not on this machine, so tokens, truncation, "
-                         "trained tokens and estimates are not checked (the run checks them after downloading it): "
-                         "download the model first or pick one that is already here")
+    return Issue(
+        level="warning",
+        code="tokenizer_not_local",
+        fields=["model_name"],
+        message=f"the tokenizer of model_name={model_name!r} is not on this machine, so tokens, truncation, "
+        "trained tokens and estimates are not checked (the run checks them after downloading it): "
+        "download the model first or pick one that is already here",
+    )
 
 
-__all__ = ["EVAL_MIN_ROWS", "LEARNING_RATES", "TRUNCATED_SHARE", "covering_length", "data_error", "eval_too_small",
-           "learning_rate", "memory_over_free", "no_trained_tokens", "tokenizer_missing", "trackers_missing", "truncation"]
+__all__ = [
+    "EVAL_MIN_ROWS",
+    "LEARNING_RATES",
+    "TRUNCATED_SHARE",
+    "covering_length",
+    "data_error",
+    "eval_too_small",
+    "learning_rate",
+    "memory_over_free",
+    "no_trained_tokens",
+    "tokenizer_missing",
+    "trackers_missing",
+    "truncation",
+]

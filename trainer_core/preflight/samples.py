@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import groupby
-from typing import Any, Sequence
+from typing import Any
 
 from trainer_core.data.tokenization import IGNORE
 from trainer_core.preflight.report import SampleRow, Segment
@@ -19,10 +20,14 @@ def segments(input_ids: Sequence[int], labels: Sequence[int], tokenizer: Any) ->
     position = 0
     for trained, run in groupby(label != IGNORE for label in labels):
         size = len(list(run))
-        ids = list(input_ids[position: position + size])
+        ids = list(input_ids[position : position + size])
         position += size
-        out.append(Segment(text=tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False),
-                           trained=trained))
+        out.append(
+            Segment(
+                text=tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False),
+                trained=trained,
+            )
+        )
     return out
 
 
@@ -31,7 +36,11 @@ def pick_samples(sources: Sequence[int], truncated: Sequence[bool], count: int =
     truncated row, then the following rows in order. ``sources[i]``: source index of kept row i."""
     chosen: list[int] = []
     firsts = {source: i for i, source in reversed(list(enumerate(sources)))}
-    candidates = [*sorted(firsts.values()), next((i for i, cut in enumerate(truncated) if cut), None), *range(len(sources))]
+    candidates = [
+        *sorted(firsts.values()),
+        next((i for i, cut in enumerate(truncated) if cut), None),
+        *range(len(sources)),
+    ]
     for index in candidates:
         if index is not None and index not in chosen and len(chosen) < count:
             chosen.append(index)

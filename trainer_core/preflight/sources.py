@@ -18,8 +18,14 @@ from trainer_core.data.files import read_file, reading_notes
 from trainer_core.data.prepare import load_conversations
 from trainer_core.schemas import TrainingStartRequest
 
-ONLY_THIS = {"local_datasets": [], "local_eval_datasets": [], "hf_dataset": None, "val_size": 0.0,
-             "dataset_slice_start": 0, "dataset_slice_end": 0}
+ONLY_THIS = {
+    "local_datasets": [],
+    "local_eval_datasets": [],
+    "hf_dataset": None,
+    "val_size": 0.0,
+    "dataset_slice_start": 0,
+    "dataset_slice_end": 0,
+}
 
 
 @dataclass
@@ -41,8 +47,9 @@ def _notes(path: Optional[str], request: TrainingStartRequest, wanted: bool) -> 
     reads the file once more (about 1 s for 1,000 Alpaca rows)."""
     if path is None or not wanted:
         return []
-    return list(reading_notes(path, request.format_type, request.custom_format_mapping or None,
-                              request.training_method))
+    return list(
+        reading_notes(path, request.format_type, request.custom_format_mapping or None, request.training_method)
+    )
 
 
 def _train_windows(request: TrainingStartRequest) -> list[tuple[Optional[str], int, int]]:
@@ -50,12 +57,16 @@ def _train_windows(request: TrainingStartRequest) -> list[tuple[Optional[str], i
     in reading order: whole sources without a slice, else the part of the slice in each (sources
     the slice misses are left out). Reads each source once more to count its rows when sliced.
     Raises DatasetError when the slice reaches beyond the data (``check_slice``), as training does."""
-    paths: list[Optional[str]] = [*request.local_datasets, *([None] if request.hf_dataset and request.train_split else [])]
+    paths: list[Optional[str]] = [
+        *request.local_datasets,
+        *([None] if request.hf_dataset and request.train_split else []),
+    ]
     start, end = request.dataset_slice_start, request.dataset_slice_end
     if start == 0 and end == 0:
         return [(path, 0, 0) for path in paths]
-    sizes = [len(read_file(path)) if path is not None else len(load_conversations(_only(request, None))[0])
-             for path in paths]
+    sizes = [
+        len(read_file(path)) if path is not None else len(load_conversations(_only(request, None))[0]) for path in paths
+    ]
     check_slice(start, end or None, sum(sizes))
     windows, offset = [], 0
     for path, size in zip(paths, sizes):
@@ -77,7 +88,9 @@ def check_slice(start: int, end: Optional[int], total: int) -> None:
         )
 
 
-def _only(request: TrainingStartRequest, path: Optional[str], lo: int = 0, hi: int = 0, eval: bool = False) -> TrainingStartRequest:
+def _only(
+    request: TrainingStartRequest, path: Optional[str], lo: int = 0, hi: int = 0, eval: bool = False
+) -> TrainingStartRequest:
     """A copy of ``request`` whose only data is ``path`` (None: the Hub split), rows [lo, hi)."""
     updates = dict(ONLY_THIS, dataset_slice_start=lo, dataset_slice_end=hi)
     if path is not None:

@@ -59,8 +59,9 @@ def packed_sequences(tokenized: Any, max_seq_length: int) -> int:
 
     if len(tokenized) == 0:
         return 0
-    packed = pack_dataset(tokenized.select_columns(["input_ids", "labels"]), max_seq_length, PACKING_STRATEGY,
-                          {"keep_in_memory": True})
+    packed = pack_dataset(
+        tokenized.select_columns(["input_ids", "labels"]), max_seq_length, PACKING_STRATEGY, {"keep_in_memory": True}
+    )
     return len(packed)
 
 

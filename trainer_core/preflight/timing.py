@@ -98,7 +98,9 @@ def machine_gflops(device: str) -> float:
     return best
 
 
-def flops_per_token(request: TrainingStartRequest, model_config: Any, row_tokens: float, training: bool = True) -> float:
+def flops_per_token(
+    request: TrainingStartRequest, model_config: Any, row_tokens: float, training: bool = True
+) -> float:
     """Model FLOPs per token: (6 N full / 4 N frozen weights; 2 N forward only) + (12 / 4) L d n,
     N = the weights every token passes (projections and the LM head), n = tokens per row; in
     training plus the method's no-grad forward passes per token (``EXTRA_FORWARDS``: DPO's
@@ -115,47 +117,69 @@ def flops_per_token(request: TrainingStartRequest, model_config: Any, row_tokens
 def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -> Optional[tuple[float, float, str]]:
     """(median tokens/s, median seconds outside training, source text) from earlier runs of the same
     model, method and number of processes, or None when there are none."""
-    same = [run for run in history or []
-            if run.request.get("model_name") == request.model_name
-            and run.request.get("training_type") == request.training_type.value
-            and run.request.get("training_method", "sft") == request.training_method.value
-            and run.request.get("num_processes", 1) == request.num_processes
-            and run.tokens_per_second and (run.training_seconds or 0) >= MIN_HISTORY_SECONDS]
+    same = [
+        run
+        for run in history or []
+        if run.request.get("model_name") == request.model_name
+        and run.request.get("training_type") == request.training_type.value
+        and run.request.get("training_method", "sft") == request.training_method.value
+        and run.request.get("num_processes", 1) == request.num_processes
+        and run.tokens_per_second
+        and (run.training_seconds or 0) >= MIN_HISTORY_SECONDS
+    ]
     same = sorted(same, key=lambda run: run.created_at, reverse=True)[:HISTORY_RUNS]
     if not same:
         return None
     speeds = [run.tokens_per_second for run in same]
     overheads = [run.wall_seconds - run.training_seconds for run in same if run.wall_seconds is not None]
-    source = (f"this machine's run history: median of {len(same)} earlier {request.training_type.value} run(s) of "
-              f"{request.model_name} ({', '.join(f'{v:.0f}' for v in speeds)} tokens/s)")
+    source = (
+        f"this machine's run history: median of {len(same)} earlier {request.training_type.value} run(s) of "
+        f"{request.model_name} ({', '.join(f'{v:.0f}' for v in speeds)} tokens/s)"
+    )
     return statistics.median(speeds), (statistics.median(overheads) if overheads else math.nan), source
 
 
 def _save_seconds(request: TrainingStartRequest, model_config: Any, total_steps: int, device: str) -> float:
     """Final save plus the checkpoints at ``save_steps`` (weights or adapter, and optimizer state)."""
-    counts = count_parameters(model_config, list(request.target_modules), request.lora_r,
-                              request.training_type != TrainingType.full)
-    trained_bytes = counts.lora * 4.0 if request.training_type != TrainingType.full else counts.total * dtype_bytes(device)
+    counts = count_parameters(
+        model_config, list(request.target_modules), request.lora_r, request.training_type != TrainingType.full
+    )
+    trained_bytes = (
+        counts.lora * 4.0 if request.training_type != TrainingType.full else counts.total * dtype_bytes(device)
+    )
     checkpoints = total_steps // request.save_steps if request.save_steps else 0
     final = SAVE_FIXED_SECONDS + trained_bytes / DISK_BYTES_PER_SECOND
     return final + checkpoints * (SAVE_FIXED_SECONDS + 3 * trained_bytes / DISK_BYTES_PER_SECOND)
 
 
-def _trained_tokens(request: TrainingStartRequest, tokens_per_epoch: int, total_steps: int,
-                    steps_per_epoch: Optional[int]) -> float:
+def _trained_tokens(
+    request: TrainingStartRequest, tokens_per_epoch: int, total_steps: int, steps_per_epoch: Optional[int]
+) -> float:
     """Input tokens the run trains on: ``total_steps`` of ``steps_per_epoch``, or ``num_epochs``
     epochs when ``steps_per_epoch`` is not given (logged as a guess when ``max_steps`` is set)."""
     if steps_per_epoch:
         return tokens_per_epoch * total_steps / steps_per_epoch
     if request.max_steps:
-        log.warning("estimate_time without steps_per_epoch: max_steps=%d taken as num_epochs=%s", request.max_steps,
-                    request.num_epochs)
+        log.warning(
+            "estimate_time without steps_per_epoch: max_steps=%d taken as num_epochs=%s",
+            request.max_steps,
+            request.num_epochs,
+        )
     return tokens_per_epoch * request.num_epochs
 
 
-def estimate_time(request: TrainingStartRequest, model_config: Any, train_tokens_per_epoch: int, total_steps: int,
-                  eval_tokens: int, evaluations: int, device: str, history: Optional[list[Any]],
-                  steps_per_epoch: Optional[int] = None, tokenize_seconds: Optional[float] = None) -> TimeEstimate:
+def estimate_time(
+    request: TrainingStartRequest,
+    model_config: Any,
+    train_tokens_per_epoch: int,
+    total_steps: int,
+    eval_tokens: int,
+    evaluations: int,
+    device: str,
+    history: Optional[list[Any]],
+    steps_per_epoch: Optional[int] = None,
+    tokenize_seconds: Optional[float] = None,
+) -> TimeEstimate:
     """Estimated seconds from Start to completed for ``request`` on ``device``.
 
     ``train_tokens_per_epoch``: input tokens of the training rows after truncation; ``total_steps``
@@ -180,11 +204,21 @@ def estimate_time(request: TrainingStartRequest, model_config: Any, train_tokens
     else:
         rate, share = machine_gflops(device), EFFICIENCY["cuda" if device == "cuda" else "cpu"]
         speed = rate * 1e9 * share / per_token
-        source = (f"the {'bf16' if dtype_bytes(device) == 2 else 'fp32'} matmul rate measured on this machine (best sample, {rate:.0f} GFLOP/s) "
-                  f"x {share:.0%} over {per_token / 1e9:.2f} GFLOP per token (no earlier run of this model and method here)")
+        source = (
+            f"the {'bf16' if dtype_bytes(device) == 2 else 'fp32'} matmul rate measured on this machine (best sample, {rate:.0f} GFLOP/s) "
+            f"x {share:.0%} over {per_token / 1e9:.2f} GFLOP per token (no earlier run of this model and method here)"
+        )
     eval_speed = speed * per_token / flops_per_token(request, model_config, row_tokens, training=False)
-    parts = {"startup": startup, "tokenize": tokenize, "train_steps": train_tokens / speed,
-             "evaluation": evaluations * eval_tokens / eval_speed, "save": save}
-    return TimeEstimate(total_seconds=round(sum(parts.values()), 1),
-                        parts_seconds={name: round(value, 1) for name, value in parts.items()},
-                        tokens_per_second=round(speed, 1), speed_source=source)
+    parts = {
+        "startup": startup,
+        "tokenize": tokenize,
+        "train_steps": train_tokens / speed,
+        "evaluation": evaluations * eval_tokens / eval_speed,
+        "save": save,
+    }
+    return TimeEstimate(
+        total_seconds=round(sum(parts.values()), 1),
+        parts_seconds={name: round(value, 1) for name, value in parts.items()},
+        tokens_per_second=round(speed, 1),
+        speed_source=source,
+    )

@@ -40,18 +40,22 @@ class RowCounts:
         return np.minimum(self.full, self.max_seq_length)
 
 
-def encode_rows(rows: datasets.Dataset, tokenizer: Any, max_seq_length: int, train_on_completions: bool) -> datasets.Dataset:
+def encode_rows(
+    rows: datasets.Dataset, tokenizer: Any, max_seq_length: int, train_on_completions: bool
+) -> datasets.Dataset:
     """``rows`` (canonical ``messages`` or ``text``, plus any bookkeeping columns, which are kept)
     as columns ``input_ids``, ``labels`` (cut to ``max_seq_length``; -100 where not trained),
     ``full_length``, ``trained`` and ``trainable``, one row per input row (none dropped): the data
     layer's own ``tokenization.encode_rows``. Raises DatasetError like ``tokenize_dataset``."""
     bookkeeping = tuple(c for c in rows.column_names if c not in ("messages", "text", *PREFERENCE_COLUMNS))
-    return tokenization.encode_rows(rows, tokenizer, max_seq_length, train_on_completions, keep_columns=bookkeeping,
-                                    desc="Checking tokens")
+    return tokenization.encode_rows(
+        rows, tokenizer, max_seq_length, train_on_completions, keep_columns=bookkeeping, desc="Checking tokens"
+    )
 
 
 def row_counts(encoded: datasets.Dataset, max_seq_length: int) -> RowCounts:
     """The counting columns of ``encode_rows``' output as arrays."""
+
     def column(name: str) -> np.ndarray:
         return np.asarray(encoded.data.column(name).to_numpy(), dtype=np.int64)
 

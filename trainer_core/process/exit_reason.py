@@ -11,8 +11,9 @@ from __future__ import annotations
 import signal
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 SAMPLE_EVERY_S = 0.5  # how often available memory is read while the worker runs
@@ -69,9 +70,12 @@ class KillEvidence:
     """Readings taken while one worker runs: create it when the worker starts, call ``sample`` often
     (it reads memory at most every ``SAMPLE_EVERY_S`` seconds), then ``reason`` when it has died."""
 
-    def __init__(self, oom_kills: Callable[[], Optional[int]] = read_oom_kills,
-                 memory: Callable[[], tuple[int, int]] = read_memory,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        oom_kills: Callable[[], Optional[int]] = read_oom_kills,
+        memory: Callable[[], tuple[int, int]] = read_memory,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._oom_kills, self._memory, self._clock = oom_kills, memory, clock
         self.kills_at_start = oom_kills()
         self._samples: deque[tuple[float, int, int]] = deque(maxlen=int(WINDOW_S / SAMPLE_EVERY_S) + 2)
@@ -111,8 +115,10 @@ class KillEvidence:
             return f"The {worker} was killed by signal {number} ({_signal_name(number)}); see worker.log."
         if (evidence := self.oom_evidence()) is not None:
             return f"The {worker} was killed (signal 9) because it ran out of memory: {evidence}. {oom_hint or TRAINING_OOM_HINT}"
-        return (f"The {worker} was killed (signal 9) by something outside the studio (a user, a process "
-                f"manager or a container runtime): {self._no_oom_note()}.")
+        return (
+            f"The {worker} was killed (signal 9) by something outside the studio (a user, a process "
+            f"manager or a container runtime): {self._no_oom_note()}."
+        )
 
     def _no_oom_note(self) -> str:
         low = self.lowest_recent()

@@ -13,18 +13,24 @@ import importlib
 import multiprocessing as mp
 import queue
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from trainer_core.process.supervisor import WorkerProcess
 from trainer_core.training.worker import exit_with_parent
 
-TRAINING_STACK = ("trainer_core.training.trainer", "trainer_core.data.prepare", "trainer_core.models.loading")  # torch, transformers, peft, trl, datasets
+TRAINING_STACK = (
+    "trainer_core.training.trainer",
+    "trainer_core.data.prepare",
+    "trainer_core.models.loading",
+)  # torch, transformers, peft, trl, datasets
 HANDOVER_MARGIN_S = 30.0  # a standby this close to its idle exit (or a quarter of idle_s) is replaced, not used
 
 
-def standby_main(target: Callable[..., None], modules: tuple[str, ...], idle_s: float, ready: Any, jobs: Any,
-                 events: Any, stop: Any) -> None:
+def standby_main(
+    target: Callable[..., None], modules: tuple[str, ...], idle_s: float, ready: Any, jobs: Any, events: Any, stop: Any
+) -> None:
     """Process entry point: import ``modules``, set ``ready``, wait up to ``idle_s`` seconds for one
     job tuple (request, job_id, output_dir) and run ``target(*job, events, stop)``; None or no job
     in time ends the process."""

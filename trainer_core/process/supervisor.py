@@ -24,7 +24,8 @@ import queue
 import threading
 import time
 import weakref
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 from trainer_core.process.exit_reason import KillEvidence
 
@@ -32,7 +33,7 @@ Event = tuple  # (kind: str, payload: dict)
 DRAIN_S = 0.5  # how long to wait for each event a dead worker may still have in the pipe
 TERMINATE_GRACE_S = 1.0  # SIGTERM -> SIGKILL delay
 EXIT_GRACE_S = 5.0  # at interpreter exit, how long live workers get (in all) to end on their own
-_started: "weakref.WeakSet[WorkerProcess]" = weakref.WeakSet()
+_started: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
 
 
 def run_target(target: Callable[..., None], *args: Any) -> None:
@@ -75,16 +76,30 @@ class WorkerProcess:
     """A worker process (spawn context) with its queues. Create it with ``create`` (then ``start``)
     or wrap an already running process (a standby worker) with the constructor."""
 
-    def __init__(self, process: Any, events: Any, stop: Any, commands: Any = None,
-                 label: str = "training worker", oom_hint: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        process: Any,
+        events: Any,
+        stop: Any,
+        commands: Any = None,
+        label: str = "training worker",
+        oom_hint: Optional[str] = None,
+    ) -> None:
         self.process, self.events, self.stop, self.commands = process, events, stop, commands
         self.label, self.oom_hint = label, oom_hint
         self.evidence: Optional[KillEvidence] = None if process.pid is None else KillEvidence()
         self._exited = False
 
     @classmethod
-    def create(cls, target: Callable[..., None], args: tuple = (), name: str = "worker", commands: bool = False,
-               label: str = "training worker", oom_hint: Optional[str] = None) -> "WorkerProcess":
+    def create(
+        cls,
+        target: Callable[..., None],
+        args: tuple = (),
+        name: str = "worker",
+        commands: bool = False,
+        label: str = "training worker",
+        oom_hint: Optional[str] = None,
+    ) -> WorkerProcess:
         """A daemon process (not started) that will run ``target(*args, [commands,] events, stop)``."""
         ctx = mp.get_context("spawn")
         events, stop = ctx.Queue(), ctx.Event()

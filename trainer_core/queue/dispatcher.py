@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 from pydantic import SecretStr, ValidationError
 
@@ -26,8 +27,10 @@ from trainer_core.settings import Settings
 
 log = logging.getLogger(__name__)
 POLL_S = 2.0  # the dispatcher's look when nothing woke it (a finished export / evaluation task)
-TOKEN_LOST = ("a Hugging Face token came with this job but tokens are kept in memory only and the app "
-              "restarted since: remove it and add it again with the token")
+TOKEN_LOST = (
+    "a Hugging Face token came with this job but tokens are kept in memory only and the app "
+    "restarted since: remove it and add it again with the token"
+)
 
 
 class JobQueue:
@@ -35,8 +38,13 @@ class JobQueue:
     ``admission.admit`` (replaceable in tests). Secrets (the Hugging Face token) stay in this
     object's memory, never in the store."""
 
-    def __init__(self, runner: JobRunner, settings: Settings, store: QueueStore,
-                 admit_fn: Callable[..., TrainingStartRequest] = admit) -> None:
+    def __init__(
+        self,
+        runner: JobRunner,
+        settings: Settings,
+        store: QueueStore,
+        admit_fn: Callable[..., TrainingStartRequest] = admit,
+    ) -> None:
         self.runner, self.settings, self.store = runner, settings, store
         self._admit = admit_fn
         self._tokens: dict[str, SecretStr] = {}
@@ -77,7 +85,7 @@ class JobQueue:
         self._wake.set()
 
     # ----- the dispatcher thread -----
-    def start(self) -> "JobQueue":
+    def start(self) -> JobQueue:
         """Recover entries a dead process left half-started, hook the runner's job end (and tell its
         watchers when a queued job waits) and start the dispatcher thread. Returns self."""
         for entry in self.store.recover():
@@ -162,4 +170,3 @@ class JobQueue:
         log.info("queued job %s refused: %s", entry.queue_id, problem)
         self.store.set_state(entry.queue_id, QueueState.refused, problem)
         return "next"
-

@@ -102,11 +102,14 @@ class QueueStore:
         with self._lock, self._db:
             if self._db.execute("SELECT COUNT(*) FROM queue").fetchone()[0] >= MAX_ENTRIES:
                 raise QueueFull(f"the queue already holds {MAX_ENTRIES} jobs: remove some before adding more")
-            last = self._db.execute("SELECT COALESCE(MAX(position), 0) FROM queue WHERE state = ?",
-                                    (QueueState.waiting.value,)).fetchone()[0]
-            self._db.execute("INSERT INTO queue (queue_id, position, created_at, state, request_json, had_token) "
-                             "VALUES (?, ?, ?, ?, ?, ?)", (queue_id, last + 1, time.time(), QueueState.waiting.value,
-                                                           json.dumps(request), int(had_token)))
+            last = self._db.execute(
+                "SELECT COALESCE(MAX(position), 0) FROM queue WHERE state = ?", (QueueState.waiting.value,)
+            ).fetchone()[0]
+            self._db.execute(
+                "INSERT INTO queue (queue_id, position, created_at, state, request_json, had_token) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (queue_id, last + 1, time.time(), QueueState.waiting.value, json.dumps(request), int(had_token)),
+            )
         entry = self.get(queue_id)
         assert entry is not None
         return entry
@@ -120,46 +123,64 @@ class QueueStore:
     def entries(self) -> list[QueueEntry]:
         """Waiting entries in run order, then the refused / interrupted / starting ones, oldest first."""
         with self._lock:
-            rows = self._db.execute("SELECT * FROM queue ORDER BY state != ?, position, created_at",
-                                    (QueueState.waiting.value,)).fetchall()
+            rows = self._db.execute(
+                "SELECT * FROM queue ORDER BY state != ?, position, created_at", (QueueState.waiting.value,)
+            ).fetchall()
         return [_entry(row) for row in rows]
 
     def next_waiting(self) -> Optional[QueueEntry]:
         """The waiting entry at position 1, or None."""
         with self._lock:
-            row = self._db.execute("SELECT * FROM queue WHERE state = ? ORDER BY position LIMIT 1",
-                                   (QueueState.waiting.value,)).fetchone()
+            row = self._db.execute(
+                "SELECT * FROM queue WHERE state = ? ORDER BY position LIMIT 1", (QueueState.waiting.value,)
+            ).fetchone()
         return None if row is None else _entry(row)
 
     def claim(self, queue_id: str) -> bool:
         """``waiting`` -> ``starting`` for one entry, atomically: False when it was not waiting (another
         dispatcher, or a Remove, got there first)."""
         with self._lock, self._db:
-            claimed = self._db.execute("UPDATE queue SET state = ?, position = 0 WHERE queue_id = ? AND state = ?",
-                                       (QueueState.starting.value, queue_id, QueueState.waiting.value)).rowcount > 0
+            claimed = (
+                self._db.execute(
+                    "UPDATE queue SET state = ?, position = 0 WHERE queue_id = ? AND state = ?",
+                    (QueueState.starting.value, queue_id, QueueState.waiting.value),
+                ).rowcount
+                > 0
+            )
             self._renumber()
         return claimed
 
     def pending(self) -> bool:
         """Whether a job is waiting or being started (the monitor keeps following meanwhile)."""
         with self._lock:
-            return self._db.execute("SELECT 1 FROM queue WHERE state IN (?, ?) LIMIT 1",
-                                    (QueueState.waiting.value, QueueState.starting.value)).fetchone() is not None
+            return (
+                self._db.execute(
+                    "SELECT 1 FROM queue WHERE state IN (?, ?) LIMIT 1",
+                    (QueueState.waiting.value, QueueState.starting.value),
+                ).fetchone()
+                is not None
+            )
 
     def set_state(self, queue_id: str, state: QueueState, error: Optional[str] = None) -> None:
         """Move an entry to ``state`` (back to ``waiting``: it keeps the front place); positions renumbered."""
         with self._lock, self._db:
             position = 0 if state != QueueState.waiting else -1  # -1 sorts first, then renumbered to 1
-            self._db.execute("UPDATE queue SET state = ?, error = ?, position = ? WHERE queue_id = ?",
-                             (state.value, error, position, queue_id))
+            self._db.execute(
+                "UPDATE queue SET state = ?, error = ?, position = ? WHERE queue_id = ?",
+                (state.value, error, position, queue_id),
+            )
             self._renumber()
 
     def remove(self, queue_id: str, unless: Optional[QueueState] = None) -> bool:
         """Delete an entry, in one statement (a dispatcher cannot claim it in between), unless it is
         in state ``unless``; False when there is none (or it was in that state)."""
         with self._lock, self._db:
-            gone = self._db.execute("DELETE FROM queue WHERE queue_id = ? AND state != ?",
-                                    (queue_id, unless.value if unless else "")).rowcount > 0
+            gone = (
+                self._db.execute(
+                    "DELETE FROM queue WHERE queue_id = ? AND state != ?", (queue_id, unless.value if unless else "")
+                ).rowcount
+                > 0
+            )
             self._renumber()
         return gone
 
@@ -167,8 +188,12 @@ class QueueStore:
         """Put a waiting entry at ``position`` (1-based, clamped to the waiting entries); None when
         there is no waiting entry with that id."""
         with self._lock, self._db:
-            ids = [r[0] for r in self._db.execute("SELECT queue_id FROM queue WHERE state = ? ORDER BY position",
-                                                   (QueueState.waiting.value,))]
+            ids = [
+                r[0]
+                for r in self._db.execute(
+                    "SELECT queue_id FROM queue WHERE state = ? ORDER BY position", (QueueState.waiting.value,)
+                )
+            ]
             if queue_id not in ids:
                 return None
             ids.remove(queue_id)
@@ -182,9 +207,15 @@ class QueueStore:
         (their run, if it began, is in the history as interrupted); returns them."""
         with self._lock, self._db:
             rows = self._db.execute("SELECT * FROM queue WHERE state = ?", (QueueState.starting.value,)).fetchall()
-            self._db.execute("UPDATE queue SET state = ?, position = 0, error = ? WHERE state = ?",
-                             (QueueState.interrupted.value, "the app stopped while this job was being started; "
-                              "add it again, or resume its run from the Runs tab", QueueState.starting.value))
+            self._db.execute(
+                "UPDATE queue SET state = ?, position = 0, error = ? WHERE state = ?",
+                (
+                    QueueState.interrupted.value,
+                    "the app stopped while this job was being started; "
+                    "add it again, or resume its run from the Runs tab",
+                    QueueState.starting.value,
+                ),
+            )
         return [_entry(row) for row in rows]
 
     def close(self) -> None:
@@ -194,8 +225,12 @@ class QueueStore:
 
     def _renumber(self) -> None:
         """Positions 1..n over the waiting entries in their current order; 0 for the others (lock held)."""
-        ids = [r[0] for r in self._db.execute("SELECT queue_id FROM queue WHERE state = ? ORDER BY position, created_at",
-                                               (QueueState.waiting.value,))]
+        ids = [
+            r[0]
+            for r in self._db.execute(
+                "SELECT queue_id FROM queue WHERE state = ? ORDER BY position, created_at", (QueueState.waiting.value,)
+            )
+        ]
         for place, entry_id in enumerate(ids, start=1):
             self._db.execute("UPDATE queue SET position = ? WHERE queue_id = ?", (place, entry_id))
         self._db.execute("UPDATE queue SET position = 0 WHERE state != ?", (QueueState.waiting.value,))

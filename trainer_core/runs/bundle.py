@@ -28,10 +28,19 @@ def bundle_files(output_dir: Path) -> list[Path]:
     docstring). Raises BundleError when ``output_dir`` holds no ``run.json``."""
     output_dir = Path(output_dir)
     if not (output_dir / RUN_JSON).is_file():
-        raise BundleError(f"{output_dir} has no {RUN_JSON}: it is not a run folder, or its run was made by a "
-                          "version without run records (only runs started since can be downloaded as a bundle)")
-    files = [p for p in sorted(output_dir.iterdir()) if p.is_file() and not p.is_symlink()
-             and p.name != RUN_JSON and p.name not in LEFT_OUT and not p.name.startswith(".")]
+        raise BundleError(
+            f"{output_dir} has no {RUN_JSON}: it is not a run folder, or its run was made by a "
+            "version without run records (only runs started since can be downloaded as a bundle)"
+        )
+    files = [
+        p
+        for p in sorted(output_dir.iterdir())
+        if p.is_file()
+        and not p.is_symlink()
+        and p.name != RUN_JSON
+        and p.name not in LEFT_OUT
+        and not p.name.startswith(".")
+    ]
     return [output_dir / RUN_JSON, *files]
 
 

@@ -28,7 +28,9 @@ class RunClock:
     def continued(self, progress: TrainingProgress) -> TrainingProgress:
         """``progress`` (as the worker sent it) with ``elapsed_seconds`` continued over resumes;
         the first train event with ``num_tokens`` becomes the start of the rate window."""
-        progress = progress.model_copy(update={"elapsed_seconds": progress.elapsed_seconds + self.training_seconds_before})
+        progress = progress.model_copy(
+            update={"elapsed_seconds": progress.elapsed_seconds + self.training_seconds_before}
+        )
         if self.session_first is None and progress.loss is not None and progress.num_tokens is not None:
             self.session_first = progress
         return progress
@@ -41,8 +43,11 @@ class RunClock:
         """Status details: ``started_at`` (the run's creation, Unix s), ``wall_seconds`` (since then:
         to now while live, to the end once ended; s) and ``tokens_per_second`` (see ``rate``)."""
         until = self.ended_at if self.ended_at is not None else (time.time() if now is None else now)
-        return {"started_at": self.created_at, "wall_seconds": max(until - self.created_at, 0.0),
-                "tokens_per_second": self.rate(latest_train)}
+        return {
+            "started_at": self.created_at,
+            "wall_seconds": max(until - self.created_at, 0.0),
+            "tokens_per_second": self.rate(latest_train),
+        }
 
     def rate(self, latest_train: Optional[TrainingProgress]) -> Optional[float]:
         """Input tokens (non-padding, ``num_tokens``) per training second in this session: the tokens

@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Optional
+from typing import Any, Literal, Optional
 
 import numpy as np
 
@@ -78,7 +79,7 @@ def series_of(job_id: str, label: str, rows: Iterable[LossRow], x_axis: XAxis = 
         series.eval_x, series.eval_loss = [r[0] for r in evals], [r[2] for r in evals]
         return series
     tokens: Optional[float] = None
-    for step, loss, eval_loss, num_tokens in rows:
+    for _step, loss, eval_loss, num_tokens in rows:
         if loss is not None and num_tokens is not None:
             tokens = num_tokens
         x = num_tokens if loss is not None else tokens
@@ -107,8 +108,14 @@ def series_of_packed(job_id: str, label: str, packed: PackedSeries, x_axis: XAxi
         x = packed.num_tokens[np.maximum(newest, 0)] if newest.size else packed.num_tokens
         has_x = np.where(train, counted, newest >= 0)
     train, evals = train & has_x, evals & has_x
-    return RunSeries(job_id, label, x[train].tolist(), packed.loss[train].tolist(), x[evals].tolist(),
-                     packed.eval_loss[evals].tolist())
+    return RunSeries(
+        job_id,
+        label,
+        x[train].tolist(),
+        packed.loss[train].tolist(),
+        x[evals].tolist(),
+        packed.eval_loss[evals].tolist(),
+    )
 
 
 def _read_series(store: RunStore, run: RunRecord, x_axis: XAxis) -> RunSeries:
@@ -157,7 +164,9 @@ class SeriesCache:
                         self._kept[key] = series
                         while len(self._kept) > self._size:
                             self._kept.popitem(last=False)
-            found.append(RunSeries(series.job_id, run_label(run), series.x, series.loss, series.eval_x, series.eval_loss))
+            found.append(
+                RunSeries(series.job_id, run_label(run), series.x, series.loss, series.eval_x, series.eval_loss)
+            )
         return found
 
 
@@ -198,9 +207,9 @@ def _ema_state(x: np.ndarray, weight: float) -> np.ndarray:
     padded = np.zeros(blocks * block)
     padded[:n] = x
     k = np.arange(1, block + 1, dtype=float)
-    fall = weight ** k  # (B,)
+    fall = weight**k  # (B,)
     local = np.cumsum(padded.reshape(blocks, block) / fall, axis=1) * fall * (1 - weight)  # (blocks, B), each from 0
-    carry, state, across = np.empty(blocks), 0.0, weight ** block
+    carry, state, across = np.empty(blocks), 0.0, weight**block
     for b, end in enumerate(local[:, -1].tolist()):
         carry[b] = state
         state = state * across + end
@@ -242,9 +251,16 @@ def downsample(xs: list[float], ys: list[float], max_points: int = COMPARE_POINT
 def curves(series: list[RunSeries], smoothing: float = 0.0, max_points: int = COMPARE_POINTS) -> list[Curve]:
     """Each run's raw loss, its EMA (``smoothing`` weight, on the full series) and its eval loss,
     all downsampled to at most ``max_points`` points."""
-    return [Curve(s.job_id, s.label, downsample(s.x, s.loss, max_points),
-                  downsample(s.x, ema(s.loss, smoothing), max_points), downsample(s.eval_x, s.eval_loss, max_points))
-            for s in series]
+    return [
+        Curve(
+            s.job_id,
+            s.label,
+            downsample(s.x, s.loss, max_points),
+            downsample(s.x, ema(s.loss, smoothing), max_points),
+            downsample(s.eval_x, s.eval_loss, max_points),
+        )
+        for s in series
+    ]
 
 
 def _shown(value: Any) -> str:
@@ -267,7 +283,9 @@ def config_diff(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     name): the status, then only the settings whose values differ between the runs (a setting one
     run lacks counts as differing), then ``SUMMARY_ROWS``. Every cell is text."""
     labels = [run_label(r) for r in runs]
-    columns = ["setting"] + [f"{label} ({r.job_id})" if labels.count(label) > 1 else label for label, r in zip(labels, runs)]
+    columns = ["setting"] + [
+        f"{label} ({r.job_id})" if labels.count(label) > 1 else label for label, r in zip(labels, runs)
+    ]
     rows: list[list[str]] = [["status", *(status_word(r) for r in runs)]]
     keys = sorted({key for r in runs for key in r.request})
     for key in keys:

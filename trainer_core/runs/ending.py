@@ -39,8 +39,13 @@ class Settled:
     best_eval_loss: Optional[float] = None
 
 
-def settle_run(output_dir: Optional[str], job_id: Optional[str], request: Optional[TrainingStartRequest],
-               reason: EndReason, events: list[TrainingProgress]) -> Settled:
+def settle_run(
+    output_dir: Optional[str],
+    job_id: Optional[str],
+    request: Optional[TrainingStartRequest],
+    reason: EndReason,
+    events: list[TrainingProgress],
+) -> Settled:
     """Complete the run's ``run.json`` (``runs.manifest.finish_manifest``; an OSError is logged),
     then record its files (``settle_files``) and return what it left (``Settled``)."""
     if not output_dir:
@@ -51,8 +56,9 @@ def settle_run(output_dir: Optional[str], job_id: Optional[str], request: Option
     best_eval = (best_loss, _step_of(best)) if best is not None and best_loss is not None else None
     if request is not None and job_id:
         try:
-            finish_manifest(Path(output_dir), request, job_id, reason.value, events, str(best) if best else None,
-                            best_eval)
+            finish_manifest(
+                Path(output_dir), request, job_id, reason.value, events, str(best) if best else None, best_eval
+            )
         except OSError:
             log.exception("could not complete run.json of %s", job_id)
     checkpoint = settle_files(output_dir, job_id)

@@ -14,9 +14,10 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Optional
 
 from trainer_core.access.paths import PathNotAllowed, confine, is_within, resolve, shown
 
@@ -47,8 +48,13 @@ def read_marker(folder: Path) -> Optional[dict]:
     return data if isinstance(data, dict) and isinstance(data.get("job_id"), str) else None
 
 
-def check_output_dir(path: str, roots: Iterable[Path], protected: Iterable[Path],
-                     runs: Iterable[tuple[str, str]], no_runs_inside: Iterable[Path] = ()) -> Path:
+def check_output_dir(
+    path: str,
+    roots: Iterable[Path],
+    protected: Iterable[Path],
+    runs: Iterable[tuple[str, str]],
+    no_runs_inside: Iterable[Path] = (),
+) -> Path:
     """The resolved folder a new run may write into. Raises OutputDirError (or PathNotAllowed) when
     it is outside ``roots``, is or contains a ``protected`` folder, lies inside one of
     ``no_runs_inside`` (the uploads folder), already holds files, or lies inside another run's
@@ -56,18 +62,24 @@ def check_output_dir(path: str, roots: Iterable[Path], protected: Iterable[Path]
     folder = confine(path, roots, "output_dir")
     for raw in no_runs_inside:
         if is_within(folder, resolve(raw, "uploads folder")):
-            raise OutputDirError(f"output_dir: {shown(folder)} is inside the uploads folder; choose a folder outside it")
+            raise OutputDirError(
+                f"output_dir: {shown(folder)} is inside the uploads folder; choose a folder outside it"
+            )
     if problem := _protected_problem(folder, protected):
-        raise OutputDirError(f"output_dir: {shown(folder)} {problem}; choose a new folder for this run (or leave "
-                             "output_dir empty for <data dir>/runs/<job id>)")
+        raise OutputDirError(
+            f"output_dir: {shown(folder)} {problem}; choose a new folder for this run (or leave "
+            "output_dir empty for <data dir>/runs/<job id>)"
+        )
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         owner = read_marker(folder)
         whose = f" of run {owner['job_id']}" if owner else ""
         raise OutputDirError(f"output_dir: {shown(folder)} already holds files{whose}; choose a new or empty folder")
     for job_id, other in runs:
         if is_within(folder, resolve(other, "run folder")):
-            raise OutputDirError(f"output_dir: {shown(folder)} is inside the folder of another run ({job_id}); "
-                                 "choose a new or empty folder outside it")
+            raise OutputDirError(
+                f"output_dir: {shown(folder)} is inside the folder of another run ({job_id}); "
+                "choose a new or empty folder outside it"
+            )
     return folder
 
 
@@ -82,9 +94,13 @@ def claim(folder: Path, job_id: str) -> None:
         with (folder / MARKER).open("x", encoding="utf-8") as fh:  # "x": fails if a racer wrote one
             json.dump({"job_id": job_id}, fh)
     except FileExistsError:
-        raise OutputDirError(f"output_dir: {shown(folder)} was just taken by another run; choose another folder") from None
+        raise OutputDirError(
+            f"output_dir: {shown(folder)} was just taken by another run; choose another folder"
+        ) from None
     except OSError as exc:
-        raise OutputDirError(f"output_dir: {shown(folder)} cannot be created ({exc.strerror}); choose another folder") from None
+        raise OutputDirError(
+            f"output_dir: {shown(folder)} cannot be created ({exc.strerror}); choose another folder"
+        ) from None
 
 
 def record_files(folder: Path, job_id: str, under: Optional[Path] = None) -> int:
@@ -119,8 +135,9 @@ class Deletion:
     refused: Optional[str] = None
 
 
-def delete_run_files(output_dir: str, job_id: str, roots: Iterable[Path], protected: Iterable[Path],
-                     default_folder: Path) -> Deletion:
+def delete_run_files(
+    output_dir: str, job_id: str, roots: Iterable[Path], protected: Iterable[Path], default_folder: Path
+) -> Deletion:
     """Delete the files run ``job_id`` wrote in ``output_dir``; nothing else. Folders emptied by it
     go too. Nothing is removed (``refused`` says why) when the folder lies outside ``roots``, is or
     contains a protected folder, or is not marked as this run's (except a legacy run's own

@@ -13,21 +13,23 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from trainer_core.distributed.group import RankGroup
 from trainer_core.distributed.launch import uses_launcher
+from trainer_core.process.standby import TRAINING_STACK, Standby, launch_worker, spawn_standby, usable_or_none
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
-from trainer_core.runs.metrics import MetricsHistory
-from trainer_core.training.checkpoints import ResumeError
+from trainer_core.runs.clock import RunClock
 from trainer_core.runs.ending import Settled, cancelled_message, end_reason, remove_partial_saves_logged, settle_run
 from trainer_core.runs.folders import OutputDirError
-from trainer_core.runs.clock import RunClock
+from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.runs.opening import open_run
+from trainer_core.runs.store import RunStore
 from trainer_core.schemas import (
-    EndReason,
     LIVE_PHASES,
+    EndReason,
     Phase,
     TrainingJobResponse,
     TrainingProgress,
@@ -35,8 +37,7 @@ from trainer_core.schemas import (
     TrainingStatus,
 )
 from trainer_core.settings import get_settings
-from trainer_core.process.standby import TRAINING_STACK, Standby, launch_worker, spawn_standby, usable_or_none
-from trainer_core.runs.store import RunStore
+from trainer_core.training.checkpoints import ResumeError
 from trainer_core.training.worker import EventKind, run_worker
 
 log = logging.getLogger(__name__)
@@ -57,9 +58,14 @@ class JobRunner:
     job queue's dispatcher starts the next job then); ``more_queued`` (None, or a callable returning
     whether a queued job waits) lets watchers keep following between queued jobs."""
 
-    def __init__(self, worker_target: Callable[..., None] = run_worker, runs_dir: Optional[Path] = None,
-                 store: Optional[RunStore] = None, standby_idle_s: float = 600.0,
-                 warm_modules: tuple[str, ...] = TRAINING_STACK) -> None:
+    def __init__(
+        self,
+        worker_target: Callable[..., None] = run_worker,
+        runs_dir: Optional[Path] = None,
+        store: Optional[RunStore] = None,
+        standby_idle_s: float = 600.0,
+        warm_modules: tuple[str, ...] = TRAINING_STACK,
+    ) -> None:
         self._worker_target = worker_target
         self._standby: Optional[Standby] = None
         self._standby_idle_s, self._warm_modules = standby_idle_s, warm_modules
@@ -88,7 +94,9 @@ class JobRunner:
         with self._state:
             if not self._job_lock.acquire(blocking=False):
                 return TrainingJobResponse(
-                    job_id=self._status.job_id, status="error", message="A training job is already in progress.",
+                    job_id=self._status.job_id,
+                    status="error",
+                    message="A training job is already in progress.",
                     error=f"job {self._status.job_id} is in phase {self._status.phase.value}; stop it or wait for it to finish",
                 )
             if self.start_refusal is not None and (busy := self.start_refusal()):
@@ -100,16 +108,23 @@ class JobRunner:
                 self._job_lock.release()
                 return TrainingJobResponse(status="error", message="The job could not be started.", error=str(exc))
             job_id, output_dir = opened.job_id, opened.output_dir
-            self._status = TrainingStatus(job_id=job_id, phase=Phase.loading_model, is_training_running=True,
-                                          message="Starting the training worker")
+            self._status = TrainingStatus(
+                job_id=job_id,
+                phase=Phase.loading_model,
+                is_training_running=True,
+                message="Starting the training worker",
+            )
             self._details = {"output_dir": str(output_dir)}
             self._clock = RunClock(opened.created_at, opened.training_seconds_before)
             self._cancelled, self._request = False, request
             self._call_before_start()
-            self._thread = threading.Thread(target=self._run, args=(request, job_id, output_dir),
-                                            name=f"job-{job_id}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, args=(request, job_id, output_dir), name=f"job-{job_id}", daemon=True
+            )
             self._thread.start()
-        return TrainingJobResponse(job_id=job_id, status="queued", message=f"Job {job_id} started; output in {output_dir}")
+        return TrainingJobResponse(
+            job_id=job_id, status="queued", message=f"Job {job_id} started; output in {output_dir}"
+        )
 
     def _call_before_start(self) -> None:
         """Run the ``before_start`` hook (status already says a job runs, so chat refuses meanwhile)."""
@@ -195,8 +210,20 @@ class JobRunner:
             if self._clock is not None:
                 details.update(self._clock.details(latest))
         if latest is not None:
-            details.update(latest.model_dump(include={"step", "total_steps", "epoch", "loss", "learning_rate",
-                                                      "progress_percent", "elapsed_seconds", "eta_seconds"}))
+            details.update(
+                latest.model_dump(
+                    include={
+                        "step",
+                        "total_steps",
+                        "epoch",
+                        "loss",
+                        "learning_rate",
+                        "progress_percent",
+                        "elapsed_seconds",
+                        "eta_seconds",
+                    }
+                )
+            )
         status.details = details
         if with_history:
             status.metric_history = self.history.series()
@@ -221,8 +248,9 @@ class JobRunner:
                     self._standby, standby = standby, None
                     worker = RankGroup.launch(request, job_id, output_dir)
                 elif not cancelled:
-                    worker = launch_worker(self._worker_target, standby, (request, job_id, str(output_dir)),
-                                           f"worker-{job_id}")
+                    worker = launch_worker(
+                        self._worker_target, standby, (request, job_id, str(output_dir)), f"worker-{job_id}"
+                    )
                 if worker is not None:
                     self._process, self._stop = worker, worker.stop
             if cancelled:
@@ -309,8 +337,9 @@ class JobRunner:
             if self._clock is not None:
                 self._clock.end()
             paths = [str(p) if p else None for p in (settled.last_checkpoint, settled.best_checkpoint)]
-            self._details.update(last_checkpoint=paths[0], best_checkpoint=paths[1],
-                                 best_eval_loss=settled.best_eval_loss)
+            self._details.update(
+                last_checkpoint=paths[0], best_checkpoint=paths[1], best_eval_loss=settled.best_eval_loss
+            )
         self._record("finish_run", phase.value, error, paths[0], reason.value, paths[1], settled.best_eval_loss)
         self._set(phase=phase, message=message, error=error, is_training_running=False)
 

@@ -4,7 +4,6 @@ and the checks ``RunStore.set_label`` / ``RunStore.list_runs`` apply (pure funct
 from __future__ import annotations
 
 import unicodedata
-
 from typing import TYPE_CHECKING, Optional
 
 from trainer_core.schemas import EndReason, Phase
@@ -53,6 +52,8 @@ def label_text(field: str, text: str, limit: int) -> Optional[str]:
     # Cc: controls (C0, DEL, C1 such as U+0085), Cf: format characters (U+202E right-to-left override,
     # zero-width ones) that make one name look like another, Zl / Zp: line and paragraph separators.
     if any(c not in allowed and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
-        raise ValueError(f"{field} holds a control or invisible formatting character"
-                         + ("" if allowed else " (a line break?): keep it to one line"))
+        raise ValueError(
+            f"{field} holds a control or invisible formatting character"
+            + ("" if allowed else " (a line break?): keep it to one line")
+        )
     return text or None

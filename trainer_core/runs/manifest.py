@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Optional
 
@@ -40,7 +40,7 @@ class ManifestError(ValueError):
 
 def utc_now() -> str:
     """Now as ISO 8601 in UTC, to the second (``2026-12-01T19:23:16+00:00``)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def json_safe(value: Any) -> Any:
@@ -84,10 +84,13 @@ def read_manifest(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ManifestError(f"{path} does not exist: give the run.json of a run (it lies in the run's output folder)") from None
+        raise ManifestError(
+            f"{path} does not exist: give the run.json of a run (it lies in the run's output folder)"
+        ) from None
     except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than any run.json
-        raise ManifestError(f"{path} cannot be read as JSON ({type(exc).__name__}: {str(exc)[:200]}): "
-                            "give the run.json a run wrote") from None
+        raise ManifestError(
+            f"{path} cannot be read as JSON ({type(exc).__name__}: {str(exc)[:200]}): give the run.json a run wrote"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("request"), dict):
         raise ManifestError(f"{path} has no 'request' settings: it is not a run.json written by a run")
     return data
@@ -123,8 +126,9 @@ def _base(output_dir: Path, request: TrainingStartRequest, job_id: str, with_row
     }
 
 
-def begin_manifest(output_dir: Path, request: TrainingStartRequest, job_id: str, sft_config: Any = None,
-                   lora_config: Any = None) -> dict[str, Any]:
+def begin_manifest(
+    output_dir: Path, request: TrainingStartRequest, job_id: str, sft_config: Any = None, lora_config: Any = None
+) -> dict[str, Any]:
     """Write ``<output_dir>/run.json`` as training begins (see the module docstring): ``sft_config``
     (a ``TrainingArguments``) and ``lora_config`` (a ``peft.LoraConfig``, or None) as resolved for
     the trainer. A resumed run's file is updated: new session, same ``started_at``. Returns the data
@@ -162,9 +166,15 @@ def final_metrics(events: list[TrainingProgress]) -> dict[str, Any]:
     }
 
 
-def finish_manifest(output_dir: Path, request: TrainingStartRequest, job_id: str, end_reason: str,
-                    events: list[TrainingProgress], best_checkpoint: Optional[str] = None,
-                    best_eval: Optional[tuple[float, Optional[int]]] = None) -> dict[str, Any]:
+def finish_manifest(
+    output_dir: Path,
+    request: TrainingStartRequest,
+    job_id: str,
+    end_reason: str,
+    events: list[TrainingProgress],
+    best_checkpoint: Optional[str] = None,
+    best_eval: Optional[tuple[float, Optional[int]]] = None,
+) -> dict[str, Any]:
     """Complete ``<output_dir>/run.json`` when the job ends: ``ended_at``, ``end_reason``,
     ``best_checkpoint`` and ``final_metrics(events)``, whose ``best_eval_loss`` / ``best_eval_step``
     are ``best_eval`` (the best checkpoint's eval loss and step) when given. When the worker never wrote one (it failed
@@ -202,6 +212,8 @@ def rerun_values(path: Path) -> tuple[dict[str, Any], list[str]]:
         elif not Path(file).is_file():
             warnings.append(f"dataset {file} is not a regular file: its sha256 was not checked")
         elif recorded and file_fingerprint(Path(file))["sha256"] != recorded:
-            warnings.append(f"dataset file {file} changed since the run: its sha256 differs from the recorded "
-                            f"{recorded}, so the rerun will not see the same data")
+            warnings.append(
+                f"dataset file {file} changed since the run: its sha256 differs from the recorded "
+                f"{recorded}, so the rerun will not see the same data"
+            )
     return values, warnings

@@ -8,7 +8,13 @@ from typing import Optional
 from trainer_core.runs.minmax import MinMaxSeries
 from trainer_core.schemas import PREFERENCE_SERIES, MetricHistory, TrainingProgress
 
-CHART_SERIES = ("loss", "eval_loss", "learning_rate", "grad_norm", *PREFERENCE_SERIES)  # TrainingProgress fields charted
+CHART_SERIES = (
+    "loss",
+    "eval_loss",
+    "learning_rate",
+    "grad_norm",
+    *PREFERENCE_SERIES,
+)  # TrainingProgress fields charted
 
 ChartPoints = dict[str, tuple[list[float], list[float]]]  # series name -> (steps, values), downsampled
 

@@ -31,7 +31,7 @@ class _Bucket:
             self.high = point
         self.count += 1
 
-    def merged(self, other: "_Bucket") -> "_Bucket":
+    def merged(self, other: _Bucket) -> _Bucket:
         low = self.low if self.low[1] <= other.low[1] else other.low
         high = self.high if self.high[1] >= other.high[1] else other.high
         return _Bucket(low, high, self.count + other.count)

@@ -30,8 +30,9 @@ class OpenedRun:
     training_seconds_before: float = 0.0
 
 
-def open_run(request: TrainingStartRequest, store: Optional[RunStore], history: MetricsHistory,
-             runs_dir: Path) -> OpenedRun:
+def open_run(
+    request: TrainingStartRequest, store: Optional[RunStore], history: MetricsHistory, runs_dir: Path
+) -> OpenedRun:
     """The run ``request`` starts (see ``OpenedRun``); resets ``history`` (to the resumed run's
     steps up to its checkpoint). A new run claims its output folder (new or empty; see
     ``runs.folders``), by default ``runs_dir/<job id>``. Raises ResumeError or OutputDirError."""

@@ -98,9 +98,11 @@ def rows_and_format(path: str, request: TrainingStartRequest) -> dict[str, Any]:
         rows = read_file(path)
         if request.custom_format_mapping:
             rows = apply_mapping(rows, request.custom_format_mapping, Path(path).name)
-        fmt = (detect_layout(rows.column_names, request.training_method, Path(path).name)
-               if request.format_type == FormatType.auto
-               else request.format_type)
+        fmt = (
+            detect_layout(rows.column_names, request.training_method, Path(path).name)
+            if request.format_type == FormatType.auto
+            else request.format_type
+        )
         return {"rows": len(rows), "format": fmt.value}
     except Exception as exc:  # noqa: BLE001 - a record of the run, not a check of its data
         log.warning("cannot read %s for run.json: %s", path, exc)

@@ -33,8 +33,10 @@ CREATE TABLE IF NOT EXISTS series (
 VERSION = 1  # of the packed layout below; a row of another version is rebuilt on read
 HAS_LOSS, HAS_EVAL_LOSS, HAS_TOKENS = 1, 2, 4  # bits of ``present``
 LossRow = tuple[int, Optional[float], Optional[float], Optional[int]]  # (step, loss, eval_loss, num_tokens)
-_VALUES = ", ".join(f"CASE WHEN lean THEN {key} ELSE json_extract(progress_json, '$.{key}') END"
-                    for key in ("loss", "eval_loss", "num_tokens"))
+_VALUES = ", ".join(
+    f"CASE WHEN lean THEN {key} ELSE json_extract(progress_json, '$.{key}') END"
+    for key in ("loss", "eval_loss", "num_tokens")
+)
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,17 @@ class PackedSeries:
     def rows(self) -> list[LossRow]:
         """The events as ``loss_rows`` gives them: (step, loss, eval_loss, num_tokens), None where absent."""
         flags = self.present.tolist()
-        return [(step, loss if f & HAS_LOSS else None, ev if f & HAS_EVAL_LOSS else None,
-                 tokens if f & HAS_TOKENS else None)
-                for step, loss, ev, tokens, f in zip(self.steps.tolist(), self.loss.tolist(), self.eval_loss.tolist(),
-                                                     self.num_tokens.tolist(), flags)]
+        return [
+            (
+                step,
+                loss if f & HAS_LOSS else None,
+                ev if f & HAS_EVAL_LOSS else None,
+                tokens if f & HAS_TOKENS else None,
+            )
+            for step, loss, ev, tokens, f in zip(
+                self.steps.tolist(), self.loss.tolist(), self.eval_loss.tolist(), self.num_tokens.tolist(), flags
+            )
+        ]
 
 
 def loss_rows(db: sqlite3.Connection, job_id: str) -> list[LossRow]:
@@ -75,20 +84,30 @@ def loss_rows(db: sqlite3.Connection, job_id: str) -> list[LossRow]:
 def pack(rows: list[LossRow]) -> PackedSeries:
     """``rows`` (as ``loss_rows`` gives them) as a ``PackedSeries``."""
     steps, losses, evals, tokens = zip(*rows) if rows else ((), (), (), ())
-    present = ((np.fromiter((v is not None for v in losses), bool, len(rows)) * HAS_LOSS)
-               | (np.fromiter((v is not None for v in evals), bool, len(rows)) * HAS_EVAL_LOSS)
-               | (np.fromiter((v is not None for v in tokens), bool, len(rows)) * HAS_TOKENS)).astype(np.uint8)
-    return PackedSeries(np.array(steps, dtype=np.int64), np.array(losses, dtype=np.float64),  # None -> NaN
-                        np.array(evals, dtype=np.float64),
-                        np.array([0 if v is None else v for v in tokens], dtype=np.int64), present)
+    present = (
+        (np.fromiter((v is not None for v in losses), bool, len(rows)) * HAS_LOSS)
+        | (np.fromiter((v is not None for v in evals), bool, len(rows)) * HAS_EVAL_LOSS)
+        | (np.fromiter((v is not None for v in tokens), bool, len(rows)) * HAS_TOKENS)
+    ).astype(np.uint8)
+    return PackedSeries(
+        np.array(steps, dtype=np.int64),
+        np.array(losses, dtype=np.float64),  # None -> NaN
+        np.array(evals, dtype=np.float64),
+        np.array([0 if v is None else v for v in tokens], dtype=np.int64),
+        present,
+    )
 
 
 def _unpacked(row: tuple) -> PackedSeries:
     """A ``series`` row (n, steps, loss, eval_loss, num_tokens, present) as arrays (read-only views)."""
     n, steps, loss, eval_loss, tokens, present = row
-    series = PackedSeries(np.frombuffer(steps, np.int64), np.frombuffer(loss, np.float64),
-                          np.frombuffer(eval_loss, np.float64), np.frombuffer(tokens, np.int64),
-                          np.frombuffer(present, np.uint8))
+    series = PackedSeries(
+        np.frombuffer(steps, np.int64),
+        np.frombuffer(loss, np.float64),
+        np.frombuffer(eval_loss, np.float64),
+        np.frombuffer(tokens, np.int64),
+        np.frombuffer(present, np.uint8),
+    )
     if any(a.shape != (n,) for a in (series.steps, series.loss, series.eval_loss, series.num_tokens, series.present)):
         raise ValueError(f"packed series of {n} events has arrays of another length")
     return series
@@ -97,10 +116,20 @@ def _unpacked(row: tuple) -> PackedSeries:
 def pack_run(db: sqlite3.Connection, job_id: str) -> PackedSeries:
     """Pack run ``job_id``'s current events into its ``series`` row (replacing any) and return them."""
     series = pack(loss_rows(db, job_id))
-    db.execute("INSERT OR REPLACE INTO series (job_id, version, n, steps, loss, eval_loss, num_tokens, present) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-               (job_id, VERSION, len(series.steps), series.steps.tobytes(), series.loss.tobytes(),
-                series.eval_loss.tobytes(), series.num_tokens.tobytes(), series.present.tobytes()))
+    db.execute(
+        "INSERT OR REPLACE INTO series (job_id, version, n, steps, loss, eval_loss, num_tokens, present) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            job_id,
+            VERSION,
+            len(series.steps),
+            series.steps.tobytes(),
+            series.loss.tobytes(),
+            series.eval_loss.tobytes(),
+            series.num_tokens.tobytes(),
+            series.present.tobytes(),
+        ),
+    )
     return series
 
 
@@ -116,8 +145,11 @@ def packed(db: sqlite3.Connection, job_id: str) -> Optional[PackedSeries]:
     a transaction, so a pack is never written for events that changed meanwhile."""
     cursor = db.cursor()
     cursor.row_factory = None
-    found = cursor.execute("SELECT r.finished_at, s.version, s.n, s.steps, s.loss, s.eval_loss, s.num_tokens, s.present "
-                           "FROM runs r LEFT JOIN series s ON s.job_id = r.job_id WHERE r.job_id = ?", (job_id,)).fetchone()
+    found = cursor.execute(
+        "SELECT r.finished_at, s.version, s.n, s.steps, s.loss, s.eval_loss, s.num_tokens, s.present "
+        "FROM runs r LEFT JOIN series s ON s.job_id = r.job_id WHERE r.job_id = ?",
+        (job_id,),
+    ).fetchone()
     if found is None or found[0] is None:
         return None
     if found[1] == VERSION:

@@ -50,8 +50,15 @@ CREATE TABLE IF NOT EXISTS metrics (
 );
 """
 # runs columns newer than SCHEMA: name -> SQL type; added by ALTER TABLE where a database lacks them
-ADDED_COLUMNS = {"training_seconds": "REAL", "tokens_per_second": "REAL", "end_reason": "TEXT",
-                 "best_checkpoint": "TEXT", "best_eval_loss": "REAL", "name": "TEXT", "note": "TEXT"}
+ADDED_COLUMNS = {
+    "training_seconds": "REAL",
+    "tokens_per_second": "REAL",
+    "end_reason": "TEXT",
+    "best_checkpoint": "TEXT",
+    "best_eval_loss": "REAL",
+    "name": "TEXT",
+    "note": "TEXT",
+}
 # metrics columns newer than SCHEMA: the values comparisons read, beside the event's JSON (``lean`` = 1
 # where they are filled; older rows are read from the JSON instead)
 ADDED_METRIC_COLUMNS = {"loss": "REAL", "eval_loss": "REAL", "num_tokens": "INTEGER", "lean": "INTEGER"}
@@ -99,8 +106,10 @@ class RunStore:
         """Record a new run (``request`` must already be free of secrets); returns its ``created_at``
         (Unix s)."""
         created_at = time.time()
-        self._write("INSERT INTO runs (job_id, created_at, phase, request_json, output_dir) VALUES (?, ?, ?, ?, ?)",
-                    (job_id, created_at, phase, json.dumps(request), output_dir))
+        self._write(
+            "INSERT INTO runs (job_id, created_at, phase, request_json, output_dir) VALUES (?, ?, ?, ?, ?)",
+            (job_id, created_at, phase, json.dumps(request), output_dir),
+        )
         return created_at
 
     def reopen_run(self, job_id: str, request: dict[str, Any], phase: str, from_step: int) -> None:
@@ -114,8 +123,16 @@ class RunStore:
             self._db.execute(
                 "UPDATE runs SET phase = ?, finished_at = NULL, error = NULL, end_reason = NULL, request_json = ?, "
                 "last_step = ?, final_loss = ?, training_seconds = ?, tokens_per_second = ? WHERE job_id = ?",
-                (phase, json.dumps(request), from_step, None if last is None else last.loss,
-                 None if last is None else last.elapsed_seconds, _tokens_per_second(last), job_id))
+                (
+                    phase,
+                    json.dumps(request),
+                    from_step,
+                    None if last is None else last.loss,
+                    None if last is None else last.elapsed_seconds,
+                    _tokens_per_second(last),
+                    job_id,
+                ),
+            )
 
     def set_phase(self, job_id: str, phase: str) -> None:
         """Record a phase change."""
@@ -128,21 +145,40 @@ class RunStore:
         seconds = progress.elapsed_seconds if train else None
         rate = _tokens_per_second(progress) if train else None
         with self._lock, self._db:
-            seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM metrics WHERE job_id = ?",
-                                   (progress.job_id,)).fetchone()[0]
-            self._db.execute("INSERT INTO metrics (job_id, seq, step, progress_json, loss, eval_loss, num_tokens, lean) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
-                             (progress.job_id, seq, progress.step, progress.model_dump_json(), progress.loss,
-                              progress.eval_loss, progress.num_tokens))
-            self._db.execute("UPDATE runs SET last_step = ?, total_steps = ?, final_loss = COALESCE(?, final_loss), "
-                             "training_seconds = COALESCE(?, training_seconds), "
-                             "tokens_per_second = CASE WHEN ? THEN ? ELSE tokens_per_second END WHERE job_id = ?",
-                             (progress.step, progress.total_steps, progress.loss, seconds, train, rate, progress.job_id))
+            seq = self._db.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM metrics WHERE job_id = ?", (progress.job_id,)
+            ).fetchone()[0]
+            self._db.execute(
+                "INSERT INTO metrics (job_id, seq, step, progress_json, loss, eval_loss, num_tokens, lean) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
+                (
+                    progress.job_id,
+                    seq,
+                    progress.step,
+                    progress.model_dump_json(),
+                    progress.loss,
+                    progress.eval_loss,
+                    progress.num_tokens,
+                ),
+            )
+            self._db.execute(
+                "UPDATE runs SET last_step = ?, total_steps = ?, final_loss = COALESCE(?, final_loss), "
+                "training_seconds = COALESCE(?, training_seconds), "
+                "tokens_per_second = CASE WHEN ? THEN ? ELSE tokens_per_second END WHERE job_id = ?",
+                (progress.step, progress.total_steps, progress.loss, seconds, train, rate, progress.job_id),
+            )
             series_store.drop(self._db, progress.job_id)  # a metric after the finish: repack on the next read
 
-    def finish_run(self, job_id: str, phase: str, error: Optional[str], last_checkpoint: Optional[str],
-                   end_reason: Optional[str] = None, best_checkpoint: Optional[str] = None,
-                   best_eval_loss: Optional[float] = None) -> None:
+    def finish_run(
+        self,
+        job_id: str,
+        phase: str,
+        error: Optional[str],
+        last_checkpoint: Optional[str],
+        end_reason: Optional[str] = None,
+        best_checkpoint: Optional[str] = None,
+        best_eval_loss: Optional[float] = None,
+    ) -> None:
         """Record the final phase, the error text, the newest checkpoint folder, why the run ended
         (an ``EndReason`` value; None: unknown) and, when known, the best checkpoint and eval loss
         (None keeps the stored value). Then packs the run's loss series for comparisons
@@ -153,8 +189,8 @@ class RunStore:
                     "UPDATE runs SET phase = ?, finished_at = ?, error = ?, end_reason = ?, "
                     "last_checkpoint = COALESCE(?, last_checkpoint), best_checkpoint = COALESCE(?, best_checkpoint), "
                     "best_eval_loss = COALESCE(?, best_eval_loss) WHERE job_id = ?",
-                    (phase, time.time(), error, end_reason, last_checkpoint, best_checkpoint, best_eval_loss,
-                     job_id)).rowcount
+                    (phase, time.time(), error, end_reason, last_checkpoint, best_checkpoint, best_eval_loss, job_id),
+                ).rowcount
             try:
                 with self._db:
                     if found:
@@ -167,8 +203,13 @@ class RunStore:
         marks = ",".join("?" * len(LIVE_PHASES))
         live = self._read(f"SELECT * FROM runs WHERE phase IN ({marks})", tuple(p.value for p in LIVE_PHASES))
         for row in live:
-            self.finish_run(row["job_id"], Phase.interrupted.value, "the app stopped while this run was live", None,
-                            EndReason.interrupted.value)
+            self.finish_run(
+                row["job_id"],
+                Phase.interrupted.value,
+                "the app stopped while this run was live",
+                None,
+                EndReason.interrupted.value,
+            )
         return [_record(row) for row in live]
 
     def set_checkpoint(self, job_id: str, checkpoint: Optional[str]) -> None:
@@ -195,8 +236,9 @@ class RunStore:
         return self._write("DELETE FROM runs WHERE job_id = ?", (job_id,)) > 0
 
     # ----- reads -----
-    def list_runs(self, limit: int = 200, name: Optional[str] = None, status: Optional[str] = None,
-                  dataset: Optional[str] = None) -> list[RunRecord]:
+    def list_runs(
+        self, limit: int = 200, name: Optional[str] = None, status: Optional[str] = None, dataset: Optional[str] = None
+    ) -> list[RunRecord]:
         """Newest first, at most ``limit``, keeping only runs that match every filter given:
         ``name`` is contained in the run's name or job id, ``status`` equals its ``status_word``,
         ``dataset`` is contained in one of its dataset paths or its Hub dataset id (text filters
@@ -237,8 +279,9 @@ class RunStore:
         if not rows:
             return None
         metrics = self._read("SELECT progress_json FROM metrics WHERE job_id = ? ORDER BY seq", (job_id,))
-        return RunDetail(**_record(rows[0]).model_dump(),
-                         metrics=[TrainingProgress.model_validate_json(m[0]) for m in metrics])
+        return RunDetail(
+            **_record(rows[0]).model_dump(), metrics=[TrainingProgress.model_validate_json(m[0]) for m in metrics]
+        )
 
     def find_by_output_dir(self, output_dir: str) -> Optional[RunRecord]:
         """The run that writes into ``output_dir`` (resolved path), if any."""

@@ -67,8 +67,14 @@ def short_name(name: str) -> str:
     return name.rstrip("/").split("/")[-1] or name
 
 
-def weights_choice(folder: Path, kind: str, model_id: str, run_model: Optional[str], models_dir: Optional[Path] = None,
-                   job_id: Optional[str] = None) -> ModelChoice:
+def weights_choice(
+    folder: Path,
+    kind: str,
+    model_id: str,
+    run_model: Optional[str],
+    models_dir: Optional[Path] = None,
+    job_id: Optional[str] = None,
+) -> ModelChoice:
     """The choice for a weights folder (run final or checkpoint). ``run_model`` is the run's
     ``model_name`` (its base). Raises ChatInputError when the folder holds no weights or holds an
     adapter trained on another base than ``run_model``."""
@@ -79,11 +85,21 @@ def weights_choice(folder: Path, kind: str, model_id: str, run_model: Optional[s
     if adapter:
         trained_on = adapter_base(folder)
         if trained_on and run_model and model_key(trained_on, models_dir) != model_key(run_model, models_dir):
-            raise ChatInputError(f"{model_id}: its adapter was trained on {trained_on}, not on the run's base model "
-                                 f"{run_model}; it cannot be loaded on that base")
+            raise ChatInputError(
+                f"{model_id}: its adapter was trained on {trained_on}, not on the run's base model "
+                f"{run_model}; it cannot be loaded on that base"
+            )
         base = run_model or trained_on
-    return ModelChoice(id=model_id, label=model_id, kind=kind, base_model=base or DEFAULT_MODEL, path=str(folder),
-                       job_id=job_id, adapter=adapter, created_at=folder.stat().st_mtime)
+    return ModelChoice(
+        id=model_id,
+        label=model_id,
+        kind=kind,
+        base_model=base or DEFAULT_MODEL,
+        path=str(folder),
+        job_id=job_id,
+        adapter=adapter,
+        created_at=folder.stat().st_mtime,
+    )
 
 
 def _losses(store: RunStore, job_id: str) -> dict[int, float]:
@@ -127,10 +143,14 @@ def _final(run: RunRecord, folder: Path, settings: Settings) -> ModelChoice:
     if run.phase not in FINAL_PHASES or has_weights(folder) is None:
         checkpoints = _checkpoint_folders(folder)
         if not checkpoints:
-            raise ChatInputError(f"run {run.job_id} ({run.phase.value}) has no weights to talk to: it ended before "
-                                 "its first save; train it again (save_steps sets how often checkpoints are saved)")
-        raise ChatInputError(f"run {run.job_id} ({run.phase.value}) saved no final weights; choose one of its "
-                             f"checkpoints (newest: {run.job_id}/{checkpoints[0][1].name})")
+            raise ChatInputError(
+                f"run {run.job_id} ({run.phase.value}) has no weights to talk to: it ended before "
+                "its first save; train it again (save_steps sets how often checkpoints are saved)"
+            )
+        raise ChatInputError(
+            f"run {run.job_id} ({run.phase.value}) saved no final weights; choose one of its "
+            f"checkpoints (newest: {run.job_id}/{checkpoints[0][1].name})"
+        )
     model = run.request.get("model_name") or DEFAULT_MODEL
     choice = weights_choice(folder, "final", run.job_id, model, settings.models_dir, run.job_id)
     choice.step, choice.loss = run.last_step, run.final_loss
@@ -140,8 +160,11 @@ def _final(run: RunRecord, folder: Path, settings: Settings) -> ModelChoice:
 
 def _checkpoint_folders(folder: Path) -> list[tuple[int, Path]]:
     """(step, folder) of the complete checkpoints (trainer state written), highest step first."""
-    found = [(int(m.group(1)), p) for p in folder.glob("checkpoint-*")
-             if (m := CHECKPOINT.match(p.name)) and (p / "trainer_state.json").is_file()]
+    found = [
+        (int(m.group(1)), p)
+        for p in folder.glob("checkpoint-*")
+        if (m := CHECKPOINT.match(p.name)) and (p / "trainer_state.json").is_file()
+    ]
     return sorted(found, reverse=True)
 
 
@@ -162,7 +185,7 @@ def list_choices(store: Optional[RunStore], settings: Settings) -> list[ModelCho
     """``base``, then per run (newest first) its final weights and its checkpoints (highest step
     first). Runs that are live, deleted, outside the allowed folders or without weights are left out."""
     found: list[ModelChoice] = []
-    for run in (store.list_runs() if store is not None else []):
+    for run in store.list_runs() if store is not None else []:
         if run.phase in LIVE_PHASES:
             continue
         try:
@@ -178,8 +201,10 @@ def _run_choices(store: RunStore, run: RunRecord, folder: Path, settings: Settin
     """The run's usable weights: final first, then checkpoints (highest step first)."""
     checkpoints = _checkpoint_folders(folder)
     losses = _losses(store, run.job_id) if checkpoints else {}
-    makers = [lambda: _final(run, folder, settings),
-              *(lambda s=step, p=path: _checkpoint(run, p, s, losses, settings) for step, path in checkpoints)]
+    makers = [
+        lambda: _final(run, folder, settings),
+        *(lambda s=step, p=path: _checkpoint(run, p, s, losses, settings) for step, path in checkpoints),
+    ]
     choices = []
     for make in makers:
         try:

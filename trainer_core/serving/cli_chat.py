@@ -37,7 +37,9 @@ def add_parser(sub: Any) -> None:
     chat.add_argument("run", metavar="RUN", help="A run's output folder, RUN_FOLDER/checkpoint-N, or 'base'.")
     chat.add_argument("--prompt", help="Print the answer to this message and exit (no interactive chat).")
     chat.add_argument("--system", help="System prompt (default: the chat template's own).")
-    chat.add_argument("--base-model", default=DEFAULT_MODEL, help=f"With RUN=base: the model (default: {DEFAULT_MODEL}).")
+    chat.add_argument(
+        "--base-model", default=DEFAULT_MODEL, help=f"With RUN=base: the model (default: {DEFAULT_MODEL})."
+    )
     for name, info in SETTINGS.items():
         help_text = f"{info.description} (default: {info.default})".replace("%", "%%")
         chat.add_argument("--" + name.replace("_", "-"), type=base_type(info.annotation), default=None, help=help_text)
@@ -50,7 +52,9 @@ def choice_for(run: str, base_model: str = DEFAULT_MODEL) -> ModelChoice:
         return base_choice(base_model)
     folder = Path(run).expanduser().resolve()
     if not folder.is_dir():
-        raise ChatInputError(f"RUN: {run} is not a folder; give a run's output folder, RUN_FOLDER/checkpoint-N or 'base'")
+        raise ChatInputError(
+            f"RUN: {run} is not a folder; give a run's output folder, RUN_FOLDER/checkpoint-N or 'base'"
+        )
     checkpoint = CHECKPOINT.match(folder.name) is not None
     run_folder = folder.parent if checkpoint else folder
     try:
@@ -58,7 +62,9 @@ def choice_for(run: str, base_model: str = DEFAULT_MODEL) -> ModelChoice:
     except (OSError, ValueError, AttributeError):
         model = None
     try:
-        return weights_choice(folder, "checkpoint" if checkpoint else "final", folder.name, model, get_settings().models_dir)
+        return weights_choice(
+            folder, "checkpoint" if checkpoint else "final", folder.name, model, get_settings().models_dir
+        )
     except ChatInputError as exc:
         saved = sorted(p.name for p in folder.glob("checkpoint-*") if CHECKPOINT.match(p.name))
         hint = f"; its checkpoints: {', '.join(saved)}" if saved and not checkpoint else ""
@@ -77,8 +83,13 @@ def _answer(loaded: Any, messages: list[ChatMessage], settings: GenerationSettin
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
-        finish = generate(loaded, [m.model_dump() for m in messages], settings,
-                          on_text=lambda text: (sys.stdout.write(text), sys.stdout.flush()), should_stop=stop.is_set)
+        finish = generate(
+            loaded,
+            [m.model_dump() for m in messages],
+            settings,
+            on_text=lambda text: (sys.stdout.write(text), sys.stdout.flush()),
+            should_stop=stop.is_set,
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
     print(" [stopped]" if finish.reason == "cancelled" else "", flush=True)

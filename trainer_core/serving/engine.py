@@ -15,7 +15,8 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any, Optional
 
 from pydantic import ValidationError
 
@@ -77,8 +78,9 @@ class ChatEngine:
         with self._turns.turn():
             return self._ensure_loaded(choice)
 
-    def stream(self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
-               use_adapter: bool = True) -> Iterator[StreamEvent]:
+    def stream(
+        self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True
+    ) -> Iterator[StreamEvent]:
         """Answer ``messages`` piece by piece: events with ``delta`` text, the last one with
         ``finish_reason`` and token counts. Loads the model on demand and waits for its turn. With
         ``use_adapter=False`` a run's base model answers (same weights, adapter disabled); ignored
@@ -89,8 +91,9 @@ class ChatEngine:
         request = {"messages": _checked(messages), "settings": settings.model_dump(), "use_adapter": use_adapter}
         return self._stream(choice, request)
 
-    def complete(self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings,
-                 use_adapter: bool = True) -> StreamEvent:
+    def complete(
+        self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True
+    ) -> StreamEvent:
         """The whole answer in ``delta``, with ``finish_reason`` and token counts (see ``stream``)."""
         pieces, last = [], StreamEvent()
         for event in self.stream(model_id, messages, settings, use_adapter):
@@ -136,8 +139,14 @@ class ChatEngine:
             if not old.is_alive():
                 log.warning("the chat worker had ended: %s", old.exit_reason())
             old.terminate()
-        worker = WorkerProcess.create(self._target, (choice.model_dump(), str(self._settings.models_dir)),
-                                      name="chat-worker", commands=True, label="chat model's process", oom_hint=OOM_HINT)
+        worker = WorkerProcess.create(
+            self._target,
+            (choice.model_dump(), str(self._settings.models_dir)),
+            name="chat-worker",
+            commands=True,
+            label="chat model's process",
+            oom_hint=OOM_HINT,
+        )
         with self._lock:
             if self._epoch != epoch:
                 raise self._preempted()
@@ -215,8 +224,11 @@ class ChatEngine:
                     continue
                 finished = True
                 if kind == EventKind.DONE:
-                    yield StreamEvent(finish_reason=payload["finish_reason"], prompt_tokens=payload["prompt_tokens"],
-                                      completion_tokens=payload["completion_tokens"])
+                    yield StreamEvent(
+                        finish_reason=payload["finish_reason"],
+                        prompt_tokens=payload["prompt_tokens"],
+                        completion_tokens=payload["completion_tokens"],
+                    )
                     return
                 if payload["kind"] in ("input", "load"):
                     raise ChatInputError(payload["message"])

@@ -10,8 +10,9 @@ Shared by the inference worker and ``python -m trainer_core chat``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.loader import LoadedModel
@@ -39,7 +40,9 @@ def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
     try:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     except (TemplateError, ValueError, TypeError) as exc:
-        raise ChatInputError(f"messages: the chat template of this model cannot render the conversation: {exc}") from None
+        raise ChatInputError(
+            f"messages: the chat template of this model cannot render the conversation: {exc}"
+        ) from None
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
@@ -84,10 +87,10 @@ class _Streamer:
             self.prompt_seen = True
             return
         self.ids.extend(value.reshape(-1).tolist())
-        before = self._decode(self.ids[self.prefix:self.read])
-        now = self._decode(self.ids[self.prefix:])
+        before = self._decode(self.ids[self.prefix : self.read])
+        now = self._decode(self.ids[self.prefix :])
         if len(now) > len(before) and not now.endswith("\ufffd"):
-            self._send(now[len(before):])
+            self._send(now[len(before) :])
             self.prefix, self.read = self.read, len(self.ids)
 
     def _send(self, text: str) -> None:
@@ -97,7 +100,7 @@ class _Streamer:
     def end(self) -> None:
         whole = self._decode(self.ids)
         if whole.startswith(self.sent) and len(whole) > len(self.sent):
-            self._send(whole[len(self.sent):])
+            self._send(whole[len(self.sent) :])
 
 
 def _stop_criteria(should_stop: Callable[[], bool]) -> Any:
@@ -111,9 +114,14 @@ def _stop_criteria(should_stop: Callable[[], bool]) -> Any:
     return StoppingCriteriaList([StopFlag()])
 
 
-def generate(loaded: LoadedModel, messages: list[dict[str, str]], settings: GenerationSettings,
-             on_text: Callable[[str], None], should_stop: Callable[[], bool] = lambda: False,
-             use_adapter: bool = True) -> Finish:
+def generate(
+    loaded: LoadedModel,
+    messages: list[dict[str, str]],
+    settings: GenerationSettings,
+    on_text: Callable[[str], None],
+    should_stop: Callable[[], bool] = lambda: False,
+    use_adapter: bool = True,
+) -> Finish:
     """Answer ``messages`` with ``loaded``, calling ``on_text`` with each new piece of text. Seeds
     torch with ``settings.seed`` first. Raises ChatInputError when the prompt plus
     ``max_new_tokens`` exceeds the model's context or the template fails."""
@@ -125,7 +133,8 @@ def generate(loaded: LoadedModel, messages: list[dict[str, str]], settings: Gene
         raise ChatInputError(
             f"the conversation is {len(prompt)} tokens long; with max_new_tokens={settings.max_new_tokens} the model's "
             f"context of {loaded.context_tokens} tokens leaves room for {max(room, 0)}: clear the chat, shorten the "
-            "messages or lower max_new_tokens")
+            "messages or lower max_new_tokens"
+        )
     input_ids = torch.tensor([prompt], device=loaded.device)  # (1, T)
     streamer = _Streamer(loaded.tokenizer, on_text)
     if "stops" not in loaded.extra:  # get_vocab() takes ~20 ms: once per loaded model
@@ -133,11 +142,17 @@ def generate(loaded: LoadedModel, messages: list[dict[str, str]], settings: Gene
     stops = loaded.extra["stops"]
     torch.manual_seed(settings.seed)
     with loaded.weights(use_adapter) as model, torch.inference_mode():
-        output = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), streamer=streamer,
-                                eos_token_id=stops, pad_token_id=loaded.tokenizer.pad_token_id,
-                                stopping_criteria=_stop_criteria(should_stop), **generate_kwargs(settings))
+        output = model.generate(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            streamer=streamer,
+            eos_token_id=stops,
+            pad_token_id=loaded.tokenizer.pad_token_id,
+            stopping_criteria=_stop_criteria(should_stop),
+            **generate_kwargs(settings),
+        )
     streamer.end()
-    completion = output[0, len(prompt):].tolist()
+    completion = output[0, len(prompt) :].tolist()
     if completion and completion[-1] in stops:
         reason = "stop"
     elif should_stop():
@@ -151,7 +166,11 @@ def warm_up(loaded: LoadedModel) -> None:
     """One 1-token generation, so the first real answer does not pay for first-call set-up
     (~0.2 s on CPU here; see bench/chat.py)."""
     try:
-        generate(loaded, [{"role": "user", "content": "Hi"}], GenerationSettings(temperature=0, max_new_tokens=1),
-                 on_text=lambda text: None)
+        generate(
+            loaded,
+            [{"role": "user", "content": "Hi"}],
+            GenerationSettings(temperature=0, max_new_tokens=1),
+            on_text=lambda text: None,
+        )
     except ChatInputError:  # a template that cannot render this: each request will say so
         pass

@@ -13,9 +13,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from trainer_core.serving.schemas import ModelChoice
 
@@ -74,7 +75,7 @@ def _load_causal_lm(path: Path, device: str) -> Any:
 def _tokenizer_folder(choice: ModelChoice, base: Optional[Path]) -> Path:
     """Where the tokenizer (with the chat template training used) is: the weights folder, its run
     folder (for a checkpoint without one), else the base model's folder."""
-    for folder in ([Path(choice.path), Path(choice.path).parent] if choice.path else []):
+    for folder in [Path(choice.path), Path(choice.path).parent] if choice.path else []:
         if (folder / "tokenizer_config.json").is_file():
             return folder
     return base if base is not None else Path(choice.path)

@@ -21,11 +21,22 @@ class GenerationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     max_new_tokens: int = Field(256, ge=1, le=4096, description="Longest answer, in tokens.")
-    temperature: float = Field(0.7, ge=0, le=2, description="Sampling temperature; 0 = greedy (always the likeliest token).")
-    top_p: float = Field(0.9, gt=0, le=1, description="Nucleus sampling: keep the smallest set of tokens whose probability adds up to top_p.")
+    temperature: float = Field(
+        0.7, ge=0, le=2, description="Sampling temperature; 0 = greedy (always the likeliest token)."
+    )
+    top_p: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="Nucleus sampling: keep the smallest set of tokens whose probability adds up to top_p.",
+    )
     top_k: int = Field(50, ge=0, le=1000, description="Keep only the top_k likeliest tokens; 0 = no limit.")
-    repetition_penalty: float = Field(1.0, ge=0.5, le=2.0, description="Above 1 discourages repeating tokens (1 = off).")
-    seed: int = Field(42, ge=0, le=2**32 - 1, description="Random seed; the same seed and settings give the same answer.")
+    repetition_penalty: float = Field(
+        1.0, ge=0.5, le=2.0, description="Above 1 discourages repeating tokens (1 = off)."
+    )
+    seed: int = Field(
+        42, ge=0, le=2**32 - 1, description="Random seed; the same seed and settings give the same answer."
+    )
 
 
 class ChatMessage(BaseModel):

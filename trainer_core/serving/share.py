@@ -22,9 +22,10 @@ import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from pydantic import BaseModel, Field, computed_field
 
@@ -135,8 +136,10 @@ def load_secret(path: Path) -> bytes:
     except ValueError:
         secret = b""
     if len(secret) < SECRET_BYTES:
-        raise RuntimeError(f"{path} is not a share-link secret; delete it to make a new one "
-                           "(every existing share link then stops working)")
+        raise RuntimeError(
+            f"{path} is not a share-link secret; delete it to make a new one "
+            "(every existing share link then stops working)"
+        )
     return secret
 
 
@@ -165,18 +168,27 @@ class ShareLinks:
             raise ValueError("model: the base model cannot be shared; share a run or one of its checkpoints")
         if match is None:
             raise ValueError("model: expected a job id or JOB_ID/checkpoint-N")
-        if expires_in_hours is not None and not (math.isfinite(expires_in_hours)
-                                                 and 0 < expires_in_hours <= MAX_EXPIRES_IN_HOURS):
-            raise ValueError(f"expires_in_hours: must be above 0 and at most {MAX_EXPIRES_IN_HOURS}, or omitted (never)")
+        if expires_in_hours is not None and not (
+            math.isfinite(expires_in_hours) and 0 < expires_in_hours <= MAX_EXPIRES_IN_HOURS
+        ):
+            raise ValueError(
+                f"expires_in_hours: must be above 0 and at most {MAX_EXPIRES_IN_HOURS}, or omitted (never)"
+            )
         job_id, link_id, now = match["job"], secrets.token_hex(8), self._clock()
         expires_at = None if expires_in_hours is None else now + expires_in_hours * 3600
         with self._lock, self._db:
             if not self._db.execute("SELECT 1 FROM runs WHERE job_id = ?", (job_id,)).fetchone():
                 raise ValueError(f"model: no run {job_id} in the history")
-            self._db.execute("INSERT INTO share_links (id, job_id, model_id, created_at, expires_at) "
-                             "VALUES (?, ?, ?, ?, ?)", (link_id, job_id, model_id, now, expires_at))
-        log.info("share link %s created for %s (expires %s)", link_id, model_id,
-                 "never" if expires_at is None else f"in {expires_in_hours:g} h")
+            self._db.execute(
+                "INSERT INTO share_links (id, job_id, model_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+                (link_id, job_id, model_id, now, expires_at),
+            )
+        log.info(
+            "share link %s created for %s (expires %s)",
+            link_id,
+            model_id,
+            "never" if expires_at is None else f"in {expires_in_hours:g} h",
+        )
         return self._link(self._row(link_id))
 
     def list(self, model_id: Optional[str] = None) -> list[ShareLink]:
@@ -189,8 +201,9 @@ class ShareLinks:
     def revoke(self, link_id: str) -> ShareLink:
         """End a link now (idempotent); raises ``UnknownShareLink``."""
         with self._lock, self._db:
-            self._db.execute("UPDATE share_links SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?",
-                             (self._clock(), link_id))
+            self._db.execute(
+                "UPDATE share_links SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", (self._clock(), link_id)
+            )
         row = self._row(link_id)
         if row is None:
             raise UnknownShareLink(f"no share link {link_id}")
@@ -235,6 +248,12 @@ class ShareLinks:
             state = LinkState.expired
         else:
             state = LinkState.active
-        return ShareLink(id=row["id"], token=f"{row['id']}.{self._sign(row['id'])}", model_id=row["model_id"],
-                         created_at=row["created_at"], expires_at=row["expires_at"], revoked_at=row["revoked_at"],
-                         state=state)
+        return ShareLink(
+            id=row["id"],
+            token=f"{row['id']}.{self._sign(row['id'])}",
+            model_id=row["model_id"],
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+            revoked_at=row["revoked_at"],
+            state=state,
+        )

@@ -67,14 +67,23 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
         known = type(exc).__name__ in ("ModelLoadError", "ChatInputError")
         events.put((EventKind.ERROR, {"id": None, "kind": "load", "message": str(exc) if known else _failure(exc)}))
         return
-    events.put((EventKind.LOADED, {"seconds": loaded.load_seconds, "device": loaded.device,
-                                   "context_tokens": loaded.context_tokens}))
+    events.put(
+        (
+            EventKind.LOADED,
+            {"seconds": loaded.load_seconds, "device": loaded.device, "context_tokens": loaded.context_tokens},
+        )
+    )
     while (command := commands.get()) is not None:
         gen_id, request = command
         try:
-            finish = generate(loaded, request["messages"], GenerationSettings(**request["settings"]),
-                              on_text=lambda text: events.put((EventKind.DELTA, {"id": gen_id, "text": text})),
-                              should_stop=stop.is_set, use_adapter=request.get("use_adapter", True))
+            finish = generate(
+                loaded,
+                request["messages"],
+                GenerationSettings(**request["settings"]),
+                on_text=lambda text, gen_id=gen_id: events.put((EventKind.DELTA, {"id": gen_id, "text": text})),
+                should_stop=stop.is_set,
+                use_adapter=request.get("use_adapter", True),
+            )
         except ChatInputError as exc:
             events.put((EventKind.ERROR, {"id": gen_id, "kind": "input", "message": str(exc)}))
             continue
@@ -85,5 +94,14 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
             log.error("generation failed:\n%s", traceback.format_exc())
             events.put((EventKind.ERROR, {"id": gen_id, "kind": "internal", "message": _failure(exc)}))
             continue
-        events.put((EventKind.DONE, {"id": gen_id, "finish_reason": finish.reason, "prompt_tokens": finish.prompt_tokens,
-                                     "completion_tokens": finish.completion_tokens}))
+        events.put(
+            (
+                EventKind.DONE,
+                {
+                    "id": gen_id,
+                    "finish_reason": finish.reason,
+                    "prompt_tokens": finish.prompt_tokens,
+                    "completion_tokens": finish.completion_tokens,
+                },
+            )
+        )

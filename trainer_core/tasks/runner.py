@@ -16,8 +16,9 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.folders import record_files
@@ -68,8 +69,10 @@ class TaskRunner:
         current = self._current
         if current is None:
             return None
-        return (f"{current.kind.value} task {current.task_id} is running on {current.model}; "
-                "wait for it to finish or cancel it in the Runs tab")
+        return (
+            f"{current.kind.value} task {current.task_id} is running on {current.model}; "
+            "wait for it to finish or cancel it in the Runs tab"
+        )
 
     def get(self, task_id: str) -> Optional[TaskRecord]:
         """The live record of the running task, else the stored one (None: unknown)."""
@@ -119,9 +122,16 @@ class TaskRunner:
         return store.get_run(job_id) if store is not None else None
 
     # ----- commands -----
-    def start(self, kind: TaskKind, choice: ModelChoice, request: dict[str, Any], target: Target,
-              context: Optional[dict[str, Any]] = None, public_request: Optional[dict[str, Any]] = None,
-              output_parent: Optional[Path] = None) -> TaskRecord:
+    def start(
+        self,
+        kind: TaskKind,
+        choice: ModelChoice,
+        request: dict[str, Any],
+        target: Target,
+        context: Optional[dict[str, Any]] = None,
+        public_request: Optional[dict[str, Any]] = None,
+        output_parent: Optional[Path] = None,
+    ) -> TaskRecord:
         """Start ``target`` for ``choice`` in a worker process and return the task's record at once.
         ``request`` goes to the worker (it may hold a token); ``public_request`` is what is stored
         (default: ``request``). The worker's ``context`` gets ``choice`` (a dict), ``models_dir``,
@@ -130,12 +140,23 @@ class TaskRunner:
         task_id = f"{kind.value}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
         output_dir = None
         if kind in FOLDERS:
-            parent = output_parent or (Path(choice.path).parent if choice.kind == "checkpoint" else
-                                       Path(choice.path) if choice.path else self._settings.data_dir)
+            parent = output_parent or (
+                Path(choice.path).parent
+                if choice.kind == "checkpoint"
+                else Path(choice.path)
+                if choice.path
+                else self._settings.data_dir
+            )
             output_dir = Path(parent) / FOLDERS[kind] / task_id
-        record = TaskRecord(task_id=task_id, kind=kind, job_id=choice.job_id, model=choice.id,
-                            request=public_request if public_request is not None else request,
-                            message="Starting", output_dir=str(output_dir) if output_dir else None)
+        record = TaskRecord(
+            task_id=task_id,
+            kind=kind,
+            job_id=choice.job_id,
+            model=choice.id,
+            request=public_request if public_request is not None else request,
+            message="Starting",
+            output_dir=str(output_dir) if output_dir else None,
+        )
         with self._lock:
             self._refuse_if_busy()
             self._current, self._cancelled = record, False
@@ -145,10 +166,20 @@ class TaskRunner:
                 self.before_task()
             if output_dir is not None:
                 output_dir.mkdir(parents=True, exist_ok=False)
-            ctx = {**(context or {}), "choice": choice.model_dump(), "models_dir": str(self._settings.models_dir),
-                   "output_dir": str(output_dir) if output_dir else None, "task_id": task_id}
-            worker = WorkerProcess.create(target, (request, ctx), name=task_id, label=f"{kind.value} worker",
-                                          oom_hint="Free memory (stop the chat model) or export a smaller model.")
+            ctx = {
+                **(context or {}),
+                "choice": choice.model_dump(),
+                "models_dir": str(self._settings.models_dir),
+                "output_dir": str(output_dir) if output_dir else None,
+                "task_id": task_id,
+            }
+            worker = WorkerProcess.create(
+                target,
+                (request, ctx),
+                name=task_id,
+                label=f"{kind.value} worker",
+                oom_hint="Free memory (stop the chat model) or export a smaller model.",
+            )
             with self._lock:
                 self._worker = worker
             worker.start()
@@ -162,12 +193,16 @@ class TaskRunner:
     def _refuse_if_busy(self) -> None:
         """TaskRefused (409) while a training job or another task runs."""
         if self._jobs.status(with_history=False).is_training_running:
-            raise TaskRefused("A training job is running; export, evaluate and push wait until it ends "
-                              "(stop it, or try again when it has finished).", 409)
+            raise TaskRefused(
+                "A training job is running; export, evaluate and push wait until it ends "
+                "(stop it, or try again when it has finished).",
+                409,
+            )
         current = self._current
         if current is not None:
-            raise TaskRefused(f"{current.kind.value} task {current.task_id} is still running; "
-                              "wait for it or cancel it first.", 409)
+            raise TaskRefused(
+                f"{current.kind.value} task {current.task_id} is still running; wait for it or cancel it first.", 409
+            )
 
     def cancel(self, task_id: Optional[str] = None) -> bool:
         """Cancel the running task (``task_id`` must match when given); it ends ``cancelled`` within
@@ -202,7 +237,11 @@ class TaskRunner:
                 try:
                     event = worker.next_event(POLL_S)
                 except WorkerExited as exited:
-                    final = (TaskPhase.cancelled, None, None) if self._cancelled else (TaskPhase.failed, None, exited.reason)
+                    final = (
+                        (TaskPhase.cancelled, None, None)
+                        if self._cancelled
+                        else (TaskPhase.failed, None, exited.reason)
+                    )
                     break
                 if event is None:
                     continue
@@ -219,7 +258,11 @@ class TaskRunner:
                     final = (TaskPhase.cancelled, None, None) if self._cancelled else (phase, payload, None)
                     break
                 elif kind == TaskEvent.ERROR:
-                    final = (TaskPhase.cancelled, None, None) if self._cancelled else (TaskPhase.failed, None, payload.get("message"))
+                    final = (
+                        (TaskPhase.cancelled, None, None)
+                        if self._cancelled
+                        else (TaskPhase.failed, None, payload.get("message"))
+                    )
                     break
         except Exception as exc:  # noqa: BLE001 - the app must keep serving
             log.exception("task thread failed")
@@ -250,9 +293,16 @@ class TaskRunner:
             message = "Finished, but the check did not pass" if result is not None else f"Failed: {error}"
         if result is None and record.output_dir:
             shutil.rmtree(record.output_dir, ignore_errors=True)
-        record = record.model_copy(update={"phase": phase, "result": result, "error": error, "message": message,
-                                           "finished_at": time.time(),
-                                           "progress": 1.0 if phase == TaskPhase.completed else record.progress})
+        record = record.model_copy(
+            update={
+                "phase": phase,
+                "result": result,
+                "error": error,
+                "message": message,
+                "finished_at": time.time(),
+                "progress": 1.0 if phase == TaskPhase.completed else record.progress,
+            }
+        )
         self._record_run_files(record)
         try:
             self.store.save(record)

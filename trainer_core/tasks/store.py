@@ -42,9 +42,10 @@ class TaskStore:
     def save(self, record: TaskRecord) -> None:
         """Insert or replace ``record`` (its ``request`` must already be free of secrets)."""
         with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO tasks (task_id, job_id, kind, record_json, created_at) "
-                             "VALUES (?, ?, ?, ?, ?)", (record.task_id, record.job_id, record.kind.value,
-                                                        record.model_dump_json(), record.created_at))
+            self._db.execute(
+                "INSERT OR REPLACE INTO tasks (task_id, job_id, kind, record_json, created_at) VALUES (?, ?, ?, ?, ?)",
+                (record.task_id, record.job_id, record.kind.value, record.model_dump_json(), record.created_at),
+            )
 
     def get(self, task_id: str) -> Optional[TaskRecord]:
         """One task, or None."""
@@ -72,8 +73,16 @@ class TaskStore:
                 error = "the app stopped while this task ran"
                 if record.output_dir and Path(record.output_dir).name == record.task_id:
                     shutil.rmtree(record.output_dir, ignore_errors=True)
-                self.save(record.model_copy(update={"phase": TaskPhase.failed, "error": error, "message": f"Failed: {error}",
-                                                    "finished_at": time.time()}))
+                self.save(
+                    record.model_copy(
+                        update={
+                            "phase": TaskPhase.failed,
+                            "error": error,
+                            "message": f"Failed: {error}",
+                            "finished_at": time.time(),
+                        }
+                    )
+                )
                 count += 1
         return count
 

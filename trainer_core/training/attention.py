@@ -25,10 +25,18 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 VARLEN_SDPA = "sdpa_varlen"
 
 
-def varlen_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                        attention_mask: Optional[torch.Tensor], dropout: float = 0.0, scaling: Optional[float] = None,
-                        is_causal: Optional[bool] = None, cu_seq_lens_q: Optional[torch.Tensor] = None,
-                        **kwargs: Any) -> tuple[torch.Tensor, None]:
+def varlen_sdpa_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: Optional[torch.Tensor],
+    dropout: float = 0.0,
+    scaling: Optional[float] = None,
+    is_causal: Optional[bool] = None,
+    cu_seq_lens_q: Optional[torch.Tensor] = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """Attention for query/key/value of shape (batch, heads, tokens, head_dim); returns
     (batch, tokens, heads, head_dim) like transformers' ``sdpa_attention_forward``.
 
@@ -36,24 +44,36 @@ def varlen_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch
     ``[cu[i], cu[i+1])`` attends causally to itself only; otherwise this is plain ``sdpa``."""
     sliding = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
     if cu_seq_lens_q is None or query.shape[0] != 1 or sliding or not getattr(module, "is_causal", True):
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                      is_causal=is_causal, **kwargs)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
+        )
     bounds = cu_seq_lens_q.tolist()  # a CPU tensor (LeanSFTTrainer keeps it there): no device sync
     pieces = [
-        sdpa_attention_forward(module, query[:, :, start:end], key[:, :, start:end], value[:, :, start:end], None,
-                               dropout=dropout, scaling=scaling, is_causal=True)[0]
+        sdpa_attention_forward(
+            module,
+            query[:, :, start:end],
+            key[:, :, start:end],
+            value[:, :, start:end],
+            None,
+            dropout=dropout,
+            scaling=scaling,
+            is_causal=True,
+        )[0]
         for start, end in zip(bounds[:-1], bounds[1:])
         if end > start
     ]
     return torch.cat(pieces, dim=1), None
 
 
-def varlen_mask(*args: Any, config: Any = None, attention_mask: Optional[torch.Tensor] = None,
-                **kwargs: Any) -> Optional[torch.Tensor]:
+def varlen_mask(
+    *args: Any, config: Any = None, attention_mask: Optional[torch.Tensor] = None, **kwargs: Any
+) -> Optional[torch.Tensor]:
     """``sdpa_mask``, except None (no mask) when there is no padding mask and the model has no
     sliding window: causal attention within each row is then all the per-row path needs. (A packed
     row given without ``cu_seq_lens_q`` would attend across rows: TRL's collator always gives them.)"""
-    sliding = getattr(config, "sliding_window", None) or any("sliding" in kind for kind in getattr(config, "layer_types", None) or ())
+    sliding = getattr(config, "sliding_window", None) or any(
+        "sliding" in kind for kind in getattr(config, "layer_types", None) or ()
+    )
     if attention_mask is None and not sliding:
         return None
     return sdpa_mask(*args, config=config, attention_mask=attention_mask, **kwargs)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.schemas import RESUMABLE_PHASES
 from trainer_core.runs.store import RunRecord, RunStore
+from trainer_core.schemas import RESUMABLE_PHASES
 
 log = logging.getLogger(__name__)
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -38,8 +38,11 @@ class ResumeTarget:
 def latest_checkpoint(output_dir: Path) -> Optional[Path]:
     """The highest-numbered complete ``checkpoint-N`` folder (one with trainer state) in ``output_dir``,
     if any; staging folders (``.partial-*``) never match."""
-    found = [(int(m.group(1)), p) for p in Path(output_dir).glob("checkpoint-*")
-             if (m := CHECKPOINT.match(p.name)) and (p / "trainer_state.json").is_file()]
+    found = [
+        (int(m.group(1)), p)
+        for p in Path(output_dir).glob("checkpoint-*")
+        if (m := CHECKPOINT.match(p.name)) and (p / "trainer_state.json").is_file()
+    ]
     return max(found)[1] if found else None
 
 
@@ -117,8 +120,10 @@ def find_resume_target(store: Optional[RunStore], checkpoint: str) -> ResumeTarg
     if run.phase not in RESUMABLE_PHASES:
         values = [p.value for p in RESUMABLE_PHASES]
         names = f"{', '.join(values[:-1])} or {values[-1]}"
-        raise ResumeError(f"resume_from_checkpoint: run {run.job_id} is {run.phase.value}; only {names} runs can "
-                          "be resumed (from their last complete checkpoint)")
+        raise ResumeError(
+            f"resume_from_checkpoint: run {run.job_id} is {run.phase.value}; only {names} runs can "
+            "be resumed (from their last complete checkpoint)"
+        )
     step = int(json.loads(state.read_text(encoding="utf-8")).get("global_step", 0))
     return ResumeTarget(run=run, checkpoint=path, step=step)
 
@@ -133,5 +138,7 @@ def _not_a_checkpoint(store: Optional[RunStore], path: Path) -> str:
     latest = latest_checkpoint(Path(run.output_dir))
     if latest is not None:
         return f"{head}; the last complete checkpoint of run {run.job_id} is {latest}"
-    return (f"{head}; run {run.job_id} ({run.phase.value}) saved no complete checkpoint, so there is nothing "
-            "to resume from: start it again (save_steps sets how often checkpoints are saved)")
+    return (
+        f"{head}; run {run.job_id} ({run.phase.value}) saved no complete checkpoint, so there is nothing "
+        "to resume from: start it again (save_steps sets how often checkpoints are saved)"
+    )

@@ -16,16 +16,17 @@ from typing import Any, Optional
 from trainer_core.schemas import TrainingStartRequest, TrainingType
 
 
-def training_args(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool,
-                  run_name: Optional[str] = None) -> dict[str, Any]:
+def training_args(
+    request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool, run_name: Optional[str] = None
+) -> dict[str, Any]:
     """The ``transformers.TrainingArguments`` every method shares, as keyword arguments: logs every
     step (NaN / inf losses unfiltered), saves at ``save_steps`` (and at a stop), evaluates every
     ``eval_steps`` when ``has_eval``. fp32 on CPU, bf16 on CUDA where supported; activation
     checkpointing only when asked (TRL's configs turn both on by default). Reports to
     ``request.report_to``'s trackers under ``run_name`` (the job id; see ``tracker_args``)."""
-    from trainer_core.models.loading import compute_dtype
-
     import torch
+
+    from trainer_core.models.loading import compute_dtype
 
     return dict(
         output_dir=str(output_dir),
@@ -75,13 +76,13 @@ def distributed_args(request: TrainingStartRequest) -> dict[str, Any]:
     return args
 
 
-def build_sft_config(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool,
-                     run_name: Optional[str] = None) -> Any:
+def build_sft_config(
+    request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool, run_name: Optional[str] = None
+) -> Any:
     """``trl.SFTConfig`` for ``request``: ``training_args`` plus padding-free batches of rows our data
     layer has already tokenized, masked and cut (``tokenization.py``; packing is left to TRL)."""
-    from trl import SFTConfig
-
     import torch
+    from trl import SFTConfig
 
     from trainer_core.distributed.env import world_size
 
@@ -109,10 +110,17 @@ def save_args(request: TrainingStartRequest, has_eval: bool) -> dict[str, Any]:
     the best by ``eval_loss`` (lower is better) tracked and loaded at the end
     (``load_best_model_at_end``)."""
     if request.early_stopping_patience > 0 and has_eval:
-        return dict(save_strategy="steps", save_steps=request.eval_steps, load_best_model_at_end=True,
-                    metric_for_best_model="eval_loss", greater_is_better=False)
-    return dict(save_strategy="steps" if request.save_steps > 0 else "no",
-                save_steps=request.save_steps if request.save_steps > 0 else 500)
+        return dict(
+            save_strategy="steps",
+            save_steps=request.eval_steps,
+            load_best_model_at_end=True,
+            metric_for_best_model="eval_loss",
+            greater_is_better=False,
+        )
+    return dict(
+        save_strategy="steps" if request.save_steps > 0 else "no",
+        save_steps=request.save_steps if request.save_steps > 0 else 500,
+    )
 
 
 def tracker_args(request: TrainingStartRequest, run_name: Optional[str]) -> dict[str, Any]:
@@ -121,8 +129,12 @@ def tracker_args(request: TrainingStartRequest, run_name: Optional[str]) -> dict
     (``trackers.TRACKER_PROJECT``, trackio's project), with trackio's Space snapshot off (logs stay local)."""
     from trainer_core.training.trackers import TRACKER_PROJECT
 
-    return dict(report_to=list(dict.fromkeys(request.report_to)) or "none", run_name=run_name,
-                project=TRACKER_PROJECT, trackio_static_space_id=False)
+    return dict(
+        report_to=list(dict.fromkeys(request.report_to)) or "none",
+        run_name=run_name,
+        project=TRACKER_PROJECT,
+        trackio_static_space_id=False,
+    )
 
 
 def optimizer_for(optim: str, device: str) -> str:

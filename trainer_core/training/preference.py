@@ -51,8 +51,9 @@ def preference_values(logs: dict[str, Any]) -> dict[str, float]:
     return found
 
 
-def preference_config(request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool,
-                      run_name: Optional[str] = None) -> Any:
+def preference_config(
+    request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool, run_name: Optional[str] = None
+) -> Any:
     """TRL's config for ``request.training_method``: ``DPOConfig``, ``ORPOConfig`` or ``KTOConfig``
     with our common arguments (``config.training_args``: fp32 on CPU, logging every step, saves,
     trackers) and the method's own: ``beta``; DPO ``loss_type``; KTO ``desirable_weight`` /
@@ -73,8 +74,9 @@ def preference_config(request: TrainingStartRequest, output_dir: Path, device: s
     if request.training_method == TrainingMethod.kto:
         from trl import KTOConfig
 
-        return KTOConfig(**common, desirable_weight=request.desirable_weight,
-                         undesirable_weight=request.undesirable_weight)
+        return KTOConfig(
+            **common, desirable_weight=request.desirable_weight, undesirable_weight=request.undesirable_weight
+        )
     raise ValueError(f"training_method {request.training_method.value!r} is not a preference method")
 
 
@@ -91,8 +93,17 @@ def trainer_class(method: TrainingMethod) -> type:
     return type(f"Safe{base.__name__}", (SafeSaves, base), {})
 
 
-def build_preference_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, train: Any, eval_split: Any,
-                             output_dir: Path, device: str, callbacks: list[Any], run_name: Optional[str] = None) -> Any:
+def build_preference_trainer(
+    request: TrainingStartRequest,
+    model: Any,
+    tokenizer: Any,
+    train: Any,
+    eval_split: Any,
+    output_dir: Path,
+    device: str,
+    callbacks: list[Any],
+    run_name: Optional[str] = None,
+) -> Any:
     """The trainer the worker runs for a preference ``request``. ``model`` is the base model, or a
     ``PeftModel`` whose adapter (``adapter_name_or_path``) goes on training; then no new LoRA is
     added. ``train`` / ``eval_split`` are canonical preference rows (``data.preference``). Raises
@@ -103,7 +114,10 @@ def build_preference_trainer(request: TrainingStartRequest, model: Any, tokenize
     if request.early_stopping_patience > 0:
         if eval_split is None:
             raise ValueError("early_stopping_patience needs evaluation data: set val_size or give local_eval_datasets")
-        callbacks = [*callbacks, EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold)]
+        callbacks = [
+            *callbacks,
+            EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold),
+        ]
     peft_config = None if hasattr(model, "peft_config") else build_lora_config(request)
     trainer = trainer_class(request.training_method)(
         model=model,

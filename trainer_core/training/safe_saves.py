@@ -16,8 +16,10 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from trainer_core.training.checkpoints import publish_files, publish_folder, staging_dir
 
-DIVERGENCE_HINT = ("Lower learning_rate, clip gradients with max_grad_norm (e.g. 1.0), or check the data; "
-                   "the last good checkpoint is kept.")
+DIVERGENCE_HINT = (
+    "Lower learning_rate, clip gradients with max_grad_norm (e.g. 1.0), or check the data; "
+    "the last good checkpoint is kept."
+)
 
 
 class DivergenceError(RuntimeError):
@@ -116,5 +118,3 @@ class SafeSaves:
             self.processing_class.save_pretrained(str(staged))
             publish_files(staged, output_dir)
         self.accelerator.wait_for_everyone()
-
-

@@ -25,8 +25,9 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
-from typing import Callable, MutableMapping, Optional, Sequence
+from typing import Optional
 from urllib.parse import urlparse
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,12 @@ TRACKER_PROJECT = "finetune-studio"
 WANDB_HOST = "api.wandb.ai"
 NETWORK_TIMEOUT_S = 2.0
 # report_to name -> (module to import, pip package); transformers' names are ours.
-PACKAGES = {"tensorboard": ("tensorboard", "tensorboard"), "trackio": ("trackio", "trackio"),
-            "wandb": ("wandb", "wandb"), "mlflow": ("mlflow", "mlflow")}
+PACKAGES = {
+    "tensorboard": ("tensorboard", "tensorboard"),
+    "trackio": ("trackio", "trackio"),
+    "wandb": ("wandb", "wandb"),
+    "mlflow": ("mlflow", "mlflow"),
+}
 
 
 def missing_trackers(report_to: Sequence[str]) -> list[str]:
@@ -76,8 +81,12 @@ def wandb_host(env: MutableMapping[str, str]) -> tuple[str, int]:
     return WANDB_HOST, 443
 
 
-def tracker_env(report_to: Sequence[str], run_dir: Path, env: MutableMapping[str, str],
-                reachable: Callable[[str, int], bool] = host_reachable) -> tuple[dict[str, str], list[str]]:
+def tracker_env(
+    report_to: Sequence[str],
+    run_dir: Path,
+    env: MutableMapping[str, str],
+    reachable: Callable[[str, int], bool] = host_reachable,
+) -> tuple[dict[str, str], list[str]]:
     """The environment variables to set for ``report_to`` with run folder ``run_dir`` (values the
     user already set in ``env`` are kept, except the folders of tensorboard and trackio, which
     always go inside the run folder), and the notices to show the user (e.g. wandb going offline).
@@ -97,16 +106,21 @@ def tracker_env(report_to: Sequence[str], run_dir: Path, env: MutableMapping[str
             host, port = wandb_host(env)
             if not reachable(host, port):
                 chosen["WANDB_MODE"] = "offline"
-                notices.append(f"wandb: {host} cannot be reached, so wandb logs offline into {run_dir / 'wandb'}; "
-                               f"upload it later with `wandb sync {run_dir / 'wandb'}`")
+                notices.append(
+                    f"wandb: {host} cannot be reached, so wandb logs offline into {run_dir / 'wandb'}; "
+                    f"upload it later with `wandb sync {run_dir / 'wandb'}`"
+                )
     if "mlflow" in report_to and not env.get("MLFLOW_TRACKING_URI"):
         chosen["MLFLOW_TRACKING_URI"] = f"file:{run_dir / 'mlruns'}"
     return chosen, notices
 
 
-def prepare_trackers(report_to: Sequence[str], run_dir: Path,
-                     env: Optional[MutableMapping[str, str]] = None,
-                     reachable: Optional[Callable[[str, int], bool]] = None) -> list[str]:
+def prepare_trackers(
+    report_to: Sequence[str],
+    run_dir: Path,
+    env: Optional[MutableMapping[str, str]] = None,
+    reachable: Optional[Callable[[str, int], bool]] = None,
+) -> list[str]:
     """Set ``tracker_env``'s variables in ``env`` (default: this process's ``os.environ``; call it
     in the worker only, before the trainer is built) and log each; returns the notices for the
     user. ``reachable`` defaults to ``host_reachable``. Nothing is done for an empty ``report_to``."""
@@ -117,8 +131,10 @@ def prepare_trackers(report_to: Sequence[str], run_dir: Path,
     env.update(chosen)
     imported = sys.modules.get("trackio.utils")  # trackio reads TRACKIO_DIR once, at import
     if "TRACKIO_DIR" in chosen and imported is not None and str(imported.TRACKIO_DIR) != chosen["TRACKIO_DIR"]:
-        log.warning("trackers: trackio was imported before the run, so it logs into %s, not the run folder",
-                    imported.TRACKIO_DIR)
+        log.warning(
+            "trackers: trackio was imported before the run, so it logs into %s, not the run folder",
+            imported.TRACKIO_DIR,
+        )
     for key, value in chosen.items():
         log.info("trackers: %s=%s", key, value)
     for notice in notices:
@@ -126,5 +142,13 @@ def prepare_trackers(report_to: Sequence[str], run_dir: Path,
     return notices
 
 
-__all__ = ["PACKAGES", "TRACKER_PROJECT", "host_reachable", "install_hint", "missing_trackers", "prepare_trackers",
-           "tracker_env", "wandb_host"]
+__all__ = [
+    "PACKAGES",
+    "TRACKER_PROJECT",
+    "host_reachable",
+    "install_hint",
+    "missing_trackers",
+    "prepare_trackers",
+    "tracker_env",
+    "wandb_host",
+]

@@ -27,10 +27,11 @@ import torch.nn.functional as F
 from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerCallback
 from trl import SFTTrainer
 
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.attention import register_varlen_sdpa
 from trainer_core.training.config import build_lora_config, build_sft_config
 from trainer_core.training.safe_saves import DivergenceError, SafeSaves, divergence_message
-from trainer_core.schemas import TrainingStartRequest
+
 
 class DivergenceGuard(TrainerCallback):
     """Raises DivergenceError at the first logged step whose loss or grad_norm is NaN or infinite
@@ -65,18 +66,34 @@ class LeanSFTTrainer(SafeSaves, SFTTrainer):
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: D102
         if inputs.get("labels") is None or inputs["input_ids"].shape[0] != 1:
-            return Trainer.compute_loss(self, model, {**inputs, "use_cache": False}, return_outputs=return_outputs,
-                                        num_items_in_batch=num_items_in_batch)
+            return Trainer.compute_loss(
+                self,
+                model,
+                {**inputs, "use_cache": False},
+                return_outputs=return_outputs,
+                num_items_in_batch=num_items_in_batch,
+            )
         if "cu_seq_lens_q" in inputs:  # row offsets back on the CPU once per step, not once per layer
             inputs = {**inputs, "cu_seq_lens_q": inputs["cu_seq_lens_q"].cpu()}
         loss, outputs = answer_loss(model, inputs, num_items_in_batch)
         if self.args.average_tokens_across_devices and num_items_in_batch is not None:  # as Trainer.compute_loss
-            loss = loss * (self.accelerator.num_processes // self.get_tp_size() if self.args.n_gpu <= 1 else self.args.n_gpu)
+            loss = loss * (
+                self.accelerator.num_processes // self.get_tp_size() if self.args.n_gpu <= 1 else self.args.n_gpu
+            )
         return (loss, outputs) if return_outputs else loss
 
 
-def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, train: Any, eval_split: Any,
-                  output_dir: Path, device: str, callbacks: list[Any], run_name: Optional[str] = None) -> SFTTrainer:
+def build_trainer(
+    request: TrainingStartRequest,
+    model: Any,
+    tokenizer: Any,
+    train: Any,
+    eval_split: Any,
+    output_dir: Path,
+    device: str,
+    callbacks: list[Any],
+    run_name: Optional[str] = None,
+) -> SFTTrainer:
     """The trainer the worker (and the throughput benchmark) runs for ``request``. Switches ``model``
     to per-row attention (``sdpa_varlen``; a runtime setting that saved configs do not record). With
     ``request.stop_on_divergence`` a ``DivergenceGuard`` runs after ``callbacks``; with
@@ -90,7 +107,10 @@ def build_trainer(request: TrainingStartRequest, model: Any, tokenizer: Any, tra
     if request.early_stopping_patience > 0:
         if eval_split is None:
             raise ValueError("early_stopping_patience needs evaluation data: set val_size or give local_eval_datasets")
-        callbacks = [*callbacks, EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold)]
+        callbacks = [
+            *callbacks,
+            EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold),
+        ]
     trainer = LeanSFTTrainer(
         model=model,
         args=args,
@@ -111,9 +131,14 @@ def early_stop_reason(trainer: Trainer) -> Optional[str]:
     (best 1.2340 at step 20)"); None when it did not (no callback, or the run went on to the end)."""
     stopper = next((c for c in trainer.callback_handler.callbacks if isinstance(c, EarlyStoppingCallback)), None)
     state = trainer.state
-    if (stopper is None or stopper.early_stopping_patience_counter < stopper.early_stopping_patience
-            or state.global_step >= state.max_steps):
+    if (
+        stopper is None
+        or stopper.early_stopping_patience_counter < stopper.early_stopping_patience
+        or state.global_step >= state.max_steps
+    ):
         return None
     best = f" (best {state.best_metric:.4f} at step {state.best_global_step})" if state.best_metric is not None else ""
-    return (f"Stopped early at step {state.global_step}: eval_loss did not improve by more than "
-            f"{stopper.early_stopping_threshold} for {stopper.early_stopping_patience} evaluations{best}")
+    return (
+        f"Stopped early at step {state.global_step}: eval_loss did not improve by more than "
+        f"{stopper.early_stopping_threshold} for {stopper.early_stopping_patience} evaluations{best}"
+    )

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.distributed.env import is_main, rank, world_size
-from trainer_core.training.checkpoints import remove_partial_saves
 from trainer_core.schemas import Phase, TrainingMethod, TrainingProgress, TrainingStartRequest
+from trainer_core.training.checkpoints import remove_partial_saves
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +91,8 @@ def _phase(events: Any, phase: Phase, message: str) -> None:
 
 
 def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, str]:
-    from trainer_core.models import loading as models
     from trainer_core.data.prepare import prepare_data
+    from trainer_core.models import loading as models
     from trainer_core.settings import get_settings
 
     _phase(events, Phase.loading_model, f"Loading {request.model_name}")
@@ -104,18 +104,33 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     _phase(events, Phase.loading_dataset, "Reading and tokenizing the dataset")
     data = prepare_data(request, tokenizer)
     stats = data.stats
-    rows = "rows" if request.training_method == TrainingMethod.sft else (
-        "KTO rows" if request.training_method == TrainingMethod.kto else "preference pairs")
-    events.put((EventKind.INFO, {
-        "message": f"{stats.rows} {rows}, {stats.total_tokens} tokens ({stats.trained_tokens} trained); "
-                   f"{stats.truncated_rows} rows truncated to {stats.max_seq_length} tokens",
-        "details": {"format": data.format.value, "device": device, **vars(stats), "num_processes": world_size(),
-                    "global_batch_size": request.batch_size * request.gradient_accumulation_steps * world_size()},
-    }))
+    rows = (
+        "rows"
+        if request.training_method == TrainingMethod.sft
+        else ("KTO rows" if request.training_method == TrainingMethod.kto else "preference pairs")
+    )
+    events.put(
+        (
+            EventKind.INFO,
+            {
+                "message": f"{stats.rows} {rows}, {stats.total_tokens} tokens ({stats.trained_tokens} trained); "
+                f"{stats.truncated_rows} rows truncated to {stats.max_seq_length} tokens",
+                "details": {
+                    "format": data.format.value,
+                    "device": device,
+                    **vars(stats),
+                    "num_processes": world_size(),
+                    "global_batch_size": request.batch_size * request.gradient_accumulation_steps * world_size(),
+                },
+            },
+        )
+    )
     return model, tokenizer, data, device
 
 
-def train(request: TrainingStartRequest, job_id: str, output_dir: Path, events: Any, stop: Any) -> tuple[str, Optional[str]]:
+def train(
+    request: TrainingStartRequest, job_id: str, output_dir: Path, events: Any, stop: Any
+) -> tuple[str, Optional[str]]:
     """Load, train and save (whole, via a staging folder; with early stopping, the best checkpoint's
     weights); writes ``run.json`` as training begins. Returns the final phase value (``completed``
     or ``stopped``) and, when early stopping ended the run, why (see ``trainer.early_stop_reason``).
@@ -235,13 +250,21 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
     exit_with_parent()
     out = Path(output_dir)
     if not is_main():
-        logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                            format=f"%(asctime)s %(levelname)s rank {rank()} %(name)s: %(message)s")
+        logging.basicConfig(
+            stream=sys.stderr,
+            level=logging.INFO,
+            format=f"%(asctime)s %(levelname)s rank {rank()} %(name)s: %(message)s",
+        )
     else:
         try:
             _open_run_folder(request, out)
         except OSError as exc:
-            events.put((EventKind.ERROR, {"message": f"output_dir {out} cannot be used ({exc.strerror}): choose another folder"}))
+            events.put(
+                (
+                    EventKind.ERROR,
+                    {"message": f"output_dir {out} cannot be used ({exc.strerror}): choose another folder"},
+                )
+            )
             return
     _quiet_progress_bars()
     try:
