@@ -24,6 +24,7 @@ from api.auth import logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.routes import router
 from api.throttle import FailureThrottle, ThrottleMiddleware
+from trainer_core.process.parent import exit_normally_on_sigterm
 from trainer_core.queue.dispatcher import JobQueue
 from trainer_core.queue.store import QueueStore
 from trainer_core.runs.folders import record_files
@@ -219,6 +220,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     if args.share:
         threading.Timer(2.0, _open_share_link, args=(args.host, args.port)).start()
     log.info("serving on http://%s:%d", args.host, args.port)
+    exit_normally_on_sigterm()  # workers asked to end, semaphores unlinked: no resource_tracker warnings
     # Client addresses (for the login throttle) come from the socket unless a proxy is trusted:
     # X-Forwarded-For from anyone else would let a guesser pick a new address for each try.
     uvicorn.run(

@@ -14,9 +14,9 @@ from fastapi.responses import FileResponse
 from pydantic import BaseModel
 
 from api.auth import require_docs_access, require_token
-from trainer_core.access.paths import PathNotAllowed, confine, is_within
 from trainer_core.evaluation.schemas import EvaluateRequest
 from trainer_core.export.schemas import ExportRequest, PushRequest
+from trainer_core.paths import PathNotAllowed, confine, is_within
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 

@@ -20,6 +20,19 @@ DATASETS = REPO.parent / "shared" / "datasets"
 pytest_plugins = ["tests.e2e.page_tools", "tests.e2e.chat_server"]
 
 
+LANE_FIXTURES = {"real_model": {"model_dir"}, "browser": {"browser", "page"}}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the fixtures it needs, directly or through others: ``real_model`` with
+    ``model_dir`` (the real SmolLM2), ``browser`` with Playwright's ``browser`` or ``page``. The
+    quick lane, ``-m "not real_model and not browser"``, then cannot keep a test by oversight."""
+    for item in items:
+        for marker, fixtures in LANE_FIXTURES.items():
+            if fixtures & set(getattr(item, "fixturenames", ())):
+                item.add_marker(marker)
+
+
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     """Folder of the real SmolLM2-135M-Instruct model (built from the bundled GGUF on first use)."""
@@ -29,11 +42,26 @@ def model_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tokenizer(model_dir: Path):
-    """The real SmolLM2 tokenizer (ChatML template, eos/pad = <|im_end|>)."""
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A tiny random SmolLM2 (``tests/tiny_model.py``: hidden 64, 2 layers, the real tokenizer and
+    chat template), built once per test process (about 1 s) in a folder of its own: allow
+    ``tiny_model_dir.parent`` where a test's settings confine model paths. Its outputs are noise.
+    (It reads the real model's folder without the ``model_dir`` fixture, which marks a test
+    ``real_model``.)"""
+    from tests.tiny_model import build_tiny_model
+    from trainer_core.models.loading import materialize_default_model
+
+    real = materialize_default_model(get_settings().models_dir)
+    return build_tiny_model(real, tmp_path_factory.mktemp("tiny-models") / "SmolLM2-tiny")
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tiny_model_dir: Path):
+    """The real SmolLM2 tokenizer (ChatML template, eos/pad = <|im_end|>), read from the tiny
+    model's folder (the same files), so a test that needs only the tokenizer is not ``real_model``."""
     from trainer_core.models.loading import load_tokenizer
 
-    return load_tokenizer(model_dir)
+    return load_tokenizer(tiny_model_dir)
 
 
 @pytest.fixture(scope="session")

@@ -16,11 +16,11 @@ import datasets
 import pandas as pd
 import pytest
 
-from trainer_core.access.paths import PathNotAllowed
 from trainer_core.access.requests import MissingPaths, checked_request
 from trainer_core.data.files import DatasetError, read_file, read_head, reading_notes
 from trainer_core.data.inspect import inspect_dataset
 from trainer_core.data.prepare import load_conversations, preview
+from trainer_core.paths import PathNotAllowed
 from trainer_core.schemas import TrainingStartRequest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -600,7 +600,7 @@ def test_cli_bad_file_exits_cleanly(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_cli_trains_two_steps_on_a_compressed_file_with_parts_and_numbers(
-    tmp_path: Path, datasets_dir: Path, model_dir: Path
+    tmp_path: Path, datasets_dir: Path, tiny_model_dir: Path
 ) -> None:
     """A new shape end to end: .jsonl.zst, messages with content parts and a number, 2 steps."""
     rows = [
@@ -621,7 +621,7 @@ def test_cli_trains_two_steps_on_a_compressed_file_with_parts_and_numbers(
         "--output-dir",
         str(tmp_path / "out"),
         "--model-name",
-        str(model_dir),
+        str(tiny_model_dir),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "completed: Training completed" in done.stdout

@@ -23,7 +23,7 @@ GPU4 = Devices(cpu_count=32, gpu_count=4)
 # torchrun 2.13's summary after `kill -9` of rank 1 of 2 (captured on this machine)
 TORCHRUN_FAILURE = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 =======================================================
-trainer_core.distributed.rank_main FAILED
+trainer_core.training.rank_main FAILED
 -------------------------------------------------------
 Failures:
 [1]:
@@ -231,7 +231,7 @@ def test_a_one_process_batch_of_4_and_two_processes_of_2_take_the_same_steps():
 
 # ----- the rank's stop flag -----
 def test_the_stop_flag_outside_a_group_is_the_local_one():
-    from trainer_core.distributed.rank_main import GroupStop
+    from trainer_core.training.rank_main import GroupStop
 
     stop = GroupStop()
     assert not stop.is_set()
@@ -303,7 +303,7 @@ class _Conn:
 
 
 def test_rank_0_sends_every_event_and_the_others_only_errors():
-    from trainer_core.distributed.rank_main import RankEvents
+    from trainer_core.training.rank_main import RankEvents
 
     zero, one = RankEvents(_Conn(), 0), RankEvents(_Conn(), 1)
     for events in (zero, one):

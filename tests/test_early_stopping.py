@@ -132,11 +132,11 @@ def test_the_final_weights_are_the_best_checkpoints(tokenizer, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_plateau_stops_a_real_run_early(tmp_path, model_dir, datasets_dir):
+def test_a_plateau_stops_a_real_run_early(tmp_path, tiny_model_dir, datasets_dir):
     from trainer_core.runs.store import RunStore
 
     request = TrainingStartRequest(
-        model_name=str(model_dir),
+        model_name=str(tiny_model_dir),
         local_datasets=[str(datasets_dir / "identity.json")],
         dataset_slice_end=24,
         val_size=0.1,

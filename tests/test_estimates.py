@@ -41,15 +41,15 @@ def request(**fields) -> TrainingStartRequest:
 
 
 @pytest.mark.slow
-def test_counts_equal_the_real_model_and_peft(model_dir):
+def test_counts_equal_the_real_model_and_peft(tiny_model_dir):
     """Total parameters equal the loaded model's; LoRA counts equal PEFT's for the seven
     projections and for all-linear."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = AutoConfig.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
     assert parameters.count_parameters(config, LLAMA_PROJECTIONS, 16, False).total == model.num_parameters()
     for targets, rank in ((LLAMA_PROJECTIONS, 16), (["all-linear"], 8), (["q_proj", "v_proj"], 4)):
         peft_model = get_peft_model(

@@ -130,7 +130,7 @@ def test_start_export_is_refused_while_training(setup):
 
 
 @pytest.mark.slow
-def test_cli_export_of_damaged_weights_is_one_line_and_leaves_nothing(tmp_path, model_dir, capsys):
+def test_cli_export_of_damaged_weights_is_one_line_and_leaves_nothing(tmp_path, tiny_model_dir, capsys):
     """A run folder whose adapter file is cut short: ``export`` says so on one line, exits 1 and
     leaves no export folder (found by the break-it pass: it printed a traceback and left one)."""
     import json
@@ -145,7 +145,7 @@ def test_cli_export_of_damaged_weights_is_one_line_and_leaves_nothing(tmp_path, 
             {
                 "peft_type": "LORA",
                 "task_type": "CAUSAL_LM",
-                "base_model_name_or_path": str(model_dir),
+                "base_model_name_or_path": str(tiny_model_dir),
                 "r": 8,
                 "lora_alpha": 16,
                 "target_modules": ["q_proj", "v_proj"],
@@ -154,8 +154,8 @@ def test_cli_export_of_damaged_weights_is_one_line_and_leaves_nothing(tmp_path, 
     )
     (run / "adapter_model.safetensors").write_bytes(b"\x00" * 1000)
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
-        if (model_dir / name).is_file():
-            shutil.copy(model_dir / name, run / name)
+        if (tiny_model_dir / name).is_file():
+            shutil.copy(tiny_model_dir / name, run / name)
     code = main(["export", str(run), "--format", "adapter"])
     err = capsys.readouterr().err
     assert code == 1 and "error:" in err and "Traceback" not in err

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from trainer_core.access.paths import PathNotAllowed
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, looks_like_path
+from trainer_core.paths import PathNotAllowed
 from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest
 
 

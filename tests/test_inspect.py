@@ -191,14 +191,14 @@ def test_large_file_reads_its_start_only(datasets_dir: Path, monkeypatch: pytest
     assert {p.name: p.rows for p in found.placeholders} == expected
 
 
-def test_preview_tokenizer_offline(model_dir: Path, tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data", models_dir=model_dir.parent)
+def test_preview_tokenizer_offline(tiny_model_dir: Path, tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", allowed_paths=str(tiny_model_dir.parent))
     by_id = load_preview_tokenizer(DEFAULT_MODEL, settings)  # the HF cache, else the bundled copy
     assert by_id is not None and by_id.chat_template
     assert load_preview_tokenizer(DEFAULT_MODEL, settings) is by_id  # kept in memory
-    assert load_preview_tokenizer(str(model_dir), settings) is not None  # a folder inside models_dir
+    assert load_preview_tokenizer(str(tiny_model_dir), settings) is not None  # a folder inside an allowed one
     elsewhere = Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "models")
-    assert load_preview_tokenizer(str(model_dir), elsewhere) is None  # outside the allowed folders
+    assert load_preview_tokenizer(str(tiny_model_dir), elsewhere) is None  # outside the allowed folders
     for name in ("nobody-here/no-such-model-xyz", "not a hub id", "", str(tmp_path / "data" / "nothing")):
         assert load_preview_tokenizer(name, settings) is None
 
@@ -212,14 +212,14 @@ def test_inspect_without_gradio_or_torch() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_preview_tokenizer_from_the_hf_cache(model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preview_tokenizer_from_the_hf_cache(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import huggingface_hub.constants
 
     from tests.fake_hub_cache import fake_hub_repo
 
     cache = tmp_path / "hf-cache"
     files = {
-        name: (model_dir / name).read_bytes() for name in ("config.json", "tokenizer.json", "tokenizer_config.json")
+        name: (tiny_model_dir / name).read_bytes() for name in ("config.json", "tokenizer.json", "tokenizer_config.json")
     }
     fake_hub_repo(cache, "acme/tiny-chat", files)  # no chat template: ChatML is added, as training does
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))

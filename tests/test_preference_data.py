@@ -158,14 +158,14 @@ def test_preview_shows_prompt_and_answers(datasets_dir):
     assert table["prompt"][0].startswith("user: Hi! I'd like to create a new language game")
 
 
-def test_token_counts_match_the_chat_template_by_hand(tmp_path, model_dir):
+def test_token_counts_match_the_chat_template_by_hand(tmp_path, tiny_model_dir):
     """One pair: prompt tokens = the template with the generation prompt; each answer = what follows;
     cut at max_seq_length from the end, and a prompt that fills it drops the pair."""
     from transformers import AutoTokenizer
 
     from trainer_core.data.tokenization import encode_rows, tokenize_dataset
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     row = {"prompt": "Name a colour.", "chosen": "Blue, like the sky on a clear day.", "rejected": "No."}
     rows, _ = _load(_write(tmp_path, [row]))
     prompt = tokenizer.apply_chat_template(rows[0]["prompt"], tokenize=False, add_generation_prompt=True)

@@ -313,7 +313,7 @@ def test_alpaca_check_takes_a_few_seconds(datasets_dir, settings):
         dict(batch_size=2, gradient_accumulation_steps=3, num_epochs=1.0, packing=True, max_seq_length=256),
     ],
 )
-def test_steps_equal_a_real_trainers(extra, datasets_dir, tokenizer, tmp_path, model_dir):
+def test_steps_equal_a_real_trainers(extra, datasets_dir, tokenizer, tmp_path, tiny_model_dir):
     """The check's total_steps equals the ``max_steps`` that the trainer training builds (real model,
     LoRA, TRL's packing) computes for its dataloader."""
     from trainer_core.data.prepare import prepare_data
@@ -325,19 +325,19 @@ def test_steps_equal_a_real_trainers(extra, datasets_dir, tokenizer, tmp_path, m
             max_seq_length=128,
             dataset_slice_end=37,
             local_datasets=[str(datasets_dir / "identity.json")],
-            model_name=str(model_dir),
+            model_name=str(tiny_model_dir),
             eval_steps=1000,
         ),
         **extra,
     )
     request = TrainingStartRequest(**values)
     report = run_preflight(
-        request, Settings(data_dir=tmp_path / "d", allowed_paths=str(model_dir.parent)), estimates=False
+        request, Settings(data_dir=tmp_path / "d", allowed_paths=str(tiny_model_dir.parent)), estimates=False
     )
 
     data = prepare_data(request, tokenizer)
     trainer = build_trainer(
-        request, load_model(model_dir, request, "cpu"), tokenizer, data.train, data.eval, tmp_path / "run", "cpu", []
+        request, load_model(tiny_model_dir, request, "cpu"), tokenizer, data.train, data.eval, tmp_path / "run", "cpu", []
     )
     # Trainer's own step arithmetic (what train() runs on), without training a step:
     max_steps = trainer.set_initial_training_values(trainer.args, trainer.get_train_dataloader())[-1]

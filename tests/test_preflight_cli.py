@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trainer_core.preflight.cli_check import render
+from trainer_core.cli.check import render
 from trainer_core.preflight.report import LengthHistogram, PreflightReport, SampleRow, Segment
 
 REPO = Path(__file__).resolve().parent.parent

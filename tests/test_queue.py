@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests import fake_workers
-from trainer_core.access.paths import PathNotAllowed
+from trainer_core.paths import PathNotAllowed
 from trainer_core.queue.dispatcher import TOKEN_LOST, JobQueue
 from trainer_core.queue.store import QueueState, QueueStore
 from trainer_core.runs.job import JobRunner

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from trainer_core.cli import build_parser, request_from_args
-from trainer_core.runs.manifest import RUN_JSON, begin_manifest
 from trainer_core.schemas import TrainingStartRequest
+from trainer_core.training.manifest import RUN_JSON, begin_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 ROWS = [{"instruction": f"Say {i}", "input": "", "output": f"{i}"} for i in range(5)]
@@ -88,7 +88,7 @@ def _losses(folder: Path) -> list[float]:
 
 
 @pytest.mark.slow
-def test_a_rerun_logs_the_same_losses(tmp_path, model_dir, datasets_dir):
+def test_a_rerun_logs_the_same_losses(tmp_path, tiny_model_dir, datasets_dir):
     env = {**os.environ, "STUDIO_DATA_DIR": str(tmp_path / "data")}
     first, second = tmp_path / "first", tmp_path / "second"
     # lora_dropout stays on (0.05): the seed must fix the dropout masks too, not only data order and LoRA init
@@ -107,7 +107,7 @@ def test_a_rerun_logs_the_same_losses(tmp_path, model_dir, datasets_dir):
             "--max-steps",
             "4",
             "--model-name",
-            str(model_dir),
+            str(tiny_model_dir),
             "--output-dir",
             str(first),
         ],

@@ -17,7 +17,10 @@ import pytest
 from tests import fake_workers
 from trainer_core.runs.bundle import BundleError, run_bundle
 from trainer_core.runs.job import JobRunner
-from trainer_core.runs.manifest import (
+from trainer_core.runs.store import RunStore
+from trainer_core.schemas import EndReason, Phase, TrainingProgress, TrainingStartRequest
+from trainer_core.training.config import build_lora_config, build_sft_config
+from trainer_core.training.manifest import (
     RUN_JSON,
     ManifestError,
     begin_manifest,
@@ -27,9 +30,6 @@ from trainer_core.runs.manifest import (
     read_manifest,
     rerun_values,
 )
-from trainer_core.runs.store import RunStore
-from trainer_core.schemas import EndReason, Phase, TrainingProgress, TrainingStartRequest
-from trainer_core.training.config import build_lora_config, build_sft_config
 from trainer_core.training.worker import EventKind
 
 SECRET = "hf_abcdefghijklmnopqrstuvwxyz123456"

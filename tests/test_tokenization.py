@@ -142,10 +142,10 @@ def test_a_row_with_only_a_leading_assistant_turn_is_kept(tokenizer, content: st
     check_consistent(tokenized, stats, 128)
 
 
-def test_a_leading_assistant_turn_the_template_cannot_place_is_an_error_naming_the_row(model_dir: Path) -> None:
+def test_a_leading_assistant_turn_the_template_cannot_place_is_an_error_naming_the_row(tiny_model_dir: Path) -> None:
     from trainer_core.models.loading import load_tokenizer
 
-    strict = load_tokenizer(model_dir)
+    strict = load_tokenizer(tiny_model_dir)
     strict.chat_template = (
         "{% if messages[0]['role'] != 'user' %}{{ raise_exception('Conversations must start with a user turn') }}{% endif %}"
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -163,7 +163,7 @@ def test_a_leading_assistant_turn_the_template_cannot_place_is_an_error_naming_t
         r"turn\): add the user turn before it or remove the row$",
     ):
         tokenize_dataset(messages_rows(ok, leading), strict, 128, train_on_completions=True)
-    shouting = load_tokenizer(model_dir)  # changes the content, so it cannot be found in the rendering
+    shouting = load_tokenizer(tiny_model_dir)  # changes the content, so it cannot be found in the rendering
     shouting.chat_template = (
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | upper }}<|im_end|>\n{% endfor %}"
     )
@@ -235,10 +235,10 @@ def test_no_trained_token_without_assistant_turns_does_not_blame_max_seq_length(
         tokenize_dataset(messages_rows(empty_leading), tokenizer, 512, train_on_completions=True)
 
 
-def test_template_that_is_not_turn_by_turn(tokenizer, model_dir: Path) -> None:
+def test_template_that_is_not_turn_by_turn(tokenizer, tiny_model_dir: Path) -> None:
     from trainer_core.models.loading import load_tokenizer
 
-    odd = load_tokenizer(model_dir)
+    odd = load_tokenizer(tiny_model_dir)
     odd.chat_template = (
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}{% if loop.last %} [end]{% endif %}<|im_end|>\n{% endfor %}"
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -260,10 +260,10 @@ def test_template_that_is_not_turn_by_turn(tokenizer, model_dir: Path) -> None:
     assert decode(odd, tokenized[0]["input_ids"]).endswith("b [end]<|im_end|>\n")
 
 
-def test_template_that_fails_on_a_row(model_dir: Path) -> None:
+def test_template_that_fails_on_a_row(tiny_model_dir: Path) -> None:
     from trainer_core.models.loading import load_tokenizer
 
-    strict = load_tokenizer(model_dir)
+    strict = load_tokenizer(tiny_model_dir)
     strict.chat_template = (
         "{% for m in messages %}{% if m['role'] == 'tool' %}{{ raise_exception('no tool role') }}{% endif %}"
         "{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"

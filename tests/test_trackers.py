@@ -229,10 +229,10 @@ def _trackio_losses(folder: Path, run_name: str) -> dict[int, float]:
 
 
 @pytest.mark.slow
-def test_tensorboard_and_trackio_receive_the_losses_of_metrics_jsonl(tmp_path, model_dir, datasets_dir):
+def test_tensorboard_and_trackio_receive_the_losses_of_metrics_jsonl(tmp_path, tiny_model_dir, datasets_dir):
     before = {key: os.environ.get(key) for key in ("TENSORBOARD_LOGGING_DIR", "TRACKIO_DIR")}
     request = TrainingStartRequest(
-        model_name=str(model_dir),
+        model_name=str(tiny_model_dir),
         local_datasets=[str(datasets_dir / "identity.json")],
         dataset_slice_end=16,
         batch_size=2,

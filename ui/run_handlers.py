@@ -324,7 +324,7 @@ def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:
     version) or whose folder lies outside the allowed folders is said in the notice."""
     import tempfile
 
-    from trainer_core.access.paths import PathNotAllowed, confine
+    from trainer_core.paths import PathNotAllowed, confine
     from trainer_core.runs.bundle import BundleError, run_bundle
 
     action = "Not downloaded"

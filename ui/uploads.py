@@ -9,8 +9,8 @@ from typing import Optional
 
 import gradio as gr
 
-from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.data.compressed import DATA_SUFFIXES, data_suffix
+from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.settings import Settings
 
 UPLOAD_LABEL = "Training dataset (upload)"

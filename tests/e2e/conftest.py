@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import socket
 import threading
 import time
@@ -17,11 +19,25 @@ from trainer_core.fieldmeta import default
 from trainer_core.schemas import Phase
 from ui.form import FORM_FIELDS
 
+PORTS_PER_PROCESS = 1000
+_next_port = itertools.count()
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+
+def free_port() -> int:
+    """A free loopback port from this test process's own block (20000 + 1000 x the pytest-xdist
+    worker's number, below Linux's ephemeral range), so two test processes never race for one port
+    between this check and the server's bind. Raises RuntimeError when the whole block is taken."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    first = 20000 + PORTS_PER_PROCESS * (int(worker[2:]) if worker[2:].isdigit() else 0)
+    for _ in range(PORTS_PER_PROCESS):
+        port = first + next(_next_port) % PORTS_PER_PROCESS
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {first}..{first + PORTS_PER_PROCESS - 1}")
 
 
 class ServerThread:
@@ -30,7 +46,7 @@ class ServerThread:
     def __init__(self, app) -> None:
         import uvicorn
 
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)

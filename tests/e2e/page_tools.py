@@ -12,9 +12,6 @@ from tests.e2e.conftest import ServerThread, screenshot
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
-pytest.importorskip("playwright.sync_api")
-if CHROMIUM is None:
-    pytest.skip("needs Debian's chromium (apt-get install chromium)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +35,10 @@ def page_app(tmp_path_factory, datasets_dir):
 
 @pytest.fixture(scope="module")
 def browser():
+    """Headless Chromium (Debian's, driven by Playwright); the test is skipped without it."""
+    pytest.importorskip("playwright.sync_api")
+    if CHROMIUM is None:
+        pytest.skip("needs Debian's chromium (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.e2e.api_server import AppProcess, sse_events
-from tests.e2e.conftest import _free_port, wait_for
+from tests.e2e.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-api-token-5f2c9a"
@@ -29,7 +29,7 @@ def app_proc(tmp_path, datasets_dir, model_dir):
         "STUDIO_API_TOKEN": TOKEN,
         "STUDIO_SSE_HEARTBEAT_S": "2",
     }
-    proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
+    proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
     yield proc
     proc.stop()
 
@@ -191,7 +191,7 @@ def test_ui_login_required_when_set(tmp_path, datasets_dir):
     from gradio_client import Client
 
     env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_USERNAME": "ada", "STUDIO_PASSWORD": "lovelace-1843"}
-    proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
+    proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
     try:
         with pytest.raises(Exception):  # noqa: B017 - gradio_client raises a bare error for a refused login
             Client(proc.url + "/", verbose=False)

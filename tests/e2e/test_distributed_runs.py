@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from tests.e2e.api_server import AppProcess
-from tests.e2e.conftest import _free_port, form_args, statuses, wait_for
+from tests.e2e.conftest import free_port, form_args, statuses, wait_for
 from trainer_core.schemas import Phase
 
 pytestmark = pytest.mark.slow
@@ -70,7 +70,7 @@ def app_proc(tmp_path, datasets_dir, model_dir):
         "STUDIO_ALLOWED_PATHS": str(datasets_dir),
         "STUDIO_API_TOKEN": TOKEN,
     }
-    proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
+    proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
     yield proc
     proc.stop()
 

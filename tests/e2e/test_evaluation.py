@@ -180,10 +180,10 @@ def test_cli_evaluates_a_checkpoint(trained_run, datasets_dir, tmp_path, capsys)
 def test_a_val_size_run_is_evaluated_on_its_own_split(tmp_path, model_dir, datasets_dir):
     """Training holds the val_size rows out as its eval set; evaluation rebuilds the same rows, and
     its loss on them equals the trainer's eval_loss (one eval batch, so the means agree)."""
+    from trainer_core.cli.chat import choice_for
     from trainer_core.evaluation.sources import plan_data
     from trainer_core.evaluation.worker import evaluate
     from trainer_core.schemas import Phase, TrainingStartRequest
-    from trainer_core.serving.cli_chat import choice_for
     from trainer_core.settings import Settings, get_settings
 
     settings = Settings(data_dir=tmp_path / "data")

@@ -16,7 +16,7 @@ import pytest
 from safetensors.torch import load_file
 
 from tests.e2e.api_server import AppProcess, sse_events
-from tests.e2e.conftest import _free_port, wait_for
+from tests.e2e.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-preference-token-7d1e"
@@ -40,7 +40,7 @@ def app_proc(tmp_path, datasets_dir, model_dir):
         "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{adapters}",
         "STUDIO_API_TOKEN": TOKEN,
     }
-    proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
+    proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
     proc.adapters = adapters
     yield proc
     proc.stop()

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.e2e.api_server import AppProcess
-from tests.e2e.conftest import _free_port, wait_for
+from tests.e2e.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-queue-token-77c1"
@@ -22,7 +22,7 @@ def test_queued_jobs_survive_a_kill_between_jobs_1_and_2(tmp_path, datasets_dir)
         "STUDIO_ALLOWED_PATHS": str(datasets_dir),
         "STUDIO_API_TOKEN": TOKEN,
     }
-    port = _free_port()
+    port = free_port()
     proc = AppProcess(port, env, tmp_path / "app.log").start()
     try:
         api = httpx.Client(base_url=proc.url, headers=AUTH, timeout=60)

@@ -261,7 +261,7 @@ def test_token_only_setup_still_guards_the_page(tmp_path, datasets_dir):
 
 def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp_path):
     from tests.e2e.api_server import AppProcess
-    from tests.e2e.conftest import _free_port
+    from tests.e2e.conftest import free_port
 
     env = {
         "STUDIO_DATA_DIR": str(tmp_path / "data"),
@@ -273,7 +273,7 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
     foreign = Path("/tmp/gradio/another-app") / "left-by-another-app.jsonl"
     foreign.parent.mkdir(parents=True, exist_ok=True)
     foreign.write_text(json.dumps({"instruction": CANARY, "input": "", "output": CANARY}) + "\n")
-    proc = AppProcess(_free_port(), env, tmp_path / "app.log").start()
+    proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
     try:
         client = httpx.Client(base_url=proc.url, timeout=30)
         codes = [
@@ -285,7 +285,7 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
         assert codes[:5] == [400] * 5 and codes[5:] == [429, 429], codes
     finally:
         proc.stop()
-    proc = AppProcess(_free_port(), env, tmp_path / "app2.log").start()
+    proc = AppProcess(free_port(), env, tmp_path / "app2.log").start()
     try:
         raw = RawGradio(logged_in(proc.url))
         shown = raw.call(

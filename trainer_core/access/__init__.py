@@ -1,1 +1,1 @@
-"""Path rules and the checks every Start passes."""
+"""The checks every Start passes: a request's paths, devices and resume target, and its admission."""

@@ -12,17 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.access.requests import AdapterMissing, MissingPaths, checked_request
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, looks_like_path
+from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.runs.folders import OutputDirError, check_output_dir
+from trainer_core.runs.resume import ResumeError, find_resume_target
 from trainer_core.runs.store import RunStore
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
-from trainer_core.training.checkpoints import ResumeError, find_resume_target
 
 
 class PreflightError(ValueError):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.distributed.launch import ScalingError
+from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.schemas import TrainingStartRequest
 
 

@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.models import hub
+from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.schemas import DEFAULT_MODEL
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """How a run with ``num_processes`` > 1 (or chosen ``gpu_ids``) is launched, and whether it can be.
 
 - ``ddp`` and ``deepspeed``: ``python -m torch.distributed.run --standalone --nnodes 1
-  --nproc-per-node N -m trainer_core.distributed.rank_main`` (torchrun; a DeepSpeed JSON is handed to
+  --nproc-per-node N -m trainer_core.training.rank_main`` (torchrun; a DeepSpeed JSON is handed to
   transformers as ``TrainingArguments.deepspeed``, the way transformers documents it for torchrun).
 - ``fsdp``: ``python -m accelerate.commands.launch --config_file <yaml> --num_processes N ...``
   (accelerate launch reads the FSDP settings from the user's accelerate config and runs torchrun).
@@ -25,7 +25,7 @@ from typing import Optional
 
 from trainer_core.schemas import TrainingStartRequest
 
-RANK_MODULE = "trainer_core.distributed.rank_main"
+RANK_MODULE = "trainer_core.training.rank_main"
 ADDRESS_ENV, KEY_ENV = "FINETUNE_STUDIO_GROUP_ADDRESS", "FINETUNE_STUDIO_GROUP_KEY"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MAX_CONFIG_BYTES = 1_000_000

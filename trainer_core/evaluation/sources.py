@@ -20,13 +20,13 @@ from typing import Any, Optional
 import datasets
 from pydantic import ValidationError
 
-from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.data.files import DatasetError
 from trainer_core.data.preference import preferred_conversations
 from trainer_core.data.preference_tokens import is_preference_rows
 from trainer_core.data.prepare import eval_conversations, load_conversations
 from trainer_core.evaluation.rows import to_rows
 from trainer_core.fieldmeta import explain
+from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.serving.schemas import ModelChoice
 

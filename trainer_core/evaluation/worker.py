@@ -225,9 +225,9 @@ def run_evaluation(request: dict[str, Any], context: dict[str, Any], events: Any
     """Task worker entry point (``TaskRunner.start``). Never raises: sends progress events, then one
     ``result`` (``EvaluationResult`` as a dict) or one ``error`` (``{"message", "kind"}``; kind
     ``cancelled`` after a Cancel)."""
+    from trainer_core.process.parent import exit_with_parent
     from trainer_core.serving.worker import quiet_libraries
     from trainer_core.tasks.schemas import TaskEvent
-    from trainer_core.training.worker import exit_with_parent
 
     exit_with_parent()
     try:

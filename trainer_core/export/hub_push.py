@@ -130,7 +130,7 @@ def push_export(request: dict[str, Any], export: dict[str, Any], say: Any = lamb
 
 def run_push(request: dict[str, Any], context: dict[str, Any], events: Any, stop: Any) -> None:
     """Process entry point. Never raises; one ``result`` (``PushResult``) or ``error`` event."""
-    from trainer_core.training.worker import exit_with_parent
+    from trainer_core.process.parent import exit_with_parent
 
     exit_with_parent()
     token = request.get("token") or os.environ.get("HF_TOKEN")

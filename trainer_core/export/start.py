@@ -1,6 +1,6 @@
 """Start an export or a Hub push as a background task (``TaskRunner``), refusing what cannot work
 before a worker is spent on it. Used by the HTTP API and the Runs tab; the CLI runs the same export
-code in its own process (``cli_export``).
+code in its own process (``cli.export``).
 
 Refusals are ``TaskRefused(message, status)``: 404 unknown model or task; 400 the base model (not
 a run), an adapter export of a full fine-tune, GGUF without the converter or for an architecture it

@@ -105,8 +105,8 @@ def disk_full_message(out: Path) -> str:
 
 def run_export(request: dict[str, Any], context: dict[str, Any], events: Any, stop: Any) -> None:
     """Process entry point (see the module docstring). Never raises."""
+    from trainer_core.process.parent import exit_with_parent
     from trainer_core.serving.worker import quiet_libraries
-    from trainer_core.training.worker import exit_with_parent
 
     exit_with_parent()
     try:

@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from trainer_core.access.paths import PathNotAllowed, is_within, resolve
+from trainer_core.paths import PathNotAllowed, is_within, resolve
 from trainer_core.schemas import DEFAULT_MODEL
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import urlparse
 
-from trainer_core.access.paths import PathNotAllowed, confine, shown
+from trainer_core.paths import PathNotAllowed, confine, shown
 from trainer_core.schemas import DEFAULT_MODEL, hub_id_problem
 
 log = logging.getLogger(__name__)

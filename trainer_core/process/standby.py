@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from trainer_core.process.parent import exit_with_parent
 from trainer_core.process.supervisor import WorkerProcess
-from trainer_core.training.worker import exit_with_parent
 
 TRAINING_STACK = (
     "trainer_core.training.trainer",

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from trainer_core.process.exit_reason import KillEvidence
+from trainer_core.process.parent import ignore_interrupts
 
 Event = tuple  # (kind: str, payload: dict)
 DRAIN_S = 0.5  # how long to wait for each event a dead worker may still have in the pipe
@@ -37,10 +38,12 @@ _started: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
 
 
 def run_target(target: Callable[..., None], *args: Any) -> None:
-    """Worker process entry point: make tqdm use a thread lock (no multiprocessing semaphore to
-    leak if this process is killed; its bars are in this process only), then ``target(*args)``."""
+    """Worker process entry point: leave Ctrl-C to the app (``parent.ignore_interrupts``), make tqdm
+    use a thread lock (no multiprocessing semaphore to leak if this process is killed; its bars are
+    in this process only), then ``target(*args)``."""
     from tqdm import tqdm
 
+    ignore_interrupts()
     tqdm.set_lock(threading.RLock())
     target(*args)
 

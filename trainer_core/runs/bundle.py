@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 from trainer_core.runs.folders import MARKER
-from trainer_core.runs.manifest import RUN_JSON
+from trainer_core.training.manifest import RUN_JSON
 
 LEFT_OUT = {MARKER, "worker.log", "request.json"}  # request.json: the same settings are in run.json
 STORED_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")  # weights barely compress: stored as they are

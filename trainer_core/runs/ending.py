@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Optional
 
 from trainer_core.runs.folders import record_files
-from trainer_core.runs.manifest import final_metrics, finish_manifest
 from trainer_core.schemas import EndReason, Phase, TrainingProgress, TrainingStartRequest
 from trainer_core.training.checkpoints import best_checkpoint, latest_checkpoint, remove_partial_saves
+from trainer_core.training.manifest import final_metrics, finish_manifest
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def settle_run(
     reason: EndReason,
     events: list[TrainingProgress],
 ) -> Settled:
-    """Complete the run's ``run.json`` (``runs.manifest.finish_manifest``; an OSError is logged),
+    """Complete the run's ``run.json`` (``training.manifest.finish_manifest``; an OSError is logged),
     then record its files (``settle_files``) and return what it left (``Settled``)."""
     if not output_dir:
         return Settled()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.access.paths import PathNotAllowed, confine, is_within, resolve, shown
+from trainer_core.paths import PathNotAllowed, confine, is_within, resolve, shown
 
 log = logging.getLogger(__name__)
 MARKER = ".finetune-studio-run.json"

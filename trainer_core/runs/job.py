@@ -26,6 +26,7 @@ from trainer_core.runs.ending import Settled, cancelled_message, end_reason, rem
 from trainer_core.runs.folders import OutputDirError
 from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.runs.opening import open_run
+from trainer_core.runs.resume import ResumeError
 from trainer_core.runs.store import RunStore
 from trainer_core.schemas import (
     LIVE_PHASES,
@@ -37,13 +38,13 @@ from trainer_core.schemas import (
     TrainingStatus,
 )
 from trainer_core.settings import get_settings
-from trainer_core.training.checkpoints import ResumeError
 from trainer_core.training.worker import EventKind, run_worker
 
 log = logging.getLogger(__name__)
 Final = tuple  # (Phase, message, error or None): how a job ended
 POLL_S = 0.1  # how often the job thread checks the worker between events
 CANCEL_GRACE_S = 1.0  # SIGTERM -> SIGKILL delay on cancel
+REAP_S = 5.0  # how long an ended job's worker gets to exit by itself
 
 
 class JobRunner:
@@ -263,16 +264,14 @@ class JobRunner:
             log.exception("job thread failed")
             final = (Phase.error, "The job failed to run.", str(exc))
         finally:
+            if worker is not None and worker.pid is not None:
+                _reap(worker, output_dir)  # the job ends when its processes have
             ending = self._settle(final[0])  # outside the state lock: it may hash the dataset files
             with self._state:  # one step for readers: not running <=> a new start is accepted
                 self._finish(*final, ending)
                 self._process = self._stop = None
                 self._job_lock.release()
             self.history.touch()
-            if worker is not None and worker.pid is not None:
-                worker.join(5)  # the worker is tearing down; it no longer holds the job
-                worker.terminate(CANCEL_GRACE_S)
-                remove_partial_saves_logged(output_dir)
             if self.on_end is not None:
                 self.on_end()
 
@@ -354,3 +353,14 @@ class JobRunner:
             fn(*args)
         except sqlite3.Error:  # a full disk must not kill the job thread; the live view goes on
             log.exception("could not write the run history")
+
+
+def _reap(worker: WorkerProcess | RankGroup, output_dir: Path) -> None:
+    """Let an ended job's worker (or launcher and ranks) exit: up to REAP_S seconds to tear down by
+    itself after its final event, then SIGTERM / SIGKILL; then remove the staging folders of saves
+    it did not finish. Done before the job counts as ended, so no process of a finished job is left
+    for the interpreter's exit to kill (a CLI run ends right after), and a new Start never shares
+    the machine with the last one's teardown."""
+    worker.join(REAP_S)
+    worker.terminate(CANCEL_GRACE_S)
+    remove_partial_saves_logged(output_dir)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 from trainer_core.schemas import EndReason, Phase
 
 if TYPE_CHECKING:  # the store imports this module
-    from trainer_core.runs.store import RunRecord
+    from trainer_core.runs.records import RunRecord
 
 NAME_MAX_CHARS = 80  # a run's editable name
 NOTE_MAX_CHARS = 2000  # a run's editable note

@@ -10,9 +10,9 @@ from typing import Optional
 
 from trainer_core.runs.folders import claim
 from trainer_core.runs.metrics import MetricsHistory
+from trainer_core.runs.resume import find_resume_target
 from trainer_core.runs.store import RunStore
 from trainer_core.schemas import Phase, TrainingProgress, TrainingStartRequest, new_job_id
-from trainer_core.training.checkpoints import find_resume_target
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Ids: ``base``; a job id (the run's final weights, in its output folder); ``JOB_ID/checkpoint-N``.
 ``base`` is the base model of the newest run that has weights to talk to (the model the user is
 most likely comparing against), or the default model when there is none. Run folders come from the
-run history and are confined to the allowed folders (``access.paths.confine``), like every path a
+run history and are confined to the allowed folders (``paths.confine``), like every path a
 user can name. A LoRA / QLoRA folder holds an adapter (``adapter_model.safetensors``) on the base
 named by its ``adapter_config.json``; a full fine-tune holds a whole model (``model*.safetensors``).
 """
@@ -15,8 +15,8 @@ import logging
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.access.paths import PathNotAllowed, confine
 from trainer_core.models.hub import looks_like_path
+from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.runs.store import RunRecord, RunStore
 from trainer_core.schemas import DEFAULT_MODEL, LIVE_PHASES, Phase
 from trainer_core.serving.errors import ChatInputError, UnknownModel

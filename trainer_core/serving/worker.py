@@ -50,7 +50,7 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
     """Process entry point (``choice`` is ``ModelChoice.model_dump()``). Never raises: a failed load
     is one ``error`` event (kind ``load``) and the process ends; a failed generation is an
     ``error`` event for that generation and the process waits for the next command."""
-    from trainer_core.training.worker import exit_with_parent
+    from trainer_core.process.parent import exit_with_parent
 
     exit_with_parent()
     try:

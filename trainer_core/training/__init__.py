@@ -1,1 +1,1 @@
-"""The training process: trainer, attention, checkpoints, the worker entry point."""
+"""The training process: trainer, attention, checkpoints, run.json, the worker and rank entry points."""

@@ -1,7 +1,7 @@
-"""Which run a checkpoint belongs to, whether it can be resumed, and how checkpoint folders appear
-whole: each is written into a ``.partial-*`` staging folder and renamed into place when complete, so
-a kill mid-save leaves only a staging folder (removed by ``remove_partial_saves``), never a
-``checkpoint-N`` without its trainer state."""
+"""Checkpoint folders: the newest and the best, and how they appear whole: each is written into a
+``.partial-*`` staging folder and renamed into place when complete, so a kill mid-save leaves only a
+staging folder (removed by ``remove_partial_saves``), never a ``checkpoint-N`` without its trainer
+state."""
 
 from __future__ import annotations
 
@@ -10,29 +10,12 @@ import logging
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
-
-from trainer_core.runs.store import RunRecord, RunStore
-from trainer_core.schemas import RESUMABLE_PHASES
 
 log = logging.getLogger(__name__)
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 PARTIAL_PREFIX = ".partial-"  # staging folders: <output_dir>/.partial-<name>/
-
-
-class ResumeError(ValueError):
-    """``resume_from_checkpoint`` names no resumable checkpoint; the message says why."""
-
-
-@dataclass(frozen=True)
-class ResumeTarget:
-    """The run to continue and the step its checkpoint holds."""
-
-    run: RunRecord
-    checkpoint: Path
-    step: int
 
 
 def latest_checkpoint(output_dir: Path) -> Optional[Path]:
@@ -102,43 +85,3 @@ def remove_partial_saves(output_dir: Path) -> list[str]:
     if removed:
         log.info("removed partial saves in %s: %s", output_dir, ", ".join(removed))
     return removed
-
-
-def find_resume_target(store: Optional[RunStore], checkpoint: str) -> ResumeTarget:
-    """Validate ``checkpoint`` (an already confined path): a complete trainer checkpoint folder of a
-    stopped, interrupted or failed (``error``) run in ``store``. Raises ResumeError with the reason
-    otherwise."""
-    path = Path(checkpoint)
-    state = path / "trainer_state.json"
-    if not state.is_file():
-        raise ResumeError(_not_a_checkpoint(store, path))
-    if store is None:
-        raise ResumeError("resume_from_checkpoint: no run history is kept by this process")
-    run = store.find_by_output_dir(str(path.parent))
-    if run is None:
-        raise ResumeError(f"resume_from_checkpoint: {path} does not belong to any run in the history")
-    if run.phase not in RESUMABLE_PHASES:
-        values = [p.value for p in RESUMABLE_PHASES]
-        names = f"{', '.join(values[:-1])} or {values[-1]}"
-        raise ResumeError(
-            f"resume_from_checkpoint: run {run.job_id} is {run.phase.value}; only {names} runs can "
-            "be resumed (from their last complete checkpoint)"
-        )
-    step = int(json.loads(state.read_text(encoding="utf-8")).get("global_step", 0))
-    return ResumeTarget(run=run, checkpoint=path, step=step)
-
-
-def _not_a_checkpoint(store: Optional[RunStore], path: Path) -> str:
-    """Why ``path`` (without trainer state) cannot be resumed, naming the run's last complete
-    checkpoint when ``path`` is a run's folder or lies in one."""
-    head = f"resume_from_checkpoint: {path} is not a complete checkpoint (no trainer_state.json)"
-    run = store and (store.find_by_output_dir(str(path)) or store.find_by_output_dir(str(path.parent)))
-    if not run:
-        return f"{head}; give a checkpoint-N folder saved by a stopped, interrupted or failed run"
-    latest = latest_checkpoint(Path(run.output_dir))
-    if latest is not None:
-        return f"{head}; the last complete checkpoint of run {run.job_id} is {latest}"
-    return (
-        f"{head}; run {run.job_id} ({run.phase.value}) saved no complete checkpoint, so there is nothing "
-        "to resume from: start it again (save_steps sets how often checkpoints are saved)"
-    )

@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import sys
-import threading
 import time
 import traceback
 import warnings
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.distributed.env import is_main, rank, world_size
+from trainer_core.process.parent import exit_with_parent
 from trainer_core.schemas import Phase, TrainingMethod, TrainingProgress, TrainingStartRequest
 from trainer_core.training.checkpoints import remove_partial_saves
 
@@ -172,9 +171,9 @@ def _prepare_trackers(request: TrainingStartRequest, output_dir: Path, events: A
 
 
 def _write_manifest(request: TrainingStartRequest, job_id: str, output_dir: Path, trainer: Any) -> None:
-    """``run.json`` with the resolved TRL and PEFT configs (see ``runs.manifest``); a failure to
+    """``run.json`` with the resolved TRL and PEFT configs (see ``training.manifest``); a failure to
     write it is logged, not fatal (the job thread writes it again at the end)."""
-    from trainer_core.runs.manifest import begin_manifest
+    from trainer_core.training.manifest import begin_manifest
 
     peft_config = getattr(trainer.model, "peft_config", None) or {}
     try:
@@ -207,19 +206,6 @@ def _first_lines(text: str, lines: int = 3, chars: int = 600) -> str:
     """The head of a long error (e.g. hundreds of size-mismatch lines); the rest is in worker.log."""
     kept = "\n".join(text.strip().splitlines()[:lines])[:chars]
     return kept if kept == text.strip() else kept + " ... (more in worker.log)"
-
-
-def exit_with_parent() -> None:
-    """End this process within ~1 s of the app that spawned it dying (even by SIGKILL), so no
-    orphan keeps training and holding memory."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(3)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _trim_metrics(metrics_path: Path, checkpoint: str) -> None:

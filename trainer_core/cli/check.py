@@ -41,7 +41,7 @@ def use_colour(stream: TextIO) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Build the request as ``train`` does, check it, print; the exit code (0, 1 errors, 2 bad input)."""
-    from trainer_core.cli import checked_args
+    from trainer_core.cli.train import checked_args
 
     request = checked_args(args)
     if request is None:

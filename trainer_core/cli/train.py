@@ -1,9 +1,5 @@
 """Headless training: ``python -m trainer_core train --dataset FILE [--config FILE.yaml] [--max-steps N] ...``
-or ``train --from-run RUN/run.json`` (the settings of an earlier run, into a new folder)
-(and ``python -m trainer_core chat RUN ...``: see ``trainer_core.serving.cli_chat``;
-``python -m trainer_core evaluate RUN ...``: see ``trainer_core.evaluation.cli_eval``;
-``python -m trainer_core export RUN ...``: see ``trainer_core.export.cli_export``;
-``python -m trainer_core check --dataset FILE ...``: see ``trainer_core.preflight.cli_check``).
+or ``train --from-run RUN/run.json`` (the settings of an earlier run, into a new folder).
 
 Flags are generated from ``TrainingStartRequest``'s fields (``--learning-rate``, ``--lora-r``, ...),
 with their help text and defaults; a run's ``run.json`` (``--from-run``), then a YAML config supply
@@ -24,14 +20,10 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from trainer_core.configs.yaml_files import read_config_file
-from trainer_core.evaluation import cli_eval
-from trainer_core.export import cli_export
 from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
-from trainer_core.preflight import cli_check
 from trainer_core.runs.job import JobRunner
-from trainer_core.runs.manifest import rerun_values
 from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
-from trainer_core.serving import cli_chat
+from trainer_core.training.manifest import rerun_values
 
 SKIP = {"local_datasets", "local_eval_datasets"}  # --dataset / --eval-dataset
 
@@ -51,11 +43,9 @@ def _item_choices(annotation: Any) -> Optional[list[str]]:
     return choices(typing.get_args(kind)[0]) if typing.get_origin(kind) is list else None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``train`` sub-command with one flag per request field (defaults left to the schema), and
-    ``chat``."""
-    parser = argparse.ArgumentParser(prog="python -m trainer_core", description="Finetune Studio, headless")
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``train`` on ``sub`` with one flag per request field (defaults left to the schema);
+    returns its parser (``check`` takes the same flags)."""
     train = sub.add_parser("train", help="Fine-tune a model and save the result.")
     train.add_argument(
         "--dataset",
@@ -85,11 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
             )
         else:
             train.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
-    cli_check.add_parser(sub, train)  # the same flags as train, plus --json
-    cli_chat.add_parser(sub)
-    cli_eval.add_parser(sub)
-    cli_export.add_parser(sub)
-    return parser
+    return train
 
 
 def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
@@ -175,17 +161,11 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    """Entry point; returns the process exit code (0 completed or stopped, 1 error, 2 bad input)."""
-    args = build_parser().parse_args(argv)
-    if args.command == "chat":
-        return cli_chat.run(args)
-    if args.command == "evaluate":
-        return cli_eval.run(args)
-    if args.command == "export":
-        return cli_export.run(args)
-    if args.command == "check":
-        return cli_check.run(args)
+def run(args: argparse.Namespace) -> int:
+    """Train what ``args`` asks for, following it in the terminal; the exit code (0 completed or
+    stopped, 1 error, 2 bad input, 130 cancelled). Returns only once the job thread has ended, so
+    the worker (or the launcher and its ranks) has exited and partial saves are cleaned before the
+    interpreter's exit could end them."""
     request = checked_args(args)
     if request is None:
         return 2
@@ -197,6 +177,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     try:
         final = follow(runner)
+        runner.wait()
     except KeyboardInterrupt:
         runner.stop(save=False)
         runner.wait()

@@ -96,9 +96,9 @@ def _show(result: ExportResult, out: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The ``export`` command; returns the exit code."""
+    from trainer_core.cli.chat import choice_for
     from trainer_core.export.start import export_refusal
     from trainer_core.export.worker import ExportError, export
-    from trainer_core.serving.cli_chat import choice_for
     from trainer_core.serving.errors import ChatInputError
     from trainer_core.serving.worker import quiet_libraries
     from trainer_core.settings import get_settings
@@ -159,14 +159,3 @@ def _push(args: argparse.Namespace, choice: Any, out: Path, result: ExportResult
         return 1
     print(f"pushed {len(pushed.files)} files to {pushed.url} ({'private' if pushed.private else 'public'})")
     return 0
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """``export`` on its own (``python -m trainer_core.export.cli_export RUN ...``)."""
-    parser = argparse.ArgumentParser(prog="python -m trainer_core")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args(["export", *(sys.argv[1:] if argv is None else argv)]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

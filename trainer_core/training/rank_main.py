@@ -1,4 +1,4 @@
-"""Entry point of each launched training process (``python -m trainer_core.distributed.rank_main``).
+"""Entry point of each launched training process (``python -m trainer_core.training.rank_main``).
 
 A process connects to the job thread's listener (``group.RankGroup``; the address and a one-run
 key in ``ADDRESS_ENV`` / ``KEY_ENV``, removed from the environment at once), says its rank and pid,

@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.runs.provenance import dataset_entries, file_fingerprint, hardware_info, package_versions
 from trainer_core.schemas import TrainingProgress, TrainingStartRequest
+from trainer_core.training.provenance import dataset_entries, file_fingerprint, hardware_info, package_versions
 
 log = logging.getLogger(__name__)
 RUN_JSON = "run.json"

@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -158,14 +158,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """``chat`` on its own (``python -m trainer_core.serving.cli_chat RUN ...``)."""
-    parser = argparse.ArgumentParser(prog="python -m trainer_core")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args(["chat", *(sys.argv[1:] if argv is None else argv)]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

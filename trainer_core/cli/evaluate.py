@@ -134,10 +134,10 @@ def run(args: argparse.Namespace) -> int:
     """The ``evaluate`` command; returns the exit code."""
     import datasets
 
+    from trainer_core.cli.chat import choice_for
     from trainer_core.data.files import DatasetError
     from trainer_core.evaluation.sources import EvalDataError, plan_data
     from trainer_core.evaluation.worker import failure
-    from trainer_core.serving.cli_chat import choice_for
     from trainer_core.serving.errors import ChatInputError
     from trainer_core.serving.worker import quiet_libraries
     from trainer_core.settings import get_settings
@@ -182,14 +182,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_scores(result, path)
     return 0
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """``evaluate`` on its own (``python -m trainer_core.evaluation.cli_eval RUN ...``)."""
-    parser = argparse.ArgumentParser(prog="python -m trainer_core")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args(["evaluate", *(sys.argv[1:] if argv is None else argv)]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

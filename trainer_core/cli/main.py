@@ -1,0 +1,34 @@
+"""``python -m trainer_core`` (and the ``finetune-studio-cli`` command): the headless face.
+
+Sub-commands, one module each: ``train`` (``cli.train``), ``check`` (``cli.check``), ``chat``
+(``cli.chat``), ``evaluate`` (``cli.evaluate``) and ``export`` (``cli.export``). Their flags are
+built from the engine's pydantic models (``TrainingStartRequest``, ``GenerationSettings``,
+``EvaluateRequest``, ``ExportRequest``), as the page's form and the API are.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Optional
+
+from trainer_core.cli import chat, check, evaluate, export, train
+
+COMMANDS = {"train": train.run, "check": check.run, "chat": chat.run, "evaluate": evaluate.run, "export": export.run}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every sub-command (``train`` and ``check`` share the request's flags)."""
+    parser = argparse.ArgumentParser(prog="python -m trainer_core", description="Finetune Studio, headless")
+    sub = parser.add_subparsers(dest="command", required=True)
+    train_parser = train.add_parser(sub)
+    check.add_parser(sub, train_parser)  # the same flags as train, plus --json
+    chat.add_parser(sub)
+    evaluate.add_parser(sub)
+    export.add_parser(sub)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point; returns the process exit code (0 success, 1 failure, 2 bad input, 130 cancelled)."""
+    args = build_parser().parse_args(argv)
+    return COMMANDS[args.command](args)
