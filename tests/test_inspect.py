@@ -212,14 +212,17 @@ def test_inspect_without_gradio_or_torch() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_preview_tokenizer_from_the_hf_cache(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preview_tokenizer_from_the_hf_cache(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import huggingface_hub.constants
 
     from tests.fake_hub_cache import fake_hub_repo
 
     cache = tmp_path / "hf-cache"
     files = {
-        name: (tiny_model_dir / name).read_bytes() for name in ("config.json", "tokenizer.json", "tokenizer_config.json")
+        name: (tiny_model_dir / name).read_bytes()
+        for name in ("config.json", "tokenizer.json", "tokenizer_config.json")
     }
     fake_hub_repo(cache, "acme/tiny-chat", files)  # no chat template: ChatML is added, as training does
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))

@@ -337,7 +337,14 @@ def test_steps_equal_a_real_trainers(extra, datasets_dir, tokenizer, tmp_path, t
 
     data = prepare_data(request, tokenizer)
     trainer = build_trainer(
-        request, load_model(tiny_model_dir, request, "cpu"), tokenizer, data.train, data.eval, tmp_path / "run", "cpu", []
+        request,
+        load_model(tiny_model_dir, request, "cpu"),
+        tokenizer,
+        data.train,
+        data.eval,
+        tmp_path / "run",
+        "cpu",
+        [],
     )
     # Trainer's own step arithmetic (what train() runs on), without training a step:
     max_steps = trainer.set_initial_training_values(trainer.args, trainer.get_train_dataloader())[-1]

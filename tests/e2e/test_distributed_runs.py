@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from tests.e2e.api_server import AppProcess
-from tests.e2e.conftest import free_port, form_args, statuses, wait_for
+from tests.e2e.conftest import form_args, free_port, statuses, wait_for
 from trainer_core.schemas import Phase
 
 pytestmark = pytest.mark.slow
