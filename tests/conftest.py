@@ -3,6 +3,7 @@ real trained LoRA run (``trained_run``)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -128,6 +129,27 @@ def trained_run(tmp_path_factory, model_dir, datasets_dir) -> Iterator[TrainedRu
     settings = Settings(data_dir=tmp_path_factory.mktemp("trained"), allowed_paths=str(datasets_dir))
     request = TrainingStartRequest(
         model_name=str(model_dir), local_datasets=[str(datasets_dir / "identity.json")], **TRAINED_RUN_REQUEST
+    )
+    _, job_id, output_dir = train_to_completion(settings.runs_dir, settings.db_path, request)
+    yield TrainedRun(settings, settings.db_path, job_id, output_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_trained_run(tmp_path_factory, tiny_model_dir, datasets_dir) -> Iterator[TrainedRun]:
+    """``trained_run``'s twin on the tiny model (``TRAINED_RUN_REQUEST``: 3 LoRA steps on 16 rows of
+    identity.json, a checkpoint at every step; about 10 s, the worker's start-up): for tests of what
+    the studio does with a run's files (choices, export and evaluation plumbing, resume, share links),
+    where what the model says does not matter. ``settings.allowed_paths`` holds the datasets and the
+    tiny model's folder. Read-only, like ``trained_run``."""
+    from trainer_core.schemas import TrainingStartRequest
+    from trainer_core.settings import Settings
+
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("tiny-trained"),
+        allowed_paths=os.pathsep.join([str(datasets_dir), str(tiny_model_dir.parent)]),
+    )
+    request = TrainingStartRequest(
+        model_name=str(tiny_model_dir), local_datasets=[str(datasets_dir / "identity.json")], **TRAINED_RUN_REQUEST
     )
     _, job_id, output_dir = train_to_completion(settings.runs_dir, settings.db_path, request)
     yield TrainedRun(settings, settings.db_path, job_id, output_dir)

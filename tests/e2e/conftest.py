@@ -62,11 +62,19 @@ class ServerThread:
 
 
 @pytest.fixture(scope="session")
-def studio_settings(tmp_path_factory, datasets_dir):
-    """Settings for a test app: a temporary data dir; the shared datasets are an allowed folder."""
+def studio_settings(tmp_path_factory, datasets_dir, tiny_model_dir):
+    """Settings for a test app: a temporary data dir; the shared datasets and the tiny model's
+    folder are allowed folders."""
     from trainer_core.settings import Settings
 
-    return Settings(data_dir=tmp_path_factory.mktemp("studio"), allowed_paths=str(datasets_dir))
+    return Settings(
+        data_dir=tmp_path_factory.mktemp("studio"), allowed_paths=allowed(datasets_dir, tiny_model_dir.parent)
+    )
+
+
+def allowed(*folders: Path) -> str:
+    """``STUDIO_ALLOWED_PATHS`` / ``Settings.allowed_paths`` for these folders."""
+    return os.pathsep.join(str(folder) for folder in folders)
 
 
 @pytest.fixture(scope="session")

@@ -12,24 +12,26 @@ import httpx
 import pytest
 
 from tests.e2e.api_server import AppProcess, sse_events
-from tests.e2e.conftest import free_port, wait_for
+from tests.e2e.conftest import allowed, free_port, wait_for
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-api-token-5f2c9a"
 HF_TOKEN = "hf_NeverStoreThisToken123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=32, lr_scheduler_type="linear")
+STEPS = 40  # the tiny model: about 3 s of training, long enough to be seen running
 
 
 @pytest.fixture
-def app_proc(tmp_path, datasets_dir, model_dir):
+def app_proc(tmp_path, datasets_dir, tiny_model_dir):
     env = {
         "STUDIO_DATA_DIR": str(tmp_path / "data"),
-        "STUDIO_ALLOWED_PATHS": str(datasets_dir),
+        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
         "STUDIO_API_TOKEN": TOKEN,
         "STUDIO_SSE_HEARTBEAT_S": "2",
     }
     proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
+    proc.model = str(tiny_model_dir)
     yield proc
     proc.stop()
 
@@ -42,6 +44,11 @@ def _body(datasets_dir: Path, **fields) -> dict:
     return {"local_datasets": [str(datasets_dir / "alpaca_en_demo.json")], **SMALL, **fields}
 
 
+def _tiny(proc: AppProcess, datasets_dir: Path, **fields) -> dict:
+    """A request for the tiny model (about 14 steps a second here)."""
+    return _body(datasets_dir, model_name=proc.model, **fields)
+
+
 def _wait_step(api: httpx.Client, step: int, timeout_s: float = 240) -> dict:
     wait_for(
         lambda: (api.get("/api/train/status").json()["details"].get("step") or 0) >= step, timeout_s, f"step {step}"
@@ -51,30 +58,32 @@ def _wait_step(api: httpx.Client, step: int, timeout_s: float = 240) -> dict:
 
 def test_start_status_metrics_stop_reset_and_history(app_proc, datasets_dir, tmp_path):
     api = _client(app_proc)
-    started = api.post("/api/train/start", json=_body(datasets_dir, max_steps=4, hf_token=HF_TOKEN)).json()
+    started = api.post(
+        "/api/train/start", json=_tiny(app_proc, datasets_dir, max_steps=STEPS, hf_token=HF_TOKEN)
+    ).json()
     assert started["status"] == "queued" and started["job_id"].startswith("job_")
-    again = api.post("/api/train/start", json=_body(datasets_dir, max_steps=4)).json()
+    again = api.post("/api/train/start", json=_tiny(app_proc, datasets_dir, max_steps=STEPS)).json()
     assert again["status"] == "error" and "already in progress" in again["message"]
     assert api.post("/api/train/reset").status_code == 409
     status = _wait_step(api, 2)
     assert status["is_training_running"] and status["phase"] == "training"
-    assert status["details"]["output_dir"] and status["details"]["total_steps"] == 4
+    assert status["details"]["output_dir"] and status["details"]["total_steps"] == STEPS
     assert status["metric_history"]["steps"][:2] == [1, 2]
     metrics = api.get("/api/train/metrics").json()
     assert metrics["job_id"] == started["job_id"] and metrics["current"]["step"] >= 2
     wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 240, "completion")
     final = api.get("/api/train/status").json()
-    assert final["phase"] == "completed" and final["details"]["step"] == 4
+    assert final["phase"] == "completed" and final["details"]["step"] == STEPS
     assert api.post("/api/train/stop", json={"save": True}).json() == {
         "status": "idle",
         "message": "no training job is running",
     }
     runs = api.get("/api/train/runs").json()
     assert runs[0]["job_id"] == started["job_id"] and runs[0]["phase"] == "completed"
-    assert runs[0]["last_step"] == 4 and runs[0]["final_loss"] > 0
+    assert runs[0]["last_step"] == STEPS and runs[0]["final_loss"] > 0
     run = api.get(f"/api/train/runs/{started['job_id']}").json()
-    assert [m["step"] for m in run["metrics"]] == [1, 2, 3, 4]
-    assert run["request"]["max_steps"] == 4 and "hf_token" not in run["request"]
+    assert [m["step"] for m in run["metrics"]] == list(range(1, STEPS + 1))
+    assert run["request"]["max_steps"] == STEPS and "hf_token" not in run["request"]
     assert api.get("/api/train/runs/job_nope").status_code == 404
     reset = api.post("/api/train/reset")
     assert reset.status_code == 200 and api.get("/api/train/status").json()["phase"] == "idle"
@@ -88,7 +97,9 @@ def test_start_status_metrics_stop_reset_and_history(app_proc, datasets_dir, tmp
 
 def test_sse_ids_rise_heartbeat_when_paused_and_replay_after_reconnect(app_proc, datasets_dir):
     api = _client(app_proc)
-    assert api.post("/api/train/start", json=_body(datasets_dir, max_steps=6)).json()["status"] == "queued"
+    assert (
+        api.post("/api/train/start", json=_tiny(app_proc, datasets_dir, max_steps=STEPS)).json()["status"] == "queued"
+    )
     stream = sse_events(api, AUTH)
     assert next(stream) == {"retry": "3000"}
     progress = []
@@ -116,18 +127,24 @@ def test_sse_ids_rise_heartbeat_when_paused_and_replay_after_reconnect(app_proc,
     replayed = [int(next(replay)["id"]) for _ in range(2)]
     assert replayed == [seen + 1, seen + 2]
     tail = [e for e in replay if e["event"] != "heartbeat"]
-    assert tail[-1]["event"] == "complete" and json.loads(tail[-1]["data"])["step"] == 6
+    assert tail[-1]["event"] == "complete" and json.loads(tail[-1]["data"])["step"] == STEPS
     closed = list(sse_events(api, AUTH))  # no job running: the final state, then complete, then close
-    assert closed[-1]["event"] == "complete" and closed[-1]["id"] == "6"
+    assert closed[-1]["event"] == "complete" and closed[-1]["id"] == str(STEPS)
 
 
 def test_crash_restart_marks_interrupted_and_resume_continues(app_proc, datasets_dir):
     api = _client(app_proc)
-    job = api.post("/api/train/start", json=_body(datasets_dir, max_steps=6, save_steps=2)).json()["job_id"]
+    job = api.post("/api/train/start", json=_tiny(app_proc, datasets_dir, max_steps=STEPS, save_steps=2)).json()[
+        "job_id"
+    ]
     _wait_step(api, 3)
-    lr_before = {m["step"]: m["learning_rate"] for m in api.get(f"/api/train/runs/{job}").json()["metrics"]}
     workers = app_proc.workers()
+    for worker in workers:  # frozen mid-run, so the crash below lands before the run could end
+        worker.send_signal(signal.SIGSTOP)
+    lr_before = {m["step"]: m["learning_rate"] for m in api.get(f"/api/train/runs/{job}").json()["metrics"]}
     app_proc.kill()
+    for worker in workers:  # thawed: it finds its app gone and exits (trainer_core.process.parent)
+        worker.send_signal(signal.SIGCONT)
     wait_for(lambda: not any(w.is_running() and w.status() != "zombie" for w in workers), 10, "orphan worker exit")
     app_proc.start()
     run = api.get(f"/api/train/runs/{job}").json()
@@ -135,23 +152,24 @@ def test_crash_restart_marks_interrupted_and_resume_continues(app_proc, datasets
     checkpoint = run["last_checkpoint"]
     assert checkpoint and Path(checkpoint).name.startswith("checkpoint-")
     step0 = int(Path(checkpoint).name.split("-")[1])
-    bad = api.post("/api/train/start", json=_body(datasets_dir, resume_from_checkpoint=str(datasets_dir)))
+    bad = api.post("/api/train/start", json=_tiny(app_proc, datasets_dir, resume_from_checkpoint=str(datasets_dir)))
     assert bad.status_code == 400 and "trainer_state.json" in bad.text
     resumed = api.post(
-        "/api/train/start", json=_body(datasets_dir, max_steps=6, save_steps=2, resume_from_checkpoint=checkpoint)
+        "/api/train/start",
+        json=_tiny(app_proc, datasets_dir, max_steps=STEPS, save_steps=2, resume_from_checkpoint=checkpoint),
     ).json()
     assert resumed["status"] == "queued" and resumed["job_id"] == job
     wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "resumed run")
     status = api.get("/api/train/status").json()
-    assert status["phase"] == "completed" and status["metric_history"]["steps"] == [1, 2, 3, 4, 5, 6]
+    assert status["phase"] == "completed" and status["metric_history"]["steps"] == list(range(1, STEPS + 1))
     run = api.get(f"/api/train/runs/{job}").json()
     steps = [m["step"] for m in run["metrics"]]
-    assert steps == [1, 2, 3, 4, 5, 6] and run["phase"] == "completed"
+    assert steps == list(range(1, STEPS + 1)) and run["phase"] == "completed"
     lr_after = {m["step"]: m["learning_rate"] for m in run["metrics"]}
     for step in range(1, step0 + 2):  # the schedule continued where it was, not from the start
         if step in lr_before:
             assert lr_after[step] == pytest.approx(lr_before[step])
-    again = api.post("/api/train/start", json=_body(datasets_dir, resume_from_checkpoint=checkpoint))
+    again = api.post("/api/train/start", json=_tiny(app_proc, datasets_dir, resume_from_checkpoint=checkpoint))
     assert again.status_code == 400 and "completed" in again.text
 
 

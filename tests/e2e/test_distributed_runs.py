@@ -1,4 +1,4 @@
-"""Two training processes on this CPU (torchrun, gloo, one thread each) with the real SmolLM2-135M:
+"""Two training processes on this CPU (torchrun, gloo, one thread each) with the tiny SmolLM2:
 through the page's Start the loss matches one process with the same global batch and seed; over
 HTTP, Stop saves one checkpoint that both processes wrote and Resume continues it, Cancel ends every
 process within 2 s, and a killed process ends the run in error naming its rank."""
@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from tests.e2e.api_server import AppProcess
-from tests.e2e.conftest import form_args, free_port, statuses, wait_for
+from tests.e2e.conftest import allowed, form_args, free_port, statuses, wait_for
 from trainer_core.schemas import Phase
 
 pytestmark = pytest.mark.slow
@@ -35,15 +35,16 @@ def _last5(path: Path) -> tuple[list[int], float]:
     return [m["step"] for m in logged], statistics.mean(m["loss"] for m in logged[-5:])
 
 
-def test_two_processes_from_the_page_reach_the_loss_of_one(client, app_server, datasets_dir):
+def test_two_processes_from_the_page_reach_the_loss_of_one(client, app_server, datasets_dir, tiny_model_dir):
     """Same data, seed and global batch (one process x 4 rows, two x 2): the mean of the last 5 of
     20 losses agrees within 0.05; only rank 0 reports and writes (one metrics line per step)."""
     runner, _ = app_server
     alpaca = str(datasets_dir / "alpaca_en_demo.json")
-    one = list(statuses(client.submit(*form_args(alpaca, batch_size=4, **PAGE), api_name="/start")))[-1]
+    page = dict(PAGE, model_name=str(tiny_model_dir))
+    one = list(statuses(client.submit(*form_args(alpaca, batch_size=4, **page), api_name="/start")))[-1]
     assert one["phase"] == Phase.completed.value, one["error"]
     two_updates = list(
-        statuses(client.submit(*form_args(alpaca, batch_size=2, num_processes=2, **PAGE), api_name="/start"))
+        statuses(client.submit(*form_args(alpaca, batch_size=2, num_processes=2, **page), api_name="/start"))
     )
     two = two_updates[-1]
     assert two["phase"] == Phase.completed.value, two["error"]
@@ -64,10 +65,10 @@ def test_two_processes_from_the_page_reach_the_loss_of_one(client, app_server, d
 
 
 @pytest.fixture
-def app_proc(tmp_path, datasets_dir, model_dir):
+def app_proc(tmp_path, datasets_dir, tiny_model_dir):
     env = {
         "STUDIO_DATA_DIR": str(tmp_path / "data"),
-        "STUDIO_ALLOWED_PATHS": str(datasets_dir),
+        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
         "STUDIO_API_TOKEN": TOKEN,
     }
     proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
@@ -75,13 +76,14 @@ def app_proc(tmp_path, datasets_dir, model_dir):
     proc.stop()
 
 
-def _body(datasets_dir: Path, **fields) -> dict:
+def _body(datasets_dir: Path, model: Path, **fields) -> dict:
     return {
+        "model_name": str(model),
         "local_datasets": [str(datasets_dir / "alpaca_en_demo.json")],
         "batch_size": 2,
         "num_processes": 2,
         "max_seq_length": 96,
-        "max_steps": 30,
+        "max_steps": 2000,
         **fields,
     }
 
@@ -104,9 +106,9 @@ def _ended(api: httpx.Client) -> dict:
     return api.get("/api/train/status").json()
 
 
-def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datasets_dir):
+def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    job = _start(api, _body(datasets_dir, max_steps=8))
+    job = _start(api, _body(datasets_dir, tiny_model_dir, max_steps=60))
     _training(api, 3)
     assert api.post("/api/train/stop", json={"save": True}).status_code == 200
     stopped = _ended(api)
@@ -119,16 +121,16 @@ def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datas
     assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()  # both processes' parts
     assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
 
-    assert _start(api, _body(datasets_dir, max_steps=8, resume_from_checkpoint=str(saved))) == job
+    assert _start(api, _body(datasets_dir, tiny_model_dir, max_steps=60, resume_from_checkpoint=str(saved))) == job
     resumed = _ended(api)
     assert resumed["phase"] == "completed", resumed["error"]
     steps, _ = _last5(run_dir)
-    assert steps == list(range(1, 9)) and resumed["metric_history"]["steps"] == list(range(1, 9))
+    assert steps == list(range(1, 61)) and resumed["metric_history"]["steps"] == list(range(1, 61))
 
 
-def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir):
+def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    _start(api, _body(datasets_dir))
+    _start(api, _body(datasets_dir, tiny_model_dir))
     status = _training(api, 1)
     processes = [psutil.Process(pid) for pid in status["details"]["rank_pids"]]
     launcher = [
@@ -144,9 +146,9 @@ def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir):
     assert ended["phase"] == "stopped" and ended["details"]["end_reason"] == "cancelled"
 
 
-def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datasets_dir):
+def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    _start(api, _body(datasets_dir))
+    _start(api, _body(datasets_dir, tiny_model_dir))
     status = _training(api, 2)
     rank1 = status["details"]["rank_pids"][1]
     os.kill(rank1, signal.SIGKILL)
@@ -154,6 +156,6 @@ def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datase
     assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error"
     assert f"rank 1 (of 2, pid {rank1}) was killed (signal 9)" in ended["error"], ended["error"]
     assert not psutil.pid_exists(status["details"]["rank_pids"][0])  # rank 0 was ended too
-    again = api.post("/api/train/start", json=_body(datasets_dir, max_steps=1))  # the app goes on
+    again = api.post("/api/train/start", json=_body(datasets_dir, tiny_model_dir, max_steps=1))  # the app goes on
     assert again.status_code == 200 and again.json()["status"] == "queued", again.text
     assert _ended(api)["phase"] == "completed"

@@ -1,5 +1,5 @@
-"""DPO, ORPO and KTO end to end with the real SmolLM2-135M-Instruct over HTTP against the real app
-process: each method trains on the shared ``dpo_en_demo.json`` and its metrics (rewards, margins,
+"""DPO, ORPO and KTO end to end with the tiny SmolLM2 over HTTP against the real app process (what
+DPO teaches the real model is measured by ``bench/preference.py``): each method trains on the shared ``dpo_en_demo.json`` and its metrics (rewards, margins,
 accuracies; KL for KTO) reach the status, the metrics route, the SSE stream and the run history;
 a wrong data / method pairing is a 400 naming the fix; a DPO run from an SFT run's adapter
 continues that adapter, against the SFT model as its reference."""
@@ -16,7 +16,7 @@ import pytest
 from safetensors.torch import load_file
 
 from tests.e2e.api_server import AppProcess, sse_events
-from tests.e2e.conftest import free_port, wait_for
+from tests.e2e.conftest import allowed, free_port, wait_for
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-preference-token-7d1e"
@@ -31,17 +31,19 @@ SMALL = dict(
 )
 
 
-@pytest.fixture
-def app_proc(tmp_path, datasets_dir, model_dir):
+@pytest.fixture(scope="module")
+def app_proc(tmp_path_factory, datasets_dir, tiny_model_dir):
+    """The app, one for the module (each test waits for its run's end); ``model`` is the tiny model."""
+    tmp_path = tmp_path_factory.mktemp("preference")
     adapters = tmp_path / "adapters"
     adapters.mkdir()
     env = {
         "STUDIO_DATA_DIR": str(tmp_path / "data"),
-        "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{adapters}",
+        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, adapters, tiny_model_dir.parent),
         "STUDIO_API_TOKEN": TOKEN,
     }
     proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
-    proc.adapters = adapters
+    proc.adapters, proc.model = adapters, str(tiny_model_dir)
     yield proc
     proc.stop()
 
@@ -58,7 +60,12 @@ def _train(api: httpx.Client, body: dict) -> dict:
 @pytest.mark.parametrize("method", ["dpo", "orpo", "kto"])
 def test_each_method_trains_and_reports_its_metrics(app_proc, datasets_dir, method):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    body = {"local_datasets": [str(datasets_dir / "dpo_en_demo.json")], "training_method": method, **SMALL}
+    body = {
+        "local_datasets": [str(datasets_dir / "dpo_en_demo.json")],
+        "training_method": method,
+        **SMALL,
+        "model_name": app_proc.model,
+    }
     status = _train(api, body)
     history = status["metric_history"]
     assert history["steps"] == [1, 2] and all(math.isfinite(v) for v in history["loss"])
@@ -88,7 +95,7 @@ def test_each_method_trains_and_reports_its_metrics(app_proc, datasets_dir, meth
 
 def test_wrong_pairings_are_refused_naming_the_fix(app_proc, datasets_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    alpaca = {"local_datasets": [str(datasets_dir / "alpaca_en_demo.json")], **SMALL}
+    alpaca = {"local_datasets": [str(datasets_dir / "alpaca_en_demo.json")], **SMALL, "model_name": app_proc.model}
     refused = api.post("/api/train/start", json={**alpaca, "training_method": "dpo"})
     assert refused.status_code == 400 and "DPO needs pairs" in refused.text and "training_method 'sft'" in refused.text
     pairs = {**alpaca, "local_datasets": [str(datasets_dir / "dpo_en_demo.json")]}
@@ -116,6 +123,7 @@ def test_full_and_qlora_training(app_proc, datasets_dir, method, training_type):
         "training_method": method,
         "training_type": training_type,
         **SMALL,
+        "model_name": app_proc.model,
         "max_steps": 1,
         "learning_rate": 1e-6,
     }
@@ -126,15 +134,16 @@ def test_full_and_qlora_training(app_proc, datasets_dir, method, training_type):
     assert ("adapter_model.safetensors" in files) == (training_type != "full")
 
 
-def test_dpo_from_an_sft_adapter_continues_it(app_proc, datasets_dir, trained_run):
+def test_dpo_from_an_sft_adapter_continues_it(app_proc, datasets_dir, tiny_trained_run):
     sft = app_proc.adapters / "sft"
-    shutil.copytree(trained_run.output_dir, sft, ignore=shutil.ignore_patterns("checkpoint-*"))
+    shutil.copytree(tiny_trained_run.output_dir, sft, ignore=shutil.ignore_patterns("checkpoint-*"))
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
     body = {
         "local_datasets": [str(datasets_dir / "dpo_en_demo.json")],
         "training_method": "dpo",
         "adapter_name_or_path": str(sft),
         **SMALL,
+        "model_name": app_proc.model,
         "max_steps": 1,
     }
     status = _train(api, body)

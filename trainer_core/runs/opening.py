@@ -40,7 +40,11 @@ def open_run(
         target = find_resume_target(store, request.resume_from_checkpoint)
         job_id, output_dir = target.run.job_id, Path(target.run.output_dir)
         kept = [e for e in store.get_run(job_id).metrics if e.step <= target.step]
+        lost = logged_but_not_kept(output_dir / "metrics.jsonl", kept, target.step)
         store.reopen_run(job_id, request.public_dict(), Phase.loading_model.value, target.step)
+        for event in lost:
+            store.add_metric(event)
+        kept += lost
         history.reset()
         for event in kept:
             history.append(event)
@@ -58,3 +62,26 @@ def open_run(
 def training_seconds_before(kept: list[TrainingProgress]) -> float:
     """``elapsed_seconds`` of the last train event (one with a loss) in ``kept``; 0.0 if none."""
     return next((e.elapsed_seconds for e in reversed(kept) if e.loss is not None), 0.0)
+
+
+def logged_but_not_kept(metrics_path: Path, kept: list[TrainingProgress], up_to_step: int) -> list[TrainingProgress]:
+    """The steps up to ``up_to_step`` that the worker logged to the run's ``metrics.jsonl`` (one
+    ``TrainingProgress`` JSON a line, written before the event is sent) but the run history lacks:
+    those whose events were still on their way when the app died, while the checkpoint being
+    resumed already holds them. A train and an eval event of one step count apart. Unreadable
+    lines are skipped (the file is the worker's; the history stays as it is)."""
+    have = {(e.step, e.loss is not None) for e in kept}
+    lost: list[TrainingProgress] = []
+    try:
+        lines = metrics_path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return lost
+    for line in lines:
+        try:
+            event = TrainingProgress.model_validate_json(line)
+        except ValueError:
+            continue
+        if event.step <= up_to_step and (event.step, event.loss is not None) not in have:
+            have.add((event.step, event.loss is not None))
+            lost.append(event)
+    return lost
