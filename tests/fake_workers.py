@@ -12,16 +12,18 @@ from trainer_core.training.worker import EventKind
 
 
 def stepping_worker(request, job_id, output_dir, events, stop):
-    """Reports training steps every 50 ms until stopped (then 'stopped') or 200 steps ('completed')."""
+    """Reports training steps every 50 ms until stopped (then 'stopped') or ``request.max_steps``
+    steps, 200 when it is 0 ('completed')."""
     events.put((EventKind.PHASE, {"phase": "training", "message": "fake training"}))
-    for step in range(1, 201):
+    total = getattr(request, "max_steps", 0) or 200
+    for step in range(1, total + 1):
         if stop.is_set():
             events.put((EventKind.DONE, {"phase": "stopped", "message": "stopped", "output_dir": output_dir}))
             return
         events.put(
             (
                 EventKind.PROGRESS,
-                TrainingProgress(job_id=job_id, step=step, total_steps=200, loss=1.0 / step).model_dump(),
+                TrainingProgress(job_id=job_id, step=step, total_steps=total, loss=1.0 / step).model_dump(),
             )
         )
         time.sleep(0.05)

@@ -11,11 +11,10 @@ import pytest
 from tests import fake_workers
 from trainer_core.process.exit_reason import KillEvidence
 from trainer_core.runs.job import JobRunner
+from trainer_core.runs.resume import ResumeError, find_resume_target
 from trainer_core.runs.store import RunStore
 from trainer_core.schemas import Phase, TrainingStartRequest
 from trainer_core.training.checkpoints import (
-    ResumeError,
-    find_resume_target,
     latest_checkpoint,
     publish_files,
     publish_folder,

@@ -78,7 +78,7 @@ def allowed(*folders: Path) -> str:
 
 
 @pytest.fixture(scope="session")
-def app_server(model_dir, studio_settings):
+def app_server(studio_settings):
     """(runner, url) of the whole app (API + UI) served on a loopback port."""
     from server import build_app
 

@@ -1,14 +1,16 @@
-"""The job queue across an app crash, on the real app process with the real model: three jobs queued
+"""The job queue across an app crash, on the real app process with the tiny model: three jobs queued
 through the API; the app is SIGKILLed while job 1 trains (before job 2 started); after a restart
 job 1 is ``interrupted`` and not rerun, and jobs 2 and 3 run back to back to completion."""
 
 from __future__ import annotations
 
+import signal
+
 import httpx
 import pytest
 
 from tests.e2e.api_server import AppProcess
-from tests.e2e.conftest import free_port, wait_for
+from tests.e2e.conftest import allowed, free_port, wait_for
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-queue-token-77c1"
@@ -16,23 +18,36 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=16, lr_scheduler_type="linear", max_steps=2)
 
 
-def test_queued_jobs_survive_a_kill_between_jobs_1_and_2(tmp_path, datasets_dir):
+def test_queued_jobs_survive_a_kill_between_jobs_1_and_2(tmp_path, datasets_dir, tiny_model_dir):
     env = {
         "STUDIO_DATA_DIR": str(tmp_path / "data"),
-        "STUDIO_ALLOWED_PATHS": str(datasets_dir),
+        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
         "STUDIO_API_TOKEN": TOKEN,
     }
     port = free_port()
     proc = AppProcess(port, env, tmp_path / "app.log").start()
     try:
         api = httpx.Client(base_url=proc.url, headers=AUTH, timeout=60)
-        body = {"local_datasets": [str(datasets_dir / "alpaca_en_demo.json")], **SMALL}
-        queued = [api.post("/api/train/queue", json={**body, "learning_rate": lr}) for lr in (1e-4, 2e-4, 3e-4)]
+        body = {
+            "local_datasets": [str(datasets_dir / "alpaca_en_demo.json")],
+            "model_name": str(tiny_model_dir),
+            **SMALL,
+        }
+        long_first = {1e-4: {"max_steps": 100}}  # job 1 trains for seconds: the crash finds it training
+        queued = [
+            api.post("/api/train/queue", json={**body, "learning_rate": lr, **long_first.get(lr, {})})
+            for lr in (1e-4, 2e-4, 3e-4)
+        ]
         assert all(q.status_code == 200 for q in queued), [q.text for q in queued]
         wait_for(lambda: api.get("/api/train/status").json()["phase"] == "training", 180, "job 1 training")
+        workers = proc.workers()
+        for worker in workers:  # frozen, so the crash lands while job 1 trains
+            worker.send_signal(signal.SIGSTOP)
         first = api.get("/api/train/status").json()["job_id"]
         assert [e["request"]["learning_rate"] for e in api.get("/api/train/queue").json()] == [2e-4, 3e-4]
         proc.kill()
+        for worker in workers:  # thawed: it finds its app gone and exits
+            worker.send_signal(signal.SIGCONT)
         proc.start()
         api = httpx.Client(base_url=proc.url, headers=AUTH, timeout=60)
         wait_for(
