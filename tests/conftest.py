@@ -92,6 +92,9 @@ TRAINED_RUN_REQUEST = dict(
 )
 
 
+TINY_LEARNING_RATE = 1e-2  # a random 3.2 M-parameter model: 1e-3 for 3 steps leaves its greedy answers as they were
+
+
 def train_to_completion(runs_dir: Path, db_path: Path, request) -> tuple:
     """Train ``request`` with the real worker through a ``JobRunner`` over a ``RunStore`` at
     ``db_path`` (runs under ``runs_dir``), wait for the end (at most 10 minutes) and assert it
@@ -137,7 +140,8 @@ def trained_run(tmp_path_factory, model_dir, datasets_dir) -> Iterator[TrainedRu
 @pytest.fixture(scope="session")
 def tiny_trained_run(tmp_path_factory, tiny_model_dir, datasets_dir) -> Iterator[TrainedRun]:
     """``trained_run``'s twin on the tiny model (``TRAINED_RUN_REQUEST``: 3 LoRA steps on 16 rows of
-    identity.json, a checkpoint at every step; about 10 s, the worker's start-up): for tests of what
+    identity.json, a checkpoint at every step, but at ``TINY_LEARNING_RATE``, so that its answers and
+    its loss on identity.json differ from the base's; about 10 s, the worker's start-up): for tests of what
     the studio does with a run's files (choices, export and evaluation plumbing, resume, share links),
     where what the model says does not matter. ``settings.allowed_paths`` holds the datasets and the
     tiny model's folder. Read-only, like ``trained_run``."""
@@ -149,7 +153,9 @@ def tiny_trained_run(tmp_path_factory, tiny_model_dir, datasets_dir) -> Iterator
         allowed_paths=os.pathsep.join([str(datasets_dir), str(tiny_model_dir.parent)]),
     )
     request = TrainingStartRequest(
-        model_name=str(tiny_model_dir), local_datasets=[str(datasets_dir / "identity.json")], **TRAINED_RUN_REQUEST
+        model_name=str(tiny_model_dir),
+        local_datasets=[str(datasets_dir / "identity.json")],
+        **{**TRAINED_RUN_REQUEST, "learning_rate": TINY_LEARNING_RATE},
     )
     _, job_id, output_dir = train_to_completion(settings.runs_dir, settings.db_path, request)
     yield TrainedRun(settings, settings.db_path, job_id, output_dir)

@@ -1,4 +1,5 @@
-"""Evaluation of the real trained LoRA run (``trained_run``): through a real TaskRunner (scores equal
+"""Evaluation of a trained LoRA run of the tiny model (``tiny_trained_run``; the bench smoke run uses
+the real one): through a real TaskRunner (scores equal
 a direct computation with rouge_score / sacrebleu over the written predictions, losses equal a
 direct teacher-forced computation, the result is stored, Cancel leaves nothing), through the CLI,
 and on a run trained with ``val_size`` (its own split rebuilt; the loss equals the trainer's
@@ -29,10 +30,10 @@ ROWS = 10
 
 
 @pytest.fixture
-def tasks(trained_run):
-    store = RunStore(trained_run.db_path)
+def tasks(tiny_trained_run):
+    store = RunStore(tiny_trained_run.db_path)
     runner = TaskRunner(
-        JobRunner(runs_dir=trained_run.settings.runs_dir, store=store, warm_modules=()), trained_run.settings
+        JobRunner(runs_dir=tiny_trained_run.settings.runs_dir, store=store, warm_modules=()), tiny_trained_run.settings
     )
     yield runner
     runner.cancel()
@@ -40,7 +41,7 @@ def tasks(trained_run):
     store.close()
 
 
-def _direct_losses(model_dir: Path, adapter: Path, conversations: list[list[dict]]) -> dict[str, float]:
+def _direct_losses(tiny_model_dir: Path, adapter: Path, conversations: list[list[dict]]) -> dict[str, float]:
     """Mean cross-entropy per answer token, row by row with plain transformers + PEFT: the answer
     tokens are those after the prompt's rendering (with the generation prompt) up to and including
     <|im_end|> (the newline after it is not an answer token)."""
@@ -50,7 +51,7 @@ def _direct_losses(model_dir: Path, adapter: Path, conversations: list[list[dict
 
     tokenizer = AutoTokenizer.from_pretrained(adapter)
     model = PeftModel.from_pretrained(
-        AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32), adapter
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32), adapter
     ).eval()
     losses = {}
     for name, use_adapter in (("tuned", True), ("base", False)):
@@ -77,21 +78,21 @@ def _direct_losses(model_dir: Path, adapter: Path, conversations: list[list[dict
     return losses
 
 
-def test_evaluation_task_scores_equal_a_direct_computation(tasks, trained_run, datasets_dir, model_dir):
+def test_evaluation_task_scores_equal_a_direct_computation(tasks, tiny_trained_run, datasets_dir, tiny_model_dir):
     identity = str(datasets_dir / "identity.json")
     record = start_evaluation(
         tasks,
         EvaluateRequest(
-            model=trained_run.job_id, datasets=[identity], max_rows=ROWS, max_new_tokens=8, batch_size=ROWS
+            model=tiny_trained_run.job_id, datasets=[identity], max_rows=ROWS, max_new_tokens=8, batch_size=ROWS
         ),
     )
     assert tasks.wait(400), "the evaluation did not finish within 400 s"
     done = tasks.get(record.task_id)
     assert done.phase == TaskPhase.completed, (done.message, done.error)
-    assert TaskStore(trained_run.settings.db_path).get(record.task_id) == done  # stored with its result
-    assert [t.task_id for t in tasks.list(trained_run.job_id, TaskKind.evaluate)][0] == record.task_id
+    assert TaskStore(tiny_trained_run.settings.db_path).get(record.task_id) == done  # stored with its result
+    assert [t.task_id for t in tasks.list(tiny_trained_run.job_id, TaskKind.evaluate)][0] == record.task_id
     result, folder = done.result, Path(done.output_dir)
-    assert folder == trained_run.output_dir / "evaluations" / record.task_id
+    assert folder == tiny_trained_run.output_dir / "evaluations" / record.task_id
     assert result["rows_evaluated"] == ROWS and result["rows_available"] == 91 and result["source"] == "identity.json"
     table = [
         json.loads(line) for line in (folder / result["predictions_file"]).read_text(encoding="utf-8").splitlines()
@@ -115,20 +116,20 @@ def test_evaluation_task_scores_equal_a_direct_computation(tasks, trained_run, d
     conversations = [
         [{"role": "user", "content": r["instruction"]}, {"role": "assistant", "content": r["output"]}] for r in source
     ]
-    direct = _direct_losses(model_dir, trained_run.output_dir, conversations)
+    direct = _direct_losses(tiny_model_dir, tiny_trained_run.output_dir, conversations)
     for side in ("tuned", "base"):
         assert result[side]["loss"] == pytest.approx(direct[side], rel=1e-4)
         assert result[side]["perplexity"] == pytest.approx(math.exp(direct[side]), rel=1e-4)
     assert result["tuned"]["loss"] < result["base"]["loss"]  # it learned identity.json
-    files = json.loads((trained_run.output_dir / MARKER).read_text())["files"]  # Delete removes them too
+    files = json.loads((tiny_trained_run.output_dir / MARKER).read_text())["files"]  # Delete removes them too
     assert f"evaluations/{record.task_id}/predictions.jsonl" in files
 
 
-def test_cancel_ends_a_running_evaluation_and_leaves_no_folder(tasks, trained_run, datasets_dir):
+def test_cancel_ends_a_running_evaluation_and_leaves_no_folder(tasks, tiny_trained_run, datasets_dir):
     record = start_evaluation(
         tasks,
         EvaluateRequest(
-            model=f"{trained_run.job_id}/checkpoint-2",
+            model=f"{tiny_trained_run.job_id}/checkpoint-2",
             max_rows=64,
             datasets=[str(datasets_dir / "alpaca_en_demo.json")],
             max_new_tokens=512,
@@ -146,17 +147,17 @@ def test_cancel_ends_a_running_evaluation_and_leaves_no_folder(tasks, trained_ru
     done = tasks.get(record.task_id)
     assert done.phase == TaskPhase.cancelled and done.result is None and time.monotonic() - began < 10
     assert not Path(record.output_dir).exists()
-    assert TaskStore(trained_run.settings.db_path).get(record.task_id).phase == TaskPhase.cancelled
+    assert TaskStore(tiny_trained_run.settings.db_path).get(record.task_id).phase == TaskPhase.cancelled
 
 
-def test_cli_evaluates_a_checkpoint(trained_run, datasets_dir, tmp_path, capsys):
+def test_cli_evaluates_a_checkpoint(tiny_trained_run, datasets_dir, tmp_path, capsys):
     from trainer_core.cli import main
 
     out = tmp_path / "eval"
     code = main(
         [
             "evaluate",
-            str(trained_run.output_dir / "checkpoint-2"),
+            str(tiny_trained_run.output_dir / "checkpoint-2"),
             "--dataset",
             str(datasets_dir / "identity.json"),
             "--max-rows",
@@ -177,7 +178,7 @@ def test_cli_evaluates_a_checkpoint(trained_run, datasets_dir, tmp_path, capsys)
     assert json.loads((out / "scores.json").read_text())["tuned"] == result["tuned"]
 
 
-def test_a_val_size_run_is_evaluated_on_its_own_split(tmp_path, model_dir, datasets_dir):
+def test_a_val_size_run_is_evaluated_on_its_own_split(tmp_path, tiny_model_dir, datasets_dir):
     """Training holds the val_size rows out as its eval set; evaluation rebuilds the same rows, and
     its loss on them equals the trainer's eval_loss (one eval batch, so the means agree)."""
     from trainer_core.cli.chat import choice_for
@@ -191,7 +192,7 @@ def test_a_val_size_run_is_evaluated_on_its_own_split(tmp_path, model_dir, datas
     runner = JobRunner(runs_dir=settings.runs_dir, store=store, warm_modules=())
     response = runner.start(
         TrainingStartRequest(
-            model_name=str(model_dir),
+            model_name=str(tiny_model_dir),
             local_datasets=[str(datasets_dir / "identity.json")],
             dataset_slice_end=20,
             val_size=0.2,
