@@ -1,8 +1,8 @@
 """Chat with the real SmolLM2-135M-Instruct and a real 3-step LoRA run (``trained_run``): the
 engine's greedy answers equal a direct ``model.generate`` with the same adapter (and with it
-disabled for the base), base and tuned answers differ, the CLI prints the same answer, Stop
-generation cancels, a killed inference worker is reported and replaced, training takes the machine,
-and every bad input gets a clear refusal."""
+disabled for the base), base and tuned answers differ, the CLI prints the same answer. On the tiny
+model's run (``tiny_trained_run``): the choices, Stop generation cancels, a killed inference worker
+is reported and replaced, training takes the machine, and every bad input gets a clear refusal."""
 
 from __future__ import annotations
 
@@ -53,6 +53,24 @@ def studio(trained_run):
 
 
 @pytest.fixture(scope="module")
+def tiny_studio(tiny_trained_run):
+    """``studio`` over the tiny trained run's history."""
+    runner = JobRunner(
+        worker_target=fake_workers.stepping_worker,
+        runs_dir=tiny_trained_run.settings.runs_dir,
+        store=RunStore(tiny_trained_run.db_path),
+        warm_modules=(),
+    )
+    engine = ChatEngine(runner, tiny_trained_run.settings)
+    runner.before_start = engine.unload
+    yield runner, engine
+    engine.unload()
+    runner.stop(save=False)
+    runner.wait(10)
+    runner.store.close()
+
+
+@pytest.fixture(scope="module")
 def direct(trained_run, model_dir):
     """Greedy answers to PROMPT computed here with plain transformers + PEFT: (tuned, base)."""
     import torch
@@ -80,16 +98,16 @@ def direct(trained_run, model_dir):
     return tuned, base
 
 
-def test_choices_are_base_the_run_and_its_checkpoints_newest_first(studio, trained_run, model_dir):
-    runner, engine = studio
+def test_choices_are_base_the_run_and_its_checkpoints_newest_first(tiny_studio, tiny_trained_run, tiny_model_dir):
+    runner, engine = tiny_studio
     choices = engine.choices()
-    job = trained_run.job_id
+    job = tiny_trained_run.job_id
     assert [c.id for c in choices] == ["base", job, f"{job}/checkpoint-3", f"{job}/checkpoint-2", f"{job}/checkpoint-1"]
     assert [c.step for c in choices] == [None, 3, 3, 2, 1]
     losses = {m.step: m.loss for m in runner.store.get_run(job).metrics}
     assert [c.loss for c in choices[2:]] == [losses[3], losses[2], losses[1]]
-    assert all(c.adapter and c.base_model == str(model_dir) for c in choices[1:])
-    assert choices[0].base_model == str(model_dir)
+    assert all(c.adapter and c.base_model == str(tiny_model_dir) for c in choices[1:])
+    assert choices[0].base_model == str(tiny_model_dir)
 
 
 def test_greedy_answers_equal_model_generate_with_and_without_the_adapter(studio, trained_run, direct):
@@ -142,10 +160,10 @@ def test_cli_refuses_a_folder_without_weights(tmp_path):
     assert result.returncode == 2 and "has no model weights" in result.stderr and result.stdout == ""
 
 
-def test_stop_generation_cancels_a_long_answer(studio, trained_run):
-    runner, engine = studio
+def test_stop_generation_cancels_a_long_answer(tiny_studio, tiny_trained_run):
+    runner, engine = tiny_studio
     stream = engine.stream(
-        trained_run.job_id,
+        tiny_trained_run.job_id,
         _user("Write a very long story about a dragon."),
         GenerationSettings(temperature=0, max_new_tokens=2000),
     )
@@ -156,19 +174,19 @@ def test_stop_generation_cancels_a_long_answer(studio, trained_run):
     assert rest[-1].finish_reason == "cancelled" and rest[-1].completion_tokens < 100
 
 
-def test_a_too_long_prompt_is_refused_and_the_model_stays_loaded(studio, trained_run):
-    runner, engine = studio
+def test_a_too_long_prompt_is_refused_and_the_model_stays_loaded(tiny_studio, tiny_trained_run):
+    runner, engine = tiny_studio
     worker = engine._worker
     with pytest.raises(ChatInputError, match=r"context of 8192 tokens leaves room for 8144"):
-        engine.complete(trained_run.job_id, _user("hello " * 9000), GREEDY)
+        engine.complete(tiny_trained_run.job_id, _user("hello " * 9000), GREEDY)
     assert engine._worker is worker and worker.is_alive()
 
 
-def test_a_killed_inference_worker_is_reported_and_the_next_call_works(studio, trained_run, direct):
-    runner, engine = studio
-    engine.load(trained_run.job_id)
+def test_a_killed_inference_worker_is_reported_and_the_next_call_works(tiny_studio, tiny_trained_run):
+    runner, engine = tiny_studio
+    before = engine.complete(tiny_trained_run.job_id, _user(PROMPT), GREEDY).delta
     stream = engine.stream(
-        trained_run.job_id,
+        tiny_trained_run.job_id,
         _user("Write a very long story about a dragon."),
         GenerationSettings(temperature=0, max_new_tokens=2000),
     )
@@ -177,13 +195,13 @@ def test_a_killed_inference_worker_is_reported_and_the_next_call_works(studio, t
     with pytest.raises(ChatUnavailable, match=r"The chat model's process was killed \(signal 9\)"):
         list(stream)
     assert engine.state()["loaded"] is None
-    assert engine.complete(trained_run.job_id, _user(PROMPT), GREEDY).delta == direct[0]
+    assert engine.complete(tiny_trained_run.job_id, _user(PROMPT), GREEDY).delta == before
 
 
-def test_starting_training_unloads_the_chat_model_and_chat_is_refused(studio, trained_run, tmp_path):
-    runner, engine = studio
+def test_starting_training_unloads_the_chat_model_and_chat_is_refused(tiny_studio, tiny_trained_run, tmp_path):
+    runner, engine = tiny_studio
     stream = engine.stream(
-        trained_run.job_id,
+        tiny_trained_run.job_id,
         _user("Write a very long story about a dragon."),
         GenerationSettings(temperature=0, max_new_tokens=2000),
     )
@@ -194,22 +212,22 @@ def test_starting_training_unloads_the_chat_model_and_chat_is_refused(studio, tr
         with pytest.raises(ChatUnavailable, match=TRAINING_BUSY.split(";")[0]):
             list(stream)
         with pytest.raises(ChatUnavailable, match="chat again when it ends"):
-            engine.stream(trained_run.job_id, _user(PROMPT), GREEDY)
+            engine.stream(tiny_trained_run.job_id, _user(PROMPT), GREEDY)
     finally:
         runner.stop(save=False)
         runner.wait(10)
         runner.store.delete_run(response.job_id)  # the shared history lists only the trained run
 
 
-def test_bad_targets_are_refused_with_the_reason(trained_run, tmp_path):
+def test_bad_targets_are_refused_with_the_reason(tiny_trained_run, tmp_path):
     """A run cancelled before any save, a deleted folder, a checkpoint whose adapter is on another base."""
     settings = Settings(data_dir=tmp_path / "data")
     store = RunStore(settings.db_path)
-    request = {"model_name": json.loads((trained_run.output_dir / "request.json").read_text())["model_name"]}
+    request = {"model_name": json.loads((tiny_trained_run.output_dir / "request.json").read_text())["model_name"]}
     for job_id in ("cancelled", "deleted", "foreign"):
         folder = settings.runs_dir / job_id
         if job_id == "foreign":
-            shutil.copytree(trained_run.output_dir / "checkpoint-1", folder / "checkpoint-1")
+            shutil.copytree(tiny_trained_run.output_dir / "checkpoint-1", folder / "checkpoint-1")
             config = folder / "checkpoint-1" / "adapter_config.json"
             config.write_text(
                 json.dumps({**json.loads(config.read_text()), "base_model_name_or_path": "org/other-model"})
