@@ -22,16 +22,27 @@ pytest_plugins = ["tests.e2e.page_tools", "tests.e2e.chat_server"]
 
 
 LANE_FIXTURES = {"real_model": {"model_dir"}, "browser": {"browser", "page"}}
+# Session fixtures that are costly to build twice: the tests that use one share a pytest-xdist
+# group, so one test process builds it (the real trained run: about 25 s; the in-process app).
+SHARED_GROUPS = {"trained_run": "real-trained-run", "app_server": "session-app"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by the fixtures it needs, directly or through others: ``real_model`` with
     ``model_dir`` (the real SmolLM2), ``browser`` with Playwright's ``browser`` or ``page``. The
-    quick lane, ``-m "not real_model and not browser"``, then cannot keep a test by oversight."""
+    quick lane, ``-m "not real_model and not browser"``, then cannot keep a test by oversight.
+
+    And give each test its pytest-xdist group (``--dist loadgroup`` runs a group in one process):
+    the group of the costly session fixture it uses (``SHARED_GROUPS``), else its file, so module
+    fixtures (an app, a browser) are built once and tests that share one app never run at once."""
     for item in items:
-        for marker, fixtures in LANE_FIXTURES.items():
-            if fixtures & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        for marker, needs in LANE_FIXTURES.items():
+            if needs & fixtures:
                 item.add_marker(marker)
+        if item.get_closest_marker("xdist_group") is None:
+            shared = [group for fixture, group in SHARED_GROUPS.items() if fixture in fixtures]
+            item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from ui.form import FORM_FIELDS
 
 pytestmark = pytest.mark.slow
 SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=32, lr_scheduler_type="linear")
+STEPS = 100  # a tiny-model run of about 7 s: long enough to stop mid-way
 
 
 def _generate(output_dir: Path, model_dir: Path) -> str:
@@ -55,12 +56,15 @@ def test_train_alpaca_streams_every_step_and_saves_a_working_adapter(client, app
 
 
 def test_page_opened_mid_run_gets_full_history_and_stop_saves_a_loadable_adapter(
-    client, app_server, datasets_dir, model_dir
+    client, app_server, datasets_dir, tiny_model_dir
 ):
     from gradio_client import Client
 
     runner, url = app_server
-    client.submit(*form_args(str(datasets_dir / "alpaca_en_demo.json"), max_steps=6, **SMALL), api_name="/start")
+    client.submit(
+        *form_args(str(datasets_dir / "alpaca_en_demo.json"), max_steps=200, model_name=str(tiny_model_dir), **SMALL),
+        api_name="/start",
+    )
     wait_for(lambda: is_training(runner, min_step=2), what="step 2")
     late_tab = Client(url, verbose=False).submit(api_name="/watch")
     first = next(iter(late_tab))
@@ -71,11 +75,11 @@ def test_page_opened_mid_run_gets_full_history_and_stop_saves_a_loadable_adapter
     status = runner.status()
     assert status.phase == Phase.stopped and status.error is None
     saved_step = status.details["step"]
-    assert 2 <= saved_step < 6
+    assert 2 <= saved_step < 200
     output_dir = Path(status.details["output_dir"])
     assert (output_dir / "adapter_model.safetensors").is_file()
     assert (output_dir / f"checkpoint-{saved_step}" / "trainer_state.json").is_file()
-    assert isinstance(_generate(output_dir, model_dir), str)
+    assert isinstance(_generate(output_dir, tiny_model_dir), str)
 
 
 def test_cancel_during_model_loading_ends_the_worker_within_two_seconds(client, app_server, datasets_dir):
@@ -92,9 +96,9 @@ def test_cancel_during_model_loading_ends_the_worker_within_two_seconds(client, 
     assert runner.wait(5) and runner.status().phase == Phase.stopped
 
 
-def test_killed_worker_gives_error_and_the_next_start_works(client, app_server, datasets_dir):
+def test_killed_worker_gives_error_and_the_next_start_works(client, app_server, datasets_dir, tiny_model_dir):
     runner, _ = app_server
-    args = form_args(str(datasets_dir / "identity.json"), max_steps=50, **SMALL)
+    args = form_args(str(datasets_dir / "identity.json"), max_steps=500, model_name=str(tiny_model_dir), **SMALL)
     client.submit(*args, api_name="/start")
     wait_for(lambda: is_training(runner), what="first training step")
     os.kill(runner._process.pid, signal.SIGKILL)
@@ -115,9 +119,9 @@ def refusal(client, *args) -> str:
     return job.outputs()[0][-1]  # refused while a job runs, it goes on following that job until it ends
 
 
-def test_second_start_while_running_is_refused(client, app_server, datasets_dir):
+def test_second_start_while_running_is_refused(client, app_server, datasets_dir, tiny_model_dir):
     runner, _ = app_server
-    args = form_args(str(datasets_dir / "identity.json"), max_steps=50, **SMALL)
+    args = form_args(str(datasets_dir / "identity.json"), max_steps=500, model_name=str(tiny_model_dir), **SMALL)
     client.submit(*args, api_name="/start")
     wait_for(lambda: runner.status().is_training_running, timeout_s=10, what="start")
     job_id = runner.status().job_id
@@ -141,9 +145,12 @@ def test_invalid_settings_show_an_error_naming_the_field(client, app_server, dat
     assert not app_server[0].status().is_training_running
 
 
-def test_runs_tab_lists_shows_loads_resumes_and_deletes(client, app_server, datasets_dir):
+def test_runs_tab_lists_shows_loads_resumes_and_deletes(client, app_server, datasets_dir, tiny_model_dir):
     runner, _ = app_server
-    client.submit(*form_args(str(datasets_dir / "identity.json"), max_steps=5, **SMALL), api_name="/start")
+    client.submit(
+        *form_args(str(datasets_dir / "identity.json"), max_steps=STEPS, model_name=str(tiny_model_dir), **SMALL),
+        api_name="/start",
+    )
     wait_for(lambda: is_training(runner, min_step=1), what="first step")
     client.predict(api_name="/stop")
     assert runner.wait(120) and runner.status().phase == Phase.stopped
@@ -152,17 +159,17 @@ def test_runs_tab_lists_shows_loads_resumes_and_deletes(client, app_server, data
     table = client.predict(api_name="/runs")
     assert table["data"][0][0] == job_id and table["data"][0][3] == "stopped"  # newest first; saved, not cancelled
     summary, settings, *_ = client.predict(job_id, api_name="/show_run")
-    assert "stopped" in summary and "checkpoint-" in summary and settings["max_steps"] == 5
+    assert "stopped" in summary and "checkpoint-" in summary and settings["max_steps"] == STEPS
     loaded = client.predict(job_id, api_name="/load_settings")
     assert loaded[0] == os.path.realpath(datasets_dir / "identity.json")
-    assert dict(zip(FORM_FIELDS, loaded[2:]))["max_steps"] == 5
+    assert dict(zip(FORM_FIELDS, loaded[2:]))["max_steps"] == STEPS
     trained_before = runner.store.get_run(job_id).training_seconds
     assert trained_before > 0
     updates = list(statuses(client.submit(job_id, api_name="/resume")))
     final = updates[-1]
-    assert final["phase"] == "completed" and final["job_id"] == job_id and final["details"]["step"] == 5
+    assert final["phase"] == "completed" and final["job_id"] == job_id and final["details"]["step"] == STEPS
     run = runner.store.get_run(job_id)
-    assert [m.step for m in run.metrics] == list(range(1, 6)) and stopped_at < 5
+    assert [m.step for m in run.metrics] == list(range(1, STEPS + 1)) and stopped_at < STEPS
     assert run.training_seconds > trained_before and run.end_reason == "completed"  # training time continued
     output_dir = Path(run.output_dir)
     assert output_dir.is_dir()
