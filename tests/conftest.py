@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parent.parent
 DATASETS = REPO.parent / "shared" / "datasets"
-# Fixtures shared by several test modules (the page's app and browser; the chat studio over a fake engine).
-pytest_plugins = ["tests.e2e.page_tools", "tests.e2e.chat_server"]
+# Fixtures shared by several test modules (the page's app and browser; the chat studio over a fake
+# engine), and the lanes' time summary.
+pytest_plugins = ["tests.e2e.page_tools", "tests.e2e.chat_server", "tests.lanes"]
 
 
 LANE_FIXTURES = {"real_model": {"model_dir"}, "browser": {"browser", "page"}}
