@@ -69,15 +69,24 @@ def test_train_from_the_page_and_find_the_run(app_server, datasets_dir, tmp_path
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
-def test_export_and_evaluate_a_run_from_the_runs_tab(app_server, datasets_dir, tmp_path):
-    """The run the test above trained: export its adapter and evaluate it on 4 held-out rows from
-    the Runs tab; the export's download link serves the zip, the scores and the table appear."""
+def test_export_and_evaluate_a_run_from_the_runs_tab(app_server, datasets_dir, tiny_model_dir, tmp_path):
+    """A run of its own (the tiny model, 2 steps): export its adapter and evaluate it on 4 held-out
+    rows from the Runs tab; the export's download link serves the zip, the scores and the table
+    appear."""
+    from trainer_core.schemas import Phase, TrainingStartRequest
+
     playwright = pytest.importorskip("playwright.sync_api")
     runner, url = app_server
     runner.wait(60)
-    runs = [r for r in runner.store.list_runs() if r.phase.value == "completed"]
-    assert runs, "the training test above left no completed run"
-    job_id = runs[0].job_id
+    request = TrainingStartRequest(
+        model_name=str(tiny_model_dir),
+        local_datasets=[str(datasets_dir / "identity.json")],
+        max_steps=2,
+        batch_size=2,
+        max_seq_length=64,
+    )
+    job_id = runner.start(request).job_id
+    assert runner.wait(300) and runner.status().phase == Phase.completed, runner.status().error
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1100})

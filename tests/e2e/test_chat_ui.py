@@ -96,12 +96,20 @@ def test_checkpoints_and_base_are_offered_and_multi_turn_works(client, tuned_run
     assert "is loaded" in client.predict(job_id, api_name="/chat_load")
 
 
-def test_chat_is_refused_while_training_and_for_runs_without_weights(client, app_server, tuned_run, datasets_dir):
+def test_chat_is_refused_while_training_and_for_runs_without_weights(
+    client, app_server, tuned_run, datasets_dir, tiny_model_dir
+):
     from gradio_client.exceptions import AppError
 
     runner, _ = app_server
-    job = client.submit(
-        *form_args(str(datasets_dir / "alpaca_en_demo.json"), max_steps=40, batch_size=2, max_seq_length=128),
+    job = client.submit(  # the tiny model holds the machine (cancelled below, before any save)
+        *form_args(
+            str(datasets_dir / "alpaca_en_demo.json"),
+            model_name=str(tiny_model_dir),
+            max_steps=2000,
+            batch_size=2,
+            max_seq_length=128,
+        ),
         api_name="/start",
     )
     wait_for(lambda: is_training(runner), 240, "training")

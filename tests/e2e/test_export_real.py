@@ -1,7 +1,8 @@
 """Export of a real trained LoRA run of SmolLM2-135M (a copy of the session's ``trained_run``):
 merged float32 and GGUF f16 answer the check prompts like the adapter model, q8_0 reports its
 agreement, a GGUF whose chat template and EOS were tampered with fails the check, the adapter zip
-holds what it should, the CLI's exit codes, and an export + push through a real TaskRunner."""
+holds what it should, the CLI's exit codes; and an export + push through a real TaskRunner (of the
+tiny model's run: what is tested there is the task, not the weights)."""
 
 from __future__ import annotations
 
@@ -251,7 +252,7 @@ def _history_copy(trained_run, tmp_path: Path):
     return Settings(data_dir=data, allowed_paths=str(trained_run.settings.allowed_paths)), folder
 
 
-def test_export_and_push_through_a_real_task_runner(trained_run, tmp_path):
+def test_export_and_push_through_a_real_task_runner(tiny_trained_run, tmp_path):
     from trainer_core.export.start import start_export, start_push
     from trainer_core.models.hub import hub_reachable
     from trainer_core.runs.job import JobRunner
@@ -260,11 +261,11 @@ def test_export_and_push_through_a_real_task_runner(trained_run, tmp_path):
     from trainer_core.tasks.schemas import TaskPhase
     from trainer_core.tasks.store import TaskStore
 
-    settings, folder = _history_copy(trained_run, tmp_path)
+    settings, folder = _history_copy(tiny_trained_run, tmp_path)  # the tiny model's run: plumbing only
     tasks = TaskRunner(
         JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path), warm_modules=()), settings
     )
-    record = start_export(tasks, ExportRequest(model=trained_run.job_id, format="adapter"))
+    record = start_export(tasks, ExportRequest(model=tiny_trained_run.job_id, format="adapter"))
     assert tasks.wait(600)
     done = TaskStore(settings.db_path).get(record.task_id)
     assert done.phase == TaskPhase.completed, (done.error, done.message)
