@@ -86,9 +86,13 @@ class App:
             self.process.kill()
 
 
+RUN_FIELDS = {"max_seq_length": 256}  # of every run started here
+QUICK_RUN_FIELDS = {"max_seq_length": 64, "batch_size": 1}  # --quick: cheap steps (the figures are not the point)
+
+
 def _start(app: App, dataset: Path, max_steps: int) -> float:
     response = app.client.post(
-        "/api/train/start", json={"local_datasets": [str(dataset)], "max_steps": max_steps, "max_seq_length": 256}
+        "/api/train/start", json={"local_datasets": [str(dataset)], "max_steps": max_steps, **RUN_FIELDS}
     )
     response.raise_for_status()
     return time.perf_counter()
@@ -152,10 +156,14 @@ def _cancel_and_wait(app: App) -> float:
 
 def main(argv: Optional[list[str]] = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="cancel in the training phase only")
+    parser.add_argument(
+        "--quick", action="store_true", help="cancel in the training phase only; 1 row of up to 64 tokens a step"
+    )
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--port", type=int, default=7871)
     args = parser.parse_args(argv)
+    if args.quick:
+        RUN_FIELDS.update(QUICK_RUN_FIELDS)
     with tempfile.TemporaryDirectory() as data_dir:
         app = App(args.port, Path(data_dir), args.dataset.resolve())
         try:

@@ -178,11 +178,17 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     parser.add_argument("--method", default="dpo", help="our side's training_method (TRL's side is always DPO)")
     parser.add_argument("--dataset", default=str(DEFAULT_DATASET))
     parser.add_argument("--only", choices=["ours", "trl"], help="run one side only (e.g. a quality run)")
-    parser.add_argument("--quick", action="store_true", help="3 steps, one A B pair (the test's smoke run)")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 steps of pairs cut to 128 tokens, one A B pair (the test's smoke run)"
+    )
+    parser.add_argument(
+        "--max-seq-length", type=int, default=SETTINGS["max_seq_length"], help="tokens per row at most (default 256)"
+    )
     parser.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
-        args.steps, args.pairs = 3, 1
+        args.steps, args.pairs, args.max_seq_length = 2, 1, 128
+    SETTINGS["max_seq_length"] = args.max_seq_length
     from trainer_core.models.loading import materialize_default_model
     from trainer_core.settings import get_settings
 
@@ -207,6 +213,8 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
                     args.method,
                     "--dataset",
                     args.dataset,
+                    "--max-seq-length",
+                    str(args.max_seq_length),
                 ],
                 cwd=REPO,
                 capture_output=True,

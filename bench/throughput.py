@@ -46,6 +46,7 @@ SETTINGS = {
     "lora_dropout": 0.05,
     "random_seed": 42,
 }  # our schema's defaults
+QUICK_BATCH, QUICK_SEQ = 2, 256  # --quick: a smoke run of the script (half the work of a step)
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -276,6 +277,10 @@ def _spawn(side: str, dataset: str, steps: int) -> dict:
             str(steps),
             "--lora-dropout",
             str(SETTINGS["lora_dropout"]),
+            "--batch-size",
+            str(SETTINGS["batch_size"]),
+            "--max-seq-length",
+            str(SETTINGS["max_seq_length"]),
         ],
         cwd=REPO,
         env=env,
@@ -315,7 +320,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30, help="optimizer steps per run (default 30)")
     parser.add_argument("--pairs", type=int, default=2, help="A/B pairs, run alternated (default 2)")
-    parser.add_argument("--quick", action="store_true", help="3 steps, 1 pair: checks the script, not the figures")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="2 steps of 2 rows, 1 pair: checks the script, not the figures",
+    )
+    parser.add_argument("--batch-size", type=int, default=SETTINGS["batch_size"], help="rows per step (default 4)")
+    parser.add_argument(
+        "--max-seq-length", type=int, default=SETTINGS["max_seq_length"], help="tokens per row at most (default 256)"
+    )
     parser.add_argument("--dataset", default=str(DEFAULT_DATASET))
     parser.add_argument(
         "--lora-dropout",
@@ -326,11 +339,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     SETTINGS["lora_dropout"] = args.lora_dropout
+    if args.quick:
+        args.batch_size, args.max_seq_length = QUICK_BATCH, QUICK_SEQ
+    SETTINGS["batch_size"], SETTINGS["max_seq_length"] = args.batch_size, args.max_seq_length
     if args.child:
         report = run_child(args.child, args.dataset, args.steps)
         print(json.dumps(report))
         return report
-    steps, pairs = (3, 1) if args.quick else (args.steps, args.pairs)
+    steps, pairs = (2, 1) if args.quick else (args.steps, args.pairs)
     runs = []
     for _ in range(pairs):
         for side in ("ours", "trl"):

@@ -34,6 +34,7 @@ import psutil
 from bench.latency import DEFAULT_DATASET, REPO, App
 
 SETTINGS = {"max_seq_length": 256, "batch_size": 4}
+QUICK_SETTINGS = {"max_seq_length": 128, "batch_size": 2}  # --quick: the script checked, not the figures
 
 
 def per_step_s(metrics_jsonl: Path) -> float:
@@ -134,11 +135,15 @@ def main(argv: Optional[list[str]] = None) -> dict:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--tabs", type=int, default=20)
-    parser.add_argument("--quick", action="store_true", help="3 steps, 1 round, 3 tabs")
+    parser.add_argument(
+        "--quick", action="store_true", help="3 steps of 2 rows of up to 128 tokens, 1 round, 3 tabs (a smoke run)"
+    )
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--port", type=int, default=7872)
     args = parser.parse_args(argv)
     steps, rounds, tabs = (3, 1, 3) if args.quick else (args.steps, args.rounds, args.tabs)
+    if args.quick:
+        SETTINGS.update(QUICK_SETTINGS)
     dataset = args.dataset.resolve()
     times: dict[str, list[float]] = {"cli": [], "api_1_tab": [], f"api_{tabs}_tabs": []}
     fewest_updates = []

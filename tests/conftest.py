@@ -34,16 +34,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     quick lane, ``-m "not real_model and not browser"``, then cannot keep a test by oversight.
 
     And give each test its pytest-xdist group (``--dist loadgroup`` runs a group in one process):
-    the group of the costly session fixture it uses (``SHARED_GROUPS``), else its file, so module
-    fixtures (an app, a browser) are built once and tests that share one app never run at once."""
+    the group of the costly session fixture it uses (``SHARED_GROUPS``), else its file when it uses
+    a module- or class-scoped fixture (an app, a browser: built once, and tests that share one app
+    never run at once); any other test goes to whichever process is free."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         for marker, needs in LANE_FIXTURES.items():
             if needs & fixtures:
                 item.add_marker(marker)
-        if item.get_closest_marker("xdist_group") is None:
-            shared = [group for fixture, group in SHARED_GROUPS.items() if fixture in fixtures]
-            item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::")[0]))
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        shared = [group for fixture, group in SHARED_GROUPS.items() if fixture in fixtures]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(shared[0]))
+        elif _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether a fixture in the test's closure lives longer than the test but not the session."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    return any(str(d.scope) in ("module", "class", "package") for defs in definitions for d in defs)
 
 
 @pytest.fixture(scope="session")

@@ -96,6 +96,7 @@ def test_no_steps_or_rows_give_no_advice():
     assert training_budget_issues(request, 0, 10) == [] and training_budget_issues(request, 10, 0) == []
 
 
+@pytest.mark.timeout(1500)  # 69 real steps: 250-400 s here, more under load
 @pytest.mark.slow
 def test_defaults_teach_a_small_dataset(tmp_path):
     """The 91-row identity file (name "Nova") trained with every setting at its default: the

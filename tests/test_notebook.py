@@ -35,6 +35,7 @@ def test_notebook_is_valid_and_saved_without_outputs():
     assert code and all(not cell.outputs and cell.execution_count is None for cell in code)
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.slow
 def test_notebook_runs_in_ci_mode(tmp_path, monkeypatch, datasets_dir, model_dir):
     """Every cell runs; the run folder, the figure and the skip message are there. (``model_dir``: the

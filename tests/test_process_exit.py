@@ -12,6 +12,7 @@ import time
 
 import httpx
 import psutil
+import pytest
 
 from tests.conftest import REPO
 from tests.e2e.api_server import AppProcess
@@ -20,6 +21,7 @@ from tests.e2e.conftest import free_port, wait_for
 CLI_RUNS = 5
 
 
+@pytest.mark.timeout(900)  # five CLI runs in turn
 def test_cli_training_runs_end_without_leaked_semaphores(tiny_model_dir, datasets_dir, tmp_path):
     """Five 2-step CLI runs in a row (the warning came from a race at exit, seen in some runs only)."""
     env = dict(os.environ, PYTHONWARNINGS="default", STUDIO_DATA_DIR=str(tmp_path / "data"))

@@ -176,6 +176,7 @@ def test_stop_generation_cancels_a_long_answer(tiny_studio, tiny_trained_run):
 
 def test_a_too_long_prompt_is_refused_and_the_model_stays_loaded(tiny_studio, tiny_trained_run):
     runner, engine = tiny_studio
+    engine.load(tiny_trained_run.job_id)
     worker = engine._worker
     with pytest.raises(ChatInputError, match=r"context of 8192 tokens leaves room for 8144"):
         engine.complete(tiny_trained_run.job_id, _user("hello " * 9000), GREEDY)

@@ -225,9 +225,11 @@ def test_adapter_zip_holds_adapter_tokenizer_and_card(adapter_cli):
 
 def test_cli_error_exits_1_and_leaves_nothing(run_copy, tmp_path, monkeypatch, capsys):
     from trainer_core.cli import main
-    from trainer_core.export import weights
+    from trainer_core.export import gguf_export, merged, weights  # noqa: F401 - imported before the patch
     from trainer_core.models.loading import ModelLoadError
 
+    # merged / gguf_export bind load_causal_lm by name when first imported: imported under the patch,
+    # they would keep the broken stub for every later test in this process.
     def broken(*args, **kwargs):
         raise ModelLoadError("could not load the model from /nowhere")
 
