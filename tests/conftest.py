@@ -15,6 +15,18 @@ from trainer_core.settings import get_settings
 if TYPE_CHECKING:
     from trainer_core.settings import Settings
 
+
+def _share_the_cores() -> None:
+    """Under pytest-xdist, N test processes share the machine: each of them, and every process it
+    starts (training and chat workers, apps, CLI runs), gets ``cores // N`` torch threads
+    (``OMP_NUM_THREADS``, unless set). More threads than cores only spin: OpenMP's waiting threads
+    burn the cycles the other process needs."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+
+
+_share_the_cores()
 REPO = Path(__file__).resolve().parent.parent
 DATASETS = REPO.parent / "shared" / "datasets"
 # Fixtures shared by several test modules (the page's app and browser; the chat studio over a fake
@@ -42,6 +54,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for marker, needs in LANE_FIXTURES.items():
             if needs & fixtures:
                 item.add_marker(marker)
+    _longest_first(items)
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
         if item.get_closest_marker("xdist_group") is not None:
             continue
         shared = [group for fixture, group in SHARED_GROUPS.items() if fixture in fixtures]
@@ -49,6 +64,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(shared[0]))
         elif _shares_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Reorder ``items`` in place, files kept whole and in their order within each class: first the
+    files of tests that declare a longer limit than the default (``pytest.mark.timeout``; the
+    longest limit first), then files with a ``real_model`` test, then files with a ``browser`` or
+    ``slow`` test, then the rest; so that pytest-xdist hands out the long work first and no
+    process is left running one long test at the end."""
+
+    def weight(item: pytest.Item) -> float:
+        limit = item.get_closest_marker("timeout")
+        if limit is not None and limit.args and limit.args[0] > 300:
+            return -float(limit.args[0])
+        if item.get_closest_marker("real_model"):
+            return 0
+        return 1 if item.get_closest_marker("browser") or item.get_closest_marker("slow") else 2
+
+    files: dict[str, float] = {}
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        files[path] = min(files.get(path, 2), weight(item))
+    first_seen = {path: index for index, path in enumerate(files)}
+    items.sort(key=lambda item: (files[item.nodeid.split("::")[0]], first_seen[item.nodeid.split("::")[0]]))
 
 
 def _shares_a_module_fixture(item: pytest.Item) -> bool:

@@ -98,7 +98,7 @@ def test_no_steps_or_rows_give_no_advice():
 
 @pytest.mark.timeout(1500)  # 69 real steps: 250-400 s here, more under load
 @pytest.mark.slow
-def test_defaults_teach_a_small_dataset(tmp_path):
+def test_defaults_teach_a_small_dataset(tmp_path, model_dir):  # model_dir: the default model, built
     """The 91-row identity file (name "Nova") trained with every setting at its default: the
     held-out "who are you" answers name Nova and its author and the reference answer's loss falls.
     Measured (bench/defaults.py, docs/bench-results/defaults.json): base model 0 of 4, loss 3.17

@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.conftest import screenshot
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]  # Chromium launched here, not by the fixture
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = [
     "--no-sandbox",
@@ -24,7 +24,8 @@ ARGS = [
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
-def test_train_from_the_page_and_find_the_run(app_server, datasets_dir, tmp_path):
+def test_train_from_the_page_and_find_the_run(app_server, datasets_dir, model_dir, tmp_path):
+    """The form's default model: the real SmolLM2 (``model_dir``)."""
     playwright = pytest.importorskip("playwright.sync_api")
     runner, url = app_server
     runner.wait(60)
@@ -117,7 +118,9 @@ def test_export_and_evaluate_a_run_from_the_runs_tab(app_server, datasets_dir, t
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
-def test_conversations_that_open_with_the_assistant_train_every_assistant_turn(app_server, studio_settings, tmp_path):
+def test_conversations_that_open_with_the_assistant_train_every_assistant_turn(
+    app_server, studio_settings, model_dir, tmp_path
+):
     """Issue 11 item 7, through the page with the real model: rows whose first turn is the
     assistant's (some with no other assistant turn) are previewed turn by turn and trained, none
     dropped, and the leading turns' tokens count as trained."""

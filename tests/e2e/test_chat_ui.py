@@ -52,8 +52,9 @@ def _direct_generate(output_dir: Path, model_dir: Path, prompt: str, max_new_tok
 
 
 @pytest.fixture(scope="module")
-def tuned_run(app_server, datasets_dir):
-    """A LoRA run of 4 steps on identity.json trained through the page (checkpoints at 2 and 4)."""
+def tuned_run(app_server, datasets_dir, model_dir):
+    """A LoRA run of the real model (the form's default) of 4 steps on identity.json trained through
+    the page (checkpoints at 2 and 4)."""
     from gradio_client import Client
 
     runner, url = app_server

@@ -10,13 +10,13 @@ import pytest
 
 from tests.e2e.conftest import screenshot
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]  # Chromium launched here, not by the fixture
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
-def test_dpo_from_the_page_with_its_rewards_chart(app_server, datasets_dir, tmp_path):
+def test_dpo_from_the_page_with_its_rewards_chart(app_server, datasets_dir, model_dir, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api")
     runner, url = app_server
     runner.wait(60)

@@ -138,6 +138,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 def test_the_chat_page_in_a_browser(chat_studio):
     """Headless Chromium: the label, a streamed answer, a second turn that carries the first, Stop."""

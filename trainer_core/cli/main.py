@@ -9,6 +9,8 @@ built from the engine's pydantic models (``TrainingStartRequest``, ``GenerationS
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Optional
 
 from trainer_core.cli import chat, check, evaluate, export, train
@@ -16,9 +18,15 @@ from trainer_core.cli import chat, check, evaluate, export, train
 COMMANDS = {"train": train.run, "check": check.run, "chat": chat.run, "evaluate": evaluate.run, "export": export.run}
 
 
+def program_name() -> str:
+    """How the user started us: ``python -m trainer_core``, or the installed ``finetune-studio-cli``."""
+    started_as = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return "python -m trainer_core" if started_as in ("", "__main__.py", "-c") else started_as
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every sub-command (``train`` and ``check`` share the request's flags)."""
-    parser = argparse.ArgumentParser(prog="python -m trainer_core", description="Finetune Studio, headless")
+    parser = argparse.ArgumentParser(prog=program_name(), description="Finetune Studio, headless")
     sub = parser.add_subparsers(dest="command", required=True)
     train_parser = train.add_parser(sub)
     check.add_parser(sub, train_parser)  # the same flags as train, plus --json
