@@ -52,7 +52,7 @@ def test_latency_bench_quick(capsys, model_dir):
 
     report = latency.main(["--quick", "--port", "7881"])
     assert 0 < report["page_served_s"] and report["idle_rss_mib"] > 50
-    for kind in ("cold", "warm"):
+    for kind in ("cold", "warm", "again"):
         phases = report[f"phase_began_{kind}_s"]
         assert phases["loading_model"] <= phases["training"] <= report[f"first_step_{kind}_s"]
     assert report["standby_ready_s"] > 0 and report["rss_with_standby_mib"] > report["idle_rss_mib"]

@@ -14,6 +14,8 @@ from typing import Optional
 import httpx
 import psutil
 
+from trainer_core.process.context import worker_processes
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -46,14 +48,8 @@ class AppProcess:
         raise TimeoutError(f"app did not start in {timeout_s} s")
 
     def workers(self) -> list[psutil.Process]:
-        """The training worker processes this app spawned."""
-        if self.process is None:
-            return []
-        try:
-            children = psutil.Process(self.process.pid).children()
-        except psutil.NoSuchProcess:
-            return []
-        return [c for c in children if "spawn_main" in " ".join(c.cmdline())]
+        """The worker processes this app started (``process.context.worker_processes``)."""
+        return [] if self.process is None else worker_processes(self.process.pid)
 
     def kill(self) -> None:
         """SIGKILL the app (no clean-up runs), as a crash or an OOM kill would."""

@@ -5,20 +5,52 @@ multiprocessing semaphores are unlinked) when it is told to stop."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import threading
 import time
-from typing import Any
+from typing import Any, Optional
+
+_app_pid: Optional[int] = None  # set in a worker by ``remember_app``
+
+
+def remember_app(pid: int) -> None:
+    """In a worker process: the pid of the app that asked for it. A forked worker's parent is the
+    forkserver (``process.context``), which lives on while any of its workers does, so the app is
+    watched itself, not only the parent."""
+    global _app_pid
+    _app_pid = pid
+
+
+def _app_exit_fd(pid: Optional[int]) -> Optional[int]:
+    """A pidfd that becomes readable when process ``pid`` ends (Linux 5.3+), or None when there is
+    nothing to watch this way. Raises ProcessLookupError when ``pid`` has already ended."""
+    if pid is None or pid == os.getppid() or not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except OSError as error:
+        if isinstance(error, ProcessLookupError):
+            raise
+        return None  # pidfds not allowed here: the parent check alone
 
 
 def exit_with_parent() -> None:
-    """End this process within ~1 s of the app that spawned it dying (even by SIGKILL), so no
-    orphan keeps training and holding memory."""
+    """End this process within ~1 s of the app that started it dying (even by SIGKILL), so no
+    orphan keeps training and holding memory: when the parent changes (a spawned worker's parent is
+    the app) or, for a forked worker, when the app remembered by ``remember_app`` ends."""
     parent = os.getppid()
+    try:
+        app_ended = _app_exit_fd(_app_pid)
+    except ProcessLookupError:
+        os._exit(3)
 
     def watch() -> None:
         while os.getppid() == parent:
-            time.sleep(1.0)
+            if app_ended is None:
+                time.sleep(1.0)
+            elif select.select([app_ended], [], [], 1.0)[0]:
+                break
         os._exit(3)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()

@@ -10,13 +10,13 @@ so an app nobody is looking at holds only its own memory.
 from __future__ import annotations
 
 import importlib
-import multiprocessing as mp
 import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from trainer_core.process.context import worker_context
 from trainer_core.process.parent import exit_with_parent
 from trainer_core.process.supervisor import WorkerProcess
 
@@ -78,7 +78,7 @@ class Standby:
 
 def spawn_standby(target: Callable[..., None], idle_s: float, modules: tuple[str, ...] = TRAINING_STACK) -> Standby:
     """Start a standby worker that will run ``target`` (the runner's worker function)."""
-    ready = mp.get_context("spawn").Event()
+    ready = worker_context().Event()
     worker = WorkerProcess.create(standby_main, (target, modules, idle_s, ready), name="worker-standby", commands=True)
     worker.start()
     return Standby(worker, ready, idle_s)

@@ -1,4 +1,4 @@
-"""One spawned worker process and the pipes to it, shared by training and inference.
+"""One worker process and the pipes to it, shared by training and inference.
 
 A worker gets an event queue out (``(kind, payload)`` tuples), a stop ``Event`` in and, for a
 long-lived worker, a command queue in; its target is called as ``target(*args, [commands,] events,
@@ -18,8 +18,8 @@ exit live workers are asked to end and given EXIT_GRACE_S seconds before multipr
 from __future__ import annotations
 
 import atexit
-import multiprocessing as mp
 import multiprocessing.util  # noqa: F401 - registers its exit handler first, so ours runs before it
+import os
 import queue
 import threading
 import time
@@ -27,8 +27,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Optional
 
+from trainer_core.process.context import worker_context
 from trainer_core.process.exit_reason import KillEvidence
-from trainer_core.process.parent import ignore_interrupts
+from trainer_core.process.parent import ignore_interrupts, remember_app
 
 Event = tuple  # (kind: str, payload: dict)
 DRAIN_S = 0.5  # how long to wait for each event a dead worker may still have in the pipe
@@ -37,12 +38,17 @@ EXIT_GRACE_S = 5.0  # at interpreter exit, how long live workers get (in all) to
 _started: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
 
 
-def run_target(target: Callable[..., None], *args: Any) -> None:
-    """Worker process entry point: leave Ctrl-C to the app (``parent.ignore_interrupts``), make tqdm
-    use a thread lock (no multiprocessing semaphore to leak if this process is killed; its bars are
-    in this process only), then ``target(*args)``."""
+def run_target(environment: dict[str, str], app_pid: int, target: Callable[..., None], *args: Any) -> None:
+    """Worker process entry point: take the app's ``environment`` (a forked worker has its
+    forkserver's, see ``process.context``), remember the app's pid (``parent.remember_app``), leave Ctrl-C to the app (``parent.ignore_interrupts``),
+    make tqdm use a thread lock (no multiprocessing semaphore to leak if this process is killed; its
+    bars are in this process only), then ``target(*args)``."""
     from tqdm import tqdm
 
+    if os.environ != environment:
+        os.environ.clear()
+        os.environ.update(environment)
+    remember_app(app_pid)
     ignore_interrupts()
     tqdm.set_lock(threading.RLock())
     target(*args)
@@ -76,7 +82,7 @@ class WorkerExited(RuntimeError):
 
 
 class WorkerProcess:
-    """A worker process (spawn context) with its queues. Create it with ``create`` (then ``start``)
+    """A worker process (``process.context``: forked from a preloaded server, or spawned) with its queues. Create it with ``create`` (then ``start``)
     or wrap an already running process (a standby worker) with the constructor."""
 
     def __init__(
@@ -104,11 +110,13 @@ class WorkerProcess:
         oom_hint: Optional[str] = None,
     ) -> WorkerProcess:
         """A daemon process (not started) that will run ``target(*args, [commands,] events, stop)``."""
-        ctx = mp.get_context("spawn")
+        ctx = worker_context()
         events, stop = ctx.Queue(), ctx.Event()
         command_queue = ctx.Queue() if commands else None
         pipes = (command_queue, events, stop) if commands else (events, stop)
-        process = ctx.Process(target=run_target, args=(target, *args, *pipes), name=name, daemon=True)
+        process = ctx.Process(
+            target=run_target, args=(dict(os.environ), os.getpid(), target, *args, *pipes), name=name, daemon=True
+        )
         return cls(process, events, stop, command_queue, label, oom_hint)
 
     # ----- life -----

@@ -1,0 +1,85 @@
+"""How worker processes start: forked from a server process that has already imported the training
+stack (multiprocessing's ``forkserver`` with preloaded modules) on a Linux machine without a GPU,
+else ``spawn``.
+
+Importing torch, transformers, peft (with bitsandbytes), trl and datasets costs about 8 s of CPU in
+every fresh interpreter on this machine (``python -X importtime``). A spawned worker pays it for
+every training run, chat model and export; the forkserver pays it once, at its first worker, and
+each later worker is a fork of it that starts in well under a second (bench/latency.py measures
+both). The forkserver is a fresh interpreter (not a fork of the app) and ends when the app does.
+
+On a GPU machine the imports may initialise the driver (bitsandbytes asks for the device), and a
+forked child cannot use CUDA after its parent did, so workers are spawned there: a GPU is seen as
+``/dev/nvidia*`` (CUDA), ``/dev/kfd`` (ROCm) or ``/dev/dxg`` (WSL), without importing torch in the
+app. ``STUDIO_WORKER_START=spawn`` or ``forkserver`` overrides the choice.
+
+A forked worker inherits the forkserver's environment, not the app's at the time of the fork, so
+``supervisor.run_target`` sets the app's environment (passed with the job) before the target runs.
+"""
+
+from __future__ import annotations
+
+import glob
+import multiprocessing as mp
+import os
+import sys
+from multiprocessing.context import BaseContext
+from typing import Any
+
+START_ENV = "STUDIO_WORKER_START"
+PRELOAD = (
+    "trainer_core.training.trainer",
+    "trainer_core.data.prepare",
+    "trainer_core.models.loading",
+    "trainer_core.serving.worker",
+)  # torch, transformers, peft, trl, datasets; what training, chat and export workers import first
+GPU_DEVICES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dxg")
+
+
+def has_gpu_device() -> bool:
+    """True when the kernel shows a CUDA, ROCm or WSL GPU device node (no torch import)."""
+    return any(glob.glob(pattern) for pattern in GPU_DEVICES)
+
+
+def start_method() -> str:
+    """``forkserver`` on Linux without a GPU device, else ``spawn``; ``STUDIO_WORKER_START`` overrides.
+
+    Raises ValueError when ``STUDIO_WORKER_START`` names another method."""
+    chosen = os.environ.get(START_ENV, "").strip()
+    if chosen:
+        if chosen not in ("spawn", "forkserver"):
+            raise ValueError(f"{START_ENV} must be spawn or forkserver, not {chosen!r}")
+        return chosen
+    return "forkserver" if sys.platform.startswith("linux") and not has_gpu_device() else "spawn"
+
+
+def worker_context() -> BaseContext:
+    """The multiprocessing context every worker (and its queues and events) is made from."""
+    method = start_method()
+    context = mp.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload(list(PRELOAD))
+    return context
+
+
+def worker_processes(app_pid: int) -> list[Any]:
+    """The live worker processes (``psutil.Process``) that the app with pid ``app_pid`` started:
+    its spawned children, or the forks of its forkserver; not the forkserver itself, its resource
+    tracker or a tool it ran. Processes that end while being looked at are left out; an app that
+    has ended has none. For benchmarks and tests that watch workers come and go."""
+    import psutil
+
+    try:
+        descendants = psutil.Process(app_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    workers = []
+    for child in descendants:
+        try:
+            command, parent, status = " ".join(child.cmdline()), child.ppid(), child.status()
+        except psutil.Error:  # gone while being looked at
+            continue
+        forked = "multiprocessing.forkserver" in command and parent != app_pid
+        if ("spawn_main" in command or forked) and status != psutil.STATUS_ZOMBIE:
+            workers.append(child)
+    return workers
