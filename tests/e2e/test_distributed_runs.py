@@ -64,14 +64,16 @@ def test_two_processes_from_the_page_reach_the_loss_of_one(client, app_server, d
     assert not [p for p in run_dir.iterdir() if p.name.startswith(".partial")]
 
 
-@pytest.fixture
-def app_proc(tmp_path, datasets_dir, tiny_model_dir):
+@pytest.fixture(scope="module")
+def app_proc(tmp_path_factory, datasets_dir, tiny_model_dir):
+    """One app for the HTTP tests below (each waits for its run to end before the next starts)."""
+    folder = tmp_path_factory.mktemp("distributed-app")
     env = {
-        "STUDIO_DATA_DIR": str(tmp_path / "data"),
+        "STUDIO_DATA_DIR": str(folder / "data"),
         "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
         "STUDIO_API_TOKEN": TOKEN,
     }
-    proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
+    proc = AppProcess(free_port(), env, folder / "app.log").start()
     yield proc
     proc.stop()
 
@@ -156,6 +158,8 @@ def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datase
     assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error"
     assert f"rank 1 (of 2, pid {rank1}) was killed (signal 9)" in ended["error"], ended["error"]
     assert not psutil.pid_exists(status["details"]["rank_pids"][0])  # rank 0 was ended too
-    again = api.post("/api/train/start", json=_body(datasets_dir, tiny_model_dir, max_steps=1))  # the app goes on
+    again = api.post(  # the app goes on
+        "/api/train/start", json=_body(datasets_dir, tiny_model_dir, max_steps=1, num_processes=1)
+    )
     assert again.status_code == 200 and again.json()["status"] == "queued", again.text
     assert _ended(api)["phase"] == "completed"
