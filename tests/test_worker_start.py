@@ -57,3 +57,43 @@ def test_a_forked_worker_has_the_stack_imported_and_the_apps_environment_of_now(
     assert (first["probe"], second["probe"]) == ("first", "second")
     assert first["preloaded"] and second["preloaded"]  # forked from the server that imported the stack
     assert context.worker_processes(os.getpid()) == []  # both ended; the forkserver itself is not a worker
+
+
+FIRST_FORK = """
+import time
+from trainer_core.process import context
+from trainer_core.process.supervisor import WorkerProcess
+from tests.test_worker_start import report_environment
+
+began = time.monotonic()
+print("at-once", context.wait_until_ready(timeout_s=0.1), round(time.monotonic() - began, 2))
+print("ready", context.wait_until_ready())
+began = time.monotonic()
+worker = WorkerProcess.create(report_environment, name="probe")
+worker.start()
+kind, payload = worker.next_event(60)
+print("first-event-s", round(time.monotonic() - began, 2), payload["preloaded"])
+worker.join(10)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forkserver is used on Linux only")
+def test_waiting_for_the_first_fork_can_give_up_and_a_worker_then_starts_at_once():
+    """In a fresh interpreter: the forkserver is still importing, so a 0.1 s wait gives up in about
+    0.1 s (the job runner looks for a Cancel between waits); once ready, a worker's first event
+    comes within 2 s."""
+    import subprocess
+
+    from tests.conftest import REPO
+
+    env = {k: v for k, v in os.environ.items() if k != context.START_ENV}
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_FORK], cwd=REPO, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()}
+    if context.has_gpu_device():
+        return  # spawn: nothing to wait for
+    assert lines["at-once"][0] == "False" and float(lines["at-once"][1]) < 1.0
+    assert lines["ready"] == ["True"]
+    assert float(lines["first-event-s"][0]) < 2.0 and lines["first-event-s"][1] == "True"

@@ -13,6 +13,10 @@ forked child cannot use CUDA after its parent did, so workers are spawned there:
 ``/dev/nvidia*`` (CUDA), ``/dev/kfd`` (ROCm) or ``/dev/dxg`` (WSL), without importing torch in the
 app. ``STUDIO_WORKER_START=spawn`` or ``forkserver`` overrides the choice.
 
+The first worker waits until the forkserver has imported the stack (multiprocessing blocks in
+``Process.start`` until then): callers that hold a lock others wait on (the job runner's status
+lock) call ``wait_until_ready`` first, or ``warm_in_background`` (the page load's prewarm).
+
 A forked worker inherits the forkserver's environment, not the app's at the time of the fork, so
 ``supervisor.run_target`` sets the app's environment (passed with the job) before the target runs.
 """
@@ -23,8 +27,10 @@ import glob
 import multiprocessing as mp
 import os
 import sys
+import threading
+from collections.abc import Callable
 from multiprocessing.context import BaseContext
-from typing import Any
+from typing import Any, Optional
 
 START_ENV = "STUDIO_WORKER_START"
 PRELOAD = (
@@ -34,6 +40,9 @@ PRELOAD = (
     "trainer_core.serving.worker",
 )  # torch, transformers, peft, trl, datasets; what training, chat and export workers import first
 GPU_DEVICES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dxg")
+_ready = threading.Event()  # a worker has been forked: the forkserver has imported the stack
+_warming = threading.Lock()  # guards _warmer
+_warmer: Optional[threading.Thread] = None
 
 
 def has_gpu_device() -> bool:
@@ -60,6 +69,54 @@ def worker_context() -> BaseContext:
     if method == "forkserver":
         context.set_forkserver_preload(list(PRELOAD))
     return context
+
+
+def _started() -> None:
+    """Target of the probe process ``wait_until_ready`` forks: it only has to start."""
+
+
+def ready_now() -> bool:
+    """True when a worker starts at once: spawn, or a forkserver that has imported the stack."""
+    return _ready.is_set() or start_method() != "forkserver"
+
+
+def _warm() -> None:
+    try:
+        probe = worker_context().Process(target=_started, name="forkserver-probe", daemon=True)
+        probe.start()
+        probe.join()
+    finally:  # a forkserver that cannot start: the worker's own start raises the real error
+        _ready.set()
+
+
+def wait_until_ready(timeout_s: Optional[float] = None) -> bool:
+    """Wait up to ``timeout_s`` seconds (None: as long as it takes) until a worker can start at
+    once; True when it can. The first time on a forkserver machine that is when the forkserver has
+    imported the stack (about 8 s here), found by forking a probe that exits at once, in a thread
+    of its own, so the caller can give up and look again (a Cancel meanwhile). Thread-safe; call
+    it outside any lock that others wait on."""
+    global _warmer
+    if ready_now():
+        return True
+    with _warming:
+        if _warmer is None:
+            _warmer = threading.Thread(target=_warm, name="forkserver-warm", daemon=True)
+            _warmer.start()
+    return _ready.wait(timeout_s)
+
+
+def warm_in_background(then: Callable[[], Any]) -> bool:
+    """True when a worker can start at once; else False, after starting a thread that waits until
+    it can (``wait_until_ready``) and then calls ``then`` (e.g. make the standby)."""
+    if ready_now():
+        return True
+
+    def warm_then() -> None:
+        wait_until_ready()
+        then()
+
+    threading.Thread(target=warm_then, name="forkserver-then", daemon=True).start()
+    return False
 
 
 def worker_processes(app_pid: int) -> list[Any]:

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from trainer_core.distributed.group import RankGroup
 from trainer_core.distributed.launch import uses_launcher
+from trainer_core.process.context import wait_until_ready, warm_in_background
 from trainer_core.process.standby import TRAINING_STACK, Standby, launch_worker, spawn_standby, usable_or_none
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.clock import RunClock
@@ -138,7 +139,11 @@ class JobRunner:
 
     def prewarm(self) -> bool:
         """Have a standby worker import the training stack now, so the next Start skips that
-        (see ``standby``). Nothing happens while a job runs. Returns whether a standby is ready."""
+        (see ``standby``). Nothing happens while a job runs. Returns whether a standby is ready.
+        The first time on a forkserver machine (``process.context``) the forkserver imports the
+        stack in the background first, and the standby follows it."""
+        if not warm_in_background(self.prewarm):
+            return False
         stale = None
         with self._state:
             if self._status.is_training_running:
@@ -240,6 +245,10 @@ class JobRunner:
         worker: Optional[WorkerProcess | RankGroup] = None
         final: Final = (Phase.error, "The job ended without a result.", "no final event")
         try:
+            while not wait_until_ready(timeout_s=0.1):  # the first fork waits for the stack's imports
+                with self._state:
+                    if self._cancelled:  # ended below, without a worker
+                        break
             with self._state:
                 standby, self._standby = self._standby, None
             standby = usable_or_none(standby)  # closing an unusable one may wait: outside the lock
