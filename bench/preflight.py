@@ -142,7 +142,9 @@ def _data_facts(request: Any) -> dict:
 
 
 def _spawn_run(request: Any, data_dir: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false"}
+    # spawned, so the worker is the run's own child and RUSAGE_CHILDREN holds its peak RSS (a
+    # forked worker is the forkserver's child: process.context)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false", "STUDIO_WORKER_START": "spawn"}
     done = subprocess.run(
         [sys.executable, "-m", "bench.preflight", "--child", request.model_dump_json(), "--data-dir", str(data_dir)],
         cwd=REPO,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
+import psutil
 import pytest
 
 from trainer_core.process import context
@@ -56,7 +57,10 @@ def test_a_forked_worker_has_the_stack_imported_and_the_apps_environment_of_now(
     second = _seen()
     assert (first["probe"], second["probe"]) == ("first", "second")
     assert first["preloaded"] and second["preloaded"]  # forked from the server that imported the stack
-    assert context.worker_processes(os.getpid()) == []  # both ended; the forkserver itself is not a worker
+    listed = {p.pid for p in context.worker_processes(os.getpid())}  # this process's other workers may live
+    assert first["pid"] not in listed and second["pid"] not in listed  # both ended
+    forkserver = [p for p in psutil.Process().children() if "multiprocessing.forkserver" in " ".join(p.cmdline())]
+    assert forkserver and not {p.pid for p in forkserver} & listed  # the forkserver itself is not a worker
 
 
 FIRST_FORK = """
