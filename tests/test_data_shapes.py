@@ -591,11 +591,21 @@ def test_cli_missing_file_exits_cleanly(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_cli_bad_file_exits_cleanly(tmp_path: Path) -> None:
+def test_cli_bad_file_exits_cleanly(tmp_path: Path, tiny_model_dir: Path) -> None:
+    """A file that breaks off mid-row: exit 1, the file and line named, no traceback or leak."""
     bad = tmp_path / "bad.json"
-    bad.write_text('[{"instruction": "a", "output": "b"}, {"instruction": "c"', encoding="utf-8")
-    done = cli("--dataset", str(bad), "--max-steps", "1", "--output-dir", str(tmp_path / "out"))
-    assert done.returncode != 0 and "bad.json: invalid JSON at line 1" in done.stderr
+    bad.write_text('[{"instruction": "a", "output": "b"},\n {"instruction": "c"', encoding="utf-8")
+    done = cli(
+        "--dataset",
+        str(bad),
+        "--max-steps",
+        "1",
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--model-name",
+        str(tiny_model_dir),
+    )
+    assert done.returncode == 1 and "bad.json: invalid JSON at line 2" in done.stderr, done.stderr[-2000:]
     assert "leaked semaphore" not in done.stderr and "Traceback" not in done.stderr
 
 

@@ -18,12 +18,14 @@ from tests.conftest import REPO
 from tests.e2e.api_server import AppProcess
 from tests.e2e.conftest import free_port, wait_for
 
-CLI_RUNS = 5
+CLI_RUNS = 2
 
 
-@pytest.mark.timeout(900)  # five CLI runs in turn
+@pytest.mark.timeout(600)  # CLI runs in turn
 def test_cli_training_runs_end_without_leaked_semaphores(tiny_model_dir, datasets_dir, tmp_path):
-    """Five 2-step CLI runs in a row (the warning came from a race at exit, seen in some runs only)."""
+    """2-step CLI runs in a row (the warning came from a race at exit, seen in some runs only; its cause,
+    the progress bar's multiprocessing lock in the worker, is gone; the CLI runs of test_data_shapes check for the
+    warning too)."""
     env = dict(os.environ, PYTHONWARNINGS="default", STUDIO_DATA_DIR=str(tmp_path / "data"))
     for attempt in range(CLI_RUNS):
         done = subprocess.run(

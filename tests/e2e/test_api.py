@@ -22,16 +22,32 @@ SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=32, lr_schedule
 STEPS = 40  # the tiny model: about 3 s of training, long enough to be seen running
 
 
-@pytest.fixture
-def app_proc(tmp_path, datasets_dir, tiny_model_dir):
+def _app(folder: Path, datasets_dir: Path, tiny_model_dir: Path) -> AppProcess:
+    """The app with its data in ``folder / "data"`` and its log in ``folder / "app.log"``."""
     env = {
-        "STUDIO_DATA_DIR": str(tmp_path / "data"),
+        "STUDIO_DATA_DIR": str(folder / "data"),
         "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
         "STUDIO_API_TOKEN": TOKEN,
         "STUDIO_SSE_HEARTBEAT_S": "2",
     }
-    proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
-    proc.model = str(tiny_model_dir)
+    proc = AppProcess(free_port(), env, folder / "app.log").start()
+    proc.model, proc.folder = str(tiny_model_dir), folder
+    return proc
+
+
+@pytest.fixture(scope="module")
+def app_proc(tmp_path_factory, datasets_dir, tiny_model_dir):
+    """One app for the tests that leave it running (each waits for its run's end); the last of
+    them stops it and looks for the secrets in everything it wrote."""
+    proc = _app(tmp_path_factory.mktemp("api-app"), datasets_dir, tiny_model_dir)
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def own_app(tmp_path, datasets_dir, tiny_model_dir):
+    """An app of the test's own, for a test that kills and restarts it."""
+    proc = _app(tmp_path, datasets_dir, tiny_model_dir)
     yield proc
     proc.stop()
 
@@ -56,7 +72,7 @@ def _wait_step(api: httpx.Client, step: int, timeout_s: float = 240) -> dict:
     return api.get("/api/train/status").json()
 
 
-def test_start_status_metrics_stop_reset_and_history(app_proc, datasets_dir, tmp_path):
+def test_start_status_metrics_stop_reset_and_history(app_proc, datasets_dir):
     api = _client(app_proc)
     started = api.post(
         "/api/train/start", json=_tiny(app_proc, datasets_dir, max_steps=STEPS, hf_token=HF_TOKEN)
@@ -87,12 +103,6 @@ def test_start_status_metrics_stop_reset_and_history(app_proc, datasets_dir, tmp
     assert api.get("/api/train/runs/job_nope").status_code == 404
     reset = api.post("/api/train/reset")
     assert reset.status_code == 200 and api.get("/api/train/status").json()["phase"] == "idle"
-    # The secret is nowhere on disk: database (and its WAL), logs, run folder, app log.
-    app_proc.stop()
-    for path in (tmp_path / "data").rglob("*"):
-        if path.is_file() and path.suffix not in (".safetensors", ".bin"):
-            assert HF_TOKEN.encode() not in path.read_bytes(), path
-    assert HF_TOKEN not in (tmp_path / "app.log").read_text() and TOKEN not in (tmp_path / "app.log").read_text()
 
 
 def test_sse_ids_rise_heartbeat_when_paused_and_replay_after_reconnect(app_proc, datasets_dir):
@@ -132,7 +142,8 @@ def test_sse_ids_rise_heartbeat_when_paused_and_replay_after_reconnect(app_proc,
     assert closed[-1]["event"] == "complete" and closed[-1]["id"] == str(STEPS)
 
 
-def test_crash_restart_marks_interrupted_and_resume_continues(app_proc, datasets_dir):
+def test_crash_restart_marks_interrupted_and_resume_continues(own_app, datasets_dir):
+    app_proc = own_app
     api = _client(app_proc)
     job = api.post("/api/train/start", json=_tiny(app_proc, datasets_dir, max_steps=STEPS, save_steps=2)).json()[
         "job_id"
@@ -173,7 +184,7 @@ def test_crash_restart_marks_interrupted_and_resume_continues(app_proc, datasets
     assert again.status_code == 400 and "completed" in again.text
 
 
-def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir, tmp_path):
+def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir):
     plain = httpx.Client(base_url=app_proc.url, timeout=30)
     assert plain.get("/api/train/status").status_code == 401
     assert plain.get("/api/train/status", headers={"Authorization": "Bearer wrong"}).status_code == 401
@@ -182,7 +193,7 @@ def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir, tmp_path):
         "/api/train/start", json=_body(datasets_dir) | {"local_datasets": [str(datasets_dir / ".." / "STYLE.md")]}
     )
     assert outside.status_code == 400 and "outside the allowed folders" in outside.text
-    data_dir = tmp_path / "data"
+    data_dir = app_proc.folder / "data"
     data_dir.mkdir(exist_ok=True)
     escape = data_dir / "escape.json"
     os.symlink("/etc/hostname", escape)
@@ -203,6 +214,19 @@ def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir, tmp_path):
     for route in ("start", "stop", "reset", "status", "metrics", "progress", "hardware", "runs", "runs/{job_id}"):
         assert f"/api/train/{route}" in spec["paths"]
     assert "TrainingStartRequest" in spec["components"]["schemas"]
+
+
+def test_the_secrets_are_nowhere_the_app_wrote(app_proc):
+    """After the runs above (the first sent ``hf_token``), with the app stopped so every buffer is
+    written: not in the database (and its WAL), logs, run folders or the app's own log."""
+    app_proc.stop()
+    written = [p for p in (app_proc.folder / "data").rglob("*") if p.is_file()]
+    assert any(p.name == "metrics.jsonl" for p in written)  # the runs above wrote here
+    for path in written:
+        if path.suffix not in (".safetensors", ".bin"):
+            assert HF_TOKEN.encode() not in path.read_bytes(), path
+    log = (app_proc.folder / "app.log").read_text()
+    assert HF_TOKEN not in log and TOKEN not in log
 
 
 def test_ui_login_required_when_set(tmp_path, datasets_dir):

@@ -46,14 +46,6 @@ def test_cli_trains_identity(tmp_path, datasets_dir, model_dir):
     assert json.loads((out / "request.json").read_text())["learning_rate"] == 0.0005
 
 
-def test_cli_reports_a_bad_dataset_and_exits_non_zero(tmp_path):
-    bad = tmp_path / "bad.json"
-    bad.write_text('[{"instruction": "hi", "output": "hello"},\n {"instruction": "x" "output": "y"}]')
-    result = _cli("--dataset", str(bad), "--max-steps", "1", "--output-dir", str(tmp_path / "out"))
-    assert result.returncode == 1
-    assert "bad.json" in result.stderr and "line 2" in result.stderr
-
-
 def test_cli_rejects_bad_settings_before_starting(tmp_path, datasets_dir):
     result = _cli("--dataset", str(datasets_dir / "identity.json"), "--learning-rate", "3")
     assert result.returncode == 2 and "learning_rate" in result.stderr

@@ -110,7 +110,7 @@ def _ended(api: httpx.Client) -> dict:
 
 def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    job = _start(api, _body(datasets_dir, tiny_model_dir, max_steps=60))
+    job = _start(api, _body(datasets_dir, tiny_model_dir, max_steps=24))
     _training(api, 3)
     assert api.post("/api/train/stop", json={"save": True}).status_code == 200
     stopped = _ended(api)
@@ -123,11 +123,11 @@ def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datas
     assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()  # both processes' parts
     assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
 
-    assert _start(api, _body(datasets_dir, tiny_model_dir, max_steps=60, resume_from_checkpoint=str(saved))) == job
+    assert _start(api, _body(datasets_dir, tiny_model_dir, max_steps=24, resume_from_checkpoint=str(saved))) == job
     resumed = _ended(api)
     assert resumed["phase"] == "completed", resumed["error"]
     steps, _ = _last5(run_dir)
-    assert steps == list(range(1, 61)) and resumed["metric_history"]["steps"] == list(range(1, 61))
+    assert steps == list(range(1, 25)) and resumed["metric_history"]["steps"] == list(range(1, 25))
 
 
 def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir, tiny_model_dir):
