@@ -93,16 +93,24 @@ def test_begin_records_request_configs_data_versions_and_hardware(tmp_path, data
     out = tmp_path / "run"
     out.mkdir()
     args = build_sft_config(request, out, "cpu", has_eval=False)
-    begin_manifest(out, request, "job_1", args, build_lora_config(request))
+    from transformers import AutoModelForCausalLM
+
+    from tests.families import family_config
+
+    model = AutoModelForCausalLM.from_config(family_config("phi3"))  # fused projections
+    structure = {"attention": "sdpa_varlen", "padding_free": True, "adapted": {"modules": ["self_attn.qkv_proj"]}}
+    begin_manifest(out, request, "job_1", args, build_lora_config(request, model), structure)
     text = (out / RUN_JSON).read_text()
     assert SECRET not in text and "hf_token" not in json.loads(text)["request"]
     data = read_manifest(out)
     assert data["request"] == request.public_dict() and data["seed"] == 42 and data["job_id"] == "job_1"
     assert data["sft_config"]["max_steps"] == 3 and data["sft_config"]["seed"] == 42
     assert data["sft_config"]["hub_token"] == "<HUB_TOKEN>"  # transformers masks every *_token value
-    assert data["lora_config"]["r"] == 8 and sorted(data["lora_config"]["target_modules"]) == sorted(
-        request.target_modules
+    assert data["lora_config"]["r"] == 8
+    assert data["lora_config"]["target_modules"] == (
+        r"^model\.layers\.\d+\.(?:self_attn\.o_proj|self_attn\.qkv_proj|mlp\.gate_up_proj|mlp\.down_proj)$"
     )
+    assert data["model_structure"] == structure
     assert data["datasets"] == [
         {
             "role": "train",

@@ -24,7 +24,8 @@ def test_defaults_are_usable():
     request = TrainingStartRequest(**DATA)
     assert request.model_name == DEFAULT_MODEL
     assert request.training_type is TrainingType.lora
-    assert request.target_modules == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    assert request.target_modules == ["all-linear"]  # resolved in the loaded model (models.targets)
+    assert request.finetune_attention_modules and request.finetune_mlp_modules
     assert request.learning_rate == 1e-3 and request.num_epochs == 3.0 and not request.load_in_4bit
 
 

@@ -45,16 +45,23 @@ def build_tiny_model(real_model_dir: Path, target: Path, seed: int = 0) -> Path:
         setattr(config, name, value)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    return save_with_tokenizer(model, real_model_dir, target)
+
+
+def save_with_tokenizer(model, tokenizer_dir: Path, target: Path) -> Path:
+    """Save ``model`` and the tokenizer files of ``tokenizer_dir`` to ``target``: written beside it
+    and renamed into place, so concurrent builders (pytest-xdist workers) never see half a folder.
+    Returns ``target``."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         model.save_pretrained(staging)
         for name in TOKENIZER_FILES:
-            if (real_model_dir / name).is_file():
-                shutil.copy2(real_model_dir / name, staging / name)
+            if (tokenizer_dir / name).is_file():
+                shutil.copy2(tokenizer_dir / name, staging / name)
         os.replace(staging, target)
     except OSError:
-        if not (target / "model.safetensors").is_file():  # lost a race only if the winner finished
+        if not (target / "config.json").is_file():  # lost a race only if the winner finished
             raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -402,10 +402,27 @@ class TrainingStartRequest(BaseModel):
         json_schema_extra=_group("lora"),
     )
     target_modules: list[NameText] = Field(
-        default_factory=lambda: list(LLAMA_PROJECTIONS),
+        default_factory=lambda: ["all-linear"],
         min_length=1,
         max_length=256,
-        description='Module names that get adapters, or ["all-linear"].',
+        description=(
+            '["all-linear"]: every linear projection inside the transformer blocks of the loaded model '
+            "(attention and MLP, fused ones included; never lm_head, embeddings or MoE routers). "
+            "Or module names, matched as PEFT does (the name or the end of a module path); each must "
+            "match something in the model."
+        ),
+        json_schema_extra=_group("lora"),
+    )
+    finetune_attention_modules: bool = Field(
+        True,
+        title="Adapt attention",
+        description='With target_modules ["all-linear"]: adapt the attention projections of every block.',
+        json_schema_extra=_group("lora"),
+    )
+    finetune_mlp_modules: bool = Field(
+        True,
+        title="Adapt MLP",
+        description='With target_modules ["all-linear"]: adapt the MLP projections (and MoE experts) of every block.',
         json_schema_extra=_group("lora"),
     )
     use_rslora: bool = Field(

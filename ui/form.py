@@ -74,7 +74,7 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
         return gr.Textbox(value="", type="password", **common)
     if name == "target_modules":
         return gr.Dropdown(
-            choices=[*LLAMA_PROJECTIONS, "all-linear"], value=value, multiselect=True, allow_custom_value=True, **common
+            choices=["all-linear", *LLAMA_PROJECTIONS], value=value, multiselect=True, allow_custom_value=True, **common
         )
     if name == "custom_format_mapping":
         return gr.Textbox(value="", placeholder="instruction=question, output=answer", **common)

@@ -112,6 +112,15 @@ def report_html(report: Any) -> str:
         f"<li><strong>{report.total_steps} steps</strong> ({report.steps_per_epoch} per epoch × "
         f"{report.epochs:g} epochs, {report.global_batch_size} rows per step)</li>"
     )
+    if report.architecture:
+        adapted = (
+            f"; LoRA adapts <strong>{report.adapted_count}</strong> modules ({html.escape(report.adapted_modules)})"
+            if report.adapted_modules
+            else ""
+        )
+        totals.append(
+            f"<li>{html.escape(report.architecture)}, attention {html.escape(report.attention or '')}{adapted}</li>"
+        )
     samples = "".join(_sample(s) for s in report.samples)
     legend = (
         (

@@ -95,6 +95,7 @@ def render(report: PreflightReport, colour: bool) -> str:
         *_histogram(report),
         f"Steps: {report.steps_per_epoch} per epoch, {report.total_steps} in total ({report.epochs:g} epochs; "
         f"{report.global_batch_size} rows per optimizer step)",
+        *_structure(report),
         *_estimates(report),
         *_samples(report, colour),
         *_issues(report),
@@ -119,6 +120,16 @@ def _histogram(report: PreflightReport) -> list[str]:
 
 def _parts(parts: dict[str, float], unit: str) -> str:
     return ", ".join(f"{name.replace('_', ' ')} {value:.2f}{unit}" for name, value in parts.items())
+
+
+def _structure(report: PreflightReport) -> list[str]:
+    """The model's class, its attention and what LoRA adapts (when the model is on this machine)."""
+    if report.architecture is None:
+        return []
+    lines = [f"Model: {report.architecture}; attention {report.attention}"]
+    if report.adapted_modules:
+        lines.append(f"LoRA adapts {report.adapted_count} modules: {report.adapted_modules}")
+    return lines
 
 
 def _estimates(report: PreflightReport) -> list[str]:

@@ -96,9 +96,8 @@ def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
     from trainer_core.models.loading import ModelLoadError
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=torch_dtype(dtype), attn_implementation="sdpa", **kwargs
-        )
+        # transformers' own choice: sdpa where the architecture has it, else eager (Gemma 2, gpt-oss)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), **kwargs)
     except (OSError, ValueError, ImportError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(f"could not load the model from {path}: {exc}") from exc
     return model.eval()

@@ -145,15 +145,21 @@ def load_tokenizer(path: Path) -> Any:
 
 def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
     """Causal LM from ``path`` on ``device``: fp32/bf16 for lora and full, NF4 4-bit for qlora
-    (bitsandbytes; works on CPU and CUDA). In a group of processes on GPUs, ``cuda`` is this
+    (bitsandbytes; works on CPU and CUDA), with the attention its architecture supports
+    (``attention_choice.load_attention``). In a group of processes on GPUs, ``cuda`` is this
     process's GPU (``cuda:<LOCAL_RANK>``). Raises ModelLoadError when loading fails."""
-    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig
 
     from trainer_core.distributed.env import device_for_rank
+    from trainer_core.models.attention_choice import load_attention
 
     dtype = compute_dtype(device)
     device = device_for_rank(device)  # several processes: each on its own GPU
-    kwargs: dict[str, Any] = {"dtype": dtype, "attn_implementation": "sdpa"}
+    try:
+        attention = load_attention(AutoConfig.from_pretrained(path), device)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
+    kwargs: dict[str, Any] = {"dtype": dtype, "attn_implementation": attention}
     if request.training_type == TrainingType.qlora:
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype, bnb_4bit_use_double_quant=True

@@ -24,6 +24,7 @@ from trainer_core.preflight.gather import Gathered, gather
 from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, PreflightReport
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
+from trainer_core.preflight.structure import model_structure
 from trainer_core.schemas import TrainingMethod, TrainingStartRequest
 from trainer_core.settings import Settings
 
@@ -84,6 +85,11 @@ def run_preflight(
         warnings=warnings,
         errors=errors,
     )
+    structure, structure_errors = model_structure(request, settings)
+    report.errors += structure_errors
+    if structure is not None:
+        report.architecture, report.attention = structure.architecture, structure.attention
+        report.adapted_modules, report.adapted_count = structure.adapted, structure.adapted_count
     if estimates and tokenizer is not None and plan.total_steps:
         _add_estimates(report, request, settings, store, found, plan)
     report.check_seconds = round(time.perf_counter() - started, 3)
@@ -104,8 +110,11 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     training could not read, as ``data.prepare.check_local_data`` does. A tracker in ``report_to``
     without its package is refused first, before any data is read."""
     missing = rules.trackers_missing(request)
-    if missing or request.hf_dataset:
-        return [missing] if missing else []
+    if missing:
+        return [missing]
+    _, structure_errors = model_structure(request, settings)
+    if structure_errors or request.hf_dataset:
+        return structure_errors
     tokenizer = load_preview_tokenizer(request.model_name, settings)
     found = gather(request, tokenizer, notes=False)
     return [issue for issue in (_no_tokens(found, request),) if issue]

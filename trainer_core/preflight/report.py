@@ -108,6 +108,12 @@ class PreflightReport(BaseModel):
     warnings: list[Issue] = Field(default_factory=list)
     errors: list[Issue] = Field(default_factory=list)
     check_seconds: float = 0.0
+    architecture: Optional[str] = Field(None, description="The model's class, e.g. Phi3ForCausalLM.")
+    attention: Optional[str] = Field(None, description="The attention implementation training uses.")
+    adapted_modules: Optional[str] = Field(
+        None, description="What LoRA adapts: the projections per block and the block count."
+    )
+    adapted_count: int = Field(0, description="LoRA layers in the whole model (0 for full fine-tuning).")
 
 
 __all__ = ["FileCheck", "Issue", "LengthHistogram", "PreflightReport", "SampleRow", "Segment"]

@@ -2,7 +2,8 @@
 loads it), its adapter or full weights, and the tokenizer training saved beside them.
 
 Device and dtype as in training: fp32 on CPU, bf16 on CUDA GPUs that support it (``compute_dtype``),
-SDPA attention (the per-row ``sdpa_varlen`` attention of training is for packed batches only). A
+the attention transformers picks for the architecture (SDPA where it has one; the per-row
+``sdpa_varlen`` attention of training is for packed batches only). A
 QLoRA adapter is applied to the base in full precision. One set of base weights per LoRA choice:
 its base model's answers come from the same weights with the adapter disabled (``base_weights``);
 a full fine-tune's base is loaded as a second model, on first use only.
@@ -66,7 +67,8 @@ def _load_causal_lm(path: Path, device: str) -> Any:
     from trainer_core.models.loading import ModelLoadError, compute_dtype
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(device), attn_implementation="sdpa")
+        # transformers' own choice: sdpa where the architecture has it, else eager (Gemma 2, gpt-oss)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(device))
     except (OSError, ValueError, ImportError) as exc:
         raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
     return model.to(device).eval()

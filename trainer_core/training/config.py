@@ -10,10 +10,13 @@ name and values (transformers' tracker names); where the trackers write is set u
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.schemas import TrainingStartRequest, TrainingType
+
+log = logging.getLogger(__name__)
 
 
 def training_args(
@@ -77,10 +80,18 @@ def distributed_args(request: TrainingStartRequest) -> dict[str, Any]:
 
 
 def build_sft_config(
-    request: TrainingStartRequest, output_dir: Path, device: str, has_eval: bool, run_name: Optional[str] = None
+    request: TrainingStartRequest,
+    output_dir: Path,
+    device: str,
+    has_eval: bool,
+    run_name: Optional[str] = None,
+    rows_apart: bool = True,
 ) -> Any:
     """``trl.SFTConfig`` for ``request``: ``training_args`` plus padding-free batches of rows our data
-    layer has already tokenized, masked and cut (``tokenization.py``; packing is left to TRL)."""
+    layer has already tokenized, masked and cut (``tokenization.py``; packing is left to TRL).
+    ``rows_apart`` False (the model lets packed rows attend to each other:
+    ``packed_rows.keeps_packed_rows_apart``): padded batches instead, and ``packing`` is refused
+    with a ValueError naming the field."""
     import torch
     from trl import SFTConfig
 
@@ -88,7 +99,12 @@ def build_sft_config(
 
     # One row per batch cannot be split by nn.DataParallel, which Trainer uses when one process sees
     # several GPUs (several processes use DDP instead: one GPU each).
-    padding_free = not (device == "cuda" and torch.cuda.device_count() > 1 and world_size() <= 1)
+    padding_free = rows_apart and not (device == "cuda" and torch.cuda.device_count() > 1 and world_size() <= 1)
+    if request.packing and not rows_apart:
+        raise ValueError(
+            "packing: this model's attention lets packed rows see each other (its masks ignore the rows' "
+            "position_ids), so packed rows would train on contexts that never occur; turn packing off"
+        )
     return SFTConfig(
         **training_args(request, output_dir, device, has_eval, run_name),
         # Padding-free batches (see trainer.py; bench/throughput.py). TRL wants max_length=None without
@@ -144,20 +160,32 @@ def optimizer_for(optim: str, device: str) -> str:
     return "adamw_torch_fused" if device == "cuda" and optim == "adamw_torch" else optim
 
 
-def build_lora_config(request: TrainingStartRequest) -> Optional[Any]:
-    """``peft.LoraConfig`` for lora/qlora requests; None for full fine-tuning."""
+def build_lora_config(request: TrainingStartRequest, model: Any) -> Optional[Any]:
+    """``peft.LoraConfig`` for lora/qlora requests on ``model`` (the loaded base); None for full
+    fine-tuning. The targets are found in the model (``models.targets.resolve_targets``: the
+    request's ``target_modules`` and its attention / MLP switches); 3-D expert parameters go to
+    ``target_parameters``, and then ``lora_dropout`` is 0 (PEFT's ``lora.ParamWrapper`` has no
+    dropout), said in the worker's log. Raises ``TargetError`` (a ValueError naming
+    ``target_modules``) when the targets select nothing or name what the model lacks."""
     if request.training_type == TrainingType.full:
         return None
     from peft import LoraConfig
 
-    targets: Any = request.target_modules
-    if targets == ["all-linear"]:
-        targets = "all-linear"
+    from trainer_core.models.targets import resolve_targets
+
+    targets = resolve_targets(
+        model, list(request.target_modules), request.finetune_attention_modules, request.finetune_mlp_modules
+    )
+    dropout = request.lora_dropout
+    if targets.parameters and dropout:
+        log.info("lora_dropout %s -> 0: the experts' adapters (target_parameters) take no dropout", dropout)
+        dropout = 0.0
     return LoraConfig(
         r=request.lora_r,
         lora_alpha=request.lora_alpha,
-        lora_dropout=request.lora_dropout,
-        target_modules=targets,
+        lora_dropout=dropout,
+        target_modules=targets.peft_target_modules(),
+        target_parameters=targets.peft_target_parameters(),
         use_rslora=request.use_rslora,
         bias="none",
         task_type="CAUSAL_LM",

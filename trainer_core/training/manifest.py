@@ -127,11 +127,17 @@ def _base(output_dir: Path, request: TrainingStartRequest, job_id: str, with_row
 
 
 def begin_manifest(
-    output_dir: Path, request: TrainingStartRequest, job_id: str, sft_config: Any = None, lora_config: Any = None
+    output_dir: Path,
+    request: TrainingStartRequest,
+    job_id: str,
+    sft_config: Any = None,
+    lora_config: Any = None,
+    structure: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
     """Write ``<output_dir>/run.json`` as training begins (see the module docstring): ``sft_config``
     (a ``TrainingArguments``) and ``lora_config`` (a ``peft.LoraConfig``, or None) as resolved for
-    the trainer. A resumed run's file is updated: new session, same ``started_at``. Returns the data
+    the trainer; ``structure``: the attention implementation and the adapted modules
+    (``{"attention": ..., "adapted": models.targets.adapted(model)}``). A resumed run's file is updated: new session, same ``started_at``. Returns the data
     written. Raises OSError."""
     data = _base(output_dir, request, job_id, with_rows=True)
     now = utc_now()
@@ -140,6 +146,8 @@ def begin_manifest(
     if sft_config is not None:
         data["sft_config"] = json_safe(sft_config.to_dict())
     data["lora_config"] = json_safe(lora_config.to_dict()) if lora_config is not None else None
+    if structure is not None:
+        data["model_structure"] = json_safe(structure)
     write_atomic(Path(output_dir) / RUN_JSON, data)
     return data
 

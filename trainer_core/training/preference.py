@@ -118,7 +118,7 @@ def build_preference_trainer(
             *callbacks,
             EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold),
         ]
-    peft_config = None if hasattr(model, "peft_config") else build_lora_config(request)
+    peft_config = None if hasattr(model, "peft_config") else build_lora_config(request, model)
     trainer = trainer_class(request.training_method)(
         model=model,
         args=args,

@@ -30,6 +30,7 @@ from trl import SFTTrainer
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.attention import register_varlen_sdpa
 from trainer_core.training.config import build_lora_config, build_sft_config
+from trainer_core.training.packed_rows import keeps_packed_rows_apart
 from trainer_core.training.safe_saves import DivergenceError, SafeSaves, divergence_message
 
 
@@ -83,6 +84,16 @@ class LeanSFTTrainer(SafeSaves, SFTTrainer):
         return (loss, outputs) if return_outputs else loss
 
 
+def use_training_attention(model: Any) -> str:
+    """Switch an SDPA ``model`` to the per-row ``sdpa_varlen`` for padding-free batches, where the
+    architecture takes attention functions from transformers' registry; eager, flash_attention_2
+    and SDPA models that do not (Falcon) keep packed rows apart through transformers' mask from
+    the rows' ``position_ids`` (``models.attention_choice``). Returns the implementation used."""
+    if model.config._attn_implementation == "sdpa" and getattr(model, "_supports_attention_backend", False):
+        model.set_attn_implementation(register_varlen_sdpa())
+    return model.config._attn_implementation
+
+
 def build_trainer(
     request: TrainingStartRequest,
     model: Any,
@@ -94,16 +105,20 @@ def build_trainer(
     callbacks: list[Any],
     run_name: Optional[str] = None,
 ) -> SFTTrainer:
-    """The trainer the worker (and the throughput benchmark) runs for ``request``. Switches ``model``
-    to per-row attention (``sdpa_varlen``; a runtime setting that saved configs do not record). With
+    """The trainer the worker (and the throughput benchmark) runs for ``request``. Switches an SDPA
+    ``model`` to per-row attention (``sdpa_varlen``; a runtime setting that saved configs do not
+    record); eager and flash_attention_2 separate packed rows themselves (``attention_choice``). With
     ``request.stop_on_divergence`` a ``DivergenceGuard`` runs after ``callbacks``; with
     ``request.early_stopping_patience`` > 0 an ``EarlyStoppingCallback`` too (ValueError without
     ``eval_split``). (TRL seeds every RNG with ``random_seed`` before it initialises LoRA, so a rerun
     repeats the initialisation, the data order and the dropout masks.) ``run_name`` (the job id) names
     the run in the trackers of ``request.report_to`` (set up first: ``trackers.prepare_trackers``).
     A ``model`` that already carries an adapter (``adapter_name_or_path``) trains it; no new one."""
-    args = build_sft_config(request, output_dir, device, has_eval=eval_split is not None, run_name=run_name)
-    model.set_attn_implementation(register_varlen_sdpa())
+    use_training_attention(model)
+    rows_apart = keeps_packed_rows_apart(model)
+    args = build_sft_config(
+        request, output_dir, device, has_eval=eval_split is not None, run_name=run_name, rows_apart=rows_apart
+    )
     if request.early_stopping_patience > 0:
         if eval_split is None:
             raise ValueError("early_stopping_patience needs evaluation data: set val_size or give local_eval_datasets")
@@ -117,7 +132,7 @@ def build_trainer(
         train_dataset=train,
         eval_dataset=eval_split,
         processing_class=tokenizer,
-        peft_config=None if hasattr(model, "peft_config") else build_lora_config(request),  # an adapter goes on
+        peft_config=None if hasattr(model, "peft_config") else build_lora_config(request, model),  # an adapter goes on
         callbacks=[*callbacks, DivergenceGuard()] if request.stop_on_divergence else callbacks,
     )
     trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout

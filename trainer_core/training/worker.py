@@ -177,9 +177,24 @@ def _write_manifest(request: TrainingStartRequest, job_id: str, output_dir: Path
 
     peft_config = getattr(trainer.model, "peft_config", None) or {}
     try:
-        begin_manifest(output_dir, request, job_id, trainer.args, next(iter(peft_config.values()), None))
+        begin_manifest(
+            output_dir, request, job_id, trainer.args, next(iter(peft_config.values()), None), _structure(trainer)
+        )
     except OSError:
         log.exception("could not write run.json")
+
+
+def _structure(trainer: Any) -> dict[str, Any]:
+    """The attention implementation, whether batches are padding-free (``packed_rows``) and the
+    adapted modules (``models.targets.adapted``)."""
+    from trainer_core.models.targets import adapted
+
+    model = trainer.model
+    return {
+        "attention": model.config._attn_implementation,
+        "padding_free": bool(getattr(trainer.args, "padding_free", False)),
+        "adapted": adapted(model),
+    }
 
 
 def _redact(text: str, request: TrainingStartRequest) -> str:
@@ -190,11 +205,14 @@ def _redact(text: str, request: TrainingStartRequest) -> str:
 def _user_message(exc: BaseException) -> str:
     from trainer_core.data.files import DatasetError
     from trainer_core.models.loading import ModelLoadError
+    from trainer_core.models.targets import TargetError
 
     # Not imported here: a failed import of the training stack must still be reported, and a
     # DivergenceError can only come from an already loaded trainer module.
     saves = sys.modules.get("trainer_core.training.safe_saves")
-    if isinstance(exc, (DatasetError, ModelLoadError)) or (saves and isinstance(exc, saves.DivergenceError)):
+    if isinstance(exc, (DatasetError, ModelLoadError, TargetError)) or (
+        saves and isinstance(exc, saves.DivergenceError)
+    ):
         return str(exc)
     text = str(exc)
     if "out of memory" in text.lower() or "can't allocate memory" in text.lower():

@@ -1,0 +1,76 @@
+"""Tiny random models of the families users bring, built offline from transformers configs.
+
+Each has hidden 64, 2 layers and the bundled SmolLM2 tokenizer (49,152 tokens, ChatML template,
+``<|im_end|>`` as eos and pad), so every family trains, chats and exports in seconds; the family
+shows in its module layout and attention support (fused ``qkv_proj``, GPT-2's ``Conv1D``, Falcon's
+``query_key_value``, Gemma 2's soft-capping without SDPA, gpt-oss's sinks and experts, Qwen3-MoE's
+fused experts and router). Weights are random: outputs mean nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.tiny_model import save_with_tokenizer
+
+SPECIAL = dict(vocab_size=49152, bos_token_id=1, eos_token_id=2, pad_token_id=2)
+ATTENTION = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+LLAMA_LIKE = dict(ATTENTION, intermediate_size=128)
+
+
+def _configs() -> dict[str, Callable[[], Any]]:
+    import transformers as t
+
+    moe = dict(num_experts_per_tok=2, moe_intermediate_size=32)
+    return {
+        "llama": lambda: t.LlamaConfig(**LLAMA_LIKE, head_dim=16),
+        "qwen2": lambda: t.Qwen2Config(**LLAMA_LIKE),
+        "qwen3": lambda: t.Qwen3Config(**LLAMA_LIKE, head_dim=16),
+        "mistral": lambda: t.MistralConfig(**LLAMA_LIKE, head_dim=16),
+        "gemma": lambda: t.GemmaConfig(**LLAMA_LIKE, head_dim=16),
+        "gemma2": lambda: t.Gemma2Config(**LLAMA_LIKE, head_dim=16),
+        "gemma3_text": lambda: t.Gemma3TextConfig(**LLAMA_LIKE, head_dim=16, sliding_window=32),
+        "phi3": lambda: t.Phi3Config(**LLAMA_LIKE),
+        "phi": lambda: t.PhiConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4),
+        "gpt2": lambda: t.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=512),
+        "falcon": lambda: t.FalconConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4),
+        "gpt_neox": lambda: t.GPTNeoXConfig(
+            hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4
+        ),
+        "starcoder2": lambda: t.Starcoder2Config(**LLAMA_LIKE),
+        "olmo2": lambda: t.Olmo2Config(**LLAMA_LIKE),
+        "granite": lambda: t.GraniteConfig(**LLAMA_LIKE),
+        "qwen3_moe": lambda: t.Qwen3MoeConfig(**LLAMA_LIKE, head_dim=16, num_experts=4, **moe),
+        "mixtral": lambda: t.MixtralConfig(**LLAMA_LIKE, head_dim=16, num_local_experts=4, num_experts_per_tok=2),
+        "gpt_oss": lambda: t.GptOssConfig(**LLAMA_LIKE, head_dim=16, num_local_experts=4, num_experts_per_tok=2),
+    }
+
+
+FAMILIES = (
+    "llama qwen2 qwen3 mistral gemma gemma2 gemma3_text phi3 phi gpt2 falcon gpt_neox starcoder2 olmo2 granite "
+    "qwen3_moe mixtral gpt_oss"
+).split()
+
+
+def family_config(family: str) -> Any:
+    """The tiny config of ``family`` (one of ``FAMILIES``) with the bundled tokenizer's ids."""
+    config = _configs()[family]()
+    for name, value in SPECIAL.items():
+        setattr(config, name, value)
+    return config
+
+
+def build_family_model(family: str, tokenizer_dir: Path, target: Path, seed: int = 0) -> Path:
+    """Write a tiny random ``family`` model with the tokenizer files of ``tokenizer_dir`` to
+    ``target`` (``save_with_tokenizer``) and return it; an existing complete ``target`` is returned
+    as it is."""
+    if (target / "config.json").is_file():
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(family_config(family), dtype=torch.float32)
+    return save_with_tokenizer(model, tokenizer_dir, target)

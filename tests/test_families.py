@@ -1,0 +1,231 @@
+"""Every model family users bring, on tiny random models (``tests/families.py``): the default
+``target_modules`` adapt every linear projection in the blocks (fused ones, ``Conv1D``, MoE
+experts; never lm_head, embeddings or routers), an explicit list that misses is refused naming
+what the model has, each family's attention keeps packed rows apart, and each trains 2 LoRA steps
+with the defaults through the real worker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.families import FAMILIES, build_family_model, family_config
+from trainer_core.models.targets import TargetError, find_blocks, resolve_targets
+from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.training.config import build_lora_config
+
+
+def _model(family: str):
+    from transformers import AutoModelForCausalLM
+
+    from trainer_core.models.attention_choice import load_attention
+
+    config = family_config(family)
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config, attn_implementation=load_attention(config, "cpu"))
+
+
+def _request(**fields) -> TrainingStartRequest:
+    return TrainingStartRequest(model_name="m", local_datasets=["d.json"], **fields)
+
+
+def _linear_paths(model) -> list[str]:
+    """Every nn.Linear / Conv1D in the model, by full path (an independent walk, not the studio's)."""
+    from transformers.pytorch_utils import Conv1D
+
+    return [n for n, m in model.named_modules() if isinstance(m, (torch.nn.Linear, Conv1D))]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_defaults_adapt_every_block_projection_and_nothing_else(family):
+    from peft import get_peft_model
+    from peft.tuners.lora import LoraLayer
+
+    model = _model(family)
+    blocks, layers = find_blocks(model)
+    linear = _linear_paths(model)
+    experts = [
+        f"{n}.{p}"
+        for n, m in model.named_modules()
+        if n.endswith("experts")
+        for p, w in m.named_parameters(recurse=False)
+        if w.dim() == 3
+    ]
+    routers = [n for n, m in model.named_modules() if n.endswith((".router", ".gate")) and "experts" not in n]
+    peft_model = get_peft_model(model, build_lora_config(_request(), model))
+    wrapped = {
+        n.removeprefix("base_model.model.")
+        for n, m in peft_model.named_modules()
+        if isinstance(m, LoraLayer) and ".base_layer" not in n and not getattr(m, "parameter_name", None)
+    }
+    in_blocks = {n for n in linear if n.startswith(blocks + ".")}
+    assert wrapped == in_blocks and len(in_blocks) >= 4 * len(layers)
+    assert not any(n.startswith(("lm_head", "model.embed")) for n in wrapped)
+    parameters = {
+        f"{n.removeprefix('base_model.model.').split('.base_layer')[0]}.{m.parameter_name}"
+        for n, m in peft_model.named_modules()
+        if getattr(m, "parameter_name", None)
+    }
+    assert parameters == set(experts)  # every expert weight, and nothing of the routers
+    assert not any(r in n for r in routers for n in wrapped | parameters)
+
+
+def test_the_switches_choose_attention_or_mlp():
+    model = _model("gpt2")  # attn.c_proj and mlp.c_proj share a name: the paths keep them apart
+    attention = resolve_targets(model, ["all-linear"], attention=True, mlp=False)
+    assert attention.modules == ("attn.c_attn", "attn.c_proj") and set(attention.kinds) == {"attention"}
+    mlp = resolve_targets(model, ["all-linear"], attention=False, mlp=True)
+    assert mlp.modules == ("mlp.c_fc", "mlp.c_proj")
+    with pytest.raises(TargetError, match="both are off"):
+        resolve_targets(model, ["all-linear"], attention=False, mlp=False)
+    moe = resolve_targets(_model("qwen3_moe"), ["all-linear"], attention=False, mlp=True)
+    assert moe.modules == () and moe.parameters == ("mlp.experts.gate_up_proj", "mlp.experts.down_proj")
+    assert build_lora_config(_request(lora_dropout=0.1), _model("qwen3_moe")).lora_dropout == 0.0  # ParamWrapper
+
+
+@pytest.mark.parametrize(
+    ("family", "names", "missing", "offered"),
+    [
+        (
+            "phi3",
+            ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+            "q_proj, k_proj, v_proj, gate_proj, up_proj",
+            "qkv_proj",
+        ),
+        ("phi3", ["qkv_proj", "gate_proj", "down_proj"], "gate_proj", "gate_up_proj"),  # half of the fused MLP
+        ("gpt2", ["q_proj", "v_proj"], "q_proj, v_proj", "c_attn"),
+        ("falcon", ["query", "value"], "query, value", "query_key_value"),
+    ],
+)
+def test_an_explicit_list_that_misses_is_refused_naming_what_the_model_has(family, names, missing, offered):
+    with pytest.raises(TargetError) as refused:
+        build_lora_config(_request(target_modules=names), _model(family))
+    text = str(refused.value)
+    assert text.startswith(f"target_modules: {missing} matched nothing") and offered in text
+
+
+def test_an_explicit_list_that_matches_is_passed_to_peft_as_it_is():
+    config = build_lora_config(_request(target_modules=["qkv_proj", "lm_head"]), _model("phi3"))
+    assert sorted(config.target_modules) == ["lm_head", "qkv_proj"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_packed_rows_are_kept_apart_or_the_batches_are_padded(family, tmp_path):
+    """Two rows packed into one as TRL's padding-free collator does, through the attention the
+    trainer uses: each row's logits equal those of the row alone, and the trainer's probe says so;
+    where they do not (gpt-oss builds its masks without position_ids), the probe says that and the
+    trainer pads its batches instead (and refuses ``packing``)."""
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
+    from trainer_core.training.config import build_sft_config
+    from trainer_core.training.packed_rows import keeps_packed_rows_apart
+    from trainer_core.training.trainer import use_training_attention
+
+    model = _model(family).eval()
+    use_training_attention(model)
+    rows = [{"input_ids": list(range(5, 17))}, {"input_ids": list(range(40, 49))}]
+    batch = DataCollatorForLanguageModeling(pad_token_id=2, padding_free=True, return_position_ids=True)(rows)
+    batch.pop("labels")
+    with torch.no_grad():
+        packed = model(**batch, use_cache=False).logits[0]
+        alone = torch.cat([model(input_ids=torch.tensor([r["input_ids"]]), use_cache=False).logits[0] for r in rows])
+    apart = torch.allclose(packed, alone, atol=1e-4, rtol=1e-4)
+    assert apart == (family != "gpt_oss")  # the one family here whose masks ignore position_ids
+    assert keeps_packed_rows_apart(model) == apart
+    if not apart:
+        request = _request(max_seq_length=64)
+        assert build_sft_config(request, tmp_path, "cpu", False, rows_apart=False).padding_free is False
+        with pytest.raises(ValueError, match="^packing: "):
+            build_sft_config(request.model_copy(update={"packing": True}), tmp_path, "cpu", False, rows_apart=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_family_trains_two_lora_steps_with_the_defaults(family, tmp_path_factory, tiny_model_dir, datasets_dir):
+    """Through the real worker (``JobRunner``): completes, and run.json names the attention used and
+    every block projection adapted."""
+    from tests.conftest import train_to_completion
+
+    folder = tmp_path_factory.mktemp(f"family-{family}")
+    model_dir = build_family_model(family, tiny_model_dir, folder / family)
+    request = TrainingStartRequest(
+        model_name=str(model_dir),
+        local_datasets=[str(datasets_dir / "identity.json")],
+        max_steps=2,
+        batch_size=2,
+        max_seq_length=64,
+        dataset_slice_end=8,
+    )
+    _, _, output_dir = train_to_completion(folder / "runs", folder / "studio.db", request)
+    structure = json.loads((output_dir / "run.json").read_text())["model_structure"]
+    expected = resolve_targets(_model(family), ["all-linear"])
+    assert structure["adapted"]["modules"] == list(expected.modules)
+    assert sorted(structure["adapted"]["parameters"]) == sorted(expected.parameters)
+    assert structure["adapted"]["count"] == expected.count
+    assert structure["attention"] in ("sdpa_varlen", "sdpa", "eager")
+    assert structure["padding_free"] == (family != "gpt_oss")
+
+
+@pytest.fixture(scope="module")
+def family_models(tmp_path_factory, tiny_model_dir) -> Path:
+    """A folder of tiny family models (phi3, gemma2, gpt2), built once for the tests below."""
+    root = tmp_path_factory.mktemp("families")
+    for family in ("phi3", "gemma2", "gpt2"):
+        build_family_model(family, tiny_model_dir, root / family)
+    return root
+
+
+def test_check_and_start_name_the_attention_and_the_adapted_modules_and_refuse_a_miss(family_models, datasets_dir):
+    from trainer_core.access.admission import PreflightError, admit
+    from trainer_core.preflight.check import run_preflight
+    from trainer_core.settings import Settings
+    from ui.refusals import describe
+
+    settings = Settings(data_dir=family_models / "data", allowed_paths=f"{family_models}:{datasets_dir}")
+    data = [str(datasets_dir / "alpaca_en_demo.json")]
+    request = TrainingStartRequest(model_name=str(family_models / "phi3"), local_datasets=data, max_seq_length=64)
+    report = run_preflight(request, settings, estimates=False)
+    assert report.architecture == "Phi3ForCausalLM" and report.attention.startswith("sdpa") and not report.errors
+    assert report.adapted_count == 8 and "self_attn.qkv_proj" in report.adapted_modules
+    gemma = run_preflight(
+        request.model_copy(update={"model_name": str(family_models / "gemma2")}), settings, estimates=False
+    )
+    assert gemma.attention.startswith("eager") and gemma.adapted_count == 14
+    llama_names = request.model_copy(update={"target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]})
+    errors = run_preflight(llama_names, settings, estimates=False).errors
+    assert [e.code for e in errors] == ["lora_targets"] and "qkv_proj" in errors[0].message
+    with pytest.raises(PreflightError) as refused:  # Start refuses it too, before any worker
+        admit(llama_names, settings, None)
+    assert str(refused.value).startswith("target_modules: q_proj, k_proj, v_proj matched nothing")
+    assert describe(str(refused.value)).fields == ("target_modules",)
+    admit(request, settings, None)  # the defaults are admitted
+    full = run_preflight(request.model_copy(update={"training_type": TrainingType.full}), settings, estimates=False)
+    assert full.adapted_modules is None and full.adapted_count == 0
+
+
+def test_the_cli_trains_gpt2_with_its_conv1d_projections(family_models, datasets_dir, tmp_path):
+    """The CLI door on a family with nothing Llama-like: GPT-2 (Conv1D c_attn / c_proj / c_fc)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    out = tmp_path / "gpt2-run"
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer_core", "train", "--dataset", str(datasets_dir / "alpaca_en_demo.json")]
+        + ["--model-name", str(family_models / "gpt2"), "--max-steps", "2", "--batch-size", "2"]
+        + ["--max-seq-length", "64", "--output-dir", str(out)],
+        cwd=REPO,
+        env=dict(os.environ, STUDIO_DATA_DIR=str(tmp_path / "data")),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "completed" in done.stdout, done.stderr[-2000:]
+    structure = json.loads((out / "run.json").read_text())["model_structure"]
+    assert structure["adapted"]["modules"] == ["attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"]
+    assert structure["adapted"]["count"] == 8 and structure["padding_free"] is True

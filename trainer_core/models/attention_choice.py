@@ -1,0 +1,54 @@
+"""Which attention implementation a model family is loaded with.
+
+transformers records per architecture what it supports (``PreTrainedModel._supports_sdpa``,
+``_supports_flash_attn``): Gemma 2 (logit soft-capping) and gpt-oss (attention sinks) have no
+SDPA path, and forcing ``sdpa`` on them is refused at load. The choice here:
+
+- ``flash_attention_2`` on CUDA when the ``flash_attn`` package is installed and the architecture
+  supports it (it takes packed rows natively, from ``position_ids``);
+- else ``sdpa`` where supported; training then switches it to the per-row ``sdpa_varlen``
+  (``trainer_core.training.attention``) so packed rows never attend to each other;
+- else ``eager``; transformers builds a block-diagonal causal mask from the ``position_ids`` of
+  packed rows when no attention mask is given and no cache is used
+  (``masking_utils.find_packed_sequence_indices``), so padding-free batches stay correct.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SDPA, EAGER, FLASH = "sdpa", "eager", "flash_attention_2"
+
+
+def model_class(config: Any) -> Any:
+    """The ``AutoModelForCausalLM`` class for ``config`` (a ``PretrainedConfig``); None when
+    transformers does not map it."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        return AutoModelForCausalLM._model_mapping[type(config)]
+    except KeyError:
+        return None
+
+
+def load_attention(config: Any, device: str) -> str:
+    """The ``attn_implementation`` to load ``config``'s model with on ``device`` (``cpu`` /
+    ``cuda`` / ``mps``): see the module docstring."""
+    cls = model_class(config)
+    if cls is None:
+        return SDPA
+    if device.startswith("cuda") and getattr(cls, "_supports_flash_attn", False):
+        from transformers.utils import is_flash_attn_2_available
+
+        if is_flash_attn_2_available():
+            return FLASH
+    return SDPA if getattr(cls, "_supports_sdpa", False) else EAGER
+
+
+def attention_note(implementation: str) -> str:
+    """How the check names the choice, e.g. ``eager (this architecture has no SDPA path)``."""
+    return {
+        SDPA: "sdpa (per-row for packed batches)",
+        EAGER: "eager (this architecture has no SDPA path)",
+        FLASH: "flash_attention_2 (packed rows natively)",
+    }.get(implementation, implementation)

@@ -1,0 +1,241 @@
+"""Which parts of a loaded model get LoRA adapters: found in the model, never taken from a list of
+one family's names.
+
+The default ``target_modules`` (``["all-linear"]``, PEFT's own name for it) means every linear
+projection inside the transformer blocks of whatever model is loaded: attention and MLP, fused ones
+included (``qkv_proj``, ``gate_up_proj``, GPT-2's ``Conv1D`` ``c_attn``, Falcon's
+``query_key_value``), never ``lm_head``, the embeddings or an MoE router. Experts kept as 3-D
+parameters (Qwen3-MoE, Mixtral and gpt-oss in transformers 5) are adapted through PEFT's
+``target_parameters`` (``lora.ParamWrapper``), which needs ``lora_dropout`` 0.
+
+The blocks are the ``nn.ModuleList`` with ``config.num_hidden_layers`` entries (the language
+model's, not a vision tower's). PEFT gets an exact regular expression over the blocks' module
+paths (a full match, ``peft.tuners.tuners_utils.check_target_module_exists``), so GPT-2's
+``attn.c_proj`` and ``mlp.c_proj`` stay apart when only one kind is chosen.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+ALL_LINEAR = "all-linear"
+ATTENTION_WORDS = ("attn", "attention")
+
+
+class TargetError(ValueError):
+    """``target_modules`` (or the structure switches) select nothing, or less than their names say;
+    the message names the field and the projections the model has."""
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What gets adapters in one model.
+
+    ``modules``: the adapted projections as paths inside a block (``self_attn.q_proj``), attention
+    first; ``kinds``: ``"attention"`` or ``"mlp"`` for each; ``parameters``: 3-D expert parameters
+    inside a block (``mlp.experts.gate_up_proj``); ``blocks``: the blocks' path (``model.layers``)
+    and ``layers`` their count; ``count``: adapted modules and parameters in the whole model.
+    ``explicit``: the names of a user's own list (PEFT gets them as they are); ``outside``: modules
+    outside the blocks such a list names (``lm_head``)."""
+
+    blocks: str
+    layers: int
+    modules: tuple[str, ...]
+    kinds: tuple[str, ...]
+    parameters: tuple[str, ...] = ()
+    explicit: tuple[str, ...] = ()
+    outside: tuple[str, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return self.layers * (len(self.modules) + len(self.parameters)) + len(self.outside)
+
+    def peft_target_modules(self) -> Any:
+        """What PEFT gets as ``target_modules``: a user's list as it is, else a full-match pattern
+        over the chosen block paths (None when only expert parameters are adapted)."""
+        if self.explicit:
+            return list(self.explicit)
+        if not self.modules:
+            return None
+        names = "|".join(re.escape(m) for m in self.modules)
+        return rf"^{re.escape(self.blocks)}\.\d+\.(?:{names})$"
+
+    def peft_target_parameters(self) -> Optional[list[str]]:
+        """PEFT's ``target_parameters`` (matched as a suffix of ``module.parameter``) or None."""
+        return list(self.parameters) or None
+
+    def summary(self) -> str:
+        """One line for the check and the run's summary, e.g. ``7 per block x 30 blocks: ...``."""
+        parts = list(self.modules) + [f"{p} (experts)" for p in self.parameters]
+        line = f"{len(parts)} per block x {self.layers} blocks: {', '.join(parts)}"
+        return line + (f"; and {', '.join(self.outside)}" if self.outside else "")
+
+
+def _layer_count(config: Any) -> Optional[int]:
+    config = getattr(config, "text_config", None) or config
+    for name in ("num_hidden_layers", "n_layer", "num_layers"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def find_blocks(model: Any) -> tuple[str, Any]:
+    """The transformer blocks of ``model``: (path, ``nn.ModuleList``). The list whose length is the
+    config's layer count, outside any vision tower; else the longest ModuleList of modules that
+    hold a linear layer. Raises TargetError when the model has none."""
+    import torch.nn as nn
+
+    layers = _layer_count(getattr(model, "config", None))
+    lists = [
+        (name, module)
+        for name, module in model.named_modules()
+        if isinstance(module, nn.ModuleList) and len(module) and any(_linear(m) for m in module[0].modules())
+    ]
+    lists = [(n, m) for n, m in lists if not any(w in n for w in ("vision", "visual", "image", "audio"))] or lists
+    matching = [(n, m) for n, m in lists if len(m) == layers]
+    chosen = matching or sorted(lists, key=lambda item: -len(item[1]))
+    if not chosen:
+        raise TargetError("target_modules: this model has no transformer blocks with linear layers to adapt")
+    name, blocks = chosen[0]
+    return strip_peft_prefix(name), blocks
+
+
+def strip_peft_prefix(name: str) -> str:
+    """``base_model.model.model.layers`` (a PEFT-wrapped model) as the base model names it."""
+    return name.removeprefix("base_model.model.")
+
+
+def _linear(module: Any) -> bool:
+    import torch.nn as nn
+    from transformers.pytorch_utils import Conv1D
+
+    return isinstance(module, (nn.Linear, Conv1D))
+
+
+def _expert_count(config: Any) -> int:
+    config = getattr(config, "text_config", None) or config
+    for name in ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 1:
+            return value
+    return 0
+
+
+def _kind(path: str) -> str:
+    return "attention" if any(word in part for part in path.split(".")[:-1] for word in ATTENTION_WORDS) else "mlp"
+
+
+def block_projections(model: Any) -> tuple[str, int, list[tuple[str, str]], list[str]]:
+    """What one block of ``model`` offers: (blocks path, block count, [(projection path, kind)],
+    [3-D expert parameter paths]). Routers are left out: a linear layer whose outputs are the
+    experts (``out_features == num_experts``) or a module named ``router`` / ``gate`` beside
+    ``experts``."""
+    blocks_path, blocks = find_blocks(model)
+    experts = _expert_count(getattr(model, "config", None))
+    block = blocks[0]
+    projections: list[tuple[str, str]] = []
+    parameters: list[str] = []
+    for path, module in block.named_modules():
+        if not path:
+            continue
+        parent, _, leaf = path.rpartition(".")
+        if _linear(module):
+            out = getattr(module, "out_features", None) or getattr(module, "nf", None)
+            beside_experts = hasattr(block.get_submodule(parent) if parent else block, "experts")
+            if (experts and out == experts) or (leaf in ("router", "gate") and beside_experts):
+                continue
+            projections.append((path, _kind(path)))
+        elif leaf == "experts" or path.endswith(".experts"):
+            for name, param in module.named_parameters(recurse=False):
+                if param.dim() == 3:
+                    parameters.append(f"{path}.{name}")
+    order = {"attention": 0, "mlp": 1}
+    projections.sort(key=lambda item: order[item[1]])
+    return blocks_path, len(blocks), projections, parameters
+
+
+def resolve_targets(model: Any, target_modules: list[str], attention: bool = True, mlp: bool = True) -> Targets:
+    """The projections of ``model`` that get adapters for a request's ``target_modules`` and its
+    ``finetune_attention_modules`` / ``finetune_mlp_modules`` switches.
+
+    ``["all-linear"]``: every block projection of the chosen kinds (experts' 3-D parameters among
+    the MLP ones). A list of names: each must be a projection of the blocks, matched as PEFT does
+    (the name, or the end of the path after a dot); names that match nothing are refused naming
+    what the model has, as is a list that takes part of a fused layer's family (none of the names
+    may be left unmatched). Raises TargetError (a ValueError) naming ``target_modules``."""
+    blocks, layers, projections, parameters = block_projections(model)
+    kinds = {"attention": attention, "mlp": mlp}
+    if target_modules == [ALL_LINEAR]:
+        chosen = [(path, kind) for path, kind in projections if kinds[kind]]
+        chosen_parameters = parameters if mlp else []
+        if not chosen and not chosen_parameters:
+            raise TargetError(
+                "finetune_attention_modules / finetune_mlp_modules: both are off, so nothing would be trained; "
+                "turn one on"
+            )
+        return Targets(
+            blocks, layers, tuple(p for p, _ in chosen), tuple(k for _, k in chosen), tuple(chosen_parameters)
+        )
+    outside = _linear_paths(model, blocks)
+    available = [path for path, _ in projections] + parameters
+    unmatched = [n for n in target_modules if not any(_matches(p, n) for p in available + outside)]
+    if unmatched:
+        raise TargetError(
+            f"target_modules: {', '.join(unmatched)} matched nothing in this model; "
+            f'its block projections are {", ".join(available)}; list those, or use ["all-linear"]'
+        )
+    chosen = [(path, kind) for path, kind in projections if any(_matches(path, n) for n in target_modules)]
+    chosen_parameters = [p for p in parameters if any(_matches(p, n) for n in target_modules)]
+    return Targets(
+        blocks,
+        layers,
+        tuple(p for p, _ in chosen),
+        tuple(k for _, k in chosen),
+        tuple(chosen_parameters),
+        explicit=tuple(n for n in target_modules if not any(_matches(p, n) for p in parameters)),
+        outside=tuple(p for p in outside if any(_matches(p, n) for n in target_modules)),
+    )
+
+
+def _linear_paths(model: Any, blocks: str) -> list[str]:
+    """Linear layers outside the blocks (``lm_head``; a list may name them on purpose)."""
+    return [
+        strip_peft_prefix(path)
+        for path, module in model.named_modules()
+        if _linear(module) and not strip_peft_prefix(path).startswith(blocks + ".")
+    ]
+
+
+def _matches(path: str, name: str) -> bool:
+    return path == name or path.endswith("." + name)
+
+
+def adapted(model: Any) -> dict[str, Any]:
+    """What a PEFT-wrapped ``model`` really adapts, for ``run.json`` and the run's summary:
+    ``{"modules": [paths inside a block], "outside": [paths outside the blocks], "parameters":
+    [expert parameter paths inside a block], "count": LoRA layers in all}``; empty lists and 0 for
+    a model without LoRA layers (full fine-tuning)."""
+    from peft.tuners.lora import LoraLayer
+
+    blocks, _ = find_blocks(model)
+    inside: dict[str, None] = {}
+    outside: dict[str, None] = {}
+    parameters: dict[str, None] = {}
+    count = 0
+    for path, module in model.named_modules():
+        name = getattr(module, "parameter_name", None)  # a lora.ParamWrapper; several on one module nest
+        if not isinstance(module, LoraLayer) or (".base_layer" in path and not name):
+            continue
+        count += 1
+        path = strip_peft_prefix(path).replace(".base_layer", "")
+        match = re.match(rf"^{re.escape(blocks)}\.\d+\.(.+)$", path)
+        if name:  # a lora.ParamWrapper: the module that holds the expert parameter
+            parameters[f"{match.group(1) if match else path}.{name}"] = None
+        elif match:
+            inside[match.group(1)] = None
+        else:
+            outside[path] = None
+    return {"modules": list(inside), "outside": list(outside), "parameters": list(parameters), "count": count}

@@ -1,0 +1,74 @@
+"""The check's view of the model's structure, from its config alone (no weights): the attention
+implementation training will use and the projections LoRA will adapt (``models.targets``), or the
+error an explicit ``target_modules`` that misses gets at Check and at Start."""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from pydantic import BaseModel
+
+from trainer_core.data.preview_tokenizer import local_model_folder
+from trainer_core.preflight.report import Issue
+from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class ModelStructure(BaseModel):
+    """``architecture`` (the config's class name), ``attention`` (``attention_choice.attention_note``),
+    ``adapted`` (``Targets.summary()``, None for full fine-tuning) and ``adapted_count`` (LoRA
+    layers in the whole model; 0 for full fine-tuning)."""
+
+    architecture: str
+    attention: str
+    adapted: Optional[str] = None
+    adapted_count: int = 0
+
+
+def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[Optional[ModelStructure], list[Issue]]:
+    """(structure, errors) of ``request``'s model when its folder is on this machine and
+    transformers maps its config to a causal LM; (None, []) otherwise (the worker checks after
+    loading). The model is built on the ``meta`` device from ``config.json``: no memory, no weights.
+    An explicit ``target_modules`` that matches nothing, or both attention / MLP switches off, is an
+    error naming the field (``models.targets.TargetError``)."""
+    folder = local_model_folder(request.model_name, settings)
+    if folder is None:
+        return None, []
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from trainer_core.models.attention_choice import attention_note, load_attention
+    from trainer_core.models.targets import TargetError, resolve_targets
+    from trainer_core.preflight.costs import training_device
+
+    try:
+        config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.info("no structure for %s: %s", request.model_name, exc)
+        return None, []
+    structure = ModelStructure(
+        architecture=type(model).__name__, attention=attention_note(load_attention(config, training_device()))
+    )
+    if request.training_type == TrainingType.full:
+        return structure, []
+    try:
+        targets = resolve_targets(
+            model, list(request.target_modules), request.finetune_attention_modules, request.finetune_mlp_modules
+        )
+    except TargetError as exc:
+        fields = (
+            ["target_modules"]
+            if str(exc).startswith("target_modules")
+            else [
+                "finetune_attention_modules",
+                "finetune_mlp_modules",
+            ]
+        )
+        return structure, [Issue(level="error", code="lora_targets", message=str(exc), fields=fields)]
+    structure.adapted, structure.adapted_count = targets.summary(), targets.count
+    return structure, []
