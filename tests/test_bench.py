@@ -124,3 +124,18 @@ def test_scaling_bench_quick(capsys, model_dir):
     assert two["samples_per_second"] == pytest.approx(2 * two["samples_per_second_per_process"], rel=0.01)
     assert report["speedup"] > 0 and report["last5_loss_gap"] < 0.05  # the same 3 steps in both
     assert '"bench": "scaling"' in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_families_bench_trains_chats_and_exports_the_hardest_families(capsys):
+    """GPT-2 (Conv1D), gpt-oss (eager, padded batches, 3-D experts) and Qwen3-MoE (fused experts):
+    2 steps, a chat answer tuned and base, a merged export whose check passes."""
+    from bench import families
+
+    rows = families.main(["--families", "gpt2", "gpt_oss", "qwen3_moe"])
+    assert [r.get("error") for r in rows] == [None, None, None]
+    assert all(r["export_passed"] and r["chat_tokens"]["tuned"] > 0 for r in rows)
+    by = {r["family"]: r for r in rows}
+    assert by["gpt_oss"]["padding_free"] is False and by["gpt_oss"]["expert_parameters"] == 2
+    assert by["qwen3_moe"]["expert_parameters"] == 2 and by["gpt2"]["adapted"] == 8
+    assert "merged export check" in capsys.readouterr().out

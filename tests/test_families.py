@@ -229,3 +229,13 @@ def test_the_cli_trains_gpt2_with_its_conv1d_projections(family_models, datasets
     structure = json.loads((out / "run.json").read_text())["model_structure"]
     assert structure["adapted"]["modules"] == ["attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"]
     assert structure["adapted"]["count"] == 8 and structure["padding_free"] is True
+
+
+def test_the_seed_use_lora_agrees_with_training_type_and_language_layers_stay_on():
+    assert _request(use_lora=False).training_type == TrainingType.full
+    assert _request(use_lora=True).training_type == TrainingType.lora
+    assert _request(use_lora=True, training_type="qlora").training_type == TrainingType.qlora
+    with pytest.raises(ValueError, match=r"use_lora \(false\) disagrees with training_type \(lora\)"):
+        _request(use_lora=False, training_type="lora")
+    with pytest.raises(TargetError, match="^finetune_language_layers: it is off"):
+        build_lora_config(_request(finetune_language_layers=False), _model("llama"))

@@ -127,6 +127,24 @@ class TrainingStartRequest(BaseModel):
         description="lora: train adapters; qlora: adapters on a 4-bit base; full: all weights.",
         json_schema_extra=_group("model"),
     )
+    trust_remote_code: bool = Field(
+        False,
+        title="Trust remote code",
+        description=(
+            "Run the Python code a model ships (its config.json auto_map) to build it; only for code you trust. "
+            "The server must allow it (STUDIO_ALLOW_REMOTE_CODE=1)."
+        ),
+        json_schema_extra=_group("model"),
+    )
+    use_lora: Optional[bool] = Field(
+        None,
+        title="Use LoRA",
+        description=(
+            "The seed API's switch, accepted as it sends it: true means training_type lora (or qlora), "
+            "false means full. When given with training_type the two must agree; alone, false selects full."
+        ),
+        json_schema_extra={"group": "model", "form": False},
+    )
     load_in_4bit: bool = Field(
         False,
         title="Load in 4-bit",
@@ -419,6 +437,15 @@ class TrainingStartRequest(BaseModel):
         description='With target_modules ["all-linear"]: adapt the attention projections of every block.',
         json_schema_extra=_group("lora"),
     )
+    finetune_language_layers: bool = Field(
+        True,
+        title="Adapt language layers",
+        description=(
+            'With target_modules ["all-linear"]: adapt the language model\'s blocks (a text-only model has '
+            "nothing else, so this stays on for it)."
+        ),
+        json_schema_extra=_group("lora"),
+    )
     finetune_mlp_modules: bool = Field(
         True,
         title="Adapt MLP",
@@ -509,6 +536,15 @@ class TrainingStartRequest(BaseModel):
 
     @model_validator(mode="after")
     def _check_combinations(self) -> TrainingStartRequest:
+        if self.use_lora is not None:
+            if "training_type" not in self.model_fields_set:
+                self.training_type = TrainingType.lora if self.use_lora else TrainingType.full
+            elif self.use_lora != (self.training_type != TrainingType.full):
+                raise ValueError(
+                    f"use_lora ({str(self.use_lora).lower()}) disagrees with training_type "
+                    f"({self.training_type.value}): drop use_lora, or choose training_type "
+                    f"{'lora or qlora' if self.use_lora else 'full'}"
+                )
         if self.num_epochs == 0 and self.max_steps == 0:
             raise ValueError("num_epochs and max_steps are both 0: set num_epochs > 0 or max_steps > 0")
         if self.training_type == TrainingType.qlora:

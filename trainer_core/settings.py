@@ -38,6 +38,11 @@ class Settings(BaseSettings):
     password: Optional[SecretStr] = Field(None, description="With username: login required for the UI.")
     api_token: Optional[SecretStr] = Field(None, description="Bearer token required on every /api/train/* route.")
     insecure: bool = Field(False, description="Allow a public bind or share link without credentials.")
+    allow_remote_code: bool = Field(
+        False,
+        description="Let requests with trust_remote_code load models that ship their own Python code "
+        "(it runs as the server's user).",
+    )
     sse_heartbeat_s: float = Field(10.0, gt=0, description="Seconds without a new step before an SSE heartbeat.")
     trust_proxy_headers: bool = Field(
         False,

@@ -19,7 +19,13 @@ from ui.refusals import label_of
 
 # Fields the layout provides itself (file pickers) rather than from metadata.
 FILE_FIELDS = ("local_datasets", "local_eval_datasets")
-FORM_FIELDS = tuple(name for name in REQUEST_FIELDS if name not in FILE_FIELDS)
+# Every request field but the files and the seed API's aliases (``"form": False``: use_lora, which
+# the form's Training type already says).
+FORM_FIELDS = tuple(
+    name
+    for name, info in REQUEST_FIELDS.items()
+    if name not in FILE_FIELDS and (info.json_schema_extra or {}).get("form", True)
+)
 
 
 class FieldNumber(gr.Number):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainer_core.data.errors import DatasetError
+from trainer_core.data.template_fit import fit_conversation, template_fit
 
 IGNORE = -100
 ANSWER_COLUMNS = ("chosen", "rejected", "completion")
@@ -33,6 +34,7 @@ def is_preference_rows(columns: list[str]) -> bool:
 def _ids(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool, row: int) -> list[int]:
     from jinja2 import TemplateError
 
+    messages = fit_conversation(messages, template_fit(tokenizer))  # Gemma: no system; Mistral: alternation
     try:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
     except (TemplateError, ValueError, TypeError) as exc:

@@ -25,6 +25,7 @@ import numpy as np
 
 from trainer_core.data.files import DatasetError
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
+from trainer_core.data.template_fit import fit_conversation, template_fit
 
 log = logging.getLogger(__name__)
 
@@ -195,13 +196,16 @@ def _encode_texts(batch: dict, indices: list[int], tokenizer: Any, max_len: int,
 def _encode_conversations(
     batch: dict, indices: list[int], tokenizer: Any, max_len: int, completions_only: bool
 ) -> dict:
-    """Conversation rows: the chat template's rendering; labels on assistant spans only or on all."""
+    """Conversation rows: the chat template's rendering (each conversation first shaped to what the
+    template accepts: ``template_fit``); labels on assistant spans only or on all."""
+    fit = template_fit(tokenizer)
+    conversations = [fit_conversation(messages, fit) for messages in batch["messages"]]
     if not completions_only:
-        texts = [_render(tokenizer, messages, False, index + 1) for messages, index in zip(batch["messages"], indices)]
+        texts = [_render(tokenizer, messages, False, index + 1) for messages, index in zip(conversations, indices)]
         ids_rows = tokenizer(texts, add_special_tokens=False)["input_ids"]
         return _pack(ids_rows, [list(ids) for ids in ids_rows], max_len)
     texts, spans = [], []
-    for messages, index in zip(batch["messages"], indices):
+    for messages, index in zip(conversations, indices):
         text, row_spans = render_with_spans(messages, tokenizer, row=index + 1)
         texts.append(text)
         spans.append(row_spans)

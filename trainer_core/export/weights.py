@@ -93,8 +93,9 @@ def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
     ``from_pretrained``, e.g. ``gguf_file``). Raises ModelLoadError naming the folder."""
     from transformers import AutoModelForCausalLM
 
-    from trainer_core.models.loading import ModelLoadError
+    from trainer_core.models.loading import ModelLoadError, remote_code
 
+    kwargs = {**remote_code(path), **kwargs}  # a model that ships code loads only where the server allows it
     try:
         # transformers' own choice: sdpa where the architecture has it, else eager (Gemma 2, gpt-oss)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), **kwargs)
@@ -105,7 +106,7 @@ def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
 
 def load_run(choice: ModelChoice, models_dir: Path, qlora: bool = False) -> RunWeights:
     """The run as trained, in float32 (see the module docstring). Raises ModelLoadError."""
-    from trainer_core.models.loading import ModelLoadError, load_tokenizer
+    from trainer_core.models.loading import ModelLoadError, load_tokenizer, remote_code
     from trainer_core.serving.loader import _tokenizer_folder  # where chat finds the run's tokenizer too
 
     base = base_dir(choice, models_dir) if choice.adapter else None
@@ -120,7 +121,7 @@ def load_run(choice: ModelChoice, models_dir: Path, qlora: bool = False) -> RunW
     else:
         model = load_causal_lm(Path(choice.path))
     folder = _tokenizer_folder(choice, base)
-    return RunWeights(choice, model, load_tokenizer(folder), folder, base, qlora)
+    return RunWeights(choice, model, load_tokenizer(folder, **remote_code(folder)), folder, base, qlora)
 
 
 def merge(run: RunWeights, dtype: str) -> tuple[Any, list[str]]:

@@ -15,7 +15,7 @@ SDPA path, and forcing ``sdpa`` on them is refused at load. The choice here:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 SDPA, EAGER, FLASH = "sdpa", "eager", "flash_attention_2"
 
@@ -31,12 +31,13 @@ def model_class(config: Any) -> Any:
         return None
 
 
-def load_attention(config: Any, device: str) -> str:
+def load_attention(config: Any, device: str) -> Optional[str]:
     """The ``attn_implementation`` to load ``config``'s model with on ``device`` (``cpu`` /
-    ``cuda`` / ``mps``): see the module docstring."""
+    ``cuda`` / ``mps``): see the module docstring. None for a model transformers does not map
+    (one that ships its own code): transformers then asks the model's class."""
     cls = model_class(config)
     if cls is None:
-        return SDPA
+        return None
     if device.startswith("cuda") and getattr(cls, "_supports_flash_attn", False):
         from transformers.utils import is_flash_attn_2_available
 
@@ -45,10 +46,10 @@ def load_attention(config: Any, device: str) -> str:
     return SDPA if getattr(cls, "_supports_sdpa", False) else EAGER
 
 
-def attention_note(implementation: str) -> str:
+def attention_note(implementation: Optional[str]) -> str:
     """How the check names the choice, e.g. ``eager (this architecture has no SDPA path)``."""
     return {
         SDPA: "sdpa (per-row for packed batches)",
         EAGER: "eager (this architecture has no SDPA path)",
         FLASH: "flash_attention_2 (packed rows natively)",
-    }.get(implementation, implementation)
+    }.get(implementation, implementation or "the model's own choice (its code)")

@@ -127,12 +127,27 @@ def compute_dtype(device: str) -> Any:
     return torch.float32
 
 
-def load_tokenizer(path: Path) -> Any:
-    """Tokenizer with a pad token (eos when missing) and a chat template (ChatML when missing)."""
+def remote_code(path: Path, request: Optional[TrainingStartRequest] = None) -> dict[str, Any]:
+    """``from_pretrained`` keywords for ``path``'s own code (``remote_code.load_kwargs``): a training
+    ``request`` must ask for it; loading a run's model (chat, export; no request) needs only the
+    server's switch. Raises ModelLoadError naming ``trust_remote_code``."""
+    from trainer_core.models.remote_code import RemoteCodeError, load_kwargs
+    from trainer_core.settings import get_settings
+
+    allowed = get_settings().allow_remote_code
+    try:
+        return load_kwargs(path, request.trust_remote_code if request is not None else allowed, allowed)
+    except RemoteCodeError as exc:
+        raise ModelLoadError(str(exc)) from None
+
+
+def load_tokenizer(path: Path, **kwargs: Any) -> Any:
+    """Tokenizer with a pad token (eos when missing) and a chat template (ChatML when missing);
+    ``kwargs`` go to ``from_pretrained`` (``remote_code``)."""
     from transformers import AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
     except (OSError, ValueError, ImportError) as exc:
         raise ModelLoadError(f"could not load the tokenizer from {path}: {exc}") from exc
     if tokenizer.pad_token is None:
@@ -155,11 +170,14 @@ def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
 
     dtype = compute_dtype(device)
     device = device_for_rank(device)  # several processes: each on its own GPU
+    own_code = remote_code(path, request)
     try:
-        attention = load_attention(AutoConfig.from_pretrained(path), device)
+        attention = load_attention(AutoConfig.from_pretrained(path, **own_code), device)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
-    kwargs: dict[str, Any] = {"dtype": dtype, "attn_implementation": attention}
+    kwargs: dict[str, Any] = {"dtype": dtype, **own_code}
+    if attention is not None:  # a model's own code chooses for itself
+        kwargs["attn_implementation"] = attention
     if request.training_type == TrainingType.qlora:
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype, bnb_4bit_use_double_quant=True

@@ -157,9 +157,12 @@ def block_projections(model: Any) -> tuple[str, int, list[tuple[str, str]], list
     return blocks_path, len(blocks), projections, parameters
 
 
-def resolve_targets(model: Any, target_modules: list[str], attention: bool = True, mlp: bool = True) -> Targets:
+def resolve_targets(
+    model: Any, target_modules: list[str], attention: bool = True, mlp: bool = True, language: bool = True
+) -> Targets:
     """The projections of ``model`` that get adapters for a request's ``target_modules`` and its
-    ``finetune_attention_modules`` / ``finetune_mlp_modules`` switches.
+    ``finetune_attention_modules`` / ``finetune_mlp_modules`` / ``finetune_language_layers``
+    switches (a text-only model is all language layers: that switch off selects nothing).
 
     ``["all-linear"]``: every block projection of the chosen kinds (experts' 3-D parameters among
     the MLP ones). A list of names: each must be a projection of the blocks, matched as PEFT does
@@ -168,6 +171,11 @@ def resolve_targets(model: Any, target_modules: list[str], attention: bool = Tru
     may be left unmatched). Raises TargetError (a ValueError) naming ``target_modules``."""
     blocks, layers, projections, parameters = block_projections(model)
     kinds = {"attention": attention, "mlp": mlp}
+    if target_modules == [ALL_LINEAR] and not language:
+        raise TargetError(
+            "finetune_language_layers: it is off, and this model's blocks are all language layers, so nothing "
+            "would be trained; turn it on"
+        )
     if target_modules == [ALL_LINEAR]:
         chosen = [(path, kind) for path, kind in projections if kinds[kind]]
         chosen_parameters = parameters if mlp else []

@@ -62,6 +62,7 @@ def run_preflight(
             rules.evaluations(request, plan.total_steps, found.eval is not None),
             rules.placeholders(found.sources),
             rules.learning_rate(request),
+            _template_shaping(found, tokenizer, request),
         )
         if issue
     ]
@@ -136,6 +137,18 @@ def _no_tokens(found: Gathered, request: TrainingStartRequest) -> Optional[Issue
             "so evaluation would fail: raise max_seq_length or give other evaluation rows",
         )
     return None
+
+
+def _template_shaping(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[Issue]:
+    """Warning when the chat template refuses some rows as written and they are shaped to fit
+    (``data.template_fit``: Gemma's system text, Mistral's repeated turns)."""
+    from trainer_core.data.template_fit import fit_note, shaped_count, template_fit
+
+    if tokenizer is None or "messages" not in found.train.column_names or not tokenizer.chat_template:
+        return None
+    fit = template_fit(tokenizer)
+    note = fit_note(request.model_name, fit, shaped_count(found.train["messages"], fit)) if fit.shapes else None
+    return Issue(level="warning", code="template_shaped", message=note, fields=["model_name"]) if note else None
 
 
 def _eval_rows(found: Gathered) -> int:

@@ -15,6 +15,7 @@ from trainer_core.schemas import TrainingStartRequest, TrainingType
 from trainer_core.settings import Settings
 
 log = logging.getLogger(__name__)
+TARGET_FIELDS = ("target_modules", "finetune_attention_modules", "finetune_mlp_modules", "finetune_language_layers")
 
 
 class ModelStructure(BaseModel):
@@ -41,14 +42,19 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from trainer_core.models.attention_choice import attention_note, load_attention
+    from trainer_core.models.remote_code import RemoteCodeError, load_kwargs
     from trainer_core.models.targets import TargetError, resolve_targets
     from trainer_core.preflight.costs import training_device
 
     try:
-        config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+        own_code = load_kwargs(folder, request.trust_remote_code, settings.allow_remote_code)
+    except RemoteCodeError as exc:
+        return None, [Issue(level="error", code="remote_code", message=str(exc), fields=["trust_remote_code"])]
+    try:
+        config = AutoConfig.from_pretrained(str(folder), local_files_only=True, **own_code)
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(config)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+            model = AutoModelForCausalLM.from_config(config, **own_code)
+    except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:
         log.info("no structure for %s: %s", request.model_name, exc)
         return None, []
     structure = ModelStructure(
@@ -58,17 +64,15 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
         return structure, []
     try:
         targets = resolve_targets(
-            model, list(request.target_modules), request.finetune_attention_modules, request.finetune_mlp_modules
+            model,
+            list(request.target_modules),
+            request.finetune_attention_modules,
+            request.finetune_mlp_modules,
+            request.finetune_language_layers,
         )
     except TargetError as exc:
-        fields = (
-            ["target_modules"]
-            if str(exc).startswith("target_modules")
-            else [
-                "finetune_attention_modules",
-                "finetune_mlp_modules",
-            ]
-        )
+        named = str(exc).split(":", 1)[0].split(" / ")  # the message starts with the field(s) it is about
+        fields = [name for name in named if name in TARGET_FIELDS] or list(TARGET_FIELDS)
         return structure, [Issue(level="error", code="lora_targets", message=str(exc), fields=fields)]
     structure.adapted, structure.adapted_count = targets.summary(), targets.count
     return structure, []

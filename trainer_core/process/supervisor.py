@@ -48,6 +48,9 @@ def run_target(environment: dict[str, str], app_pid: int, target: Callable[..., 
     if os.environ != environment:
         os.environ.clear()
         os.environ.update(environment)
+    from trainer_core.settings import get_settings
+
+    get_settings.cache_clear()  # the settings of the environment just taken, not the forkserver's
     remember_app(app_pid)
     ignore_interrupts()
     tqdm.set_lock(threading.RLock())

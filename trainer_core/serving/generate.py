@@ -33,10 +33,14 @@ class Finish:
 
 def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
     """Token ids of ``messages`` (dicts with role and content) plus the generation prompt, rendered
-    by the chat template and tokenized without special tokens (as training does). Raises
+    by the chat template (shaped first as training shapes its data: ``data.template_fit``) and
+    tokenized without special tokens (as training does). Raises
     ChatInputError when the template cannot render the conversation."""
     from jinja2 import TemplateError
 
+    from trainer_core.data.template_fit import fit_conversation, template_fit
+
+    messages = fit_conversation(messages, template_fit(tokenizer))  # shaped as training shaped its data
     try:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     except (TemplateError, ValueError, TypeError) as exc:

@@ -64,11 +64,12 @@ def _load_causal_lm(path: Path, device: str) -> Any:
     """A causal LM from ``path`` on ``device`` in eval mode. Raises ModelLoadError."""
     from transformers import AutoModelForCausalLM
 
-    from trainer_core.models.loading import ModelLoadError, compute_dtype
+    from trainer_core.models.loading import ModelLoadError, compute_dtype, remote_code
 
+    own_code = remote_code(path)  # a model that ships code loads only where the server allows it
     try:
         # transformers' own choice: sdpa where the architecture has it, else eager (Gemma 2, gpt-oss)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(device))
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(device), **own_code)
     except (OSError, ValueError, ImportError) as exc:
         raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
     return model.to(device).eval()
@@ -100,7 +101,8 @@ def load_choice(choice: ModelChoice, models_dir: Path, device: Optional[str] = N
             raise loading.ModelLoadError(f"could not load the adapter in {choice.path}: {exc}") from exc
     else:
         model = _load_causal_lm(Path(choice.path) if choice.path else base, device)
-    tokenizer = loading.load_tokenizer(_tokenizer_folder(choice, base))
+    folder = _tokenizer_folder(choice, base)
+    tokenizer = loading.load_tokenizer(folder, **loading.remote_code(folder))
     context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or 2048
     seconds = time.monotonic() - began
     log.info("loaded %s (%s) on %s in %.1f s", choice.id, choice.base_model, device, seconds)

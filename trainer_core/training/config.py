@@ -174,7 +174,11 @@ def build_lora_config(request: TrainingStartRequest, model: Any) -> Optional[Any
     from trainer_core.models.targets import resolve_targets
 
     targets = resolve_targets(
-        model, list(request.target_modules), request.finetune_attention_modules, request.finetune_mlp_modules
+        model,
+        list(request.target_modules),
+        request.finetune_attention_modules,
+        request.finetune_mlp_modules,
+        request.finetune_language_layers,
     )
     dropout = request.lora_dropout
     if targets.parameters and dropout:
