@@ -74,3 +74,16 @@ def build_family_model(family: str, tokenizer_dir: Path, target: Path, seed: int
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(family_config(family), dtype=torch.float32)
     return save_with_tokenizer(model, tokenizer_dir, target)
+
+
+def family_model(family: str) -> Any:
+    """The tiny ``family`` model in memory (seed 0), loaded with the attention training would use
+    (``models.attention_choice.load_attention``)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from trainer_core.models.attention_choice import load_attention
+
+    config = family_config(family)
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config, attn_implementation=load_attention(config, "cpu"))

@@ -2,7 +2,7 @@
 ``target_modules`` adapt every linear projection in the blocks (fused ones, ``Conv1D``, MoE
 experts; never lm_head, embeddings or routers), an explicit list that misses is refused naming
 what the model has, each family's attention keeps packed rows apart, and each trains 2 LoRA steps
-with the defaults through the real worker."""
+with the defaults (through the HTTP API: ``tests/e2e/test_families_api.py``; the CLI below)."""
 
 from __future__ import annotations
 
@@ -12,20 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.families import FAMILIES, build_family_model, family_config
+from tests.families import FAMILIES, build_family_model, family_model
 from trainer_core.models.targets import TargetError, find_blocks, resolve_targets
 from trainer_core.schemas import TrainingStartRequest, TrainingType
 from trainer_core.training.config import build_lora_config
-
-
-def _model(family: str):
-    from transformers import AutoModelForCausalLM
-
-    from trainer_core.models.attention_choice import load_attention
-
-    config = family_config(family)
-    torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(config, attn_implementation=load_attention(config, "cpu"))
 
 
 def _request(**fields) -> TrainingStartRequest:
@@ -44,7 +34,7 @@ def test_the_defaults_adapt_every_block_projection_and_nothing_else(family):
     from peft import get_peft_model
     from peft.tuners.lora import LoraLayer
 
-    model = _model(family)
+    model = family_model(family)
     blocks, layers = find_blocks(model)
     linear = _linear_paths(model)
     experts = [
@@ -74,16 +64,16 @@ def test_the_defaults_adapt_every_block_projection_and_nothing_else(family):
 
 
 def test_the_switches_choose_attention_or_mlp():
-    model = _model("gpt2")  # attn.c_proj and mlp.c_proj share a name: the paths keep them apart
+    model = family_model("gpt2")  # attn.c_proj and mlp.c_proj share a name: the paths keep them apart
     attention = resolve_targets(model, ["all-linear"], attention=True, mlp=False)
     assert attention.modules == ("attn.c_attn", "attn.c_proj") and set(attention.kinds) == {"attention"}
     mlp = resolve_targets(model, ["all-linear"], attention=False, mlp=True)
     assert mlp.modules == ("mlp.c_fc", "mlp.c_proj")
     with pytest.raises(TargetError, match="both are off"):
         resolve_targets(model, ["all-linear"], attention=False, mlp=False)
-    moe = resolve_targets(_model("qwen3_moe"), ["all-linear"], attention=False, mlp=True)
+    moe = resolve_targets(family_model("qwen3_moe"), ["all-linear"], attention=False, mlp=True)
     assert moe.modules == () and moe.parameters == ("mlp.experts.gate_up_proj", "mlp.experts.down_proj")
-    assert build_lora_config(_request(lora_dropout=0.1), _model("qwen3_moe")).lora_dropout == 0.0  # ParamWrapper
+    assert build_lora_config(_request(lora_dropout=0.1), family_model("qwen3_moe")).lora_dropout == 0.0  # ParamWrapper
 
 
 @pytest.mark.parametrize(
@@ -102,13 +92,13 @@ def test_the_switches_choose_attention_or_mlp():
 )
 def test_an_explicit_list_that_misses_is_refused_naming_what_the_model_has(family, names, missing, offered):
     with pytest.raises(TargetError) as refused:
-        build_lora_config(_request(target_modules=names), _model(family))
+        build_lora_config(_request(target_modules=names), family_model(family))
     text = str(refused.value)
     assert text.startswith(f"target_modules: {missing} matched nothing") and offered in text
 
 
 def test_an_explicit_list_that_matches_is_passed_to_peft_as_it_is():
-    config = build_lora_config(_request(target_modules=["qkv_proj", "lm_head"]), _model("phi3"))
+    config = build_lora_config(_request(target_modules=["qkv_proj", "lm_head"]), family_model("phi3"))
     assert sorted(config.target_modules) == ["lm_head", "qkv_proj"]
 
 
@@ -124,7 +114,7 @@ def test_packed_rows_are_kept_apart_or_the_batches_are_padded(family, tmp_path):
     from trainer_core.training.packed_rows import keeps_packed_rows_apart
     from trainer_core.training.trainer import use_training_attention
 
-    model = _model(family).eval()
+    model = family_model(family).eval()
     use_training_attention(model)
     rows = [{"input_ids": list(range(5, 17))}, {"input_ids": list(range(40, 49))}]
     batch = DataCollatorForLanguageModeling(pad_token_id=2, padding_free=True, return_position_ids=True)(rows)
@@ -140,33 +130,6 @@ def test_packed_rows_are_kept_apart_or_the_batches_are_padded(family, tmp_path):
         assert build_sft_config(request, tmp_path, "cpu", False, rows_apart=False).padding_free is False
         with pytest.raises(ValueError, match="^packing: "):
             build_sft_config(request.model_copy(update={"packing": True}), tmp_path, "cpu", False, rows_apart=False)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("family", FAMILIES)
-def test_each_family_trains_two_lora_steps_with_the_defaults(family, tmp_path_factory, tiny_model_dir, datasets_dir):
-    """Through the real worker (``JobRunner``): completes, and run.json names the attention used and
-    every block projection adapted."""
-    from tests.conftest import train_to_completion
-
-    folder = tmp_path_factory.mktemp(f"family-{family}")
-    model_dir = build_family_model(family, tiny_model_dir, folder / family)
-    request = TrainingStartRequest(
-        model_name=str(model_dir),
-        local_datasets=[str(datasets_dir / "identity.json")],
-        max_steps=2,
-        batch_size=2,
-        max_seq_length=64,
-        dataset_slice_end=8,
-    )
-    _, _, output_dir = train_to_completion(folder / "runs", folder / "studio.db", request)
-    structure = json.loads((output_dir / "run.json").read_text())["model_structure"]
-    expected = resolve_targets(_model(family), ["all-linear"])
-    assert structure["adapted"]["modules"] == list(expected.modules)
-    assert sorted(structure["adapted"]["parameters"]) == sorted(expected.parameters)
-    assert structure["adapted"]["count"] == expected.count
-    assert structure["attention"] in ("sdpa_varlen", "sdpa", "eager")
-    assert structure["padding_free"] == (family != "gpt_oss")
 
 
 @pytest.fixture(scope="module")
@@ -238,4 +201,4 @@ def test_the_seed_use_lora_agrees_with_training_type_and_language_layers_stay_on
     with pytest.raises(ValueError, match=r"use_lora \(false\) disagrees with training_type \(lora\)"):
         _request(use_lora=False, training_type="lora")
     with pytest.raises(TargetError, match="^finetune_language_layers: it is off"):
-        build_lora_config(_request(finetune_language_layers=False), _model("llama"))
+        build_lora_config(_request(finetune_language_layers=False), family_model("llama"))
