@@ -202,3 +202,16 @@ def test_the_seed_use_lora_agrees_with_training_type_and_language_layers_stay_on
         _request(use_lora=False, training_type="lora")
     with pytest.raises(TargetError, match="^finetune_language_layers: it is off"):
         build_lora_config(_request(finetune_language_layers=False), family_model("llama"))
+
+
+def test_run_json_structure_of_a_model_without_block_lists_says_nothing_adapted():
+    """A full fine-tune of a model whose layers are not in a ModuleList: run.json still gets its
+    attention and padding, with no adapted list (instead of failing the run)."""
+    from types import SimpleNamespace
+
+    from trainer_core.training.worker import _structure
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    model.config = SimpleNamespace(_attn_implementation="eager", num_hidden_layers=1)
+    structure = _structure(SimpleNamespace(model=model, args=SimpleNamespace(padding_free=False)))
+    assert structure == {"attention": "eager", "padding_free": False, "adapted": None}

@@ -186,14 +186,18 @@ def _write_manifest(request: TrainingStartRequest, job_id: str, output_dir: Path
 
 def _structure(trainer: Any) -> dict[str, Any]:
     """The attention implementation, whether batches are padding-free (``packed_rows``) and the
-    adapted modules (``models.targets.adapted``)."""
-    from trainer_core.models.targets import adapted
+    adapted modules (``models.targets.adapted``; None where the model has no block list)."""
+    from trainer_core.models.targets import TargetError, adapted
 
     model = trainer.model
+    try:
+        found = adapted(model)
+    except TargetError:  # a full fine-tune of a model without block lists: nothing adapted to list
+        found = None
     return {
         "attention": model.config._attn_implementation,
         "padding_free": bool(getattr(trainer.args, "padding_free", False)),
-        "adapted": adapted(model),
+        "adapted": found,
     }
 
 
