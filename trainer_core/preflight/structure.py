@@ -15,7 +15,13 @@ from trainer_core.schemas import TrainingStartRequest, TrainingType
 from trainer_core.settings import Settings
 
 log = logging.getLogger(__name__)
-TARGET_FIELDS = ("target_modules", "finetune_attention_modules", "finetune_mlp_modules", "finetune_language_layers")
+TARGET_FIELDS = (
+    "target_modules",
+    "finetune_attention_modules",
+    "finetune_mlp_modules",
+    "finetune_language_layers",
+    "modules_to_save",
+)
 
 
 class ModelStructure(BaseModel):
@@ -34,7 +40,13 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
     transformers maps its config to a causal LM; (None, []) otherwise (the worker checks after
     loading). The model is built on the ``meta`` device from ``config.json``: no memory, no weights.
     An explicit ``target_modules`` that matches nothing, or both attention / MLP switches off, is an
-    error naming the field (``models.targets.TargetError``)."""
+    error naming the field (``models.targets.TargetError``), as is ``use_loftq`` off a CUDA machine."""
+    from trainer_core.preflight.costs import training_device
+    from trainer_core.training.loftq import loftq_refusal
+
+    refusal = loftq_refusal(training_device()) if request.use_loftq else None
+    if refusal:
+        return None, [Issue(level="error", code="loftq_device", message=refusal, fields=["use_loftq"])]
     folder = local_model_folder(request.model_name, settings)
     if folder is None:
         return None, []
@@ -42,9 +54,9 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from trainer_core.models.attention_choice import attention_note, load_attention
+    from trainer_core.models.lora_plan import lora_plan
     from trainer_core.models.remote_code import RemoteCodeError, load_kwargs
-    from trainer_core.models.targets import TargetError, resolve_targets
-    from trainer_core.preflight.costs import training_device
+    from trainer_core.models.targets import TargetError
 
     try:
         own_code = load_kwargs(folder, request.trust_remote_code, settings.allow_remote_code)
@@ -63,13 +75,7 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
     if request.training_type == TrainingType.full:
         return structure, []
     try:
-        targets = resolve_targets(
-            model,
-            list(request.target_modules),
-            request.finetune_attention_modules,
-            request.finetune_mlp_modules,
-            request.finetune_language_layers,
-        )
+        targets = lora_plan(model, request).targets
     except TargetError as exc:
         named = str(exc).split(":", 1)[0].split(" / ")  # the message starts with the field(s) it is about
         fields = [name for name in named if name in TARGET_FIELDS] or list(TARGET_FIELDS)

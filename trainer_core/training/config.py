@@ -165,21 +165,18 @@ def build_lora_config(request: TrainingStartRequest, model: Any) -> Optional[Any
     fine-tuning. The targets are found in the model (``models.targets.resolve_targets``: the
     request's ``target_modules`` and its attention / MLP switches); 3-D expert parameters go to
     ``target_parameters``, and then ``lora_dropout`` is 0 (PEFT's ``lora.ParamWrapper`` has no
-    dropout), said in the worker's log. Raises ``TargetError`` (a ValueError naming
-    ``target_modules``) when the targets select nothing or name what the model lacks."""
+    dropout), said in the worker's log. ``modules_to_save`` train in full beside the adapters (a
+    tied LM head kept tied: ``ensure_weight_tying``). Raises ``TargetError`` (a ValueError naming
+    ``target_modules`` or ``modules_to_save``) when they select nothing or name what the model lacks."""
     if request.training_type == TrainingType.full:
         return None
     from peft import LoraConfig
 
-    from trainer_core.models.targets import resolve_targets
+    from trainer_core.models.embeddings import ties_embeddings
+    from trainer_core.models.lora_plan import lora_plan
 
-    targets = resolve_targets(
-        model,
-        list(request.target_modules),
-        request.finetune_attention_modules,
-        request.finetune_mlp_modules,
-        request.finetune_language_layers,
-    )
+    plan = lora_plan(model, request)
+    targets = plan.targets
     dropout = request.lora_dropout
     if targets.parameters and dropout:
         log.info("lora_dropout %s -> 0: the experts' adapters (target_parameters) take no dropout", dropout)
@@ -190,6 +187,9 @@ def build_lora_config(request: TrainingStartRequest, model: Any) -> Optional[Any
         lora_dropout=dropout,
         target_modules=targets.peft_target_modules(),
         target_parameters=targets.peft_target_parameters(),
+        modules_to_save=list(request.modules_to_save) or None,
+        # A tied LM head stays tied to the trained embeddings (and the other way round).
+        ensure_weight_tying=bool(plan.saved) and ties_embeddings(model),
         use_rslora=request.use_rslora,
         bias="none",
         task_type="CAUSAL_LM",

@@ -22,6 +22,7 @@ from transformers import EarlyStoppingCallback, PrinterCallback
 
 from trainer_core.schemas import TrainingMethod, TrainingProgress, TrainingStartRequest
 from trainer_core.training.config import build_lora_config, training_args
+from trainer_core.training.embedding_rate import EmbeddingRate
 from trainer_core.training.safe_saves import SafeSaves
 
 # TRL's logged metric -> our TrainingProgress field (train and eval; TRL prefixes eval ones "eval_")
@@ -81,7 +82,7 @@ def preference_config(
 
 
 def trainer_class(method: TrainingMethod) -> type:
-    """TRL's trainer for ``method`` with ``SafeSaves`` mixed in."""
+    """TRL's trainer for ``method`` with ``SafeSaves`` and ``EmbeddingRate`` mixed in."""
     if method == TrainingMethod.dpo:
         from trl import DPOTrainer as base
     elif method == TrainingMethod.orpo:
@@ -90,7 +91,7 @@ def trainer_class(method: TrainingMethod) -> type:
         from trl import KTOTrainer as base
     else:
         raise ValueError(f"training_method {method.value!r} is not a preference method")
-    return type(f"Safe{base.__name__}", (SafeSaves, base), {})
+    return type(f"Safe{base.__name__}", (SafeSaves, EmbeddingRate, base), {})
 
 
 def build_preference_trainer(
@@ -129,5 +130,10 @@ def build_preference_trainer(
         callbacks=[*callbacks, DivergenceGuard()] if request.stop_on_divergence else callbacks,
     )
     trainer.remove_callback(PrinterCallback)
+    trainer.embedding_learning_rate = request.embedding_learning_rate
+    if request.use_loftq and peft_config is not None:
+        from trainer_core.training.loftq import apply_loftq
+
+        apply_loftq(trainer.model, device)
     trainer.best_threshold = request.early_stopping_threshold if request.early_stopping_patience > 0 else 0.0
     return trainer

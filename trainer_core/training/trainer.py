@@ -30,6 +30,7 @@ from trl import SFTTrainer
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.attention import register_varlen_sdpa
 from trainer_core.training.config import build_lora_config, build_sft_config
+from trainer_core.training.embedding_rate import EmbeddingRate
 from trainer_core.training.packed_rows import keeps_packed_rows_apart
 from trainer_core.training.safe_saves import DivergenceError, SafeSaves, divergence_message
 
@@ -61,9 +62,10 @@ def answer_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = No
     return total / denominator, outputs
 
 
-class LeanSFTTrainer(SafeSaves, SFTTrainer):
+class LeanSFTTrainer(SafeSaves, EmbeddingRate, SFTTrainer):
     """``SFTTrainer`` whose loss is ``answer_loss`` for padding-free batches (batch dimension 1) and
-    ``transformers.Trainer``'s otherwise; no entropy / token-accuracy metrics; saves by ``SafeSaves``."""
+    ``transformers.Trainer``'s otherwise; no entropy / token-accuracy metrics; saves by ``SafeSaves``;
+    the embeddings' own learning rate by ``EmbeddingRate``."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: D102
         if inputs.get("labels") is None or inputs["input_ids"].shape[0] != 1:
@@ -126,16 +128,22 @@ def build_trainer(
             *callbacks,
             EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold),
         ]
+    peft_config = None if hasattr(model, "peft_config") else build_lora_config(request, model)  # an adapter goes on
     trainer = LeanSFTTrainer(
         model=model,
         args=args,
         train_dataset=train,
         eval_dataset=eval_split,
         processing_class=tokenizer,
-        peft_config=None if hasattr(model, "peft_config") else build_lora_config(request, model),  # an adapter goes on
+        peft_config=peft_config,
         callbacks=[*callbacks, DivergenceGuard()] if request.stop_on_divergence else callbacks,
     )
     trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout
+    trainer.embedding_learning_rate = request.embedding_learning_rate
+    if request.use_loftq and peft_config is not None:
+        from trainer_core.training.loftq import apply_loftq
+
+        apply_loftq(trainer.model, device)
     trainer.best_threshold = request.early_stopping_threshold if request.early_stopping_patience > 0 else 0.0
     return trainer
 
