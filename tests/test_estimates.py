@@ -8,7 +8,8 @@ import math
 import time
 
 import pytest
-from transformers import LlamaConfig, MixtralConfig
+import torch
+from transformers import LlamaConfig
 
 from trainer_core.preflight import parameters, timing
 from trainer_core.preflight.estimates import estimate_memory, estimate_time
@@ -73,9 +74,55 @@ def test_untied_head_and_biases_are_counted():
     assert biased - tied == 30 * (576 + 2 * 192 + 576)
 
 
-def test_mixture_of_experts_is_refused_by_name():
-    with pytest.raises(parameters.UnsupportedModelError, match="mixture-of-experts"):
-        parameters.count_parameters(MixtralConfig(), LLAMA_PROJECTIONS, 16, True)
+@pytest.mark.parametrize("family", ["qwen3_moe", "mixtral", "gpt_oss"])
+def test_mixture_of_experts_counts_every_expert_exactly(family):
+    """Total and LoRA counts equal the tiny family model's and PEFT's (fused 3-D experts adapted
+    through target_parameters), gpt-oss's biases and attention sinks included."""
+    from peft import get_peft_model
+
+    from tests.families import family_model
+    from trainer_core.training.config import build_lora_config
+
+    model = family_model(family)
+    counts = parameters.count_parameters(model.config, ["all-linear"], 16, True)
+    assert counts.total == sum(p.numel() for p in model.parameters())
+    linear = sum(
+        m.weight.numel() for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and ".layers." in n
+    )
+    assert counts.block_linear == linear  # what QLoRA quantizes: the fused experts and routers are not nn.Linear
+    peft_model = get_peft_model(model, build_lora_config(TrainingStartRequest(local_datasets=["d.json"]), model))
+    assert counts.lora == sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+
+
+def test_a_real_size_moe_weighs_all_its_experts_and_works_with_k_of_them():
+    """Qwen3-30B-A3B's config.json (128 experts, 8 per token): 30.5 B parameters, 3.3 B active
+    (Qwen's model card). The memory estimate holds every expert in the weights, also under QLoRA
+    (the fused experts stay in the compute dtype), and the activations grow with k, not E."""
+    from transformers import Qwen3MoeConfig
+
+    config = Qwen3MoeConfig(
+        hidden_size=2048,
+        intermediate_size=6144,
+        moe_intermediate_size=768,
+        num_hidden_layers=48,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        head_dim=128,
+        num_experts=128,
+        num_experts_per_tok=8,
+        vocab_size=151936,
+        tie_word_embeddings=False,
+    )
+    counts = parameters.count_parameters(config, ["all-linear"], 16, True)
+    assert counts.total == pytest.approx(30.5e9, rel=0.01)
+    assert counts.active_linear + 2 * 151936 * 2048 == pytest.approx(3.3e9, rel=0.02)
+    request = TrainingStartRequest(local_datasets=["d.json"], training_type="qlora")
+    memory = estimate_memory(request, config, 1024, "cpu")
+    assert memory.parts_gib["weights"] > 0.9 * counts.total * 4 / 2**30 > 100
+    fewer = estimate_memory(request, Qwen3MoeConfig(**{**config.to_dict(), "num_experts_per_tok": 1}), 1024, "cpu")
+    assert fewer.parts_gib["weights"] == memory.parts_gib["weights"]
+    assert memory.parts_gib["activations"] > 2 * fewer.parts_gib["activations"]
+    assert timing.flops_per_token(request, config, 512) < 0.2 * 4 * counts.total  # k of E experts do the work
 
 
 # ----- activations against autograd -----

@@ -95,6 +95,59 @@ def test_sft_config_reports_to_the_chosen_trackers_under_the_job_id(tmp_path):
     assert build_sft_config(_request(), tmp_path, "cpu", False).report_to == []
 
 
+# ----- the seed API's tracker fields -----
+
+
+def test_the_seed_fields_map_onto_report_to_and_the_key_is_a_secret(tmp_path):
+    from trainer_core.configs.commands import cli_command, curl_command
+    from trainer_core.configs.yaml_files import parse_config_text, request_to_yaml
+
+    assert _request(enable_tensorboard=True).report_to == ["tensorboard"]
+    assert _request(tensorboard_dir=" logs/tb ").report_to == ["tensorboard"]
+    assert _request(enable_wandb=True, report_to=["trackio"]).report_to == ["trackio", "wandb"]
+    assert _request(wandb_project="my-proj.1").report_to == ["wandb"]
+    assert _request(enable_tensorboard=False, enable_wandb=False, tensorboard_dir="", wandb_project=" ").report_to == []
+    for fields, message in (
+        (
+            dict(enable_tensorboard=False, report_to=["tensorboard"]),
+            "enable_tensorboard false disagrees with report_to",
+        ),
+        (dict(enable_wandb=False, wandb_token="k-123"), "enable_wandb false disagrees with wandb_token"),
+        (dict(wandb_project="my project/x"), "is not a project name"),
+    ):
+        with pytest.raises(ValidationError, match=message):
+            _request(**fields)
+    request = _request(enable_wandb=True, wandb_project="p", wandb_token="wandb-key-123")
+    public = request.public_dict()
+    assert "wandb_token" not in public and public["report_to"] == ["wandb"] and public["wandb_project"] == "p"
+    assert TrainingStartRequest(**public).report_to == ["wandb"]  # the stored request reads back alike
+    text = request_to_yaml(request.model_dump(mode="json") | {"wandb_token": "wandb-key-123"})
+    assert "wandb-key-123" not in text
+    values, notes = parse_config_text(text + "\nwandb_token: wandb-key-123\n")
+    assert "wandb_token" not in values and notes == [
+        "wandb_token is not read from files: the server's own wandb login (WANDB_API_KEY) is used"
+    ]
+    settings = request.model_dump(mode="json") | {"wandb_token": "wandb-key-123"}
+    assert "wandb-key-123" not in cli_command(settings) + curl_command(settings, "http://x", False)
+    assert "wandb-key-123" not in repr(request) and "wandb-key-123" not in str(request.model_dump())
+
+
+def test_the_worker_gets_the_seed_settings_and_the_key_in_its_environment_only(tmp_path, monkeypatch, caplog):
+    import queue
+
+    from trainer_core.training.worker import _prepare_trackers, _redact
+
+    monkeypatch.setattr(os, "environ", {"WANDB_PROJECT": "server-default"})
+    monkeypatch.setattr(trackers, "host_reachable", lambda host, port: True)
+    request = _request(tensorboard_dir=str(tmp_path / "tb"), wandb_project="mine", wandb_token="wandb-key-123")
+    with caplog.at_level(logging.DEBUG):
+        _prepare_trackers(request, tmp_path / "run", queue.Queue())
+    assert os.environ["TENSORBOARD_LOGGING_DIR"] == str(tmp_path / "tb")
+    assert os.environ["WANDB_PROJECT"] == "mine" and os.environ["WANDB_API_KEY"] == "wandb-key-123"
+    assert "wandb-key-123" not in caplog.text
+    assert _redact("failed with wandb-key-123 in it", request) == "failed with *** in it"
+
+
 # ----- the worker's environment -----
 
 
@@ -238,19 +291,20 @@ def test_tensorboard_and_trackio_receive_the_losses_of_metrics_jsonl(tmp_path, t
         batch_size=2,
         max_seq_length=64,
         max_steps=4,
-        report_to=["tensorboard", "trackio"],
+        report_to=["trackio"],
+        tensorboard_dir=str(tmp_path / "tb"),  # the seed API's folder: report_to gains tensorboard
     )
     _, job_id, run = train_to_completion(tmp_path / "runs", tmp_path / "studio.db", request)
     expected = _metrics_losses(run)
     assert sorted(expected) == [1, 2, 3, 4]
-    event_files = list((run / "tensorboard").glob("events.out.tfevents.*"))
-    assert event_files and all(f.resolve().is_relative_to(run.resolve()) for f in event_files)
+    event_files = list((tmp_path / "tb").glob("events.out.tfevents.*"))
+    assert event_files and not (run / "tensorboard").exists()
     assert (run / "trackio" / f"{trackers.TRACKER_PROJECT}.db").is_file()
-    for received in (_tensorboard_losses(run / "tensorboard"), _trackio_losses(run / "trackio", job_id)):
+    for received in (_tensorboard_losses(tmp_path / "tb"), _trackio_losses(run / "trackio", job_id)):
         assert sorted(received) == sorted(expected)
         assert all(received[step] == pytest.approx(loss, rel=1e-6) for step, loss in expected.items())
     # set in the worker only: the app process's environment is as it was
     assert {key: os.environ.get(key) for key in before} == before
     manifest = json.loads((run / "run.json").read_text())
-    assert manifest["request"]["report_to"] == ["tensorboard", "trackio"]
-    assert manifest["sft_config"]["report_to"] == ["tensorboard", "trackio"]
+    assert manifest["request"]["report_to"] == ["trackio", "tensorboard"]
+    assert manifest["sft_config"]["report_to"] == ["trackio", "tensorboard"]

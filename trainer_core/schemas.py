@@ -34,6 +34,14 @@ from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' v
 
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 LLAMA_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+WANDB_PROJECT = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+# Request fields that hold secrets: left out of public_dict (logs, run.json, the queue, settings files).
+SECRET_FIELDS = ("hf_token", "wandb_token")
+# (report_to name, the seed API's switch, the seed's settings that imply it)
+SEED_TRACKERS = (
+    ("tensorboard", "enable_tensorboard", ("tensorboard_dir",)),
+    ("wandb", "enable_wandb", ("wandb_project", "wandb_token")),
+)
 GPU_IDS = re.compile(r"[ ]*[0-9]{1,3}([ ]*,[ ]*[0-9]{1,3}){0,63}[ ]*")  # e.g. "0,1" (CUDA_VISIBLE_DEVICES), ASCII only
 
 
@@ -529,10 +537,60 @@ class TrainingStartRequest(BaseModel):
         json_schema_extra=_group("output"),
     )
 
-    @field_validator("distributed_config")
+    # The seed API's tracker fields, accepted as it sends them and mapped onto report_to
+    # (``_map_seed_trackers``); not on the form, which has report_to.
+    enable_tensorboard: Optional[bool] = Field(
+        None,
+        title="Enable TensorBoard",
+        description="The seed API's switch: true adds tensorboard to report_to; false must agree with it.",
+        json_schema_extra={"group": "output", "form": False},
+    )
+    tensorboard_dir: Optional[str] = Field(
+        None,
+        max_length=MAX_PATH_CHARS,
+        title="TensorBoard folder",
+        description="Where TensorBoard writes its event files: a folder in the allowed folders (created); empty: <run folder>/tensorboard. Adds tensorboard to report_to.",
+        json_schema_extra={"group": "output", "form": False},
+    )
+    enable_wandb: Optional[bool] = Field(
+        None,
+        title="Enable Weights & Biases",
+        description="The seed API's switch: true adds wandb to report_to; false must agree with it.",
+        json_schema_extra={"group": "output", "form": False},
+    )
+    wandb_project: Optional[str] = Field(
+        None,
+        max_length=128,
+        title="W&B project",
+        description="The Weights & Biases project of the run (letters, digits, '-', '_', '.'); empty: WANDB_PROJECT on the server, else finetune-studio. Adds wandb to report_to.",
+        json_schema_extra={"group": "output", "form": False},
+    )
+    wandb_token: Optional[SecretStr] = Field(
+        None,
+        max_length=512,
+        title="W&B API key",
+        description="Weights & Biases API key for this run only (given to its worker as WANDB_API_KEY); empty: the server's own login. Never logged or stored. Adds wandb to report_to.",
+        json_schema_extra={"group": "output", "form": False},
+    )
+
+    @field_validator("distributed_config", "tensorboard_dir")
     @classmethod
     def _empty_is_none(cls, value: Optional[str]) -> Optional[str]:
         return value.strip() if value and value.strip() else None
+
+    @field_validator("wandb_project")
+    @classmethod
+    def _project_name(cls, value: Optional[str]) -> Optional[str]:
+        if not value or not value.strip():
+            return None
+        if not WANDB_PROJECT.fullmatch(value.strip()):
+            raise ValueError(f"'{value[:40]}' is not a project name: use letters, digits, '-', '_' and '.'")
+        return value.strip()
+
+    @field_validator("wandb_token")
+    @classmethod
+    def _blank_key_is_none(cls, value: Optional[SecretStr]) -> Optional[SecretStr]:
+        return value if value is not None and value.get_secret_value().strip() else None
 
     @field_validator("gpu_ids")
     @classmethod
@@ -554,6 +612,21 @@ class TrainingStartRequest(BaseModel):
         if value is not None and value.strip() and (problem := hub_id_problem(value.strip())):
             raise ValueError(f"'{value[:80]}' {problem}; files on the server go in local_datasets")
         return value.strip() if value and value.strip() else None
+
+    @model_validator(mode="after")
+    def _map_seed_trackers(self) -> TrainingStartRequest:
+        """enable_tensorboard / tensorboard_dir and enable_wandb / wandb_project / wandb_token (the
+        seed API's) onto ``report_to``: a switch set true, or a setting given, adds the tracker;
+        a switch set false with the tracker asked for another way is refused."""
+        for tracker, switch, settings in SEED_TRACKERS:
+            on = getattr(self, switch)
+            given = [name for name in settings if getattr(self, name) is not None]
+            if on is False and (tracker in self.report_to or given):
+                other = f"report_to {tracker}" if tracker in self.report_to else given[0]
+                raise ValueError(f"{switch} false disagrees with {other}: set {switch} true, or drop {other}")
+            if (on or given) and tracker not in self.report_to:
+                self.report_to = [*self.report_to, tracker]
+        return self
 
     @model_validator(mode="after")
     def _check_combinations(self) -> TrainingStartRequest:
@@ -639,7 +712,7 @@ class TrainingStartRequest(BaseModel):
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as plain JSON-able values with secrets removed (for logs, files, history)."""
-        return self.model_dump(mode="json", exclude={"hf_token"})
+        return self.model_dump(mode="json", exclude=set(SECRET_FIELDS))
 
 
 class TrainingJobResponse(BaseModel):

@@ -157,6 +157,18 @@ def test_tokens_are_checked_and_never_echoed(studio, datasets_dir):
     assert HF_TOKEN not in bad.text and TOKEN not in bad.text
     wrong_type = client.post("/api/train/start", json={"hf_token": {"x": HF_TOKEN}})
     assert wrong_type.status_code == 422 and HF_TOKEN not in wrong_type.text
+    # the seed API's W&B key is a secret too: refused requests, a bad type, a refused Start
+    for body in (
+        {"local_datasets": [alpaca(datasets_dir)], "learning_rate": 5, "wandb_token": HF_TOKEN},
+        {"wandb_token": {"x": HF_TOKEN}},
+        {"local_datasets": [alpaca(datasets_dir)], "enable_wandb": False, "wandb_token": HF_TOKEN},
+    ):
+        answer = client.post("/api/train/start", json=body)
+        assert answer.status_code == 422 and HF_TOKEN not in answer.text, answer.text[:300]
+    refused = client.post(  # wandb is not installed here: a clear 400, the key nowhere
+        "/api/train/start", json={"local_datasets": [alpaca(datasets_dir)], "max_steps": 1, "wandb_token": HF_TOKEN}
+    )
+    assert refused.status_code == 400 and "pip install wandb" in refused.text and HF_TOKEN not in refused.text
 
 
 def test_api_description_needs_the_login_or_token(studio):
@@ -352,6 +364,22 @@ def app_engine(url: str, studio) -> object:
 
 
 # Issue 15: the devices and processes settings, at every door ---------------------------------------
+def test_the_seed_tensorboard_dir_obeys_the_path_rules(studio, outside, datasets_dir):
+    settings, runner, url = studio
+    client = api(url)
+    last_job = runner.status().job_id
+    body = {"local_datasets": [alpaca(datasets_dir)], "max_steps": 1, "enable_tensorboard": True}
+    for value in (str(outside), str(settings.data_dir / ".." / ".." / "etc"), "tb\x00x"):
+        answer = client.post("/api/train/start", json=body | {"tensorboard_dir": value})
+        assert answer.status_code in (400, 422) and "tensorboard_dir" in answer.text, (value, answer.text[:300])
+    contradicted = client.post("/api/train/start", json=body | {"enable_tensorboard": False, "tensorboard_dir": "x"})
+    assert (
+        contradicted.status_code == 422
+        and "enable_tensorboard false disagrees with tensorboard_dir" in contradicted.text
+    )
+    assert runner.status().job_id == last_job  # nothing was started
+
+
 def test_distributed_settings_are_checked_at_every_door(studio, outside, datasets_dir):
     settings, runner, url = studio
     client, raw = api(url), RawGradio(logged_in(url))

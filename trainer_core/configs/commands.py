@@ -11,8 +11,8 @@ import shlex
 import typing
 from typing import Any
 
-from trainer_core.configs.yaml_files import SECRET_FIELDS
 from trainer_core.fieldmeta import FIELDS, base_type, default
+from trainer_core.schemas import SECRET_FIELDS
 
 PATH_FLAGS = {"local_datasets": "--dataset", "local_eval_datasets": "--eval-dataset"}  # repeated flags in cli.py
 

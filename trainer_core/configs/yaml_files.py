@@ -1,5 +1,5 @@
 """A training request as a YAML file and back: the keys are ``TrainingStartRequest``'s field names,
-the same keys ``python -m trainer_core train --config FILE`` reads. Secrets (``hf_token``) are never
+the same keys ``python -m trainer_core train --config FILE`` reads. Secrets (``hf_token``, ``wandb_token``) are never
 written, and a file that holds one is read without it.
 """
 
@@ -13,9 +13,12 @@ import yaml
 from pydantic import ValidationError
 
 from trainer_core.fieldmeta import FIELDS, explain, group
-from trainer_core.schemas import TrainingStartRequest
+from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
 
-SECRET_FIELDS = ("hf_token",)
+SECRET_HINTS = {
+    "hf_token": "type it in the form",
+    "wandb_token": "the server's own wandb login (WANDB_API_KEY) is used",
+}
 MAX_CONFIG_BYTES = 256 * 1024  # a settings file is a few KB; anything far larger is not one
 GROUP_TITLES = {
     "model": "Model",
@@ -76,7 +79,7 @@ def parse_config_text(
     """The field values in YAML ``text`` and notes for the user (secrets skipped). The values are
     checked with ``TrainingStartRequest``: a file without datasets is accepted (the form or
     ``--dataset`` supplies them), anything else invalid is refused. ``keep_secrets`` (the CLI,
-    reading the user's own file) keeps ``hf_token``; the page never takes one from a file.
+    reading the user's own file) keeps the secrets (``SECRET_FIELDS``); the page never takes one from a file.
 
     Raises ConfigFileError naming ``source`` for text that is not YAML, not a mapping, has keys that
     are not settings (with the nearest key name), or values the schema refuses (naming the field)."""
@@ -108,7 +111,7 @@ def parse_config_text(
             "use the keys of a saved settings file"
         )
     if not keep_secrets:
-        notes = [f"{name} is not read from files: type it in the form" for name in SECRET_FIELDS if name in values]
+        notes = [f"{name} is not read from files: {SECRET_HINTS[name]}" for name in SECRET_FIELDS if name in values]
         values = {key: value for key, value in values.items() if key not in SECRET_FIELDS}
     else:
         notes = []

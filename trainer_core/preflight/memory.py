@@ -81,10 +81,18 @@ def activation_elements(s: Shapes, request: TrainingStartRequest, adapted: tuple
     (2 d); LoRA saves, per adapted projection of input width w, its dropout output and dropout
     mask (2 w) when ``lora_dropout`` > 0 or else the shared input once, plus r for the A output.
     Measured on SmolLM2 (d 576, I 1536): 17,403 per layer with LoRA r16 on all seven projections
-    and dropout 0.05, 10,683 with dropout 0 — this formula gives both exactly."""
-    d, q, kv, inner = s.hidden, s.q, s.kv, s.intermediate
-    values = 2 * (d + 1) + 2 * q + 2 * kv + s.heads + 3 * inner
-    groups = {("q_proj", "k_proj", "v_proj"): d, ("o_proj",): q, ("gate_proj", "up_proj"): d, ("down_proj",): inner}
+    and dropout 0.05, 10,683 with dropout 0 — this formula gives both exactly. A mixture of experts
+    counts the k experts a token passes (``Shapes.active_intermediate``), k copies of the experts'
+    input and the router's E logits (not measured tensor by tensor)."""
+    d, q, kv, inner = s.hidden, s.q, s.kv, s.active_intermediate()
+    routed = s.active_experts if s.experts else 1  # a MoE token enters k experts: k copies of its input
+    values = 2 * (d + 1) + 2 * q + 2 * kv + s.heads + 3 * inner + s.experts  # + the router's logits
+    groups = {
+        ("q_proj", "k_proj", "v_proj"): d,
+        ("o_proj",): q,
+        ("gate_proj", "up_proj"): d * routed,
+        ("down_proj",): inner,
+    }
     if request.training_type == TrainingType.full:
         return values + sum(groups.values()) + 2 * d
     for members, width in groups.items():
@@ -181,7 +189,8 @@ def estimate_memory(
     None counts every token (an upper bound). With ``num_processes`` > 1 (DDP) on the CPU the
     processes share the machine's memory: every part is counted once per process; on GPUs the
     estimate is per GPU. Raises ``parameters.UnsupportedModelError`` for architectures it cannot
-    count (mixture of experts)."""
+    count (configs without the LLaMA-layout widths, e.g. GPT-2's). A mixture of experts holds every
+    expert in ``weights`` and its k active experts in ``activations``."""
     trained = longest_batch_tokens if longest_batch_trained_tokens is None else longest_batch_trained_tokens
     parts = memory_parts(request, model_config, longest_batch_tokens, device, trained)
     precision = (

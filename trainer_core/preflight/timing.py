@@ -102,11 +102,12 @@ def flops_per_token(
     request: TrainingStartRequest, model_config: Any, row_tokens: float, training: bool = True
 ) -> float:
     """Model FLOPs per token: (6 N full / 4 N frozen weights; 2 N forward only) + (12 / 4) L d n,
-    N = the weights every token passes (projections and the LM head), n = tokens per row; in
+    N = the weights every token passes (projections, a MoE model's k active experts, and the LM
+    head), n = tokens per row; in
     training plus the method's no-grad forward passes per token (``EXTRA_FORWARDS``: DPO's
     reference model, KTO's reference and KL passes)."""
     s = shapes(model_config)
-    n_matmul = count_parameters(model_config, ["all-linear"], 1, False).block_linear + s.vocab * s.hidden
+    n_matmul = count_parameters(model_config, ["all-linear"], 1, False).active_linear + s.vocab * s.hidden
     if not training:
         return 2.0 * n_matmul + 4.0 * s.layers * s.hidden * row_tokens
     factor = 6.0 if request.training_type == TrainingType.full else 4.0

@@ -22,13 +22,13 @@ from trainer_core.access.admission import REFUSALS, admit
 from trainer_core.fieldmeta import explain
 from trainer_core.queue.store import QueueEntry, QueueState, QueueStore
 from trainer_core.runs.job import JobRunner
-from trainer_core.schemas import TrainingStartRequest
+from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
 from trainer_core.settings import Settings
 
 log = logging.getLogger(__name__)
 POLL_S = 2.0  # the dispatcher's look when nothing woke it (a finished export / evaluation task)
 TOKEN_LOST = (
-    "a Hugging Face token came with this job but tokens are kept in memory only and the app "
+    "a token (hf_token / wandb_token) came with this job but tokens are kept in memory only and the app "
     "restarted since: remove it and add it again with the token"
 )
 
@@ -47,7 +47,7 @@ class JobQueue:
     ) -> None:
         self.runner, self.settings, self.store = runner, settings, store
         self._admit = admit_fn
-        self._tokens: dict[str, SecretStr] = {}
+        self._tokens: dict[str, dict[str, SecretStr]] = {}  # queue id -> its secrets (SECRET_FIELDS)
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._dispatch_lock = threading.Lock()  # one hand-over at a time
@@ -59,9 +59,10 @@ class JobQueue:
         is free. Raises one of ``admission.REFUSALS`` (the message names the field) or
         ``store.QueueFull``."""
         checked = self._admit(request, self.settings, self.runner.store)
-        entry = self.store.add(checked.public_dict(), had_token=checked.hf_token is not None)
-        if checked.hf_token is not None:
-            self._tokens[entry.queue_id] = checked.hf_token
+        secrets = {name: getattr(checked, name) for name in SECRET_FIELDS if getattr(checked, name) is not None}
+        entry = self.store.add(checked.public_dict(), had_token=bool(secrets))
+        if secrets:
+            self._tokens[entry.queue_id] = secrets
         self.kick()
         return entry
 
@@ -145,7 +146,7 @@ class JobQueue:
             log.exception("could not prewarm a worker for queued job %s", entry.queue_id)
         problem = None
         try:
-            request = TrainingStartRequest(**entry.request, hf_token=self._tokens.get(entry.queue_id))
+            request = TrainingStartRequest(**entry.request, **self._tokens.get(entry.queue_id, {}))
             checked = self._admit(request, self.settings, self.runner.store)
         except ValidationError as exc:
             problem = explain(exc)

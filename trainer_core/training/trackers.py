@@ -86,22 +86,26 @@ def tracker_env(
     run_dir: Path,
     env: MutableMapping[str, str],
     reachable: Callable[[str, int], bool] = host_reachable,
+    tensorboard_dir: Optional[Path] = None,
+    wandb_project: Optional[str] = None,
 ) -> tuple[dict[str, str], list[str]]:
     """The environment variables to set for ``report_to`` with run folder ``run_dir`` (values the
     user already set in ``env`` are kept, except the folders of tensorboard and trackio, which
     always go inside the run folder), and the notices to show the user (e.g. wandb going offline).
-    ``reachable(host, port)`` is the network check (used only for wandb without ``WANDB_MODE``)."""
+    ``reachable(host, port)`` is the network check (used only for wandb without ``WANDB_MODE``).
+    The request's own ``tensorboard_dir`` (already confined to the allowed folders) and
+    ``wandb_project`` win over the defaults and the environment."""
     run_dir = Path(run_dir).resolve()
     chosen: dict[str, str] = {}
     notices: list[str] = []
     if "tensorboard" in report_to:
-        chosen["TENSORBOARD_LOGGING_DIR"] = str(run_dir / "tensorboard")
+        chosen["TENSORBOARD_LOGGING_DIR"] = str(tensorboard_dir or run_dir / "tensorboard")
     if "trackio" in report_to:
         chosen["TRACKIO_DIR"] = str(run_dir / "trackio")
     if "wandb" in report_to:
         chosen["WANDB_DIR"] = str(run_dir)
-        if not env.get("WANDB_PROJECT"):
-            chosen["WANDB_PROJECT"] = TRACKER_PROJECT
+        if wandb_project or not env.get("WANDB_PROJECT"):
+            chosen["WANDB_PROJECT"] = wandb_project or TRACKER_PROJECT
         if not env.get("WANDB_MODE"):
             host, port = wandb_host(env)
             if not reachable(host, port):
@@ -120,14 +124,17 @@ def prepare_trackers(
     run_dir: Path,
     env: Optional[MutableMapping[str, str]] = None,
     reachable: Optional[Callable[[str, int], bool]] = None,
+    tensorboard_dir: Optional[Path] = None,
+    wandb_project: Optional[str] = None,
 ) -> list[str]:
     """Set ``tracker_env``'s variables in ``env`` (default: this process's ``os.environ``; call it
     in the worker only, before the trainer is built) and log each; returns the notices for the
-    user. ``reachable`` defaults to ``host_reachable``. Nothing is done for an empty ``report_to``."""
+    user. ``reachable`` defaults to ``host_reachable``; ``tensorboard_dir`` and ``wandb_project``
+    as in ``tracker_env``. Nothing is done for an empty ``report_to``."""
     if not report_to:
         return []
     env = os.environ if env is None else env
-    chosen, notices = tracker_env(report_to, run_dir, env, reachable or host_reachable)
+    chosen, notices = tracker_env(report_to, run_dir, env, reachable or host_reachable, tensorboard_dir, wandb_project)
     env.update(chosen)
     imported = sys.modules.get("trackio.utils")  # trackio reads TRACKIO_DIR once, at import
     if "TRACKIO_DIR" in chosen and imported is not None and str(imported.TRACKIO_DIR) != chosen["TRACKIO_DIR"]:

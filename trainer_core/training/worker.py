@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import sys
 import time
 import traceback
@@ -18,7 +19,7 @@ from typing import Any, Optional
 
 from trainer_core.distributed.env import is_main, rank, world_size
 from trainer_core.process.parent import exit_with_parent
-from trainer_core.schemas import Phase, TrainingMethod, TrainingProgress, TrainingStartRequest
+from trainer_core.schemas import SECRET_FIELDS, Phase, TrainingMethod, TrainingProgress, TrainingStartRequest
 from trainer_core.training.checkpoints import remove_partial_saves
 
 log = logging.getLogger(__name__)
@@ -161,10 +162,16 @@ def train(
 def _prepare_trackers(request: TrainingStartRequest, output_dir: Path, events: Any) -> list[str]:
     """Point ``request.report_to``'s trackers at ``output_dir`` (this process's environment only,
     see ``trackers.prepare_trackers``); the notices (e.g. wandb going offline) go out as an INFO
-    event (status message, ``details["tracker_notices"]``) and are returned for the training message."""
+    event (status message, ``details["tracker_notices"]``) and are returned for the training message.
+    The request's ``wandb_token`` becomes this worker's ``WANDB_API_KEY`` (never logged)."""
     from trainer_core.training.trackers import prepare_trackers
 
-    notices = prepare_trackers(request.report_to, output_dir)
+    if request.wandb_token is not None:
+        os.environ["WANDB_API_KEY"] = request.wandb_token.get_secret_value()
+    tensorboard_dir = Path(request.tensorboard_dir) if request.tensorboard_dir else None
+    notices = prepare_trackers(
+        request.report_to, output_dir, tensorboard_dir=tensorboard_dir, wandb_project=request.wandb_project
+    )
     if notices:
         events.put((EventKind.INFO, {"message": "; ".join(notices), "details": {"tracker_notices": notices}}))
     return notices
@@ -202,8 +209,11 @@ def _structure(trainer: Any) -> dict[str, Any]:
 
 
 def _redact(text: str, request: TrainingStartRequest) -> str:
-    secret = request.hf_token.get_secret_value() if request.hf_token else ""
-    return text.replace(secret, "***") if secret else text
+    for name in SECRET_FIELDS:
+        secret = getattr(request, name)
+        if secret is not None and secret.get_secret_value():
+            text = text.replace(secret.get_secret_value(), "***")
+    return text
 
 
 def _user_message(exc: BaseException) -> str:
