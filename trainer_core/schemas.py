@@ -20,6 +20,7 @@ from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' v
     PREFERENCE_METHODS,
     RESUMABLE_PHASES,
     TERMINAL_PHASES,
+    DefaultTemplate,
     Distributed,
     DpoLoss,
     EndReason,
@@ -238,6 +239,12 @@ class TrainingStartRequest(BaseModel):
     format_type: FormatType = Field(
         FormatType.auto,
         description="Dataset layout; auto detects it from the columns.",
+        json_schema_extra=_group("data"),
+    )
+    default_chat_template: DefaultTemplate = Field(
+        "auto",
+        title="Chat template for models without one",
+        description="How conversations are written for a model that ships no chat template (base models; a model with its own always keeps it). auto: ChatML when the tokenizer has <|im_start|> / <|im_end|> tokens, else zephyr (<|user|> ... eos), which stops where the model's eos stops. chatml, zephyr or alpaca (### Instruction / ### Response) by name. The check shows the one used; the run saves it with its tokenizer.",
         json_schema_extra=_group("data"),
     )
     custom_format_mapping: dict[NameText, NameText] = Field(

@@ -86,6 +86,7 @@ class EndReason(str, Enum):
 Optimizer = Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "paged_adamw_8bit", "adamw_bnb_8bit"]
 Scheduler = Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"]
 Tracker = Literal["tensorboard", "trackio", "wandb", "mlflow"]  # transformers' report_to names
+DefaultTemplate = Literal["auto", "chatml", "zephyr", "alpaca"]  # models.templates.TEMPLATES, or auto
 # TRL's DPOConfig.loss_type values that need nothing beyond beta (TRL 1.16)
 DpoLoss = Literal["sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", "nca_pair", "apo_zero", "apo_down"]
 # How several processes share the work (trainer_core.distributed): DDP copies the model into each;

