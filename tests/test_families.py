@@ -215,3 +215,72 @@ def test_run_json_structure_of_a_model_without_block_lists_says_nothing_adapted(
     model.config = SimpleNamespace(_attn_implementation="eager", num_hidden_layers=1)
     structure = _structure(SimpleNamespace(model=model, args=SimpleNamespace(padding_free=False)))
     assert structure == {"attention": "eager", "padding_free": False, "adapted": None}
+
+
+# GGUF per family, with llama.cpp's converter 0.1.1 and transformers' GGUF reader as pinned:
+# answers compared (read back by transformers), metadata only (llama.cpp runs them; transformers
+# cannot load them back), or none refused: every family here is one the converter knows.
+GGUF_ANSWERS = {"llama", "qwen2", "qwen3", "mistral", "gemma2", "phi3", "gpt2", "falcon", "starcoder2"}
+GGUF_ANSWERS |= {"qwen3_moe", "gpt_oss"}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_family_exports_gguf_with_the_check_it_allows(family):
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from tests.families import family_config
+    from trainer_core.export.gguf_convert import gguf_problem, readable_back, supported_architectures
+    from trainer_core.settings import get_settings
+
+    folder = get_settings().gguf_converter_dir
+    if not supported_architectures(folder):
+        pytest.skip("the GGUF converter is not installed (bash scripts/setup.sh)")
+    config = family_config(family).to_dict()
+    config["architectures"] = [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[config["model_type"]]]
+    assert gguf_problem(config, folder) is None
+    assert readable_back(config) == (family in GGUF_ANSWERS)
+    unknown = {**config, "architectures": ["NoSuchForCausalLM"]}
+    assert "does not support the architecture NoSuchForCausalLM" in gguf_problem(unknown, folder)
+
+
+def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(datasets_dir, tmp_path):
+    """Phi-2: the CLI trains one step and exports gguf-f16; the check reads the file's chat
+    template and BOS / EOS and says that answers were not compared."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    from trainer_core.export.gguf_convert import supported_architectures
+    from trainer_core.settings import get_settings
+
+    if not supported_architectures(get_settings().gguf_converter_dir):
+        pytest.skip("the GGUF converter is not installed (bash scripts/setup.sh)")
+    from trainer_core.models.loading import materialize_default_model
+
+    env = dict(os.environ, STUDIO_DATA_DIR=str(tmp_path / "data"), STUDIO_ALLOWED_PATHS=str(tmp_path))
+    # the real tokenizer's files, whose pre-tokenizer the converter recognises (SmolLM2's)
+    real = materialize_default_model(get_settings().models_dir)
+    base = build_family_model("phi", real, tmp_path / "phi")
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "trainer_core", *args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    run = tmp_path / "run"
+    trained = cli(
+        *("train", "--dataset", str(datasets_dir / "alpaca_en_demo.json"), "--model-name", str(base)),
+        *("--max-steps", "1", "--batch-size", "2", "--max-seq-length", "64", "--output-dir", str(run)),
+    )
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    exported = cli("export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf"))
+    assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
+    assert "check passed: f16: metadata checked (chat template, BOS/EOS); answers not compared" in exported.stdout
+    (file,) = (tmp_path / "gguf").glob("*.gguf")
+    assert file.read_bytes()[:4] == b"GGUF"

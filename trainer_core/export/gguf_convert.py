@@ -32,8 +32,8 @@ SCRIPT = "convert_hf_to_gguf.py"
 REGISTRY = Path("conversion") / "__init__.py"
 SETUP_HINT = "bash scripts/setup.sh"
 OUTTYPES = ("f16", "q8_0")
-# Runs the converter with its folder appended to sys.path (after site-packages, so our pinned gguf
-# wins) and ends it within ~1 s when the export worker that started it dies.
+# Runs the converter with its folder first on sys.path (its bundled gguf, the version it was written
+# against, wins in this subprocess only) and ends it within ~1 s when the export worker that started it dies.
 BOOT = """
 import os, runpy, sys, threading, time
 folder = sys.argv.pop(1)
@@ -43,7 +43,7 @@ def watch():
         time.sleep(1.0)
     os._exit(3)
 threading.Thread(target=watch, daemon=True).start()
-sys.path.append(folder)
+sys.path.insert(0, folder)
 sys.argv[0] = os.path.join(folder, "convert_hf_to_gguf.py")
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -113,6 +113,21 @@ def architecture_problem(architectures: list[str], folder: Path) -> Optional[str
         f"GGUF export does not support the architecture {architectures[0]} (llama.cpp's converter has no "
         "converter for it); export the merged model or the adapter instead"
     )
+
+
+def gguf_problem(config: dict, folder: Path) -> Optional[str]:
+    """Why a model with this config.json (a dict) cannot be exported as GGUF, or None: the
+    converter in ``folder`` must know its ``architectures`` (``architecture_problem``)."""
+    return architecture_problem(config.get("architectures") or [], folder)
+
+
+def readable_back(config: dict) -> bool:
+    """Whether transformers can load a GGUF of this config.json's ``model_type`` back
+    (``GGUF_SUPPORTED_ARCHITECTURES``), so that the export's check can compare its answers; where
+    not (Gemma, Phi-2, Mixtral, ... in transformers 5), the check reads the file's metadata only."""
+    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+
+    return config.get("model_type") in GGUF_SUPPORTED_ARCHITECTURES
 
 
 def convert(

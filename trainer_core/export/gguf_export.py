@@ -1,9 +1,10 @@
 """GGUF export (f16 or q8_0): the merged model in float32, converted by llama.cpp's converter,
 with the chat template, BOS / EOS in its metadata; the merged folder is temporary.
 
-First the model's config.json architecture is checked against the converter's registry and
-against the GGUF architectures transformers can read back (for the check); either missing is an
-``ExportInputError`` before anything is loaded.
+First the model's config.json architecture is checked against the converter's registry (missing:
+an ``ExportInputError`` before anything is loaded; the start of an export refuses it already).
+Architectures transformers cannot read back from GGUF (``gguf_convert.readable_back``) are
+exported with a metadata-only check, which the result's summary and the card say.
 
 Stages: load the run (float32) and answer the check prompts; merge and save the float32 model into
 the hidden folder ``.merged`` of the task (removed after conversion); convert
@@ -39,10 +40,10 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     missing = gguf_convert.missing_message(job.converter_dir)
     if missing:
         raise jobs.ExportInputError(missing)
-    _check_architecture(job)
+    config = _check_architecture(job)
     job.progress.begin("load", 0.02, f"Loading {job.choice.id} in float32")
     run = load_run(job.choice, job.models_dir, qlora=job.qlora)
-    ref = jobs.reference(job, run.model, run.tokenizer)
+    ref = jobs.reference(job, run.model, run.tokenizer) if gguf_convert.readable_back(config) else None
     job.progress.begin("merge", 0.25, "Merging the adapter into the base (float32)")
     model, notes = merge(run, "float32")
     job.notes.extend(notes)
@@ -65,7 +66,10 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     finally:
         shutil.rmtree(merged, ignore_errors=True)
     job.progress.begin("check", 0.7, "Reading the GGUF's metadata and loading it back")
-    check = check_gguf(target, outtype, ref, run.tokenizer, job.progress)
+    if ref is None:
+        check = metadata_check(target, outtype, run.tokenizer, config.get("model_type"))
+    else:
+        check = check_gguf(target, outtype, ref, run.tokenizer, job.progress)
     card = jobs.write_card(job, [target.name, "README.md"], check, outtype)
     (job.out / "README.md").write_text(card, encoding="utf-8")
     return jobs.result(job, check, outtype)
@@ -87,22 +91,31 @@ def check_gguf(
     return check
 
 
-def _check_architecture(job: jobs.ExportJob) -> None:
-    """Refuse (ExportInputError) a model the converter cannot convert or transformers cannot read
-    back, from the config.json of the base (adapter) or of the model (full fine-tune)."""
-    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+def metadata_check(path: Path, outtype: str, tokenizer: Any, model_type: Optional[str]) -> CheckResult:
+    """The check of a GGUF whose architecture transformers cannot load back: its metadata (chat
+    template, BOS / EOS) against ``tokenizer``; passed when those agree. The summary says that the
+    answers were not compared."""
+    meta = compare_meta(read_meta(path), tokenizer)
+    return CheckResult(
+        passed=not meta.problems,
+        summary=f"{outtype}: metadata checked (chat template, BOS/EOS); answers not compared: transformers "
+        f"cannot load {model_type} GGUF files back (llama.cpp runs them)",
+        required="the chat template and BOS/EOS in the metadata (answers cannot be compared here)",
+        chat_template_ok=meta.chat_template_ok,
+        eos_ok=meta.eos_ok,
+        problems=meta.problems,
+    )
 
+
+def _check_architecture(job: jobs.ExportJob) -> dict:
+    """The config.json of the base (adapter) or of the model (full fine-tune); ExportInputError
+    when the converter cannot convert it (``gguf_convert.gguf_problem``)."""
     folder = base_dir(job.choice, job.models_dir) if job.choice.adapter else Path(job.choice.path)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    problem = gguf_convert.architecture_problem(config.get("architectures") or [], job.converter_dir)
+    problem = gguf_convert.gguf_problem(config, job.converter_dir)
     if problem:
         raise jobs.ExportInputError(problem)
-    model_type = config.get("model_type")
-    if model_type not in GGUF_SUPPORTED_ARCHITECTURES:
-        raise jobs.ExportInputError(
-            f"GGUF export of a {model_type} model cannot be checked: transformers cannot load "
-            "that GGUF architecture back to compare its answers; export the merged model instead"
-        )
+    return config
 
 
 def _on_line(job: jobs.ExportJob, outtype: str, line: str) -> None:

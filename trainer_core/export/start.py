@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.export.gguf_convert import architecture_problem, missing_message
+from trainer_core.export.gguf_convert import gguf_problem, missing_message
 from trainer_core.export.schemas import ExportRequest, PushRequest
 from trainer_core.models.hub import looks_like_path
 from trainer_core.schemas import DEFAULT_MODEL
@@ -55,7 +55,7 @@ def export_refusal(choice: ModelChoice, request: ExportRequest, converter_dir: P
             return missing
         config = model_config(choice, models_dir)
         if config is not None:
-            return architecture_problem(config.get("architectures") or [], converter_dir)
+            return gguf_problem(config, converter_dir)
     return None
 
 
