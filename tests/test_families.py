@@ -284,3 +284,68 @@ def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(da
     assert "check passed: f16: metadata checked (chat template, BOS/EOS); answers not compared" in exported.stdout
     (file,) = (tmp_path / "gguf").glob("*.gguf")
     assert file.read_bytes()[:4] == b"GGUF"
+
+
+def test_a_moe_family_resumes_evaluates_and_trains_dpo_through_the_cli(family_models, datasets_dir, tmp_path):
+    """Qwen3-MoE (experts adapted through target_parameters): 2 SFT steps with a checkpoint each,
+    stopped after its first steps and resumed from its checkpoint for one more (the job runner, as
+    the page and the API stop and resume), evaluated
+    through the CLI (loss and answers, base and tuned), and 1 DPO step on preference pairs through
+    the CLI: the doors a user takes after training, on a non-Llama layout."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    base = build_family_model("qwen3_moe", family_models, family_models / "qwen3_moe")
+    env = dict(os.environ, STUDIO_DATA_DIR=str(tmp_path / "data"), STUDIO_ALLOWED_PATHS=str(family_models))
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(
+            [sys.executable, "-m", "trainer_core", *args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:]
+        return done
+
+    data = str(datasets_dir / "alpaca_en_demo.json")
+    settings = dict(model_name=str(base), local_datasets=[data], batch_size=2, max_seq_length=64, learning_rate=1e-2)
+    import time
+
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.schemas import Phase
+
+    store = RunStore(tmp_path / "studio.db")  # one history: resume finds the stopped run in it
+    runner = JobRunner(runs_dir=tmp_path / "runs", store=store, warm_modules=())
+    assert runner.start(TrainingStartRequest(**settings, max_steps=40, save_steps=1)).status == "queued"
+    deadline = time.monotonic() + 300
+    while not runner.status().metric_history.steps and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert runner.stop(save=True) and runner.wait(300)  # Stop: saves the step it reached
+    stopped = runner.status()
+    assert stopped.phase == Phase.stopped, stopped.message
+    resumed = Path(stopped.details["output_dir"])
+    checkpoint = max(resumed.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    step0 = int(checkpoint.name.split("-")[1])
+    again = TrainingStartRequest(**settings, max_steps=step0 + 1, resume_from_checkpoint=str(checkpoint))
+    assert runner.start(again).status == "queued" and runner.wait(300)
+    assert runner.status().phase == Phase.completed, runner.status().message
+    store.close()
+    steps = [json.loads(line)["step"] for line in (resumed / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, step0 + 2)), steps  # continued after the checkpoint
+    report = cli("evaluate", str(resumed), "--dataset", data, "--max-rows", "4", "--max-new-tokens", "8", "--json")
+    scores = json.loads(report.stdout.strip().splitlines()[-1])
+    assert scores["tuned"]["loss"] > 0 and scores["base"]["loss"] > 0 and scores["tuned"]["generated_tokens"], scores
+    dpo = tmp_path / "dpo"
+    cli(
+        *("train", "--dataset", str(datasets_dir / "dpo_en_demo.json"), "--model-name", str(base)),
+        *("--training-method", "dpo", "--batch-size", "2", "--max-seq-length", "64", "--max-steps", "1"),
+        *("--output-dir", str(dpo)),
+    )
+    assert json.loads((dpo / "run.json").read_text())["model_structure"]["adapted"]["parameters"]

@@ -65,7 +65,9 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
         )
     finally:
         shutil.rmtree(merged, ignore_errors=True)
-    job.progress.begin("check", 0.7, "Reading the GGUF's metadata and loading it back")
+    job.progress.begin(
+        "check", 0.7, "Reading the GGUF's metadata" + (" and loading it back" if ref is not None else "")
+    )
     if ref is None:
         check = metadata_check(target, outtype, run.tokenizer, config.get("model_type"))
     else:
