@@ -56,3 +56,21 @@ def test_bad_settings_raise_gr_error_naming_the_field(overrides, needle):
 def test_no_dataset_is_a_clear_error():
     with pytest.raises(gr.Error, match="no training data"):
         form.build_request(_values(), [], [])
+
+
+def test_the_untouched_form_is_a_valid_request_and_list_fields_take_names():
+    """Each widget's own initial value (not the schema default) builds the request Start sends:
+    a list field shown as a text box would send "" and refuse every Start."""
+    with gr.Blocks():
+        widgets = {name: form.make_widget(name) for name in form.FORM_FIELDS}
+    request = form.build_request({name: w.value for name, w in widgets.items()}, ["train.json"], [])
+    assert request.modules_to_save == [] and request.target_modules == ["all-linear"]
+    for name in ("target_modules", "modules_to_save"):
+        assert isinstance(widgets[name], gr.Dropdown) and widgets[name].multiselect
+        assert widgets[name].allow_custom_value
+    picked = form.build_request(
+        {name: w.value for name, w in widgets.items()} | {"modules_to_save": ["embed_tokens", "lm_head"]},
+        ["train.json"],
+        [],
+    )
+    assert picked.modules_to_save == ["embed_tokens", "lm_head"]

