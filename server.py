@@ -9,6 +9,7 @@ import logging
 import os
 import secrets
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,7 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
 from api import errors, openai_routes, queue_routes, task_routes
-from api.auth import logged_in_user, require_docs_access
+from api.auth import bearer_vouched, logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.routes import router
 from api.throttle import FailureThrottle, ThrottleMiddleware
@@ -128,7 +129,11 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     )
     app.state.settings, app.state.runner = settings, runner
     errors.install(app)
-    app.add_middleware(ThrottleMiddleware, throttle=FailureThrottle(settings.login_attempts_per_minute))
+    app.add_middleware(
+        ThrottleMiddleware,
+        throttle=FailureThrottle(settings.login_attempts_per_minute),
+        vouched=partial(bearer_vouched, settings),
+    )
     auth = ui_auth(settings)
     if auth is not None:
         app.add_middleware(ApiInfoGuard, is_logged_in=lambda request: logged_in_user(request) is not None)

@@ -24,6 +24,26 @@ def token_ok(request: Request, authorization: Optional[str]) -> bool:
     )
 
 
+def bearer_vouched(settings: Any, scope: dict) -> bool:
+    """Whether an ASGI request (``scope``) to ``/api/`` or ``/v1/`` is sure to pass ``require_token``:
+    no API token is configured, or its ``Authorization`` header carries it (constant-time). The login
+    throttle lets such requests through without holding a place (``api.throttle``). Share links
+    (``/s/``) are never vouched for here."""
+    if not scope.get("path", "").startswith(("/api/", "/v1/")):
+        return False
+    expected = settings.api_token
+    if expected is None:
+        return True
+    header = next((value for name, value in scope.get("headers", ()) if name == b"authorization"), b"")
+    scheme, _, given = header.decode("latin-1").partition(" ")
+    given = given.strip()
+    return (
+        scheme.lower() == "bearer"
+        and bool(given)
+        and secrets.compare_digest(given.encode(), expected.get_secret_value().encode())
+    )
+
+
 def require_token(request: Request, authorization: Optional[str] = Header(None)) -> None:
     """FastAPI dependency: when ``STUDIO_API_TOKEN`` is set, demand ``Authorization: Bearer <token>``;
     raises 401 otherwise. The token is never logged or echoed."""

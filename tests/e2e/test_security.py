@@ -211,8 +211,63 @@ def test_failed_logins_are_throttled_per_address(tmp_path, caplog):
         assert wrong == [400] * 5
         blocked = client.post("/login", data={"username": USER, "password": PASSWORD})
         assert blocked.status_code == 429 and 1 <= int(blocked.headers["Retry-After"]) <= 60
-        assert client.get("/api/train/status", headers=AUTH).status_code == 429  # same address, same door keeper
+        wrong_token = {"Authorization": "Bearer not-the-token"}
+        assert client.get("/api/train/status", headers=wrong_token).status_code == 429  # same address, same keeper
+        assert client.get("/api/train/status", headers=AUTH).status_code == 200  # the right token is no guess
     assert "guess-" not in caplog.text and PASSWORD not in caplog.text
+
+
+def test_concurrent_guesses_are_checked_at_most_limit_times(tmp_path):
+    """300 wrong passwords / tokens / share links sent at the same moment from one address: at most
+    the limit (5) are checked, the rest answered 429; the owner's right password works once the
+    announced wait is over; the right API token is never held up by the guesses."""
+    import asyncio
+
+    from server import build_app
+    from trainer_core.settings import Settings
+
+    async def burst(url: str, method: str, path: str, **kwargs) -> list[int]:
+        limits = httpx.Limits(max_connections=300)
+        async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+            answers = await asyncio.gather(*(client.request(method, path, **kwargs) for _ in range(300)))
+        return [answer.status_code for answer in answers]
+
+    now = [1000.0]
+    settings = Settings(data_dir=tmp_path, username=USER, password=PASSWORD, api_token=TOKEN)
+    app = build_app(settings)
+    with ServerThread(app) as server:
+        url = server.url.rstrip("/")
+        assert httpx.get(url + "/api/train/status", headers=AUTH, timeout=30).status_code == 200  # builds the stack
+        wrong_login = {"data": {"username": USER, "password": "guess"}}
+        doors = [
+            ("POST", "/login", wrong_login),
+            ("POST", "/api/train/stop", {"headers": {"Authorization": "Bearer wrong"}}),
+            ("POST", "/v1/chat/completions", {"headers": {"Authorization": "Bearer wrong"}, "json": {}}),
+            ("POST", "/s/forged-share-token/v1/chat/completions", {"json": {}}),
+        ]
+        throttle = _throttle_of(app)
+        throttle._clock = lambda: now[0]
+        for method, path, kwargs in doors:
+            codes = asyncio.run(burst(url, method, path, **kwargs))
+            checked = [code for code in codes if code != 429]
+            assert len(checked) <= 5 and codes.count(429) >= 295, (path, sorted(set(codes)))
+            right = httpx.get(url + "/api/train/status", headers=AUTH, timeout=30)
+            assert right.status_code == 200  # the token's owner is not locked out by the guesses
+            blocked = httpx.post(url + "/login", data={"username": USER, "password": PASSWORD}, timeout=30)
+            assert blocked.status_code == 429
+            now[0] += int(blocked.headers["Retry-After"]) + 1  # the announced wait, on the throttle's clock
+            assert httpx.post(url + "/login", data={"username": USER, "password": PASSWORD}).status_code == 200
+
+
+def _throttle_of(app):
+    """The ``FailureThrottle`` inside ``app``'s middleware stack (built on the first request)."""
+    from api.throttle import ThrottleMiddleware
+
+    layer = app.middleware_stack
+    while layer is not None and not isinstance(layer, ThrottleMiddleware):
+        layer = getattr(layer, "app", None)
+    assert layer is not None
+    return layer.throttle
 
 
 # Found by a break-it pass -----------------------------------------------------------------------
