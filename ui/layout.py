@@ -31,6 +31,7 @@ from ui import (
 from ui.chat_tab import ChatTab
 from ui.follow import tab_bound
 from ui.form import FORM_FIELDS, make_widget
+from ui.quiet_errors import quiet_errors
 from ui.refusals import EVAL_UPLOAD_LABEL
 from ui.uploads import DATASET_TYPES, UPLOAD_LABEL
 
@@ -435,4 +436,4 @@ def build_ui(
                 preflight["waiting"],
                 [demo.load, timer.tick],
             )
-    return demo
+    return quiet_errors(demo)

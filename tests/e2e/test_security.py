@@ -307,6 +307,34 @@ def test_gradio_routes_never_echo_a_secret(studio):
     assert joined.status_code == 422
 
 
+def test_no_event_echoes_or_logs_a_secret_however_malformed_the_call(studio, capfd, caplog):
+    """Every event of the page that takes a token field (the form's Hugging Face token, the push's
+    Hub token), called raw with one input short and with inputs of the wrong type: the errors name
+    counts, fields and types, never the token, in the reply and in the log."""
+    import logging
+
+    settings, runner, url = studio
+    raw = RawGradio(logged_in(url))
+    secret_ids = {c["id"] for c in raw.config["components"] if c.get("props", {}).get("type") == "password"}
+    shorted = 0
+    with caplog.at_level(logging.DEBUG):
+        for dependency in raw.dependencies:
+            inputs = dependency["inputs"]
+            if len(inputs) < 2 or not secret_ids & set(inputs):
+                continue
+            # the secret where the page sends one (the token fields), plain values elsewhere
+            data = [HF_TOKEN if i in secret_ids else "x" for i in inputs]
+            short = raw.call(dependency["id"], data[:-1] if inputs[-1] not in secret_ids else data[1:])
+            assert HF_TOKEN not in json.dumps(short), (dependency.get("api_name"), error_text(short)[:300])
+            if "didn't receive enough input values" in error_text(short):
+                shorted += 1
+            odd = raw.call(dependency["id"], [{"token": HF_TOKEN} if i in secret_ids else {"x": 1} for i in inputs])
+            assert HF_TOKEN not in json.dumps(odd), (dependency.get("api_name"), error_text(odd)[:300])
+    assert shorted >= 6  # start, check, queue add, settings save, command preview, push, ...
+    captured = capfd.readouterr()
+    assert HF_TOKEN not in captured.out + captured.err and HF_TOKEN not in caplog.text
+
+
 def test_token_only_setup_still_guards_the_page(tmp_path, datasets_dir):
     from server import build_app
     from trainer_core.settings import Settings
