@@ -2,8 +2,9 @@
 
 Gradio 6.31 writes the full description of every event (``window.gradio_api_info``) into each page
 it serves, also the login page that anyone can open. With a login configured, this ASGI middleware
-replaces it with an empty description in HTML answers to visitors who are not logged in; the page
-fetches nothing else before the login (``/config`` and ``/gradio_api/info`` are behind it).
+replaces it with an empty description in HTML answers to visitors who are not logged in, on every
+path (Gradio serves the page under unknown ``/gradio_api/...`` paths too, e.g. ``/gradio_api/runs``);
+the page fetches nothing else before the login (``/config`` and ``/gradio_api/info`` are behind it).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class ApiInfoGuard:
         if (
             scope["type"] != "http"
             or scope.get("method") != "GET"
-            or path.startswith(("/api/", "/gradio_api/"))
+            or path.startswith("/api/")  # FastAPI's JSON routes; Gradio's (/gradio_api/...) can serve the page too
             or self.is_logged_in(Request(scope))
         ):
             await self.app(scope, receive, send)

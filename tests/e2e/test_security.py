@@ -176,8 +176,10 @@ def test_api_description_needs_the_login_or_token(studio):
     plain = httpx.Client(base_url=url, timeout=30)
     for path in ("/openapi.json", "/docs", "/config", "/gradio_api/info", "/gradio_api/openapi.json"):
         assert plain.get(path).status_code == 401, path
-    page = plain.get("/").text
-    assert '"named_endpoints": {}' in page and "/load_settings" not in page and "learning_rate" not in page
+    for path in ("/", "/gradio_api/runs", "/gradio_api/anything", "/gradio_api/"):
+        page = plain.get(path).text
+        assert "/load_settings" not in page and "learning_rate" not in page, path
+        assert '"named_endpoints": {}' in page or "gradio_api_info" not in page, path
     assert api(url).get("/openapi.json").json()["components"]["schemas"]["TrainingStartRequest"]
     assert logged_in(url).get("/docs").status_code == 200
 
