@@ -104,3 +104,16 @@ def test_download_run_gives_run_json_and_weights_only_for_runs(studio, outside, 
         assert refused["success"] and "Not downloaded" in refused["output"]["data"][1], (job_id, refused)
         assert CANARY not in json.dumps(refused)
     runner.store.delete_run("job_outside")
+    # run.json swapped for a link to a file outside the run folder: no zip, and nothing of the file
+    (folder / "run.json").unlink()
+    (folder / "run.json").symlink_to(outside / "canary.json")
+    linked = raw.call(download, [job["job_id"]])
+    assert linked["success"] and "is a link" in linked["output"]["data"][1], linked
+    assert CANARY not in json.dumps(linked)
+    (folder / "run.json").unlink()
+    (folder / "tokenizer.json").symlink_to(outside / "canary.jsonl")  # another file as a link: left out
+    (folder / "run.json").write_text(json.dumps(record))
+    answer = raw.call(download, [job["job_id"]])
+    fetched = client.get(f"/gradio_api/file={answer['output']['data'][0]['value']['path']}")
+    assert "tokenizer.json" not in zipfile.ZipFile(io.BytesIO(fetched.content)).namelist()
+    assert CANARY.encode() not in fetched.content

@@ -58,11 +58,13 @@ def write_zip(archive: Path, weights: Path, tokenizer_dir: Path, job: jobs.Expor
     if hub and hub != base:
         config["base_model_name_or_path"] = hub
         job.notes.append(f"adapter_config.json names the base as {hub} (the run used its local copy {base}).")
+    if (weights / ADAPTER_FILE).is_symlink():
+        raise jobs.ExportInputError(f"{ADAPTER_FILE} in {weights.name} is a link: no link goes into the zip")
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.write(weights / ADAPTER_FILE, ADAPTER_FILE, compress_type=zipfile.ZIP_STORED)  # safetensors barely compress
         zf.writestr(CONFIG_FILE, json.dumps(config, indent=2))
         for name in TOKENIZER_FILES:
-            if (tokenizer_dir / name).is_file():
+            if (tokenizer_dir / name).is_file() and not (tokenizer_dir / name).is_symlink():
                 zf.write(tokenizer_dir / name, name)
 
 

@@ -12,6 +12,7 @@ import os
 import zipfile
 from pathlib import Path
 
+from trainer_core.paths import is_within
 from trainer_core.runs.folders import MARKER
 from trainer_core.training.manifest import RUN_JSON
 
@@ -25,9 +26,16 @@ class BundleError(ValueError):
 
 def bundle_files(output_dir: Path) -> list[Path]:
     """The files ``run_bundle`` puts in the zip, ``run.json`` first then by name (see the module
-    docstring). Raises BundleError when ``output_dir`` holds no ``run.json``."""
+    docstring). Links are left out. Raises BundleError when ``output_dir`` holds no ``run.json`` or
+    its ``run.json`` is a link (which could point anywhere)."""
     output_dir = Path(output_dir)
-    if not (output_dir / RUN_JSON).is_file():
+    record = output_dir / RUN_JSON
+    if record.is_symlink() or (record.exists() and not is_within(record.resolve(), output_dir.resolve())):
+        raise BundleError(
+            f"{output_dir.name}/{RUN_JSON} is a link, not the run's own record: the bundle is not made "
+            "(no file outside the run folder goes into a zip)"
+        )
+    if not record.is_file():
         raise BundleError(
             f"{output_dir} has no {RUN_JSON}: it is not a run folder, or its run was made by a "
             "version without run records (only runs started since can be downloaded as a bundle)"
