@@ -122,6 +122,11 @@ def test_hf_dataset_is_a_hub_id_and_model_name_obeys_the_path_rules(studio, outs
         refused = client.post("/api/train/start", json={"hf_dataset": value})
         assert refused.status_code == 422 and "hf_dataset" in refused.text and "Hub id" in refused.text
     body = {"local_datasets": [alpaca(datasets_dir)], "max_steps": 2}
+    for name in ("HuggingFaceTB/Smol\x00LM2", "two words/x", "org/model/extra"):  # the check and Start agree
+        checked = client.post("/api/train/preflight", json=body | {"model_name": name})
+        started = client.post("/api/train/start", json=body | {"model_name": name})
+        assert checked.status_code == started.status_code == 400, (name, checked.text, started.text)
+        assert checked.json()["detail"] == started.json()["detail"] and "model_name" in checked.text
     existing = client.post("/api/train/start", json=body | {"model_name": str(outside / "model")})
     missing = client.post("/api/train/start", json=body | {"model_name": str(outside / "no-such-model")})
     assert existing.status_code == missing.status_code == 400

@@ -16,8 +16,8 @@ from trainer_core.access.requests import AdapterMissing, MissingPaths, checked_r
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
-from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, looks_like_path
-from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, check_model_name
+from trainer_core.paths import PathNotAllowed
 from trainer_core.runs.folders import OutputDirError, check_output_dir
 from trainer_core.runs.resume import ResumeError, find_resume_target
 from trainer_core.runs.store import RunStore
@@ -86,16 +86,13 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
 def checked_for_preflight(request: TrainingStartRequest, settings: Settings) -> TrainingStartRequest:
     """``request`` with its paths confined as ``admit`` confines them, for the pre-flight check
     (which asks no Hub and starts nothing): dataset, output and resume paths in the allowed
-    folders, a model folder in the model folders; the processes and devices present on this machine
-    and the distributed config file of the right kind, as Start checks them. Raises PathNotAllowed,
-    MissingPaths or ScalingError."""
+    folders, a model folder in the model folders with a config.json or a well-formed Hub id
+    (``hub.check_model_name``, the offline half of Start's model check); the processes and devices
+    present on this machine and the distributed config file of the right kind, as Start checks them.
+    Raises PathNotAllowed, MissingPaths, ScalingError or HubCheckError."""
     checked = checked_request(request, settings.allowed_roots)
     check_devices(checked)
-    if looks_like_path(checked.model_name):
-        checked = checked.model_copy(
-            update={"model_name": str(confine(checked.model_name, settings.model_roots, "model_name"))}
-        )
-    return checked
+    return checked.model_copy(update={"model_name": check_model_name(checked.model_name, settings.model_roots)})
 
 
 def check_devices(request: TrainingStartRequest) -> None:

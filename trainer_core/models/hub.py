@@ -66,12 +66,10 @@ def looks_like_path(name: str) -> bool:
     return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
 
 
-def check_model(name: str, roots: Iterable[Path], token: Optional[str] = None) -> str:
-    """The model reference to hand to the worker: a resolved local folder or the Hub id unchanged.
-
-    Raises HubCheckError (or PathNotAllowed, also a ValueError) when a folder lies outside ``roots``
-    (without saying whether it exists), has no ``config.json``, or when a Hub id is malformed, not
-    on the Hub, or (Hub unreachable) not in the local cache."""
+def check_model_name(name: str, roots: Iterable[Path]) -> str:
+    """The offline half of ``check_model``, which the pre-flight check shares with Start: a folder
+    path resolved and confined to ``roots`` with a ``config.json``, or a well-formed Hub id (no NUL,
+    no spaces, ...) returned unchanged. Raises HubCheckError or PathNotAllowed naming model_name."""
     if looks_like_path(name):
         folder = confine(name, roots, "model_name")
         if not (folder / "config.json").is_file():
@@ -79,6 +77,18 @@ def check_model(name: str, roots: Iterable[Path], token: Optional[str] = None) -
         return str(folder)
     if problem := hub_id_problem(name):
         raise HubCheckError(f"model_name: '{shown(name)}' {problem}, nor a folder path (start folders with / or ./)")
+    return name
+
+
+def check_model(name: str, roots: Iterable[Path], token: Optional[str] = None) -> str:
+    """The model reference to hand to the worker: a resolved local folder or the Hub id unchanged.
+
+    Raises HubCheckError (or PathNotAllowed, also a ValueError) when a folder lies outside ``roots``
+    (without saying whether it exists), has no ``config.json``, or when a Hub id is malformed, not
+    on the Hub, or (Hub unreachable) not in the local cache."""
+    checked = check_model_name(name, roots)
+    if checked != name or looks_like_path(name):
+        return checked
     if name == DEFAULT_MODEL or _in_cache(name, "model", token):
         return name
     if not hub_reachable_cached():
