@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any, Optional
 
-from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException  # FastAPI's own is a subclass; its body parser raises this one
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -134,7 +134,8 @@ def from_validation(exc: RequestValidationError) -> OpenAIError:
 
 
 def from_http(exc: HTTPException) -> OpenAIError:
-    """A FastAPI ``HTTPException`` (the token check's 401) in OpenAI's shape."""
+    """An ``HTTPException`` (the token check's 401, the body parser's 400 for JSON it cannot read,
+    e.g. nested thousands deep) in OpenAI's shape."""
     if exc.status_code == 401:
         return OpenAIError(
             401,

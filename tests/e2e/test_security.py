@@ -277,6 +277,20 @@ def _throttle_of(app):
     return layer.throttle
 
 
+def test_a_body_nested_thousands_deep_is_a_bad_request_at_every_json_door(studio):
+    settings, runner, url = studio
+    client = api(url)
+    deep = "[" * 100_000 + "]" * 100_000
+    nested = '{"model": "base", "messages": ' + deep + "}"
+    for path in ("/v1/chat/completions", "/api/train/start", "/api/train/preflight", "/api/train/queue"):
+        for body in (deep, nested):
+            answer = client.post(path, content=body, headers={"Content-Type": "application/json"})
+            assert answer.status_code in (400, 422), (path, answer.status_code, answer.text[:200])
+            assert "Traceback" not in answer.text and len(answer.text) < 2000
+    answer = client.post("/v1/chat/completions", content=deep, headers={"Content-Type": "application/json"})
+    assert answer.json()["error"]["message"] == "There was an error parsing the body"
+
+
 # Found by a break-it pass -----------------------------------------------------------------------
 def test_loader_names_surrogates_and_paths_too_long_once_resolved(studio):
     settings, runner, url = studio
