@@ -146,9 +146,12 @@ def build_request(values: dict[str, Any], train_files: list[str], eval_files: li
 
 
 def widget_value(name: str, value: Any) -> Any:
-    """A stored request value as form widget ``name`` shows it (mapping as "a=b, c=d", None as "")."""
+    """A stored request value as form widget ``name`` shows it (mapping as "a=b, c=d", None as ""
+    in a text box and as an empty number box)."""
     if name == "custom_format_mapping":
         return ", ".join(f"{k}={v}" for k, v in (value or {}).items())
+    if value is None and base_type(REQUEST_FIELDS[name].annotation) in (int, float):
+        return None  # an empty number box (e.g. embedding_learning_rate unset), not the text ""
     return "" if value is None else value
 
 
