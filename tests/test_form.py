@@ -74,3 +74,6 @@ def test_the_untouched_form_is_a_valid_request_and_list_fields_take_names():
         [],
     )
     assert picked.modules_to_save == ["embed_tokens", "lm_head"]
+    # the browser sends an empty number box as 0: an optional rate stays unset
+    values = {name: w.value for name, w in widgets.items()} | {"embedding_learning_rate": 0}
+    assert form.build_request(values, ["train.json"], []).embedding_learning_rate is None

@@ -323,7 +323,7 @@ class TrainingStartRequest(BaseModel):
         gt=0,
         lt=1,
         title="Embedding learning rate",
-        description="The learning rate of the embeddings and LM head when they train (listed in modules_to_save with LoRA, or full fine-tuning); empty: learning_rate. For new tokens or a new language, 2-10x below learning_rate (e.g. 5e-6 with 5e-5) keeps the existing tokens intact.",
+        description="The learning rate of the embeddings and LM head when they train (listed in modules_to_save with LoRA, or full fine-tuning); empty (0 on the page): learning_rate. For new tokens or a new language, 2-10x below learning_rate (e.g. 5e-6 with 5e-5) keeps the existing tokens intact.",
         json_schema_extra=_group("training"),
     )
     batch_size: int = Field(

@@ -123,6 +123,8 @@ def _clean(name: str, value: Any) -> Any:
         return parse_mapping(value)
     if isinstance(value, str) and not value.strip() and REQUEST_FIELDS[name].default is None:
         return None
+    if value == 0 and REQUEST_FIELDS[name].default is None and base_type(REQUEST_FIELDS[name].annotation) is float:
+        return None  # the browser sends an emptied number box as 0: an optional rate left unset
     if isinstance(value, float) and base_type(REQUEST_FIELDS[name].annotation) is int and value.is_integer():
         return int(value)
     return value
