@@ -12,10 +12,11 @@ from transformers import LlamaConfig, LlamaForCausalLM, TrainerCallback
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
 from trainer_core.schemas import TrainingStartRequest
-from trainer_core.training import trainer as trainer_module
 from trainer_core.training.attention import register_varlen_sdpa
 from trainer_core.training.config import build_sft_config
-from trainer_core.training.trainer import DivergenceError, DivergenceGuard, LeanSFTTrainer, answer_loss, build_trainer
+from trainer_core.training.divergence import DivergenceGuard
+from trainer_core.training.safe_saves import DivergenceError
+from trainer_core.training.trainer import LeanSFTTrainer, answer_loss, build_trainer
 
 PAD = 0
 
@@ -230,7 +231,8 @@ def test_finite_weight_check_names_a_bad_parameter():
 
 
 def test_the_worker_reports_a_divergence_as_written():
+    from trainer_core.training.safe_saves import divergence_message
     from trainer_core.training.worker import _user_message
 
-    message = trainer_module.divergence_message(3, "grad_norm is nan")
+    message = divergence_message(3, "grad_norm is nan")
     assert _user_message(DivergenceError(message)) == message

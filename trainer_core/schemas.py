@@ -414,7 +414,7 @@ class TrainingStartRequest(BaseModel):
     )
     stop_on_divergence: bool = Field(
         True,
-        description="End the run in error at the first NaN or infinite loss or grad norm; no NaN weights are saved and the last good checkpoint is kept.",
+        description="End the run in error when it diverges: a NaN or infinite loss or grad norm, a loss that explodes (above 4x its start and 2 nats above it for 2 logged steps) or, in SFT, collapses to a uniform guess (ln of the vocabulary with no gradient for 3 logged steps). No NaN weights are saved; the message names the last checkpoint before the trouble, to resume from.",
         json_schema_extra=_group("training"),
     )
     train_on_completions: bool = Field(

@@ -109,7 +109,7 @@ def build_preference_trainer(
     ``PeftModel`` whose adapter (``adapter_name_or_path``) goes on training; then no new LoRA is
     added. ``train`` / ``eval_split`` are canonical preference rows (``data.preference``). Raises
     ValueError as ``trainer.build_trainer`` does (early stopping without evaluation data)."""
-    from trainer_core.training.trainer import DivergenceGuard
+    from trainer_core.training.divergence import DivergenceGuard
 
     args = preference_config(request, output_dir, device, has_eval=eval_split is not None, run_name=run_name)
     if request.early_stopping_patience > 0:
@@ -127,7 +127,7 @@ def build_preference_trainer(
         eval_dataset=eval_split,
         processing_class=tokenizer,
         peft_config=peft_config,
-        callbacks=[*callbacks, DivergenceGuard()] if request.stop_on_divergence else callbacks,
+        callbacks=[*callbacks, DivergenceGuard(collapse=False)] if request.stop_on_divergence else callbacks,
     )
     trainer.remove_callback(PrinterCallback)
     trainer.embedding_learning_rate = request.embedding_learning_rate

@@ -18,32 +18,21 @@ docs/BENCHMARKS.md):
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
-from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerCallback
+from transformers import EarlyStoppingCallback, PrinterCallback, Trainer
 from trl import SFTTrainer
 
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.attention import register_varlen_sdpa
 from trainer_core.training.config import build_lora_config, build_sft_config
+from trainer_core.training.divergence import DivergenceGuard
 from trainer_core.training.embedding_rate import EmbeddingRate
 from trainer_core.training.packed_rows import keeps_packed_rows_apart
-from trainer_core.training.safe_saves import DivergenceError, SafeSaves, divergence_message
-
-
-class DivergenceGuard(TrainerCallback):
-    """Raises DivergenceError at the first logged step whose loss or grad_norm is NaN or infinite
-    (put it after the progress callback, so that step is still reported)."""
-
-    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102
-        for key in ("loss", "grad_norm"):
-            value = (logs or {}).get(key)
-            if isinstance(value, (int, float)) and not math.isfinite(value):
-                raise DivergenceError(divergence_message(state.global_step, f"{key} is {value}"))
+from trainer_core.training.safe_saves import SafeSaves
 
 
 def answer_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> tuple[torch.Tensor, Any]:
