@@ -29,7 +29,9 @@ from trainer_core.process.parent import exit_normally_on_sigterm
 from trainer_core.queue.dispatcher import JobQueue
 from trainer_core.queue.store import QueueStore
 from trainer_core.runs.folders import record_files
+from trainer_core.runs.integrity import HistoryUnreadable
 from trainer_core.runs.job import JobRunner
+from trainer_core.runs.reimport import import_runs
 from trainer_core.runs.store import RunStore
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings, get_settings
@@ -85,8 +87,12 @@ def access_problem(host: str, share: bool, insecure: bool, settings: Settings) -
 
 def open_history(settings: Settings) -> RunStore:
     """The run history, with runs an earlier process left live marked ``interrupted`` (and their
-    newest checkpoint recorded, so they can be resumed)."""
+    newest checkpoint recorded, so they can be resumed). A new history (first start, or a damaged
+    one moved aside) re-imports the runs folder's runs from their ``run.json`` files
+    (``runs.reimport``). Raises ``HistoryUnreadable`` for a damaged file (left untouched)."""
     store = RunStore(settings.db_path)
+    if store.created:
+        import_runs(store, settings.runs_dir)
     for run in store.mark_interrupted():
         checkpoint = latest_checkpoint(Path(run.output_dir))
         store.set_checkpoint(run.job_id, str(checkpoint) if checkpoint else None)
@@ -221,7 +227,10 @@ def main(argv: Optional[list[str]] = None) -> None:
     # Gradio keeps uploads in one folder per process; inside our uploads folder it holds only what
     # this server received (the shared /tmp/gradio may hold other apps' files).
     os.environ.setdefault("GRADIO_TEMP_DIR", str((settings.uploads_dir / ".gradio").resolve()))
-    app = build_app()
+    try:
+        app = build_app()
+    except HistoryUnreadable as exc:  # the file named, left as it is, the way back said; no traceback
+        raise SystemExit(f"error: {exc}") from None
     if args.share:
         threading.Timer(2.0, _open_share_link, args=(args.host, args.port)).start()
     log.info("serving on http://%s:%d", args.host, args.port)

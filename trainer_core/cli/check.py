@@ -66,9 +66,14 @@ def _store(settings: Any) -> Optional[Any]:
     """The run history (for this machine's measured speed) when the data dir has one."""
     if not Path(settings.db_path).is_file():
         return None
+    from trainer_core.runs.integrity import HistoryUnreadable
     from trainer_core.runs.store import RunStore
 
-    return RunStore(settings.db_path)
+    try:
+        return RunStore(settings.db_path)
+    except HistoryUnreadable as exc:  # the check works without it: estimates from the hardware alone
+        print(f"warning: {exc}", file=sys.stderr)
+        return None
 
 
 def render(report: PreflightReport, colour: bool) -> str:

@@ -1,7 +1,8 @@
 """``python -m trainer_core`` (and the ``finetune-studio-cli`` command): the headless face.
 
 Sub-commands, one module each: ``train`` (``cli.train``), ``check`` (``cli.check``), ``chat``
-(``cli.chat``), ``evaluate`` (``cli.evaluate``) and ``export`` (``cli.export``). Their flags are
+(``cli.chat``), ``evaluate`` (``cli.evaluate``), ``export`` (``cli.export``) and ``import-runs``
+(``cli.import_runs``). Their flags are
 built from the engine's pydantic models (``TrainingStartRequest``, ``GenerationSettings``,
 ``EvaluateRequest``, ``ExportRequest``), as the page's form and the API are.
 """
@@ -13,9 +14,16 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.cli import chat, check, evaluate, export, train
+from trainer_core.cli import chat, check, evaluate, export, import_runs, train
 
-COMMANDS = {"train": train.run, "check": check.run, "chat": chat.run, "evaluate": evaluate.run, "export": export.run}
+COMMANDS = {
+    "train": train.run,
+    "check": check.run,
+    "chat": chat.run,
+    "evaluate": evaluate.run,
+    "export": export.run,
+    "import-runs": import_runs.run,
+}
 
 
 def program_name() -> str:
@@ -33,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_parser(sub)
     evaluate.add_parser(sub)
     export.add_parser(sub)
+    import_runs.add_parser(sub)
     return parser
 
 

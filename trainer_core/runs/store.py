@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.runs import series_store
+from trainer_core.runs.integrity import check_readable
 from trainer_core.runs.labels import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, label_text, matches, status_word
 from trainer_core.runs.records import RunDetail, RunRecord
 from trainer_core.runs.series_store import LossRow, PackedSeries
@@ -65,11 +66,15 @@ ADDED_METRIC_COLUMNS = {"loss": "REAL", "eval_loss": "REAL", "num_tokens": "INTE
 
 
 class RunStore:
-    """Thread-safe access to the history database at ``path`` (created on first use)."""
+    """Thread-safe access to the history database at ``path`` (created on first use). Raises
+    ``integrity.HistoryUnreadable`` (naming the file and the recovery; the file left untouched)
+    when an existing file is not a readable SQLite database."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.created = not self.path.exists()  # a new history: the caller may re-import run folders
+        check_readable(self.path)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
@@ -102,10 +107,12 @@ class RunStore:
             return self._db.execute(sql, args).fetchall()
 
     # ----- writes (the job thread) -----
-    def create_run(self, job_id: str, request: dict[str, Any], output_dir: str, phase: str) -> float:
+    def create_run(
+        self, job_id: str, request: dict[str, Any], output_dir: str, phase: str, created_at: Optional[float] = None
+    ) -> float:
         """Record a new run (``request`` must already be free of secrets); returns its ``created_at``
-        (Unix s)."""
-        created_at = time.time()
+        (Unix s; now unless given, as a re-imported run gives its start)."""
+        created_at = time.time() if created_at is None else created_at
         self._write(
             "INSERT INTO runs (job_id, created_at, phase, request_json, output_dir) VALUES (?, ?, ?, ?, ?)",
             (job_id, created_at, phase, json.dumps(request), output_dir),
@@ -178,8 +185,9 @@ class RunStore:
         end_reason: Optional[str] = None,
         best_checkpoint: Optional[str] = None,
         best_eval_loss: Optional[float] = None,
+        finished_at: Optional[float] = None,
     ) -> None:
-        """Record the final phase, the error text, the newest checkpoint folder, why the run ended
+        """Record the final phase (at ``finished_at``, Unix s; now unless given), the error text, the newest checkpoint folder, why the run ended
         (an ``EndReason`` value; None: unknown) and, when known, the best checkpoint and eval loss
         (None keeps the stored value). Then packs the run's loss series for comparisons
         (``series_store``); a pack that fails is logged and left to the first read, never undoing the finish."""
@@ -189,7 +197,16 @@ class RunStore:
                     "UPDATE runs SET phase = ?, finished_at = ?, error = ?, end_reason = ?, "
                     "last_checkpoint = COALESCE(?, last_checkpoint), best_checkpoint = COALESCE(?, best_checkpoint), "
                     "best_eval_loss = COALESCE(?, best_eval_loss) WHERE job_id = ?",
-                    (phase, time.time(), error, end_reason, last_checkpoint, best_checkpoint, best_eval_loss, job_id),
+                    (
+                        phase,
+                        finished_at or time.time(),
+                        error,
+                        end_reason,
+                        last_checkpoint,
+                        best_checkpoint,
+                        best_eval_loss,
+                        job_id,
+                    ),
                 ).rowcount
             try:
                 with self._db:
