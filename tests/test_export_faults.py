@@ -24,6 +24,14 @@ def _full_disk(job):
     raise OSError(errno.ENOSPC, "No space left on device", str(job.out / "model.safetensors"))
 
 
+def _full_disk_in_safetensors(job):
+    from safetensors import SafetensorError
+
+    (job.out / "model.safetensors").write_bytes(b"x" * 1000)
+    # safetensors' own words for ENOSPC (measured on a full tmpfs): no errno, no OSError
+    raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+
 def _endless(job):
     (job.out / "partial.bin").write_bytes(b"x")
     while True:
@@ -36,6 +44,14 @@ def enospc_export(request, context, events, stop):
     from trainer_core.export import worker
 
     worker.exporter = lambda fmt: _full_disk
+    worker.run_export(request, context, events, stop)
+
+
+def enospc_safetensors_export(request, context, events, stop):
+    """run_export with an exporter whose safetensors write fills the disk."""
+    from trainer_core.export import worker
+
+    worker.exporter = lambda fmt: _full_disk_in_safetensors
     worker.run_export(request, context, events, stop)
 
 
@@ -67,12 +83,14 @@ def setup(tmp_path: Path):
     tasks.wait(10)
 
 
-def test_a_full_disk_is_an_error_naming_the_disk_and_leaves_nothing(setup):
+@pytest.mark.parametrize("target", [enospc_export, enospc_safetensors_export], ids=["oserror", "safetensors"])
+def test_a_full_disk_is_an_error_naming_the_disk_and_leaves_nothing(setup, target):
     tasks, choice, _ = setup
-    record = tasks.start(TaskKind.export, choice, {"model": "job-1", "format": "merged"}, enospc_export)
+    record = tasks.start(TaskKind.export, choice, {"model": "job-1", "format": "merged"}, target)
     assert tasks.wait(60)
     done = tasks.get(record.task_id)
     assert done.phase == TaskPhase.failed and done.result is None
+    assert done.error.startswith("Disk full: ")
     assert "disk holding" in done.error and "is full" in done.error and "nothing of this export was kept" in done.error
     assert str(Path(choice.path) / "exports") in done.error
     assert not Path(done.output_dir).exists()

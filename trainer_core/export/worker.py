@@ -12,9 +12,7 @@ ends it at the next stage (or within 0.2 s while the converter runs) without an 
 
 from __future__ import annotations
 
-import errno
 import logging
-import shutil
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 from trainer_core.export.gguf_convert import Cancelled, ConversionFailed
 from trainer_core.export.job import ExportInputError, ExportJob, Progress
 from trainer_core.export.schemas import ExportRequest, ExportResult
+from trainer_core.process.disk_full import free_bytes, is_disk_full
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.tasks.schemas import TaskEvent
 
@@ -75,31 +74,27 @@ def export(request: ExportRequest, context: dict[str, Any], events: Any, stop: A
         raise
     except ExportInputError as exc:
         raise ExportError(str(exc), "input") from None
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
+    except Exception as exc:
+        if is_disk_full(exc, out):  # OSError 28, safetensors' and torch.save's own write errors (process.disk_full)
             raise ExportError(disk_full_message(out), "internal") from None
-        raise ExportError(f"could not write the export: {exc}", "internal") from exc
-    except (ModelLoadError, ConversionFailed) as exc:
-        raise ExportError(str(exc), "internal") from exc
-    except MemoryError:
-        raise ExportError(
-            "out of memory while exporting; free memory (stop the chat model) and try again", "internal"
-        ) from None
+        if isinstance(exc, OSError):
+            raise ExportError(f"could not write the export: {exc}", "internal") from exc
+        if isinstance(exc, (ModelLoadError, ConversionFailed)):
+            raise ExportError(str(exc), "internal") from exc
+        if isinstance(exc, MemoryError):
+            raise ExportError(
+                "out of memory while exporting; free memory (stop the chat model) and try again", "internal"
+            ) from None
+        raise
 
 
 def disk_full_message(out: Path) -> str:
     """The error for a full disk, naming the disk (the folder's mount) and what is free now."""
-    place, free = out, None
-    while place != place.parent and not place.exists():
-        place = place.parent
-    try:
-        free = shutil.disk_usage(place).free
-    except OSError:
-        pass
+    free = free_bytes(out)
     now = f" ({free / 1e6:.0f} MB free now)" if free is not None else ""
     return (
-        f"the disk holding {out.parent} is full (no space left on device{now}): free space there and export "
-        "again; nothing of this export was kept"
+        f"Disk full: the disk holding {out.parent} is full (no space left on device{now}): free space there and "
+        "export again; nothing of this export was kept"
     )
 
 

@@ -14,7 +14,8 @@ from typing import Any, Optional
 import torch
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from trainer_core.training.checkpoints import publish_files, publish_folder, staging_dir
+from trainer_core.process.disk_full import DiskFullError, disk_full_message, is_disk_full
+from trainer_core.training.checkpoints import latest_checkpoint, publish_files, publish_folder, staging_dir
 
 DIVERGENCE_HINT = (
     "Lower learning_rate, clip gradients with max_grad_norm (e.g. 1.0), or check the data; "
@@ -57,7 +58,8 @@ class SafeSaves:
         ``checkpoint-N`` once complete. Raises DivergenceError instead of saving non-finite weights.
         (Trainer's rotation by ``save_total_limit`` sees only the staging folder; we do not set it.)
         With several processes every one writes its part (Trainer: ``rng_state_<rank>.pth``) and the
-        main one prepares and publishes the folder, between barriers."""
+        main one prepares and publishes the folder, between barriers. A full disk raises DiskFullError
+        once the partial save is removed; the earlier checkpoints stay as they were."""
         self.check_finite_weights()
         run_dir = Path(super()._get_output_dir(trial))
         name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
@@ -66,6 +68,7 @@ class SafeSaves:
         if main:
             shutil.rmtree(self._staging, ignore_errors=True)
         self.accelerator.wait_for_everyone()
+        full: Optional[Exception] = None
         try:
             super()._save_checkpoint(model, trial)
             self.accelerator.wait_for_everyone()
@@ -73,10 +76,16 @@ class SafeSaves:
                 self.state.save_to_json(str(self._staging / name / "trainer_state.json"))
             if main:
                 publish_folder(self._staging / name, run_dir / name)
+        except Exception as exc:
+            if not is_disk_full(exc, run_dir):  # judged before the partial files are removed
+                raise
+            full = exc
         finally:
             if main:
                 shutil.rmtree(self._staging, ignore_errors=True)
             self._staging = None
+        if full is not None:
+            raise DiskFullError(_full_message(f"the checkpoint at step {self.state.global_step}", run_dir)) from full
 
     def _point_best_at(self, run_dir: Path) -> bool:
         """Trainer recorded the best checkpoint (``load_best_model_at_end``) under the staging folder
@@ -113,8 +122,24 @@ class SafeSaves:
         if main:
             shutil.rmtree(staged, ignore_errors=True)
         self.accelerator.wait_for_everyone()
-        self.save_model(str(staged))  # every process (FSDP / DeepSpeed gather); Trainer writes on the main one
-        if main:
-            self.processing_class.save_pretrained(str(staged))
-            publish_files(staged, output_dir)
+        try:
+            self.save_model(str(staged))  # every process (FSDP / DeepSpeed gather); Trainer writes on the main one
+            if main:
+                self.processing_class.save_pretrained(str(staged))
+                publish_files(staged, output_dir)
+        except Exception as exc:
+            if not is_disk_full(exc, output_dir):
+                raise
+            shutil.rmtree(staged, ignore_errors=True)
+            raise DiskFullError(_full_message("the final weights", Path(output_dir))) from exc
         self.accelerator.wait_for_everyone()
+
+
+def _full_message(what: str, run_dir: Path) -> str:
+    """The disk-full message of a save into ``run_dir``, naming the checkpoint kept to resume from."""
+    kept = latest_checkpoint(run_dir)
+    if kept is None:
+        return disk_full_message(what, run_dir, "No earlier checkpoint was saved", "start the run again")
+    return disk_full_message(
+        what, run_dir, f"The previous checkpoint {kept.name} is kept as it was", f"resume the run from {kept.name}"
+    )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.distributed.env import is_main, rank, world_size
+from trainer_core.process.disk_full import DiskFullError, disk_full_message, is_disk_full
 from trainer_core.process.parent import exit_with_parent
 from trainer_core.schemas import SECRET_FIELDS, Phase, TrainingMethod, TrainingProgress, TrainingStartRequest
 from trainer_core.training.checkpoints import remove_partial_saves
@@ -216,7 +217,7 @@ def _redact(text: str, request: TrainingStartRequest) -> str:
     return text
 
 
-def _user_message(exc: BaseException) -> str:
+def _user_message(exc: BaseException, out: Path) -> str:
     from trainer_core.data.files import DatasetError
     from trainer_core.models.loading import ModelLoadError
     from trainer_core.models.targets import TargetError
@@ -228,6 +229,15 @@ def _user_message(exc: BaseException) -> str:
         saves and isinstance(exc, saves.DivergenceError)
     ):
         return str(exc)
+    if isinstance(exc, DiskFullError):
+        return str(exc)
+    if is_disk_full(exc, out):  # a write outside the checkpoint saves (data cache, logs, run.json)
+        return disk_full_message(
+            f"a file ({_first_lines(str(exc), 1, 200)})",
+            out,
+            "The saved checkpoints are kept",
+            "resume the run from its newest checkpoint",
+        )
     text = str(exc)
     if "out of memory" in text.lower() or "can't allocate memory" in text.lower():
         return f"Out of memory: {_first_lines(text)} Lower batch_size or max_seq_length, or use qlora."
@@ -289,7 +299,7 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
         phase, stop_reason = train(request, job_id, out, events, stop)
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
         log.error("training failed:\n%s", _redact(traceback.format_exc(), request))
-        events.put((EventKind.ERROR, {"message": _redact(_user_message(exc), request)}))
+        events.put((EventKind.ERROR, {"message": _redact(_user_message(exc, out), request)}))
         return
     verb = "stopped and saved" if phase == Phase.stopped.value else "completed"
     done = {"phase": phase, "message": f"Training {verb}; output in {out}", "output_dir": str(out)}
