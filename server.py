@@ -25,6 +25,7 @@ from api.auth import bearer_vouched, logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.routes import router
 from api.throttle import FailureThrottle, ThrottleMiddleware
+from trainer_core.data.preview_tokenizer import local_model_folder
 from trainer_core.process.parent import exit_normally_on_sigterm
 from trainer_core.queue.dispatcher import JobQueue
 from trainer_core.queue.store import QueueStore
@@ -33,6 +34,7 @@ from trainer_core.runs.integrity import HistoryUnreadable
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.reimport import import_runs
 from trainer_core.runs.store import RunStore
+from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings, get_settings
 from trainer_core.tasks.runner import TaskRunner
@@ -231,6 +233,9 @@ def main(argv: Optional[list[str]] = None) -> None:
         app = build_app()
     except HistoryUnreadable as exc:  # the file named, left as it is, the way back said; no traceback
         raise SystemExit(f"error: {exc}") from None
+    # A fresh install: the default model's tokenizer is read from the bundled GGUF now (about 10 s,
+    # once), so the first dataset check does not wait for it (data.preview_tokenizer).
+    threading.Thread(target=local_model_folder, args=(DEFAULT_MODEL, settings), daemon=True, name="tokenizer").start()
     if args.share:
         threading.Timer(2.0, _open_share_link, args=(args.host, args.port)).start()
     log.info("serving on http://%s:%d", args.host, args.port)

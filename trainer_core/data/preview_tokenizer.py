@@ -3,7 +3,8 @@ never raises for a model that is missing or refused, and keeps the last few in m
 
 Resolution follows ``models.loading.resolve_model_path`` without its network step: a folder path
 (confined to ``settings.model_roots``), a Hub id in the Hugging Face cache, or, for the default
-model, the bundled copy in ``settings.models_dir`` once it has been materialized.
+model, the bundled copy in ``settings.models_dir`` once it has been materialized, and before that the
+bundled GGUF's tokenizer and config (``loading.materialize_default_tokenizer``: no weights).
 """
 
 from __future__ import annotations
@@ -47,9 +48,17 @@ def local_model_folder(model_name: str, settings: Settings) -> Optional[Path]:
     except (LocalEntryNotFoundError, FileNotFoundError, ValueError):  # ValueError: a malformed id
         pass
     bundled = Path(settings.models_dir) / BUNDLED_FOLDER
-    if name == DEFAULT_MODEL and (bundled / "config.json").is_file():
+    if name != DEFAULT_MODEL:
+        return None
+    if (bundled / "config.json").is_file():
         return bundled
-    return None
+    from trainer_core.models.loading import materialize_default_tokenizer
+
+    try:  # a fresh install: the bundled GGUF's tokenizer and config, without building the weights
+        return materialize_default_tokenizer(settings.models_dir)
+    except (OSError, ValueError) as exc:
+        log.info("preview tokenizer: cannot read the bundled tokenizer (%s)", exc)
+        return None
 
 
 def load_preview_tokenizer(model_name: str, settings: Settings, default_template: str = "auto") -> Optional[Any]:

