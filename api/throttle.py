@@ -1,5 +1,6 @@
 """Throttle failed logins per client address: the UI's login form, the API's bearer token (``/api/``,
-``/v1/``) and share-link tokens (``/s/``).
+``/v1/``) and share-link tokens (``/s/``). A call to ``/api/`` or ``/v1/`` without an
+``Authorization`` header guesses nothing (a readiness probe): it gets its 401 but is not counted.
 
 After ``limit`` failures from one address within ``window_s`` seconds, further attempts from that
 address are answered 429 with ``Retry-After`` (seconds until its oldest failure leaves the window,
@@ -128,12 +129,15 @@ class ThrottleMiddleware:
             await _too_many(send, wait_s, openai_shape=path.startswith(OPENAI_PREFIXES))
             return
         held = [True]
+        # A call without any token (a readiness probe, a page before its login) guesses nothing: it is
+        # answered 401 but not counted. A share link always carries its token (in the path).
+        guessed = path.startswith("/s/") or any(name == b"authorization" for name, _ in scope.get("headers", ()))
 
         def settle(code: int) -> None:
             if not held[0]:
                 return
             held[0] = False
-            failed = (is_login and code in (400, 401)) or (is_api and code in (401, 403))
+            failed = (is_login and code in (400, 401)) or (is_api and guessed and code in (401, 403))
             count = self.throttle.end(address, failed)
             if failed:
                 what = "login" if is_login else "share link" if path.startswith("/s/") else "API token"

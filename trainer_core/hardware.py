@@ -98,21 +98,28 @@ def snapshot() -> HardwareSnapshot:
 
 _CACHE_LOCK = threading.Lock()
 _cached: Optional[tuple[float, HardwareSnapshot]] = None
+_cpu_sampled_at: Optional[float] = None  # monotonic time of the last psutil.cpu_percent call
+CPU_SAMPLE_STALE_S = 5.0  # an older (or no) previous sample averages over idle time: measure afresh
 
 
 def cached_snapshot(max_age_s: float = 1.0) -> HardwareSnapshot:
     """``snapshot()`` at most once per ``max_age_s`` seconds for the whole app (every open tab's
     hardware panel polls it), with CPU percent measured since the previous call instead of over a
-    blocking 0.1 s."""
-    global _cached
+    blocking 0.1 s, except on the first call and after ``CPU_SAMPLE_STALE_S`` without one: psutil's
+    first ``cpu_percent(interval=None)`` is a meaningless 0.0 (psutil docs), and a sample since a
+    call minutes ago averages a training job with the idle time before it."""
+    global _cached, _cpu_sampled_at
     with _CACHE_LOCK:
         now = time.monotonic()
         if _cached is not None and now - _cached[0] < max_age_s:
             return _cached[1]
         memory = psutil.virtual_memory()
         gpus = _gpus_from_nvidia_smi()
+        stale = _cpu_sampled_at is None or now - _cpu_sampled_at > CPU_SAMPLE_STALE_S
+        cpu = psutil.cpu_percent(interval=0.1 if stale else None)
+        _cpu_sampled_at = time.monotonic()
         snap = HardwareSnapshot(
-            cpu_percent=psutil.cpu_percent(interval=None),
+            cpu_percent=cpu,
             cpu_count=psutil.cpu_count() or 1,
             ram_used_gib=(memory.total - memory.available) / GIB,
             ram_total_gib=memory.total / GIB,

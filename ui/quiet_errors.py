@@ -13,11 +13,19 @@ component, the value's type, pydantic's field and reason) and never the value. (
 
 from __future__ import annotations
 
+import logging
 import types
 from typing import Any
 
 import gradio as gr
+from gradio.exceptions import InvalidPathError
 from pydantic import ValidationError
+
+log = logging.getLogger("finetune_studio.access")
+NOT_UPLOADED = (
+    "A file value that was not uploaded through this page was refused (nothing was read): "
+    "upload the file with its file box"
+)
 
 
 def _validate_inputs(self: gr.Blocks, block_fn: Any, inputs: list[Any]) -> None:
@@ -66,12 +74,16 @@ def scrub(message: str, inputs: Any) -> str:
 
 def _quiet_preprocess(original: Any) -> Any:
     """``Blocks.preprocess_data`` whose errors never carry the inputs: pydantic's are re-raised as
-    field and reason, any other (a component's ``gr.Error`` such as a Dropdown's "Value: ... is not
+    field and reason, a file that was not uploaded (Gradio's ``InvalidPathError``, printed with its
+    traceback otherwise) as one ``gr.Error`` and one log line, any other (a component's ``gr.Error`` such as a Dropdown's "Value: ... is not
     in the list of choices") with the input texts scrubbed from its message."""
 
     async def preprocess_data(block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return await original(block_fn, inputs, *args, **kwargs)
+        except InvalidPathError:  # a raw call naming a server file: one log line, not Gradio's traceback
+            log.warning("refused an event's file value that was not uploaded through the page")
+            raise gr.Error(NOT_UPLOADED, print_exception=False) from None
         except ValidationError as exc:
             reasons = "; ".join(
                 f"{'.'.join(str(part) for part in error['loc']) or 'value'}: {error['msg']}"

@@ -412,6 +412,9 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
     finally:
         proc.stop()
         foreign.unlink()
+    log = (tmp_path / "app2.log").read_text()
+    assert "refused an event's file value that was not uploaded" in log
+    assert "Traceback" not in log and "InvalidPathError" not in log  # one line, not Gradio's traceback
 
 
 # Issue 9's events, tried as an attacker would (raw Gradio queue calls) --------------------------

@@ -170,10 +170,13 @@ def test_failed_share_tokens_and_v1_tokens_are_throttled(tmp_path, caplog):
     runner = JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path))
     with ServerThread(api_app(settings, runner, FakeEngine(), throttle_limit=4)) as server:
         client = httpx.Client(base_url=server.url.rstrip("/"), timeout=30)
+        for path in ("/v1/models", "/api/train/status") * 5:  # readiness probes carry no token: not guesses
+            assert client.get(path).status_code == 401
+        assert "failed API token" not in caplog.text
         assert client.get("/s/0123456789abcdef.forged").status_code == 403
         assert client.get("/s/0123456789abcdef.forged/v1/models").status_code == 403
         assert client.get("/v1/models", headers={"Authorization": "Bearer wrong-token-012345"}).status_code == 401
-        assert client.post("/v1/chat/completions", json={}).status_code == 401
+        assert client.post("/v1/chat/completions", json={}, headers={"Authorization": "Bearer x"}).status_code == 401
         blocked = client.get("/v1/models", headers={"Authorization": f"Bearer {TOKEN}"})
         assert blocked.status_code == 429 and 1 <= int(blocked.headers["Retry-After"]) <= 60
         assert blocked.json()["error"]["type"] == "rate_limit_error"  # OpenAI's shape on /v1 and /s/

@@ -1,0 +1,38 @@
+"""Noise a user should not see (issue 25, item 11): bitsandbytes' offline kernel warning, and the
+hardware line's meaningless first CPU sample. (Probes without a token: tests/e2e/test_share_security;
+a refused file value's traceback: tests/e2e/test_security.)"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+
+import trainer_core  # noqa: F401 - installs the filter, as every worker's import does
+from trainer_core import hardware
+
+
+def test_bitsandbytes_offline_kernel_warning_is_dropped_and_its_other_lines_kept(caplog):
+    ops = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    with caplog.at_level(logging.WARNING):
+        ops.warning(  # bitsandbytes 0.50's exact call (backends/cpu/ops.py) on an AVX512-BF16 CPU
+            "Failed to load CPU gemm_4bit_forward from kernels-community: %s. Please make sure you already "
+            "`pip install kernels` and the kernels >= 0.11.1",
+            ModuleNotFoundError("No module named 'kernels'"),
+        )
+        ops.warning("another bitsandbytes warning")
+    assert [r.getMessage() for r in caplog.records] == ["another bitsandbytes warning"]
+
+
+def test_the_first_hardware_sample_measures_the_cpu_instead_of_reading_zero(monkeypatch):
+    monkeypatch.setattr(hardware, "_cached", None)
+    monkeypatch.setattr(hardware, "_cpu_sampled_at", None)  # a fresh app: no sample yet
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        first = hardware.cached_snapshot(max_age_s=0).cpu_percent
+    finally:
+        busy.kill()
+        busy.wait()
+    assert first >= 100 / hardware.psutil.cpu_count() / 2, first  # one core kept busy: not psutil's first 0.0
