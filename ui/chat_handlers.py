@@ -12,6 +12,7 @@ import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
 from trainer_core.serving.schemas import BASE_MODEL_ID, ChatMessage, GenerationSettings, ModelChoice
+from ui.refused import Refused
 
 SETTINGS_FIELDS = tuple(GenerationSettings.model_fields)
 MODEL_LABEL = "Model"
@@ -33,14 +34,14 @@ def model_dropdown(engine: ChatEngine, selected: Optional[str] = None) -> dict:
 def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:
     """Load ``model_id`` into the inference worker, showing a loading state and then its time."""
     if not model_id:
-        raise gr.Error(f"{MODEL_LABEL}: choose a model to talk to.")
+        raise Refused(f"{MODEL_LABEL}: choose a model to talk to.")
     label = _label_of(engine, model_id)
     yield f"Loading **{label}**…"
     started = time.monotonic()
     try:
         seconds = engine.load(model_id)
     except (ChatUnavailable, ChatInputError) as exc:
-        raise gr.Error(str(exc)) from None
+        raise Refused(str(exc)) from None
     took = seconds if seconds else time.monotonic() - started
     yield f"**{label}** is loaded ({took:.1f} s)."
 
@@ -49,7 +50,7 @@ def _label_of(engine: ChatEngine, model_id: str) -> str:
     try:
         return engine.resolve(model_id).label
     except ChatInputError as exc:
-        raise gr.Error(f"{MODEL_LABEL}: {exc}") from None
+        raise Refused(f"{MODEL_LABEL}: {exc}") from None
 
 
 def _text(content: Any) -> str:
@@ -83,7 +84,7 @@ def settings_from(values: tuple) -> GenerationSettings:
         data = {name: value for name, value in zip(SETTINGS_FIELDS, values) if value is not None}
         return GenerationSettings(**data)
     except ValidationError as exc:
-        raise gr.Error(explain(exc)) from None
+        raise Refused(explain(exc)) from None
 
 
 def send(
@@ -100,12 +101,12 @@ def send(
     with the same settings and seed into the second column), loading the model first when another
     is loaded. Yields (textbox, chat, base chat, load state)."""
     if not model_id:
-        raise gr.Error(f"{MODEL_LABEL}: choose a model to talk to.")
+        raise Refused(f"{MODEL_LABEL}: choose a model to talk to.")
     if not (message or "").strip():
-        raise gr.Error("Message: type something to send.")
+        raise Refused("Message: type something to send.")
     settings = settings_from(values)
     if compare and model_id == BASE_MODEL_ID:
-        raise gr.Error("Base vs tuned: choose a run or checkpoint to compare with its base model.")
+        raise Refused("Base vs tuned: choose a run or checkpoint to compare with its base model.")
     history = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
     base_history = (
         [*base_history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
@@ -138,7 +139,7 @@ def send(
                 lambda h: ("", history, h, state),
             )
     except (ChatUnavailable, ChatInputError) as exc:
-        raise gr.Error(str(exc)) from None
+        raise Refused(str(exc)) from None
 
 
 def _stream_into(

@@ -22,6 +22,7 @@ from trainer_core.runs import compare
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, RunRecord
 from ui import compare_view
 from ui.handlers import Context
+from ui.refused import Refused
 from ui.run_handlers import ALL_STATUSES, STATUS_CHOICES, runs_table
 
 
@@ -50,15 +51,15 @@ def _runs(ctx: Context, job_ids: Any) -> list[RunRecord]:
     if isinstance(job_ids, str):
         job_ids = [job_ids]
     if not isinstance(job_ids, list) or not all(isinstance(j, str) for j in job_ids):
-        raise gr.Error("Choose runs by their job ids.")
+        raise Refused("Choose runs by their job ids.")
     job_ids = list(dict.fromkeys(j.strip() for j in job_ids if j.strip()))
     if len(job_ids) > compare.MAX_RUNS:
-        raise gr.Error(f"Compare at most {compare.MAX_RUNS} runs at once ({len(job_ids)} chosen).")
+        raise Refused(f"Compare at most {compare.MAX_RUNS} runs at once ({len(job_ids)} chosen).")
     runs = []
     for job_id in job_ids:
         run = ctx.runner.store.get_record(job_id) if len(job_id) <= 200 else None
         if run is None:
-            raise gr.Error(f"No run '{_quoted(job_id)}': refresh the list and choose again.")
+            raise Refused(f"No run '{_quoted(job_id)}': refresh the list and choose again.")
         runs.append(run)
     return runs
 
@@ -73,7 +74,7 @@ def _smoothing(value: Any) -> float:
         or not math.isfinite(value)
         or not 0 <= value <= compare.MAX_SMOOTHING
     ):
-        raise gr.Error(f"Smoothing must be a number from 0 to {compare.MAX_SMOOTHING}, not '{_quoted(value)}'.")
+        raise Refused(f"Smoothing must be a number from 0 to {compare.MAX_SMOOTHING}, not '{_quoted(value)}'.")
     return float(value)
 
 
@@ -84,7 +85,7 @@ def compare_runs(
     tokens seen, smoothed with TensorBoard's EMA (``compare.ema``), downsampled; the diff lists only
     the settings that differ, then final loss, best eval loss, training time and tokens/s."""
     if x_axis not in compare.X_AXES:
-        raise gr.Error(f"The x axis must be one of {', '.join(compare.X_AXES)}, not '{_quoted(x_axis)}'.")
+        raise Refused(f"The x axis must be one of {', '.join(compare.X_AXES)}, not '{_quoted(x_axis)}'.")
     weight = _smoothing(smoothing)
     runs = _runs(ctx, job_ids)
     series = compare.SHARED.load(ctx.runner.store, runs, x_axis)
@@ -113,15 +114,15 @@ def save_label(
     run, non-text or an over-long name or note is a ``gr.Error``."""
     job_id = job_id.strip() if isinstance(job_id, str) else ""
     if not job_id:
-        raise gr.Error("Click a run in the table first.")
+        raise Refused("Click a run in the table first.")
     if not isinstance(name, str) or not isinstance(note, str):
-        raise gr.Error("The name and the note must be text.")
+        raise Refused("The name and the note must be text.")
     try:
         found = ctx.runner.store.set_label(job_id, name=name, note=note) if len(job_id) <= 200 else False
     except ValueError as exc:
-        raise gr.Error(f"Not saved: the {exc}.") from None
+        raise Refused(f"Not saved: the {exc}.") from None
     if not found:
-        raise gr.Error(f"No run '{_quoted(job_id)}': click a run in the table first.")
+        raise Refused(f"No run '{_quoted(job_id)}': click a run in the table first.")
     gr.Info(f"Saved the name and note of {job_id}.")
     return runs_table(ctx, name_filter, status_filter, dataset_filter), choices(ctx)
 

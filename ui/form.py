@@ -16,6 +16,7 @@ from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
 from trainer_core.fieldmeta import base_type, bounds, choices, default, explain, parse_mapping
 from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
 from ui.refusals import label_of
+from ui.refused import Refused
 
 # Fields the layout provides itself (file pickers) rather than from metadata.
 FILE_FIELDS = ("local_datasets", "local_eval_datasets")
@@ -45,7 +46,7 @@ class FieldNumber(gr.Number):
         except OverflowError:  # inf for an int field: pydantic says "finite number", naming the field
             return float(payload)
         except (TypeError, ValueError):
-            raise gr.Error(
+            raise Refused(
                 f"{label_of(self.field) if self.field in REQUEST_FIELDS else self.field}: "
                 f"'{str(payload)[:40]}' is not a number"
             ) from None
@@ -144,7 +145,7 @@ def build_request(values: dict[str, Any], train_files: list[str], eval_files: li
         data = clean_values(values)
         return TrainingStartRequest(**data, local_datasets=train_files, local_eval_datasets=eval_files)
     except ValueError as exc:  # ValidationError is a ValueError
-        raise gr.Error(explain(exc) if isinstance(exc, ValidationError) else str(exc)) from None
+        raise Refused(explain(exc) if isinstance(exc, ValidationError) else str(exc)) from None
 
 
 def widget_value(name: str, value: Any) -> Any:

@@ -26,6 +26,7 @@ from ui import charts
 from ui.follow import FOLLOWERS
 from ui.form import FORM_FIELDS, build_request, form_values
 from ui.refusals import EVAL_UPLOAD_LABEL, describe
+from ui.refused import Refused
 from ui.uploads import UPLOAD_LABEL, keep_upload
 
 log = logging.getLogger(__name__)
@@ -229,7 +230,7 @@ def form_request(
     upload, an invalid setting)."""
     train_files = dataset_paths(upload, paths_text, ctx.settings)
     if not train_files and not str(dict(zip(FORM_FIELDS, values)).get("hf_dataset") or "").strip():
-        raise gr.Error(
+        raise Refused(
             "local_datasets: no training data: upload a file or type its path on the server "
             "(or name a Hub dataset under Data options)"
         )

@@ -18,7 +18,7 @@ import types
 from typing import Any
 
 import gradio as gr
-from gradio.exceptions import InvalidPathError
+from gradio.exceptions import ComponentProcessingError, InvalidPathError
 from pydantic import ValidationError
 
 log = logging.getLogger("finetune_studio.access")
@@ -75,8 +75,9 @@ def scrub(message: str, inputs: Any) -> str:
 def _quiet_preprocess(original: Any) -> Any:
     """``Blocks.preprocess_data`` whose errors never carry the inputs: pydantic's are re-raised as
     field and reason, a file that was not uploaded (Gradio's ``InvalidPathError``, printed with its
-    traceback otherwise) as one ``gr.Error`` and one log line, any other (a component's ``gr.Error`` such as a Dropdown's "Value: ... is not
-    in the list of choices") with the input texts scrubbed from its message."""
+    traceback otherwise) as one ``gr.Error`` and one log line, a component's ``gr.Error`` (such as a Dropdown's "Value: ... is not in the list of choices") and
+    any other error with the input texts scrubbed from its message: each a ``gr.Error`` without the
+    traceback Gradio would print, and one log line."""
 
     async def preprocess_data(block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
         try:
@@ -84,20 +85,30 @@ def _quiet_preprocess(original: Any) -> Any:
         except InvalidPathError:  # a raw call naming a server file: one log line, not Gradio's traceback
             log.warning("refused an event's file value that was not uploaded through the page")
             raise gr.Error(NOT_UPLOADED, print_exception=False) from None
+        except ComponentProcessingError as exc:  # its text is ours (_processing_error): no value in it
+            log.info("refused an event's input: %s", str(exc)[:300])
+            raise gr.Error(str(exc), print_exception=False) from None
         except ValidationError as exc:
             reasons = "; ".join(
                 f"{'.'.join(str(part) for part in error['loc']) or 'value'}: {error['msg']}"
                 for error in exc.errors(include_input=False, include_url=False)
             )
-            raise ValueError(f"an input of the wrong shape ({reasons}); the value is not shown") from None
-        except Exception as exc:
-            text = str(getattr(exc, "message", None) or exc)
-            clean = scrub(text, inputs)
-            if clean == text:
-                raise
-            if isinstance(exc, gr.Error):
-                raise gr.Error(clean, duration=exc.duration, visible=exc.visible, title=exc.title) from None
-            raise ValueError(clean) from None
+            log.info("refused an event's input of the wrong shape (%s)", reasons[:300])
+            raise gr.Error(
+                f"an input of the wrong shape ({reasons}); the value is not shown", print_exception=False
+            ) from None
+        except gr.Error as exc:  # a component's own refusal: a clear message, one log line, no traceback
+            clean = scrub(str(exc.message or exc), inputs)
+            log.info("refused an event's input: %s", clean[:300])
+            raise gr.Error(
+                clean, duration=exc.duration, visible=exc.visible, title=exc.title, print_exception=False
+            ) from None
+        except Exception as exc:  # any other input Gradio could not read (a NUL byte, a name too long)
+            clean = scrub(str(getattr(exc, "message", None) or exc), inputs)
+            log.info("refused an event's input: %s: %s", type(exc).__name__, clean[:300])
+            raise gr.Error(
+                f"An input could not be read ({clean}); the value is not shown", print_exception=False
+            ) from None
 
     return preprocess_data
 

@@ -22,6 +22,7 @@ from ui import charts
 from ui.form import FORM_FIELDS, form_values
 from ui.handlers import NOTICE_CLEAR, Context, begin, clock, refused, watch
 from ui.refusals import notice_html
+from ui.refused import Refused
 
 RUN_COLUMNS = [
     "job_id",
@@ -129,7 +130,7 @@ def _filter_text(value: Any, what: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str) or len(value) > 200:
-        raise gr.Error(f"The {what} filter must be text of at most 200 characters.")
+        raise Refused(f"The {what} filter must be text of at most 200 characters.")
     return value.strip()
 
 
@@ -141,7 +142,7 @@ def runs_table(
     contains ``dataset``); ``gr.Error`` for an unknown status or an over-long filter."""
     status = status or ALL_STATUSES
     if status != ALL_STATUSES and status not in STATUS_WORDS:
-        raise gr.Error(f"Unknown status filter; choose one of: {', '.join(STATUS_WORDS)}.")
+        raise Refused(f"Unknown status filter; choose one of: {', '.join(STATUS_WORDS)}.")
     runs = ctx.runner.store.list_runs(
         name=_filter_text(name, "name"),
         dataset=_filter_text(dataset, "dataset"),
@@ -156,7 +157,7 @@ def _get(ctx: Context, job_id: Optional[str]) -> RunDetail:
     run = ctx.runner.store.get_run(job_id) if job_id else None
     if run is None:
         shown = job_id if len(job_id) <= 60 else job_id[:60] + "…"
-        raise gr.Error(
+        raise Refused(
             f"No run '{html.escape(shown)}': click a run in the table first."
             if job_id
             else "Click a run in the table first."
@@ -296,10 +297,10 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str,
     run = _get(ctx, job_id)
     status = ctx.runner.status(with_history=False)
     if status.is_training_running and status.job_id == run.job_id:
-        raise gr.Error("This run is training: stop or cancel it first.")
+        raise Refused("This run is training: stop or cancel it first.")
     task = ctx.tasks.current() if ctx.tasks is not None else None
     if task is not None and task.job_id == run.job_id:
-        raise gr.Error(f"{task.kind.value} task {task.task_id} is working on this run: wait for it or cancel it first.")
+        raise Refused(f"{task.kind.value} task {task.task_id} is working on this run: wait for it or cancel it first.")
     settings = ctx.settings
     result = delete_run_files(
         run.output_dir, run.job_id, settings.allowed_roots, settings.protected_dirs, settings.runs_dir / run.job_id
@@ -346,6 +347,6 @@ def chat_with(ctx: Context, engine: ChatEngine, job_id: Optional[str]) -> dict:
     choices = engine.choices()
     own = [c for c in choices if c.job_id == run.job_id]
     if not own:
-        raise gr.Error(f"Run {run.job_id} has no saved weights to chat with (it saved no final weights or checkpoint).")
+        raise Refused(f"Run {run.job_id} has no saved weights to chat with (it saved no final weights or checkpoint).")
     pick = next((c for c in own if c.kind == "final"), own[0])
     return gr.update(choices=[(c.label, c.id) for c in choices], value=pick.id)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from trainer_core.serving.engine import ChatEngine, ChatInputError
 from trainer_core.serving.share import ShareLinks, UnknownShareLink
+from ui.refused import Refused
 
 LINK_COLUMNS = ["link", "model", "state", "expires", "chat page"]
 
@@ -51,12 +52,12 @@ def create(
     """A new link to run ``job_id``'s final weights; its chat page and OpenAI ``base_url``."""
     job_id = (job_id or "").strip()
     if not job_id:
-        raise gr.Error("Click a run in the table first.")
+        raise Refused("Click a run in the table first.")
     try:
         choice = engine.resolve(job_id)
         link = links.create(choice.id, expires_in_hours=hours or None)
     except (ChatInputError, ValueError) as exc:
-        raise gr.Error(f"Share link: {exc}") from None
+        raise Refused(f"Share link: {exc}") from None
     base = _base_url(request)
     until = (
         "never expires"
@@ -77,7 +78,7 @@ def revoke(
     try:
         link = links.revoke((link_id or "").strip())
     except UnknownShareLink:
-        raise gr.Error(f"Revoke: no share link '{(link_id or '').strip()}'; copy its id from the table.") from None
+        raise Refused(f"Revoke: no share link '{(link_id or '').strip()}'; copy its id from the table.") from None
     return f"Revoked link {link.id}: it no longer works.", links_table(links, job_id, request)
 
 

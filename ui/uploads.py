@@ -7,11 +7,10 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
-import gradio as gr
-
 from trainer_core.data.compressed import DATA_SUFFIXES, data_suffix
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.settings import Settings
+from ui.refused import Refused
 
 UPLOAD_LABEL = "Training dataset (upload)"
 DATASET_TYPES = list(DATA_SUFFIXES)  # gr.File(file_types=...): .json ... .txt, and .json.gz, .jsonl.zst, ...
@@ -29,9 +28,9 @@ def received_upload(upload: Optional[str], settings: Settings, label: str = UPLO
     try:
         path = confine(str(upload), [Path(get_upload_folder()), settings.uploads_dir], label)
     except PathNotAllowed:
-        raise gr.Error(f"{label}: this file was not uploaded to this server; upload it again") from None
+        raise Refused(f"{label}: this file was not uploaded to this server; upload it again") from None
     if not path.is_file():
-        raise gr.Error(f"{label}: the upload is no longer on the server; upload it again")
+        raise Refused(f"{label}: the upload is no longer on the server; upload it again")
     return path
 
 

@@ -89,7 +89,7 @@ def api_body(rng: random.Random, paths: list[str]) -> str:
     return json.dumps(body)  # NaN / Infinity written as JS literals, as a sloppy client would
 
 
-def test_two_hundred_random_values_through_every_door(studio, outside, datasets_dir):
+def test_two_hundred_random_values_through_every_door(studio, outside, datasets_dir, capfd):
     settings, runner, url = studio
     rng = random.Random(SEED)
     paths = path_pool(settings, outside, datasets_dir)
@@ -155,3 +155,94 @@ def test_two_hundred_random_values_through_every_door(studio, outside, datasets_
     assert settings.db_path.is_file() and (settings.uploads_dir / "someones-upload.json").is_file()
     assert (settings.uploads_dir / "to-canary.jsonl").is_symlink()
     assert_no_canary(settings.data_dir)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err, err[-3000:]  # every refusal a line, never Gradio's printed traceback
+
+
+def random_input(rng: random.Random, paths: list[str], job_ids: list[str]) -> Any:
+    """One value for any input of any event: a path, a run id, a file value or junk."""
+    kind = rng.choice(["path", "id", "file", "junk", "checkpoint"])
+    if kind == "path":
+        return rng.choice(paths)
+    if kind == "id":
+        return rng.choice(job_ids)
+    if kind == "file":
+        return file_value(rng.choice(paths))
+    if kind == "checkpoint":
+        return f"{rng.choice(job_ids)}/checkpoint-{rng.choice(['1', '../../etc', '0' * 50])}"
+    value = junk(rng)
+    return value if not isinstance(value, float) else str(value)  # the queue's JSON has no NaN literal
+
+
+def test_two_hundred_random_values_through_the_task_queue_share_and_v1_doors(studio, outside, datasets_dir, capfd):
+    """The same fuzz at the doors issue 25 names: /v1 (chat, model lookup), share links (API, the
+    scoped /s/ routes, the page's share events), export and evaluate (API and page), and the queue
+    (API add / remove / move, the page's queue add): raw HTTP and raw Gradio queue calls."""
+    settings, runner, url = studio
+    rng = random.Random(SEED + 1)
+    paths = path_pool(settings, outside, datasets_dir)
+    for i, output_dir in enumerate((outside, settings.data_dir, datasets_dir)):
+        runner.store.create_run(f"job_doors_{i}", {"model_name": str(outside)}, str(output_dir), "completed")
+        runner.store.finish_run(f"job_doors_{i}", "completed", None, str(outside))
+    job_ids = [f"job_doors_{i}" for i in range(3)] + ["", "../../etc", "job_nope", "x" * 2000, "'; DROP TABLE runs;--"]
+    protected = {"outside": snapshot(outside), "datasets": snapshot(datasets_dir)}
+    client, raw = api(url), RawGradio(logged_in(url))
+    events = {name: raw.fn_index(name) for name in ("export", "evaluate", "queue_add", "share_create", "share_revoke")}
+    ok_codes = {200, 400, 401, 403, 404, 409, 413, 422, 429}
+
+    def post(path: str, body: Any):  # NaN / Infinity as JS literals, as a sloppy client would send them
+        return client.post(path, content=json.dumps(body), headers={"Content-Type": "application/json"})
+
+    def model_value() -> Any:
+        return rng.choice([*job_ids, *paths, junk(rng)])
+
+    def http(door: str):
+        if door == "v1_chat":
+            body = {"model": model_value(), "messages": rng.choice([[{"role": "user", "content": "hi"}], junk(rng)])}
+            return post("/v1/chat/completions", body)
+        if door == "v1_model":
+            return client.get("/v1/models/" + str(rng.choice([*job_ids, *paths])).lstrip("/"))
+        if door == "share_api":
+            return post("/api/train/share", {"model": model_value(), "expires_in_hours": junk(rng)})
+        if door == "share_scoped":
+            token = rng.choice(["0123456789abcdef.forged", "../../etc", "x" * 500, *job_ids[:3]])
+            return post(f"/s/{token}/v1/chat/completions", {"model": model_value(), "messages": []})
+        if door == "export_api":
+            body = {"model": model_value(), "format": rng.choice(["adapter", "merged", "gguf-f16", "x", junk(rng)])}
+            return post("/api/train/export", body)
+        if door == "evaluate_api":
+            body = {"model": model_value(), "datasets": rng.sample(paths, rng.randint(0, 2)), "max_rows": junk(rng)}
+            return post("/api/train/evaluate", body)
+        if door == "queue_api":
+            return client.post(
+                "/api/train/queue", content=api_body(rng, paths), headers={"Content-Type": "application/json"}
+            )
+        queue_id = str(rng.choice(job_ids)).lstrip("/") or "x"
+        if door == "queue_remove":
+            return client.delete(f"/api/train/queue/{queue_id}")
+        return post(f"/api/train/queue/{queue_id}/move", {"position": junk(rng)})
+
+    http_doors = ["v1_chat", "v1_model", "share_api", "share_scoped", "export_api", "evaluate_api", "queue_api"]
+    http_doors += ["queue_remove", "queue_move"]
+    seen: set[str] = set()
+    for case in range(CASES):
+        door = rng.choice([*http_doors, *events])
+        if door in events:
+            inputs = raw.dependencies[events[door]]["inputs"]
+            message = raw.call(events[door], [random_input(rng, paths, job_ids) for _ in inputs])
+            text = json.dumps(message)
+            assert message.get("success") or error_text(message).strip() not in ("", "None"), (case, door, text[:300])
+        else:
+            answer = http(door)
+            assert answer.status_code in ok_codes, (case, door, answer.status_code, answer.text[:300])
+            text = answer.text
+        assert "Traceback" not in text and CANARY not in text, (case, door, text[:500])
+        seen.add(door)
+        if runner.status().is_training_running:
+            idle(runner)
+    assert set(http_doors) | set(events) == seen
+    assert snapshot(outside) == protected["outside"] and snapshot(datasets_dir) == protected["datasets"]
+    assert settings.db_path.is_file()
+    assert_no_canary(settings.data_dir)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err, err[-3000:]  # every refusal a line, never Gradio's printed traceback
