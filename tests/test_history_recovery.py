@@ -127,3 +127,65 @@ def test_the_cli_re_imports_checks_its_folders_and_keeps_known_runs(tiny_trained
         path.unlink()
     assert main(["import-runs"]) == 1
     assert "cannot be read" in capsys.readouterr().err
+
+
+def _variant(settings, source, job_id, **changes):
+    """A copy of the run folder ``source`` as run ``job_id`` with ``changes`` in its run.json."""
+    folder = settings.runs_dir / job_id.encode("utf-8", "surrogatepass").hex()[:40]
+    shutil.copytree(source, folder, symlinks=True)
+    data = json.loads((folder / "run.json").read_text())
+    data.update(job_id=job_id, **changes)
+    (folder / "run.json").write_text(json.dumps(data))
+    return folder
+
+
+def test_bad_run_folders_are_skipped_whole_and_the_others_imported(tiny_trained_run, tmp_path):
+    from server import open_history
+
+    settings = _copy_of(tiny_trained_run, tmp_path)
+    settings.db_path.write_bytes(b"")  # what a failed write leaves: a new history, so a re-import
+    good = settings.runs_dir / tiny_trained_run.job_id
+    _variant(settings, good, "bad_reason", end_reason=["x"])
+    _variant(settings, good, "bad_metrics", best_checkpoint="x", final_metrics=[1])
+    _variant(settings, good, "bad\ud800id")
+    huge = _variant(settings, good, "huge_step")
+    with (huge / "metrics.jsonl").open("a") as fh:
+        fh.write(json.dumps({"job_id": "x", "step": 10**30, "total_steps": 3, "loss": 1.0}) + "\n")
+    _variant(settings, good, "zz_after_the_bad_ones")
+
+    store = open_history(settings)  # start-up: never stopped by a bad folder
+    runs = {r.job_id: r for r in store.list_runs()}
+    assert set(runs) == {tiny_trained_run.job_id, "huge_step", "zz_after_the_bad_ones"}
+    assert all(r.phase == "completed" for r in runs.values())  # none left half imported as "training"
+    huge_steps = [m.step for m in store.get_run("huge_step").metrics]
+    assert max(huge_steps) == 3  # the line SQLite cannot hold was left out, the rest kept
+    store.close()
+
+
+def test_another_programs_database_and_a_locked_one_are_refused_and_left_as_they_were(tmp_path):
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE notes (x)")
+    before = _sha(foreign)
+    with pytest.raises(HistoryUnreadable, match="another program"):
+        RunStore(foreign)
+    other_runs = tmp_path / "other-runs.db"
+    with sqlite3.connect(other_runs) as db:
+        db.execute("CREATE TABLE runs (x)")
+    with pytest.raises(HistoryUnreadable, match="runs table lacks"):
+        RunStore(other_runs)
+    assert _sha(foreign) == before
+
+    healthy = tmp_path / "studio.db"
+    RunStore(healthy).close()
+    holder = sqlite3.connect(healthy, isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(HistoryUnreadable) as locked:
+            RunStore(healthy)
+        assert locked.value.busy and "in use by another program" in str(locked.value)
+        assert "move the file aside" not in str(locked.value)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

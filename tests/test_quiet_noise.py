@@ -36,3 +36,21 @@ def test_the_first_hardware_sample_measures_the_cpu_instead_of_reading_zero(monk
         busy.kill()
         busy.wait()
     assert first >= 100 / hardware.psutil.cpu_count() / 2, first  # one core kept busy: not psutil's first 0.0
+
+
+def test_scrubbed_messages_and_log_lines_hold_no_quoted_secret_and_no_forged_line():
+    from ui.quiet_errors import scrub
+    from ui.refused import one_line
+
+    secret = "hf_SecretToken1234" + "'\"\n\x00"
+    gradio_text = f"Value: {secret!r} (type: <class 'str'>) is not in the list of choices: ['adapter']"
+    assert "SecretToken" not in scrub(gradio_text, [None, {"field": secret}])
+    assert "SecretToken" not in scrub(f"key {secret!r}", [{secret: 1}])  # dict keys too
+    assert one_line("x\n2026-12-04 INFO forged\r") == "x\\n2026-12-04 INFO forged\\r"
+
+
+def test_a_data_error_quoting_disk_words_is_not_a_full_disk():
+    from trainer_core.process.disk_full import is_disk_full
+
+    assert not is_disk_full(ValueError("row 3 says: No space left on device"))
+    assert is_disk_full(RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)"))

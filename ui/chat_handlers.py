@@ -33,7 +33,7 @@ def model_dropdown(engine: ChatEngine, selected: Optional[str] = None) -> dict:
 
 def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:
     """Load ``model_id`` into the inference worker, showing a loading state and then its time."""
-    if not model_id:
+    if not model_id or not isinstance(model_id, str):
         raise Refused(f"{MODEL_LABEL}: choose a model to talk to.")
     label = _label_of(engine, model_id)
     yield f"Loading **{label}**…"
@@ -100,9 +100,9 @@ def send(
     """Stream the answer to ``message`` into the chat (and, with ``compare``, the base model's answer
     with the same settings and seed into the second column), loading the model first when another
     is loaded. Yields (textbox, chat, base chat, load state)."""
-    if not model_id:
+    if not model_id or not isinstance(model_id, str):
         raise Refused(f"{MODEL_LABEL}: choose a model to talk to.")
-    if not (message or "").strip():
+    if not isinstance(message, str) or not message.strip():
         raise Refused("Message: type something to send.")
     settings = settings_from(values)
     if compare and model_id == BASE_MODEL_ID:

@@ -13,6 +13,7 @@ component, the value's type, pydantic's field and reason) and never the value. (
 
 from __future__ import annotations
 
+import json
 import logging
 import types
 from typing import Any
@@ -20,6 +21,8 @@ from typing import Any
 import gradio as gr
 from gradio.exceptions import ComponentProcessingError, InvalidPathError
 from pydantic import ValidationError
+
+from ui.refused import one_line
 
 log = logging.getLogger("finetune_studio.access")
 NOT_UPLOADED = (
@@ -52,12 +55,17 @@ def _processing_error(
 
 
 def _texts(value: Any, found: set[str]) -> set[str]:
-    """Every text of 4 characters or more inside ``value`` (nested lists, tuples and dicts)."""
+    """Every text of 4 characters or more inside ``value`` (nested lists, tuples and dicts, keys
+    included), also as ``repr`` and JSON would quote it (Gradio's messages quote values with
+    ``repr``: a value with a quote or a line break reads differently there)."""
     if isinstance(value, str):
         if len(value) >= 4:
-            found.add(value)
+            found.update(
+                {value, repr(value)[1:-1], json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+            )
     elif isinstance(value, dict):
-        for item in value.values():
+        for key, item in value.items():
+            _texts(key, found)
             _texts(item, found)
     elif isinstance(value, (list, tuple)):
         for item in value:
@@ -66,9 +74,11 @@ def _texts(value: Any, found: set[str]) -> set[str]:
 
 
 def scrub(message: str, inputs: Any) -> str:
-    """``message`` with every text of ``inputs`` (4 characters or more) replaced by ``***``."""
+    """``message`` with every text of ``inputs`` (4 characters or more, as sent or quoted) replaced
+    by ``***``."""
     for text in sorted(_texts(inputs, set()), key=len, reverse=True):
-        message = message.replace(text, "***")
+        if len(text) >= 4:
+            message = message.replace(text, "***")
     return message
 
 
@@ -86,26 +96,26 @@ def _quiet_preprocess(original: Any) -> Any:
             log.warning("refused an event's file value that was not uploaded through the page")
             raise gr.Error(NOT_UPLOADED, print_exception=False) from None
         except ComponentProcessingError as exc:  # its text is ours (_processing_error): no value in it
-            log.info("refused an event's input: %s", str(exc)[:300])
+            log.info("refused an event's input: %s", one_line(str(exc)))
             raise gr.Error(str(exc), print_exception=False) from None
         except ValidationError as exc:
             reasons = "; ".join(
                 f"{'.'.join(str(part) for part in error['loc']) or 'value'}: {error['msg']}"
                 for error in exc.errors(include_input=False, include_url=False)
             )
-            log.info("refused an event's input of the wrong shape (%s)", reasons[:300])
+            log.info("refused an event's input of the wrong shape (%s)", one_line(reasons))
             raise gr.Error(
                 f"an input of the wrong shape ({reasons}); the value is not shown", print_exception=False
             ) from None
         except gr.Error as exc:  # a component's own refusal: a clear message, one log line, no traceback
             clean = scrub(str(exc.message or exc), inputs)
-            log.info("refused an event's input: %s", clean[:300])
+            log.info("refused an event's input: %s", one_line(clean))
             raise gr.Error(
                 clean, duration=exc.duration, visible=exc.visible, title=exc.title, print_exception=False
             ) from None
         except Exception as exc:  # any other input Gradio could not read (a NUL byte, a name too long)
             clean = scrub(str(getattr(exc, "message", None) or exc), inputs)
-            log.info("refused an event's input: %s: %s", type(exc).__name__, clean[:300])
+            log.info("refused an event's input: %s: %s", type(exc).__name__, one_line(clean))
             raise gr.Error(
                 f"An input could not be read ({clean}); the value is not shown", print_exception=False
             ) from None

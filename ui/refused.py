@@ -17,6 +17,12 @@ import gradio as gr
 log = logging.getLogger("finetune_studio.ui")
 
 
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` for one log line: control characters (line breaks included) escaped, so a caller's
+    value cannot forge log entries; cut to ``limit`` characters."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text)[:limit])
+
+
 class Refused(gr.Error):
     """``gr.Error`` without the printed traceback; same arguments (``message``, ``duration``,
     ``visible``, ``title``)."""
@@ -24,4 +30,4 @@ class Refused(gr.Error):
     def __init__(self, message: str = "Error raised.", *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("print_exception", False)
         super().__init__(message, *args, **kwargs)
-        log.info("refused: %s", str(message)[:300])
+        log.info("refused: %s", one_line(message))

@@ -187,7 +187,8 @@ def test_two_hundred_random_values_through_the_task_queue_share_and_v1_doors(stu
     job_ids = [f"job_doors_{i}" for i in range(3)] + ["", "../../etc", "job_nope", "x" * 2000, "'; DROP TABLE runs;--"]
     protected = {"outside": snapshot(outside), "datasets": snapshot(datasets_dir)}
     client, raw = api(url), RawGradio(logged_in(url))
-    events = {name: raw.fn_index(name) for name in ("export", "evaluate", "queue_add", "share_create", "share_revoke")}
+    names = ("export", "evaluate", "queue_add", "share_create", "share_revoke", "chat_load", "chat")
+    events = {name: raw.fn_index(name) for name in names}
     ok_codes = {200, 400, 401, 403, 404, 409, 413, 422, 429}
 
     def post(path: str, body: Any):  # NaN / Infinity as JS literals, as a sloppy client would send them

@@ -18,7 +18,7 @@ from typing import Optional
 
 FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 FULL_WORDS = ("no space left on device", "os error 28", "disk quota exceeded", "database or disk is full")
-WRITE_WORDS = ("unexpected pos", "iostream error", "file write failed", "i/o error", "error while serializing")
+WRITE_WORDS = ("unexpected pos", "iostream error", "file write failed", "i/o error")
 NEARLY_FULL_BYTES = 16 * 2**20  # below this a failed write is taken for a full disk
 
 
@@ -60,7 +60,8 @@ def is_disk_full(exc: BaseException, folder: Optional[Path] = None) -> bool:
     chain = _chain(exc)
     if any(isinstance(e, DiskFullError) or (isinstance(e, OSError) and e.errno in FULL_ERRNOS) for e in chain):
         return True
-    texts = [str(e).lower() for e in chain]
+    # a data error may quote a row that says "no space left on device": only writers' errors count
+    texts = [str(e).lower() for e in chain if not isinstance(e, (ValueError, KeyError, TypeError))]
     if any(word in text for text in texts for word in FULL_WORDS):
         return True
     if folder is None or not any(word in text for text in texts for word in WRITE_WORDS):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -65,7 +66,7 @@ def _timestamp(text: object) -> Optional[float]:
         return None
     try:
         return datetime.fromisoformat(text).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError, OSError):
         return None
 
 
@@ -88,44 +89,78 @@ def _steps(path: Path, job_id: str, report: ImportReport) -> list[TrainingProgre
     return sorted(steps.values(), key=lambda e: (e.step, e.eval_loss is not None))
 
 
+SQLITE_MAX_INT = 2**63 - 1
+
+
+def _fits_sqlite(event: TrainingProgress) -> bool:
+    """Whether every integer of ``event`` fits SQLite's INTEGER (a hand-edited file may not)."""
+    return all(not isinstance(v, int) or abs(v) <= SQLITE_MAX_INT for v in event.model_dump().values())
+
+
+def _plan(folder: Path, data: dict, report: ImportReport) -> tuple:
+    """The validated values of one run, before anything is written. Raises ValueError naming the
+    first key that is not what a run writes."""
+    job_id = data.get("job_id")
+    if not isinstance(job_id, str) or not job_id.strip() or len(job_id) > 200:
+        raise ValueError("run.json has no usable job_id")
+    job_id.encode("utf-8")  # lone surrogates: UnicodeEncodeError, a ValueError
+    if not isinstance(data["request"], dict):
+        raise ValueError("run.json's request is not an object")
+    reason = data.get("end_reason")
+    if reason is not None and (not isinstance(reason, str) or reason not in PHASE_OF_END):
+        raise ValueError("run.json's end_reason is not one a run writes")
+    metrics = data.get("final_metrics")
+    if metrics is not None and not isinstance(metrics, dict):
+        raise ValueError("run.json's final_metrics is not an object")
+    best = data.get("best_checkpoint")
+    if best is not None and not isinstance(best, str):
+        raise ValueError("run.json's best_checkpoint is not text")
+    best_loss = (metrics or {}).get("best_eval_loss") if best else None
+    best_loss = float(best_loss) if isinstance(best_loss, (int, float)) and not isinstance(best_loss, bool) else None
+    steps = [e for e in _steps(folder / METRICS_JSONL, job_id, report) if _fits_sqlite(e)]
+    json.dumps(data["request"], allow_nan=True)  # storable as it is stored (create_run dumps it)
+    return job_id, reason, best, best_loss, steps
+
+
 def import_run(store: RunStore, folder: Path, report: ImportReport) -> None:
     """Add the run in ``folder`` (holding ``run.json``) to ``store`` with its steps, unless the
-    history knows its job id. Records the outcome in ``report``; never raises for a bad folder."""
+    history knows its job id. Every value is checked before the first write, and a write that fails
+    anyway removes the run again, so a bad folder is skipped whole (recorded in ``report`` with its
+    reason), never left half imported. Never raises for a bad folder."""
     manifest_path = folder / RUN_JSON
     if manifest_path.is_symlink():
         report.skipped.append((str(folder), "run.json is a link"))
         return
     try:
         data = read_manifest(manifest_path)
-    except ManifestError as exc:
-        report.skipped.append((str(folder), str(exc)[:200]))
-        return
-    job_id = data.get("job_id")
-    if not isinstance(job_id, str) or not job_id.strip() or not isinstance(data["request"], dict):
-        report.skipped.append((str(folder), "run.json has no job_id"))
+        job_id, reason, best, best_loss, steps = _plan(folder, data, report)
+    except (ManifestError, ValueError, TypeError, RecursionError, OSError) as exc:
+        report.skipped.append((str(folder), f"{type(exc).__name__}: {exc}"[:200]))
         return
     if store.get_record(job_id) is not None:
         report.known.append(job_id)
         return
-    reason = data.get("end_reason") if data.get("end_reason") in PHASE_OF_END else None
     phase = PHASE_OF_END[reason] if reason else Phase.interrupted
     created = _timestamp(data.get("started_at"))
-    store.create_run(job_id, data["request"], str(folder), Phase.training.value, created_at=created)
-    for event in _steps(folder / METRICS_JSONL, job_id, report):
-        store.add_metric(event)
     checkpoint = latest_checkpoint(folder)
-    best = data.get("best_checkpoint") if isinstance(data.get("best_checkpoint"), str) else None
-    best_loss = (data.get("final_metrics") or {}).get("best_eval_loss") if best else None
-    store.finish_run(
-        job_id,
-        phase.value,
-        ERROR_NOT_KEPT if phase is Phase.error else None,
-        str(checkpoint) if checkpoint else None,
-        (reason or EndReason.interrupted.value),
-        best_checkpoint=best,
-        best_eval_loss=best_loss if isinstance(best_loss, (int, float)) else None,
-        finished_at=_timestamp(data.get("ended_at")) or created,
-    )
+    try:
+        store.create_run(job_id, data["request"], str(folder), Phase.training.value, created_at=created)
+        for event in steps:
+            store.add_metric(event)
+        store.finish_run(
+            job_id,
+            phase.value,
+            ERROR_NOT_KEPT if phase is Phase.error else None,
+            str(checkpoint) if checkpoint else None,
+            (reason or EndReason.interrupted.value),
+            best_checkpoint=best,
+            best_eval_loss=best_loss,
+            finished_at=_timestamp(data.get("ended_at")) or created,
+        )
+    except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
+        store.delete_run(job_id)  # nothing half imported: the folder is skipped whole
+        report.skipped.append((str(folder), f"{type(exc).__name__}: {exc}"[:200]))
+        return
     report.imported.append(job_id)
 
 
@@ -142,7 +177,7 @@ def import_runs(store: RunStore, runs_dir: Path) -> ImportReport:
             continue
         try:
             import_run(store, folder, report)
-        except (OSError, json.JSONDecodeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - one folder must never stop the others (or start-up)
             report.skipped.append((str(folder), f"{type(exc).__name__}: {exc}"[:200]))
     log.info("%s from %s", report.summary(), runs_dir)
     return report

@@ -73,7 +73,8 @@ class RunStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.created = not self.path.exists()  # a new history: the caller may re-import run folders
+        # a new history (no file, or an empty one a failed write left): the caller may re-import run folders
+        self.created = not self.path.exists() or (self.path.is_file() and self.path.stat().st_size == 0)
         check_readable(self.path)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
