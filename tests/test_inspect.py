@@ -230,6 +230,9 @@ def test_preview_tokenizer_from_the_hf_cache(
         "acme/tiny-chat", Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "m")
     )
     assert tokenizer is not None and "<|im_start|>" in tokenizer.chat_template
+    # a model in neither the cache nor the bundle: none (the bundled default model reads its tokenizer
+    # from the GGUF even before it is built: tests/test_fresh_install.py)
     assert (
-        load_preview_tokenizer(DEFAULT_MODEL, Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "m")) is None
+        load_preview_tokenizer("acme/not-cached", Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "m"))
+        is None
     )

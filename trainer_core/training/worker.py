@@ -217,7 +217,7 @@ def _redact(text: str, request: TrainingStartRequest) -> str:
     return text
 
 
-def _user_message(exc: BaseException, out: Path) -> str:
+def _user_message(exc: BaseException, out: Optional[Path] = None) -> str:
     from trainer_core.data.files import DatasetError
     from trainer_core.models.loading import ModelLoadError
     from trainer_core.models.targets import TargetError
@@ -234,7 +234,7 @@ def _user_message(exc: BaseException, out: Path) -> str:
     if is_disk_full(exc, out):  # a write outside the checkpoint saves (data cache, logs, run.json)
         return disk_full_message(
             f"a file ({_first_lines(str(exc), 1, 200)})",
-            out,
+            out or Path.cwd(),
             "The saved checkpoints are kept",
             "resume the run from its newest checkpoint",
         )
