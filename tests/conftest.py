@@ -43,7 +43,8 @@ SHARED_GROUPS = {"trained_run": "real-trained-run", "app_server": "session-app"}
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by the fixtures it needs, directly or through others: ``real_model`` with
     ``model_dir`` (the real SmolLM2), ``browser`` with Playwright's ``browser`` or ``page``. The
-    quick lane, ``-m "not real_model and not browser"``, then cannot keep a test by oversight.
+    quick lane, ``-m "not slow and not real_model and not browser"``, then cannot keep a real-model
+    or browser test by oversight (``slow`` is marked by hand, on tests that start processes).
 
     And give each test its pytest-xdist group (``--dist loadgroup`` runs a group in one process):
     the group of the costly session fixture it uses (``SHARED_GROUPS``), else its file when it uses

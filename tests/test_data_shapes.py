@@ -562,6 +562,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_worker_tearing_down_at_exit_leaks_no_semaphore(tmp_path: Path) -> None:
     script = tmp_path / "slow_teardown.py"
     script.write_text(SLOW_TEARDOWN, encoding="utf-8")

@@ -73,6 +73,7 @@ def test_each_default_trains_exactly_the_answers(base_model, name):
     assert "France" not in trained and "Be brief" not in trained and "Italy" not in trained
 
 
+@pytest.mark.slow
 def test_the_check_shows_the_default_and_the_run_keeps_it(base_model, datasets_dir, tmp_path):
     from tests.conftest import REPO
     from trainer_core.preflight.check import run_preflight

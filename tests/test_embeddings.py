@@ -152,6 +152,7 @@ def test_loftq_is_refused_by_the_check_on_a_cpu_machine(tiny_model_dir, tmp_path
         apply_loftq(object(), "cpu")
 
 
+@pytest.mark.slow
 def test_the_cli_trains_the_embeddings_at_their_rate_and_the_merged_export_keeps_them(
     tiny_model_dir, datasets_dir, tmp_path
 ):

@@ -22,6 +22,7 @@ def fresh(tmp_path, datasets_dir, monkeypatch):
     get_settings.cache_clear()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_check_and_start_count_tokens_before_the_default_model_is_built(fresh, datasets_dir, capsys):
     from fastapi.testclient import TestClient

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from trainer_core.cli.check import render
 from trainer_core.preflight.report import LengthHistogram, PreflightReport, SampleRow, Segment
 
@@ -53,6 +55,7 @@ def _alpaca(tmp_path: Path, name: str, rows: list[dict]) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_json_report_and_exit_0(tmp_path):
     data = _alpaca(
         tmp_path, "ok.json", [{"instruction": f"Say {i}.", "input": "", "output": f"{i}!"} for i in range(5)]
@@ -65,6 +68,7 @@ def test_json_report_and_exit_0(tmp_path):
     assert report["errors"] == [] and report["files"][0]["format"] == "alpaca"
 
 
+@pytest.mark.slow
 def test_errors_exit_1_and_text_has_no_colour_off_a_terminal(tmp_path):
     prompt = "Please read this carefully. " * 30
     data = _alpaca(tmp_path, "masked.json", [{"instruction": prompt, "input": "", "output": "ok"}] * 2)

@@ -21,6 +21,7 @@ from tests.e2e.conftest import free_port, wait_for
 CLI_RUNS = 2
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)  # CLI runs in turn
 def test_cli_training_runs_end_without_leaked_semaphores(tiny_model_dir, datasets_dir, tmp_path):
     """2-step CLI runs in a row (the warning came from a race at exit, seen in some runs only; its cause,
@@ -43,6 +44,7 @@ def test_cli_training_runs_end_without_leaked_semaphores(tiny_model_dir, dataset
         assert not list((tmp_path / f"run-{attempt}").glob(".partial-*"))
 
 
+@pytest.mark.slow
 def test_stopped_app_asks_its_workers_to_end_and_leaks_nothing(tmp_path):
     """SIGTERM (what a Space, systemd or `docker stop` sends) while a standby worker waits: the app
     exits through a normal shutdown, its worker with it, and nothing is reported as leaked."""

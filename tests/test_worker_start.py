@@ -81,6 +81,7 @@ worker.join(10)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forkserver is used on Linux only")
 def test_waiting_for_the_first_fork_can_give_up_and_a_worker_then_starts_at_once():
     """In a fresh interpreter: the forkserver is still importing, so a 0.1 s wait gives up in about

@@ -52,6 +52,7 @@ def ask(url: str, text: str, **extra) -> httpx.Response:
     )
 
 
+@pytest.mark.slow
 def test_answers_through_the_openai_client(served):
     url, runner = served
     client = openai.OpenAI(base_url=f"{url}/v1", api_key=TOKEN, max_retries=0)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.e2e.conftest import (
     AUTH,
@@ -224,6 +225,7 @@ def test_failed_logins_are_throttled_per_address(tmp_path, caplog):
     assert "guess-" not in caplog.text and PASSWORD not in caplog.text
 
 
+@pytest.mark.slow
 def test_concurrent_guesses_are_checked_at_most_limit_times(tmp_path):
     """300 wrong passwords / tokens / share links sent at the same moment from one address: at most
     the limit (5) are checked, the rest answered 429; the owner's right password works once the
@@ -375,6 +377,7 @@ def test_token_only_setup_still_guards_the_page(tmp_path, datasets_dir):
         assert user.get("/config").status_code == 200
 
 
+@pytest.mark.slow
 def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp_path):
     from tests.e2e.api_server import AppProcess
     from tests.e2e.conftest import free_port
