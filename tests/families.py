@@ -33,7 +33,8 @@ def _configs() -> dict[str, Callable[[], Any]]:
         "gemma2": lambda: t.Gemma2Config(**LLAMA_LIKE, head_dim=16),
         "gemma3_text": lambda: t.Gemma3TextConfig(**LLAMA_LIKE, head_dim=16, sliding_window=32),
         "phi3": lambda: t.Phi3Config(**LLAMA_LIKE),
-        "phi": lambda: t.PhiConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4),
+        # Phi-2's GGUF converter writes feed_forward_length = 4 x hidden (as Phi-2 has): keep that shape
+        "phi": lambda: t.PhiConfig(hidden_size=64, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4),
         "gpt2": lambda: t.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=512),
         "falcon": lambda: t.FalconConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4),
         "gpt_neox": lambda: t.GPTNeoXConfig(

@@ -96,7 +96,8 @@ def test_export_bench_runs(capsys, model_dir):
 
     report = export.main(["--merged-dtypes", "float32", "--skip-gguf"])
     (merged,) = report["exports"]
-    assert merged["passed"] and merged["seconds"] > 0 and merged["forced_equal"] == merged["tokens_total"]
+    check = merged["files"][0]["check"]
+    assert merged["passed"] and merged["seconds"] > 0 and check["forced_equal"] == check["tokens_total"] == 60
     assert "target <= 120 s" in capsys.readouterr().out
 
 

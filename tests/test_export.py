@@ -397,7 +397,11 @@ def test_cli_bad_input_exits_2(tmp_path, capsys):
     assert main(["export", str(empty)]) == 2
     assert "no model weights" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["export", str(full), "--format", "gguf-q4_0"])
+        main(["export", str(full), "--format", "gguf-q3_k_s"])
+    with pytest.raises(SystemExit):
+        main(["export", str(full), "--format", "gguf-f16", "--gguf-types", "q2_k"])
+    assert main(["export", str(full), "--format", "merged", "--gguf-types", "q8_0"]) == 2
+    assert "gguf_types: more GGUF formats need a gguf-* format" in capsys.readouterr().err
 
 
 def _fake_run(tmp_path: Path) -> Path:

@@ -169,6 +169,7 @@ def test_check_and_start_name_the_attention_and_the_adapted_modules_and_refuse_a
     assert full.adapted_modules is None and full.adapted_count == 0
 
 
+@pytest.mark.slow
 def test_the_cli_trains_gpt2_with_its_conv1d_projections(family_models, datasets_dir, tmp_path):
     """The CLI door on a family with nothing Llama-like: GPT-2 (Conv1D c_attn / c_proj / c_fc)."""
     import os
@@ -243,9 +244,11 @@ def test_each_family_exports_gguf_with_the_check_it_allows(family):
     assert "does not support the architecture NoSuchForCausalLM" in gguf_problem(unknown, folder)
 
 
+@pytest.mark.slow
 def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(datasets_dir, tmp_path):
-    """Phi-2: the CLI trains one step and exports gguf-f16; the check reads the file's chat
-    template and BOS / EOS and says that answers were not compared."""
+    """Phi-2: the CLI trains one step and exports gguf-f16. transformers cannot read a Phi-2 GGUF
+    back; llama.cpp runs it and compares its answers. Without llama.cpp the check reads the file's
+    chat template and BOS / EOS and says that answers were not compared."""
     import os
     import subprocess
     import sys
@@ -279,13 +282,27 @@ def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(da
         *("--max-steps", "1", "--batch-size", "2", "--max-seq-length", "64", "--output-dir", str(run)),
     )
     assert trained.returncode == 0, trained.stderr[-2000:]
+    from trainer_core.export.llamacpp.tools import missing_message
+
+    if not missing_message(get_settings().llama_cpp_dir):
+        exported = cli("export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf-llama"))
+        assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
+        assert "check (llama.cpp) passed: f16 in llama.cpp: 3/3 prompts" in exported.stdout, exported.stdout
+        assert "MOSTLY_F16" in exported.stdout
+    env["STUDIO_LLAMA_CPP_DIR"] = str(tmp_path / "no-llama-cpp")
     exported = cli("export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf"))
     assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
-    assert "check passed: f16: metadata checked (chat template, BOS/EOS); answers not compared" in exported.stdout
+    assert "check (metadata) passed: f16: metadata checked (chat template, BOS/EOS); answers not compared" in (
+        exported.stdout
+    )
+    assert "llama.cpp is not built" in exported.stdout
     (file,) = (tmp_path / "gguf").glob("*.gguf")
     assert file.read_bytes()[:4] == b"GGUF"
+    refused = cli("export", str(run), "--format", "gguf-q4_k_m", "--output", str(tmp_path / "q4"))
+    assert refused.returncode == 2 and "bash scripts/setup.sh" in refused.stderr, refused.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_a_moe_family_resumes_evaluates_and_trains_dpo_through_the_cli(family_models, datasets_dir, tmp_path):
     """Qwen3-MoE (experts adapted through target_parameters): 2 SFT steps with a checkpoint each,
     stopped after its first steps and resumed from its checkpoint for one more (the job runner, as

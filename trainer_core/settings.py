@@ -29,6 +29,11 @@ class Settings(BaseSettings):
         description="Folder of llama.cpp's convert_hf_to_gguf.py (package convert-hf-to-gguf), installed there by "
         "scripts/setup.sh; GGUF export runs it as a subprocess.",
     )
+    llama_cpp_dir: Path = Field(
+        Path.home() / ".cache" / "finetune_studio" / "tools" / "llama-cpp-python",
+        description="Folder of llama.cpp (package llama-cpp-python, built there by scripts/setup.sh): quantised "
+        "GGUF formats and the check of every GGUF run in it, in a process of their own.",
+    )
     allowed_paths: str = Field(
         "",
         description=f"Extra folders (separated by '{os.pathsep}' or ',') that dataset, "

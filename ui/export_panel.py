@@ -13,7 +13,9 @@ import gradio as gr
 import pandas as pd
 from pydantic import SecretStr, ValidationError
 
-from trainer_core.export.schemas import EXPORT_FORMATS, ExportRequest, PushRequest
+from trainer_core.export import gguf_convert
+from trainer_core.export.llamacpp.tools import missing_message as llama_cpp_missing
+from trainer_core.export.schemas import EXPORT_FORMATS, GGUF_TYPES, QUANTISED, ExportRequest, PushRequest
 from trainer_core.fieldmeta import explain
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
@@ -55,7 +57,30 @@ def weights_dropdown(tasks: TaskRunner, job_id: Optional[str]) -> dict:
     return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
 
-def export(tasks: TaskRunner, job_id: Optional[str], model_id: Optional[str], fmt: str, dtype: str) -> Iterator[tuple]:
+def format_choices(converter_missing: Optional[str], llama_cpp_missing: Optional[str]) -> list[tuple[str, str]]:
+    """The Format radio's (label, value) pairs: a GGUF format that cannot be made here (no converter;
+    no llama.cpp for the quantised types) says what it needs in its label; choosing it anyway gets
+    the refusal with the command that installs it."""
+    choices = []
+    for value in EXPORT_FORMATS:
+        gguf_type = value.removeprefix("gguf-") if value.startswith("gguf-") else None
+        needs = None
+        if gguf_type and converter_missing:
+            needs = "needs the GGUF converter: bash scripts/setup.sh"
+        elif gguf_type in QUANTISED and llama_cpp_missing:
+            needs = "needs llama.cpp: bash scripts/setup.sh"
+        choices.append((f"{value} ({needs})" if needs else value, value))
+    return choices
+
+
+def export(
+    tasks: TaskRunner,
+    job_id: Optional[str],
+    model_id: Optional[str],
+    fmt: str,
+    dtype: str,
+    gguf_types: Optional[list[str]] = None,
+) -> Iterator[tuple]:
     """Start the export and follow it: (status, exports table, links) on every change."""
     from trainer_core.export.start import start_export
 
@@ -64,7 +89,10 @@ def export(tasks: TaskRunner, job_id: Optional[str], model_id: Optional[str], fm
         yield refusal(f"{WEIGHTS_LABEL}: click a run with saved weights in the table first."), table, links
         return
     try:
-        record = start_export(tasks, ExportRequest(model=model_id, format=fmt, dtype=dtype))
+        more = gguf_types if gguf_types is not None else []
+        if isinstance(more, list):  # ticked boxes: the format's own type, and all for a non-GGUF format, are moot
+            more = [t for t in more if str(fmt).startswith("gguf-") and t != str(fmt).removeprefix("gguf-")]
+        record = start_export(tasks, ExportRequest(model=model_id, format=fmt, dtype=dtype, gguf_types=more))
     except ValidationError as exc:
         yield refusal(explain(exc)), table, links
         return
@@ -135,7 +163,10 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
             )
             fmt = gr.Radio(
                 label="Format",
-                choices=list(EXPORT_FORMATS),
+                choices=format_choices(
+                    gguf_convert.missing_message(tasks.settings.gguf_converter_dir),
+                    llama_cpp_missing(tasks.settings.llama_cpp_dir),
+                ),
                 value=FIELDS["format"].default,
                 scale=3,
                 info=FIELDS["format"].description,
@@ -148,6 +179,13 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
                 value=FIELDS["dtype"].default,
                 info=FIELDS["dtype"].description,
             )
+        gguf_types = gr.CheckboxGroup(
+            label="More GGUF formats",
+            choices=list(GGUF_TYPES),
+            value=[],
+            info=FIELDS["gguf_types"].description,
+            elem_id="export-gguf-types",
+        )
         with gr.Row():
             export_btn = gr.Button("Export", variant="primary", elem_id="export-start")
             cancel_btn = gr.Button("Cancel task", variant="stop", elem_id="task-cancel")
@@ -179,7 +217,7 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
     selected.change(partial(exports_of, tasks), selected, [table, links], api_name=False, **FREE)
     export_btn.click(
         partial(export, tasks),
-        [selected, weights, fmt, dtype],
+        [selected, weights, fmt, dtype, gguf_types],
         [status, table, links],
         api_name="export",
         show_progress="minimal",

@@ -21,6 +21,8 @@ from trainer_core.export import gguf_convert
 from trainer_core.export.gguf_export import check_gguf
 from trainer_core.export.gguf_meta import compare_meta, read_meta
 from trainer_core.export.job import make_reference
+from trainer_core.export.llamacpp.check import llama_check
+from trainer_core.export.llamacpp.tools import missing_message as llama_cpp_missing
 from trainer_core.export.schemas import ExportRequest, ExportResult, PushRequest
 from trainer_core.export.weights import load_run
 from trainer_core.export.worker import export
@@ -145,6 +147,31 @@ def test_gguf_q8_0_reports_its_agreement(merged, reference, tmp_path):
     print("q8_0:", check.summary, "forced", check.forced_tokens_equal)
 
 
+def test_q4_k_m_and_q8_0_in_one_task_are_checked_by_llama_cpp(choice, tmp_path):
+    """One conversion, two quantisations by llama.cpp; each file run in llama.cpp: its template
+    renders a 3-turn chat with a system message to the tokenizer's ids, <|im_end|> ends generation,
+    and its agreement with the run as trained is stated (q4_k_m: 55/60 predictions here)."""
+    _converter()
+    if llama_cpp_missing(get_settings().llama_cpp_dir):
+        pytest.skip(llama_cpp_missing(get_settings().llama_cpp_dir))
+    out = tmp_path / "export"
+    out.mkdir()
+    context = {"choice": choice.model_dump(), "output_dir": str(out), "models_dir": str(get_settings().models_dir)}
+    request = ExportRequest(model=choice.id, format="gguf-q4_k_m", gguf_types=["q8_0"])
+    result = export(request, context, Events(), threading.Event())
+    assert result.passed and [(g.type, g.file_type) for g in result.gguf] == [
+        ("q4_k_m", "MOSTLY_Q4_K_M"),
+        ("q8_0", "MOSTLY_Q8_0"),
+    ]
+    q4, q8 = result.gguf
+    for g in (q4, q8):
+        assert g.check.checked_by == "llama.cpp" and g.check.chat_template_ok and g.check.eos_ok, g.check
+    assert q4.check.forced_tokens_equal >= 45 and "next-token predictions agree" in q4.check.summary, q4.check
+    assert q8.check.forced_tokens_equal + len(q8.check.near_ties) == 60 and q8.second_opinion.passed
+    assert q4.size_bytes < 0.8 * q8.size_bytes < 0.8 * 150e6  # 105 MB and 145 MB here
+    print("q4_k_m:", q4.check.summary, "| q8_0:", q8.check.summary)
+
+
 def test_a_gguf_with_its_template_removed_and_eos_changed_fails_the_check(gguf_f16, reference, tmp_path):
     result, out, _ = gguf_f16
     ref, tokenizer = reference
@@ -173,6 +200,11 @@ def test_a_gguf_with_its_template_removed_and_eos_changed_fails_the_check(gguf_f
     assert not check.passed and check.chat_template_ok is False and check.eos_ok is False
     assert any("no chat template" in p for p in check.problems)
     assert any("EOS token id is 0" in p for p in check.problems)
+    folder = get_settings().llama_cpp_dir
+    if not llama_cpp_missing(folder):  # llama.cpp itself finds no template to render
+        run = llama_check(broken, "f16", ref, tokenizer, folder)
+        assert not run.passed and run.chat_template_ok is False
+        assert any("llama.cpp finds no chat template" in p for p in run.problems), run.problems
 
 
 @pytest.fixture(scope="module")

@@ -157,7 +157,7 @@ def test_unknown_models_and_busy_answers(app_with_tasks):
         answer = client.post("/api/train/export", json={"model": model, "format": "adapter"})
         assert answer.status_code in (400, 404), (model, answer.status_code, answer.text)
         assert "Traceback" not in answer.text
-    assert client.post("/api/train/export", json={"model": "job-1", "format": "gguf-q4_0"}).status_code == 422
+    assert client.post("/api/train/export", json={"model": "job-1", "format": "gguf-q3_k_s"}).status_code == 422
     tasks.start(TaskKind.export, choice_of(tasks), {}, fake_task_workers.slow_task)
     try:
         busy = client.post("/api/train/evaluate", json={"model": "job-1"})
@@ -193,7 +193,7 @@ def test_raw_queue_calls_to_the_panels_read_nothing_outside(app_with_tasks, outs
         assert CANARY not in text, text[:400]
         assert "Not started" in text or "not uploaded" in text, text[:400]  # ours, or Gradio's own upload check
     for model in ("../../etc", "job-1/../../../x", "job-1/checkpoint-1/../../.."):
-        answer = raw.call(export, ["job-1", model, "adapter", "float16"])
+        answer = raw.call(export, ["job-1", model, "adapter", "float16", []])
         text = json.dumps(answer)
         assert CANARY not in text and "Not started" in text, text[:400]
     assert len(tasks.list()) == before

@@ -1,5 +1,5 @@
-"""``python -m trainer_core export RUN --format adapter|merged|gguf-f16|gguf-q8_0 [--dtype float16]
-[--output DIR] [--push-to-hub OWNER/NAME [--public]]``: export a run folder or ``RUN_FOLDER/checkpoint-N``.
+"""``python -m trainer_core export RUN --format adapter|merged|gguf-TYPE [--gguf-types TYPE ...]
+[--dtype float16] [--output DIR] [--push-to-hub OWNER/NAME [--public]]``: export a run folder or ``RUN_FOLDER/checkpoint-N``.
 
 Runs in this process with the same export code as the app's export task; progress goes to stderr,
 the check result and the files to stdout. Without ``--output`` the files go to
@@ -22,7 +22,7 @@ from typing import Any, Optional, get_args
 
 from pydantic import ValidationError
 
-from trainer_core.export.schemas import EXPORT_FORMATS, ExportRequest, ExportResult, MergeDtype
+from trainer_core.export.schemas import EXPORT_FORMATS, GGUF_TYPES, ExportRequest, ExportResult, MergeDtype
 
 
 def add_parser(sub: Any) -> None:
@@ -32,6 +32,14 @@ def add_parser(sub: Any) -> None:
     export.add_argument("run", metavar="RUN", help="A run's output folder or RUN_FOLDER/checkpoint-N.")
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default=fields["format"].default, help=fields["format"].description
+    )
+    export.add_argument(
+        "--gguf-types",
+        nargs="+",
+        choices=GGUF_TYPES,
+        default=[],
+        metavar="TYPE",
+        help=f"{fields['gguf_types'].description} One or more of: {', '.join(GGUF_TYPES)}.",
     )
     export.add_argument(
         "--dtype", choices=get_args(MergeDtype), default=fields["dtype"].default, help=fields["dtype"].description
@@ -80,14 +88,19 @@ def _named(choice: Any) -> Any:
 
 
 def _show(result: ExportResult, out: Path) -> None:
-    check = result.check
-    if check is not None:
-        print(f"check {'passed' if check.passed else 'FAILED'}: {check.summary}")
+    checks = [(g.name, c) for g in result.gguf for c in (g.check, g.second_opinion) if c is not None]
+    if not checks and result.check is not None:
+        checks = [("", result.check)]
+    for name, check in checks:
+        by = f" ({check.checked_by})" if check.checked_by else ""
+        print(f"{name + ': ' if name else ''}check{by} {'passed' if check.passed else 'FAILED'}: {check.summary}")
         print(f"  required: {check.required}")
         for line in check.near_ties:
             print(f"  explained: {line}")
         for line in check.problems:
             print(f"  problem: {line}")
+    for g in result.gguf:
+        print(f"  {g.name}: {g.type}, header file type {g.file_type}, {g.size_bytes / 1e6:.1f} MB")
     print(f"{result.format} export in {out} ({result.size_bytes / 1e6:.1f} MB, {result.seconds:.1f} s):")
     for f in result.files:
         print(f"  {f.name}  {f.size_bytes / 1e6:.1f} MB")
@@ -106,8 +119,10 @@ def run(args: argparse.Namespace) -> int:
     settings = get_settings()
     try:
         choice = _named(choice_for(args.run))
-        request = ExportRequest(model=choice.id, format=args.format, dtype=args.dtype)
-        refusal = export_refusal(choice, request, settings.gguf_converter_dir, settings.models_dir)
+        request = ExportRequest(model=choice.id, format=args.format, dtype=args.dtype, gguf_types=args.gguf_types)
+        refusal = export_refusal(
+            choice, request, settings.gguf_converter_dir, settings.models_dir, settings.llama_cpp_dir
+        )
         if refusal:
             raise ValueError(refusal)
         if args.push_to_hub:
@@ -125,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         "models_dir": str(settings.models_dir),
         "output_dir": str(out),
         "converter_dir": str(settings.gguf_converter_dir),
+        "llama_cpp_dir": str(settings.llama_cpp_dir),
     }
     try:
         result = export(request, context, _Printer(), threading.Event())

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.export.schemas import CheckResult
+from trainer_core.export.schemas import CheckResult, GGUFFile
 from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.schemas import ModelChoice
 
@@ -151,8 +152,10 @@ def render(
     check: Optional[CheckResult],
     notes: list[str],
     dtype: Optional[str] = None,
+    gguf: Sequence[GGUFFile] = (),
 ) -> str:
-    """The card's Markdown for an export of format ``fmt`` holding ``files``."""
+    """The card's Markdown for an export of format ``fmt`` holding ``files``; ``gguf``: each GGUF
+    file with its format, header file type, size and check (a table in the Files section)."""
     kind = facts.training_type
     tags = ["finetune-studio", kind] + (["gguf"] if fmt.startswith("gguf") else [])
     meta = ["---"] + ([f"base_model: {facts.hub_base}"] if facts.hub_base else [])
@@ -169,6 +172,14 @@ def render(
         "",
     ]
     lines += ["## Files", "", *(f"- `{name}`" for name in files), ""]
+    if gguf:
+        lines += ["| GGUF file | format | file type (header) | size | check |", "|---|---|---|---|---|"]
+        lines += [
+            f"| `{g.name}` | {g.type} | {g.file_type} | {g.size_bytes / 1e6:.1f} MB | "
+            f"{'passed' if g.check and g.check.passed else 'FAILED'}: {g.check.summary if g.check else 'not checked'} |"
+            for g in gguf
+        ]
+        lines.append("")
     lines += _data_section(facts) + _settings_section(facts) + _results_section(facts)
     lines += _check_section(check) + _usage_section(facts, fmt, files)
     if notes:

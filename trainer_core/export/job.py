@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.export import check as checks
 from trainer_core.export.gguf_convert import Cancelled
-from trainer_core.export.schemas import CheckResult, ExportedFile, ExportRequest, ExportResult
+from trainer_core.export.schemas import CheckResult, ExportedFile, ExportRequest, ExportResult, GGUFFile
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.tasks.schemas import TaskEvent
 
@@ -78,6 +79,7 @@ class ExportJob:
     models_dir: Path
     converter_dir: Path
     progress: Progress
+    llama_cpp_dir: Optional[Path] = None
     run_info: Optional[dict[str, Any]] = None
     notes: list[str] = field(default_factory=list)
     began: float = field(default_factory=time.monotonic)
@@ -141,20 +143,27 @@ def listing(out: Path) -> list[ExportedFile]:
     return [ExportedFile(name=str(p.relative_to(out)), size_bytes=p.stat().st_size) for p in files]
 
 
-def write_card(job: ExportJob, files: list[str], check: Optional[CheckResult], dtype: Optional[str]) -> str:
+def write_card(
+    job: ExportJob, files: list[str], check: Optional[CheckResult], dtype: Optional[str], gguf: Sequence[GGUFFile] = ()
+) -> str:
     """The model card's text for this export (stage ``card``)."""
     from trainer_core.export.card import gather_facts, render
 
     job.progress.begin("card", 0.97, "Writing the model card")
     facts = gather_facts(job.choice, job.run_info)
-    return render(facts, job.request.format, files, check, job.notes, dtype)
+    return render(facts, job.request.format, files, check, job.notes, dtype, gguf)
 
 
-def result(job: ExportJob, check: Optional[CheckResult], dtype: Optional[str]) -> ExportResult:
-    """The export's result: its files, the check and the timings."""
+def result(
+    job: ExportJob, check: Optional[CheckResult], dtype: Optional[str], gguf: Sequence[GGUFFile] = ()
+) -> ExportResult:
+    """The export's result: its files, the check (the first GGUF file's, for a GGUF export),
+    each GGUF file with its checks, and the timings. Passed when every check passed."""
     job.progress.end()
     files = listing(job.out)
     passed = check.passed if check is not None else True
+    for g in gguf:
+        passed = passed and all(c.passed for c in (g.check, g.second_opinion) if c is not None)
     return ExportResult(
         format=job.request.format,
         dtype=dtype,
@@ -165,4 +174,5 @@ def result(job: ExportJob, check: Optional[CheckResult], dtype: Optional[str]) -
         seconds=round(time.monotonic() - job.began, 2),
         notes=job.notes,
         stage_seconds=dict(job.progress.seconds),
+        gguf=list(gguf),
     )

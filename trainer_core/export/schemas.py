@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal, Optional, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-ExportFormat = Literal["adapter", "merged", "gguf-f16", "gguf-q8_0"]
-EXPORT_FORMATS: tuple[str, ...] = ("adapter", "merged", "gguf-f16", "gguf-q8_0")
+# GGUF file types, as llama.cpp's quantizer names them (lower case): f16 / bf16 / q8_0 are written by
+# the converter; q6_k, q5_k_m, q4_k_m and q4_0 by llama.cpp's quantizer from the f16 file.
+GGUFType = Literal["f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0"]
+GGUF_TYPES: tuple[str, ...] = get_args(GGUFType)
+QUANTISED: tuple[str, ...] = ("q6_k", "q5_k_m", "q4_k_m", "q4_0")  # need llama.cpp's quantizer
+ExportFormat = Literal[
+    "adapter", "merged", "gguf-f16", "gguf-bf16", "gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q4_k_m", "gguf-q4_0"
+]
+EXPORT_FORMATS: tuple[str, ...] = get_args(ExportFormat)
 MergeDtype = Literal["float16", "bfloat16", "float32"]
 MAX_ID_CHARS = 200
 
@@ -25,9 +32,29 @@ class ExportRequest(BaseModel):
     )
     format: ExportFormat = Field(
         "adapter",
-        description="adapter: zip of the LoRA adapter, tokenizer and card; merged: adapter merged into the base, safetensors; gguf-f16 / gguf-q8_0: llama.cpp file made from the merged model.",
+        description="adapter: zip of the LoRA adapter, tokenizer and card; merged: adapter merged into the base, "
+        "safetensors; gguf-*: a llama.cpp file made from the merged model (q4_k_m: what Ollama and LM Studio "
+        "download by default; q5_k_m, q6_k, q8_0: larger and closer to the run; f16 / bf16: unquantised).",
     )
     dtype: MergeDtype = Field("float16", description="Weights dtype of a merged export (GGUF sets its own).")
+    gguf_types: list[GGUFType] = Field(
+        default_factory=list,
+        max_length=len(GGUF_TYPES),
+        description="More GGUF formats written in the same task (one conversion, then each quantisation; each "
+        "file checked). Only with a gguf-* format.",
+    )
+
+    @model_validator(mode="after")
+    def _gguf_types_need_gguf(self) -> ExportRequest:
+        if self.gguf_types and not self.format.startswith("gguf-"):
+            raise ValueError(f"gguf_types: more GGUF formats need a gguf-* format, not {self.format!r}")
+        return self
+
+    def gguf_list(self) -> list[str]:
+        """The GGUF types to write: the format's, then ``gguf_types`` (each once, in that order)."""
+        if not self.format.startswith("gguf-"):
+            return []
+        return list(dict.fromkeys([self.format.removeprefix("gguf-"), *self.gguf_types]))
 
 
 class CheckResult(BaseModel):
@@ -36,6 +63,7 @@ class CheckResult(BaseModel):
 
     passed: bool
     summary: str = Field(description='e.g. "f16: 3/3 prompts, 60/60 tokens equal"')
+    checked_by: str = Field("", description="What ran the exported model: llama.cpp, transformers or metadata only.")
     prompts_equal: int = 0
     prompts_total: int = 0
     tokens_equal: int = 0
@@ -69,6 +97,19 @@ class ExportedFile(BaseModel):
     size_bytes: int
 
 
+class GGUFFile(BaseModel):
+    """One GGUF file of an export and its checks."""
+
+    name: str
+    type: str = Field(description="The requested type, e.g. q4_k_m.")
+    file_type: str = Field("", description="general.file_type in the file's header, e.g. MOSTLY_Q4_K_M.")
+    size_bytes: int = 0
+    check: Optional[CheckResult] = Field(None, description="The file run in llama.cpp (else transformers).")
+    second_opinion: Optional[CheckResult] = Field(
+        None, description="The file loaded back by transformers' GGUF reader, where it reads the format."
+    )
+
+
 class ExportResult(BaseModel):
     """What an export wrote and how its check went. ``passed`` False = files kept but marked failed."""
 
@@ -83,6 +124,7 @@ class ExportResult(BaseModel):
     stage_seconds: dict[str, float] = Field(
         default_factory=dict, description="Wall seconds per stage (load, reference, merge, save, convert, check, card)."
     )
+    gguf: list[GGUFFile] = Field(default_factory=list, description="Each GGUF file written, with its checks.")
 
 
 class PushRequest(BaseModel):

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.export.gguf_convert import gguf_problem, missing_message
-from trainer_core.export.schemas import ExportRequest, PushRequest
+from trainer_core.export.llamacpp.tools import missing_message as llama_cpp_missing
+from trainer_core.export.schemas import QUANTISED, ExportRequest, PushRequest
 from trainer_core.models.hub import looks_like_path
 from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.schemas import ModelChoice
@@ -32,27 +33,43 @@ def start_export(tasks: TaskRunner, request: ExportRequest) -> TaskRecord:
     from trainer_core.export.worker import run_export
 
     choice = tasks.resolve(request.model)
-    refusal = export_refusal(choice, request, tasks.settings.gguf_converter_dir, tasks.settings.models_dir)
+    settings = tasks.settings
+    refusal = export_refusal(choice, request, settings.gguf_converter_dir, settings.models_dir, settings.llama_cpp_dir)
     if refusal:
         raise TaskRefused(refusal, 400)
-    context = {"converter_dir": str(tasks.settings.gguf_converter_dir), "run": run_info(tasks, choice)}
+    context = {
+        "converter_dir": str(settings.gguf_converter_dir),
+        "llama_cpp_dir": str(settings.llama_cpp_dir),
+        "run": run_info(tasks, choice),
+    }
     body = request.model_dump()
     return tasks.start(TaskKind.export, choice, body, run_export, context=context, public_request=body)
 
 
-def export_refusal(choice: ModelChoice, request: ExportRequest, converter_dir: Path, models_dir: Path) -> Optional[str]:
-    """Why ``choice`` cannot be exported as ``request.format`` (None: it can, as far as cheap checks tell)."""
+def export_refusal(
+    choice: ModelChoice,
+    request: ExportRequest,
+    converter_dir: Path,
+    models_dir: Path,
+    llama_cpp_dir: Optional[Path] = None,
+) -> Optional[str]:
+    """Why ``choice`` cannot be exported as ``request.format`` (None: it can, as far as cheap checks
+    tell): a quantised GGUF type (``QUANTISED``) also needs llama.cpp built in ``llama_cpp_dir``."""
     if choice.kind == "base" or not choice.path:
         return (
             "the base model is not a run: export a run (its job id) or one of its checkpoints "
             "(JOB_ID/checkpoint-N); the base model is already available from its source"
         )
     if request.format == "adapter" and not choice.adapter:
-        return f"{choice.id} is a full fine-tune: it has no adapter to export; choose merged, gguf-f16 or gguf-q8_0"
+        return f"{choice.id} is a full fine-tune: it has no adapter to export; choose merged or a gguf-* format"
     if request.format.startswith("gguf"):
         missing = missing_message(converter_dir)
         if missing:
             return missing
+        quantised = [t for t in request.gguf_list() if t in QUANTISED]
+        llama_missing = llama_cpp_missing(llama_cpp_dir) if llama_cpp_dir is not None else "llama.cpp is not set up"
+        if quantised and llama_missing:
+            return f"GGUF {', '.join(quantised)}: {llama_missing}"
         config = model_config(choice, models_dir)
         if config is not None:
             return gguf_problem(config, converter_dir)

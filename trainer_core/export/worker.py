@@ -20,6 +20,7 @@ from typing import Any
 
 from trainer_core.export.gguf_convert import Cancelled, ConversionFailed
 from trainer_core.export.job import ExportInputError, ExportJob, Progress
+from trainer_core.export.llamacpp.client import LlamaCppFailed, LlamaCppMissing
 from trainer_core.export.schemas import ExportRequest, ExportResult
 from trainer_core.process.disk_full import free_bytes, is_disk_full
 from trainer_core.serving.schemas import ModelChoice
@@ -65,6 +66,7 @@ def export(request: ExportRequest, context: dict[str, Any], events: Any, stop: A
         out=out,
         models_dir=Path(context.get("models_dir") or get_settings().models_dir),
         converter_dir=Path(context.get("converter_dir") or get_settings().gguf_converter_dir),
+        llama_cpp_dir=Path(context.get("llama_cpp_dir") or get_settings().llama_cpp_dir),
         progress=Progress(events, stop),
         run_info=context.get("run"),
     )
@@ -72,14 +74,14 @@ def export(request: ExportRequest, context: dict[str, Any], events: Any, stop: A
         return exporter(request.format)(job)
     except Cancelled:
         raise
-    except ExportInputError as exc:
+    except (ExportInputError, LlamaCppMissing) as exc:
         raise ExportError(str(exc), "input") from None
     except Exception as exc:
         if is_disk_full(exc, out):  # OSError 28, safetensors' and torch.save's own write errors (process.disk_full)
             raise ExportError(disk_full_message(out), "internal") from None
         if isinstance(exc, OSError):
             raise ExportError(f"could not write the export: {exc}", "internal") from exc
-        if isinstance(exc, (ModelLoadError, ConversionFailed)):
+        if isinstance(exc, (ModelLoadError, ConversionFailed, LlamaCppFailed)):
             raise ExportError(str(exc), "internal") from exc
         if isinstance(exc, MemoryError):
             raise ExportError(

@@ -1,0 +1,138 @@
+"""GGUF through llama.cpp on the tiny model: quantised formats made by llama.cpp's quantizer,
+several in one task, each file checked by llama.cpp itself (its chat template rendered and
+tokenized by llama.cpp, its end-of-turn token, its answers); a missing or mismatched llama.cpp
+build refused with the command that builds it, before any work. (The real model's q4_k_m figures:
+``bench/export.py`` and ``tests/e2e/test_export_real.py``.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from trainer_core.export.gguf_convert import Cancelled
+from trainer_core.export.gguf_meta import read_meta
+from trainer_core.export.llamacpp import tools
+from trainer_core.export.llamacpp.client import LlamaCppFailed, LlamaCppMissing, run_probe
+from trainer_core.export.schemas import ExportRequest
+from trainer_core.export.start import export_refusal
+from trainer_core.export.worker import export
+from trainer_core.serving.choices import weights_choice
+from trainer_core.serving.schemas import ModelChoice
+from trainer_core.settings import get_settings
+from ui.export_panel import format_choices
+
+
+class Events(list):
+    def put(self, event):
+        self.append(event)
+
+
+def _llama_cpp() -> Path:
+    folder = get_settings().llama_cpp_dir
+    problem = tools.missing_message(folder)
+    if problem:  # .ci/run fails before the tests when it is missing (scripts/setup.sh builds it)
+        pytest.skip(problem)
+    return folder
+
+
+def test_a_missing_or_foreign_build_is_refused_naming_the_command(tmp_path, monkeypatch):
+    empty = tmp_path / "none"
+    assert "not built in" in tools.missing_message(empty) and "bash scripts/setup.sh" in tools.missing_message(empty)
+    with pytest.raises(LlamaCppMissing, match="bash scripts/setup.sh"):
+        run_probe({"op": "check"}, empty)
+    built = tmp_path / "built"
+    (built / "llama_cpp").mkdir(parents=True)
+    (built / "llama_cpp" / "__init__.py").write_text("")
+    tools.write_stamp(built, 300)
+    assert tools.missing_message(built) is None
+    stamp = json.loads((built / tools.STAMP).read_text())
+    (built / tools.STAMP).write_text(json.dumps({**stamp, "version": "0.2.0"}))
+    assert "0.2.0, not " + tools.VERSION in tools.missing_message(built)
+    (built / tools.STAMP).write_text(json.dumps({**stamp, "cpu_features": ["avx512f", "amx_tile"]}))
+    monkeypatch.setattr(tools, "cpu_features", lambda: ("avx", "avx2", "fma"))
+    assert "built for another CPU (features avx512f, amx_tile)" in tools.missing_message(built)
+
+
+def test_formats_requests_and_refusals(tmp_path, tiny_model_dir):
+    assert ExportRequest(model="j", format="gguf-q4_k_m", gguf_types=["q8_0", "q4_k_m", "q8_0"]).gguf_list() == [
+        "q4_k_m",
+        "q8_0",
+    ]
+    with pytest.raises(ValidationError, match="gguf_types"):
+        ExportRequest(model="j", format="merged", gguf_types=["q8_0"])
+    with pytest.raises(ValidationError):
+        ExportRequest(model="j", format="gguf-q3_k_s")
+    full = ModelChoice(
+        id="j", label="", kind="final", base_model="", path=str(tiny_model_dir), job_id="j", adapter=False
+    )
+    settings = get_settings()
+
+    def refuse(fmt, more=(), llama=tmp_path / "none"):
+        request = ExportRequest(model="j", format=fmt, gguf_types=list(more))
+        return export_refusal(full, request, settings.gguf_converter_dir, settings.models_dir, llama)
+
+    assert refuse("gguf-f16") is None and refuse("gguf-q8_0", ["bf16"]) is None  # the converter alone makes them
+    refused = refuse("gguf-f16", ["q4_k_m", "q6_k"])
+    assert refused.startswith("GGUF q4_k_m, q6_k:") and "bash scripts/setup.sh" in refused
+    labels = dict((value, label) for label, value in format_choices(None, "not built"))
+    assert labels["gguf-q4_k_m"] == "gguf-q4_k_m (needs llama.cpp: bash scripts/setup.sh)"
+    assert labels["gguf-q8_0"] == "gguf-q8_0" and labels["merged"] == "merged"
+    assert all(value == label for label, value in format_choices(None, None))
+
+
+def test_probe_failures_are_named_and_cancel_kills_it(tmp_path):
+    folder = _llama_cpp()
+    with pytest.raises(LlamaCppFailed, match="llama.cpp failed"):
+        run_probe(
+            {
+                "op": "quantize",
+                "source": str(tmp_path / "none.gguf"),
+                "target": str(tmp_path / "o.gguf"),
+                "type": "q4_k_m",
+            },
+            folder,
+        )
+    assert not (tmp_path / "o.gguf").exists()
+    with pytest.raises(Cancelled):
+        run_probe({"op": "check"}, folder, should_stop=lambda: True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_q4_k_m_and_q8_0_in_one_task_checked_by_llama_cpp(tiny_trained_run, tmp_path):
+    folder = _llama_cpp()
+    settings = get_settings()
+    choice = weights_choice(tiny_trained_run.output_dir, "final", tiny_trained_run.job_id, None, settings.models_dir)
+    out = tmp_path / "export"
+    out.mkdir()
+    context = {
+        "choice": choice.model_dump(),
+        "output_dir": str(out),
+        "models_dir": str(settings.models_dir),
+        "llama_cpp_dir": str(folder),
+    }
+    request = ExportRequest(model=choice.id, format="gguf-q4_k_m", gguf_types=["q8_0"])
+    events = Events()
+    result = export(request, context, events, threading.Event())
+    assert [(g.type, g.file_type) for g in result.gguf] == [("q4_k_m", "MOSTLY_Q4_K_M"), ("q8_0", "MOSTLY_Q8_0")]
+    gguf_files = sorted(p.name for p in out.glob("*.gguf"))
+    assert gguf_files == sorted(g.name for g in result.gguf)  # the f16 made as the quantizer's source is gone
+    assert not (out / ".merged").exists()
+    for g in result.gguf:
+        assert read_meta(out / g.name).file_type == {"q4_k_m": 15, "q8_0": 7}[g.type]
+        assert g.size_bytes == (out / g.name).stat().st_size
+        check = g.check
+        assert check.checked_by == "llama.cpp" and check.chat_template_ok and check.eos_ok, check
+        assert check.tokens_total == 60 and len(check.samples) == 3
+    q4, q8 = result.gguf
+    assert "next-token predictions agree" in q4.check.summary and q4.check.near_ties == []
+    assert q8.second_opinion is not None and q8.second_opinion.checked_by == "transformers"
+    assert "quantize" in result.stage_seconds and result.check == q4.check
+    assert any("Quantising to q4_k_m with llama.cpp" in e[1]["message"] for e in events)
+    card = (out / "README.md").read_text()
+    for g in result.gguf:
+        assert f"| `{g.name}` | {g.type} | {g.file_type} |" in card
