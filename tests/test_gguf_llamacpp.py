@@ -136,3 +136,6 @@ def test_q4_k_m_and_q8_0_in_one_task_checked_by_llama_cpp(tiny_trained_run, tmp_
     card = (out / "README.md").read_text()
     for g in result.gguf:
         assert f"| `{g.name}` | {g.type} | {g.file_type} |" in card
+    prompt = [1, 2, 3]  # any ids: greedy generation in llama.cpp
+    answer = run_probe({"op": "generate", "gguf": str(out / q4.name), "prompt": prompt, "max_tokens": 5}, folder)
+    assert 0 < len(answer["tokens"]) <= 5 and answer["seconds"] > 0 and answer["load_seconds"] > 0

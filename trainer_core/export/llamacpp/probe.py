@@ -20,6 +20,10 @@ Requests:
   ``template_ids`` the ids of ``messages`` rendered by the chat template stored in the GGUF
   (llama-cpp-python's ``Jinja2ChatFormatter``, what its server uses) and tokenized by llama.cpp's
   tokenizer; ``end_of_turn_is_eog`` whether llama.cpp stops generation at the run's end-of-turn id.
+- ``{"op": "generate", "gguf": PATH, "prompt": [ids], "max_tokens": N, "threads": N}`` ->
+  ``{"tokens": [ids], "seconds", "load_seconds"}``: greedy generation (top-1) until an
+  end-of-generation token or ``max_tokens``; ``seconds`` from the prompt's evaluation to the last
+  token (what a chat user waits for once the model is loaded).
 """
 
 from __future__ import annotations
@@ -98,6 +102,36 @@ def check(request: dict) -> dict:
     }
 
 
+def generate(request: dict) -> dict:
+    """Greedy generation as described in the module docstring."""
+    import time
+
+    import llama_cpp
+
+    threads = int(request.get("threads") or 1)
+    began = time.perf_counter()
+    llm = llama_cpp.Llama(
+        model_path=str(request["gguf"]),
+        n_ctx=len(request["prompt"]) + int(request["max_tokens"]) + 8,
+        n_threads=threads,
+        n_threads_batch=threads,
+        n_gpu_layers=0,
+        verbose=False,
+    )
+    loaded = time.perf_counter()
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    tokens = []
+    for token in llm.generate(list(request["prompt"]), top_k=1, temp=0.0, reset=True):
+        if llama_cpp.llama_vocab_is_eog(vocab, token):
+            break
+        tokens.append(int(token))
+        if len(tokens) >= int(request["max_tokens"]):
+            break
+    ended = time.perf_counter()
+    llm.close()
+    return {"tokens": tokens, "seconds": ended - loaded, "load_seconds": loaded - began}
+
+
 def _greedy(llm, context: list[int], n: int) -> list[int]:
     """``n`` greedy ids after ``context`` (the model's own argmax, no sampler, no stop)."""
     import numpy as np
@@ -119,7 +153,7 @@ def main() -> int:
     sys.path.append(sys.argv[1])
     request = json.loads(sys.stdin.read())
     try:
-        answer = {"quantize": quantize, "check": check}[request["op"]](request)
+        answer = {"quantize": quantize, "check": check, "generate": generate}[request["op"]](request)
     except Exception as exc:  # noqa: BLE001 - the process boundary: the client reports it
         print("RESULT " + json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
         return 1
