@@ -136,6 +136,9 @@ def test_q4_k_m_and_q8_0_in_one_task_checked_by_llama_cpp(tiny_trained_run, tmp_
     card = (out / "README.md").read_text()
     for g in result.gguf:
         assert f"| `{g.name}` | {g.type} | {g.file_type} |" in card
+        modelfile = (out / g.name).with_suffix(".Modelfile").read_text()  # Ollama's, beside each file
+        assert f"FROM ./{g.name}\n" in modelfile and 'PARAMETER stop "<|im_end|>"' in modelfile
+        assert f"{Path(g.name).stem}.Modelfile" in card
     prompt = [1, 2, 3]  # any ids: greedy generation in llama.cpp
     answer = run_probe({"op": "generate", "gguf": str(out / q4.name), "prompt": prompt, "max_tokens": 5}, folder)
     assert 0 < len(answer["tokens"]) <= 5 and answer["seconds"] > 0 and answer["load_seconds"] > 0

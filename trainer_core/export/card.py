@@ -273,6 +273,8 @@ def _usage_section(facts: RunFacts, fmt: str, files: list[str]) -> list[str]:
         "",
         "```sh",
         f"llama-cli -m {gguf} -cnv",
+        f"ollama create my-model -f {Path(gguf).stem}.Modelfile && ollama run my-model   # Ollama",
+        f"lms import {gguf}   # LM Studio (or copy it under ~/.lmstudio/models/<you>/<model>/)",
         "```",
         "",
         "In Python (transformers dequantizes it):",

@@ -18,7 +18,8 @@ run in llama.cpp (``llamacpp.check``: the template renders a 3-turn chat to the 
 the end-of-turn token ends generation, answers by ``check.RULES[type]``); where transformers can
 read the file back (f16 / q8_0 of the architectures in ``gguf_convert.readable_back``) its answers
 are a second opinion. Without llama.cpp the transformers read-back (or, for architectures it cannot
-read, the metadata alone) is the check, as the summary says. Seconds here: ``bench/export.py``.
+read, the metadata alone) is the check, as the summary says. Beside each file, Ollama's
+``<name>.Modelfile`` (``modelfile``). Seconds here: ``bench/export.py``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from trainer_core.export.gguf_meta import compare_meta, file_type_name, read_met
 from trainer_core.export.llamacpp import tools as llamacpp_tools
 from trainer_core.export.llamacpp.check import llama_check
 from trainer_core.export.llamacpp.client import run_probe
+from trainer_core.export.modelfile import write_modelfile
 from trainer_core.export.schemas import QUANTISED, CheckResult, ExportResult, GGUFFile
 from trainer_core.export.weights import base_dir, load_causal_lm, load_run, merge, save_model
 
@@ -99,8 +101,9 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     for index, gguf_type in enumerate(types):
         job.progress.begin("check", 0.7 + 0.25 * index / len(types), f"Checking {targets[gguf_type].name}")
         files.append(check_file(job, targets[gguf_type], gguf_type, ref, run.tokenizer, config, llama_missing))
+    modelfiles = [write_modelfile(targets[t], run.tokenizer).name for t in types]  # Ollama (export.modelfile)
     names = [f.name for f in files]
-    card = jobs.write_card(job, [*names, "README.md"], files[0].check, types[0], files)
+    card = jobs.write_card(job, [*names, *modelfiles, "README.md"], files[0].check, types[0], files)
     (job.out / "README.md").write_text(card, encoding="utf-8")
     return jobs.result(job, files[0].check, types[0], files)
 
