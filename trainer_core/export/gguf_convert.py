@@ -17,15 +17,16 @@ import ast
 import errno
 import logging
 import os
-import queue
 import subprocess
 import sys
-import threading
-from collections import deque
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
+
+from trainer_core.export.tool_output import Cancelled, follow
+
+__all__ = ["Cancelled"]  # raised by convert; defined with the shared reader (tool_output)
 
 log = logging.getLogger(__name__)
 SCRIPT = "convert_hf_to_gguf.py"
@@ -55,10 +56,6 @@ class ConverterMissing(RuntimeError):
 
 class ConversionFailed(RuntimeError):
     """The converter exited with an error; the message carries its last lines."""
-
-
-class Cancelled(RuntimeError):
-    """The export was cancelled (the stop flag was set)."""
 
 
 def missing_message(folder: Path) -> Optional[str]:
@@ -170,36 +167,8 @@ def convert(
         errors="replace",
         cwd=str(Path(outfile).parent),
     )
-    tail: deque[str] = deque(maxlen=30)
-    lines: queue.Queue = queue.Queue()
-    reader = threading.Thread(target=_read, args=(process, lines), daemon=True)
-    reader.start()
-    try:
-        while True:
-            if should_stop():
-                raise Cancelled("cancelled")
-            try:
-                line = lines.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if line is None:
-                break
-            tail.append(line)
-            on_line(line)
-        code = process.wait()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    _raise_for(code, list(tail), outfile)
-
-
-def _read(process: subprocess.Popen, lines: queue.Queue) -> None:
-    """Pass each output line (``\\r`` ends one too: progress bars) to ``lines``; None at the end."""
-    for line in process.stdout:
-        if line.strip():
-            lines.put(line.rstrip())
-    lines.put(None)
+    code, tail = follow(process, [process.stdout], on_line, should_stop)
+    _raise_for(code, tail, outfile)
 
 
 def _raise_for(code: int, tail: list[str], outfile: Path) -> None:

@@ -10,17 +10,14 @@ from __future__ import annotations
 import errno
 import json
 import os
-import queue
 import subprocess
 import sys
-import threading
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainer_core.export.gguf_convert import Cancelled
 from trainer_core.export.llamacpp.tools import missing_message
+from trainer_core.export.tool_output import follow
 
 ROOT = Path(__file__).resolve().parents[3]  # the folder holding trainer_core/
 BOOT = """
@@ -67,53 +64,21 @@ def run_probe(
         errors="replace",
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    lines: queue.Queue = queue.Queue()
     answers: list[str] = []
-    tail: deque[str] = deque(maxlen=30)
-    readers = [
-        threading.Thread(target=_read, args=(process.stderr, lines), daemon=True),
-        threading.Thread(target=_answers, args=(process.stdout, answers, lines), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
+
+    def answer_line(line: str) -> bool:  # the probe's answer, kept apart from llama.cpp's log
+        if line.startswith("RESULT "):
+            answers.append(line[len("RESULT ") :])
+            return True
+        return False
+
     try:
         process.stdin.write(json.dumps(request))
         process.stdin.close()
-        ended = 0
-        while ended < len(readers):
-            if should_stop():
-                raise Cancelled("cancelled")
-            try:
-                line = lines.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if line is None:
-                ended += 1
-                continue
-            tail.append(line)
-            on_line(line)
-        code = process.wait()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    return _answer(code, answers, list(tail))
-
-
-def _read(stream: Any, lines: queue.Queue) -> None:
-    for line in stream:
-        if line.strip():
-            lines.put(line.rstrip())
-    lines.put(None)
-
-
-def _answers(stream: Any, answers: list[str], lines: queue.Queue) -> None:
-    for line in stream:
-        if line.startswith("RESULT "):
-            answers.append(line[len("RESULT ") :])
-        elif line.strip():
-            lines.put(line.rstrip())
-    lines.put(None)
+    except BrokenPipeError:  # it died at once: its log says why
+        pass
+    code, tail = follow(process, [process.stderr, process.stdout], on_line, should_stop, answer_line)
+    return _answer(code, answers, tail)
 
 
 def _answer(code: int, answers: list[str], tail: list[str]) -> dict[str, Any]:
