@@ -37,6 +37,7 @@ from trainer_core.runs.store import RunStore
 from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings, get_settings
+from trainer_core.tasks.gguf_models import GGUFModels
 from trainer_core.tasks.runner import TaskRunner
 from trainer_core.training.checkpoints import latest_checkpoint
 from ui import page_assets
@@ -146,9 +147,9 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     if auth is not None:
         app.add_middleware(ApiInfoGuard, is_logged_in=lambda request: logged_in_user(request) is not None)
     app.include_router(router)
-    engine = ChatEngine(runner, settings)
-    runner.before_start = engine.unload  # training has the machine: Start unloads the chat model first
     tasks = TaskRunner(runner, settings)  # export / evaluate / push; a Start is refused while one runs
+    engine = ChatEngine(runner, settings, models=GGUFModels(tasks.store, runner.store, settings))  # + GGUF exports
+    runner.before_start = engine.unload  # training has the machine: Start unloads the chat model first
     tasks.store.mark_interrupted()
     tasks.before_task = engine.unload
     app.state.tasks = tasks

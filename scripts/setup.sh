@@ -21,7 +21,7 @@ rm -rf "$GGUF_CONVERTER_DIR/bin"
 # CPU's features change (the stamp: trainer_core/export/llamacpp/tools.py). Needs cmake and a C++
 # compiler; without them the quantised formats are shown as unavailable with this command.
 LLAMA_CPP_DIR="${STUDIO_LLAMA_CPP_DIR:-$HOME/.cache/finetune_studio/tools/llama-cpp-python}"
-if ! python3 -m trainer_core.export.llamacpp.tools --check "$LLAMA_CPP_DIR" >/dev/null 2>&1; then
+if ! python3 -m trainer_core.llamacpp.build --check "$LLAMA_CPP_DIR" >/dev/null 2>&1; then
   began=$SECONDS
   echo "building llama.cpp (llama-cpp-python 0.3.36) into $LLAMA_CPP_DIR: a few minutes, once"
   rm -rf "$LLAMA_CPP_DIR"
@@ -29,7 +29,7 @@ if ! python3 -m trainer_core.export.llamacpp.tools --check "$LLAMA_CPP_DIR" >/de
     CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" python3 -m pip install -q --no-deps --target "$LLAMA_CPP_DIR" \
     llama-cpp-python==0.3.36 diskcache==5.6.3; then
     rm -rf "$LLAMA_CPP_DIR/bin" "$LLAMA_CPP_DIR/lib" "$LLAMA_CPP_DIR/include"  # llama_cpp/lib holds the libraries
-    python3 -m trainer_core.export.llamacpp.tools "$LLAMA_CPP_DIR" $((SECONDS - began)) >/dev/null
+    python3 -m trainer_core.llamacpp.build "$LLAMA_CPP_DIR" $((SECONDS - began)) >/dev/null
     echo "llama.cpp built in $((SECONDS - began)) s"
   else
     echo "llama.cpp could not be built: GGUF q4_k_m / q5_k_m / q6_k / q4_0 stay unavailable (run this script again to retry)"

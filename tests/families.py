@@ -77,6 +77,52 @@ def build_family_model(family: str, tokenizer_dir: Path, target: Path, seed: int
     return save_with_tokenizer(model, tokenizer_dir, target)
 
 
+SENTENCEPIECE = ("gemma", "gemma2", "phi3", "qwen2")  # their converter reads tokenizer.model first (see below)
+
+
+def add_sentencepiece(target: Path, text_file: Path, vocab_size: int = 1024) -> Path:
+    """Write a small SentencePiece ``tokenizer.model`` (BPE with byte fallback, as Llama 2's,
+    Gemma's and Phi-3's have: ``vocab_size`` pieces, 256 of them bytes, trained on the
+    ``text`` rows of the JSON-lines ``text_file`` in about a second) into the model folder
+    ``target``, as Gemma, Gemma 2 and Phi-3 checkpoints ship one: llama.cpp's converter builds
+    their GGUF vocabulary from it (and Qwen2's from it when present; without it, from the
+    pre-tokenizer of the tokenizer transformers loads, which for the bundled vocabulary under
+    Qwen2's tokenizer class matches none the converter knows). Its first ids are the bundled
+    tokenizer's special tokens (``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>``, ...), as in
+    the tokenizer files beside it, then SentencePiece's ``<unk>``, ``<s>``, ``</s>`` (llama.cpp
+    looks them up for a model named Phi-3); ids past the pieces are padding in the GGUF. Returns
+    the file."""
+    import io
+    import json
+
+    import sentencepiece as spm
+
+    rows = [json.loads(line)["text"] for line in Path(text_file).read_text(encoding="utf-8").splitlines() if line]
+    fast = json.loads((Path(target) / "tokenizer.json").read_text(encoding="utf-8"))
+    added = {int(t["id"]): t["content"] for t in fast.get("added_tokens") or []}
+    specials = [added[i] for i in range(len(added)) if i in added]  # ids 0..n-1: the same ids in the model
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(rows),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type="bpe",
+        unk_id=0,
+        bos_id=1,
+        eos_id=2,
+        pad_id=-1,
+        unk_piece=specials[0],
+        bos_piece=specials[1],
+        eos_piece=specials[2],
+        user_defined_symbols=[*specials[3:], *(t for t in ("<unk>", "<s>", "</s>") if t not in specials)],
+        byte_fallback=True,
+        minloglevel=2,
+    )
+    path = Path(target) / "tokenizer.model"
+    path.write_bytes(model.getvalue())
+    return path
+
+
 def family_model(family: str) -> Any:
     """The tiny ``family`` model in memory (seed 0), loaded with the attention training would use
     (``models.attention_choice.load_attention``)."""

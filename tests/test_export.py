@@ -401,7 +401,7 @@ def test_cli_bad_input_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["export", str(full), "--format", "gguf-f16", "--gguf-types", "q2_k"])
     assert main(["export", str(full), "--format", "merged", "--gguf-types", "q8_0"]) == 2
-    assert "gguf_types: more GGUF formats need a gguf-* format" in capsys.readouterr().err
+    assert "--gguf-types: more GGUF formats need a gguf-* format" in capsys.readouterr().err
 
 
 def _fake_run(tmp_path: Path) -> Path:
@@ -454,3 +454,52 @@ def test_cli_input_errors_from_the_export_exit_2_and_leave_nothing(tmp_path, mon
     monkeypatch.setattr(worker, "export", refusing)
     assert main(["export", str(_fake_run(tmp_path)), "--format", "merged", "--output", str(tmp_path / "out")]) == 2
     assert "cannot be checked" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_a_cli_export_in_its_run_folder_joins_the_runs_files_and_the_apps_history(tmp_path, monkeypatch, capsys):
+    """A CLI export of a run in the history is listed by the app (an export task: the Runs tab,
+    Chat and /v1 see its GGUF) and deleting the run deletes it; a one-line error names the option."""
+    from trainer_core import settings as settings_module
+    from trainer_core.cli import main
+    from trainer_core.export import worker
+    from trainer_core.export.schemas import ExportedFile, ExportResult, GGUFFile
+    from trainer_core.runs.folders import claim, delete_run_files, read_marker
+    from trainer_core.runs.store import RunStore
+    from trainer_core.tasks.store import TaskStore
+
+    def writing(request, context, events, stop):
+        (Path(context["output_dir"]) / "job_1-q8_0.gguf").write_bytes(b"GGUF")
+        check = CheckResult(passed=True, summary="q8_0 in llama.cpp: fine", required="r")
+        return ExportResult(
+            format="gguf-q8_0",
+            files=[ExportedFile(name="job_1-q8_0.gguf", size_bytes=4)],
+            check=check,
+            gguf=[GGUFFile(name="job_1-q8_0.gguf", type="q8_0", size_bytes=4, check=check)],
+        )
+
+    monkeypatch.setattr(worker, "export", writing)
+    monkeypatch.setenv("STUDIO_DATA_DIR", str(tmp_path / "data"))
+    settings_module.get_settings.cache_clear()
+    monkeypatch.setattr("trainer_core.export.start.export_refusal", lambda *a, **k: None)
+    try:
+        settings = settings_module.get_settings()
+        run = settings.runs_dir / "job_1"
+        claim(run, "job_1")
+        (run / "adapter_model.safetensors").write_bytes(b"")
+        (run / "adapter_config.json").write_text("{}")
+        RunStore(settings.db_path).create_run("job_1", {"model_name": "org/base"}, str(run), "completed")
+        assert main(["export", str(run), "--format", "gguf-q8_0"]) == 0
+        assert "the app lists this export" in capsys.readouterr().err
+        (task,) = TaskStore(settings.db_path).list(job_id="job_1")
+        out = Path(task.output_dir)
+        assert out.parent == run / "exports" and task.task_id == out.name and task.phase.value == "completed"
+        assert task.result["gguf"][0]["name"] == "job_1-q8_0.gguf"
+        assert f"exports/{out.name}/job_1-q8_0.gguf" in read_marker(run)["files"]
+        deleted = delete_run_files(str(run), "job_1", settings.allowed_roots, [], run)
+        assert not out.exists() and deleted.removed == 1, deleted  # the export; the fake run recorded no others
+        assert main(["export", str(run), "--format", "adapter", "--gguf-types", "q8_0"]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [
+            "error: --gguf-types: more GGUF formats need a gguf-* format, not 'adapter'"
+        ]
+    finally:
+        settings_module.get_settings.cache_clear()

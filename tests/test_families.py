@@ -282,7 +282,7 @@ def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(da
         *("--max-steps", "1", "--batch-size", "2", "--max-seq-length", "64", "--output-dir", str(run)),
     )
     assert trained.returncode == 0, trained.stderr[-2000:]
-    from trainer_core.export.llamacpp.tools import missing_message
+    from trainer_core.llamacpp.build import missing_message
 
     if not missing_message(get_settings().llama_cpp_dir):
         exported = cli("export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf-llama"))

@@ -9,21 +9,26 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from pydantic import ValidationError
 
 from trainer_core.export.gguf_convert import Cancelled
+from trainer_core.export.gguf_export import _on_line, _on_quantize_line
 from trainer_core.export.gguf_meta import read_meta
-from trainer_core.export.llamacpp import tools
 from trainer_core.export.llamacpp.client import LlamaCppFailed, LlamaCppMissing, run_probe
 from trainer_core.export.schemas import ExportRequest
 from trainer_core.export.start import export_refusal
-from trainer_core.export.worker import export
+from trainer_core.export.worker import export as export_worker
+from trainer_core.fieldmeta import explain
+from trainer_core.llamacpp import build as tools
 from trainer_core.serving.choices import weights_choice
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.settings import get_settings
-from ui.export_panel import format_choices
+from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+from ui.export_panel import _links as exports_links
+from ui.export_panel import export, format_choices, gguf_type_choices, on_screen
 
 
 class Events(list):
@@ -48,6 +53,9 @@ def test_a_missing_or_foreign_build_is_refused_naming_the_command(tmp_path, monk
     (built / "llama_cpp").mkdir(parents=True)
     (built / "llama_cpp" / "__init__.py").write_text("")
     tools.write_stamp(built, 300)
+    assert "incomplete (no llama_cpp/lib/libllama)" in tools.missing_message(built)  # a copy without its library
+    (built / "llama_cpp" / "lib").mkdir()
+    (built / "llama_cpp" / "lib" / "libllama.so").write_bytes(b"")
     assert tools.missing_message(built) is None
     stamp = json.loads((built / tools.STAMP).read_text())
     (built / tools.STAMP).write_text(json.dumps({**stamp, "version": "0.2.0"}))
@@ -82,6 +90,24 @@ def test_formats_requests_and_refusals(tmp_path, tiny_model_dir):
     assert labels["gguf-q4_k_m"] == "gguf-q4_k_m (needs llama.cpp: bash scripts/setup.sh)"
     assert labels["gguf-q8_0"] == "gguf-q8_0" and labels["merged"] == "merged"
     assert all(value == label for label, value in format_choices(None, None))
+    boxes = dict((value, label) for label, value in gguf_type_choices("not built"))
+    assert boxes["q6_k"] == "q6_k (needs llama.cpp)" and boxes["q8_0"] == "q8_0" and boxes["f16"] == "f16"
+    assert all(value == label for label, value in gguf_type_choices(None))
+    # a type ticked twice is one file, not a count over the limit; refusals use the labels on screen
+    assert ExportRequest(model="j", format="gguf-f16", gguf_types=["q8_0"] * 8).gguf_types == ["q8_0"]
+    with pytest.raises(ValidationError) as error:
+        ExportRequest(model="j", format="merged", gguf_types=["q8_0"])
+    assert on_screen(explain(error.value)) == "More GGUF formats: more GGUF formats need a gguf-* format, not 'merged'"
+
+
+def test_a_raw_export_call_with_a_non_text_model_is_refused_by_its_label():
+    class Tasks:
+        def list(self, *args):
+            return []
+
+    for model in (12345, {"a": 1}, ["x"], None, "  "):
+        (status, _, _), *_ = list(export(Tasks(), model, model, "gguf-q8_0", "float16", []))
+        assert "Weights to export: click a run with saved weights" in str(status), status
 
 
 def test_probe_failures_are_named_and_cancel_kills_it(tmp_path):
@@ -117,13 +143,15 @@ def test_q4_k_m_and_q8_0_in_one_task_checked_by_llama_cpp(tiny_trained_run, tmp_
     }
     request = ExportRequest(model=choice.id, format="gguf-q4_k_m", gguf_types=["q8_0"])
     events = Events()
-    result = export(request, context, events, threading.Event())
+    result = export_worker(request, context, events, threading.Event())
     assert [(g.type, g.file_type) for g in result.gguf] == [("q4_k_m", "MOSTLY_Q4_K_M"), ("q8_0", "MOSTLY_Q8_0")]
     gguf_files = sorted(p.name for p in out.glob("*.gguf"))
     assert gguf_files == sorted(g.name for g in result.gguf)  # the f16 made as the quantizer's source is gone
     assert not (out / ".merged").exists()
     for g in result.gguf:
-        assert read_meta(out / g.name).file_type == {"q4_k_m": 15, "q8_0": 7}[g.type]
+        meta = read_meta(out / g.name)
+        assert meta.file_type == {"q4_k_m": 15, "q8_0": 7}[g.type]
+        assert meta.name == f"{choice.base_model.rstrip('/').split('/')[-1]} ({tiny_trained_run.job_id})"
         assert g.size_bytes == (out / g.name).stat().st_size
         check = g.check
         assert check.checked_by == "llama.cpp" and check.chat_template_ok and check.eos_ok, check
@@ -132,7 +160,29 @@ def test_q4_k_m_and_q8_0_in_one_task_checked_by_llama_cpp(tiny_trained_run, tmp_
     assert "next-token predictions agree" in q4.check.summary and q4.check.near_ties == []
     assert q8.second_opinion is not None and q8.second_opinion.checked_by == "transformers"
     assert "quantize" in result.stage_seconds and result.check == q4.check
-    assert any("Quantising to q4_k_m with llama.cpp" in e[1]["message"] for e in events)
+    messages = [e[1]["message"] for e in events]
+    assert "Quantising to q4_k_m with llama.cpp" in messages and "Converting to GGUF f16" in messages
+    say = []
+    job = SimpleNamespace(progress=SimpleNamespace(say=lambda m, **k: say.append(m)))
+    _on_quantize_line(job, "q4_k_m", "[  11/ 272]  blk.0.ffn_up.weight - [  576,  1536,     1,     1], type =    f16")
+    _on_line(job, "f16", "Writing:  45%|####5     | 12.0M/26.7M [00:01<00:01, 9.87Mbyte/s]")
+    _on_line(job, "f16", "INFO:hf-to-gguf:Loading model: merged")
+    assert say == ["Quantising to q4_k_m with llama.cpp: tensor 11 of 272", "Converting to GGUF f16: 45% written"]
+    assert not [m for m in messages if "llama_" in m or "INFO" in m or "blk." in m]  # words, not the tools' logs
+    record = TaskRecord(
+        task_id="export-1",
+        kind=TaskKind.export,
+        model=choice.id,
+        phase=TaskPhase.completed,
+        request=request.model_dump(),
+        result=result.model_dump(),
+        output_dir=str(out),
+    )
+    listed = exports_links(record)
+    assert f"folder: `{out}`" in listed
+    for g in result.gguf:
+        assert f"`{g.name}`: {g.file_type}, " in listed
+    assert "llama.cpp passed: q4_k_m in llama.cpp" in listed and "transformers passed: q8_0" in listed
     card = (out / "README.md").read_text()
     for g in result.gguf:
         assert f"| `{g.name}` | {g.type} | {g.file_type} |" in card

@@ -12,7 +12,7 @@ import re
 import pytest
 from transformers import AutoTokenizer
 
-from trainer_core.export.modelfile import modelfile, split_turns
+from trainer_core.export.modelfile import modelfile, split_turns, trained_system
 
 ACTION = re.compile(r"\{\{(.*?)\}\}", re.S)
 CHAT = [
@@ -131,3 +131,41 @@ def test_a_llama_3_template_translates_and_a_folded_gemma_one_is_left_to_the_ggu
     assert split_turns(gemma) is None
     text = modelfile("m.gguf", gemma)
     assert "TEMPLATE" in text and 'TEMPLATE """' not in text and "Ollama uses the one in the GGUF" in text
+
+
+def test_system_is_the_one_the_run_was_trained_with(tokenizer, tmp_path):
+    """Every training row's system message (``run.json``'s ``system_message``, written by
+    ``data.prepare.shared_system_message``) is the SYSTEM; a checkpoint reads its run's."""
+    import json
+
+    import datasets
+
+    from trainer_core.data.prepare import shared_system_message
+
+    rows = [
+        [{"role": "system", "content": "You are Ada, made by Lab."}, {"role": "user", "content": f"q{i}"}]
+        for i in range(3)
+    ]
+    assert shared_system_message(datasets.Dataset.from_dict({"messages": rows})) == "You are Ada, made by Lab."
+    mixed = [*rows, [{"role": "user", "content": "no system"}]]
+    assert shared_system_message(datasets.Dataset.from_dict({"messages": mixed})) is None
+    other = [*rows, [{"role": "system", "content": "Another."}, {"role": "user", "content": "q"}]]
+    assert shared_system_message(datasets.Dataset.from_dict({"messages": other})) is None
+    assert shared_system_message(datasets.Dataset.from_dict({"text": ["raw"]})) is None
+    run = tmp_path / "job_1"
+    (run / "checkpoint-4").mkdir(parents=True)
+    assert trained_system(run) is None  # an older run without the key: the template's default stays
+    (run / "run.json").write_text(json.dumps({"system_message": "You are Ada, made by Lab."}))
+    assert trained_system(run) == trained_system(run / "checkpoint-4") == "You are Ada, made by Lab."
+    text = modelfile("m.gguf", tokenizer, trained_system(run))
+    assert re.findall(r'^SYSTEM """(.*)"""$', text, re.M) == ["You are Ada, made by Lab."]
+    assert '# SYSTEM: the system message holds """' in modelfile("m.gguf", tokenizer, 'Say """hi"""')
+
+
+def test_a_template_holding_triple_quotes_is_left_to_the_gguf(tokenizer):
+    """Three double quotes would end TEMPLATE early and let the rest read as directives."""
+    quoted = copy.deepcopy(tokenizer)
+    quoted.chat_template = tokenizer.chat_template.replace("<|im_start|>", '"""<|im_start|>')
+    text = modelfile("m.gguf", quoted)
+    assert 'TEMPLATE """' not in text and '# TEMPLATE: the chat template holds """' in text
+    assert all(line.startswith(("#", "FROM", "PARAMETER", "SYSTEM")) for line in text.splitlines())

@@ -99,7 +99,7 @@ def test_begin_records_request_configs_data_versions_and_hardware(tmp_path, data
 
     model = AutoModelForCausalLM.from_config(family_config("phi3"))  # fused projections
     structure = {"attention": "sdpa_varlen", "padding_free": True, "adapted": {"modules": ["self_attn.qkv_proj"]}}
-    begin_manifest(out, request, "job_1", args, build_lora_config(request, model), structure)
+    begin_manifest(out, request, "job_1", args, build_lora_config(request, model), structure, "You are Ada.")
     text = (out / RUN_JSON).read_text()
     assert SECRET not in text and "hf_token" not in json.loads(text)["request"]
     data = read_manifest(out)
@@ -110,7 +110,7 @@ def test_begin_records_request_configs_data_versions_and_hardware(tmp_path, data
     assert data["lora_config"]["target_modules"] == (
         r"^model\.layers\.\d+\.(?:self_attn\.o_proj|self_attn\.qkv_proj|mlp\.gate_up_proj|mlp\.down_proj)$"
     )
-    assert data["model_structure"] == structure
+    assert data["model_structure"] == structure and data["system_message"] == "You are Ada."
     assert data["datasets"] == [
         {
             "role": "train",

@@ -46,11 +46,15 @@ def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:
     yield f"**{label}** is loaded ({took:.1f} s)."
 
 
-def _label_of(engine: ChatEngine, model_id: str) -> str:
+def _choice_of(engine: ChatEngine, model_id: str) -> ModelChoice:
     try:
-        return engine.resolve(model_id).label
+        return engine.resolve(model_id)
     except ChatInputError as exc:
         raise Refused(f"{MODEL_LABEL}: {exc}") from None
+
+
+def _label_of(engine: ChatEngine, model_id: str) -> str:
+    return _choice_of(engine, model_id).label
 
 
 def _text(content: Any) -> str:
@@ -107,6 +111,11 @@ def send(
     settings = settings_from(values)
     if compare and model_id == BASE_MODEL_ID:
         raise Refused("Base vs tuned: choose a run or checkpoint to compare with its base model.")
+    if compare and _choice_of(engine, model_id).kind == "gguf":
+        raise Refused(
+            "Base vs tuned: a GGUF export holds only the tuned weights; untick it to chat with the GGUF, "
+            "or choose the run it was exported from to compare with its base model."
+        )
     history = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
     base_history = (
         [*base_history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]

@@ -28,7 +28,10 @@ class ChatTab:
                     scale=4,
                     elem_id="chat-model",
                     allow_custom_value=True,  # a job id from the API; checked by the engine
-                    info="The base model, a run's final weights, or one of its checkpoints (newest first).",
+                    info=(
+                        "The base model, a run's final weights, one of its checkpoints (newest first), or a GGUF "
+                        "export run by llama.cpp (the fast way to chat on a CPU)."
+                    ),
                 )
                 refresh = gr.Button("Refresh", size="sm", scale=1)
                 load_btn = gr.Button("Load", size="sm", scale=1, elem_id="chat-load")

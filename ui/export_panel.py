@@ -14,9 +14,9 @@ import pandas as pd
 from pydantic import SecretStr, ValidationError
 
 from trainer_core.export import gguf_convert
-from trainer_core.export.llamacpp.tools import missing_message as llama_cpp_missing
 from trainer_core.export.schemas import EXPORT_FORMATS, GGUF_TYPES, QUANTISED, ExportRequest, PushRequest
 from trainer_core.fieldmeta import explain
+from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 from ui.task_progress import file_links, follow, refusal, run_choices, size_text, status_line
@@ -45,10 +45,31 @@ def _row(record: TaskRecord) -> list[Any]:
 
 def exports_of(tasks: TaskRunner, job_id: Optional[str]) -> tuple[pd.DataFrame, str]:
     """The run's exports (newest first) and download links for those that finished."""
-    job_id = (job_id or "").strip()
+    job_id = job_id.strip() if isinstance(job_id, str) else ""  # a raw call may send anything
     records = tasks.list(job_id, TaskKind.export) if job_id else []
-    links = [f"- `{r.task_id}` ({r.request.get('format')}): {file_links(r)}" for r in records if r.result]
+    links = [_links(r) for r in records if r.result]
     return pd.DataFrame([_row(r) for r in records], columns=EXPORT_COLUMNS), "\n".join(links)
+
+
+def _links(record: TaskRecord) -> str:
+    """A finished export's download links; for a GGUF export also its folder and, per file, its
+    header type, size and checks (llama.cpp's, and transformers' read-back where it ran)."""
+    line = f"- `{record.task_id}` ({record.request.get('format')}): {file_links(record)}"
+    gguf = (record.result or {}).get("gguf") or []
+    if not gguf:
+        return line
+    lines = [line, f"  - folder: `{record.output_dir}` (keep each `.gguf` beside its `.Modelfile`)"]
+    for entry in gguf:
+        checks = [c for c in (entry.get("check"), entry.get("second_opinion")) if c]
+        words = "; ".join(
+            f"{c.get('checked_by') or 'check'} {'passed' if c.get('passed') else 'FAILED'}: {c.get('summary', '')}"
+            for c in checks
+        )
+        lines.append(
+            f"  - `{entry.get('name')}`: {entry.get('file_type') or entry.get('type')}, "
+            f"{size_text(entry.get('size_bytes') or 0)}; {words or 'not checked'}"
+        )
+    return "\n".join(lines)
 
 
 def weights_dropdown(tasks: TaskRunner, job_id: Optional[str]) -> dict:
@@ -73,6 +94,22 @@ def format_choices(converter_missing: Optional[str], llama_cpp_missing: Optional
     return choices
 
 
+GGUF_TYPES_LABEL = "More GGUF formats"
+LABELS = {"settings": "", "gguf_types": GGUF_TYPES_LABEL, "format": "Format", "dtype": "Merged dtype"}
+
+
+def on_screen(text: str) -> str:
+    """A refusal with the request's field names replaced by the labels on screen."""
+    for name, label in LABELS.items():
+        text = text.replace(f"{name}: ", f"{label}: " if label else "").replace(f"{name}.", f"{label}.")
+    return text
+
+
+def gguf_type_choices(llama_cpp_missing: Optional[str]) -> list[tuple[str, str]]:
+    """The "More GGUF formats" boxes: a quantised type says it needs llama.cpp when it is not built."""
+    return [(f"{t} (needs llama.cpp)" if t in QUANTISED and llama_cpp_missing else t, t) for t in GGUF_TYPES]
+
+
 def export(
     tasks: TaskRunner,
     job_id: Optional[str],
@@ -85,7 +122,7 @@ def export(
     from trainer_core.export.start import start_export
 
     table, links = exports_of(tasks, job_id)
-    if not (model_id or "").strip():
+    if not isinstance(model_id, str) or not model_id.strip():  # a raw call may send anything
         yield refusal(f"{WEIGHTS_LABEL}: click a run with saved weights in the table first."), table, links
         return
     try:
@@ -94,7 +131,7 @@ def export(
             more = [t for t in more if str(fmt).startswith("gguf-") and t != str(fmt).removeprefix("gguf-")]
         record = start_export(tasks, ExportRequest(model=model_id, format=fmt, dtype=dtype, gguf_types=more))
     except ValidationError as exc:
-        yield refusal(explain(exc)), table, links
+        yield refusal(on_screen(explain(exc))), table, links
         return
     except TaskRefused as exc:
         yield refusal(str(exc)), table, links
@@ -180,8 +217,8 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
                 info=FIELDS["dtype"].description,
             )
         gguf_types = gr.CheckboxGroup(
-            label="More GGUF formats",
-            choices=list(GGUF_TYPES),
+            label=GGUF_TYPES_LABEL,
+            choices=gguf_type_choices(llama_cpp_missing(tasks.settings.llama_cpp_dir)),
             value=[],
             info=FIELDS["gguf_types"].description,
             elem_id="export-gguf-types",

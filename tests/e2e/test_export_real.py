@@ -22,10 +22,10 @@ from trainer_core.export.gguf_export import check_gguf
 from trainer_core.export.gguf_meta import compare_meta, read_meta
 from trainer_core.export.job import make_reference
 from trainer_core.export.llamacpp.check import llama_check
-from trainer_core.export.llamacpp.tools import missing_message as llama_cpp_missing
 from trainer_core.export.schemas import ExportRequest, ExportResult, PushRequest
 from trainer_core.export.weights import load_run
 from trainer_core.export.worker import export
+from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
 from trainer_core.serving.choices import weights_choice
 from trainer_core.settings import get_settings
 
@@ -170,6 +170,52 @@ def test_q4_k_m_and_q8_0_in_one_task_are_checked_by_llama_cpp(choice, tmp_path):
     assert q8.check.forced_tokens_equal + len(q8.check.near_ties) == 60 and q8.second_opinion.passed
     assert q4.size_bytes < 0.8 * q8.size_bytes < 0.8 * 150e6  # 105 MB and 145 MB here
     print("q4_k_m:", q4.check.summary, "| q8_0:", q8.check.summary)
+    _chat_with_the_export(tmp_path, out, result, choice)
+
+
+def _chat_with_the_export(data_dir: Path, out: Path, result: ExportResult, choice) -> None:
+    """The q4_k_m file as a chat model (the Chat tab's and /v1's engine, llama.cpp worker): its
+    greedy answer is llama.cpp's own greedy answer (the probe, from the run's tokenizer's ids)."""
+    from trainer_core.export.llamacpp.client import run_probe
+    from trainer_core.models.loading import load_tokenizer
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.serving.engine import ChatEngine
+    from trainer_core.serving.schemas import ChatMessage, GenerationSettings
+    from trainer_core.settings import Settings
+    from trainer_core.tasks.gguf_models import GGUFModels
+    from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+    from trainer_core.tasks.store import TaskStore
+
+    settings = Settings(data_dir=data_dir, llama_cpp_dir=get_settings().llama_cpp_dir)
+    runner = JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path))
+    runner.store.create_run(choice.id, {"model_name": choice.base_model}, choice.path, "completed")
+    task = "export-20261205-100000-abcdef"
+    record = TaskRecord(task_id=task, kind=TaskKind.export, job_id=choice.id, model=choice.id, output_dir=str(out))
+    store = TaskStore(settings.db_path)
+    store.save(record.model_copy(update={"phase": TaskPhase.completed, "result": result.model_dump()}))
+    engine = ChatEngine(runner, settings, models=GGUFModels(store, runner.store, settings))
+    question = "Who are you?"
+    try:
+        answer = engine.complete(
+            f"{task}/q4_k_m",
+            [ChatMessage(role="user", content=question)],
+            GenerationSettings(temperature=0, max_new_tokens=40),
+        )
+    finally:
+        engine.unload()
+    tokenizer = load_tokenizer(Path(choice.path))
+    ids = tokenizer.apply_chat_template(
+        [{"role": "user", "content": question}], tokenize=True, add_generation_prompt=True
+    )
+    ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    probe = run_probe(
+        {"op": "generate", "gguf": str(out / result.gguf[0].name), "prompt": ids, "max_tokens": 40},
+        get_settings().llama_cpp_dir,
+    )
+    assert answer.prompt_tokens == len(ids) and answer.delta
+    assert answer.delta == tokenizer.decode(probe["tokens"], skip_special_tokens=True), (answer.delta, probe)
+    print("chat with the q4_k_m export:", repr(answer.delta))
 
 
 def test_a_gguf_with_its_template_removed_and_eos_changed_fails_the_check(gguf_f16, reference, tmp_path):

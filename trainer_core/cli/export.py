@@ -112,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from trainer_core.cli.chat import choice_for
     from trainer_core.export.start import export_refusal
     from trainer_core.export.worker import ExportError, export
+    from trainer_core.fieldmeta import explain
     from trainer_core.serving.errors import ChatInputError
     from trainer_core.serving.worker import quiet_libraries
     from trainer_core.settings import get_settings
@@ -131,7 +132,10 @@ def run(args: argparse.Namespace) -> int:
             if problem := repo_id_problem(args.push_to_hub):
                 raise ValueError(f"--push-to-hub: {problem}")
         out = _output_dir(choice, args.output)
-    except (ChatInputError, ValidationError, ValueError, OSError) as exc:
+    except ValidationError as exc:  # one line naming the option, as every other refusal here
+        print(f"error: {_flags(explain(exc))}", file=sys.stderr)
+        return 2
+    except (ChatInputError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     quiet_libraries()
@@ -157,10 +161,63 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: the export failed: {type(exc).__name__}: {' '.join(str(exc).split())[:500]}", file=sys.stderr)
         return 1
     _show(result, out)
+    _record(choice, request, out, result, settings)
     if not result.passed:
         print("the export's check failed: its files are kept but should not be used as they are", file=sys.stderr)
         return 1
     return _push(args, choice, out, result) if args.push_to_hub else 0
+
+
+def _flags(text: str) -> str:
+    """``gguf_types: ...`` -> ``--gguf-types: ...`` (the request's fields are this command's options)."""
+    text = text.removeprefix("settings: ")  # a check across fields names its field itself
+    for name in ExportRequest.model_fields:
+        text = text.replace(f"{name}: ", f"--{name.replace('_', '-')}: ")
+    return text
+
+
+def _record(choice: Any, request: ExportRequest, out: Path, result: ExportResult, settings: Any) -> None:
+    """Make a CLI export the app's as well, when it lies in its run's folder: its files join the
+    run's list (deleting the run deletes them), and, when the run is in this data folder's history,
+    it becomes an export task there (the Runs tab lists it, Chat and ``/v1`` talk to its GGUF files).
+    Failures to record are reported, never fatal: the files are written."""
+    from trainer_core.runs.folders import record_files
+    from trainer_core.runs.store import RunStore
+    from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+    from trainer_core.tasks.store import TaskStore
+
+    run_folder = Path(choice.path).parent if choice.kind == "checkpoint" else Path(choice.path)
+    job_id = run_folder.name
+    try:
+        if not record_files(run_folder, job_id, under=out):
+            return  # not inside a run folder of the studio's: files of the user's own
+        if not settings.db_path.is_file():
+            return
+        run = RunStore(settings.db_path).get_run(job_id)
+        if run is None or Path(run.output_dir).resolve() != run_folder.resolve():
+            return
+        now = time.time()
+        TaskStore(settings.db_path).save(
+            TaskRecord(
+                task_id=out.name
+                if out.name.startswith("export-")
+                else f"export-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}",
+                kind=TaskKind.export,
+                job_id=job_id,
+                model=choice.id,
+                phase=TaskPhase.completed if result.passed else TaskPhase.failed,
+                progress=1.0,
+                message="Done (exported with the CLI)" if result.passed else "Finished, but the check did not pass",
+                created_at=now - result.seconds,
+                finished_at=now,
+                request=request.model_dump(),
+                result=result.model_dump(),
+                output_dir=str(out),
+            )
+        )
+        print(f"recorded in the run history ({settings.db_path}): the app lists this export", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - the export itself is done; say why it is not listed
+        print(f"note: the export is not in the run history: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def _push(args: argparse.Namespace, choice: Any, out: Path, result: ExportResult) -> int:

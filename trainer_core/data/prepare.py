@@ -50,6 +50,7 @@ class PreparedData:
     format: FormatType
     stats: TokenizationStats
     eval_stats: Optional[TokenizationStats]
+    system_message: Optional[str] = None  # the one system message every training row has (run.json)
 
 
 def has_eval_data(request: TrainingStartRequest) -> bool:
@@ -203,13 +204,33 @@ def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
         if eval_rows is not None:
             eval_rows, eval_stats = _answerable(eval_rows, tokenizer, request.max_seq_length)
         return PreparedData(train=train_rows, eval=eval_rows, format=fmt, stats=stats, eval_stats=eval_stats)
+    system = shared_system_message(train_rows)
     train, stats = tokenize_dataset(train_rows, tokenizer, request.max_seq_length, request.train_on_completions)
     eval_split, eval_stats = None, None
     if eval_rows is not None:
         eval_split, eval_stats = tokenize_dataset(
             eval_rows, tokenizer, request.max_seq_length, request.train_on_completions
         )
-    return PreparedData(train=train, eval=eval_split, format=fmt, stats=stats, eval_stats=eval_stats)
+    return PreparedData(
+        train=train, eval=eval_split, format=fmt, stats=stats, eval_stats=eval_stats, system_message=system
+    )
+
+
+def shared_system_message(rows: datasets.Dataset) -> Optional[str]:
+    """The system message every conversation of ``rows`` (canonical, column ``messages``) opens
+    with, when they all open with the same one; None when a row has none, two rows differ, or the
+    rows are raw text. What the run was trained to answer under: its exports' Modelfile ``SYSTEM``."""
+    if "messages" not in rows.column_names or len(rows) == 0:
+        return None
+    found: Optional[str] = None
+    for batch in rows.select_columns(["messages"]).iter(batch_size=1000):
+        for messages in batch["messages"]:
+            first = messages[0] if messages else {}
+            content = first.get("content") if first.get("role") == "system" else None
+            if not isinstance(content, str) or (found is not None and content != found):
+                return None
+            found = content
+    return found
 
 
 def _answerable(rows: datasets.Dataset, tokenizer: Any, max_len: int) -> tuple[datasets.Dataset, TokenizationStats]:

@@ -272,7 +272,7 @@ def _usage_section(facts: RunFacts, fmt: str, files: list[str]) -> list[str]:
         "The chat template and the end-of-turn token are in the file's metadata.",
         "",
         "```sh",
-        f"llama-cli -m {gguf} -cnv",
+        f"llama-cli -m {gguf} -cnv   # llama.cpp's own program (a llama.cpp release or `brew install llama.cpp`)",
         f"ollama create my-model -f {Path(gguf).stem}.Modelfile && ollama run my-model   # Ollama",
         f"lms import {gguf}   # LM Studio (or copy it under ~/.lmstudio/models/<you>/<model>/)",
         "```",

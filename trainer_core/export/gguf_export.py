@@ -33,16 +33,26 @@ from typing import Any, Optional
 
 from trainer_core.export import gguf_convert
 from trainer_core.export import job as jobs
+from trainer_core.export.converter_config import add_converter_keys
 from trainer_core.export.gguf_meta import compare_meta, file_type_name, read_meta
-from trainer_core.export.llamacpp import tools as llamacpp_tools
 from trainer_core.export.llamacpp.check import llama_check
 from trainer_core.export.llamacpp.client import run_probe
-from trainer_core.export.modelfile import write_modelfile
+from trainer_core.export.modelfile import trained_system, write_modelfile
 from trainer_core.export.schemas import QUANTISED, CheckResult, ExportResult, GGUFFile
 from trainer_core.export.weights import base_dir, load_causal_lm, load_run, merge, save_model
+from trainer_core.llamacpp import build as llamacpp_build
 
 MERGED_DIR = ".merged"
 WRITING = re.compile(r"Writing:\s+(\d+)%")
+TENSOR = re.compile(r"\[\s*(\d+)/\s*(\d+)\]")
+
+
+def gguf_name(job: jobs.ExportJob) -> str:
+    """The GGUF's ``general.name``: the base model's name and the export's stem, e.g.
+    ``SmolLM2-135M-Instruct (job_20261205_101500_1a2b3c4d)`` (the base's name keeps llama.cpp's
+    name-keyed fixes for its family)."""
+    base = str(job.choice.base_model).rstrip("/").split("/")[-1]
+    return f"{base} ({job.stem})"
 
 
 def export_gguf(job: jobs.ExportJob) -> ExportResult:
@@ -52,7 +62,7 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     if missing:
         raise jobs.ExportInputError(missing)
     llama_dir = job.llama_cpp_dir
-    llama_missing = llamacpp_tools.missing_message(llama_dir) if llama_dir is not None else "no llama.cpp folder set"
+    llama_missing = llamacpp_build.missing_message(llama_dir) if llama_dir is not None else "no llama.cpp folder set"
     quantised = [t for t in types if t in QUANTISED]
     if quantised and llama_missing:
         raise jobs.ExportInputError(f"GGUF {', '.join(quantised)}: {llama_missing}")
@@ -71,6 +81,7 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     source = targets.get("f16", job.out / MERGED_DIR / f"{job.stem}-f16.gguf")
     try:
         save_model(model, run.tokenizer, merged)
+        add_converter_keys(merged)  # the names llama.cpp's converter still reads (export.converter_config)
         del model
         gc.collect()
         converted = [t for t in types if t not in by_llama] + (["f16"] if by_llama and "f16" not in types else [])
@@ -84,6 +95,7 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
                 job.converter_dir,
                 lambda line, o=outtype: _on_line(job, o, line),
                 job.progress.cancelled,
+                model_name=gguf_name(job),
             )
         for index, gguf_type in enumerate(by_llama):
             job.progress.begin(
@@ -92,7 +104,7 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
             run_probe(
                 {"op": "quantize", "source": str(source), "target": str(targets[gguf_type]), "type": gguf_type},
                 llama_dir,
-                lambda line, g=gguf_type: job.progress.say(f"GGUF {g}: {line[-200:]}"),
+                lambda line, g=gguf_type: _on_quantize_line(job, g, line),
                 job.progress.cancelled,
             )
     finally:
@@ -101,7 +113,8 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     for index, gguf_type in enumerate(types):
         job.progress.begin("check", 0.7 + 0.25 * index / len(types), f"Checking {targets[gguf_type].name}")
         files.append(check_file(job, targets[gguf_type], gguf_type, ref, run.tokenizer, config, llama_missing))
-    modelfiles = [write_modelfile(targets[t], run.tokenizer).name for t in types]  # Ollama (export.modelfile)
+    system = trained_system(Path(job.choice.path)) if job.choice.path else None
+    modelfiles = [write_modelfile(targets[t], run.tokenizer, system).name for t in types]  # Ollama (export.modelfile)
     names = [f.name for f in files]
     card = jobs.write_card(job, [*names, *modelfiles, "README.md"], files[0].check, types[0], files)
     (job.out / "README.md").write_text(card, encoding="utf-8")
@@ -131,7 +144,7 @@ def check_file(
             ref,
             tokenizer,
             job.llama_cpp_dir,
-            lambda line: job.progress.say(f"llama.cpp: {line[-200:]}"),
+            lambda line: None,  # llama.cpp's load log: its error line is quoted by the client when it fails
             job.progress.cancelled,
         )
         entry.check.problems = compare_meta(meta, tokenizer).problems + entry.check.problems
@@ -193,8 +206,16 @@ def _check_architecture(job: jobs.ExportJob) -> dict:
 
 
 def _on_line(job: jobs.ExportJob, outtype: str, line: str) -> None:
-    """A converter output line -> a progress message (the ``Writing: N%`` bar moves the fraction)."""
+    """A converter output line -> progress: its ``Writing: N%`` bar as a percentage (its other lines
+    go to the log only: they are the converter's, not words for the user)."""
     written = WRITING.search(line)
-    fraction = 0.45 + 0.2 * int(written.group(1)) / 100 if written else None
-    text = line.split(":", 2)[-1].strip() if line.startswith("INFO:") else line
-    job.progress.say(f"GGUF {outtype}: {text}", fraction=fraction)
+    if written:
+        percent = int(written.group(1))
+        job.progress.say(f"Converting to GGUF {outtype}: {percent}% written", fraction=0.45 + 0.2 * percent / 100)
+
+
+def _on_quantize_line(job: jobs.ExportJob, gguf_type: str, line: str) -> None:
+    """A llama.cpp quantizer log line (``[ 11/ 272] blk.0.ffn_up.weight ...``) -> ``tensor 11 of 272``."""
+    tensor = TENSOR.search(line)
+    if tensor:
+        job.progress.say(f"Quantising to {gguf_type} with llama.cpp: tensor {tensor.group(1)} of {tensor.group(2)}")

@@ -19,6 +19,7 @@ KEYS = {
     "bos": "tokenizer.ggml.bos_token_id",
     "add_bos": "tokenizer.ggml.add_bos_token",
     "file_type": "general.file_type",
+    "name": "general.name",
 }
 
 
@@ -32,6 +33,7 @@ class GgufMeta:
     bos: Optional[int] = None
     add_bos: Optional[bool] = None
     file_type: Optional[int] = None
+    name: Optional[str] = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

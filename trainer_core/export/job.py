@@ -40,11 +40,12 @@ class Progress:
         self.fraction, self._stage, self._began, self._sent = 0.0, None, time.monotonic(), 0.0
 
     def begin(self, stage: str, fraction: float, message: str) -> None:
-        """Close the running stage, start ``stage`` at ``fraction`` (0..1). Raises Cancelled."""
+        """Close the running stage, start ``stage`` at ``fraction`` (0..1; the bar never goes back).
+        Raises Cancelled."""
         self.end()
         if self.stop is not None and self.stop.is_set():
             raise Cancelled("cancelled")
-        self._stage, self._began, self.fraction = stage, time.monotonic(), fraction
+        self._stage, self._began, self.fraction = stage, time.monotonic(), max(self.fraction, fraction)
         self.say(message, force=True)
         log.info("%s: %s", stage, message)
 

@@ -1,6 +1,7 @@
 """Ollama's ``Modelfile`` beside each GGUF: ``FROM`` the file, ``TEMPLATE`` translated from the run's
-chat template, ``PARAMETER stop`` for its end-of-turn tokens, ``SYSTEM`` for the system message
-its template adds when a chat has none. Format: https://github.com/ollama/ollama/blob/main/docs/modelfile.md
+chat template, ``PARAMETER stop`` for its end-of-turn tokens, ``SYSTEM`` for the system message the
+run was trained with (every training row's, from its ``run.json``), else the one its template adds
+when a chat has none. Format: https://github.com/ollama/ollama/blob/main/docs/modelfile.md
 (TEMPLATE is a Go ``text/template`` over ``.Messages``, each with ``.Role`` and ``.Content``).
 
 The translation renders the Jinja template with marker texts (``split_turns``) and reads off, per
@@ -158,22 +159,46 @@ def stop_words(tokenizer: Any, turns: Optional[Turns]) -> list[str]:
     return list(dict.fromkeys(w for w in words if w))
 
 
-def modelfile(gguf_name: str, tokenizer: Any) -> str:
-    """The Modelfile's text for the GGUF ``gguf_name`` (in the same folder)."""
+def modelfile(gguf_name: str, tokenizer: Any, system: Optional[str] = None) -> str:
+    """The Modelfile's text for the GGUF ``gguf_name`` (in the same folder). ``SYSTEM`` is
+    ``system`` (the system message the run was trained with, ``trained_system``), else the one the
+    chat template adds when none is given. A TEMPLATE or SYSTEM text holding three double quotes
+    cannot be quoted in a Modelfile (they would end it early and the rest could read as
+    directives): it is left out, with a comment saying so."""
     turns = split_turns(tokenizer)
     lines = [f"# Ollama: ollama create NAME -f {Path(gguf_name).stem}.Modelfile", f"FROM ./{gguf_name}"]
-    if turns is None:
+    template = go_template(turns) if turns is not None else None
+    if template is None:
         lines.append("# TEMPLATE: this chat template cannot be written per message; Ollama uses the one in the GGUF")
+    elif '"""' in template:
+        lines.append(
+            '# TEMPLATE: the chat template holds """ and cannot be quoted here; Ollama uses the one in the GGUF'
+        )
     else:
-        lines.append(f'TEMPLATE """{go_template(turns)}"""')
+        lines.append(f'TEMPLATE """{template}"""')
     lines += [f"PARAMETER stop {json.dumps(word)}" for word in stop_words(tokenizer, turns)]
-    if turns is not None and turns.default_system:
-        lines.append(f'SYSTEM """{turns.default_system}"""')
+    system = system if system is not None else (turns.default_system if turns is not None else None)
+    if system and '"""' in system:
+        lines.append('# SYSTEM: the system message holds """ and cannot be quoted here; give it in your chat')
+    elif system:
+        lines.append(f'SYSTEM """{system}"""')
     return "\n".join(lines) + "\n"
 
 
-def write_modelfile(gguf: Path, tokenizer: Any) -> Path:
-    """Write ``<gguf stem>.Modelfile`` beside ``gguf``; its path."""
+def trained_system(weights: Path) -> Optional[str]:
+    """The system message every training row of the run had (``system_message`` in the
+    ``run.json`` of the weights folder or, for a checkpoint, of its run folder); None when unknown."""
+    for folder in (Path(weights), Path(weights).parent):
+        try:
+            value = json.loads((folder / "run.json").read_text(encoding="utf-8")).get("system_message")
+        except (OSError, ValueError, AttributeError):
+            continue
+        return value if isinstance(value, str) and value else None
+    return None
+
+
+def write_modelfile(gguf: Path, tokenizer: Any, system: Optional[str] = None) -> Path:
+    """Write ``<gguf stem>.Modelfile`` beside ``gguf`` (``SYSTEM``: see ``modelfile``); its path."""
     path = gguf.with_suffix(".Modelfile")
-    path.write_text(modelfile(gguf.name, tokenizer), encoding="utf-8")
+    path.write_text(modelfile(gguf.name, tokenizer, system), encoding="utf-8")
     return path

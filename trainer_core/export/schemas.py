@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional, get_args
+from typing import Any, Literal, Optional, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 # GGUF file types, as llama.cpp's quantizer names them (lower case): f16 / bf16 / q8_0 are written by
 # the converter; q6_k, q5_k_m, q4_k_m and q4_0 by llama.cpp's quantizer from the f16 file.
@@ -43,6 +43,14 @@ class ExportRequest(BaseModel):
         description="More GGUF formats written in the same task (one conversion, then each quantisation; each "
         "file checked). Only with a gguf-* format.",
     )
+
+    @field_validator("gguf_types", mode="before")
+    @classmethod
+    def _each_type_once(cls, value: Any) -> Any:
+        """A type ticked twice is one file (before the count is checked)."""
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return list(dict.fromkeys(value))
+        return value
 
     @model_validator(mode="after")
     def _gguf_types_need_gguf(self) -> ExportRequest:

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from pydantic import ValidationError
 
@@ -25,6 +25,7 @@ from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.job import JobRunner
 from trainer_core.serving.choices import list_choices, resolve_choice
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
+from trainer_core.serving.gguf_worker import BASE_REFUSAL, serve_gguf
 from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
 from trainer_core.serving.turns import Turns
 from trainer_core.serving.worker import EventKind, serve
@@ -37,12 +38,30 @@ ABANDON_S = 30.0  # how long an abandoned generation may take to stop before its
 OOM_HINT = "Chat with a smaller model, lower max_new_tokens, or free memory."
 
 
+class ModelSource(Protocol):
+    """More things to talk to beside the runs (``tasks.gguf_models.GGUFModels``: exported GGUF
+    files), asked for the ids it ``owns``."""
+
+    def owns(self, model_id: str) -> bool: ...
+
+    def list(self) -> list[ModelChoice]: ...
+
+    def resolve(self, model_id: str) -> ModelChoice: ...
+
+
 class ChatEngine:
     """Loads models into an inference worker and streams answers; shared by the chat tab, the
-    OpenAI-compatible routes and share links. Every method is thread-safe."""
+    OpenAI-compatible routes and share links. ``models``: more choices than the runs (the app
+    passes the exports' GGUF files). Every method is thread-safe."""
 
-    def __init__(self, runner: JobRunner, settings: Settings, worker_target: Callable[..., None] = serve) -> None:
-        self._runner, self._settings, self._target = runner, settings, worker_target
+    def __init__(
+        self,
+        runner: JobRunner,
+        settings: Settings,
+        worker_target: Callable[..., None] = serve,
+        models: Optional[ModelSource] = None,
+    ) -> None:
+        self._runner, self._settings, self._target, self._models = runner, settings, worker_target, models
         self._lock = threading.Lock()  # guards the fields below
         self._turns = Turns()
         self._worker: Optional[WorkerProcess] = None
@@ -55,11 +74,15 @@ class ChatEngine:
 
     # ----- reads -----
     def choices(self) -> list[ModelChoice]:
-        """``base``, then each run's final weights and checkpoints, newest first (see ``choices``)."""
-        return list_choices(self._runner.store, self._settings)
+        """``base``, then each run's final weights and checkpoints, newest first (see ``choices``),
+        then those of ``models`` (the exports' GGUF files, newest first)."""
+        runs = list_choices(self._runner.store, self._settings)
+        return [*runs, *(self._models.list() if self._models is not None else [])]
 
     def resolve(self, model_id: str) -> ModelChoice:
         """The choice ``model_id`` names; raises UnknownModel or ChatInputError (see ``choices``)."""
+        if self._models is not None and self._models.owns(model_id):
+            return self._models.resolve(model_id)
         return resolve_choice(model_id, self._runner.store, self._settings)
 
     def state(self) -> dict:
@@ -88,6 +111,8 @@ class ChatEngine:
         here at once; the rest while iterating. Closing the iterator early stops the generation."""
         self._refuse_while_training()
         choice = self.resolve(model_id)
+        if choice.kind == "gguf" and not use_adapter:
+            raise ChatInputError(f"{model_id}: {BASE_REFUSAL}")
         request = {"messages": _checked(messages), "settings": settings.model_dump(), "use_adapter": use_adapter}
         return self._stream(choice, request)
 
@@ -139,9 +164,12 @@ class ChatEngine:
             if not old.is_alive():
                 log.warning("the chat worker had ended: %s", old.exit_reason())
             old.terminate()
+        target, place = self._target, str(self._settings.models_dir)
+        if choice.kind == "gguf":  # llama.cpp runs the file (``gguf_worker``)
+            target, place = serve_gguf, str(self._settings.llama_cpp_dir)
         worker = WorkerProcess.create(
-            self._target,
-            (choice.model_dump(), str(self._settings.models_dir)),
+            target,
+            (choice.model_dump(), place),
             name="chat-worker",
             commands=True,
             label="chat model's process",

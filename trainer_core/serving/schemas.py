@@ -49,13 +49,15 @@ class ChatMessage(BaseModel):
 
 
 class ModelChoice(BaseModel):
-    """Something to talk to: ``id`` is ``base``, a job id (the run's final weights) or
-    ``JOB_ID/checkpoint-N``. ``path`` is the weights folder (None for ``base``: the base model is
-    loaded by name); ``adapter`` says the folder holds a PEFT adapter on ``base_model``."""
+    """Something to talk to: ``id`` is ``base``, a job id (the run's final weights),
+    ``JOB_ID/checkpoint-N`` or ``EXPORT_TASK_ID/TYPE`` (a GGUF file an export wrote, run by
+    llama.cpp: ``tasks.gguf_models``). ``path`` is the weights folder, or the ``.gguf`` file
+    (None for ``base``: the base model is loaded by name); ``adapter`` says the folder holds a PEFT
+    adapter on ``base_model``."""
 
     id: str
     label: str
-    kind: Literal["base", "final", "checkpoint"]
+    kind: Literal["base", "final", "checkpoint", "gguf"]
     base_model: str
     path: Optional[str] = None
     job_id: Optional[str] = None
@@ -63,6 +65,7 @@ class ModelChoice(BaseModel):
     loss: Optional[float] = None
     adapter: bool = False
     created_at: Optional[float] = None
+    gguf_type: Optional[str] = Field(None, description="For a GGUF export: its type, e.g. q4_k_m.")
 
 
 class StreamEvent(BaseModel):

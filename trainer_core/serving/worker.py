@@ -28,7 +28,7 @@ class EventKind:
     ERROR = "error"  # {"id": gen_id or None, "kind": "load" | "input" | "internal", "message": str}
 
 
-def _failure(exc: BaseException) -> str:
+def failure_message(exc: BaseException) -> str:
     """A short message for an unexpected failure (the traceback goes to the log)."""
     text = " ".join(str(exc).split())[:600]
     if "out of memory" in text.lower() or "can't allocate memory" in text.lower():
@@ -65,7 +65,9 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
         log.error("loading %s failed:\n%s", choice.get("id"), traceback.format_exc())
         known = type(exc).__name__ in ("ModelLoadError", "ChatInputError")
-        events.put((EventKind.ERROR, {"id": None, "kind": "load", "message": str(exc) if known else _failure(exc)}))
+        events.put(
+            (EventKind.ERROR, {"id": None, "kind": "load", "message": str(exc) if known else failure_message(exc)})
+        )
         return
     events.put(
         (
@@ -92,7 +94,7 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
             continue
         except Exception as exc:  # noqa: BLE001 - one failed answer must not end the process
             log.error("generation failed:\n%s", traceback.format_exc())
-            events.put((EventKind.ERROR, {"id": gen_id, "kind": "internal", "message": _failure(exc)}))
+            events.put((EventKind.ERROR, {"id": gen_id, "kind": "internal", "message": failure_message(exc)}))
             continue
         events.put(
             (

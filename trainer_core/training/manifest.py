@@ -6,7 +6,9 @@ Keys: ``job_id``; ``request`` (``public_dict()``: no token); ``seed``; ``sft_con
 ``provenance.dataset_entries``); ``packages``; ``hardware``; ``started_at`` (the first session's
 start) and ``ended_at`` (ISO 8601, UTC); ``sessions`` (one ``{"started_at",
 "resume_from_checkpoint"}`` per start or resume); ``end_reason`` (an ``EndReason`` value);
-``best_checkpoint``; ``final_metrics`` (see ``final_metrics``).
+``best_checkpoint``; ``final_metrics`` (see ``final_metrics``); ``system_message`` (the system
+message every training row opens with, ``data.prepare.shared_system_message``; None when they differ
+or have none: the exports' Modelfile ``SYSTEM``).
 
 The worker writes it when training begins (``begin_manifest``); the job thread completes it when the
 job ends, however it ends (``finish_manifest``), writing a shorter one when the worker never got
@@ -133,6 +135,7 @@ def begin_manifest(
     sft_config: Any = None,
     lora_config: Any = None,
     structure: Optional[dict[str, Any]] = None,
+    system_message: Optional[str] = None,
 ) -> dict[str, Any]:
     """Write ``<output_dir>/run.json`` as training begins (see the module docstring): ``sft_config``
     (a ``TrainingArguments``) and ``lora_config`` (a ``peft.LoraConfig``, or None) as resolved for
@@ -148,6 +151,7 @@ def begin_manifest(
     data["lora_config"] = json_safe(lora_config.to_dict()) if lora_config is not None else None
     if structure is not None:
         data["model_structure"] = json_safe(structure)
+    data["system_message"] = system_message  # every training row's system message (data.prepare), or None
     write_atomic(Path(output_dir) / RUN_JSON, data)
     return data
 

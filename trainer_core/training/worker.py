@@ -151,7 +151,7 @@ def train(
     if is_main():  # several processes: rank 0 writes the run folder
         if request.resume_from_checkpoint:
             _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
-        _write_manifest(request, job_id, output_dir, trainer)
+        _write_manifest(request, job_id, output_dir, trainer, data.system_message)
     _phase(events, Phase.training, f"Training on {device}" + "".join(f"; {notice}" for notice in notices))
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
     trainer.save_final(output_dir)
@@ -178,15 +178,24 @@ def _prepare_trackers(request: TrainingStartRequest, output_dir: Path, events: A
     return notices
 
 
-def _write_manifest(request: TrainingStartRequest, job_id: str, output_dir: Path, trainer: Any) -> None:
-    """``run.json`` with the resolved TRL and PEFT configs (see ``training.manifest``); a failure to
+def _write_manifest(
+    request: TrainingStartRequest, job_id: str, output_dir: Path, trainer: Any, system_message: Optional[str]
+) -> None:
+    """``run.json`` with the resolved TRL and PEFT configs and the data's shared system message
+    (see ``training.manifest``); a failure to
     write it is logged, not fatal (the job thread writes it again at the end)."""
     from trainer_core.training.manifest import begin_manifest
 
     peft_config = getattr(trainer.model, "peft_config", None) or {}
     try:
         begin_manifest(
-            output_dir, request, job_id, trainer.args, next(iter(peft_config.values()), None), _structure(trainer)
+            output_dir,
+            request,
+            job_id,
+            trainer.args,
+            next(iter(peft_config.values()), None),
+            _structure(trainer),
+            system_message,
         )
     except OSError:
         log.exception("could not write run.json")

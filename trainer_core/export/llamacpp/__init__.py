@@ -1,2 +1,2 @@
-"""llama.cpp for GGUF exports: where its build is (``tools``), the process that runs it (``probe``,
-started by ``client``), and the check it runs on each exported file (``check``)."""
+"""llama.cpp for GGUF exports: the process that runs it (``probe``, started by ``client``) to quantise
+and to check each exported file (``check``). Where the build is: ``trainer_core.llamacpp.build``."""

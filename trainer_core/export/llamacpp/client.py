@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainer_core.export.llamacpp.tools import missing_message
 from trainer_core.export.tool_output import follow
+from trainer_core.llamacpp.build import missing_message
 
 ROOT = Path(__file__).resolve().parents[3]  # the folder holding trainer_core/
 BOOT = """

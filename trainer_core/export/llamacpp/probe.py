@@ -2,7 +2,7 @@
 
 ``python -m trainer_core.export.llamacpp.probe FOLDER`` reads one JSON request on stdin and writes
 one JSON line on stdout, prefixed ``RESULT `` (llama.cpp's own log goes to stderr). ``FOLDER`` is
-the llama.cpp build (``tools``), appended to ``sys.path`` after site-packages so that nothing in
+the llama.cpp build (``trainer_core.llamacpp.build``), appended to ``sys.path`` after site-packages so that nothing in
 it shadows the app's packages. Imports only the standard library, numpy and ``llama_cpp``; never
 torch. Started and read by ``client``.
 
@@ -55,7 +55,8 @@ def check(request: dict) -> dict:
     """Answer, predict and render as described in the module docstring."""
     import llama_cpp
     import numpy as np
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    from trainer_core.llamacpp.chat_template import TemplateRenderer
 
     prompts, answers = request["prompts"], request["answers"]
     longest = max(len(p) + len(a) for p, a in zip(prompts, answers))
@@ -80,15 +81,10 @@ def check(request: dict) -> dict:
         head = list(answer[:same]) + ([int(predicted[same])] if same < len(answer) else [])
         free.append(head + _greedy(llm, list(prompt) + head, len(answer) - len(head)))
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
-    text = llm.metadata.get("tokenizer.chat_template")
+    template = TemplateRenderer(llm)
     template_ids = None
-    if text:
-        token = lambda i: llama_cpp.llama_vocab_get_text(vocab, i).decode("utf-8", "replace") if i >= 0 else ""  # noqa: E731
-        formatter = Jinja2ChatFormatter(
-            template=text, eos_token=token(llm.token_eos()), bos_token=token(llm.token_bos())
-        )
-        rendered = formatter(messages=request["messages"]).prompt
-        template_ids = llm.tokenize(rendered.encode("utf-8"), add_bos=False, special=True)
+    if template.chat_template:
+        template_ids = template.apply_chat_template(request["messages"], tokenize=True, add_generation_prompt=True)
     end = request.get("end_of_turn")
     eog = bool(end is not None and llama_cpp.llama_vocab_is_eog(vocab, int(end)))
     file_type = int(llm.metadata.get("general.file_type", -1))

@@ -9,8 +9,8 @@ and writes ``STAMP``: the version and the CPU features it was built for. The bui
 shared between machines) is treated as missing and setup rebuilds it, rather than crashing on an
 instruction this CPU lacks.
 
-Nothing here imports llama.cpp: it runs in its own process (``probe``), so a crash in native code
-ends that process only.
+Nothing here imports llama.cpp: it runs in processes of its own (the export's ``probe``, the chat
+model's ``serving.gguf_worker``), so a crash in native code ends that process only.
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ def missing_message(folder: Path) -> Optional[str]:
         return (
             f"Quantised GGUF formats and the llama.cpp check need llama.cpp, which is not built in {folder}: {install}"
         )
+    if not any((folder / "llama_cpp" / "lib").glob("libllama.*")):  # a damaged copy: the package without its library
+        return f"llama.cpp in {folder} is incomplete (no llama_cpp/lib/libllama): {install}"
     if stamp.get("version") != VERSION:
         return f"llama.cpp in {folder} is llama-cpp-python {stamp.get('version')}, not {VERSION}: {install}"
     built_for = tuple(stamp.get("cpu_features") or ())
@@ -78,7 +80,7 @@ def write_stamp(folder: Path, build_seconds: float) -> Path:
     return path
 
 
-if __name__ == "__main__":  # python -m trainer_core.export.llamacpp.tools FOLDER SECONDS | --check FOLDER
+if __name__ == "__main__":  # python -m trainer_core.llamacpp.build FOLDER SECONDS | --check FOLDER
     import sys
 
     if sys.argv[1] == "--check":
