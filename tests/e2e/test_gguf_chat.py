@@ -160,8 +160,14 @@ def test_doors_unknown_running_outside_planted_and_unbuilt(studio, tmp_path):
     for task_id in ("export-20261205-094000-dddddd", "export-20261205-095000-eeeeee"):
         with pytest.raises(ChatInputError, match="has no GGUF file to talk to"):
             engine.resolve(task_id)
+    damaged = settings.runs_dir / JOB / "exports" / "damaged"
+    damaged.mkdir()
+    (damaged / FILE).write_bytes(b"GGUF" + b"\0" * 64)  # a GGUF header with nothing behind it
+    tasks.save(_task("export-20261205-096000-ffffff", damaged))
+    with pytest.raises(ChatInputError, match="llama.cpp could not read .*damaged"):
+        engine.load("export-20261205-096000-ffffff")
     listed = [c.id for c in engine.choices() if c.kind == "gguf"]
-    assert listed == [f"{EXPORT}/q4_k_m"]
+    assert listed == ["export-20261205-096000-ffffff/q4_k_m", f"{EXPORT}/q4_k_m"]  # newest export first
     unbuilt = settings.model_copy(update={"llama_cpp_dir": tmp_path / "no-build"})
     engine._models._settings = unbuilt
     try:

@@ -43,21 +43,41 @@ def _threads() -> int:
     return max(1, min(psutil.cpu_count(logical=False) or allowed, allowed))
 
 
+def trained_context(path: str) -> int:
+    """The ``<architecture>.context_length`` in the GGUF's header (0 when absent), read with the
+    vocabulary only (no weights, no context). Raises ChatInputError when llama.cpp cannot read it."""
+    import ctypes
+
+    import llama_cpp
+
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = True
+    model = llama_cpp.llama_model_load_from_file(path.encode(), params)
+    if not model:
+        raise ChatInputError(f"llama.cpp could not read {path} (not a GGUF file it knows, or damaged)")
+    try:
+        arch, value = ctypes.create_string_buffer(128), ctypes.create_string_buffer(64)
+        llama_cpp.llama_model_meta_val_str(model, b"general.architecture", arch, len(arch))
+        if llama_cpp.llama_model_meta_val_str(model, arch.value + b".context_length", value, len(value)) < 0:
+            return 0
+        return int(value.value or 0)
+    finally:
+        llama_cpp.llama_model_free(model)
+
+
 def load(path: str, tools_dir: str) -> tuple[Any, int, float]:
     """``(llm, n_ctx, seconds)`` for the GGUF at ``path``. Raises ChatInputError when llama.cpp
     cannot read the file (its message), ImportError when the build is unusable."""
     if tools_dir not in sys.path:
         sys.path.append(tools_dir)  # after site-packages: nothing in the build shadows the app's packages
     import llama_cpp
+    from llama_cpp import _logger
 
+    _logger.set_verbose(False)  # llama.cpp's own log lines: errors only (failures are reported here)
     began = time.monotonic()
+    n_ctx = min(trained_context(path) or 2048, MAX_CONTEXT)
+    threads = _threads()
     try:
-        header = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
-        arch = header.metadata.get("general.architecture", "")
-        trained = int(header.metadata.get(f"{arch}.context_length") or 0)
-        header.close()
-        n_ctx = min(trained or 2048, MAX_CONTEXT)
-        threads = _threads()
         llm = llama_cpp.Llama(
             model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, n_gpu_layers=0, verbose=False
         )
@@ -141,8 +161,8 @@ def serve_gguf(choice: dict[str, Any], tools_dir: str, commands: Any, events: An
         llm, n_ctx, seconds = load(choice["path"], tools_dir)
         template = TemplateRenderer(llm)
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
-        log.error("loading %s failed:\n%s", choice.get("id"), traceback.format_exc())
         known = isinstance(exc, ChatInputError)
+        log.error("loading %s failed: %s", choice.get("id"), exc if known else traceback.format_exc())
         events.put(
             (EventKind.ERROR, {"id": None, "kind": "load", "message": str(exc) if known else failure_message(exc)})
         )
