@@ -127,6 +127,33 @@ def test_one_task_at_a_time_and_training_excludes_tasks(setup) -> None:
     assert resolving.value.status == 409
 
 
+def test_a_start_arriving_between_a_tasks_check_and_its_claim_is_refused(setup, monkeypatch) -> None:
+    """The task's check (no job runs) and its claim of the machine are one step for Start."""
+    import threading
+
+    from trainer_core.schemas import TrainingStartRequest
+
+    tasks, jobs, choice, _ = setup
+    checked, original = threading.Event(), TaskRunner._refuse_if_busy
+
+    def slow_check(self):
+        original(self)
+        checked.set()
+        time.sleep(0.5)  # a Start now arrives before the claim
+
+    monkeypatch.setattr(TaskRunner, "_refuse_if_busy", slow_check)
+    started = []
+    thread = threading.Thread(
+        target=lambda: started.append(tasks.start(TaskKind.evaluate, choice, {}, fake_task_workers.slow_task))
+    )
+    thread.start()
+    assert checked.wait(10)
+    refused = jobs.start(TrainingStartRequest(local_datasets=["x.json"]))
+    thread.join(10)
+    assert started and refused.status == "error" and started[0].task_id in refused.error, refused
+    assert jobs.status(with_history=False).is_training_running is False
+
+
 def test_tasks_left_running_by_a_dead_app_are_marked_failed(setup) -> None:
     tasks, _, choice, _ = setup
     record = tasks.start(TaskKind.evaluate, choice, {}, fake_task_workers.slow_task)

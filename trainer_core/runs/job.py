@@ -90,6 +90,12 @@ class JobRunner:
         self.history = MetricsHistory()
 
     # ----- commands -----
+    def starts_held(self) -> threading.RLock:
+        """The lock ``start`` holds from its checks until the job is on: hold it to check that no
+        job runs and claim the machine for something else in one step (``TaskRunner.start``), so
+        that a Start cannot slip in between."""
+        return self._state
+
     def start(self, request: TrainingStartRequest) -> TrainingJobResponse:
         """Queue a job; ``status="error"`` (and nothing changed) if one is already running. The
         state lock is held throughout, so a refused caller always sees the winner's job id."""

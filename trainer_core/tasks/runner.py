@@ -157,7 +157,7 @@ class TaskRunner:
             message="Starting",
             output_dir=str(output_dir) if output_dir else None,
         )
-        with self._lock:
+        with self._lock, self._jobs.starts_held():  # no Start between the check and the claim
             self._refuse_if_busy()
             self._current, self._cancelled = record, False
         try:
