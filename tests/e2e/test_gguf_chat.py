@@ -16,6 +16,7 @@ import openai
 import pytest
 
 from tests.e2e.conftest import ServerThread
+from tests.e2e.page_tools import browser as browser  # the fixture (headless Chromium)
 from trainer_core.llamacpp import build as tools
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import ChatMessage, GenerationSettings
@@ -199,3 +200,35 @@ def test_the_chat_tab_lists_and_answers_with_the_gguf_and_refuses_base_vs_tuned(
     assert [m["role"] for m in chat] == ["user", "assistant"] and answer.startswith(direct)
     with pytest.raises(Exception, match="holds only the tuned weights.*choose the run it was exported from"):
         client.predict(model_id, True, *args[2:], *settings.values(), api_name="/chat")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_chat_tab_in_a_browser_answers_with_the_gguf(studio, browser, tmp_path):
+    """A person picks the GGUF export in the Chat tab's model list and chats with it; with Base vs
+    tuned ticked the page says why it cannot compare."""
+    from tests.e2e.conftest import screenshot
+
+    *_, url = studio
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(url)
+    page.get_by_role("tab", name="Chat").click()
+    page.locator("#chat-model input").click()
+    page.get_by_role("option", name=f"{JOB} · GGUF q4_k_m in llama.cpp", exact=False).click()
+    message = page.locator("#chat-message textarea")
+    page.locator("#chat-compare input").check()
+    message.fill("What is the capital of France?")
+    message.press("Enter")
+    page.get_by_text("a GGUF export holds only the tuned weights").first.wait_for(timeout=30_000)
+    screenshot(page, tmp_path, "gguf-compare-refused.png")
+    page.locator("#chat-compare input").uncheck()
+    message.fill("What is the capital of France?")
+    message.press("Enter")
+    page.locator("#chat-state").get_by_text("is loaded").wait_for(timeout=60_000)
+    page.wait_for_function(
+        "[...document.querySelectorAll('#chat-tuned .message')].pop().innerText.trim().length > 8", timeout=60_000
+    )
+    screenshot(page, tmp_path, "gguf-chat.png")
+    assert "What is the capital of France?" in page.locator("#chat-tuned").inner_text()
+    assert "GGUF q4_k_m in llama.cpp" in page.locator("#chat-state").inner_text()
+    page.close()
