@@ -211,3 +211,19 @@ def test_cli_bad_input_exits_2_with_the_reason(tmp_path, datasets_dir, capsys, a
     code = main([a.replace("{tmp}", str(tmp_path)).replace("{data}", str(datasets_dir)) for a in argv])
     captured = capsys.readouterr()
     assert code == 2 and re.search(message, captured.err) and captured.out == ""
+
+
+def test_the_evaluate_panel_runs_on_its_defaults_and_refuses_by_on_screen_labels(tasks):
+    """The page sends an emptied optional number box (Max rows) as 0: that is the default (the CPU's
+    first rows), not a refusal; a refusal names the boxes on screen, not the API fields."""
+    from ui.evaluate_panel import evaluate
+    from ui.form import number_widgets
+
+    widgets = number_widgets(EvaluateRequest, ("max_rows", "max_new_tokens", "batch_size"), prefix="eval-")
+    assert widgets["max_rows"].minimum is None and widgets["max_new_tokens"].minimum == 1  # no red outline at 0
+    (status, *_), *_ = list(evaluate(tasks, "base", None, "", 0, 128, 4, False))
+    assert "max_rows" not in status and "Max rows" not in status  # 0 = the default, not out of bounds
+    assert "Held-out dataset (the upload or the paths box): the base model has no evaluation data" in status
+    assert "datasets" not in status.replace("Held-out dataset", "")
+    (status, *_), *_ = list(evaluate(tasks, "base", None, "", 0, 0, 4, False))
+    assert "Max new tokens: Input should be greater than or equal to 1" in status

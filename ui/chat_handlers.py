@@ -12,6 +12,7 @@ import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
 from trainer_core.serving.schemas import BASE_MODEL_ID, ChatMessage, GenerationSettings, ModelChoice
+from ui.refusals import markdown_text, notice_html
 from ui.refused import Refused
 
 SETTINGS_FIELDS = tuple(GenerationSettings.model_fields)
@@ -35,7 +36,7 @@ def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:
     """Load ``model_id`` into the inference worker, showing a loading state and then its time."""
     if not model_id or not isinstance(model_id, str):
         raise Refused(f"{MODEL_LABEL}: choose a model to talk to.")
-    label = _label_of(engine, model_id)
+    label = markdown_text(_label_of(engine, model_id))
     yield f"Loading **{label}**…"
     started = time.monotonic()
     try:
@@ -44,6 +45,15 @@ def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:
         raise Refused(str(exc)) from None
     took = seconds if seconds else time.monotonic() - started
     yield f"**{label}** is loaded ({took:.1f} s)."
+
+
+def load_button(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:
+    """The Load button: ``load``, with a refusal said in the load state line (nothing marked as an
+    error; the line never stays at "Loading ...")."""
+    try:
+        yield from load(engine, model_id)
+    except Refused as exc:
+        yield f"**Not loaded:** {markdown_text(str(exc))}"
 
 
 def _choice_of(engine: ChatEngine, model_id: str) -> ModelChoice:
@@ -103,7 +113,62 @@ def send(
 ) -> Iterator[tuple]:
     """Stream the answer to ``message`` into the chat (and, with ``compare``, the base model's answer
     with the same settings and seed into the second column), loading the model first when another
-    is loaded. Yields (textbox, chat, base chat, load state)."""
+    is loaded. Yields (textbox, chat, base chat, load state, notice). A refusal (a training job has
+    the machine, a run without weights, a bad setting, ...) is a notice beside Send that keeps the
+    typed message and the conversation as they were; nothing is marked as an error."""
+    try:
+        settings = _checked_send(engine, model_id, compare, message, values)
+    except Refused as exc:  # everything as it was: the typed message, both conversations
+        kept = message if isinstance(message, str) else ""
+        yield kept, history or [], base_history or [], gr.skip(), _notice(str(exc))
+        return
+    before, base_before = list(history or []), list(base_history or [])
+    history = [*before, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
+    base_history = (
+        [*base_before, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
+        if compare
+        else base_before
+    )
+    state = gr.update()
+    try:
+        if engine.state().get("loaded") != model_id:
+            for state in load(engine, model_id):
+                yield "", history, base_history, state, ""
+        yield from _stream_into(
+            engine,
+            model_id,
+            conversation(system, before, message),
+            settings,
+            True,
+            history,
+            lambda h: ("", h, base_history, state, ""),
+        )
+        if compare:
+            yield from _stream_into(
+                engine,
+                model_id,
+                conversation(system, base_before, message),
+                settings,
+                False,
+                base_history,
+                lambda h: ("", history, h, state, ""),
+            )
+    except (ChatUnavailable, ChatInputError, Refused) as exc:
+        # the message back in its box; a turn with no answer yet taken back (a partial answer stays)
+        answered = bool(_text(history[-1]["content"]))
+        shown_state = _loaded_words(engine)
+        yield (
+            gr.skip() if answered else message,
+            history if answered else before,
+            base_history if answered else base_before,
+            shown_state,
+            _notice(str(exc)),
+        )
+
+
+def _checked_send(engine: ChatEngine, model_id: Any, compare: bool, message: Any, values: tuple) -> GenerationSettings:
+    """The settings of a send that can go ahead; Refused naming the field (by its label) otherwise.
+    Asks the engine first whether chat can run now, so a refused send changes nothing on the page."""
     if not model_id or not isinstance(model_id, str):
         raise Refused(f"{MODEL_LABEL}: choose a model to talk to.")
     if not isinstance(message, str) or not message.strip():
@@ -116,39 +181,27 @@ def send(
             "Base vs tuned: a GGUF export holds only the tuned weights; untick it to chat with the GGUF, "
             "or choose the run it was exported from to compare with its base model."
         )
-    history = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
-    base_history = (
-        [*base_history, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
-        if compare
-        else base_history
-    )
-    state = gr.update()
+    _choice_of(engine, model_id)  # an unknown id, a run without weights: said before anything moves
+    problem = engine.refusal()
+    if problem:
+        raise Refused(problem)
+    return settings
+
+
+def _notice(message: str) -> str:
+    """A refusal as the notice shown beside Send."""
+    return notice_html(message, "Not sent")
+
+
+def _loaded_words(engine: ChatEngine) -> str:
+    """The load state line as it is now (never a stale "Loading ..." after a refusal)."""
+    loaded = engine.state().get("loaded")
+    if not loaded:
+        return "No model loaded: the next message loads the chosen one."
     try:
-        if engine.state().get("loaded") != model_id:
-            for state in load(engine, model_id):
-                yield "", history, base_history, state
-        yield from _stream_into(
-            engine,
-            model_id,
-            conversation(system, history[:-2], message),
-            settings,
-            True,
-            history,
-            lambda h: ("", h, base_history, state),
-        )
-        if compare:
-            earlier = base_history[:-2]
-            yield from _stream_into(
-                engine,
-                model_id,
-                conversation(system, earlier, message),
-                settings,
-                False,
-                base_history,
-                lambda h: ("", history, h, state),
-            )
-    except (ChatUnavailable, ChatInputError) as exc:
-        raise Refused(str(exc)) from None
+        return f"**{markdown_text(engine.resolve(loaded).label)}** is loaded."
+    except ChatInputError:
+        return f"**{markdown_text(loaded)}** is loaded."
 
 
 def _stream_into(
@@ -178,6 +231,6 @@ def stop(engine: ChatEngine) -> None:
         gr.Info("Nothing is being generated.")
 
 
-def clear() -> tuple[list, list, str]:
-    """Empty both chats and the message box."""
-    return [], [], ""
+def clear() -> tuple[list, list, str, str]:
+    """Empty both chats, the message box and the notice."""
+    return [], [], "", ""

@@ -53,6 +53,7 @@ class ChatTab:
                 send_btn = gr.Button("Send", variant="primary", elem_id="chat-send")
                 stop_btn = gr.Button("Stop generation", elem_id="chat-stop")
                 clear_btn = gr.Button("Clear", elem_id="chat-clear")
+            notice = gr.HTML("", elem_id="chat-notice")  # why a message was not sent (it stays in its box)
             with gr.Accordion("Generation settings", open=False):
                 widgets = number_widgets(GenerationSettings)
         self._wire(
@@ -68,6 +69,7 @@ class ChatTab:
             send_btn,
             stop_btn,
             clear_btn,
+            notice,
             list(widgets.values()),
         )
 
@@ -85,15 +87,16 @@ class ChatTab:
         send_btn,
         stop_btn,
         clear_btn,
+        notice,
         settings: list,
     ) -> None:
         self.tab.select(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
         refresh.click(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
-        load_btn.click(partial(chat_handlers.load, engine), self.model, state, api_name="chat_load", **FREE)
+        load_btn.click(partial(chat_handlers.load_button, engine), self.model, state, api_name="chat_load", **FREE)
         compare.change(lambda on: gr.update(visible=on), compare, base_chat, api_name=False)
         inputs = [self.model, compare, system, message, chat, base_chat, *settings]
-        outputs = [message, chat, base_chat, state]
+        outputs = [message, chat, base_chat, state, notice]
         send_btn.click(partial(chat_handlers.send, engine), inputs, outputs, api_name="chat", **FREE)
         message.submit(partial(chat_handlers.send, engine), inputs, outputs, api_name=False, **FREE)
         stop_btn.click(partial(chat_handlers.stop, engine), None, None, api_name="chat_stop", **FREE)
-        clear_btn.click(chat_handlers.clear, None, [chat, base_chat, message], api_name=False)
+        clear_btn.click(chat_handlers.clear, None, [chat, base_chat, message, notice], api_name=False)

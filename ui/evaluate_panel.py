@@ -5,6 +5,7 @@ the base model's, a sortable prompt / reference / base / tuned table, and the JS
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -95,6 +96,31 @@ def _files(settings: Settings, upload: Optional[str], paths_text: str) -> list[s
     return ([kept] if kept else []) + split_paths(paths_text)
 
 
+PATHS_LABEL = "...or held-out dataset paths on the server"
+LABELS = {
+    "datasets": "Held-out dataset (the upload or the paths box)",
+    "max_rows": "Max rows",
+    "max_new_tokens": "Max new tokens",
+    "batch_size": "Batch size",
+    "model": "Model to evaluate",
+}
+
+
+def _unset(name: str, value: Any) -> bool:
+    """An empty box; for an optional field (default None, e.g. Max rows) also the 0 a browser sends
+    for an emptied number box: the field's default applies."""
+    return value in (None, "") or (value == 0 and FIELDS[name].default is None)
+
+
+def on_screen(text: str) -> str:
+    """A refusal with the request's field names replaced by the labels on screen: ``datasets: ...``
+    and ``... held-out files in datasets``."""
+    text = text.removeprefix("settings: ")
+    for name, label in LABELS.items():
+        text = re.sub(rf"(?<![\w/.-]){name}:", f"{label}:", text)
+    return re.sub(r"\bin datasets\b(?![/.]\w)", "in the held-out dataset box", text)
+
+
 def evaluate(
     tasks: TaskRunner,
     model_id: Optional[str],
@@ -112,17 +138,17 @@ def evaluate(
     try:
         values = {"max_rows": max_rows, "max_new_tokens": max_new_tokens, "batch_size": batch_size}
         request = EvaluateRequest(
-            model=(model_id or "").strip() or "base",
+            model=model_id.strip() if isinstance(model_id, str) and model_id.strip() else "base",
             compare_base=bool(compare_base),
             datasets=_files(tasks.settings, upload, paths_text),
-            **{k: int(v) for k, v in values.items() if v not in (None, "")},
+            **{k: int(v) for k, v in values.items() if not _unset(k, v)},
         )
         record = start_evaluation(tasks, request)
     except ValidationError as exc:
-        yield (refusal(explain(exc)), *empty)
+        yield (refusal(on_screen(explain(exc))), *empty)
         return
     except (TaskRefused, gr.Error) as exc:
-        yield (refusal(getattr(exc, "message", None) or str(exc)), *empty)
+        yield (refusal(on_screen(getattr(exc, "message", None) or str(exc))), *empty)
         return
     for current in follow(tasks, record.task_id):
         done = current.phase == TaskPhase.completed
@@ -146,7 +172,7 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
         )
         with gr.Row():
             upload = gr.File(label=UPLOAD_LABEL, file_types=[".json", ".jsonl", ".csv", ".parquet"], type="filepath")
-            paths = gr.Textbox(label="...or held-out dataset paths on the server", info=FIELDS["datasets"].description)
+            paths = gr.Textbox(label=PATHS_LABEL, info=FIELDS["datasets"].description)
         with gr.Row():
             numbers = number_widgets(EvaluateRequest, ("max_rows", "max_new_tokens", "batch_size"), prefix="eval-")
             compare = gr.Checkbox(

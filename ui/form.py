@@ -106,13 +106,16 @@ def number_widgets(
         if names and name not in names:
             continue
         kind = base_type(info.annotation)
+        limits = bounds(info)
+        if info.default is None:  # optional: an empty box (sent as 0) means the default, never out of bounds
+            limits.pop("minimum", None)
         widget = FieldNumber(
             value=info.default,
             precision=0 if kind is int else None,
             label=info.title or _label(name),
             info=info.description,
             elem_id=f"{prefix}field-{name}",
-            **bounds(info),
+            **limits,
         )
         widget.field = name
         widgets[name] = widget

@@ -9,6 +9,7 @@ export task's folder as an export writes it; the real export-then-chat path is i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 
@@ -194,40 +195,45 @@ def test_the_chat_tab_lists_and_answers_with_the_gguf_and_refuses_base_vs_tuned(
         "repetition_penalty": 1.0,
         "seed": 42,
     }
-    _, chat, _, _ = client.predict(*args, *settings.values(), api_name="/chat")
+    _, chat, _, _, notice = client.predict(*args, *settings.values(), api_name="/chat")
     direct = engine.complete(model_id, QUESTION, GenerationSettings(**settings)).delta
     answer = chat[1]["content"] if isinstance(chat[1]["content"], str) else chat[1]["content"][0]["text"]
     assert [m["role"] for m in chat] == ["user", "assistant"] and answer.startswith(direct)
-    with pytest.raises(Exception, match="holds only the tuned weights.*choose the run it was exported from"):
-        client.predict(model_id, True, *args[2:], *settings.values(), api_name="/chat")
+    assert notice == ""
+    kept, chat, _, _, notice = client.predict(model_id, True, *args[2:], *settings.values(), api_name="/chat")
+    assert kept == args[3] and chat == [] and re.search("holds only the tuned weights.*choose the run it", notice)
 
 
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_chat_tab_in_a_browser_answers_with_the_gguf(studio, browser, tmp_path):
     """A person picks the GGUF export in the Chat tab's model list and chats with it; with Base vs
-    tuned ticked the page says why it cannot compare."""
+    tuned ticked a notice beside Send says why it cannot compare, and the typed message stays."""
     from tests.e2e.conftest import screenshot
 
-    *_, url = studio
+    *_, folder, url = studio
+    size = round(os.path.getsize(folder / FILE) / 1e6)
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(url)
     page.get_by_role("tab", name="Chat").click()
     page.locator("#chat-model input").click()
-    page.get_by_role("option", name=f"{JOB} · GGUF q4_k_m in llama.cpp", exact=False).click()
+    page.get_by_role("option", name=f"{JOB} · GGUF q4_k_m in llama.cpp ({size} MB, check passed)").click()
     message = page.locator("#chat-message textarea")
     page.locator("#chat-compare input").check()
     message.fill("What is the capital of France?")
     message.press("Enter")
-    page.get_by_text("a GGUF export holds only the tuned weights").first.wait_for(timeout=30_000)
+    page.locator("#chat-notice").get_by_text("a GGUF export holds only the tuned weights").wait_for(timeout=30_000)
     screenshot(page, tmp_path, "gguf-compare-refused.png")
+    assert message.input_value() == "What is the capital of France?"  # kept for the next try
+    for part in ("#chat-tuned", "#chat-message", "#chat-state"):  # a notice, not error badges
+        assert page.locator(part).get_by_text("Error", exact=True).count() == 0
     page.locator("#chat-compare input").uncheck()
-    message.fill("What is the capital of France?")
     message.press("Enter")
-    page.locator("#chat-state").get_by_text("is loaded").wait_for(timeout=60_000)
+    page.locator("#chat-state").get_by_text("is loaded").wait_for(timeout=120_000)
     page.wait_for_function(
-        "[...document.querySelectorAll('#chat-tuned .message')].pop().innerText.trim().length > 8", timeout=60_000
+        "[...document.querySelectorAll('#chat-tuned .message')].pop().innerText.trim().length > 8", timeout=120_000
     )
+    assert page.locator("#chat-notice").inner_text().strip() == ""  # the notice goes with the next send
     screenshot(page, tmp_path, "gguf-chat.png")
     assert "What is the capital of France?" in page.locator("#chat-tuned").inner_text()
     assert "GGUF q4_k_m in llama.cpp" in page.locator("#chat-state").inner_text()

@@ -148,8 +148,12 @@ class ChatEngine:
             worker.terminate()
 
     # ----- loading -----
+    def refusal(self) -> Optional[str]:
+        """Why chat cannot run now (a training job has the machine), or None."""
+        return TRAINING_BUSY if self._runner.status(with_history=False).is_training_running else None
+
     def _refuse_while_training(self) -> None:
-        if self._runner.status(with_history=False).is_training_running:
+        if self.refusal():
             raise ChatUnavailable(TRAINING_BUSY)
 
     def _ensure_loaded(self, choice: ModelChoice) -> float:
