@@ -129,4 +129,6 @@ def page_worker(request, job_id, output_dir, events, stop):
             )
         )
         time.sleep(0.25)
+    (Path(output_dir) / "adapter_model.safetensors").write_bytes(b"w")  # final weights, as a LoRA run saves
+    (Path(output_dir) / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": request.model_name}))
     events.put((EventKind.DONE, {"phase": "completed", "message": "Training completed", "output_dir": output_dir}))

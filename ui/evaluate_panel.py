@@ -160,8 +160,9 @@ def evaluate(
         )
 
 
-def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
-    """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id)."""
+def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] = None) -> None:
+    """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id) and redrawn
+    when ``shown`` changes (``run_handlers.view_key``: the run moved on, e.g. it finished)."""
     with gr.Accordion("Evaluate", open=False, elem_id="evaluate-panel"):
         model = gr.Dropdown(
             label="Model to evaluate",
@@ -195,8 +196,9 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
         link = gr.Markdown(elem_id="eval-link")
     from ui.export_panel import cancel
 
-    selected.change(partial(model_dropdown, tasks), selected, model, api_name=False, **FREE)
-    selected.change(partial(latest, tasks), selected, [scores, table, link], api_name=False, **FREE)
+    for trigger in (selected.change, *([shown.change] if shown is not None else [])):
+        trigger(partial(model_dropdown, tasks), selected, model, api_name=False, **FREE)
+        trigger(partial(latest, tasks), selected, [scores, table, link], api_name=False, **FREE)
     eval_btn.click(
         partial(evaluate, tasks),
         [model, upload, paths, *numbers.values(), compare],

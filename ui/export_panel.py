@@ -72,10 +72,11 @@ def _links(record: TaskRecord) -> str:
     return "\n".join(lines)
 
 
-def weights_dropdown(tasks: TaskRunner, job_id: Optional[str]) -> dict:
-    """The selected run's final weights and checkpoints."""
+def weights_dropdown(tasks: TaskRunner, job_id: Optional[str], current: Optional[str] = None) -> dict:
+    """The selected run's final weights and checkpoints; ``current`` stays chosen while it is one."""
     choices = run_choices(tasks, job_id)
-    return gr.update(choices=choices, value=choices[0][1] if choices else None)
+    ids = [value for _, value in choices]
+    return gr.update(choices=choices, value=current if current in ids else (ids[0] if ids else None))
 
 
 def format_choices(converter_missing: Optional[str], llama_cpp_missing: Optional[str]) -> list[tuple[str, str]]:
@@ -186,8 +187,9 @@ def push(
         yield text
 
 
-def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
-    """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id)."""
+def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] = None) -> None:
+    """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id) and redrawn
+    when ``shown`` changes (``run_handlers.view_key``: the run moved on, e.g. it finished)."""
     with gr.Accordion("Export", open=False, elem_id="export-panel"):
         with gr.Row():
             weights = gr.Dropdown(
@@ -250,8 +252,9 @@ def build(tasks: TaskRunner, selected: gr.Textbox) -> None:
                 token = gr.Textbox(label="Hub token", type="password", info=PUSH["token"].description)
                 push_btn = gr.Button("Push")
             push_status = gr.Markdown()
-    selected.change(partial(weights_dropdown, tasks), selected, weights, api_name=False, **FREE)
-    selected.change(partial(exports_of, tasks), selected, [table, links], api_name=False, **FREE)
+    for trigger in (selected.change, *([shown.change] if shown is not None else [])):
+        trigger(partial(weights_dropdown, tasks), [selected, weights], weights, api_name=False, **FREE)
+        trigger(partial(exports_of, tasks), selected, [table, links], api_name=False, **FREE)
     export_btn.click(
         partial(export, tasks),
         [selected, weights, fmt, dtype, gguf_types],

@@ -43,6 +43,7 @@ SECTIONS = (  # (schema group, accordion title)
     ("distributed", "Devices and processes"),
 )
 HARDWARE_EVERY_S = 2.0  # the hardware panel's refresh period
+RUN_VIEW_EVERY_S = 3.0  # how often the Runs tab checks whether the selected run moved on
 FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap
 
 
@@ -208,6 +209,8 @@ def _runs_tab(
             elem_id="runs-table",
         )
         summary = gr.Markdown(run_handlers.NO_RUN, elem_id="run-summary")
+        shown = gr.Textbox(visible=False, elem_id="run-view-key")  # run_handlers.view_key of what is shown
+        follow_timer = gr.Timer(RUN_VIEW_EVERY_S)
         picker = compare_panel.build_compare(ctx)
         compare_panel.build_label_editor(ctx, selected, filters, table, picker)
         with gr.Row():
@@ -242,8 +245,8 @@ def _runs_tab(
                 link_id = gr.Textbox(label="Link id to revoke", scale=3)
                 revoke_btn = gr.Button("Revoke", variant="stop", scale=1)
         if ctx.tasks is not None:
-            export_panel.build(ctx.tasks, selected)
-            evaluate_panel.build(ctx.tasks, selected)
+            export_panel.build(ctx.tasks, selected, shown)
+            evaluate_panel.build(ctx.tasks, selected, shown)
         loss = gr.Plot(show_label=False, elem_id="run-loss-plot")
         with gr.Row():
             lr, grad = (
@@ -273,6 +276,17 @@ def _runs_tab(
         selected,
         [summary, settings, loss, lr, grad, *run_buttons],
         api_name="show_run",
+        **FREE,
+    )
+    # the selected run's view follows the run: redrawn when its phase, step or checkpoints change
+    for trigger in (selected.change, follow_timer.tick):
+        trigger(partial(run_handlers.view_key, ctx), selected, shown, api_name=False, show_progress="hidden", **FREE)
+    shown.change(
+        partial(run_handlers.show_run, ctx),
+        selected,
+        [summary, settings, loss, lr, grad, *run_buttons],
+        api_name=False,
+        show_progress="hidden",
         **FREE,
     )
     loaded = load_btn.click(

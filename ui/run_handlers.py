@@ -170,6 +170,17 @@ def select_run(table: pd.DataFrame, evt: gr.SelectData) -> str:
     return str(table.iloc[evt.index[0]]["job_id"])
 
 
+def view_key(ctx: Context, job_id: Optional[str]) -> str:
+    """What the selected run's view shows, as one string (phase, step, checkpoints): the Runs tab
+    polls it and redraws the run's panels when it changes, so a run selected while it trains shows
+    its end (the weights to export, the buttons, the summary) without another click."""
+    job_id = job_id.strip() if isinstance(job_id, str) else ""
+    run = ctx.runner.store.get_run(job_id) if job_id and ctx.runner.store is not None else None
+    if run is None:
+        return job_id
+    return f"{job_id}|{run.phase.value}|{run.last_step}|{run.last_checkpoint}|{run.best_checkpoint}"
+
+
 def on_select(ctx: Context) -> Callable[[pd.DataFrame, gr.SelectData], str]:
     """``select_run`` with its ``gr.SelectData`` parameter visible to Gradio (which does not see
     it through ``functools.partial``)."""

@@ -339,3 +339,28 @@ def test_layout_sticky_monitor_readable_help_hardware_and_model_picker(page, pag
     assert any("bundled" in o for o in options), options
     page.keyboard.press("Escape")
     shot(page, tmp_path, "train-idle.png")
+
+
+def test_a_run_selected_while_it_trains_shows_its_end_without_another_click(page, page_app, datasets_dir, tmp_path):
+    """The Runs tab's view follows the selected run: when it completes, its summary, buttons and
+    the weights to export appear by themselves (issue 27, item 3)."""
+    _, runner, _ = page_app
+    job_id = start_job(runner, datasets_dir, max_steps=24)
+    page.get_by_role("tab", name="Runs").click()
+    page.locator("#runs-refresh").click()
+    table = page.locator("#runs-table")
+    table.get_by_text(job_id, exact=True).filter(visible=True).first.wait_for(timeout=30_000)
+    table.get_by_text(job_id, exact=True).filter(visible=True).first.click()
+    page.locator("#run-summary").get_by_text(job_id).first.wait_for(timeout=30_000)
+    page.locator("#export-panel").get_by_text("Export").first.click()
+    weights = page.locator("#export-weights input")
+    assert runner.status(with_history=False).is_training_running and weights.input_value() == ""
+    assert runner.wait(60)
+    page.locator("#run-summary").get_by_text("completed").first.wait_for(timeout=20_000)
+    page.wait_for_function(
+        "() => (document.querySelector('#export-weights input') || {value: ''}).value.includes('final')",
+        timeout=20_000,
+    )
+    assert page.locator("#chat-with-run").is_enabled() and page.locator("#delete").is_enabled()
+    assert "step 24 / 24" in page.locator("#run-summary").inner_text()
+    shot(page, tmp_path, "runs-follow.png")
