@@ -134,6 +134,9 @@ def send(
         if engine.state().get("loaded") != model_id:
             for state in load(engine, model_id):
                 yield "", history, base_history, state, ""
+        else:  # loaded already (by another page, or before this page was opened): say so here too
+            state = _loaded_words(engine)
+            yield "", history, base_history, state, ""
         yield from _stream_into(
             engine,
             model_id,
