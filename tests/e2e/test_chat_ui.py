@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import form_args, is_training, statuses, wait_for
+from ui.refusals import markdown_text
 
 pytestmark = pytest.mark.slow
 TUNE = dict(
@@ -71,7 +72,7 @@ def tuned_run(app_server, datasets_dir, model_dir):
 def test_chat_with_a_trained_run_equals_direct_generate_and_differs_from_base(client, tuned_run, model_dir):
     job_id, output_dir = tuned_run
     loaded = client.predict(job_id, api_name="/chat_load")
-    assert "is loaded" in loaded and job_id in loaded
+    assert "is loaded" in loaded and markdown_text(job_id) in loaded  # Markdown: the label shown as typed
     _, tuned, base, _, notice = client.predict(*_chat_args(job_id, True, PROMPT), api_name="/chat")
     assert notice == ""
     assert [m["role"] for m in tuned] == ["user", "assistant"] and [m["role"] for m in base] == ["user", "assistant"]
