@@ -5,7 +5,8 @@ Device and dtype as in training: fp32 on CPU, bf16 on CUDA GPUs that support it 
 the attention transformers picks for the architecture (SDPA where it has one; the per-row
 ``sdpa_varlen`` attention of training is for packed batches only). A
 QLoRA adapter is applied to the base in full precision. One set of base weights per LoRA choice:
-its base model's answers come from the same weights with the adapter disabled (``base_weights``);
+tuned answers come from those weights with the adapter merged in (``set_merged``), its base
+model's answers from the same weights unmerged, with the adapter disabled (``weights``);
 a full fine-tune's base is loaded as a second model, on first use only.
 """
 
@@ -44,14 +45,40 @@ class LoadedModel:
         weights with the adapter disabled (LoRA), or the base loaded beside it (full fine-tune).
         ``use_adapter`` is ignored for the base choice."""
         if use_adapter or self.choice.kind == "base":
+            if self.choice.adapter:
+                set_merged(self.model, True)
             yield self.model
         elif self.choice.adapter:
+            set_merged(self.model, False)
             with self.model.disable_adapter():
                 yield self.model
         else:
             if "base" not in self.extra:
                 self.extra["base"] = _load_causal_lm(_base_path(self.choice.base_model, self.models_dir), self.device)
             yield self.extra["base"]
+
+
+def set_merged(model: Any, merged: bool) -> None:
+    """Have the LoRA weights of ``model`` (a ``PeftModel``) merged into its base weights (tuned
+    answers: each adapted layer then costs one matmul, as the base's does) or not (the base's
+    answers, with the adapter disabled). PEFT's ``merge_adapter`` / ``unmerge_adapter``, done only
+    on a change (each walks the adapted layers once: milliseconds for SmolLM2). Measured here
+    (SmolLM2-135M, fp32, 64 greedy tokens): base 15.6 tokens/s, LoRA unmerged 12.5, merged 15.0.
+    An adapter PEFT cannot merge (e.g. on 3-D expert parameters) stays unmerged: slower, same answers."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    if getattr(model, "_unmergeable", False):
+        return
+    now = any(getattr(m, "merged", False) for m in model.modules() if isinstance(m, BaseTunerLayer))
+    if now == merged:
+        return
+    try:
+        model.merge_adapter() if merged else model.unmerge_adapter()
+    except (ValueError, NotImplementedError, RuntimeError, AttributeError, TypeError) as exc:
+        log.warning("the adapter stays unmerged for inference (%s: %s)", type(exc).__name__, exc)
+        model._unmergeable = True
+        if now or merged:
+            model.unmerge_adapter()  # never leave it half merged
 
 
 def _base_path(name: str, models_dir: Path) -> Path:
