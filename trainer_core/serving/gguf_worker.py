@@ -22,7 +22,7 @@ import traceback
 from typing import Any
 
 from trainer_core.serving.errors import ChatInputError
-from trainer_core.serving.worker import EventKind, failure_message
+from trainer_core.serving.worker import EventKind, answer_commands, failure_message
 
 log = logging.getLogger(__name__)
 MAX_CONTEXT = 8192
@@ -168,27 +168,13 @@ def serve_gguf(choice: dict[str, Any], tools_dir: str, commands: Any, events: An
         )
         return
     events.put((EventKind.LOADED, {"seconds": seconds, "device": "cpu (llama.cpp)", "context_tokens": n_ctx}))
-    while (command := commands.get()) is not None:
-        gen_id, request = command
-        try:
-            if not request.get("use_adapter", True):
-                raise ChatInputError(BASE_REFUSAL)
-            ids = prompt_ids(llm, template, request["messages"])
-            reason, count = generate(
-                llm,
-                n_ctx,
-                ids,
-                request["settings"],
-                on_text=lambda text, gen_id=gen_id: events.put((EventKind.DELTA, {"id": gen_id, "text": text})),
-                should_stop=stop.is_set,
-            )
-        except ChatInputError as exc:
-            events.put((EventKind.ERROR, {"id": gen_id, "kind": "input", "message": str(exc)}))
-            continue
-        except Exception as exc:  # noqa: BLE001 - one failed answer must not end the process
-            log.error("generation failed:\n%s", traceback.format_exc())
-            events.put((EventKind.ERROR, {"id": gen_id, "kind": "internal", "message": failure_message(exc)}))
-            continue
-        done = {"id": gen_id, "finish_reason": reason, "prompt_tokens": len(ids), "completion_tokens": count}
-        events.put((EventKind.DONE, done))
+
+    def answer(request: dict, on_text: Any) -> tuple[str, int, int]:
+        if not request.get("use_adapter", True):
+            raise ChatInputError(BASE_REFUSAL)
+        ids = prompt_ids(llm, template, request["messages"])
+        reason, count = generate(llm, n_ctx, ids, request["settings"], on_text=on_text, should_stop=stop.is_set)
+        return reason, len(ids), count
+
+    answer_commands(commands, events, answer)
     llm.close()

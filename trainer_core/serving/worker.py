@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,35 +76,47 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
             {"seconds": loaded.load_seconds, "device": loaded.device, "context_tokens": loaded.context_tokens},
         )
     )
+
+    def answer(request: dict, on_text: Callable[[str], None]) -> tuple[str, int, int]:
+        finish = generate(
+            loaded,
+            request["messages"],
+            GenerationSettings(**request["settings"]),
+            on_text=on_text,
+            should_stop=stop.is_set,
+            use_adapter=request.get("use_adapter", True),
+        )
+        return finish.reason, finish.prompt_tokens, finish.completion_tokens
+
+    answer_commands(commands, events, answer, load_errors=(ModelLoadError,))  # a full fine-tune's base: on first use
+
+
+def answer_commands(
+    commands: Any,
+    events: Any,
+    answer: Callable[[dict, Callable[[str], None]], tuple[str, int, int]],
+    load_errors: tuple[type[BaseException], ...] = (),
+) -> None:
+    """Answer generation commands until told to exit (``None``); shared by both inference workers.
+    ``answer(request, on_text)`` streams the text through ``on_text`` and returns ``(finish_reason,
+    prompt_tokens, completion_tokens)``. Its ChatInputError is an ``input`` error event, one of
+    ``load_errors`` a ``load`` one, anything else an ``internal`` one (logged with its traceback);
+    the process then waits for the next command."""
     while (command := commands.get()) is not None:
         gen_id, request = command
         try:
-            finish = generate(
-                loaded,
-                request["messages"],
-                GenerationSettings(**request["settings"]),
-                on_text=lambda text, gen_id=gen_id: events.put((EventKind.DELTA, {"id": gen_id, "text": text})),
-                should_stop=stop.is_set,
-                use_adapter=request.get("use_adapter", True),
+            reason, prompt_tokens, completion_tokens = answer(
+                request, lambda text, gen_id=gen_id: events.put((EventKind.DELTA, {"id": gen_id, "text": text}))
             )
         except ChatInputError as exc:
             events.put((EventKind.ERROR, {"id": gen_id, "kind": "input", "message": str(exc)}))
             continue
-        except ModelLoadError as exc:  # a full fine-tune's base, loaded on first use
+        except load_errors as exc:
             events.put((EventKind.ERROR, {"id": gen_id, "kind": "load", "message": str(exc)}))
             continue
         except Exception as exc:  # noqa: BLE001 - one failed answer must not end the process
             log.error("generation failed:\n%s", traceback.format_exc())
             events.put((EventKind.ERROR, {"id": gen_id, "kind": "internal", "message": failure_message(exc)}))
             continue
-        events.put(
-            (
-                EventKind.DONE,
-                {
-                    "id": gen_id,
-                    "finish_reason": finish.reason,
-                    "prompt_tokens": finish.prompt_tokens,
-                    "completion_tokens": finish.completion_tokens,
-                },
-            )
-        )
+        done = {"finish_reason": reason, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+        events.put((EventKind.DONE, {"id": gen_id, **done}))
