@@ -10,15 +10,16 @@ from pathlib import Path
 from typing import Literal, Optional
 
 from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel
 
 from api.auth import require_docs_access, require_token
+from api.zip_stream import stream_zip
 from trainer_core.evaluation.schemas import EvaluateRequest
 from trainer_core.export.schemas import ExportRequest, PushRequest
 from trainer_core.paths import PathNotAllowed, confine, is_within
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
-from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+from trainer_core.tasks.schemas import TaskKind, TaskRecord
 
 router = APIRouter(prefix="/api/train", tags=["export and evaluate"], dependencies=[Depends(require_token)])
 files_router = APIRouter(prefix="/api/train", tags=["export and evaluate"], dependencies=[Depends(require_docs_access)])
@@ -105,12 +106,7 @@ def task_file(tasks: TaskRunner, task_id: str, name: str) -> Path:
     inside the allowed folders. Raises HTTPException 404 otherwise (never saying more)."""
     record = tasks.get(task_id)
     missing = HTTPException(404, f"task {task_id} has no file {name!r}")
-    if record is None or record.phase == TaskPhase.running or not record.output_dir or not record.result:
-        raise missing
-    listed = {f.get("name") for f in record.result.get("files", [])} | {record.result.get("predictions_file")}
-    if record.kind == TaskKind.evaluate:
-        listed.add("scores.json")
-    if name not in listed - {None}:
+    if record is None or name not in record.file_names():
         raise missing
     try:
         folder = confine(record.output_dir, tasks.settings.allowed_roots, "task folder")
@@ -129,3 +125,21 @@ def download(task_id: str, name: str, tasks: TaskRunner = Depends(_tasks)) -> Fi
     """Download one file a finished export or evaluation wrote (its name as listed in the result)."""
     path = task_file(tasks, task_id, name)
     return FileResponse(path, filename=path.name)
+
+
+@files_router.get(
+    "/tasks/{task_id}/zip",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/zip": {}}}, 404: {"description": "No such task or no files"}},
+)
+def download_zip(task_id: str, tasks: TaskRunner = Depends(_tasks)) -> StreamingResponse:
+    """Every file a finished export or evaluation listed, in one ZIP (``<task_id>.zip``, streamed;
+    each file passes the same checks as a single download)."""
+    record = tasks.get(task_id)
+    paths = [task_file(tasks, task_id, name) for name in (record.file_names() if record else [])]
+    if not paths:
+        raise HTTPException(404, f"task {task_id} has no files to download")
+    disposition = f'attachment; filename="{task_id}.zip"'
+    return StreamingResponse(
+        stream_zip(paths), media_type="application/zip", headers={"Content-Disposition": disposition}
+    )

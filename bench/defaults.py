@@ -57,12 +57,16 @@ CANDIDATES: dict[str, dict[str, Any]] = {
 
 
 def filled_identity(folder: Path, rows: int = 0) -> Path:
-    """Write identity.json with {{name}} / {{author}} replaced (NAME, AUTHOR) into ``folder``;
-    ``rows`` > 0 keeps only the first ``rows`` rows. Returns the new file's path."""
-    text = (DATASETS / "identity.json").read_text(encoding="utf-8")
-    data = json.loads(text.replace("{{name}}", NAME).replace("{{author}}", AUTHOR))
-    path = folder / "identity_filled.json"
-    path.write_text(json.dumps(data[:rows] if rows else data, ensure_ascii=False), encoding="utf-8")
+    """identity.json with {{name}} / {{author}} filled in (NAME, AUTHOR) by the page's own code
+    (``data.fill.fill_file``: the Train form's *Fill in*), in ``folder``; ``rows`` > 0 keeps only
+    the first ``rows`` rows. Returns the new file's path."""
+    from trainer_core.data.fill import fill_file
+
+    path, _ = fill_file(DATASETS / "identity.json", {"name": NAME, "author": AUTHOR}, folder)
+    if rows:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        path = folder / "identity_filled.json"
+        path.write_text(json.dumps(data[:rows], ensure_ascii=False), encoding="utf-8")
     return path
 
 

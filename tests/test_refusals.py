@@ -8,7 +8,8 @@ def test_field_names_become_labels_with_their_section():
     refusal = describe("max_seq_length: Input should be greater than or equal to 16")
     assert refusal.text == "Max seq length: Input should be greater than or equal to 16"
     assert refusal.fields == ("max_seq_length",) and refusal.element_ids == ("field-max_seq_length",)
-    assert refusal.section_ids == ()  # the model group is always open
+    assert refusal.section_ids == ()  # always on screen
+    assert describe("hf_token: bad").section_ids == ("section-model",)  # in the closed Model options
 
 
 def test_dataset_fields_name_both_widgets_and_sections_are_opened():

@@ -739,7 +739,8 @@ class TrainingProgress(BaseModel):
     own train begin, and the job runner adds the training seconds the run had logged up to the
     checkpoint it resumed from before the event reaches the history and the run store (the
     worker's own ``metrics.jsonl`` keeps the per-session value). Idle time between a Stop and a
-    Resume is not in it. ``eta_seconds`` is the worker's estimate from this session's step rate."""
+    Resume is not in it. ``eta_seconds`` (with its spread ``eta_low_seconds`` / ``eta_high_seconds``)
+    is the worker's estimate from this session's latest step times (``training.eta``)."""
 
     job_id: str
     step: int = Field(ge=0)
@@ -751,7 +752,11 @@ class TrainingProgress(BaseModel):
     epoch: Optional[float] = None
     progress_percent: float = Field(0.0, ge=0, le=100)
     elapsed_seconds: float = Field(0.0, ge=0, description="Training seconds, continued over resumes.")
-    eta_seconds: Optional[float] = None
+    eta_seconds: Optional[float] = Field(
+        None, description="Seconds left: the median of the latest step times x steps left (None before 3 steps)."
+    )
+    eta_low_seconds: Optional[float] = Field(None, description="The same with the latest steps' 20th percentile time.")
+    eta_high_seconds: Optional[float] = Field(None, description="The same with their 80th percentile time.")
     num_tokens: Optional[int] = None
     # preference methods (TRL's rewards/chosen, rewards/rejected, rewards/margins, rewards/accuracies, kl)
     rewards_chosen: Optional[float] = Field(

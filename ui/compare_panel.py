@@ -216,7 +216,12 @@ def build_compare(ctx: Context) -> gr.Dropdown:
             )
         plot = gr.Plot(show_label=False, elem_id="compare-plot")
         diff = gr.Dataframe(
-            value=compare_view.EMPTY_DIFF, interactive=False, wrap=True, max_height=400, elem_id="compare-diff"
+            value=compare_view.EMPTY_DIFF,
+            interactive=False,
+            wrap=True,
+            max_height=400,
+            elem_id="compare-diff",
+            elem_classes=["fit-table"],
         )
     gr.on(
         [picker.change, x_axis.change, smoothing.change],

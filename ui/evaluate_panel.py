@@ -21,9 +21,8 @@ from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 from ui.form import number_widgets
-from ui.handlers import split_paths
-from ui.task_progress import file_links, follow, refusal, run_choices, status_line
-from ui.uploads import keep_upload
+from ui.task_progress import file_links, follow, refusal, run_choices, status_line, wire_cancel_button
+from ui.uploads import keep_upload, split_paths
 
 FREE = dict(concurrency_limit=None)
 FIELDS = EvaluateRequest.model_fields
@@ -172,7 +171,12 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
             info=FIELDS["model"].description,
         )
         with gr.Row():
-            upload = gr.File(label=UPLOAD_LABEL, file_types=[".json", ".jsonl", ".csv", ".parquet"], type="filepath")
+            upload = gr.File(
+                label=UPLOAD_LABEL,
+                file_types=[".json", ".jsonl", ".csv", ".parquet"],
+                type="filepath",
+                elem_id="evaluate-upload",
+            )
             paths = gr.Textbox(label=PATHS_LABEL, info=FIELDS["datasets"].description)
         with gr.Row():
             numbers = number_widgets(EvaluateRequest, ("max_rows", "max_new_tokens", "batch_size"), prefix="eval-")
@@ -183,7 +187,7 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
             )
         with gr.Row():
             eval_btn = gr.Button("Evaluate", variant="primary", elem_id="eval-start")
-            cancel_btn = gr.Button("Cancel task", variant="stop")
+            cancel_btn = gr.Button("Cancel task", variant="stop", interactive=False, elem_id="eval-cancel")
         status = gr.Markdown(elem_id="eval-status")
         scores = gr.Markdown(elem_id="eval-scores")
         table = gr.Dataframe(
@@ -192,6 +196,7 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
             wrap=True,
             max_height=400,
             elem_id="eval-table",
+            elem_classes=["fit-table"],
         )
         link = gr.Markdown(elem_id="eval-link")
     from ui.export_panel import cancel
@@ -207,4 +212,5 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
         show_progress="minimal",
         **FREE,
     )
+    wire_cancel_button(tasks, cancel_btn)
     cancel_btn.click(partial(cancel, tasks), None, status, api_name=False, **FREE)

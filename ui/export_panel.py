@@ -19,7 +19,7 @@ from trainer_core.fieldmeta import explain
 from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
-from ui.task_progress import file_links, follow, refusal, run_choices, size_text, status_line
+from ui.task_progress import file_links, follow, refusal, run_choices, size_text, status_line, wire_cancel_button
 
 FREE = dict(concurrency_limit=None)  # the task runner admits one task at a time itself
 EXPORT_COLUMNS = ["task", "created", "weights", "format", "dtype", "status", "size", "check"]
@@ -227,13 +227,18 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
         )
         with gr.Row():
             export_btn = gr.Button("Export", variant="primary", elem_id="export-start")
-            cancel_btn = gr.Button("Cancel task", variant="stop", elem_id="task-cancel")
+            cancel_btn = gr.Button("Cancel task", variant="stop", elem_id="task-cancel", interactive=False)
         status = gr.Markdown(
             "Exports run in the background and are checked against the run's own answers before they are called done.",
             elem_id="export-status",
         )
         table = gr.Dataframe(
-            value=pd.DataFrame(columns=EXPORT_COLUMNS), interactive=False, max_height=240, elem_id="export-table"
+            value=pd.DataFrame(columns=EXPORT_COLUMNS),
+            interactive=False,
+            max_height=240,
+            wrap=True,
+            elem_id="export-table",
+            elem_classes=["fit-table"],
         )
         links = gr.Markdown(elem_id="export-links")
         with gr.Accordion("Push to the Hugging Face Hub", open=False):
@@ -263,6 +268,7 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
         show_progress="minimal",
         **FREE,
     )
+    wire_cancel_button(tasks, cancel_btn)
     cancel_btn.click(partial(cancel, tasks), None, status, api_name="task_cancel", **FREE)
     push_btn.click(
         partial(push, tasks),

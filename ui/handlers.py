@@ -25,9 +25,10 @@ from trainer_core.settings import Settings
 from ui import charts
 from ui.follow import FOLLOWERS
 from ui.form import FORM_FIELDS, build_request, form_values
+from ui.placeholder_panel import gate as placeholder_gate
 from ui.refusals import EVAL_UPLOAD_LABEL, describe
 from ui.refused import Refused
-from ui.uploads import UPLOAD_LABEL, keep_upload
+from ui.uploads import UPLOAD_LABEL, keep_upload, split_paths
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (the times keep moving)
@@ -65,7 +66,7 @@ def status_line(status: TrainingStatus) -> str:
         if d.get("wall_seconds") is not None:
             parts.append(f"wall {clock(d.get('wall_seconds'))}")
         if status.is_training_running:
-            parts.append(f"ETA {clock(d.get('eta_seconds'))}")
+            parts.append(eta_text(d))
         if d.get("tokens_per_second"):
             parts.append(f"{d['tokens_per_second']:.0f} tokens/s")
         if d.get("loss") is not None:
@@ -76,9 +77,28 @@ def status_line(status: TrainingStatus) -> str:
             f"to {d.get('max_seq_length')} tokens, {d.get('dropped_rows', 0)} dropped"
         )
     text = " · ".join(parts) + f"\n\n{status.message}"
+    if status.is_training_running and d.get("step") is not None:
+        text += "\n\n" + progress_bar(d["step"] / max(d.get("total_steps") or 0, 1))
     if status.error:
         text += f"\n\n**Error:** {status.error}"
     return text
+
+
+def eta_text(details: dict) -> str:
+    """``ETA 17m 02s (15m 40s – 19m 10s)``: the worker's estimate and its spread
+    (``training.eta``), or that it comes after the first steps."""
+    eta = details.get("eta_seconds")
+    if eta is None:
+        return "ETA after 3 steps"
+    low, high = details.get("eta_low_seconds"), details.get("eta_high_seconds")
+    spread = f" ({clock(low)} – {clock(high)})" if low is not None and high is not None and high > low else ""
+    return f"ETA {clock(eta)}{spread}"
+
+
+def progress_bar(fraction: float) -> str:
+    """An HTML progress bar (``<progress class="run-progress">``) for ``fraction`` 0..1."""
+    value = max(0.0, min(1.0, float(fraction)))
+    return f'<progress class="run-progress" value="{value:.3f}" max="1">{100 * value:.0f}%</progress>'
 
 
 def buttons(status: TrainingStatus) -> tuple:
@@ -92,10 +112,11 @@ def buttons(status: TrainingStatus) -> tuple:
     )
 
 
-def starting() -> Any:
+def starting() -> tuple[Any, Any]:
     """The Start button at the click, before the checks answer: disabled and saying so (a second
-    click cannot queue a second start)."""
-    return gr.Button(value="Starting…", interactive=False)
+    click cannot queue a second start); and the pre-flight report folded, so the status and the
+    charts are in view for the run (its title stays, one click opens it again)."""
+    return gr.Button(value="Starting…", interactive=False), gr.Accordion(open=False)
 
 
 def render(status: TrainingStatus, points: ChartPoints) -> tuple:
@@ -190,11 +211,6 @@ class Context:
     queue: Optional[Any] = None  # trainer_core.queue.dispatcher.JobQueue (jobs waiting for the machine)
 
 
-def split_paths(text: str) -> list[str]:
-    """Comma- or newline-separated paths typed in a textbox."""
-    return [p.strip() for p in (text or "").replace("\n", ",").split(",") if p.strip()]
-
-
 def dataset_paths(upload: Optional[str], paths_text: str, settings: Settings, label: str = UPLOAD_LABEL) -> list[str]:
     """The uploaded file (kept) plus each path typed in; ``label`` names the upload field in errors."""
     kept = keep_upload(upload, settings, label)
@@ -213,8 +229,13 @@ def start(
     """Check the form and the paths, start the job and stream its status as (*monitor, notice).
     A refusal (bad setting, path outside the allowed folders, missing file, a job already running)
     leaves the monitor as it is and says why in the notice beside the button (plus a toast),
-    with the field's on-screen label (``ui.refusals``). ``session``: the tab (``watch``)."""
+    with the field's on-screen label (``ui.refusals``). ``session``: the tab (``watch``). After the
+    form's values may come the page's placeholder names and its *Train with them as they are* box
+    (``placeholder_panel.gate``; API clients leave them out)."""
+    values, placeholders = values[: len(FORM_FIELDS)], values[len(FORM_FIELDS) :]
     try:
+        if placeholders:
+            placeholder_gate(*placeholders)
         request = form_request(ctx, upload, paths_text, eval_upload, eval_text, values)
     except gr.Error as exc:
         yield refused(ctx, exc.message)

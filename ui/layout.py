@@ -22,6 +22,7 @@ from ui import (
     export_panel,
     handlers,
     method_panel,
+    placeholder_panel,
     preflight_panel,
     preview,
     queue_panel,
@@ -32,7 +33,7 @@ from ui.chat_tab import ChatTab
 from ui.follow import tab_bound
 from ui.form import FORM_FIELDS, make_widget
 from ui.quiet_errors import quiet_errors
-from ui.refusals import EVAL_UPLOAD_LABEL
+from ui.refusals import EVAL_UPLOAD_LABEL, MODEL_FIRST
 from ui.uploads import DATASET_TYPES, UPLOAD_LABEL
 
 SECTIONS = (  # (schema group, accordion title)
@@ -48,13 +49,19 @@ FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; rea
 
 
 def _build_model_group(models: list[tuple[str, str]]) -> dict[str, gr.components.Component]:
-    """The model settings (always open); ``models`` are the picker's local suggestions."""
-    with gr.Group():
-        return {
-            name: make_widget(name, models if name == "model_name" else None)
-            for name in FORM_FIELDS
-            if group(name) == "model"
-        }
+    """The model settings: the name, then training type and max length in a row, the less used ones
+    (remote code, 4-bit, token) in a closed *Model options* (``#section-model``, which a refusal
+    opens); ``models`` are the picker's local suggestions. Short, so the data is on the first screen."""
+    names = [name for name in FORM_FIELDS if group(name) == "model"]
+    widgets = {}
+    widgets["model_name"] = make_widget("model_name", models)
+    with gr.Row(equal_height=True):
+        for name in (n for n in names if n in MODEL_FIRST and n != "model_name"):
+            widgets[name] = make_widget(name)
+    with gr.Accordion("Model options", open=False, elem_id="section-model"):
+        for name in (n for n in names if n not in MODEL_FIRST):
+            widgets[name] = make_widget(name)
+    return widgets
 
 
 def _build_sections() -> dict[str, gr.components.Component]:
@@ -111,8 +118,9 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
     )
 
 
-def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdown, gr.Dataframe]:
-    """Training and evaluation files (upload or server paths) and the dataset preview."""
+def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdown, gr.Dataframe, dict]:
+    """Training and evaluation files (upload or server paths), the dataset preview and the
+    placeholder fields under it (``placeholder_panel``)."""
     upload = gr.File(label=UPLOAD_LABEL, file_types=DATASET_TYPES, type="filepath", elem_id="train-upload")
     paths = gr.Textbox(
         label="...or dataset paths on the server",
@@ -128,9 +136,10 @@ def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdow
             max_height=420,
             interactive=False,
             datatype=["number", "markdown"],
-            column_widths=["60px", "100%"],
             elem_id="preview-table",
+            elem_classes=["fit-table"],
         )
+    fill = placeholder_panel.build()
     eval_upload = gr.File(label=EVAL_UPLOAD_LABEL, file_types=DATASET_TYPES, type="filepath", elem_id="eval-upload")
     eval_paths = gr.Textbox(
         label="...or evaluation dataset paths on the server (optional)",
@@ -138,7 +147,7 @@ def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdow
         info="Comma-separated; evaluated every Eval steps. Or set the validation fraction "
         "(Data options) to split them off the training rows.",
     )
-    return upload, paths, eval_upload, eval_paths, detected, table
+    return upload, paths, eval_upload, eval_paths, detected, table, fill
 
 
 def _config_block() -> dict[str, gr.components.Component]:
@@ -206,15 +215,17 @@ def _runs_tab(
             value=pd.DataFrame(columns=run_handlers.RUN_COLUMNS),
             interactive=False,
             max_height=300,
+            wrap=True,
             elem_id="runs-table",
+            elem_classes=["fit-table"],
         )
         summary = gr.Markdown(run_handlers.NO_RUN, elem_id="run-summary")
         shown = gr.Textbox(visible=False, elem_id="run-view-key")  # run_handlers.view_key of what is shown
         follow_timer = gr.Timer(RUN_VIEW_EVERY_S)
         picker = compare_panel.build_compare(ctx)
         compare_panel.build_label_editor(ctx, selected, filters, table, picker)
-        with gr.Row():
-            load_btn = gr.Button("Load settings into the form", elem_id="load-settings", interactive=False)
+        with gr.Row(elem_id="runs-actions"):
+            load_btn = gr.Button("Load into form", elem_id="load-settings", interactive=False)
             resume_btn = gr.Button("Resume", variant="primary", elem_id="resume", interactive=False)
             chat_btn = gr.Button("Chat with this run", elem_id="chat-with-run", interactive=False)
             download_btn = gr.Button("Download run (zip)", elem_id="download-run")
@@ -239,7 +250,12 @@ def _runs_tab(
                 "A link opens a chat page for this run's model only, and works as an OpenAI base_url."
             )
             links = gr.Dataframe(
-                value=pd.DataFrame(columns=share_handlers.LINK_COLUMNS), interactive=False, max_height=200
+                value=pd.DataFrame(columns=share_handlers.LINK_COLUMNS),
+                interactive=False,
+                max_height=200,
+                wrap=True,
+                elem_id="share-links",
+                elem_classes=["fit-table"],
             )
             with gr.Row():
                 link_id = gr.Textbox(label="Link id to revoke", scale=3)
@@ -277,6 +293,9 @@ def _runs_tab(
         [summary, settings, loss, lr, grad, *run_buttons],
         api_name="show_run",
         **FREE,
+    )
+    selected.change(  # another run: the last one's notice and download are not about it
+        lambda: ("", gr.File(value=None, visible=False)), None, [runs_notice, bundle], api_name=False, queue=False
     )
     # the selected run's view follows the run: redrawn when its phase, step or checkpoints change
     for trigger in (selected.change, follow_timer.tick):
@@ -343,9 +362,9 @@ def build_ui(
             with gr.Tab("Train", id="train"):
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=5, elem_id="form-col"):
-                        widgets = _build_model_group(models)
+                        widgets = _build_model_group(models)  # model and data first: the first screen
+                        upload, paths, eval_upload, eval_paths, detected, table, fill = _data_inputs()
                         widgets.update(method_panel.build(runner.store))
-                        upload, paths, eval_upload, eval_paths, detected, table = _data_inputs()
                         widgets.update(_build_sections())
                         config = _config_block()
                         queued = queue_panel.build(ctx) if queue is not None else None
@@ -365,6 +384,7 @@ def build_ui(
         ]
         mapping, length = widgets["custom_format_mapping"], widgets["max_seq_length"]
         on_preview = partial(preview.preview, ctx)
+        shown = [detected, table, *placeholder_panel.outputs(fill)]  # what a preview refresh sets
         for trigger in (
             upload.change,
             paths.submit,
@@ -377,9 +397,16 @@ def build_ui(
             length.blur,
             widgets["training_method"].change,
         ):
-            trigger(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
+            trigger(on_preview, preview_inputs, shown, api_name=False, **FREE)
         for event in preview_after:
-            event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
+            event.then(on_preview, preview_inputs, shown, api_name=False, **FREE)
+        fill["fill"].click(
+            partial(placeholder_panel.fill, ctx),
+            [upload, paths, fill["names"], *fill["fields"]],
+            [upload, paths, fill["note"]],
+            api_name="fill_placeholders",
+            **FREE,
+        )
         method_panel.wire(widgets)
         demo.load(
             partial(method_panel.refresh_adapters, runner.store),
@@ -395,7 +422,7 @@ def build_ui(
             config,
             file_inputs,
             form,
-            lambda event: event.then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE),
+            lambda event: event.then(on_preview, preview_inputs, shown, api_name=False, **FREE),
         )
         demo.load(
             config_panel.commands_handler(ctx),
@@ -406,14 +433,21 @@ def build_ui(
             **FREE,
         )
         start_btn, stop_btn, cancel_btn = monitor[handlers.MONITOR_VIEWS :]
-        start_btn.click(handlers.starting, None, start_btn, queue=False, show_progress="hidden", api_name=False).then(
+        start_btn.click(
+            handlers.starting,
+            None,
+            [start_btn, preflight["panel"]],
+            queue=False,
+            show_progress="hidden",
+            api_name=False,
+        ).then(
             tab_bound(handlers.start, ctx),
-            [upload, paths, eval_upload, eval_paths, *form],
+            [upload, paths, eval_upload, eval_paths, *form, fill["names"], fill["as_is"]],
             [*monitor, notice],
             api_name="start",
             show_progress="hidden",
             **FREE,
-        )
+        ).then(on_preview, preview_inputs, shown, api_name=False, **FREE)  # the model's tokenizer is here now
         preflight["button"].click(
             partial(preflight_panel.check, ctx),
             [*file_inputs, *form],
@@ -421,7 +455,7 @@ def build_ui(
             api_name="check",
             concurrency_limit=2,
             concurrency_id="preflight",
-        )
+        ).then(on_preview, preview_inputs, shown, api_name=False, **FREE)  # e.g. truncation, once the tokenizer is here
         stop_btn.click(partial(handlers.stop, ctx), None, None, api_name="stop", **FREE)
         cancel_btn.click(partial(handlers.cancel, ctx), None, None, api_name="cancel", **FREE)
         demo.load(tab_bound(handlers.watch, runner), None, monitor, api_name="watch", show_progress="hidden", **FREE)
@@ -432,7 +466,7 @@ def build_ui(
             api_name=False,
             show_progress="hidden",
             **FREE,
-        ).then(on_preview, preview_inputs, [detected, table], api_name=False, **FREE)
+        ).then(on_preview, preview_inputs, shown, api_name=False, **FREE)
         demo.load(handlers.prewarm(runner), None, None, api_name=False, show_progress="hidden", **FREE)
         timer = gr.Timer(HARDWARE_EVERY_S)
         for trigger in (demo.load, timer.tick):

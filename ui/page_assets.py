@@ -24,6 +24,18 @@ button:disabled { opacity: 0.45 !important; filter: grayscale(1); cursor: not-al
 .placeholder-warning { background: #fffbeb; color: #78350f; border: 1px solid #fcd34d; border-radius: 6px;
                        padding: 8px 12px; }
 #hardware { font-size: 14px; }
+/* Tables fit their box (issue 27: columns were cut at 1280 px): the browser's own table layout over
+   the block's width, long ids and paths broken anywhere, instead of Gradio's widths in pixels. */
+.fit-table table { width: 100% !important; table-layout: auto !important; }
+.fit-table th, .fit-table td { width: auto !important; min-width: 0 !important; max-width: none !important;
+                               overflow-wrap: anywhere; word-break: normal; white-space: normal !important; }
+.fit-table .cell-wrap, .fit-table .header-content { white-space: normal !important; }
+.fit-table th, .fit-table th * { overflow-wrap: normal !important; word-break: normal !important; }  /* headers: whole words */
+.fit-table td, .fit-table th, .fit-table td *, .fit-table th * { font-size: 14px !important; }
+.fit-table th:first-child, .fit-table td:first-child { min-width: 3em !important; }
+progress.run-progress { width: 100%; height: 10px; accent-color: #f97316; }
+#monitor-col button, #runs-actions button, .task-buttons button { white-space: nowrap; }  /* one line each at 1280 px */
+#monitor-col button { padding-left: 8px !important; padding-right: 8px !important; }
 .preflight table { font-size: 14px; border-collapse: collapse; margin: 6px 0; }
 .preflight td, .preflight th { border: 1px solid #e5e7eb; padding: 2px 6px; text-align: left; }
 .pf-issues { list-style: none; padding-left: 0; }

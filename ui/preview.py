@@ -12,11 +12,13 @@ import pandas as pd
 from trainer_core.access.requests import confine_dataset
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
+from trainer_core.data.fill import fill_record
 from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
 from trainer_core.schemas import FormatType, TrainingMethod
-from ui.handlers import EMPTY_PREVIEW, Context, split_paths
+from ui import placeholder_panel
+from ui.handlers import EMPTY_PREVIEW, Context
 from ui.refusals import describe, markdown_text
-from ui.uploads import received_upload
+from ui.uploads import received_upload, split_paths
 
 
 def preview(
@@ -28,15 +30,17 @@ def preview(
     model_name: Optional[str] = None,
     max_seq_length: Optional[float] = None,
     training_method: Optional[str] = None,
-) -> tuple[str, pd.DataFrame]:
+) -> tuple[Any, ...]:
     """The dataset preview of the uploaded file or the first typed path (confined to the allowed
     folders): detected format, row count, rows longer than the Max seq length with the chosen
     model's chat template (when its tokenizer is on this machine), a warning with the fix for
     template placeholders left in the data, and the first rows turn by turn (for a preference
-    ``training_method``: prompt and answers). Problems are shown inline, naming the file."""
+    ``training_method``: prompt and answers). Problems are shown inline, naming the file. Returns
+    (summary, table, *``placeholder_panel.updates``): a field per placeholder found."""
+    none = placeholder_panel.updates([])
     typed = split_paths(paths_text if isinstance(paths_text, str) else "")
     if not upload and not typed:
-        return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy()
+        return "Choose a dataset file or type its path.", EMPTY_PREVIEW.copy(), *none
     try:
         received = received_upload(upload, ctx.settings)
         first = (
@@ -57,20 +61,25 @@ def preview(
             first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length, method=method
         )
     except gr.Error as exc:
-        return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy()
+        return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy(), *none
     except (DatasetError, ValueError, TypeError, OverflowError, OSError) as exc:
-        return f"**Cannot use this dataset:** {markdown_text(describe(str(exc)).text)}", EMPTY_PREVIEW.copy()
-    return preview_summary(found, Path(first).name, length, tokenizer is not None), preview_table(found.sample)
+        return f"**Cannot use this dataset:** {markdown_text(describe(str(exc)).text)}", EMPTY_PREVIEW.copy(), *none
+    summary = preview_summary(found, Path(first).name, length, tokenizer is not None)
+    filled = fill_record(ctx.settings.uploads_dir / Path(first).name) if received else None
+    if filled:
+        values = ", ".join(f"`{{{{{k}}}}}` = {markdown_text(v)}" for k, v in filled.get("values", {}).items())
+        summary += f"\n\nPlaceholders filled in ({values}) in a copy of {markdown_text(str(filled.get('source')))}."
+    return summary, preview_table(found.sample), *placeholder_panel.updates(found.placeholders)
 
 
 def preview_table(sample: pd.DataFrame) -> Any:
     """The preview table's update: the sample with a Markdown column per text column (``row`` stays
-    a number) and the width shared among them (preference rows show prompt and answers side by side)."""
+    a number); the page's ``.fit-table`` style shares the width (preference rows show prompt and
+    answers side by side)."""
     texts = len(sample.columns) - 1
     return gr.Dataframe(
         value=sample,
         datatype=["number", *["markdown"] * texts],
-        column_widths=["60px", *[f"{100 // max(texts, 1)}%"] * texts],
     )
 
 
@@ -98,5 +107,13 @@ def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: b
     lines += [markdown_text(note) for note in getattr(found, "notes", [])]
     if found.placeholders:
         names = ", ".join(f"`{{{{{p.name}}}}}` in {p.rows} rows" for p in found.placeholders)
-        lines.append(f"⚠️ **Template placeholders left in the data** ({names}). {found.advice}")
+        where = (
+            "Type their values in the fields below and press Fill in"
+            if len(found.placeholders) <= placeholder_panel.MAX_FIELDS
+            else "Too many to fill on the page: replace them in the file"
+        )
+        lines.append(
+            f"⚠️ **Template placeholders left in the data** ({names}): the model would learn the braces "
+            f"literally. {where}."
+        )
     return "\n\n".join(lines)

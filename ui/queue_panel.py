@@ -25,7 +25,6 @@ from ui.refusals import describe
 
 log = logging.getLogger(__name__)
 QUEUE_COLUMNS = ["#", "state", "settings", "note", "queued", "queue id"]
-QUEUE_WIDTHS = ["36px", "80px", "45%", "25%", "70px", "150px"]
 ADD_LABEL = "Add to queue"
 EMPTY = "No jobs waiting. **Add to queue** takes the form as it is and starts it after the jobs before it."
 
@@ -144,8 +143,8 @@ def build(ctx: Context) -> dict[str, gr.components.Component]:
             interactive=False,
             max_height=260,
             wrap=True,
-            column_widths=QUEUE_WIDTHS,
             elem_id="queue-table",
+            elem_classes=["fit-table"],
         )
         chosen = gr.Textbox(label="Queue entry", placeholder="click a row", elem_id="queue-id")
         with gr.Row():

@@ -23,6 +23,8 @@ SECTION_TITLES = {
     "output": "Output",
     "distributed": "Devices and processes",
 }
+# The model fields always on screen (in a row); the model group's others are in Model options.
+MODEL_FIRST = ("model_name", "training_type", "max_seq_length")
 # The dataset fields are two widgets each (an upload and a path box); elem ids set in ui.layout.
 FILE_WIDGETS = {
     "local_datasets": ("Training dataset", ("train-upload", "train-paths")),
@@ -80,8 +82,8 @@ class Refusal:
     @property
     def section_ids(self) -> tuple[str, ...]:
         """Ids of the form sections (accordions) that hold the marked widgets, to open them."""
-        groups = dict.fromkeys(group(n) for n in self.fields if n not in FILE_WIDGETS)
-        return tuple(f"section-{g}" for g in groups if g in SECTION_TITLES and g != "model")
+        groups = dict.fromkeys(group(n) for n in self.fields if n not in FILE_WIDGETS and n not in MODEL_FIRST)
+        return tuple(f"section-{g}" for g in groups if g in SECTION_TITLES or g == "model")  # model: its options
 
     def html(self, action: str = "Not started") -> str:
         """The notice: a role=alert box whose ``data-fields`` lists the widget ids to mark and
@@ -125,4 +127,13 @@ def notice_html(message: str, action: str = "Not started") -> str:
     return describe(message).html(action)
 
 
-__all__ = ["EVAL_UPLOAD_LABEL", "Refusal", "describe", "label_of", "markdown_text", "notice_html", "widget_ids"]
+__all__ = [
+    "EVAL_UPLOAD_LABEL",
+    "MODEL_FIRST",
+    "Refusal",
+    "describe",
+    "label_of",
+    "markdown_text",
+    "notice_html",
+    "widget_ids",
+]

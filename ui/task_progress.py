@@ -14,8 +14,11 @@ import gradio as gr
 from trainer_core.serving.choices import list_choices
 from trainer_core.tasks.runner import TaskRunner
 from trainer_core.tasks.schemas import FINAL_TASK_PHASES, TaskPhase, TaskRecord
+from ui.handlers import clock, progress_bar
 
 POLL_S = 0.5
+MIN_ELAPSED_S = 5.0  # a task's time left is shown after this long...
+MIN_PROGRESS = 0.05  # ...and this much progress
 
 
 def follow(tasks: TaskRunner, task_id: str, timeout_s: float = 24 * 3600) -> Iterator[TaskRecord]:
@@ -41,10 +44,43 @@ def status_line(record: Optional[TaskRecord]) -> str:
     head = f"**{record.kind.value} {record.task_id}** ({record.model}) · {record.phase.value}"
     if record.phase == TaskPhase.running:
         head += f" · {100 * record.progress:.0f}%"
+        left = time_left(record)
+        if left is not None:
+            head += f" · about {clock(left)} left"
     text = f"{head}\n\n{html.escape(record.message)}"
+    if record.phase == TaskPhase.running:
+        text += "\n\n" + progress_bar(record.progress)
     if record.error and record.error not in record.message:
         text += f"\n\n**Error:** {html.escape(record.error)}"
     return text
+
+
+def time_left(record: TaskRecord, now: Optional[float] = None) -> Optional[float]:
+    """Seconds left in a running task at its average pace so far: elapsed x (1 - p) / p for
+    progress p; None until it has run ``MIN_ELAPSED_S`` and reached ``MIN_PROGRESS`` (the first
+    percent is loading, which says little about the rest)."""
+    elapsed = (time.time() if now is None else now) - record.created_at
+    if record.phase != TaskPhase.running or elapsed < MIN_ELAPSED_S or record.progress < MIN_PROGRESS:
+        return None
+    return elapsed * (1.0 - record.progress) / record.progress
+
+
+TASK_CHECK_S = 2.0  # how often a panel's Cancel task button checks for a running task
+
+
+def cancel_button(tasks: TaskRunner) -> gr.Button:
+    """The *Cancel task* button's state: enabled only while an export, evaluation or push runs."""
+    return gr.Button(interactive=tasks.current() is not None)
+
+
+def wire_cancel_button(tasks: TaskRunner, button: gr.Button) -> None:
+    """Keep ``button`` (a panel's *Cancel task*) enabled only while a task runs: checked on a
+    ``TASK_CHECK_S`` timer (tasks start from the page, the API or another tab)."""
+    from functools import partial
+
+    gr.Timer(TASK_CHECK_S).tick(
+        partial(cancel_button, tasks), None, button, api_name=False, show_progress="hidden", queue=False
+    )
 
 
 def refusal(message: str) -> str:
@@ -54,13 +90,15 @@ def refusal(message: str) -> str:
 
 
 def file_links(record: TaskRecord) -> str:
-    """Markdown links to download each file the finished task listed (served by ``api.task_routes``)."""
-    if not record.result or record.phase == TaskPhase.running:
+    """Markdown links to download each file the finished task listed (served by ``api.task_routes``),
+    led by one link to all of them as a zip when there are several."""
+    names = record.file_names()
+    if not names:
         return ""
-    names = [f["name"] for f in record.result.get("files", [])]
-    if record.result.get("predictions_file"):
-        names.append(record.result["predictions_file"])
-    links = [f"[{html.escape(n)}](/api/train/tasks/{quote(record.task_id)}/files/{quote(n)})" for n in names]
+    base = f"/api/train/tasks/{quote(record.task_id)}"
+    links = [f"[{html.escape(n)}]({base}/files/{quote(n)})" for n in names]
+    if len(names) > 1:
+        links.insert(0, f"**[All {len(names)} files (zip)]({base}/zip)**")
     return " · ".join(links)
 
 

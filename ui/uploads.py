@@ -16,6 +16,11 @@ UPLOAD_LABEL = "Training dataset (upload)"
 DATASET_TYPES = list(DATA_SUFFIXES)  # gr.File(file_types=...): .json ... .txt, and .json.gz, .jsonl.zst, ...
 
 
+def split_paths(text: str) -> list[str]:
+    """Comma- or newline-separated paths typed in a textbox."""
+    return [p.strip() for p in (text or "").replace("\n", ",").split(",") if p.strip()]
+
+
 def received_upload(upload: Optional[str], settings: Settings, label: str = UPLOAD_LABEL) -> Optional[Path]:
     """The uploaded file, checked to be one this server received: inside Gradio's upload folder or
     our uploads folder (the same path rule as typed paths). A raw queue call can send any path in a
@@ -36,8 +41,10 @@ def received_upload(upload: Optional[str], settings: Settings, label: str = UPLO
 
 def keep_upload(upload: Optional[str], settings: Settings, label: str = UPLOAD_LABEL) -> Optional[str]:
     """Copy a checked upload (``received_upload``) into the data dir's uploads folder as
-    ``<name>-<first 12 hex of its SHA-256><ext>`` (``ext`` whole: ``.jsonl.zst``): the same content is
-    kept once, and a different file of the same name never replaces one a run uses. Returns the kept path."""
+        ``<name>-<first 12 hex of its SHA-256><ext>`` (``ext`` whole: ``.jsonl.zst``): the same content is
+        kept once, and a different file of the same name never replaces one a run uses; a file already
+    named so that is in that folder (a filled copy the page sent back through the upload box) is that
+    file. Returns the kept path."""
     path = received_upload(upload, settings, label)
     if path is None:
         return None
@@ -51,6 +58,8 @@ def keep_upload(upload: Optional[str], settings: Settings, label: str = UPLOAD_L
     target_dir.mkdir(parents=True, exist_ok=True)
     suffix = data_suffix(path) if data_suffix(path) in DATA_SUFFIXES else path.suffix
     stem = path.name[: len(path.name) - len(suffix)] if suffix else path.name
+    if stem.endswith(f"-{digest.hexdigest()[:12]}") and (target_dir / path.name).is_file():
+        return str(target_dir / path.name)  # a kept file sent back (e.g. a filled copy): the same one
     target = target_dir / f"{stem[:100]}-{digest.hexdigest()[:12]}{suffix}"
     if not target.is_file():
         tmp = target.with_name(f".{target.name}.part")

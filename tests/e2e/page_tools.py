@@ -67,11 +67,16 @@ def shot(page, tmp_path: Path, name: str) -> None:
     screenshot(page, tmp_path, name)
 
 
-def dataset(page, path: Path) -> None:
+def dataset(page, path: Path, as_is: bool = True) -> None:
+    """Type ``path`` as the training data and wait for its preview; a file with template
+    placeholders (identity.json) is then marked *Train with them as they are* unless ``as_is`` is
+    False (the page refuses Start otherwise; test_page_states covers filling them in)."""
     box = page.locator("#train-paths textarea")
     box.fill(str(path))
     box.press("Enter")
     page.locator("#preview-summary").get_by_text(f"({path.name})").wait_for(timeout=60_000)
+    if as_is and "Template placeholders" in page.locator("#preview-summary").inner_text():
+        page.locator("#placeholders-as-is input").check()
 
 
 def set_number(page, field: str, value: str) -> None:

@@ -15,6 +15,9 @@ def file_value(path: str) -> dict[str, Any]:
     return {"path": path, "orig_name": path.rsplit("/", 1)[-1], "meta": {"_type": "gradio.FileData"}}
 
 
+PREVIEW_OUTPUTS = 10  # the dataset preview's outputs: summary, table, placeholder names, group, 6 fields
+
+
 class RawGradio:
     """Calls events of the app at ``url`` by fn_index, with cookies of ``client`` (a login, say)."""
 
@@ -33,9 +36,14 @@ class RawGradio:
             d["id"] for d in self.dependencies if d["inputs"][:1] == [first_input] and len(d["outputs"]) == outputs
         )
 
-    def call(self, fn_index: int, data: list[Any], timeout_s: float = 60) -> dict[str, Any]:
+    def call(self, fn_index: int, data: list[Any], timeout_s: float = 60, pad: bool = False) -> dict[str, Any]:
         """Run one event; returns the ``process_completed`` message ({"success", "output", ...}),
-        or the HTTP refusal of the join as {"success": False, "status_code", "output": {"error"}}."""
+        or the HTTP refusal of the join as {"success": False, "status_code", "output": {"error"}}.
+        ``pad``: the inputs ``data`` leaves out at the end are sent as null (``/start``'s page-only
+        placeholder state and box; a State's value is the session's, whatever is sent)."""
+        if pad:
+            wanted = next((len(d["inputs"]) for d in self.dependencies if d["id"] == fn_index), len(data))
+            data = [*data, *[None] * (wanted - len(data))]
         session = secrets.token_hex(8)
         joined = self.client.post(
             "/gradio_api/queue/join",

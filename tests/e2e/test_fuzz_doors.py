@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import CANARY, alpaca, api, assert_no_canary, form_args, idle, logged_in, snapshot
-from tests.e2e.raw_gradio import RawGradio, error_text, file_value
+from tests.e2e.raw_gradio import PREVIEW_OUTPUTS, RawGradio, error_text, file_value
 
 CASES = 200
 SEED = 8
@@ -104,7 +104,7 @@ def test_two_hundred_random_values_through_every_door(studio, outside, datasets_
     client, raw = api(url), RawGradio(logged_in(url))
     doors = {
         "start": raw.fn_index("start"),
-        "preview": raw.fn_index(inputs_like="start", outputs=2),
+        "preview": raw.fn_index(inputs_like="start", outputs=PREVIEW_OUTPUTS),
         "resume": raw.fn_index("resume"),
         "delete": raw.fn_index("delete_run"),
     }
@@ -140,7 +140,7 @@ def test_two_hundred_random_values_through_every_door(studio, outside, datasets_
                     rng.choice([None, 64, 512]),
                     rng.choice(["sft", "dpo", "kto", None]),
                 ]
-            message = raw.call(doors[door], data)
+            message = raw.call(doors[door], data, pad=True)
             text = json.dumps(message)
             assert message.get("success") or error_text(message).strip() not in ("", "None"), (case, door, text[:300])
         else:

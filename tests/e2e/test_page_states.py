@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,7 @@ from tests.e2e.page_tools import (
     table_rows,
     wait_status,
 )
+from trainer_core.data.fill import fill_record
 from trainer_core.fieldmeta import default
 
 pytestmark = pytest.mark.slow
@@ -296,9 +298,9 @@ def test_load_settings_refreshes_the_preview(page, page_app, datasets_dir):
 def test_preview_turns_rows_truncation_and_placeholders(page, datasets_dir, tmp_path):
     """The preview: multi-turn chats as turns, the row count, rows over Max seq length, and a
     placeholder warning with the fix."""
-    dataset(page, datasets_dir / "identity.json")
+    dataset(page, datasets_dir / "identity.json", as_is=False)
     summary = page.locator("#preview-summary").inner_text()
-    assert "91 rows" in summary and "{{name}}" in summary and "sed -i" in summary
+    assert "91 rows" in summary and "{{name}} in 77 rows" in summary and "Fill in" in summary
     page.locator("#field-max_seq_length input").fill("64")
     page.locator("#field-max_seq_length input").press("Enter")
     page.locator("#preview-summary").get_by_text("longer than Max seq length (64 tokens)").wait_for(timeout=30_000)
@@ -345,7 +347,7 @@ def test_a_run_selected_while_it_trains_shows_its_end_without_another_click(page
     """The Runs tab's view follows the selected run: when it completes, its summary, buttons and
     the weights to export appear by themselves (issue 27, item 3)."""
     _, runner, _ = page_app
-    job_id = start_job(runner, datasets_dir, max_steps=24)
+    job_id = start_job(runner, datasets_dir, max_steps=80)  # 20 s: the clicks below fit under load
     page.get_by_role("tab", name="Runs").click()
     page.locator("#runs-refresh").click()
     table = page.locator("#runs-table")
@@ -355,12 +357,48 @@ def test_a_run_selected_while_it_trains_shows_its_end_without_another_click(page
     page.locator("#export-panel").get_by_text("Export").first.click()
     weights = page.locator("#export-weights input")
     assert runner.status(with_history=False).is_training_running and weights.input_value() == ""
-    assert runner.wait(60)
+    assert runner.wait(90)
     page.locator("#run-summary").get_by_text("completed").first.wait_for(timeout=20_000)
     page.wait_for_function(
         "() => (document.querySelector('#export-weights input') || {value: ''}).value.includes('final')",
         timeout=20_000,
     )
     assert page.locator("#chat-with-run").is_enabled() and page.locator("#delete").is_enabled()
-    assert "step 24 / 24" in page.locator("#run-summary").inner_text()
+    assert "step 80 / 80" in page.locator("#run-summary").inner_text()
     shot(page, tmp_path, "runs-follow.png")
+
+
+def test_placeholders_are_filled_on_the_page(page, page_app, datasets_dir, tmp_path):
+    """Item 1: a field per placeholder under the preview; Start refuses while they remain; Fill in
+    puts a filled copy in the upload box (identity.json untouched), the preview shows the values,
+    and the run trains on the copy, whose run.json records them."""
+    settings, runner, _ = page_app
+    source = datasets_dir / "identity.json"
+    before = source.read_bytes()
+    dataset(page, source, as_is=False)
+    assert page.locator("#placeholder-0 label").inner_text().strip() == "Value for {{author}}"
+    assert page.locator("#placeholder-1 label").inner_text().strip() == "Value for {{name}}"
+    assert not page.locator("#placeholder-2").is_visible()
+    set_number(page, "max_steps", "2")
+    page.locator("#start").click()
+    page.locator("#start-notice").get_by_text("template placeholders {{author}}, {{name}}").wait_for(timeout=30_000)
+    assert page.locator("#start-notice").get_by_text("Not started").is_visible()
+    page.locator("#placeholder-0 input").fill("Orbit Labs")
+    page.locator("#placeholder-1 input").fill("Nova")
+    page.locator("#fill-placeholders").click()
+    page.locator("#preview-summary").get_by_text("Placeholders filled in").wait_for(timeout=60_000)
+    summary = page.locator("#preview-summary").inner_text()
+    assert "Template placeholders left" not in summary and "Nova" in summary and "identity.json" in summary
+    assert not page.locator("#placeholders").is_visible() and page.locator("#train-paths textarea").input_value() == ""
+    assert "I am Nova, an AI assistant developed by Orbit Labs" in " ".join(sum(table_rows(page, "preview-table"), []))
+    shot(page, tmp_path, "placeholders-filled.png")
+    before_job = runner.status().job_id
+    page.locator("#start").click()
+    wait_for(lambda: runner.status().job_id != before_job, 30, "the run starts")
+    assert runner.wait(60)
+    assert source.read_bytes() == before
+    record = runner.store.get_run(runner.status().job_id)
+    (trained,) = record.request["local_datasets"]
+    assert Path(trained).parent == settings.uploads_dir.resolve()  # the kept copy, which run.json records
+    filled = fill_record(trained)  # (data.fill; run.json's "filled_from": tests/test_fill_placeholders.py)
+    assert filled["values"] == {"author": "Orbit Labs", "name": "Nova"} and filled["source"] == "identity.json"

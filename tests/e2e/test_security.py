@@ -28,7 +28,7 @@ from tests.e2e.conftest import (
     snapshot,
     wait_for,
 )
-from tests.e2e.raw_gradio import RawGradio, error_text, file_value
+from tests.e2e.raw_gradio import PREVIEW_OUTPUTS, RawGradio, error_text, file_value
 
 HF_TOKEN = "hf_SecretThatMustNeverEcho42"
 
@@ -37,7 +37,7 @@ HF_TOKEN = "hf_SecretThatMustNeverEcho42"
 def test_upload_value_must_be_a_received_upload(studio, outside, datasets_dir):
     settings, runner, url = studio
     raw = RawGradio(logged_in(url))
-    start, preview = raw.fn_index("start"), raw.fn_index(inputs_like="start", outputs=2)
+    start, preview = raw.fn_index("start"), raw.fn_index(inputs_like="start", outputs=PREVIEW_OUTPUTS)
     before = snapshot(outside)
     license_file = next(Path(os.__file__).parent.parent.glob("LICENSE*"), Path(os.__file__))
     link = settings.uploads_dir / "link.jsonl"
@@ -49,7 +49,7 @@ def test_upload_value_must_be_a_received_upload(studio, outside, datasets_dir):
         )
         text = json.dumps(shown)
         assert CANARY not in text and "not uploaded" in text, text[:500]
-        started = raw.call(start, [file_value(str(target)), *form_args("")[1:]])
+        started = raw.call(start, [file_value(str(target)), *form_args("")[1:]], pad=True)
         assert "not uploaded" in json.dumps(started) and not runner.status().is_training_running, started
     assert runner.status().phase.value == "idle"
     assert snapshot(outside) == before
@@ -64,11 +64,11 @@ def test_a_real_upload_is_kept_under_a_content_name(studio, datasets_dir):
         uploaded = client.post("/gradio_api/upload", files={"files": ("identity.json", fh)}).json()[0]
     raw = RawGradio(client)
     shown = raw.call(
-        raw.fn_index(inputs_like="start", outputs=2),
+        raw.fn_index(inputs_like="start", outputs=PREVIEW_OUTPUTS),
         [file_value(uploaded), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"],
     )
     assert "Detected format: **alpaca**" in json.dumps(shown)
-    started = raw.call(raw.fn_index("start"), [file_value(uploaded), *form_args("", max_steps=3)[1:]])
+    started = raw.call(raw.fn_index("start"), [file_value(uploaded), *form_args("", max_steps=3)[1:]], pad=True)
     assert started["success"], started
     idle(runner)
     kept = [p.name for p in settings.uploads_dir.glob("identity-*.json")]
@@ -408,7 +408,7 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
     try:
         raw = RawGradio(logged_in(proc.url))
         shown = raw.call(
-            raw.fn_index(inputs_like="start", outputs=2),
+            raw.fn_index(inputs_like="start", outputs=PREVIEW_OUTPUTS),
             [file_value(str(foreign)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"],
         )
         assert CANARY not in json.dumps(shown) and "not uploaded" in json.dumps(shown)
@@ -529,6 +529,8 @@ def test_distributed_settings_are_checked_at_every_door(studio, outside, dataset
         (dict(gpu_ids="0;id"), "GPU ids"),
         (dict(num_processes=64), "Processes (num_processes)"),
     ):
-        answer = json.dumps(raw.call(start, [None, alpaca(datasets_dir), None, "", *form_args("", **overrides)[4:]]))
+        answer = json.dumps(
+            raw.call(start, [None, alpaca(datasets_dir), None, "", *form_args("", **overrides)[4:]], pad=True)
+        )
         assert words in answer and CANARY not in answer, answer[:600]
     assert runner.status().job_id == last_job and not runner.status().is_training_running  # nothing was started

@@ -5,7 +5,9 @@ each test to seconds; the real export and evaluation are tested in test_export_*
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import httpx
@@ -106,11 +108,23 @@ def test_downloads_serve_only_listed_files_of_a_finished_task(app_with_tasks, tm
         assert answer.status_code == 404 and CANARY not in answer.text, (name, answer.status_code)
     assert client.get("/api/train/tasks/../../studio.db/files/x").status_code == 404
     assert client.get("/api/train/tasks/no-such-task/files/out.bin").status_code == 404
-    # a listed file swapped for a link to a file outside: not served
+    # every listed file in one zip (the Runs tab's "All files (zip)" link), for the same logins
+    zipped = f"/api/train/tasks/{done.task_id}/zip"
+    assert httpx.get(url + zipped).status_code == 401
+    for who in (client, logged_in(url)):
+        answer = who.get(zipped)
+        assert answer.headers["content-type"] == "application/zip"
+        with zipfile.ZipFile(io.BytesIO(answer.content)) as archive:
+            assert archive.testzip() is None and archive.read("out.bin") == b"x" * 7
+    for bad in ("no-such-task", "..%2F..%2Fstudio.db", "%2Fetc"):
+        assert client.get(f"/api/train/tasks/{bad}/zip").status_code == 404
+    # a listed file swapped for a link to a file outside: not served, alone or zipped
     listed = Path(done.output_dir) / "out.bin"
     listed.unlink()
     listed.symlink_to(outside)
     answer = client.get(base + "/out.bin")
+    assert answer.status_code == 404 and CANARY not in answer.text
+    answer = client.get(zipped)
     assert answer.status_code == 404 and CANARY not in answer.text
 
 
@@ -119,6 +133,7 @@ def test_a_running_or_failed_task_serves_nothing(app_with_tasks):
     record = tasks.start(TaskKind.export, choice_of(tasks), {}, fake_task_workers.slow_task)
     client = api(url)
     assert client.get(f"/api/train/tasks/{record.task_id}/files/partial.bin").status_code == 404
+    assert client.get(f"/api/train/tasks/{record.task_id}/zip").status_code == 404
     assert client.get(f"/api/train/tasks/{record.task_id}").json()["phase"] == "running"
     assert client.delete(f"/api/train/tasks/{record.task_id}").json()["status"] == "cancelling"
     wait_for(lambda: client.get(f"/api/train/tasks/{record.task_id}").json()["phase"] == "cancelled", 20, "cancel")
@@ -212,11 +227,11 @@ def test_an_evaluation_file_can_be_uploaded_on_the_train_form(app_with_tasks, ou
     start = raw.fn_index("start")
     train = str(datasets_dir / "identity.json")
     args = form_args(train, max_steps=3)
-    refused = raw.call(start, [args[0], args[1], file_value(str(outside / "canary.jsonl")), *args[3:]])
+    refused = raw.call(start, [args[0], args[1], file_value(str(outside / "canary.jsonl")), *args[3:]], pad=True)
     assert "not uploaded" in error_text(refused) and CANARY not in json.dumps(refused)
     with open(datasets_dir / "alpaca_en_demo.json", "rb") as fh:
         uploaded = client.post("/gradio_api/upload", files={"files": ("held_out.json", fh)}).json()[0]
-    started = raw.call(start, [args[0], args[1], file_value(uploaded), *args[3:]], timeout_s=120)
+    started = raw.call(start, [args[0], args[1], file_value(uploaded), *args[3:]], timeout_s=120, pad=True)
     assert started["success"], started
     runs = tasks.run_store.list_runs()
     newest = max(runs, key=lambda r: r.created_at)

@@ -168,7 +168,7 @@ def placeholders(sources: Sequence[Any]) -> Optional[Issue]:
     """Warning when training rows still hold template placeholders such as ``{{name}}`` (as
     LLaMA-Factory's identity file ships): the model would learn the braces literally. Names each
     source that holds them with the placeholders and row counts (the first PLACEHOLDER_ROWS rows of
-    each source are searched); the dataset preview gives ready commands to fill them in."""
+    each source are searched); the Train page fills them in (``ui.placeholder_panel``)."""
     from trainer_core.data.placeholders import find_placeholders
 
     found = []
@@ -186,8 +186,8 @@ def placeholders(sources: Sequence[Any]) -> Optional[Issue]:
         code="template_placeholders",
         fields=["local_datasets"],
         message=f"template placeholders are still in the data: {'; '.join(found)}. The model would learn "
-        "the braces literally: replace them with the real values first (the dataset preview "
-        "shows a sed command and a Python one-liner for each file)",
+        "the braces literally: replace them with the real values first (on the Train page: type them "
+        "under the dataset preview and press Fill in, which trains a filled copy and leaves the file as it is)",
     )
 
 

@@ -233,6 +233,8 @@ class JobRunner:
                         "progress_percent",
                         "elapsed_seconds",
                         "eta_seconds",
+                        "eta_low_seconds",
+                        "eta_high_seconds",
                     }
                 )
             )

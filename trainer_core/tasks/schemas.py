@@ -54,6 +54,16 @@ class TaskRecord(BaseModel):
     error: Optional[str] = None
     output_dir: Optional[str] = Field(None, description="Where the task's files are (inside the run's folder).")
 
+    def file_names(self) -> list[str]:
+        """The names of the files this task listed once finished (an export's files; an
+        evaluation's predictions and ``scores.json``), in the result's order; [] while it runs."""
+        if self.phase == TaskPhase.running or not self.output_dir or not self.result:
+            return []
+        names = [f.get("name") for f in self.result.get("files", [])] + [self.result.get("predictions_file")]
+        if self.kind == TaskKind.evaluate:
+            names.append("scores.json")
+        return [n for n in dict.fromkeys(names) if isinstance(n, str) and n]
+
 
 class TaskEvent:
     """Event kinds on a task worker's queue (payloads are plain dicts)."""

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import psutil
 
+from trainer_core.data.fill import fill_record
 from trainer_core.schemas import FormatType, TrainingStartRequest
 
 log = logging.getLogger(__name__)
@@ -111,13 +112,17 @@ def rows_and_format(path: str, request: TrainingStartRequest) -> dict[str, Any]:
 
 def dataset_entries(request: TrainingStartRequest, with_rows: bool = True) -> list[dict[str, Any]]:
     """One entry per data source of ``request``: each local file (``role`` "train" or "eval") with
-    ``path``, ``sha256``, ``size_bytes`` and (``with_rows``) ``rows`` and ``format``; the Hub dataset
+    ``path``, ``sha256``, ``size_bytes`` and (``with_rows``) ``rows`` and ``format``, plus
+    ``filled_from`` for a copy whose placeholders were filled in (``data.fill.fill_record``); the Hub dataset
     as ``hub_id``, ``subset``, ``split`` (no hash: the Hub keeps the versions)."""
     entries = []
     for role, paths in (("train", request.local_datasets), ("eval", request.local_eval_datasets)):
         for path in paths:
             entry = {"role": role, "path": path, **file_fingerprint(Path(path))}
             entry.update(rows_and_format(path, request) if with_rows else {"rows": None, "format": None})
+            filled = fill_record(path)
+            if filled is not None:  # a copy with template placeholders filled in on the page
+                entry["filled_from"] = filled
             entries.append(entry)
     if request.hf_dataset:
         for role, split in (("train", request.train_split), ("eval", request.eval_split)):

@@ -45,13 +45,16 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
     and eval), appends it to ``metrics_path`` (JSON lines), and honours ``stop`` at step end."""
     from transformers import TrainerCallback
 
+    from trainer_core.training.eta import StepTimes
     from trainer_core.training.preference import preference_values
 
     class ProgressCallback(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):
             self.t0, self.step0 = time.monotonic(), state.global_step
+            self.steps = StepTimes()
 
         def on_step_end(self, args, state, control, **kwargs):
+            self.steps.step_ended(time.monotonic())
             if stop.is_set():
                 control.should_training_stop = True
                 control.should_save = True  # a resumable checkpoint at this very step
@@ -61,8 +64,8 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
             if "loss" not in logs and "eval_loss" not in logs:
                 return  # the end-of-training summary (train_runtime, ...)
             elapsed = time.monotonic() - self.t0
-            done = state.global_step - self.step0
             remaining = max(state.max_steps - state.global_step, 0)
+            eta = self.steps.estimate(remaining)
             progress = TrainingProgress(
                 job_id=job_id,
                 step=state.global_step,
@@ -74,7 +77,9 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
                 epoch=_finite(state.epoch),
                 progress_percent=min(100.0, 100.0 * state.global_step / max(state.max_steps, 1)),
                 elapsed_seconds=elapsed,
-                eta_seconds=elapsed / done * remaining if done else None,
+                eta_seconds=eta[0] if eta else None,
+                eta_low_seconds=eta[1] if eta else None,
+                eta_high_seconds=eta[2] if eta else None,
                 num_tokens=int(state.num_input_tokens_seen) if state.num_input_tokens_seen else None,
                 **preference_values(logs),
             )
