@@ -50,3 +50,24 @@ def test_a_task_shows_a_bar_and_its_time_left_once_under_way():
     line = status_line(record.model_copy(update={"created_at": 0.0}))
     assert "25%" in line and "left" in line and '<progress class="run-progress" value="0.250"' in line
     assert progress_bar(1.7).startswith('<progress class="run-progress" value="1.000"')
+
+
+def test_before_three_steps_the_check_estimate_from_earlier_runs_is_shown():
+    from types import SimpleNamespace
+
+    from trainer_core.preflight.timing import early_eta
+    from trainer_core.schemas import TrainingStartRequest
+
+    request = TrainingStartRequest(local_datasets=["data.json"], max_steps=0, num_epochs=3.0)
+    earlier = SimpleNamespace(
+        request=request.model_dump(mode="json"),
+        tokens_per_second=500.0,
+        training_seconds=600.0,
+        wall_seconds=640.0,
+        created_at=1.0,
+    )
+    details = {"total_tokens": 20_000, "rows": 91, "global_batch_size": 4}
+    assert early_eta(request, details, [earlier]) == 120.0  # 3 passes x 20,000 tokens at 500 tokens/s
+    assert early_eta(request.model_copy(update={"max_steps": 10}), details, [earlier]) == 20_000 * 40 / 91 / 500
+    assert early_eta(request, details, []) is None
+    assert eta_text({"eta_check_seconds": 120.0, "elapsed_seconds": 15.0}) == "ETA ~1m 45s (earlier runs' speed)"

@@ -86,10 +86,14 @@ def status_line(status: TrainingStatus) -> str:
 
 def eta_text(details: dict) -> str:
     """``ETA 17m 02s (15m 40s – 19m 10s)``: the worker's estimate and its spread
-    (``training.eta``), or that it comes after the first steps."""
+    (``training.eta``); before 3 steps are timed, the check's estimate from earlier runs
+    (``eta_check_seconds``, less the training time so far), or that it comes after the first steps."""
     eta = details.get("eta_seconds")
     if eta is None:
-        return "ETA after 3 steps"
+        check = details.get("eta_check_seconds")  # the check's estimate, from earlier runs' speed
+        if check is None:
+            return "ETA after 3 steps"
+        return f"ETA ~{clock(max(check - (details.get('elapsed_seconds') or 0.0), 0.0))} (earlier runs' speed)"
     low, high = details.get("eta_low_seconds"), details.get("eta_high_seconds")
     spread = f" ({clock(low)} – {clock(high)})" if low is not None and high is not None and high > low else ""
     return f"ETA {clock(eta)}{spread}"

@@ -35,7 +35,8 @@ button:disabled { opacity: 0.45 !important; filter: grayscale(1); cursor: not-al
 .fit-table th:first-child, .fit-table td:first-child { min-width: 3em !important; }
 progress.run-progress { width: 100%; height: 10px; accent-color: #f97316; }
 #monitor-col button, #runs-actions button, .task-buttons button { white-space: nowrap; }  /* one line each at 1280 px */
-#monitor-col button { padding-left: 8px !important; padding-right: 8px !important; }
+#monitor-col button { padding-left: 8px !important; padding-right: 8px !important; min-width: 0 !important;
+                      flex: 1 1 auto !important; }  /* each as wide as its words, the rest shared */
 .preflight table { font-size: 14px; border-collapse: collapse; margin: 6px 0; }
 .preflight td, .preflight th { border: 1px solid #e5e7eb; padding: 2px 6px; text-align: left; }
 .pf-issues { list-style: none; padding-left: 0; }

@@ -115,6 +115,21 @@ def flops_per_token(
     return factor * n_matmul + 12.0 * s.layers * s.hidden * row_tokens + extra
 
 
+def early_eta(request: TrainingStartRequest, details: dict[str, Any], history: Optional[list[Any]]) -> Optional[float]:
+    """Training seconds a run is expected to take before its own steps are timed, as the check
+    estimates them: the tokens it will train (``details``' ``total_tokens`` per pass over its
+    ``rows``, times the passes: ``num_epochs``, or ``max_steps`` x ``global_batch_size`` / rows) at
+    the median speed of this machine's earlier runs of the same model and method
+    (``history_speed``). None without such runs or without the token count."""
+    measured = history_speed(request, history)
+    tokens, rows = details.get("total_tokens"), details.get("rows")
+    if measured is None or not tokens or not rows:
+        return None
+    batch = details.get("global_batch_size") or request.batch_size
+    passes = request.max_steps * batch / rows if request.max_steps else request.num_epochs
+    return float(tokens) * passes / measured[0]
+
+
 def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -> Optional[tuple[float, float, str]]:
     """(median tokens/s, median seconds outside training, source text) from earlier runs of the same
     model, method and number of processes, or None when there are none."""

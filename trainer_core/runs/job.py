@@ -306,6 +306,25 @@ class JobRunner:
             if final is not None:
                 return final
 
+    def _estimate_early(self) -> None:
+        """``eta_check_seconds`` in the details: the training time the check would estimate from
+        this machine's earlier runs (``preflight.timing.early_eta``), for the time left before the
+        run's own steps are timed. Nothing when there is no such history; never fails the job."""
+        if self.store is None or self._request is None:
+            return
+        try:
+            from trainer_core.preflight.timing import early_eta
+
+            with self._state:
+                details = dict(self._details)
+            seconds = early_eta(self._request, details, self.store.list_runs(limit=200))
+        except Exception:  # noqa: BLE001 - an estimate is a nicety: the run goes on without it
+            log.exception("could not estimate the run's time from earlier runs")
+            return
+        if seconds is not None:
+            with self._state:
+                self._details["eta_check_seconds"] = round(seconds, 1)
+
     def _handle(self, kind: str, payload: dict[str, Any]) -> Optional[Final]:
         """Apply one worker event; returns the outcome when it ends the job."""
         if self._cancelled:
@@ -316,6 +335,8 @@ class JobRunner:
         elif kind == EventKind.INFO:
             with self._state:
                 self._details.update(payload.get("details", {}))
+            if "total_tokens" in payload.get("details", {}):
+                self._estimate_early()
             self._set(message=payload["message"])
         elif kind == EventKind.PROGRESS:
             with self._state:
