@@ -478,7 +478,7 @@ def build_ui(
                 ctx,
                 queued,
                 preflight["queue"],
-                [*file_inputs, *form],
+                [*file_inputs, *form, fill["names"], fill["as_is"]],
                 notice,
                 monitor,
                 preflight["waiting"],

@@ -20,7 +20,9 @@ import pandas as pd
 from trainer_core.access.admission import REFUSALS
 from trainer_core.queue.store import QueueFull, QueueState
 from ui.follow import tab_bound
+from ui.form import FORM_FIELDS
 from ui.handlers import NOTICE_CLEAR, Context, form_request, watch
+from ui.placeholder_panel import gate as placeholder_gate
 from ui.refusals import describe
 
 log = logging.getLogger(__name__)
@@ -76,8 +78,12 @@ def add(
     ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str, *values: Any
 ) -> tuple[pd.DataFrame, str, str]:
     """Queue the form's job: (table, summary, notice). The notice says the job's place (or why it
-    was refused, naming the field by its on-screen label; a toast too)."""
+    was refused, naming the field by its on-screen label; a toast too). After the form's values may
+    come the page's placeholder names and its as-is box, checked as Start checks them."""
+    values, placeholders = values[: len(FORM_FIELDS)], values[len(FORM_FIELDS) :]
     try:
+        if placeholders:
+            placeholder_gate(*placeholders)
         request = form_request(ctx, upload, paths_text, eval_upload, eval_text, values)
         entry = ctx.queue.add(request)
     except gr.Error as exc:

@@ -383,6 +383,9 @@ def test_placeholders_are_filled_on_the_page(page, page_app, datasets_dir, tmp_p
     page.locator("#start").click()
     page.locator("#start-notice").get_by_text("template placeholders {{author}}, {{name}}").wait_for(timeout=30_000)
     assert page.locator("#start-notice").get_by_text("Not started").is_visible()
+    page.locator("#queue-add").click()  # the queue refuses it as Start does
+    page.locator("#start-notice").get_by_text("Not queued").wait_for(timeout=30_000)
+    assert "template placeholders {{author}}, {{name}}" in page.locator("#start-notice").inner_text()
     page.locator("#placeholder-0 input").fill("Orbit Labs")
     page.locator("#placeholder-1 input").fill("Nova")
     page.locator("#fill-placeholders").click()

@@ -117,10 +117,10 @@ def test_queue_events_refuse_foreign_paths_and_odd_ids(studio, outside, datasets
     assert hold["status"] == "queued"
     raw = RawGradio(logged_in(url))
     add = raw.fn_index("queue_add")
-    refused = raw.call(add, form_args(str(outside / "canary.jsonl")))
+    refused = raw.call(add, form_args(str(outside / "canary.jsonl")), pad=True)
     assert refused["success"] and CANARY not in json.dumps(refused)
     assert "Not queued" in refused["output"]["data"][2]
-    good = raw.call(add, form_args(alpaca(datasets_dir), hf_token=HF_TOKEN, max_steps=2))
+    good = raw.call(add, form_args(alpaca(datasets_dir), hf_token=HF_TOKEN, max_steps=2), pad=True)
     assert good["success"], error_text(good)
     table, line, notice = good["output"]["data"]
     assert notice == "" and "1 job waiting" in line and HF_TOKEN not in json.dumps(good)
