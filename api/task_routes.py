@@ -136,10 +136,10 @@ def download_zip(task_id: str, tasks: TaskRunner = Depends(_tasks)) -> Streaming
     """Every file a finished export or evaluation listed, in one ZIP (``<task_id>.zip``, streamed;
     each file passes the same checks as a single download)."""
     record = tasks.get(task_id)
-    paths = [task_file(tasks, task_id, name) for name in (record.file_names() if record else [])]
-    if not paths:
+    files = [(name, task_file(tasks, task_id, name)) for name in (record.file_names() if record else [])]
+    if not files:
         raise HTTPException(404, f"task {task_id} has no files to download")
     disposition = f'attachment; filename="{task_id}.zip"'
     return StreamingResponse(
-        stream_zip(paths), media_type="application/zip", headers={"Content-Disposition": disposition}
+        stream_zip(files), media_type="application/zip", headers={"Content-Disposition": disposition}
     )

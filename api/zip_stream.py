@@ -6,9 +6,16 @@ nothing is written to disk). ZIP64 is forced per entry, so files over 4 GiB work
 from __future__ import annotations
 
 import io
+import logging
+import os
+import stat
+import time
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20
 
@@ -32,17 +39,34 @@ class _Sink(io.RawIOBase):
         return out
 
 
-def stream_zip(paths: Iterable[Path]) -> Iterator[bytes]:
-    """The bytes of a ZIP archive holding each file of ``paths`` under its own name, about
-    CHUNK_BYTES at a time. Raises OSError when a file cannot be read (mid-stream: the archive is
-    then cut short, which unzip reports as damaged)."""
+def _open_plain(path: Path) -> Any:
+    """``path`` opened for reading without following a link at its last component (a listed file
+    swapped for a link after the route's check is refused), and only if it is a regular file.
+    Raises OSError."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path.name} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def stream_zip(files: Iterable[tuple[str, Path]]) -> Iterator[bytes]:
+    """The bytes of a ZIP archive holding each (name in the archive, file) of ``files``, about
+    CHUNK_BYTES at a time. A file that cannot be read when its turn comes (removed, or swapped for
+    a link since it was checked) ends the archive there, logged: the response has begun, so the
+    client gets a truncated archive, which unzip reports as damaged."""
     sink = _Sink()
-    with zipfile.ZipFile(sink, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-        for path in paths:
-            info = zipfile.ZipInfo.from_file(path, arcname=path.name)
-            with archive.open(info, "w", force_zip64=True) as entry, path.open("rb") as fh:
-                for block in iter(lambda: fh.read(CHUNK_BYTES), b""):
-                    entry.write(block)
-                    yield sink.drain()
-            yield sink.drain()
+    try:
+        with zipfile.ZipFile(sink, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name, path in files:
+                with _open_plain(path) as fh:
+                    info = zipfile.ZipInfo(name, date_time=time.localtime(os.fstat(fh.fileno()).st_mtime)[:6])
+                    with archive.open(info, "w", force_zip64=True) as entry:
+                        for block in iter(lambda: fh.read(CHUNK_BYTES), b""):
+                            entry.write(block)
+                            yield sink.drain()
+                yield sink.drain()
+    except OSError as exc:
+        log.warning("zip download cut short: %s", exc)
+        return
     yield sink.drain()

@@ -57,3 +57,26 @@ def test_other_formats_are_refused_with_the_way_out(tmp_path):
     data.write_text("instruction,output\nwho,{{name}}\n", encoding="utf-8")
     with pytest.raises(DatasetError, match="d.csv: placeholders can be filled on the page in .json and .jsonl"):
         fill_file(data, {"name": "Ada"}, tmp_path / "out")
+
+
+def test_attacks_on_fill_are_refused_cleanly(tmp_path, datasets_dir):
+    """From the attack pass: a file nested too deeply, a value with a carriage return, values for
+    placeholders the file does not hold, and a second fill of the same bytes, which must not
+    rewrite the first fill's record."""
+    deep = tmp_path / "deep.json"
+    deep.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    with pytest.raises(DatasetError, match="nested too deeply"):
+        fill_file(deep, {"name": "Ada"}, tmp_path / "out")
+    with pytest.raises(ValueError, match="one line"):
+        fill_file(datasets_dir / "identity.json", {"name": "a\rb"}, tmp_path / "out")
+    with pytest.raises(DatasetError, match="holds none of"):
+        fill_file(datasets_dir / "alpaca_en_demo.json", {"name": "Ada"}, tmp_path / "out")
+    copy, _ = fill_file(datasets_dir / "identity.json", VALUES, tmp_path / "out")
+    refill = tmp_path / "src"
+    refill.mkdir()
+    (refill / "identity.json").write_bytes(copy.read_bytes().replace(b"Nova", b"{{name}}", 1))
+    fill_file(refill / "identity.json", {"name": "Nova"}, tmp_path / "out")  # same bytes come out
+    assert fill_record(copy)["values"] == VALUES  # the first record stands
+    other = tmp_path / copy.name
+    other.write_text("[]", encoding="utf-8")  # same name, other bytes: no record for it
+    assert fill_record(copy, content=other) is None and fill_record(copy, content=copy) is not None

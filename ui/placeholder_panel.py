@@ -83,7 +83,7 @@ def fill(ctx: Any, upload: Optional[str], paths_text: str, names: list[str], *va
         copy, counts = fill_file(source, dict(zip(names or [], values)), ctx.settings.uploads_dir)
     except gr.Error as exc:
         return gr.skip(), gr.skip(), f"**Not filled:** {html.escape(exc.message)}"
-    except (DatasetError, ValueError, OSError) as exc:
+    except (DatasetError, ValueError, OSError) as exc:  # (RecursionError is DatasetError by then)
         return gr.skip(), gr.skip(), f"**Not filled:** {html.escape(str(exc))}"
     done = ", ".join(f"`{{{{{name}}}}}` in {rows} rows" for name, rows in counts.items())
     note = (

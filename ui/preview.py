@@ -65,7 +65,7 @@ def preview(
     except (DatasetError, ValueError, TypeError, OverflowError, OSError) as exc:
         return f"**Cannot use this dataset:** {markdown_text(describe(str(exc)).text)}", EMPTY_PREVIEW.copy(), *none
     summary = preview_summary(found, Path(first).name, length, tokenizer is not None)
-    filled = fill_record(ctx.settings.uploads_dir / Path(first).name) if received else None
+    filled = fill_record(ctx.settings.uploads_dir / Path(first).name, content=received) if received else None
     if filled:
         values = ", ".join(f"`{{{{{k}}}}}` = {markdown_text(v)}" for k, v in filled.get("values", {}).items())
         summary += f"\n\nPlaceholders filled in ({values}) in a copy of {markdown_text(str(filled.get('source')))}."
