@@ -216,9 +216,15 @@ def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir):
     assert "TrainingStartRequest" in spec["components"]["schemas"]
 
 
-def test_the_secrets_are_nowhere_the_app_wrote(app_proc):
-    """After the runs above (the first sent ``hf_token``), with the app stopped so every buffer is
-    written: not in the database (and its WAL), logs, run folders or the app's own log."""
+def test_the_secrets_are_nowhere_the_app_wrote(app_proc, datasets_dir):
+    """After a run of its own that sent ``hf_token`` (and whatever else ran on this app; the tests
+    of this module may run on other workers), with the app stopped so every buffer is written: not
+    in the database (and its WAL), logs, run folders or the app's own log."""
+    api = _client(app_proc)
+    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 240, "an idle app")
+    started = api.post("/api/train/start", json=_tiny(app_proc, datasets_dir, max_steps=3, hf_token=HF_TOKEN)).json()
+    assert started["status"] == "queued", started
+    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 240, "the run's end")
     app_proc.stop()
     written = [p for p in (app_proc.folder / "data").rglob("*") if p.is_file()]
     assert any(p.name == "metrics.jsonl" for p in written)  # the runs above wrote here

@@ -74,7 +74,7 @@ def test_a_newcomer_goes_from_an_upload_to_an_exported_evaluated_compared_model(
     rows = json.loads((datasets_dir / "identity.json").read_text(encoding="utf-8"))
     held_out = tmp_path / "held_out.json"  # the newcomer's own evaluation rows, filled by hand
     fill = {"{{name}}": "Nova", "{{author}}": "Orbit Labs"}
-    filled_rows = [{k: _replace(v, fill) for k, v in row.items()} for row in rows[-6:]]
+    filled_rows = [{k: _replace(v, fill) for k, v in row.items()} for row in rows[-3:]]
     held_out.write_text(json.dumps(filled_rows), encoding="utf-8")
     identity = tmp_path / "identity.json"
     shutil.copyfile(datasets_dir / "identity.json", identity)
@@ -131,7 +131,7 @@ def test_a_newcomer_goes_from_an_upload_to_an_exported_evaluated_compared_model(
         page.locator("#eval-start").click()  # every number at its default
         page.locator("#eval-status").get_by_text("completed").wait_for(timeout=480_000)
         scores = page.locator("#eval-scores").inner_text()
-        assert "ROUGE-L" in scores and "6 of 6 rows" in scores, scores
+        assert "ROUGE-L" in scores and "3 of 3 rows" in scores, scores
         screenshot(page, shots, "newcomer-evaluated.png")
         _clean(page, "evaluated")
 
@@ -145,6 +145,7 @@ def test_a_newcomer_goes_from_an_upload_to_an_exported_evaluated_compared_model(
                 "return m.length >= 2 && m.pop().innerText.trim().length > 8; }",
                 timeout=240_000,
             )
+        page.locator("#chat-stop").click()  # read enough: the rest of the answers is not needed
         screenshot(page, shots, "newcomer-chat.png")
         _clean(page, "chat")
 
