@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import screenshot, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]  # Chromium launched here, not by the fixture
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -45,10 +45,13 @@ def test_dpo_from_the_page_with_its_rewards_chart(app_server, datasets_dir, mode
         for field, value in (("max_steps", "2"), ("batch_size", "2"), ("learning_rate", "0.00005")):
             page.locator(f"#field-{field} input").fill(value)
         page.locator("#field-max_seq_length input").fill("256")
+        before = runner.status().job_id  # the shared app's last run may also have ended at "step 2 / 2"
         page.locator("#start").click()
+        wait_for(lambda: runner.status().job_id not in (None, before), 60, "the DPO run starts")
+        assert runner.wait(600), "the DPO run did not end"
         page.wait_for_function(
             "() => /^completed · step 2 \\/ 2/.test(document.querySelector('#status').innerText.trim())",
-            timeout=600_000,
+            timeout=60_000,
         )
         page.locator("#reward-plot").wait_for(state="visible", timeout=30_000)
         names = page.evaluate("""() => {
