@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ServerThread, screenshot
+from tests.e2e.conftest import ServerThread, screenshot, wait_for
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
@@ -140,3 +140,20 @@ def start_job(runner, datasets_dir: Path, **settings) -> str:
     response = runner.start(TrainingStartRequest(local_datasets=[str(datasets_dir / "identity.json")], **settings))
     assert response.status == "queued", response
     return response.job_id
+
+
+def start_and_finish(page, runner, steps: int, timeout_s: int = 300) -> str:
+    """Press Start on ``page`` and wait until this run (not the shared app's previous one, which
+    may also have ended at "step N / N") has ended and the status line reads ``completed · step
+    steps / steps``; returns its job id. Raises AssertionError when it does not end in
+    ``timeout_s`` seconds."""
+    before = runner.status().job_id
+    page.locator("#start").click()
+    wait_for(lambda: runner.status().job_id not in (None, before), 60, "the run starts")
+    assert runner.wait(timeout_s), "the run did not end"
+    page.wait_for_function(
+        "n => new RegExp(`^completed · step ${n} \\/ ${n}`).test(document.querySelector('#status').innerText.trim())",
+        arg=steps,
+        timeout=60_000,
+    )
+    return runner.status().job_id

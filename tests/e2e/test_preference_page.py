@@ -4,15 +4,12 @@ file's path (the preview shows prompt / chosen / rejected), press Start, watch t
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from tests.e2e.conftest import screenshot, wait_for
+from tests.e2e.conftest import screenshot
+from tests.e2e.page_tools import ARGS, CHROMIUM, start_and_finish
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]  # Chromium launched here, not by the fixture
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
@@ -45,14 +42,7 @@ def test_dpo_from_the_page_with_its_rewards_chart(app_server, datasets_dir, mode
         for field, value in (("max_steps", "2"), ("batch_size", "2"), ("learning_rate", "0.00005")):
             page.locator(f"#field-{field} input").fill(value)
         page.locator("#field-max_seq_length input").fill("256")
-        before = runner.status().job_id  # the shared app's last run may also have ended at "step 2 / 2"
-        page.locator("#start").click()
-        wait_for(lambda: runner.status().job_id not in (None, before), 60, "the DPO run starts")
-        assert runner.wait(600), "the DPO run did not end"
-        page.wait_for_function(
-            "() => /^completed · step 2 \\/ 2/.test(document.querySelector('#status').innerText.trim())",
-            timeout=60_000,
-        )
+        start_and_finish(page, runner, steps=2, timeout_s=600)
         page.locator("#reward-plot").wait_for(state="visible", timeout=30_000)
         names = page.evaluate("""() => {
             const gd = document.querySelector('#reward-plot .js-plotly-plot');

@@ -15,6 +15,7 @@ from typing import Any, Optional
 import datasets
 
 from trainer_core.data.errors import DatasetError, RowError
+from trainer_core.data.media import refuse_media
 from trainer_core.data.text_values import TextConversions, content_text
 from trainer_core.schemas import FormatType
 
@@ -100,9 +101,11 @@ def normalize_with_notes(
     Numbers and true/false in text fields and turn contents become text; OpenAI content parts are
     joined. ``first_row`` is the file row number of ``dataset[0]`` (for messages after slicing).
     Raises DatasetError naming the file, the row and the problem: missing columns, an empty required
-    field, content that is not text (lists, objects, image parts), an unknown role, an empty
-    conversation or one without an assistant turn.
+    field, content that is not text (lists, objects, image parts), a row that holds images, audio or
+    video (``media.refuse_media``), an unknown role, an empty conversation or one without an
+    assistant turn.
     """
+    refuse_media(dataset, source, first_row)
     if fmt == FormatType.auto:
         fmt = detect_format(dataset.column_names, source)
     missing = [name for name in REQUIRED[fmt] if name not in dataset.column_names]

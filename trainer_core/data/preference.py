@@ -30,6 +30,7 @@ import datasets
 
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import conversation_turns, text_field, turn_text
+from trainer_core.data.media import refuse_media
 from trainer_core.data.text_values import TextConversions
 from trainer_core.schemas import FormatType, TrainingMethod
 
@@ -92,7 +93,8 @@ def normalize_preference(
     """``dataset`` in its canonical form (``PAIR_FEATURES`` for ``preference``, ``UNPAIRED_FEATURES``
     for ``unpaired``) and notes on values turned into text. Raises DatasetError naming the file, the
     row and the problem (an empty answer, a prompt without a user turn, a label that is not
-    true/false, ...)."""
+    true/false, a row with images, audio or video: ``media.refuse_media``, ...)."""
+    refuse_media(dataset, source, first_row)
     build = _pair if fmt == FormatType.preference else _unpaired
     out, conversions = [], TextConversions()
     for index, row in enumerate(dataset.to_list()):
