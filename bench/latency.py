@@ -39,9 +39,12 @@ POLL_S = 0.02
 class App:
     """``python app.py`` in a child process with its own data dir."""
 
-    def __init__(self, port: int, data_dir: Path, dataset: Path) -> None:
+    def __init__(self, port: int, data_dir: Path, dataset: Path, model: Optional[Path] = None) -> None:
+        """Launch it; the dataset's folder (and ``model``'s parent, a model folder to allow) are
+        its allowed paths."""
         self.url = f"http://127.0.0.1:{port}"
-        env = {**os.environ, "STUDIO_DATA_DIR": str(data_dir), "STUDIO_ALLOWED_PATHS": str(dataset.parent)}
+        allowed = os.pathsep.join(str(folder) for folder in (dataset.parent, model and model.parent) if folder)
+        env = {**os.environ, "STUDIO_DATA_DIR": str(data_dir), "STUDIO_ALLOWED_PATHS": allowed}
         self.launched = time.perf_counter()
         self.process = subprocess.Popen(
             [sys.executable, "app.py", "--port", str(port)],

@@ -1,8 +1,8 @@
 """Preference training speed and quality: our DPO path against a bare TRL ``DPOTrainer`` script.
 
-    python -m bench.preference [--steps 30] [--pairs 2] [--method dpo] [--only ours|trl] [--quick]
+    python -m bench.preference [--steps 30] [--pairs 2] [--method dpo] [--only ours|trl] [--quick] [--model DIR]
 
-Both sides train the default model (SmolLM2-135M-Instruct) with LoRA r16 / alpha 32 / dropout 0.05 on
+Both sides train the default model (SmolLM2-135M-Instruct, or ``--model``'s folder) with LoRA r16 / alpha 32 / dropout 0.05 on
 all seven projections, batch 2, max_length 256, beta 0.1, sigmoid loss, learning rate 5e-5 constant,
 fp32, no activation checkpointing, seed 42, on ``dpo_en_demo.json``, for ``--steps`` optimizer steps.
 
@@ -184,6 +184,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     parser.add_argument(
         "--max-seq-length", type=int, default=SETTINGS["max_seq_length"], help="tokens per row at most (default 256)"
     )
+    parser.add_argument("--model", help="a model folder to train instead of the default model")
     parser.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -192,7 +193,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     from trainer_core.models.loading import materialize_default_model
     from trainer_core.settings import get_settings
 
-    model_dir = str(materialize_default_model(get_settings().models_dir))
+    model_dir = args.model or str(materialize_default_model(get_settings().models_dir))
     if args.child:
         child(args.child, model_dir, args.dataset, args.steps, args.method)
         return {}
@@ -215,6 +216,8 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
                     args.dataset,
                     "--max-seq-length",
                     str(args.max_seq_length),
+                    "--model",
+                    model_dir,
                 ],
                 cwd=REPO,
                 capture_output=True,

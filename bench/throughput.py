@@ -1,8 +1,8 @@
 """Training throughput: our trainer against a bare TRL ``SFTTrainer`` script at identical settings.
 
-    python -m bench.throughput [--steps 30] [--pairs 2] [--quick] [--dataset FILE]
+    python -m bench.throughput [--steps 30] [--pairs 2] [--quick] [--dataset FILE] [--model DIR]
 
-Both sides train the default model (SmolLM2-135M-Instruct) with LoRA r16 / alpha 32 / dropout 0.05
+Both sides train the default model (SmolLM2-135M-Instruct, or ``--model``'s folder) with LoRA r16 / alpha 32 / dropout 0.05
 on all seven projections, batch 4, max_seq_length 256, answer-only loss, fp32, no activation
 checkpointing, seed 42, on the same Alpaca file, for ``--steps`` optimizer steps. Runs alternate
 A B A B (ours, TRL, ours, TRL, ...), each in a fresh process so neither inherits the other's caches;
@@ -47,6 +47,9 @@ SETTINGS = {
     "random_seed": 42,
 }  # our schema's defaults
 QUICK_BATCH, QUICK_SEQ = 2, 256  # --quick: a smoke run of the script (half the work of a step)
+MODEL: dict[str, Optional[str]] = {"path": None}  # --model: another model's folder (the tests' tiny one)
+PROBES = {"seconds": 3.0, "bf16_seconds": 1.0, "bf16_size": 1024}  # matmul rate probes; --quick: short ones
+QUICK_PROBES = {"seconds": 0.3, "bf16_seconds": 0.1, "bf16_size": 256}
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -101,7 +104,10 @@ def _request(dataset: str, steps: int) -> Any:
 
 
 def _model_path() -> Path:
-    """The default model's folder (built from the bundled GGUF when the hub is out of reach)."""
+    """``--model``'s folder, else the default model's (built from the bundled GGUF when the hub is
+    out of reach)."""
+    if MODEL["path"]:
+        return Path(MODEL["path"])
     from trainer_core.models import loading as models
     from trainer_core.schemas import TrainingStartRequest
     from trainer_core.settings import get_settings
@@ -217,7 +223,7 @@ def model_flops(model: Any, rows: list[list[int]], head_positions: Optional[int]
 
 def run_child(side: str, dataset: str, steps: int) -> dict:
     """Build ``side``'s trainer, time ``train()``, and report the figures of this one run."""
-    peak_before = matmul_gflops()
+    peak_before = matmul_gflops(seconds=PROBES["seconds"])
     with tempfile.TemporaryDirectory() as out:
         trainer, recorder = (build_ours if side == "ours" else build_trl)(dataset, steps, Path(out))
         counter = BatchCounter(trainer.data_collator)
@@ -234,10 +240,9 @@ def run_child(side: str, dataset: str, steps: int) -> dict:
     flops = model_flops(base, rows)
     executed = model_flops(base, rows, sum(labelled for _, _, labelled in used)) if side == "ours" else flops
     samples = sum(len(lengths) for lengths in rows)
-    peak = max(peak_before, matmul_gflops())  # before and after training: the quieter of the two
-    bf16 = matmul_gflops(
-        "bfloat16", size=1024, seconds=1.0
-    )  # smaller: bf16 products are slow on CPUs without bf16 units
+    peak = max(peak_before, matmul_gflops(seconds=PROBES["seconds"]))  # before and after training: the quieter
+    # smaller: bf16 products are slow on CPUs without bf16 units
+    bf16 = matmul_gflops("bfloat16", size=int(PROBES["bf16_size"]), seconds=PROBES["bf16_seconds"])
     return {
         "side": side,
         "steps": steps,
@@ -262,7 +267,7 @@ def run_child(side: str, dataset: str, steps: int) -> dict:
 # ----- parent side: alternate runs, summarise -----
 
 
-def _spawn(side: str, dataset: str, steps: int) -> dict:
+def _spawn(side: str, dataset: str, steps: int, quick: bool) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false"}
     done = subprocess.run(
         [
@@ -281,6 +286,8 @@ def _spawn(side: str, dataset: str, steps: int) -> dict:
             str(SETTINGS["batch_size"]),
             "--max-seq-length",
             str(SETTINGS["max_seq_length"]),
+            *(["--model", MODEL["path"]] if MODEL["path"] else []),
+            *(["--quick"] if quick else []),
         ],
         cwd=REPO,
         env=env,
@@ -330,6 +337,7 @@ def main(argv: list[str] | None = None) -> dict:
         "--max-seq-length", type=int, default=SETTINGS["max_seq_length"], help="tokens per row at most (default 256)"
     )
     parser.add_argument("--dataset", default=str(DEFAULT_DATASET))
+    parser.add_argument("--model", help="a model folder to train instead of the default model")
     parser.add_argument(
         "--lora-dropout",
         type=float,
@@ -339,8 +347,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     SETTINGS["lora_dropout"] = args.lora_dropout
+    MODEL["path"] = args.model
     if args.quick:
         args.batch_size, args.max_seq_length = QUICK_BATCH, QUICK_SEQ
+        PROBES.update(QUICK_PROBES)
     SETTINGS["batch_size"], SETTINGS["max_seq_length"] = args.batch_size, args.max_seq_length
     if args.child:
         report = run_child(args.child, args.dataset, args.steps)
@@ -350,7 +360,7 @@ def main(argv: list[str] | None = None) -> dict:
     runs = []
     for _ in range(pairs):
         for side in ("ours", "trl"):
-            runs.append(_spawn(side, args.dataset, steps))
+            runs.append(_spawn(side, args.dataset, steps, args.quick))
             print(f"# {side}: {runs[-1]['samples_per_s']} samples/s, loss {runs[-1]['last5_loss']}", file=sys.stderr)
     report = {
         "bench": "throughput",

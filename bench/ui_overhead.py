@@ -1,7 +1,7 @@
 """What watching costs: seconds per training step of one config run from the CLI, from the API with
 one UI tab watching, and from the API with 20 UI tabs watching; rounds alternate the three.
 
-    python -m bench.ui_overhead [--steps 30] [--rounds 2] [--tabs 20] [--quick] [--dataset FILE]
+    python -m bench.ui_overhead [--steps 30] [--rounds 2] [--tabs 20] [--quick] [--dataset FILE] [--model DIR]
 
 A "tab" joins the page's ``watch`` event on Gradio's queue (the generator a browser tab runs on page
 load) and reads the status and three charts it streams on every step, over the same HTTP calls the
@@ -33,7 +33,7 @@ import psutil
 
 from bench.latency import DEFAULT_DATASET, REPO, App
 
-SETTINGS = {"max_seq_length": 256, "batch_size": 4}
+SETTINGS: dict = {"max_seq_length": 256, "batch_size": 4}  # and model_name with --model
 QUICK_SETTINGS = {"max_seq_length": 128, "batch_size": 2}  # --quick: the script checked, not the figures
 
 
@@ -63,6 +63,7 @@ def run_cli(dataset: Path, steps: int, out: Path) -> float:
             str(SETTINGS["batch_size"]),
             "--output-dir",
             str(out),
+            *(["--model-name", SETTINGS["model_name"]] if "model_name" in SETTINGS else []),
         ],
         cwd=REPO,
         check=True,
@@ -140,7 +141,10 @@ def main(argv: Optional[list[str]] = None) -> dict:
     )
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--port", type=int, default=7872)
+    parser.add_argument("--model", type=Path, help="a model folder to train instead of the default model")
     args = parser.parse_args(argv)
+    if args.model:
+        SETTINGS["model_name"] = str(args.model.resolve())
     steps, rounds, tabs = (3, 1, 3) if args.quick else (args.steps, args.rounds, args.tabs)
     if args.quick:
         SETTINGS.update(QUICK_SETTINGS)
@@ -149,7 +153,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
     fewest_updates = []
     cpu: dict[str, dict[str, list[float]]] = {name: {"app": [], "tabs": []} for name in times if name != "cli"}
     with tempfile.TemporaryDirectory() as data_dir:
-        app = App(args.port, Path(data_dir), dataset)
+        app = App(args.port, Path(data_dir), dataset, args.model and args.model.resolve())
         try:
             app.wait_for_page()
             for r in range(rounds):

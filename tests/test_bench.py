@@ -30,12 +30,12 @@ def test_compare_bench_quick(capsys):
     assert '"bench": "compare"' in capsys.readouterr().out
 
 
-@pytest.mark.timeout(900)  # several real-model processes in turn
 @pytest.mark.slow
-def test_throughput_bench_quick(capsys, model_dir):
+def test_throughput_bench_quick(capsys, tiny_model_dir):
+    """On the tiny model (the script is checked, not the figures): about 30 s, each side's process start."""
     from bench import throughput
 
-    report = throughput.main(["--quick"])
+    report = throughput.main(["--quick", "--model", str(tiny_model_dir)])
     ours, trl = report["runs"]
     assert (ours["side"], trl["side"]) == ("ours", "trl")
     assert ours["samples"] == trl["samples"] == 4 and ours["tokens_real"] == trl["tokens_real"]  # same batches
@@ -60,12 +60,12 @@ def test_latency_bench_quick(capsys, model_dir):
     assert "first step" in capsys.readouterr().out
 
 
-@pytest.mark.timeout(900)  # several real-model processes in turn
 @pytest.mark.slow
-def test_ui_overhead_bench_quick(capsys, model_dir):
+def test_ui_overhead_bench_quick(capsys, tiny_model_dir):
+    """On the tiny model: the app, a CLI run and two API runs watched by tabs, about 45 s."""
     from bench import ui_overhead
 
-    report = ui_overhead.main(["--quick", "--port", "7882"])
+    report = ui_overhead.main(["--quick", "--port", "7882", "--model", str(tiny_model_dir)])
     assert set(report["median_seconds_per_step"]) == {"cli", "api_1_tab", "api_3_tabs"}
     assert all(s > 0 for s in report["median_seconds_per_step"].values())
     assert report["fewest_updates_per_tab"] >= 2  # every tab really streamed the run
@@ -101,12 +101,12 @@ def test_export_bench_runs(capsys, model_dir):
     assert "target <= 120 s" in capsys.readouterr().out
 
 
-@pytest.mark.timeout(900)  # several real-model processes in turn
 @pytest.mark.slow
-def test_preference_bench_quick(capsys, model_dir):
+def test_preference_bench_quick(capsys, tiny_model_dir):
+    """On the tiny model: about 35 s, each side's process start."""
     from bench import preference
 
-    report = preference.main(["--quick"])
+    report = preference.main(["--quick", "--model", str(tiny_model_dir)])
     ours, trl = report["runs"]
     assert (ours["side"], trl["side"]) == ("ours", "trl") and len(ours["losses"]) == len(trl["losses"]) == 2
     assert ours["losses"][0] == pytest.approx(trl["losses"][0], abs=1e-3)  # DPO starts at ln 2 on both sides
@@ -114,12 +114,12 @@ def test_preference_bench_quick(capsys, model_dir):
     assert '"bench": "preference"' in capsys.readouterr().out
 
 
-@pytest.mark.timeout(900)  # several real-model processes in turn
 @pytest.mark.slow
-def test_scaling_bench_quick(capsys, model_dir):
+def test_scaling_bench_quick(capsys, tiny_model_dir):
+    """On the tiny model: one process, then two through torchrun."""
     from bench import scaling
 
-    report = scaling.main(["--quick", "--model", str(model_dir)])
+    report = scaling.main(["--quick", "--model", str(tiny_model_dir)])
     one, two = report["runs"]
     assert (one["processes"], two["processes"]) == (1, 2) and one["steps"] == two["steps"] == 3
     assert two["samples_per_second"] == pytest.approx(2 * two["samples_per_second_per_process"], rel=0.01)

@@ -174,6 +174,8 @@ def test_a_newcomer_goes_from_an_upload_to_an_exported_evaluated_compared_model(
         screenshot(page, shots, "newcomer-compare.png")
         _clean(page, "compared")
         browser.close()
+    if not os.environ.get("STUDIO_UPDATE_SCREENSHOTS"):
+        assert runner.store.get_run(first).request["model_name"] == str(tiny_model_dir)
 
 
 def _replace(value, fill: dict[str, str]):
