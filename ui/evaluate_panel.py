@@ -21,7 +21,7 @@ from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 from ui.form import number_widgets
-from ui.task_progress import file_links, follow, refusal, run_choices, status_line, wire_cancel_button
+from ui.task_progress import file_links, follow, refusal, run_choices, status_line
 from ui.uploads import keep_upload, split_paths
 
 FREE = dict(concurrency_limit=None)
@@ -159,9 +159,10 @@ def evaluate(
         )
 
 
-def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] = None) -> None:
+def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] = None) -> gr.Button:
     """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id) and redrawn
-    when ``shown`` changes (``run_handlers.view_key``: the run moved on, e.g. it finished)."""
+    when ``shown`` changes (``run_handlers.view_key``: the run moved on, e.g. it finished).
+    Returns its *Cancel task* button (``task_progress.wire_cancel_buttons`` keeps it current)."""
     with gr.Accordion("Evaluate", open=False, elem_id="evaluate-panel"):
         model = gr.Dropdown(
             label="Model to evaluate",
@@ -212,5 +213,5 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
         show_progress="minimal",
         **FREE,
     )
-    wire_cancel_button(tasks, cancel_btn)
     cancel_btn.click(partial(cancel, tasks), None, status, api_name=False, **FREE)
+    return cancel_btn

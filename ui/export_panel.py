@@ -19,7 +19,7 @@ from trainer_core.fieldmeta import explain
 from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
-from ui.task_progress import file_links, follow, refusal, run_choices, size_text, status_line, wire_cancel_button
+from ui.task_progress import file_links, follow, refusal, run_choices, size_text, status_line
 
 FREE = dict(concurrency_limit=None)  # the task runner admits one task at a time itself
 EXPORT_COLUMNS = ["task", "created", "weights", "format", "dtype", "status", "size", "check"]
@@ -187,9 +187,10 @@ def push(
         yield text
 
 
-def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] = None) -> None:
+def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] = None) -> gr.Button:
     """The panel (inside the Runs tab), wired to ``selected`` (the chosen run's job id) and redrawn
-    when ``shown`` changes (``run_handlers.view_key``: the run moved on, e.g. it finished)."""
+    when ``shown`` changes (``run_handlers.view_key``: the run moved on, e.g. it finished).
+    Returns its *Cancel task* button (``task_progress.wire_cancel_buttons`` keeps it current)."""
     with gr.Accordion("Export", open=False, elem_id="export-panel"):
         with gr.Row():
             weights = gr.Dropdown(
@@ -268,7 +269,6 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
         show_progress="minimal",
         **FREE,
     )
-    wire_cancel_button(tasks, cancel_btn)
     cancel_btn.click(partial(cancel, tasks), None, status, api_name="task_cancel", **FREE)
     push_btn.click(
         partial(push, tasks),
@@ -278,3 +278,4 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
         show_progress="minimal",
         **FREE,
     )
+    return cancel_btn

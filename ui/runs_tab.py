@@ -9,7 +9,7 @@ import gradio as gr
 import pandas as pd
 
 from trainer_core.serving.share import ShareLinks
-from ui import compare_panel, evaluate_panel, export_panel, handlers, run_handlers, share_handlers
+from ui import compare_panel, evaluate_panel, export_panel, handlers, run_handlers, share_handlers, task_progress
 from ui.chat_tab import ChatTab
 from ui.follow import tab_bound
 
@@ -82,8 +82,8 @@ def build(
                 link_id = gr.Textbox(label="Link id to revoke", scale=3)
                 revoke_btn = gr.Button("Revoke", variant="stop", scale=1)
         if ctx.tasks is not None:
-            export_panel.build(ctx.tasks, selected, shown)
-            evaluate_panel.build(ctx.tasks, selected, shown)
+            cancels = [export_panel.build(ctx.tasks, selected, shown), evaluate_panel.build(ctx.tasks, selected, shown)]
+            task_progress.wire_cancel_buttons(ctx.tasks, cancels)
         loss = gr.Plot(show_label=False, elem_id="run-loss-plot")
         with gr.Row():
             lr, grad = (

@@ -73,14 +73,14 @@ def cancel_button(tasks: TaskRunner) -> gr.Button:
     return gr.Button(interactive=tasks.current() is not None)
 
 
-def wire_cancel_button(tasks: TaskRunner, button: gr.Button) -> None:
-    """Keep ``button`` (a panel's *Cancel task*) enabled only while a task runs: checked on a
-    ``TASK_CHECK_S`` timer (tasks start from the page, the API or another tab)."""
-    from functools import partial
+def wire_cancel_buttons(tasks: TaskRunner, buttons: list[gr.Button]) -> None:
+    """Keep ``buttons`` (the panels' *Cancel task*) enabled only while a task runs: checked on one
+    ``TASK_CHECK_S`` timer for all of them (tasks start from the page, the API or another tab)."""
 
-    gr.Timer(TASK_CHECK_S).tick(
-        partial(cancel_button, tasks), None, button, api_name=False, show_progress="hidden", queue=False
-    )
+    def states() -> tuple[gr.Button, ...]:
+        return tuple(cancel_button(tasks) for _ in buttons)
+
+    gr.Timer(TASK_CHECK_S).tick(states, None, buttons, api_name=False, show_progress="hidden", queue=False)
 
 
 def refusal(message: str) -> str:
