@@ -84,7 +84,7 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
             cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel", interactive=False, min_width=80)
         notice = gr.HTML(handlers.NOTICE_CLEAR, elem_id="start-notice")
         waiting = gr.Markdown("", elem_id="queue-waiting", visible=ctx.queue is not None)
-        with gr.Accordion("Pre-flight check", open=False, visible=False, elem_id="preflight") as checked:
+        with gr.Accordion(preflight_panel.TITLE, open=False, visible=False, elem_id="preflight") as checked:
             report = gr.HTML("", elem_id="preflight-report")
             lengths = gr.Plot(show_label=False, elem_id="preflight-lengths")
         status = gr.Markdown("Loading status...", elem_id="status")
@@ -297,6 +297,15 @@ def build_ui(
             show_progress="hidden",
             **FREE,
         ).then(on_preview, preview_inputs, shown, api_name=False, **FREE)  # the model's tokenizer is here now
+        start_btn.click(  # the folded report describes the settings started, not an earlier Check's
+            partial(preflight_panel.recheck_at_start, ctx),
+            [*file_inputs, *form],
+            [preflight["panel"], preflight["report"], preflight["lengths"]],
+            api_name=False,
+            concurrency_limit=2,
+            concurrency_id="preflight",
+            show_progress="hidden",
+        )
         preflight["button"].click(
             partial(preflight_panel.check, ctx),
             [*file_inputs, *form],

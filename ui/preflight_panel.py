@@ -17,14 +17,15 @@ from ui.preflight_view import histogram_figure, report_html
 from ui.refusals import EVAL_UPLOAD_LABEL, notice_html
 
 log = logging.getLogger(__name__)
+TITLE = "Pre-flight check"
 
 
-def check(
+def _report(
     ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str, *values: Any
-) -> tuple[Any, Any, Any, str]:
-    """(report accordion, report HTML, histogram, notice) for the form's settings and data. A
-    setting or path that cannot be used is said in the notice (with the field's label) instead,
-    as Start would say it; nothing else changes then."""
+) -> Any:
+    """The pre-flight report of the form's settings and data, or the notice HTML (a str) that says
+    why it could not be made: a setting or path that cannot be used (with the field's label, as
+    Start would say it) or a failed check."""
     from trainer_core.data import import_data_stack
 
     try:
@@ -35,18 +36,37 @@ def check(
         import_data_stack()
         from trainer_core.preflight.check import run_preflight
 
-        report = run_preflight(request, ctx.settings, ctx.runner.store)
+        return run_preflight(request, ctx.settings, ctx.runner.store)
     except gr.Error as exc:
-        return gr.skip(), gr.skip(), gr.skip(), notice_html(exc.message, "Not checked")
+        return notice_html(exc.message, "Not checked")
     except REFUSALS as exc:
-        return gr.skip(), gr.skip(), gr.skip(), notice_html(str(exc), "Not checked")
+        return notice_html(str(exc), "Not checked")
     except Exception as exc:  # noqa: BLE001 - the page says what went wrong, never a traceback
         log.exception("pre-flight check failed")
-        return (
-            gr.skip(),
-            gr.skip(),
-            gr.skip(),
-            notice_html(f"the check failed ({type(exc).__name__}: {exc})", "Not checked"),
-        )
+        return notice_html(f"the check failed ({type(exc).__name__}: {exc})", "Not checked")
+
+
+def check(ctx: Context, *inputs: Any) -> tuple[Any, Any, Any, str]:
+    """(report accordion, report HTML, histogram, notice) for the form's settings and data
+    (``inputs``: upload, paths, evaluation upload, evaluation paths, then the form's values). When
+    the check cannot run, only the notice changes (``_report``)."""
+    report = _report(ctx, *inputs)
+    if isinstance(report, str):
+        return gr.skip(), gr.skip(), gr.skip(), report
     figure = PlotData(type="plotly", plot=histogram_figure(report).to_json())
-    return gr.Accordion(open=True, visible=True), report_html(report), figure, ""
+    return gr.Accordion(open=True, visible=True, label=TITLE), report_html(report), figure, ""
+
+
+def recheck_at_start(ctx: Context, *inputs: Any) -> tuple[Any, Any, Any]:
+    """(report accordion, report HTML, histogram) of the settings Start was pressed with, so the
+    folded report never describes an earlier Check's settings (e.g. before *Max steps* was
+    changed). It stays folded; its title says what it found ("Pre-flight check of this run: 1
+    warning"). Nothing changes when the check cannot run (Start has said why)."""
+    report = _report(ctx, *inputs)
+    if isinstance(report, str):
+        return gr.skip(), gr.skip(), gr.skip()
+    errors, warnings = len(report.errors), len(report.warnings)
+    found = [f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in (("error", errors), ("warning", warnings)) if n]
+    title = f"{TITLE} of this run: {' and '.join(found) or 'no problems'}"
+    figure = PlotData(type="plotly", plot=histogram_figure(report).to_json())
+    return gr.Accordion(open=False, visible=True, label=title), report_html(report), figure

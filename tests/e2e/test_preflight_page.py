@@ -55,6 +55,25 @@ def test_start_refuses_what_the_check_calls_an_error(page, page_app, tmp_path, d
     assert not runner.status().is_training_running
 
 
+def test_the_folded_report_describes_the_settings_started(page, page_app, datasets_dir):
+    """Check, then a change (Max steps 8), then Start: the folded report is re-made for what was
+    started, and its title says what it found (issue 27: it kept the earlier Check's "No problems
+    found ... 69 steps")."""
+    _, runner, _ = page_app
+    dataset(page, datasets_dir / "alpaca_en_demo.json")
+    assert "No problems found" in _check(page)
+    set_number(page, "max_steps", "8")
+    page.locator("#start").click()
+    title = page.locator("#preflight button.label-wrap")
+    title.get_by_text("Pre-flight check of this run: 1 warning").wait_for(timeout=60_000)
+    assert not page.locator("#preflight-report").is_visible()  # folded: the status and charts stay in view
+    title.click()
+    text = page.locator("#preflight-report").inner_text()
+    assert "the run has 8 optimizer steps" in text, text[:600]
+    runner.stop(save=False)
+    assert runner.wait(30)
+
+
 def test_yaml_save_load_and_command_preview(page, page_app, datasets_dir, tmp_path):
     dataset(page, datasets_dir / "identity.json")
     set_number(page, "learning_rate", "0.0007")
