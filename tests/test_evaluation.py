@@ -227,3 +227,23 @@ def test_the_evaluate_panel_runs_on_its_defaults_and_refuses_by_on_screen_labels
     assert "datasets" not in status.replace("Held-out dataset", "")
     (status, *_), *_ = list(evaluate(tasks, "base", None, "", 0, 0, 4, False))
     assert "Max new tokens: Input should be greater than or equal to 1" in status
+
+
+def test_a_long_generation_batch_reports_its_tokens_as_it_goes(tiny_model_dir):
+    """A batch's progress moves with its tokens (issue 27: the evaluation's bar sat at one value for
+    minutes while a batch generated): ``on_tokens`` every TOKENS_EVERY new tokens of each batch."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from trainer_core.evaluation.generation import TOKENS_EVERY, generate_answers
+    from trainer_core.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    prompts = [tokenizer.encode("Who are you?"), tokenizer.encode("Hello")]
+    seen: list[tuple[int, int]] = []
+    result = generate_answers(
+        model, tokenizer, prompts, 32, 1, [], "cpu", on_tokens=lambda batch, new: seen.append((batch, new))
+    )
+    assert result is not None and [a.tokens for a in result.answers] == [32, 32]  # no stop token: all 32
+    assert seen == [(b, n) for b in (1, 2) for n in range(TOKENS_EVERY, 33, TOKENS_EVERY)]

@@ -59,7 +59,8 @@ def scores_text(record: Optional[TaskRecord]) -> str:
 
 
 def predictions_table(record: Optional[TaskRecord]) -> pd.DataFrame:
-    """The first rows of the evaluation's predictions file, prompt / reference / base / tuned."""
+    """The first rows of the evaluation's predictions file, prompt / reference / base / tuned, the
+    ROUGE-L scores rounded to 3 decimals."""
     if record is None or not record.result or not record.output_dir:
         return pd.DataFrame(columns=TABLE_COLUMNS)
     path = Path(record.output_dir) / record.result.get("predictions_file", "predictions.jsonl")
@@ -73,7 +74,10 @@ def predictions_table(record: Optional[TaskRecord]) -> pd.DataFrame:
     except (OSError, ValueError):
         return pd.DataFrame(columns=TABLE_COLUMNS)
     frame = pd.DataFrame(rows)
-    return frame[[c for c in TABLE_COLUMNS if c in frame.columns]]
+    frame = frame[[c for c in TABLE_COLUMNS if c in frame.columns]]
+    scores = [c for c in ("rouge_l_base", "rouge_l_tuned") if c in frame.columns]
+    frame[scores] = frame[scores].round(3)  # 0.133, not 0.13333333333333333 (predictions.jsonl keeps all)
+    return frame
 
 
 def latest(tasks: TaskRunner, job_id: Optional[str]) -> tuple[str, pd.DataFrame, str]:

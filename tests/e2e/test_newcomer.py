@@ -62,6 +62,7 @@ def _train(page, runner, shots, name: str) -> str:
     return job_id
 
 
+@pytest.mark.timeout(600)  # about 160 s with the suite's two processes; more when the machine is busier
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 def test_a_newcomer_goes_from_an_upload_to_an_exported_evaluated_compared_model(
     app_server, datasets_dir, tiny_model_dir, tmp_path
@@ -135,6 +136,8 @@ def test_a_newcomer_goes_from_an_upload_to_an_exported_evaluated_compared_model(
         page.locator("#eval-status").get_by_text("completed").wait_for(timeout=480_000)
         scores = page.locator("#eval-scores").inner_text()
         assert "ROUGE-L" in scores and "3 of 3 rows" in scores, scores
+        rouge = [cell for row in table_rows(page, "eval-table") for cell in row[-2:]]
+        assert rouge and all(len(cell.partition(".")[2]) <= 3 for cell in rouge), rouge
         screenshot(page, shots, "newcomer-evaluated.png")
         _clean(page, "evaluated")
 

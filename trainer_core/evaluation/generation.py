@@ -21,6 +21,8 @@ from typing import Any, Optional
 from trainer_core.serving.generate import generate_kwargs
 from trainer_core.serving.schemas import GenerationSettings
 
+TOKENS_EVERY = 8  # on_tokens is called every this many new tokens of a batch
+
 
 @dataclass
 class Answer:
@@ -64,13 +66,15 @@ def cut_at_stop(new_ids: list[int], stops: set[int], max_new_tokens: int) -> tup
     return new_ids, "length" if len(new_ids) >= max_new_tokens else "stop"
 
 
-def _stop_flag(should_stop: Callable[[], bool]) -> Any:
-    """A stopping criterion that ends the whole batch once ``should_stop()`` is true (Cancel)."""
+def _stop_flag(should_stop: Callable[[], bool], on_length: Callable[[int], None] = lambda length: None) -> Any:
+    """A stopping criterion that ends the whole batch once ``should_stop()`` is true (Cancel); it
+    also hands ``on_length`` the sequence length (prompt + new tokens) at every decoding step."""
     import torch
     from transformers import StoppingCriteria, StoppingCriteriaList
 
     class StopFlag(StoppingCriteria):
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            on_length(input_ids.shape[1])
             return torch.full((input_ids.shape[0],), should_stop(), dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([StopFlag()])
@@ -86,10 +90,13 @@ def generate_answers(
     device: str,
     should_stop: Callable[[], bool] = lambda: False,
     on_batch: Callable[[int, int], None] = lambda done, total: None,
+    on_tokens: Callable[[int, int], None] = lambda batch, new: None,
 ) -> Optional[Generated]:
     """Greedy answers to ``prompts`` (token id lists), ``batch_size`` at a time. Calls
-    ``on_batch(done, total)`` after each batch; returns None when ``should_stop()`` turns true (also
-    checked at every decoding step, so Cancel does not wait for a batch to finish)."""
+    ``on_batch(done, total)`` after each batch and ``on_tokens(batch, new)`` every
+    ``TOKENS_EVERY`` new tokens within batch number ``batch`` (1-based), so a long batch shows
+    progress; returns None when ``should_stop()`` turns true (also checked at every decoding step,
+    so Cancel does not wait for a batch to finish)."""
     import torch
 
     order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
@@ -103,13 +110,18 @@ def generate_answers(
             if should_stop():
                 return None
             input_ids, attention = left_padded([prompts[i] for i in batch], pad_id, device)
-            began = time.perf_counter()
+            began, prompt_length = time.perf_counter(), input_ids.shape[1]
+
+            def on_length(length: int, batch: int = done, prompt: int = prompt_length) -> None:
+                if (length - prompt) % TOKENS_EVERY == 0 and length > prompt:
+                    on_tokens(batch, length - prompt)
+
             output = model.generate(
                 input_ids=input_ids,
                 attention_mask=attention,
                 eos_token_id=stops,
                 pad_token_id=pad_id,
-                stopping_criteria=_stop_flag(should_stop),
+                stopping_criteria=_stop_flag(should_stop, on_length),
                 **kwargs,
             )
             new = output[:, input_ids.shape[1] :].tolist()  # (B, new tokens); .tolist() waits for the device

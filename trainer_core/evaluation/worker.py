@@ -52,8 +52,13 @@ class _Bar:
         self.progress, self.units, self.done = progress, max(units, 1e-9), 0.0
 
     def step(self, units: float, message: str) -> None:
+        """``units`` more are done."""
         self.done += units
-        self.progress(LOAD_SHARE + (1 - LOAD_SHARE - WRITE_SHARE) * min(self.done / self.units, 1.0), message)
+        self.at(self.done, message)
+
+    def at(self, units: float, message: str) -> None:
+        """Progress at ``units`` done (a point within the current piece of work; ``done`` unchanged)."""
+        self.progress(LOAD_SHARE + (1 - LOAD_SHARE - WRITE_SHARE) * min(units / self.units, 1.0), message)
 
 
 def _fitting(rows: list[EvalRow], loaded: Any, max_new_tokens: int) -> tuple[list[EvalRow], list[list[int]], int]:
@@ -87,11 +92,17 @@ def _run_model(
     def loss_batch(done: int, total: int) -> None:
         bar.step(1, f"{name}: loss on the answers, batch {done}/{total}")
 
+    per_batch = max(1.0, request.max_new_tokens / NEW_TOKENS_PER_UNIT)  # progress units of a generation batch
+    batches = -(-len(prompts) // request.batch_size)
+
     def answer_batch(done: int, total: int) -> None:
         rows_done = min(done * request.batch_size, len(prompts))
-        bar.step(
-            max(1.0, request.max_new_tokens / NEW_TOKENS_PER_UNIT),
-            f"{name}: generating, batch {done}/{total} ({rows_done}/{len(prompts)} rows)",
+        bar.step(per_batch, f"{name}: generating, batch {done}/{total} ({rows_done}/{len(prompts)} rows)")
+
+    def answer_tokens(batch: int, new: int) -> None:  # within a batch: its share by tokens generated
+        bar.at(
+            bar.done + per_batch * min(new / request.max_new_tokens, 1.0),
+            f"{name}: generating, batch {batch}/{batches}, {new} of at most {request.max_new_tokens} new tokens",
         )
 
     loss = answer_loss(
@@ -109,6 +120,7 @@ def _run_model(
         loaded.device,
         should_stop,
         answer_batch,
+        answer_tokens,
     )
     if generated is None:
         return None
