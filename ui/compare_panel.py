@@ -24,6 +24,7 @@ from ui import compare_view
 from ui.handlers import Context
 from ui.refused import Refused
 from ui.run_handlers import ALL_STATUSES, STATUS_CHOICES, runs_table
+from ui.tables import fit_table
 
 
 def _quoted(value: Any) -> str:
@@ -215,14 +216,7 @@ def build_compare(ctx: Context) -> gr.Dropdown:
                 scale=2,
             )
         plot = gr.Plot(show_label=False, elem_id="compare-plot")
-        diff = gr.Dataframe(
-            value=compare_view.EMPTY_DIFF,
-            interactive=False,
-            wrap=True,
-            max_height=400,
-            elem_id="compare-diff",
-            elem_classes=["fit-table"],
-        )
+        diff = fit_table(compare_view.EMPTY_DIFF, "compare-diff", 400)
     gr.on(
         [picker.change, x_axis.change, smoothing.change],
         partial(compare_runs, ctx),

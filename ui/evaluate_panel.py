@@ -21,6 +21,7 @@ from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 from ui.form import number_widgets
+from ui.tables import fit_table
 from ui.task_progress import file_links, follow, refusal, run_choices, status_line
 from ui.uploads import keep_upload, split_paths
 
@@ -195,14 +196,7 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
             cancel_btn = gr.Button("Cancel task", variant="stop", interactive=False, elem_id="eval-cancel")
         status = gr.Markdown(elem_id="eval-status")
         scores = gr.Markdown(elem_id="eval-scores")
-        table = gr.Dataframe(
-            value=pd.DataFrame(columns=TABLE_COLUMNS),
-            interactive=False,
-            wrap=True,
-            max_height=400,
-            elem_id="eval-table",
-            elem_classes=["fit-table"],
-        )
+        table = fit_table(pd.DataFrame(columns=TABLE_COLUMNS), "eval-table", 400)
         link = gr.Markdown(elem_id="eval-link")
     from ui.export_panel import cancel
 

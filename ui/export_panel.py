@@ -19,6 +19,7 @@ from trainer_core.fieldmeta import explain
 from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+from ui.tables import fit_table
 from ui.task_progress import file_links, follow, refusal, run_choices, size_text, status_line
 
 FREE = dict(concurrency_limit=None)  # the task runner admits one task at a time itself
@@ -233,14 +234,7 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
             "Exports run in the background and are checked against the run's own answers before they are called done.",
             elem_id="export-status",
         )
-        table = gr.Dataframe(
-            value=pd.DataFrame(columns=EXPORT_COLUMNS),
-            interactive=False,
-            max_height=240,
-            wrap=True,
-            elem_id="export-table",
-            elem_classes=["fit-table"],
-        )
+        table = fit_table(pd.DataFrame(columns=EXPORT_COLUMNS), "export-table", 240)
         links = gr.Markdown(elem_id="export-links")
         with gr.Accordion("Push to the Hugging Face Hub", open=False):
             with gr.Row():

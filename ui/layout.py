@@ -29,6 +29,7 @@ from ui.follow import tab_bound
 from ui.form import FORM_FIELDS, make_widget
 from ui.quiet_errors import quiet_errors
 from ui.refusals import EVAL_UPLOAD_LABEL, MODEL_FIRST
+from ui.tables import fit_table
 from ui.uploads import DATASET_TYPES, UPLOAD_LABEL
 
 SECTIONS = (  # (schema group, accordion title)
@@ -124,15 +125,7 @@ def _data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdow
     )
     with gr.Accordion("Dataset preview", open=True, elem_id="preview"):
         detected = gr.Markdown("Choose a dataset file or type its path.", elem_id="preview-summary")
-        table = gr.Dataframe(
-            value=handlers.EMPTY_PREVIEW,
-            wrap=True,
-            max_height=420,
-            interactive=False,
-            datatype=["number", "markdown"],
-            elem_id="preview-table",
-            elem_classes=["fit-table"],
-        )
+        table = fit_table(handlers.EMPTY_PREVIEW, "preview-table", 420, datatype=["number", "markdown"])
     fill = placeholder_panel.build()
     eval_upload = gr.File(label=EVAL_UPLOAD_LABEL, file_types=DATASET_TYPES, type="filepath", elem_id="eval-upload")
     eval_paths = gr.Textbox(

@@ -24,6 +24,7 @@ from ui.form import FORM_FIELDS
 from ui.handlers import NOTICE_CLEAR, Context, form_request, watch
 from ui.placeholder_panel import gate as placeholder_gate
 from ui.refusals import describe
+from ui.tables import fit_table
 
 log = logging.getLogger(__name__)
 QUEUE_COLUMNS = ["#", "state", "settings", "note", "queued", "queue id"]
@@ -144,14 +145,7 @@ def build(ctx: Context) -> dict[str, gr.components.Component]:
     """The queue block (under the form): summary, table, the chosen entry and its buttons."""
     with gr.Accordion("Job queue", open=True, elem_id="section-queue"):
         line = gr.Markdown(EMPTY, elem_id="queue-summary")
-        table = gr.Dataframe(
-            value=pd.DataFrame(columns=QUEUE_COLUMNS),
-            interactive=False,
-            max_height=260,
-            wrap=True,
-            elem_id="queue-table",
-            elem_classes=["fit-table"],
-        )
+        table = fit_table(pd.DataFrame(columns=QUEUE_COLUMNS), "queue-table", 260)
         chosen = gr.Textbox(label="Queue entry", placeholder="click a row", elem_id="queue-id")
         with gr.Row():
             up = gr.Button("Move up", size="sm", min_width=60, elem_id="queue-up")

@@ -12,6 +12,7 @@ from trainer_core.serving.share import ShareLinks
 from ui import compare_panel, evaluate_panel, export_panel, handlers, run_handlers, share_handlers, task_progress
 from ui.chat_tab import ChatTab
 from ui.follow import tab_bound
+from ui.tables import fit_table
 
 RUN_VIEW_EVERY_S = 3.0  # how often the Runs tab checks whether the selected run moved on
 FREE = dict(concurrency_limit=None)  # reads are cheap; the runner's lock guards the one job
@@ -32,14 +33,7 @@ def build(
                 label="Run", placeholder="click a run in the table, or paste its job id", scale=4, elem_id="run-id"
             )
             refresh = gr.Button("↻ Refresh the list", size="sm", scale=1, elem_id="runs-refresh")
-        table = gr.Dataframe(
-            value=pd.DataFrame(columns=run_handlers.RUN_COLUMNS),
-            interactive=False,
-            max_height=300,
-            wrap=True,
-            elem_id="runs-table",
-            elem_classes=["fit-table"],
-        )
+        table = fit_table(pd.DataFrame(columns=run_handlers.RUN_COLUMNS), "runs-table", 300)
         summary = gr.Markdown(run_handlers.NO_RUN, elem_id="run-summary")
         shown = gr.Textbox(visible=False, elem_id="run-view-key")  # run_handlers.view_key of what is shown
         follow_timer = gr.Timer(RUN_VIEW_EVERY_S)
@@ -70,14 +64,7 @@ def build(
             share_info = gr.Markdown(
                 "A link opens a chat page for this run's model only, and works as an OpenAI base_url."
             )
-            links = gr.Dataframe(
-                value=pd.DataFrame(columns=share_handlers.LINK_COLUMNS),
-                interactive=False,
-                max_height=200,
-                wrap=True,
-                elem_id="share-links",
-                elem_classes=["fit-table"],
-            )
+            links = fit_table(pd.DataFrame(columns=share_handlers.LINK_COLUMNS), "share-links", 200)
             with gr.Row():
                 link_id = gr.Textbox(label="Link id to revoke", scale=3)
                 revoke_btn = gr.Button("Revoke", variant="stop", scale=1)
