@@ -120,6 +120,16 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_vl_dir(tmp_path_factory, tiny_model_dir: Path) -> Path:
+    """A tiny random Qwen2-VL (``tests/vision_model.py``: hidden 64, 2 layers, a 1-block vision
+    tower, the SmolLM2 tokenizer plus Qwen2-VL's vision tokens and template), built once per test
+    process (about 1 s) in a folder of its own: allow ``tiny_vl_dir.parent``. Its outputs are noise."""
+    from tests.vision_model import build_tiny_qwen2_vl
+
+    return build_tiny_qwen2_vl(tiny_model_dir, tmp_path_factory.mktemp("tiny-vl") / "Qwen2-VL-tiny")
+
+
+@pytest.fixture(scope="session")
 def tokenizer(tiny_model_dir: Path):
     """The real SmolLM2 tokenizer (ChatML template, eos/pad = <|im_end|>), read from the tiny
     model's folder (the same files), so a test that needs only the tokenizer is not ``real_model``."""

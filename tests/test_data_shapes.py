@@ -148,7 +148,7 @@ def test_media_parts_are_refused_naming_the_row(tmp_path: Path, part: dict, kind
     with pytest.raises(DatasetError) as info:
         conversations(str(path))
     assert str(info.value).startswith(
-        f"vision.jsonl, row 2: turn 1 (user), content part 2 is {kind}; this is a text-only model: remove image"
+        f"vision.jsonl, row 2: turn 1 (user), content part 2 is {kind}; this model reads text only: remove image"
     )
 
 

@@ -1,5 +1,5 @@
-"""Rows with images, audio or video are refused by file and row for the text-only models trained
-here (``data.media``), at the preview, the check and Start, never trained with their markers left
+"""Rows with images, audio or video are refused by file and row for a text-only model
+(``data.media``), at the preview, the check and Start, never trained with their markers left
 in as text (issue 28: "Image data with a text-only model is refused at Check and Start")."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def test_llama_factorys_image_file_is_refused_by_row_at_the_preview(datasets_dir
         inspect_dataset(str(datasets_dir / "mllm_demo.json"))
     message = str(refused.value)
     assert message.startswith("mllm_demo.json, row 1: it holds 2 images (column 'images')"), message
-    assert "read text only" in message and "Remove the column 'images' and the <image> markers" in message
+    assert "reads text only" in message and "Remove the column 'images' and the <image> markers" in message
 
 
 def test_the_audio_file_names_audio(datasets_dir):

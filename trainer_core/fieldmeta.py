@@ -52,6 +52,12 @@ def field_methods(name: str) -> list[str]:
     return list((FIELDS[name].json_schema_extra or {}).get("methods", []))
 
 
+def for_vision(name: str) -> bool:
+    """True for the fields that apply to vision-language models only (``vision`` in their metadata:
+    the form shows them only when the chosen model reads images)."""
+    return bool((FIELDS[name].json_schema_extra or {}).get("vision"))
+
+
 def default(name: str) -> Any:
     """The field's default value, with enum members as their plain values."""
     value = FIELDS[name].get_default(call_default_factory=True)

@@ -422,6 +422,29 @@ class TrainingStartRequest(BaseModel):
         description="Count only assistant tokens in the loss (every assistant turn).",
         json_schema_extra=_group("training"),
     )
+    # --- images (vision-language models) ---
+    is_dataset_image: Optional[bool] = Field(
+        None,
+        title="Data has images",
+        description=(
+            "Empty: found from the data (an images column, a Hub Image column or image content parts). On: the data "
+            "must hold images (refused when no row has one). Off: rows with images are refused. Images need a "
+            "vision-language model (Qwen2-VL, Qwen2.5-VL, Gemma 3, SmolVLM, LLaVA, ...)."
+        ),
+        json_schema_extra={**_group("data"), "vision": True},
+    )
+    vision_image_size: Optional[int] = Field(
+        None,
+        ge=28,
+        le=4096,
+        title="Image size (px, longest side)",
+        description=(
+            "Vision models: each image is shrunk so that its longest side is at most this many pixels before the "
+            "model's processor sees it (fewer image tokens for models that read images at their own size, such as "
+            "Qwen2-VL); empty: as the files are, within the processor's own pixel budget."
+        ),
+        json_schema_extra={**_group("data"), "vision": True},
+    )
     # --- LoRA ---
     lora_r: int = Field(
         16, ge=1, le=1024, title="LoRA rank (lora_r)", description="LoRA rank.", json_schema_extra=_group("lora")
@@ -478,9 +501,19 @@ class TrainingStartRequest(BaseModel):
         title="Adapt language layers",
         description=(
             'With target_modules ["all-linear"]: adapt the language model\'s blocks (a text-only model has '
-            "nothing else, so this stays on for it)."
+            "nothing else, so this stays on for it; a vision model may train its vision layers alone)."
         ),
         json_schema_extra=_group("lora"),
+    )
+    finetune_vision_layers: bool = Field(
+        False,
+        title="Adapt vision layers",
+        description=(
+            'Vision models, with target_modules ["all-linear"]: also adapt the linear layers of the vision tower\'s '
+            "blocks and of the projector that feeds the language model (off: they stay frozen, as LLaMA-Factory's "
+            "freeze_vision_tower has it; on costs memory and time for images unlike the base model's)."
+        ),
+        json_schema_extra={**_group("lora"), "vision": True},
     )
     finetune_mlp_modules: bool = Field(
         True,

@@ -29,6 +29,11 @@ FORM_FIELDS = tuple(
 )
 
 
+# An optional switch (e.g. is_dataset_image): empty leaves it to the studio.
+TRI_STATE = [("found from the data", ""), ("yes", "yes"), ("no", "no")]
+TRI_VALUES = {"yes": True, "no": False}
+
+
 class FieldNumber(gr.Number):
     """``gr.Number`` that hands out-of-bounds values to the handler instead of failing the event in
     Gradio (which paints "Error" over every output and names no field): the handler's pydantic model
@@ -78,6 +83,8 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
         return gr.Dropdown(choices=allowed, value=value, **common)
     if typing.get_origin(kind) is list and (allowed := choices(typing.get_args(kind)[0])) is not None:
         return gr.Dropdown(choices=allowed, value=value, multiselect=True, **common)  # e.g. report_to
+    if kind is bool and info.default is None:  # three states: empty (found for you), yes, no
+        return gr.Dropdown(choices=TRI_STATE, value=widget_value(name, value), **common)
     if kind is bool:
         return gr.Checkbox(value=value, **common)
     if kind in (int, float):
@@ -127,8 +134,11 @@ def _clean(name: str, value: Any) -> Any:
         return parse_mapping(value)
     if isinstance(value, str) and not value.strip() and REQUEST_FIELDS[name].default is None:
         return None
-    if value == 0 and REQUEST_FIELDS[name].default is None and base_type(REQUEST_FIELDS[name].annotation) is float:
-        return None  # the browser sends an emptied number box as 0: an optional rate left unset
+    kind = base_type(REQUEST_FIELDS[name].annotation)
+    if value == 0 and REQUEST_FIELDS[name].default is None and kind in (int, float) and not isinstance(value, bool):
+        return None  # the browser sends an emptied number box as 0: an optional rate or size left unset
+    if kind is bool and REQUEST_FIELDS[name].default is None and value in TRI_VALUES:
+        return TRI_VALUES[value]
     if isinstance(value, float) and base_type(REQUEST_FIELDS[name].annotation) is int and value.is_integer():
         return int(value)
     return value
@@ -156,8 +166,11 @@ def widget_value(name: str, value: Any) -> Any:
     in a text box and as an empty number box)."""
     if name == "custom_format_mapping":
         return ", ".join(f"{k}={v}" for k, v in (value or {}).items())
-    if value is None and base_type(REQUEST_FIELDS[name].annotation) in (int, float):
+    kind = base_type(REQUEST_FIELDS[name].annotation)
+    if value is None and kind in (int, float):
         return None  # an empty number box (e.g. embedding_learning_rate unset), not the text ""
+    if kind is bool and REQUEST_FIELDS[name].default is None:
+        return "" if value is None else ("yes" if value else "no")  # TRI_STATE
     return "" if value is None else value
 
 

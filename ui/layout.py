@@ -23,6 +23,7 @@ from ui import (
     preview,
     queue_panel,
     runs_tab,
+    vision_panel,
 )
 from ui.chat_tab import ChatTab
 from ui.follow import tab_bound
@@ -250,6 +251,8 @@ def build_ui(
             **FREE,
         )
         method_panel.wire(widgets)
+        vision_panel.hide(widgets)
+        vision_panel.wire(widgets, settings)
         demo.load(
             partial(method_panel.refresh_adapters, runner.store),
             None,

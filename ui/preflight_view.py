@@ -121,6 +121,8 @@ def report_html(report: Any) -> str:
         totals.append(
             f"<li>{html.escape(report.architecture)}, attention {html.escape(report.attention or '')}{adapted}</li>"
         )
+    if report.vision:
+        totals.append(f"<li>{html.escape(report.vision[0].upper() + report.vision[1:])}</li>")
     samples = "".join(_sample(s) for s in report.samples)
     legend = (
         (

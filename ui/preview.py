@@ -15,7 +15,7 @@ from trainer_core.data.files import DatasetError
 from trainer_core.data.fill import fill_record
 from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
 from trainer_core.schemas import FormatType, TrainingMethod
-from ui import placeholder_panel
+from ui import placeholder_panel, vision_panel
 from ui.handlers import EMPTY_PREVIEW, Context
 from ui.refusals import describe, markdown_text
 from ui.uploads import received_upload, split_paths
@@ -57,8 +57,9 @@ def preview(
         model = model_name if isinstance(model_name, str) and model_name.strip() else default("model_name")
         tokenizer = load_preview_tokenizer(model, ctx.settings)
         method = TrainingMethod(training_method or default("training_method"))
+        vision = vision_panel.family_of(model, ctx.settings) is not None
         found = inspect_dataset(
-            first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length, method=method
+            first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length, method=method, vision=vision
         )
     except gr.Error as exc:
         return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy(), *none

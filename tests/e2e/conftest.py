@@ -113,6 +113,7 @@ def form_args(dataset: str, **overrides: Any) -> list[Any]:
         adapter_name_or_path="",
         gpu_ids="",
         distributed_config="",
+        is_dataset_image="",  # the empty one of its three choices (ui.form.TRI_STATE)
     )
     values.update(overrides)
     return [None, dataset, None, "", *(values[name] for name in FORM_FIELDS)]

@@ -21,12 +21,14 @@ import pandas as pd
 from trainer_core.data.files import DatasetError, read_file, read_head, rows_dataset
 from trainer_core.data.folders import plan_folder
 from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
+from trainer_core.data.image_rows import base_folder, has_images, normalize_vision
 from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, placeholder_advice
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer
 from trainer_core.data.tokenization import _render
 from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
+from trainer_core.settings import get_settings
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +100,7 @@ def inspect_dataset(
     rows: int = 5,
     check_rows: int = CHECK_ROWS,
     method: TrainingMethod = TrainingMethod.sft,
+    vision: bool = False,
 ) -> DatasetInspection:
     """Inspect the local data file ``path`` (already confined to the allowed folders by the caller).
 
@@ -110,6 +113,10 @@ def inspect_dataset(
 
     A preference ``method`` (dpo / orpo / kto) reads the rows as preference data (``data.preference``:
     the sample shows prompt and answers; a row's length is its prompt plus its longer answer).
+
+    ``vision`` (the chosen model reads images): rows with images keep them (``image_rows``: each
+    image checked, the sample gets an ``images`` column of file names); their token counts need the
+    model's processor, so no truncation report is made for them.
 
     Raises DatasetError for an unreadable file, columns matching no layout (or not fitting
     ``method``), a bad row among the first ``check_rows`` (naming it), or a chat template that
@@ -127,7 +134,12 @@ def inspect_dataset(
         (canonical, fmt), notes = canonical_preference(checked, request, name), []
     else:
         fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
-        canonical, notes = normalize_with_notes(checked, fmt, name)
+        if vision and has_images(checked):
+            roots = get_settings().allowed_roots
+            canonical, notes = normalize_vision(checked, fmt, name, base_folder(path), roots)
+            tokenizer = None  # image tokens are the processor's to count (vision.prepare)
+        else:
+            canonical, notes = normalize_with_notes(checked, fmt, name)
     if Path(path).expanduser().is_dir():
         notes = plan_folder(Path(path).expanduser()).notices + notes
     truncation = None
@@ -179,7 +191,14 @@ def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:
     else:
         cells = [_turns_markdown(messages) for messages in canonical["messages"]]
         column = "conversation"
-    return pd.DataFrame({"row": range(1, len(cells) + 1), column: cells})
+    table = {"row": range(1, len(cells) + 1), column: cells}
+    if "images" in canonical.column_names:
+        table["images"] = [", ".join(_image_name(ref) for ref in refs) for refs in canonical["images"]]
+    return pd.DataFrame(table)
+
+
+def _image_name(reference: str) -> str:
+    return "(embedded image)" if reference.startswith("data:") else _escape(Path(reference).name)
 
 
 def _turns_markdown(messages: list[dict[str, str]]) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import datasets
 
 from trainer_core.data.errors import DatasetError
+from trainer_core.models.vision_family import VISION_MODELS
 
 MEDIA_COLUMNS = {"images": "image", "videos": "video", "audios": "audio"}  # column -> kind
 MEDIA_FEATURES = {"Image": "image", "Audio": "audio", "Video": "video"}  # datasets feature type -> kind
@@ -54,9 +55,14 @@ def refuse_media(dataset: datasets.Dataset, source: str, first_row: int = 1) -> 
             count = _count(row[name][0])
             if count:
                 plural = f"{count} {kind}s" if count != 1 else f"1 {kind}"
+                way_out = (
+                    f"choose an image-and-text model (e.g. {', '.join(VISION_MODELS[:3])})"
+                    if kind == "image"
+                    else f"{kind} is not trained here"
+                )
                 raise DatasetError(
-                    f"{source}, row {first_row + index}: it holds {plural} (column {name!r}), and the models "
-                    f"trained here read text only: the {kind}s would never be seen and their <{kind}> markers "
-                    f"would be trained as text. Remove the column {name!r} and the <{kind}> markers to train on "
-                    f"the text alone, or fine-tune an image-and-text model with a tool that supports it"
+                    f"{source}, row {first_row + index}: it holds {plural} (column {name!r}), and this model reads "
+                    f"text only: the {kind}s would never be seen and their <{kind}> markers would be trained as "
+                    f"text. Remove the column {name!r} and the <{kind}> markers to train on the text alone, or "
+                    f"{way_out}"
                 )

@@ -21,9 +21,12 @@ import pandas as pd
 from trainer_core.data.files import DatasetError, read_file, read_head, read_parts, reading_notes, rows_dataset
 from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
 from trainer_core.data.hub_data import read_hub
+from trainer_core.data.image_rows import base_folder, normalize_vision
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
+from trainer_core.data.vision_data import reads_images, with_image_columns
 from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
+from trainer_core.settings import get_settings
 
 log = logging.getLogger(__name__)
 __all__ = [
@@ -51,6 +54,7 @@ class PreparedData:
     stats: TokenizationStats
     eval_stats: Optional[TokenizationStats]
     system_message: Optional[str] = None  # the one system message every training row has (run.json)
+    images: Any = None  # a vision run's image counts (``vision.prepare.ImageStats``)
 
 
 def has_eval_data(request: TrainingStartRequest) -> bool:
@@ -90,15 +94,16 @@ def eval_conversations(request: TrainingStartRequest) -> datasets.Dataset:
     return load_conversations(request, eval=True)[0]
 
 
-def _sources(request: TrainingStartRequest, eval: bool) -> list[tuple[str, datasets.Dataset]]:
-    """(name, raw dataset) for each file (each data file of a folder), then the Hub split; the token
-    stays out of names."""
+def _sources(request: TrainingStartRequest, eval: bool) -> list[tuple[str, datasets.Dataset, Optional[Path]]]:
+    """(name, raw dataset, folder its relative image paths are read from) for each file (each data
+    file of a folder), then the Hub split (no folder); the token stays out of names."""
     files = request.local_eval_datasets if eval else request.local_datasets
     split = request.eval_split if eval else request.train_split
-    sources = [part for path in files for part in read_parts(path)]
+    sources = [(*part, base_folder(path)) for path in files for part in read_parts(path)]
     if request.hf_dataset and split and (not eval or not files):
         token = request.hf_token.get_secret_value() if request.hf_token else None
-        sources.append((f"{request.hf_dataset} [{split}]", read_hub(request.hf_dataset, request.subset, split, token)))
+        hub_rows = read_hub(request.hf_dataset, request.subset, split, token)
+        sources.append((f"{request.hf_dataset} [{split}]", hub_rows, None))
     if not sources:
         raise DatasetError(
             "no evaluation data: give local_eval_datasets or an eval_split"
@@ -109,11 +114,11 @@ def _sources(request: TrainingStartRequest, eval: bool) -> list[tuple[str, datas
 
 
 def _slice(
-    sources: list[tuple[str, datasets.Dataset]], start: int, end: Optional[int]
-) -> list[tuple[str, datasets.Dataset, int]]:
+    sources: list[tuple[str, datasets.Dataset, Optional[Path]]], start: int, end: Optional[int]
+) -> list[tuple[str, datasets.Dataset, int, Optional[Path]]]:
     """Rows ``[start, end)`` of the sources taken as one sequence, as (name, rows, first file row
-    number). Raises DatasetError when the slice reaches beyond the data."""
-    total = sum(len(dataset) for _, dataset in sources)
+    number, image folder). Raises DatasetError when the slice reaches beyond the data."""
+    total = sum(len(dataset) for _, dataset, _ in sources)
     if start >= total or (end is not None and end > total):
         raise DatasetError(
             f"dataset_slice_start={start}, dataset_slice_end={end} reaches beyond the training data, which has {total} rows: "
@@ -121,18 +126,26 @@ def _slice(
         )
     end = total if end is None else end
     out, offset = [], 0
-    for name, dataset in sources:
+    for name, dataset, base in sources:
         lo, hi = max(start - offset, 0), min(end - offset, len(dataset))
         if lo < hi:
-            out.append((name, dataset if (lo, hi) == (0, len(dataset)) else dataset.select(range(lo, hi)), lo + 1))
+            rows = dataset if (lo, hi) == (0, len(dataset)) else dataset.select(range(lo, hi))
+            out.append((name, rows, lo + 1, base))
         offset += len(dataset)
     return out
 
 
 def _canonical(
-    name: str, dataset: datasets.Dataset, request: TrainingStartRequest, first_row: int
+    name: str,
+    dataset: datasets.Dataset,
+    request: TrainingStartRequest,
+    first_row: int,
+    base: Optional[Path] = None,
+    vision: Optional[bool] = None,
 ) -> tuple[datasets.Dataset, FormatType]:
-    """One source mapped, detected (unless the request fixes the format) and normalised."""
+    """One source mapped, detected (unless the request fixes the format) and normalised; rows with
+    images for a vision-language model (``vision_data.reads_images``) keep them (``data.image_rows``,
+    relative paths read from ``base``)."""
     if request.custom_format_mapping:
         dataset = apply_mapping(dataset, request.custom_format_mapping, name)
     if request.training_method != TrainingMethod.sft:
@@ -144,23 +157,34 @@ def _canonical(
             "(or another format_type for SFT)"
         )
     log.info("%s: format %s, %d rows", name, fmt.value, len(dataset))
+    if reads_images(request, dataset, vision):
+        return normalize_vision(dataset, fmt, name, base, get_settings().allowed_roots, first_row)[0], fmt
     return normalize(dataset, fmt, name, first_row=first_row), fmt
 
 
-def load_conversations(request: TrainingStartRequest, eval: bool = False) -> tuple[datasets.Dataset, FormatType]:
+def load_conversations(
+    request: TrainingStartRequest, eval: bool = False, vision: Optional[bool] = None
+) -> tuple[datasets.Dataset, FormatType]:
     """The request's training (or, with ``eval``, evaluation) rows in canonical form (column
     ``messages`` or ``text``) and the layout of the first source. The training rows are cut to
     ``dataset_slice_start:dataset_slice_end`` across all sources taken in order.
+
+    ``vision``: whether the model reads images (the worker knows it once the model is loaded);
+    None: found from the model's config where it is on this machine (``vision_data.reads_images``).
+    Rows with images for a vision model keep them (column ``images``, ``image_rows``).
 
     Raises DatasetError for anything wrong with the data (see ``datafiles`` and ``formats``), a
     slice beyond the data, or sources that mix raw text with conversations.
     """
     sources = _sources(request, eval)
     if eval:
-        parts = [(name, dataset, 1) for name, dataset in sources]
+        parts = [(name, dataset, 1, base) for name, dataset, base in sources]
     else:
         parts = _slice(sources, request.dataset_slice_start, request.dataset_slice_end or None)
-    normalised = [(name, *_canonical(name, dataset, request, first_row)) for name, dataset, first_row in parts]
+    normalised = [
+        (name, *_canonical(name, dataset, request, first_row, base, vision)) for name, dataset, first_row, base in parts
+    ]
+    normalised = with_image_columns(normalised, request)
     first_name, first, first_fmt = normalised[0]
     for name, dataset, _ in normalised[1:]:
         if dataset.column_names != first.column_names:

@@ -78,8 +78,9 @@ def content_text(content: Any, where: str) -> Any:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in MEDIA_PARTS:
             raise RowError(
-                f"{where}, content part {number} is {MEDIA_PARTS[kind]} (type {kind!r}); this is a text-only model: "
-                "remove image, audio and file parts from the data, or fine-tune a vision/audio model with another tool"
+                f"{where}, content part {number} is {MEDIA_PARTS[kind]} (type {kind!r}); this model reads text only: "
+                "remove image, audio and file parts from the data, or choose an image-and-text model for images "
+                "(e.g. Qwen/Qwen2-VL-2B-Instruct)"
             )
         if kind not in TEXT_PARTS or not isinstance(part.get(TEXT_PARTS[kind]), str):
             raise RowError(

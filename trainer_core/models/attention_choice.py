@@ -21,12 +21,16 @@ SDPA, EAGER, FLASH = "sdpa", "eager", "flash_attention_2"
 
 
 def model_class(config: Any) -> Any:
-    """The ``AutoModelForCausalLM`` class for ``config`` (a ``PretrainedConfig``); None when
-    transformers does not map it."""
-    from transformers import AutoModelForCausalLM
+    """The ``AutoModelForCausalLM`` class for ``config`` (a ``PretrainedConfig``; the
+    ``AutoModelForImageTextToText`` class for a vision-language model); None when transformers does
+    not map it."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
+    from trainer_core.models.vision_family import vision_family
+
+    auto_class = AutoModelForImageTextToText if vision_family(config) else AutoModelForCausalLM
     try:
-        return AutoModelForCausalLM._model_mapping[type(config)]
+        return auto_class._model_mapping[type(config)]
     except KeyError:
         return None
 

@@ -191,14 +191,16 @@ def load_tokenizer(path: Path, default_template: str = "auto", **kwargs: Any) ->
 
 
 def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
-    """Causal LM from ``path`` on ``device``: fp32/bf16 for lora and full, NF4 4-bit for qlora
-    (bitsandbytes; works on CPU and CUDA), with the attention its architecture supports
+    """Causal LM from ``path`` on ``device`` (an image-text-to-text model, e.g. Qwen2-VL, when its
+    config says it reads images: ``models.vision_family``): fp32/bf16 for lora and full, NF4 4-bit for
+    qlora (bitsandbytes; works on CPU and CUDA), with the attention its architecture supports
     (``attention_choice.load_attention``). In a group of processes on GPUs, ``cuda`` is this
     process's GPU (``cuda:<LOCAL_RANK>``). Raises ModelLoadError when loading fails."""
-    from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, BitsAndBytesConfig
 
     from trainer_core.distributed.env import device_for_rank
     from trainer_core.models.attention_choice import load_attention
+    from trainer_core.models.vision_family import folder_family
 
     dtype = compute_dtype(device)
     device = device_for_rank(device)  # several processes: each on its own GPU
@@ -215,8 +217,9 @@ def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype, bnb_4bit_use_double_quant=True
         )
         kwargs["device_map"] = {"": device}
+    auto_class = AutoModelForImageTextToText if folder_family(path) else AutoModelForCausalLM
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+        model = auto_class.from_pretrained(path, **kwargs)
     except (OSError, ValueError, ImportError) as exc:
         raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
     if request.training_type != TrainingType.qlora:

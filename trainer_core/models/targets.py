@@ -47,20 +47,24 @@ class Targets:
     parameters: tuple[str, ...] = ()
     explicit: tuple[str, ...] = ()
     outside: tuple[str, ...] = ()
+    vision: tuple[str, ...] = ()  # full module paths in a vision tower and its projector
 
     @property
     def count(self) -> int:
-        return self.layers * (len(self.modules) + len(self.parameters)) + len(self.outside)
+        return self.layers * (len(self.modules) + len(self.parameters)) + len(self.outside) + len(self.vision)
 
     def peft_target_modules(self) -> Any:
         """What PEFT gets as ``target_modules``: a user's list as it is, else a full-match pattern
         over the chosen block paths (None when only expert parameters are adapted)."""
         if self.explicit:
             return list(self.explicit)
-        if not self.modules:
+        patterns = [re.escape(path) for path in self.vision]
+        if self.modules:
+            names = "|".join(re.escape(m) for m in self.modules)
+            patterns.insert(0, rf"{re.escape(self.blocks)}\.\d+\.(?:{names})")
+        if not patterns:
             return None
-        names = "|".join(re.escape(m) for m in self.modules)
-        return rf"^{re.escape(self.blocks)}\.\d+\.(?:{names})$"
+        return rf"^{patterns[0]}$" if len(patterns) == 1 else rf"^(?:{'|'.join(patterns)})$"
 
     def peft_target_parameters(self) -> Optional[list[str]]:
         """PEFT's ``target_parameters`` (matched as a suffix of ``module.parameter``) or None."""
@@ -69,8 +73,9 @@ class Targets:
     def summary(self) -> str:
         """One line for the check and the run's summary, e.g. ``7 per block x 30 blocks: ...``."""
         parts = list(self.modules) + [f"{p} (experts)" for p in self.parameters]
-        line = f"{len(parts)} per block x {self.layers} blocks: {', '.join(parts)}"
-        return line + (f"; and {', '.join(self.outside)}" if self.outside else "")
+        line = f"{len(parts)} per block x {self.layers} blocks: {', '.join(parts)}" if parts else "no language layers"
+        line += f"; and {', '.join(self.outside)}" if self.outside else ""
+        return line + (f"; and {len(self.vision)} in the vision tower and projector" if self.vision else "")
 
 
 def _layer_count(config: Any) -> Optional[int]:

@@ -25,6 +25,7 @@ from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, Pre
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
 from trainer_core.preflight.structure import model_structure
+from trainer_core.preflight.vision import vision_summary
 from trainer_core.schemas import TrainingMethod, TrainingStartRequest
 from trainer_core.settings import Settings
 
@@ -92,6 +93,7 @@ def run_preflight(
     if structure is not None:
         report.architecture, report.attention = structure.architecture, structure.attention
         report.adapted_modules, report.adapted_count = structure.adapted, structure.adapted_count
+    report.vision = vision_summary(request, settings)
     if estimates and tokenizer is not None and plan.total_steps:
         _add_estimates(report, request, settings, store, found, plan)
     report.check_seconds = round(time.perf_counter() - started, 3)

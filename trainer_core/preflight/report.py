@@ -114,6 +114,11 @@ class PreflightReport(BaseModel):
         None, description="What LoRA adapts: the projections per block and the block count."
     )
     adapted_count: int = Field(0, description="LoRA layers in the whole model (0 for full fine-tuning).")
+    vision: Optional[str] = Field(
+        None,
+        description="A vision-language model: its family, the image size and what the first rows' images cost in "
+        "tokens (counted with its processor).",
+    )
 
 
 __all__ = ["FileCheck", "Issue", "LengthHistogram", "PreflightReport", "SampleRow", "Segment"]

@@ -17,6 +17,7 @@ from trainer_core.settings import Settings
 log = logging.getLogger(__name__)
 TARGET_FIELDS = (
     "target_modules",
+    "finetune_vision_layers",
     "finetune_attention_modules",
     "finetune_mlp_modules",
     "finetune_language_layers",
@@ -51,12 +52,13 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
     if folder is None:
         return None, []
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     from trainer_core.models.attention_choice import attention_note, load_attention
     from trainer_core.models.lora_plan import lora_plan
     from trainer_core.models.remote_code import RemoteCodeError, load_kwargs
     from trainer_core.models.targets import TargetError
+    from trainer_core.models.vision_family import vision_family
 
     try:
         own_code = load_kwargs(folder, request.trust_remote_code, settings.allow_remote_code)
@@ -64,8 +66,9 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
         return None, [Issue(level="error", code="remote_code", message=str(exc), fields=["trust_remote_code"])]
     try:
         config = AutoConfig.from_pretrained(str(folder), local_files_only=True, **own_code)
+        auto_class = AutoModelForImageTextToText if vision_family(config) else AutoModelForCausalLM
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(config, **own_code)
+            model = auto_class.from_config(config, **own_code)
     except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:
         log.info("no structure for %s: %s", request.model_name, exc)
         return None, []

@@ -104,11 +104,29 @@ def build_trainer(
     ``eval_split``). (TRL seeds every RNG with ``random_seed`` before it initialises LoRA, so a rerun
     repeats the initialisation, the data order and the dropout masks.) ``run_name`` (the job id) names
     the run in the trackers of ``request.report_to`` (set up first: ``trackers.prepare_trackers``).
-    A ``model`` that already carries an adapter (``adapter_name_or_path``) trains it; no new one."""
-    use_training_attention(model)
-    rows_apart = keeps_packed_rows_apart(model)
+    A ``model`` that already carries an adapter (``adapter_name_or_path``) trains it; no new one.
+    A processor as ``tokenizer`` (a vision model) trains canonical image rows in padded batches made
+    by ``vision.collator.VisionCollator``."""
+    vision = is_processor(tokenizer)
+    collator = None
+    if vision:  # rows with images: padded batches made by our collator (vision.collator)
+        from trainer_core.vision.collator import VisionCollator
+
+        collator = VisionCollator(
+            tokenizer, request.max_seq_length, request.train_on_completions, request.vision_image_size
+        )
+        rows_apart = True
+    else:
+        use_training_attention(model)
+        rows_apart = keeps_packed_rows_apart(model)
     args = build_sft_config(
-        request, output_dir, device, has_eval=eval_split is not None, run_name=run_name, rows_apart=rows_apart
+        request,
+        output_dir,
+        device,
+        has_eval=eval_split is not None,
+        run_name=run_name,
+        rows_apart=rows_apart,
+        vision=vision,
     )
     if request.early_stopping_patience > 0:
         if eval_split is None:
@@ -123,6 +141,7 @@ def build_trainer(
         args=args,
         train_dataset=train,
         eval_dataset=eval_split,
+        data_collator=collator,
         processing_class=tokenizer,
         peft_config=peft_config,
         callbacks=[*callbacks, DivergenceGuard()] if request.stop_on_divergence else callbacks,
@@ -135,6 +154,13 @@ def build_trainer(
         apply_loftq(trainer.model, device)
     trainer.best_threshold = request.early_stopping_threshold if request.early_stopping_patience > 0 else 0.0
     return trainer
+
+
+def is_processor(processing_class: Any) -> bool:
+    """True for a multimodal processor (a vision model's), False for a tokenizer."""
+    from transformers import ProcessorMixin
+
+    return isinstance(processing_class, ProcessorMixin)
 
 
 def early_stop_reason(trainer: Trainer) -> Optional[str]:

@@ -99,16 +99,24 @@ def _phase(events: Any, phase: Phase, message: str) -> None:
 def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, str]:
     from trainer_core.data.prepare import prepare_data
     from trainer_core.models import loading as models
+    from trainer_core.models.vision_family import folder_family
     from trainer_core.settings import get_settings
 
     _phase(events, Phase.loading_model, f"Loading {request.model_name}")
     token = request.hf_token.get_secret_value() if request.hf_token else None
     path = models.resolve_model_path(request.model_name, token, get_settings().models_dir)
     device = models.pick_device()
-    tokenizer = models.load_tokenizer(path, request.default_chat_template, **models.remote_code(path, request))
+    family = folder_family(path)
+    if family is not None:  # an image-and-text model: its processor (images + tokenizer) and image rows
+        from trainer_core.vision.prepare import prepare_vision_data
+        from trainer_core.vision.processor import load_processor
+
+        tokenizer = load_processor(path, **models.remote_code(path, request))
+    else:
+        tokenizer = models.load_tokenizer(path, request.default_chat_template, **models.remote_code(path, request))
     model = models.load_model(path, request, device)
     _phase(events, Phase.loading_dataset, "Reading and tokenizing the dataset")
-    data = prepare_data(request, tokenizer)
+    data = prepare_vision_data(request, tokenizer) if family is not None else prepare_data(request, tokenizer)
     stats = data.stats
     rows = (
         "rows"
@@ -120,9 +128,11 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
             EventKind.INFO,
             {
                 "message": f"{stats.rows} {rows}, {stats.total_tokens} tokens ({stats.trained_tokens} trained); "
-                f"{stats.truncated_rows} rows truncated to {stats.max_seq_length} tokens",
+                f"{stats.truncated_rows} rows truncated to {stats.max_seq_length} tokens"
+                + (f"; {family.name}: {data.images.line()}" if family is not None else ""),
                 "details": {
                     "format": data.format.value,
+                    **({"vision": family.name, "images": data.images.images} if family is not None else {}),
                     "device": device,
                     **vars(stats),
                     "num_processes": world_size(),

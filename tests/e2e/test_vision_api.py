@@ -1,0 +1,105 @@
+"""A vision-language run through the HTTP API of the real app process (issue 28): the pre-flight
+names the family and what the images cost, Start trains 3 steps of the tiny Qwen2-VL on
+``mllm_demo.json``, and image references that point out of the allowed folders (a relative
+``../`` path, an absolute path, a symlink) or at something that is no image are refused by file
+and row at the check and at Start, as an attacker would send them, without reading the file."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.api_server import AppProcess
+from tests.e2e.conftest import CANARY, allowed, free_port, wait_for
+
+pytestmark = pytest.mark.slow
+TOKEN = "test-vision-token-51c2"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def app_proc(tmp_path_factory, datasets_dir, tiny_vl_dir):
+    folder = tmp_path_factory.mktemp("vision-api")
+    data = folder / "data-files"
+    shutil.copytree(datasets_dir / "mllm_demo_data", data / "pics")
+    secret = folder / "secret"
+    secret.mkdir()
+    (secret / "canary.png").write_text(CANARY)
+    env = {
+        "STUDIO_DATA_DIR": str(folder / "studio"),
+        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, data, tiny_vl_dir.parent),
+        "STUDIO_API_TOKEN": TOKEN,
+    }
+    proc = AppProcess(free_port(), env, folder / "app.log").start()
+    proc.data, proc.secret = data, secret
+    yield proc
+    proc.stop()
+
+
+def test_a_vision_run_is_checked_and_trained_over_http(app_proc, datasets_dir, tiny_vl_dir):
+    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=120)
+    body = {
+        "model_name": str(tiny_vl_dir),
+        "local_datasets": [str(datasets_dir / "mllm_demo.json")],
+        "max_steps": 3,
+        "batch_size": 2,
+        "vision_image_size": 224,
+    }
+    report = api.post("/api/train/preflight", json=body)
+    assert report.status_code == 200, report.text
+    found = report.json()
+    assert found["errors"] == [] and found["architecture"] == "Qwen2VLForConditionalGeneration"
+    assert found["vision"].startswith("vision-language: Qwen2-VL;") and "8 images" in found["vision"]
+    assert "images shrunk to at most 224 px" in found["vision"]
+    started = api.post("/api/train/start", json=body)
+    assert started.status_code == 200 and started.json()["status"] == "queued", started.text
+    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "the run's end")
+    status = api.get("/api/train/status").json()
+    assert status["phase"] == "completed", (status["message"], status["error"])
+    out = Path(status["details"]["output_dir"])
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2, 3]
+    assert status["details"]["vision"] == "Qwen2-VL" and status["details"]["images"] == 8
+    assert json.loads((out / "run.json").read_text())["model_structure"]["adapted"]["count"] == 14
+
+
+def test_image_paths_out_of_the_allowed_folders_are_refused_by_row(app_proc, tiny_vl_dir):
+    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=120)
+    data, secret = app_proc.data, app_proc.secret
+    link = data / "pics" / "link.png"
+    if not link.exists():
+        link.symlink_to(secret / "canary.png")
+    bad = {
+        "relative": f"../../{secret.parent.name}/secret/canary.png",
+        "absolute": str(secret / "canary.png"),
+        "symlink": "pics/link.png",
+        "not an image": "data:image/png;base64," + base64.b64encode(CANARY.encode()).decode(),
+    }
+    for case, reference in bad.items():
+        rows = [
+            {
+                "messages": [{"role": "user", "content": "<image>Fine"}, {"role": "assistant", "content": "Yes."}],
+                "images": ["pics/1.jpg"],
+            },
+            {
+                "messages": [{"role": "user", "content": "<image>Who?"}, {"role": "assistant", "content": "Me."}],
+                "images": [reference],
+            },
+        ]
+        path = data / f"{case.replace(' ', '_')}.json"
+        path.write_text(json.dumps(rows))
+        body = {"model_name": str(tiny_vl_dir), "local_datasets": [str(path)], "max_steps": 1}
+        started = api.post("/api/train/start", json=body)
+        assert started.status_code == 400, (case, started.text)
+        message = started.json()["detail"]
+        assert message.startswith(f"{path.name}, row 2: image"), (case, message)
+        expected = "cannot be read as an image" if case == "not an image" else "is outside the allowed folders"
+        assert expected in message and CANARY not in message, (case, message)
+        checked = api.post("/api/train/preflight", json=body).json()
+        assert [e["code"] for e in checked["errors"]] == ["data_error"] and CANARY not in json.dumps(checked)
+    assert not api.get("/api/train/status").json()["is_training_running"]

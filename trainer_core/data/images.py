@@ -1,0 +1,119 @@
+"""Images named by training rows: checked, opened with a pixel limit and resized.
+
+A reference is a path (relative to the data file's folder, as LLaMA-Factory's ``images`` lists
+are, or absolute), a ``data:image/...;base64,`` URL (OpenAI content parts), or the bytes of a Hub
+``Image`` column (``{"bytes": ..., "path": ...}``). A path passes the one path check
+(``paths.confine``): it must lie in the data file's folder or in the allowed folders. Remote URLs
+are refused (nothing is fetched while training).
+
+Opening reads the header first: an image of more than ``MAX_PIXELS`` pixels (a decompression
+bomb: a few KB of PNG can declare 100,000 x 100,000 pixels) is refused before any pixel is decoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Optional
+
+from trainer_core.data.errors import RowError
+from trainer_core.paths import PathNotAllowed, confine
+
+MAX_PIXELS = int(os.environ.get("STUDIO_MAX_IMAGE_PIXELS", 64_000_000))  # 8,000 x 8,000
+DATA_URL = "data:"
+
+
+def resolve_reference(reference: Any, base: Optional[Path], roots: Iterable[Path]) -> str:
+    """The canonical form of one image reference of a row: an absolute, confined path, a ``data:``
+    URL as it is, or (Hub ``Image`` bytes) a ``data:`` URL made from the bytes. Raises RowError
+    (no file or row: the caller adds them) for a remote URL, a path outside ``base`` and ``roots``,
+    a missing file, or a value that is no image reference."""
+    if isinstance(reference, dict):  # a Hub Image feature, not decoded
+        if reference.get("bytes"):
+            return DATA_URL + "image/*;base64," + base64.b64encode(reference["bytes"]).decode("ascii")
+        reference = reference.get("path")
+    if not isinstance(reference, str) or not reference.strip():
+        raise RowError(f"an image reference must be a file path or a data: URL, not {type(reference).__name__}")
+    text = reference.strip()
+    if text.startswith(DATA_URL):
+        return text
+    if text.startswith(("http://", "https://", "ftp://")):
+        raise RowError(f"image {text[:80]} is a remote URL: download it next to the data file and name its path")
+    text = text.removeprefix("file://")
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        if base is None:
+            raise RowError(f"image {text[:80]} is a relative path, and this data has no folder to read it from")
+        path = base / path
+    try:
+        found = confine(path, [*([base] if base else []), *roots], "image")
+    except PathNotAllowed as exc:
+        raise RowError(str(exc)) from None
+    if not found.is_file():
+        raise RowError(f"image {text[:120]} was not found (looked for {found})")
+    return str(found)
+
+
+def open_image(reference: str, max_side: Optional[int] = None) -> Any:
+    """The RGB ``PIL.Image`` of a canonical reference (``resolve_reference``), its longest side cut to
+    ``max_side`` pixels (aspect kept; None: as it is). Raises RowError for an image of more than
+    ``MAX_PIXELS`` pixels (checked from the header, before decoding), an unreadable or damaged
+    file, or a malformed data URL."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        source: Any = io.BytesIO(_data_url_bytes(reference)) if reference.startswith(DATA_URL) else reference
+        with Image.open(source) as image:
+            width, height = image.size
+            if width * height > MAX_PIXELS:
+                raise RowError(
+                    f"image {_name(reference)} is {width} x {height} pixels, more than the limit of {MAX_PIXELS:,}: "
+                    "resize it (or raise STUDIO_MAX_IMAGE_PIXELS)"
+                )
+            image.load()
+            rgb = image.convert("RGB")
+    except (OSError, UnidentifiedImageError, Image.DecompressionBombError, SyntaxError, ValueError) as exc:
+        if isinstance(exc, RowError):
+            raise
+        raise RowError(f"image {_name(reference)} cannot be read as an image ({type(exc).__name__}: {exc})") from None
+    if max_side and max(rgb.size) > max_side:
+        rgb.thumbnail((max_side, max_side), Image.Resampling.BICUBIC)
+    return rgb
+
+
+def image_size(reference: str) -> tuple[int, int]:
+    """(width, height) of a canonical reference from its header only. Raises RowError as
+    ``open_image`` does for unreadable files and oversized images."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        source: Any = io.BytesIO(_data_url_bytes(reference)) if reference.startswith(DATA_URL) else reference
+        with Image.open(source) as image:
+            width, height = image.size
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
+        raise RowError(f"image {_name(reference)} cannot be read as an image ({type(exc).__name__}: {exc})") from None
+    if width * height > MAX_PIXELS:
+        raise RowError(
+            f"image {_name(reference)} is {width} x {height} pixels, more than the limit of {MAX_PIXELS:,}: "
+            "resize it (or raise STUDIO_MAX_IMAGE_PIXELS)"
+        )
+    return width, height
+
+
+def _data_url_bytes(url: str) -> bytes:
+    """The bytes of a ``data:[type];base64,...`` URL. Raises RowError when it is not base64."""
+    head, _, payload = url.partition(",")
+    if not head.endswith(";base64") or not payload:
+        raise RowError("a data: URL image must be base64 (data:image/png;base64,...)")
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        raise RowError("a data: URL image holds text that is not valid base64") from None
+
+
+def _name(reference: str) -> str:
+    return "(data: URL)" if reference.startswith(DATA_URL) else Path(reference).name
