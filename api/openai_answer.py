@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.openai_errors import OpenAIError, error_for
 from api.openai_schemas import ChatCompletionRequest, Usage, chunk, completion, completion_id
+from api.remote_images import fetch_image
 from trainer_core.serving.schemas import StreamEvent
 
 CHAT_SLOTS = {"api": 8, "share": 4}  # requests answering or waiting for their turn, per door
@@ -67,7 +68,8 @@ def answer(request: Request, body: ChatCompletionRequest, model_id: str, public:
     it from a worker thread (a plain ``def`` route)."""
     engine = engine_of(request)
     body.check_supported()
-    messages, settings = body.chat_messages(), body.generation_settings()
+    remote = request.app.state.settings.allow_remote_images and not public  # never for share links
+    messages, settings = body.chat_messages(fetch_image if remote else None), body.generation_settings()
     slots: ChatSlots = request.app.state.chat_slots["share" if public else "api"]
     slots.take()
     streaming = False

@@ -9,25 +9,38 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.openai_errors import OpenAIError, param_name
-from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
+from trainer_core.data.image_rows import MARKER
+from trainer_core.serving.schemas import MAX_IMAGE_URL_CHARS, ChatMessage, GenerationSettings, ModelChoice, StreamEvent
 
 MAX_MESSAGES = 1000
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 FINISH_REASONS = {"stop": "stop", "length": "length", "cancelled": "stop"}  # OpenAI has no "cancelled"
 
 
+class ImageURL(BaseModel):
+    """OpenAI's ``image_url`` object (``detail`` is ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    url: str = Field(max_length=MAX_IMAGE_URL_CHARS)
+
+
 class ContentPart(BaseModel):
-    """One part of a message's content; only ``{"type": "text", "text": ...}`` is supported."""
+    """One part of a message's content: ``{"type": "text", "text": ...}`` or, for a vision-language
+    model, ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` (an http(s)
+    URL only where the server fetches them: ``allow_remote_images``)."""
 
     model_config = ConfigDict(extra="ignore")
 
     type: str
     text: Optional[str] = None
+    image_url: Union[str, ImageURL, None] = None
 
 
 class RequestMessage(BaseModel):
@@ -100,12 +113,31 @@ class ChatCompletionRequest(BaseModel):
             param = names.get(field, field)
             raise OpenAIError(400, f"{param}: {error['msg']}", param=param) from None
 
-    def chat_messages(self) -> list[ChatMessage]:
-        """Our ``ChatMessage`` list: roles system (or developer) / user / assistant, text only."""
-        return [_message(i, m) for i, m in enumerate(self.messages)]
+    def chat_messages(self, fetch: Optional[Callable[[str], str]] = None) -> list[ChatMessage]:
+        """Our ``ChatMessage`` list: roles system (or developer) / user / assistant; text parts
+        joined, each ``image_url`` part an ``<image>`` marker where it stood and an image of the
+        message. ``fetch`` turns an http(s) URL into a data: URL (None: such URLs are refused)."""
+        return [_message(i, m, fetch) for i, m in enumerate(self.messages)]
 
 
-def _message(index: int, message: RequestMessage) -> ChatMessage:
+def _image(url: str, where: str, fetch: Optional[Callable[[str], str]]) -> str:
+    """The data: URL of an image part; OpenAIError 400 naming ``where`` for a remote URL the server
+    does not fetch or for anything else."""
+    if url.startswith("data:image/"):
+        return url
+    if url.startswith(("http://", "https://")):
+        if fetch is None:
+            raise OpenAIError(
+                400,
+                f"{where}: this server does not fetch remote image URLs (STUDIO_ALLOW_REMOTE_IMAGES is off); send "
+                "the image as a data:image/...;base64,... URL",
+                param=where,
+            )
+        return fetch(url)
+    raise OpenAIError(400, f"{where}: give a data:image/...;base64,... URL", param=where)
+
+
+def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str], str]] = None) -> ChatMessage:
     where = f"messages[{index}]"
     role = ROLES.get(message.role)
     if role is None:
@@ -117,19 +149,28 @@ def _message(index: int, message: RequestMessage) -> ChatMessage:
         )
     if message.content is None:
         raise OpenAIError(400, f"{where}.content: a text content is required", param=f"{where}.content")
+    images: list[str] = []
     if isinstance(message.content, str):
         text = message.content
     else:
+        pieces = []
         for j, part in enumerate(message.content):
-            if part.type != "text" or part.text is None:
+            if part.type == "image_url" and part.image_url is not None:
+                url = part.image_url if isinstance(part.image_url, str) else part.image_url.url
+                images.append(_image(url, f"{where}.content[{j}].image_url", fetch))
+                pieces.append(MARKER)
+            elif part.type == "text" and part.text is not None:
+                pieces.append(part.text)
+            else:
                 raise OpenAIError(
                     400,
-                    f'{where}.content[{j}]: only text parts ({{"type": "text", "text": ...}}) are supported',
+                    f'{where}.content[{j}]: only text parts ({{"type": "text", "text": ...}}) and image_url parts '
+                    "are supported",
                     param=f"{where}.content[{j}]",
                 )
-        text = "".join(part.text or "" for part in message.content)
+        text = "".join(pieces)
     try:
-        return ChatMessage(role=role, content=text)
+        return ChatMessage(role=role, content=text, images=images)
     except ValidationError as exc:
         error = exc.errors()[0]
         param = f"{where}.{param_name(tuple(error['loc']))}"

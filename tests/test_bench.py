@@ -140,3 +140,16 @@ def test_families_bench_trains_chats_and_exports_the_hardest_families(capsys):
     assert by["gpt_oss"]["padding_free"] is False and by["gpt_oss"]["expert_parameters"] == 2
     assert by["qwen3_moe"]["expert_parameters"] == 2 and by["gpt2"]["adapted"] == 8
     assert "merged export check" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_vision_bench_quick(capsys, tiny_vl_dir):
+    """Our vision path and the bare TRL script, 2 steps each on the tiny Qwen2-VL (the script is
+    checked, not the figures)."""
+    from bench import vision
+
+    report = vision.main(["--quick", "--model", str(tiny_vl_dir)])
+    ours, trl = report["runs"]
+    assert (ours["side"], trl["side"]) == ("ours", "trl")
+    assert all(run["steps_per_second"] > 0 and run["tokens_per_step"] > 0 for run in report["runs"])
+    assert report["speed_ratio"] > 0 and '"bench": "vision"' in capsys.readouterr().out

@@ -48,6 +48,11 @@ class Settings(BaseSettings):
         description="Let requests with trust_remote_code load models that ship their own Python code "
         "(it runs as the server's user).",
     )
+    allow_remote_images: bool = Field(
+        False,
+        description="Let /v1/chat/completions fetch image_url parts given as http(s) URLs (the server then "
+        "requests any address a client names: see SECURITY.md); off: only data: URLs are taken.",
+    )
     sse_heartbeat_s: float = Field(10.0, gt=0, description="Seconds without a new step before an SSE heartbeat.")
     trust_proxy_headers: bool = Field(
         False,

@@ -12,6 +12,7 @@ import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
 from trainer_core.serving.schemas import BASE_MODEL_ID, ChatMessage, GenerationSettings, ModelChoice
+from ui.chat_images import shown_text, user_turn
 from ui.refusals import markdown_text, notice_html
 from ui.refused import Refused
 
@@ -76,16 +77,27 @@ def _text(content: Any) -> str:
     return str(content or "")
 
 
-def conversation(system: str, history: list[dict], message: str) -> list[ChatMessage]:
+def conversation(
+    system: str,
+    history: list[dict],
+    message: str,
+    images: Optional[list[Optional[str]]] = None,
+    image: Optional[str] = None,
+) -> list[ChatMessage]:
     """The messages sent to the model: the system prompt (if any), the earlier turns, the new one.
-    Without a system prompt the chat template's own default applies, exactly as in training."""
+    Without a system prompt the chat template's own default applies, exactly as in training.
+    ``images``: the earlier user turns' images in order (None for a turn without; ``chat_images``);
+    ``image``: the new turn's."""
     turns = [ChatMessage(role="system", content=system.strip())] if system and system.strip() else []
-    turns += [
-        ChatMessage(role=m["role"], content=_text(m["content"]))
-        for m in history
-        if m.get("role") in ("user", "assistant")
-    ]
-    return turns + [ChatMessage(role="user", content=message)]
+    pictures = iter(images or [])
+    for m in history:
+        if m.get("role") == "user":
+            picture = next(pictures, None)
+            text = shown_text(_text(m["content"])) if picture else _text(m["content"])
+            turns.append(ChatMessage(role="user", content=text, images=[picture] if picture else []))
+        elif m.get("role") == "assistant":
+            turns.append(ChatMessage(role="assistant", content=_text(m["content"])))
+    return turns + [ChatMessage(role="user", content=message, images=[image] if image else [])]
 
 
 def settings_from(values: tuple) -> GenerationSettings:
@@ -113,48 +125,51 @@ def send(
 ) -> Iterator[tuple]:
     """Stream the answer to ``message`` into the chat (and, with ``compare``, the base model's answer
     with the same settings and seed into the second column), loading the model first when another
-    is loaded. Yields (textbox, chat, base chat, load state, notice). A refusal (a training job has
-    the machine, a run without weights, a bad setting, ...) is a notice beside Send that keeps the
-    typed message and the conversation as they were; nothing is marked as an error."""
+    is loaded. Yields (textbox, chat, base chat, load state, notice, earlier turns' images).
+    ``values``: the generation settings, then (the page's states, ``chat_images``) the uploaded
+    image's data: URL and the earlier turns' images. A refusal (a training job has the machine, a
+    run without weights, a bad setting, ...) is a notice beside Send that keeps the typed message,
+    the image and the conversation as they were; nothing is marked as an error."""
+    settings_values, extra = values[: len(SETTINGS_FIELDS)], list(values[len(SETTINGS_FIELDS) :]) + [None, None]
+    image, images = extra[0] if isinstance(extra[0], str) else None, list(extra[1] or [])
     try:
-        settings = _checked_send(engine, model_id, compare, message, values)
+        settings = _checked_send(engine, model_id, compare, message, settings_values)
     except Refused as exc:  # everything as it was: the typed message, both conversations
         kept = message if isinstance(message, str) else ""
-        yield kept, history or [], base_history or [], gr.skip(), _notice(str(exc))
+        yield kept, history or [], base_history or [], gr.skip(), _notice(str(exc)), images
         return
     before, base_before = list(history or []), list(base_history or [])
-    history = [*before, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
+    history = [*before, user_turn(message, image), {"role": "assistant", "content": ""}]
     base_history = (
-        [*base_before, {"role": "user", "content": message}, {"role": "assistant", "content": ""}]
-        if compare
-        else base_before
+        [*base_before, user_turn(message, image), {"role": "assistant", "content": ""}] if compare else base_before
     )
+    sent_images = [*images, image]
     state = gr.update()
     try:
         if engine.state().get("loaded") != model_id:
             for state in load(engine, model_id):
-                yield "", history, base_history, state, ""
+                yield "", history, base_history, state, "", sent_images
         else:  # loaded already (by another page, or before this page was opened): say so here too
             state = _loaded_words(engine)
-            yield "", history, base_history, state, ""
+            yield "", history, base_history, state, "", sent_images
         yield from _stream_into(
             engine,
             model_id,
-            conversation(system, before, message),
+            conversation(system, before, message, images, image),
             settings,
             True,
             history,
-            lambda h: ("", h, base_history, state, ""),
+            lambda h: ("", h, base_history, state, "", sent_images),
         )
         if compare:
             yield from _stream_into(
                 engine,
                 model_id,
-                conversation(system, base_before, message),
+                conversation(system, base_before, message, images, image),
                 settings,
                 False,
                 base_history,
-                lambda h: ("", history, h, state, ""),
+                lambda h: ("", history, h, state, "", sent_images),
             )
     except (ChatUnavailable, ChatInputError, Refused) as exc:
         # the message back in its box; a turn with no answer yet taken back (a partial answer stays)
@@ -166,6 +181,7 @@ def send(
             base_history if answered else base_before,
             shown_state,
             _notice(str(exc)),
+            sent_images if answered else images,
         )
 
 
@@ -234,6 +250,6 @@ def stop(engine: ChatEngine) -> None:
         gr.Info("Nothing is being generated.")
 
 
-def clear() -> tuple[list, list, str, str]:
-    """Empty both chats, the message box and the notice."""
-    return [], [], "", ""
+def clear() -> tuple[list, list, str, str, list, None]:
+    """Empty both chats, the message box, the notice, the earlier turns' images and the image box."""
+    return [], [], "", "", [], None

@@ -9,7 +9,7 @@ import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.serving.schemas import GenerationSettings
-from ui import chat_handlers
+from ui import chat_handlers, chat_images
 from ui.form import number_widgets
 
 FREE = dict(concurrency_limit=None)  # the engine runs one generation at a time and queues the rest
@@ -49,6 +49,17 @@ class ChatTab:
                 chat = gr.Chatbot(label="Tuned (the chosen model)", height=380, elem_id="chat-tuned")
                 base_chat = gr.Chatbot(label="Base model", height=380, visible=False, elem_id="chat-base")
             message = gr.Textbox(label="Message", placeholder="Type and press Enter", elem_id="chat-message")
+            image = gr.Image(
+                label=chat_images.IMAGE_LABEL,
+                type="pil",
+                image_mode="RGB",
+                sources=["upload", "clipboard"],
+                height=160,
+                visible=False,  # shown for a vision-language model (chat_images.image_box)
+                elem_id="chat-image",
+            )
+            held = gr.State(None)  # the uploaded image's data: URL until it is sent
+            images = gr.State([])  # the earlier user turns' images (data: URLs), kept on the server
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="chat-send")
                 stop_btn = gr.Button("Stop generation", elem_id="chat-stop")
@@ -71,6 +82,9 @@ class ChatTab:
             clear_btn,
             notice,
             list(widgets.values()),
+            image,
+            held,
+            images,
         )
 
     def _wire(
@@ -89,14 +103,22 @@ class ChatTab:
         clear_btn,
         notice,
         settings: list,
+        image,
+        held,
+        images,
     ) -> None:
         self.tab.select(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
         refresh.click(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
         load_btn.click(partial(chat_handlers.load_button, engine), self.model, state, api_name="chat_load", **FREE)
         compare.change(lambda on: gr.update(visible=on), compare, base_chat, api_name=False)
-        inputs = [self.model, compare, system, message, chat, base_chat, *settings]
-        outputs = [message, chat, base_chat, state, notice]
-        send_btn.click(partial(chat_handlers.send, engine), inputs, outputs, api_name="chat", **FREE)
-        message.submit(partial(chat_handlers.send, engine), inputs, outputs, api_name=False, **FREE)
+        self.model.change(partial(chat_images.image_box, engine), self.model, image, api_name=False, **FREE)
+        image.change(chat_images.pending, image, [held, notice], api_name=False, **FREE)
+        inputs = [self.model, compare, system, message, chat, base_chat, *settings, held, images]
+        outputs = [message, chat, base_chat, state, notice, images]
+        sent = (lambda text: None if text == "" else gr.skip(), message, image)  # the image went with it
+        send = send_btn.click(partial(chat_handlers.send, engine), inputs, outputs, api_name="chat", **FREE)
+        send.then(*sent, api_name=False, **FREE)
+        submit = message.submit(partial(chat_handlers.send, engine), inputs, outputs, api_name=False, **FREE)
+        submit.then(*sent, api_name=False, **FREE)
         stop_btn.click(partial(chat_handlers.stop, engine), None, None, api_name="chat_stop", **FREE)
-        clear_btn.click(chat_handlers.clear, None, [chat, base_chat, message, notice], api_name=False)
+        clear_btn.click(chat_handlers.clear, None, [chat, base_chat, message, notice, images, image], api_name=False)

@@ -62,13 +62,14 @@ class ServerThread:
 
 
 @pytest.fixture(scope="session")
-def studio_settings(tmp_path_factory, datasets_dir, tiny_model_dir):
-    """Settings for a test app: a temporary data dir; the shared datasets and the tiny model's
-    folder are allowed folders."""
+def studio_settings(tmp_path_factory, datasets_dir, tiny_model_dir, tiny_vl_dir):
+    """Settings for a test app: a temporary data dir; the shared datasets and the tiny models'
+    folders (text and vision) are allowed folders."""
     from trainer_core.settings import Settings
 
     return Settings(
-        data_dir=tmp_path_factory.mktemp("studio"), allowed_paths=allowed(datasets_dir, tiny_model_dir.parent)
+        data_dir=tmp_path_factory.mktemp("studio"),
+        allowed_paths=allowed(datasets_dir, tiny_model_dir.parent, tiny_vl_dir.parent),
     )
 
 

@@ -120,8 +120,18 @@ def test_roles_and_text_parts(chat_studio):
         ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].role", "system, user or assistant"),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]},
+            "messages[0].content[0].image_url",
+            "does not fetch remote image URLs",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "x"}}]}]},
             "messages[0].content[0]",
             "only text parts",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "/etc/passwd"}}]}]},
+            "messages[0].content[0].image_url",
+            "give a data:image/",
         ),
         ({"messages": [{"role": "assistant", "content": None}]}, "messages[0].content", "text content is required"),
         ({"messages": []}, "messages", "at least 1"),

@@ -12,10 +12,12 @@ import shutil
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 
 from tests.e2e.api_server import AppProcess
 from tests.e2e.conftest import CANARY, allowed, free_port, wait_for
+from tests.e2e.raw_gradio import RawGradio, file_value
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-vision-token-51c2"
@@ -41,7 +43,9 @@ def app_proc(tmp_path_factory, datasets_dir, tiny_vl_dir):
     proc.stop()
 
 
-def test_a_vision_run_is_checked_and_trained_over_http(app_proc, datasets_dir, tiny_vl_dir):
+@pytest.fixture(scope="module")
+def vision_run(app_proc, datasets_dir, tiny_vl_dir) -> dict:
+    """The pre-flight report and the final status of 3 steps of the tiny Qwen2-VL on the demo images."""
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=120)
     body = {
         "model_name": str(tiny_vl_dir),
@@ -51,21 +55,47 @@ def test_a_vision_run_is_checked_and_trained_over_http(app_proc, datasets_dir, t
         "vision_image_size": 224,
     }
     report = api.post("/api/train/preflight", json=body)
+    started = api.post("/api/train/start", json=body)
+    assert started.status_code == 200 and started.json()["status"] == "queued", started.text
+    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "the run's end")
+    return {"report": report, "status": api.get("/api/train/status").json()}
+
+
+def test_a_vision_run_is_checked_and_trained_over_http(vision_run):
+    report, status = vision_run["report"], vision_run["status"]
     assert report.status_code == 200, report.text
     found = report.json()
     assert found["errors"] == [] and found["architecture"] == "Qwen2VLForConditionalGeneration"
     assert found["vision"].startswith("vision-language: Qwen2-VL;") and "8 images" in found["vision"]
     assert "images shrunk to at most 224 px" in found["vision"]
-    started = api.post("/api/train/start", json=body)
-    assert started.status_code == 200 and started.json()["status"] == "queued", started.text
-    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "the run's end")
-    status = api.get("/api/train/status").json()
     assert status["phase"] == "completed", (status["message"], status["error"])
     out = Path(status["details"]["output_dir"])
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2, 3]
     assert status["details"]["vision"] == "Qwen2-VL" and status["details"]["images"] == 8
     assert json.loads((out / "run.json").read_text())["model_structure"]["adapted"]["count"] == 14
+
+
+def test_the_run_answers_about_an_image_through_the_openai_client(app_proc, vision_run, datasets_dir):
+    job = vision_run["status"]["job_id"]
+    client = openai.OpenAI(base_url=f"{app_proc.url}/v1", api_key=TOKEN, max_retries=0, timeout=300)
+    picture = base64.b64encode((datasets_dir / "mllm_demo_data" / "2.jpg").read_bytes()).decode()
+    parts = [
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{picture}"}},
+        {"type": "text", "text": "Who is he?"},
+    ]
+    settings = {"max_tokens": 4, "temperature": 0}
+    seen = client.chat.completions.create(model=job, messages=[{"role": "user", "content": parts}], **settings)
+    text = client.chat.completions.create(model=job, messages=[{"role": "user", "content": "Who is he?"}], **settings)
+    # the image's tokens (a 300 x 166 picture: 4-16 merged patches with the tiny processor) are in the prompt
+    assert 4 <= seen.usage.prompt_tokens - text.usage.prompt_tokens - 2 <= 16
+    assert seen.choices[0].finish_reason in ("stop", "length") and seen.usage.completion_tokens >= 1
+    remote = [{"type": "image_url", "image_url": {"url": "http://127.0.0.1:9/a.jpg"}}]
+    with pytest.raises(openai.BadRequestError, match="does not fetch remote image URLs"):
+        client.chat.completions.create(model=job, messages=[{"role": "user", "content": remote}], **settings)
+    broken = [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(b"no").decode()}}]
+    with pytest.raises(openai.BadRequestError, match="cannot be read as an image"):
+        client.chat.completions.create(model=job, messages=[{"role": "user", "content": broken}], **settings)
 
 
 def test_image_paths_out_of_the_allowed_folders_are_refused_by_row(app_proc, tiny_vl_dir):
@@ -103,3 +133,16 @@ def test_image_paths_out_of_the_allowed_folders_are_refused_by_row(app_proc, tin
         checked = api.post("/api/train/preflight", json=body).json()
         assert [e["code"] for e in checked["errors"]] == ["data_error"] and CANARY not in json.dumps(checked)
     assert not api.get("/api/train/status").json()["is_training_running"]
+
+
+def test_the_chat_image_box_takes_no_server_path(app_proc, datasets_dir):
+    """The Chat tab's image event, called over Gradio's raw queue with a file value naming a file
+    outside every allowed folder (and one inside): refused before the handler, nothing echoed."""
+    client = httpx.Client(base_url=app_proc.url, timeout=60)
+    assert client.post("/login", data={"username": "me", "password": TOKEN}).status_code == 200  # the page's login
+    raw = RawGradio(client)
+    box = next(c["id"] for c in raw.config["components"] if c.get("props", {}).get("elem_id") == "chat-image")
+    event = next(d["id"] for d in raw.dependencies if d["inputs"] == [box] and len(d["outputs"]) == 2)
+    for target in (app_proc.secret / "canary.png", datasets_dir / "mllm_demo_data" / "1.jpg"):
+        answer = raw.call(event, [file_value(str(target))])
+        assert not answer["success"] and CANARY not in json.dumps(answer), answer

@@ -11,6 +11,7 @@ Start and the worker agree.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional
 
 import datasets
@@ -18,6 +19,7 @@ import datasets
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.image_rows import has_images
 from trainer_core.data.preview_tokenizer import local_model_folder
+from trainer_core.models import hub
 from trainer_core.models.vision_family import VisionFamily, folder_family
 
 
@@ -34,8 +36,13 @@ def named_family(model_name: Any, settings: Any = None) -> Optional[VisionFamily
 
 
 def model_family(request: Any) -> Optional[VisionFamily]:
-    """The vision family of the request's model where it is on this machine, else None."""
-    return named_family(request.model_name)
+    """The vision family of the request's model where it is on this machine, else None. A folder
+    path is read as it is: every door confines ``model_name`` before the data is read (Start's
+    admission and the pre-flight: ``hub.check_model``; the worker: the admitted request)."""
+    name = request.model_name.strip()
+    if hub.looks_like_path(name):
+        return folder_family(Path(name).expanduser())
+    return named_family(name)
 
 
 def reads_images(request: Any, dataset: datasets.Dataset, vision: Optional[bool] = None) -> bool:

@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Optional, Protocol
 
 from pydantic import ValidationError
@@ -78,6 +79,23 @@ class ChatEngine:
         then those of ``models`` (the exports' GGUF files, newest first)."""
         runs = list_choices(self._runner.store, self._settings)
         return [*runs, *(self._models.list() if self._models is not None else [])]
+
+    def reads_images(self, model_id: str) -> bool:
+        """True when ``model_id`` is a vision-language model's base, run or checkpoint (its config,
+        where it is on this machine: ``models.vision_family``); False for text-only models, GGUF
+        files (their projector is not served) and unknown ids."""
+        from trainer_core.data.vision_data import named_family
+        from trainer_core.models.vision_family import folder_family
+
+        try:
+            choice = self.resolve(model_id)
+        except ChatInputError:
+            return False
+        if choice.kind == "gguf":
+            return False
+        if choice.path and not choice.adapter and (Path(choice.path) / "config.json").is_file():
+            return folder_family(Path(choice.path)) is not None
+        return named_family(choice.base_model, self._settings) is not None
 
     def resolve(self, model_id: str) -> ModelChoice:
         """The choice ``model_id`` names; raises UnknownModel or ChatInputError (see ``choices``)."""

@@ -17,6 +17,7 @@ from typing import Any
 from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.loader import LoadedModel
 from trainer_core.serving.schemas import GenerationSettings
+from trainer_core.serving.vision_prompt import text_only, vision_inputs
 
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")  # ChatML, Llama 3, Phi-3, Gemma
 
@@ -127,11 +128,18 @@ def generate(
     use_adapter: bool = True,
 ) -> Finish:
     """Answer ``messages`` with ``loaded``, calling ``on_text`` with each new piece of text. Seeds
-    torch with ``settings.seed`` first. Raises ChatInputError when the prompt plus
-    ``max_new_tokens`` exceeds the model's context or the template fails."""
+    torch with ``settings.seed`` first. A vision-language model reads the messages' images
+    (``vision_prompt``); a text-only one refuses them. Raises ChatInputError when the prompt plus
+    ``max_new_tokens`` exceeds the model's context, the template fails or an image cannot be used."""
     import torch
 
-    prompt = render_prompt(loaded.tokenizer, messages)
+    processor = loaded.extra.get("processor")
+    if processor is not None:  # a vision-language model: images (if any) and text through its processor
+        inputs = vision_inputs(processor, messages, loaded.device)
+    else:
+        ids = render_prompt(loaded.tokenizer, text_only(messages))
+        inputs = {"input_ids": torch.tensor([ids], device=loaded.device)}  # (1, T)
+    prompt = inputs["input_ids"][0].tolist()
     room = loaded.context_tokens - settings.max_new_tokens
     if len(prompt) > room:
         raise ChatInputError(
@@ -139,7 +147,8 @@ def generate(
             f"context of {loaded.context_tokens} tokens leaves room for {max(room, 0)}: clear the chat, shorten the "
             "messages or lower max_new_tokens"
         )
-    input_ids = torch.tensor([prompt], device=loaded.device)  # (1, T)
+    input_ids = inputs.pop("input_ids")
+    inputs.pop("attention_mask", None)
     streamer = _Streamer(loaded.tokenizer, on_text)
     if "stops" not in loaded.extra:  # get_vocab() takes ~20 ms: once per loaded model
         loaded.extra["stops"] = stop_token_ids(loaded.tokenizer, loaded.model)
@@ -149,6 +158,7 @@ def generate(
         output = model.generate(
             input_ids=input_ids,
             attention_mask=torch.ones_like(input_ids),
+            **inputs,  # a vision model's pixel_values, image_grid_thw, ...
             streamer=streamer,
             eos_token_id=stops,
             pad_token_id=loaded.tokenizer.pad_token_id,

@@ -37,7 +37,8 @@ class LoadedModel:
     models_dir: Path
     context_tokens: int
     load_seconds: float
-    extra: dict[str, Any] = field(default_factory=dict)  # "base": a full fine-tune's base; "stops": stop ids
+    # "base": a full fine-tune's base; "stops": stop ids; "processor": a vision-language model's processor
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @contextlib.contextmanager
     def weights(self, use_adapter: bool = True) -> Iterator[Any]:
@@ -88,15 +89,18 @@ def _base_path(name: str, models_dir: Path) -> Path:
 
 
 def _load_causal_lm(path: Path, device: str) -> Any:
-    """A causal LM from ``path`` on ``device`` in eval mode. Raises ModelLoadError."""
-    from transformers import AutoModelForCausalLM
+    """A causal LM (an image-text-to-text model for a vision-language config) from ``path`` on
+    ``device`` in eval mode. Raises ModelLoadError."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     from trainer_core.models.loading import ModelLoadError, compute_dtype, remote_code
+    from trainer_core.models.vision_family import folder_family
 
     own_code = remote_code(path)  # a model that ships code loads only where the server allows it
+    auto_class = AutoModelForImageTextToText if folder_family(path) else AutoModelForCausalLM
     try:
         # transformers' own choice: sdpa where the architecture has it, else eager (Gemma 2, gpt-oss)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=compute_dtype(device), **own_code)
+        model = auto_class.from_pretrained(path, dtype=compute_dtype(device), **own_code)
     except (OSError, ValueError, ImportError) as exc:
         raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
     return model.to(device).eval()
@@ -114,6 +118,7 @@ def _tokenizer_folder(choice: ModelChoice, base: Optional[Path]) -> Path:
 def load_choice(choice: ModelChoice, models_dir: Path, device: Optional[str] = None) -> LoadedModel:
     """Load ``choice`` (see the module docstring). Raises ModelLoadError naming what failed."""
     from trainer_core.models import loading
+    from trainer_core.models.vision_family import folder_family
 
     began = time.monotonic()
     device = device or loading.pick_device()
@@ -129,8 +134,16 @@ def load_choice(choice: ModelChoice, models_dir: Path, device: Optional[str] = N
     else:
         model = _load_causal_lm(Path(choice.path) if choice.path else base, device)
     folder = _tokenizer_folder(choice, base)
-    tokenizer = loading.load_tokenizer(folder, **loading.remote_code(folder))
-    context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or 2048
+    extra: dict[str, Any] = {}
+    if folder_family(Path(choice.path) if choice.path and not choice.adapter else base):
+        from trainer_core.vision.processor import load_processor
+
+        extra["processor"] = load_processor(folder, **loading.remote_code(folder))  # images + tokenizer
+        tokenizer = extra["processor"].tokenizer
+    else:
+        tokenizer = loading.load_tokenizer(folder, **loading.remote_code(folder))
+    text_config = getattr(model.config, "text_config", None) or model.config
+    context = int(getattr(text_config, "max_position_embeddings", 0) or 0) or 2048
     seconds = time.monotonic() - began
     log.info("loaded %s (%s) on %s in %.1f s", choice.id, choice.base_model, device, seconds)
-    return LoadedModel(choice, model, tokenizer, device, Path(models_dir), context, seconds)
+    return LoadedModel(choice, model, tokenizer, device, Path(models_dir), context, seconds, extra)

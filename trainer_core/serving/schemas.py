@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_MESSAGE_CHARS = 100_000
 BASE_MODEL_ID = "base"
@@ -39,13 +39,34 @@ class GenerationSettings(BaseModel):
     )
 
 
+MAX_IMAGES = 8  # images in one conversation
+MAX_IMAGE_URL_CHARS = 20_000_000  # a base64 data: URL of about 15 MB
+
+
 class ChatMessage(BaseModel):
-    """One turn of a conversation."""
+    """One turn of a conversation. ``images``: for a vision-language model, the turn's images as
+    ``data:image/...;base64,`` URLs, shown where the content has ``<image>`` markers (one each) or
+    else before its text."""
 
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["system", "user", "assistant"]
     content: str = Field(max_length=MAX_MESSAGE_CHARS)
+    images: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_IMAGES,
+        description="The turn's images as data: URLs (vision-language models only).",
+    )
+
+    @field_validator("images")
+    @classmethod
+    def _data_urls(cls, images: list[str]) -> list[str]:
+        for image in images:
+            if not image.startswith("data:image/") or ";base64," not in image[:100]:
+                raise ValueError("each image must be a data:image/...;base64,... URL")
+            if len(image) > MAX_IMAGE_URL_CHARS:
+                raise ValueError(f"an image data: URL may be at most {MAX_IMAGE_URL_CHARS:,} characters")
+        return images
 
 
 class ModelChoice(BaseModel):

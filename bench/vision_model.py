@@ -1,10 +1,13 @@
-"""A tiny random Qwen2-VL model, built offline from its transformers config, for the vision tests.
+"""Random Qwen2-VL models built offline from their transformers config, for the vision tests and
+``bench.vision`` (the Hub cannot be reached here, and no Qwen2-VL checkpoint ships with the studio).
 
-Hidden 64, 2 language layers, a 1-block vision tower (embed 32) with Qwen2-VL's 14-pixel patches
-merged 2 x 2, the bundled SmolLM2 tokenizer plus Qwen2-VL's vision tokens (``<|vision_start|>``,
-``<|vision_end|>``, ``<|image_pad|>``, ``<|video_pad|>``) and Qwen2-VL's own chat template; the
-image processor is capped at 16 merged patches an image (28 x 28 x 16 pixels), so an image costs
-4-16 tokens. Weights are random: outputs mean nothing.
+Each has Qwen2-VL's architecture (3-D rotary embedding, a ViT with 14-pixel patches merged 2 x 2,
+the merger MLP), the bundled SmolLM2 tokenizer plus Qwen2-VL's vision tokens (``<|vision_start|>``,
+``<|vision_end|>``, ``<|image_pad|>``, ``<|video_pad|>``) and Qwen2-VL's own chat template.
+``TINY`` (tests): hidden 64, 2 language layers, a 1-block tower, images capped at 16 merged patches
+(4-16 tokens an image). ``SMALL`` (the benchmark): SmolLM2-135M's language sizes (hidden 576, 30
+layers, 9 / 3 heads) with a 4-block tower of width 256 and images up to 64 merged patches, so a step
+costs what a small real model's does. Weights are random: outputs mean nothing.
 """
 
 from __future__ import annotations
@@ -30,10 +33,30 @@ QWEN2_VL_TEMPLATE = (
 )
 
 
+TINY = dict(
+    text=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    vision=dict(depth=1, embed_dim=32, num_heads=2),
+    max_patches=16,
+)
+SMALL = dict(
+    text=dict(
+        hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3
+    ),
+    vision=dict(depth=4, embed_dim=256, num_heads=4),
+    max_patches=64,
+)
+
+
 def build_tiny_qwen2_vl(tokenizer_dir: Path, target: Path, seed: int = 0) -> Path:
-    """Write the tiny Qwen2-VL model (weights, config, tokenizer, image processor, chat template)
-    to ``target`` and return it; built beside it and renamed into place (pytest-xdist workers), an
-    existing complete ``target`` returned as it is. ``tokenizer_dir``: the SmolLM2 tokenizer."""
+    """``build_qwen2_vl`` with the ``TINY`` sizes."""
+    return build_qwen2_vl(tokenizer_dir, target, TINY, seed)
+
+
+def build_qwen2_vl(tokenizer_dir: Path, target: Path, sizes: dict, seed: int = 0) -> Path:
+    """Write a random Qwen2-VL model of ``sizes`` (``TINY`` / ``SMALL``: weights, config, tokenizer,
+    image processor, chat template) to ``target`` and return it; built beside it and renamed into
+    place (pytest-xdist workers), an existing complete ``target`` returned as it is.
+    ``tokenizer_dir``: the SmolLM2 tokenizer."""
     if (target / "model.safetensors").is_file():
         return target
     import torch
@@ -46,17 +69,17 @@ def build_tiny_qwen2_vl(tokenizer_dir: Path, target: Path, seed: int = 0) -> Pat
     special = dict(bos_token_id=1, eos_token_id=2, pad_token_id=2)
     config = t.Qwen2VLConfig(
         text_config=dict(
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
+            **sizes["text"],
             vocab_size=len(tokenizer),
             rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 10000.0},
             **special,
         ),
         vision_config=dict(
-            depth=1, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2, patch_size=14, spatial_merge_size=2
+            **sizes["vision"],
+            hidden_size=sizes["text"]["hidden_size"],
+            mlp_ratio=2,
+            patch_size=14,
+            spatial_merge_size=2,
         ),
         image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"],
@@ -67,7 +90,9 @@ def build_tiny_qwen2_vl(tokenizer_dir: Path, target: Path, seed: int = 0) -> Pat
     )
     torch.manual_seed(seed)
     model = t.AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
-    images = t.Qwen2VLImageProcessorPil(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16, patch_size=14, merge_size=2)
+    images = t.Qwen2VLImageProcessorPil(
+        min_pixels=28 * 28 * 4, max_pixels=28 * 28 * sizes["max_patches"], patch_size=14, merge_size=2
+    )
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
