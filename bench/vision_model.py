@@ -4,7 +4,7 @@
 Each has Qwen2-VL's architecture (3-D rotary embedding, a ViT with 14-pixel patches merged 2 x 2,
 the merger MLP), the bundled SmolLM2 tokenizer plus Qwen2-VL's vision tokens (``<|vision_start|>``,
 ``<|vision_end|>``, ``<|image_pad|>``, ``<|video_pad|>``) and Qwen2-VL's own chat template.
-``TINY`` (tests): hidden 64, 2 language layers, a 1-block tower, images capped at 16 merged patches
+``TINY`` (tests): hidden 64, 2 language layers, a 3-block tower, images capped at 16 merged patches
 (4-16 tokens an image). ``SMALL`` (the benchmark): SmolLM2-135M's language sizes (hidden 576, 30
 layers, 9 / 3 heads) with a 4-block tower of width 256 and images up to 64 merged patches, so a step
 costs what a small real model's does. Weights are random: outputs mean nothing.
@@ -35,7 +35,7 @@ QWEN2_VL_TEMPLATE = (
 
 TINY = dict(
     text=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
-    vision=dict(depth=1, embed_dim=32, num_heads=2),
+    vision=dict(depth=3, embed_dim=32, num_heads=2),  # 3 blocks at least: llama.cpp maps merger.mlp.2 by block id
     max_patches=16,
 )
 SMALL = dict(
@@ -45,6 +45,13 @@ SMALL = dict(
     vision=dict(depth=4, embed_dim=256, num_heads=4),
     max_patches=64,
 )
+
+
+def _mrope(text: dict) -> list[int]:
+    """Qwen2-VL's split of each head's rotary pairs over time, height and width (1 : 1.5 : 1.5, as
+    the released models' 16 / 24 / 24 of 64 pairs)."""
+    half = text["hidden_size"] // text["num_attention_heads"] // 2
+    return [half // 4, 3 * half // 8, half - half // 4 - 3 * half // 8]
 
 
 def build_tiny_qwen2_vl(tokenizer_dir: Path, target: Path, seed: int = 0) -> Path:
@@ -71,7 +78,7 @@ def build_qwen2_vl(tokenizer_dir: Path, target: Path, sizes: dict, seed: int = 0
         text_config=dict(
             **sizes["text"],
             vocab_size=len(tokenizer),
-            rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 10000.0},
+            rope_parameters={"rope_type": "default", "mrope_section": _mrope(sizes["text"]), "rope_theta": 10000.0},
             **special,
         ),
         vision_config=dict(

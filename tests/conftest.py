@@ -121,7 +121,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_vl_dir(tmp_path_factory, tiny_model_dir: Path) -> Path:
-    """A tiny random Qwen2-VL (``bench/vision_model.py``: hidden 64, 2 layers, a 1-block vision
+    """A tiny random Qwen2-VL (``bench/vision_model.py``: hidden 64, 2 layers, a 3-block vision
     tower, the SmolLM2 tokenizer plus Qwen2-VL's vision tokens and template), built once per test
     process (about 1 s) in a folder of its own: allow ``tiny_vl_dir.parent``. Its outputs are noise."""
     from bench.vision_model import build_tiny_qwen2_vl

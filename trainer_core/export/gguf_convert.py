@@ -87,18 +87,19 @@ def missing_message(folder: Path) -> Optional[str]:
     )
 
 
-def supported_architectures(folder: Path) -> frozenset[str]:
+def supported_architectures(folder: Path, table: str = "TEXT_MODEL_MAP") -> frozenset[str]:
     """The ``architectures`` names (config.json) the converter in ``folder`` converts as text
-    models; empty when it is missing or its registry cannot be read."""
+    models (``table`` ``MMPROJ_MODEL_MAP``: whose vision tower and projector it writes as an
+    ``mmproj`` file); empty when it is missing or its registry cannot be read."""
     path = Path(folder) / REGISTRY
     try:
-        return _registry(str(path), path.stat().st_mtime)
+        return _registry(str(path), path.stat().st_mtime, table)
     except OSError:
         return frozenset()
 
 
-@lru_cache(maxsize=4)
-def _registry(path: str, mtime: float) -> frozenset[str]:
+@lru_cache(maxsize=8)
+def _registry(path: str, mtime: float, table: str = "TEXT_MODEL_MAP") -> frozenset[str]:
     try:
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
@@ -109,7 +110,7 @@ def _registry(path: str, mtime: float) -> frozenset[str]:
             if isinstance(node, ast.AnnAssign)
             else (node.targets[0] if isinstance(node, ast.Assign) else None)
         )
-        if isinstance(target, ast.Name) and target.id == "TEXT_MODEL_MAP" and node.value is not None:
+        if isinstance(target, ast.Name) and target.id == table and node.value is not None:
             try:
                 return frozenset(ast.literal_eval(node.value))
             except ValueError:
@@ -133,8 +134,26 @@ def architecture_problem(architectures: list[str], folder: Path) -> Optional[str
 
 def gguf_problem(config: dict, folder: Path) -> Optional[str]:
     """Why a model with this config.json (a dict) cannot be exported as GGUF, or None: the
-    converter in ``folder`` must know its ``architectures`` (``architecture_problem``)."""
-    return architecture_problem(config.get("architectures") or [], folder)
+    converter in ``folder`` must know its ``architectures`` (``architecture_problem``), and for a
+    vision-language model also write its projector file (``mmproj_problem``)."""
+    return architecture_problem(config.get("architectures") or [], folder) or mmproj_problem(config, folder)
+
+
+def mmproj_problem(config: dict, folder: Path) -> Optional[str]:
+    """Why llama.cpp's converter in ``folder`` cannot write the ``mmproj`` file (vision tower and
+    projector) of a vision-language model with this config.json, or None (also None for a
+    text-only model, or when the registry cannot be read)."""
+    from trainer_core.models.vision_family import vision_family
+
+    family = vision_family(config)
+    known = supported_architectures(folder, "MMPROJ_MODEL_MAP")
+    architectures = config.get("architectures") or []
+    if family is None or not known or not architectures or architectures[0] in known:
+        return None
+    return (
+        f"GGUF export of {family.name} needs llama.cpp's projector file (mmproj) for its images, and llama.cpp's "
+        f"converter cannot write one for {architectures[0]}; export the merged model or the adapter instead"
+    )
 
 
 def readable_back(config: dict) -> bool:
@@ -154,12 +173,15 @@ def convert(
     on_line: Callable[[str], None],
     should_stop: Callable[[], bool] = lambda: False,
     model_name: Optional[str] = None,
+    mmproj: bool = False,
 ) -> None:
     """Convert the model folder ``model_dir`` into ``outfile`` (``outtype`` in ``OUTTYPES``), passing
     each output line to ``on_line``; ``model_name`` is the GGUF's ``general.name`` (what LM Studio
     and Ollama show; llama.cpp also keys a few per-family tokenizer fixes on it, e.g. Phi-3's),
-    else the converter's guess from the folder's name. Raises ConverterMissing, Cancelled (the
-    process is killed), OSError(ENOSPC) when the disk filled up, ConversionFailed otherwise."""
+    else the converter's guess from the folder's name. ``mmproj``: write a vision-language model's
+    vision tower and projector instead (the converter's ``--mmproj``; llama.cpp's ``--mmproj``
+    file beside the language model's). Raises ConverterMissing, Cancelled (the process is killed),
+    OSError(ENOSPC) when the disk filled up, ConversionFailed otherwise."""
     if outtype not in OUTTYPES:
         raise ValueError(f"outtype must be one of {OUTTYPES}, not {outtype!r}")
     problem = missing_message(folder)
@@ -178,6 +200,7 @@ def convert(
         "--outfile",
         str(outfile),
         *(["--model-name", model_name] if model_name else []),
+        *(["--mmproj"] if mmproj else []),
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     log.info("converting %s to GGUF %s", model_dir, outtype)

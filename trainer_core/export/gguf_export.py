@@ -41,6 +41,7 @@ from trainer_core.export.modelfile import trained_system, write_modelfile
 from trainer_core.export.schemas import QUANTISED, CheckResult, ExportResult, GGUFFile
 from trainer_core.export.weights import base_dir, load_causal_lm, load_run, merge, save_model
 from trainer_core.llamacpp import build as llamacpp_build
+from trainer_core.models.vision_family import vision_family
 
 MERGED_DIR = ".merged"
 WRITING = re.compile(r"Writing:\s+(\d+)%")
@@ -70,7 +71,13 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     job.progress.begin("load", 0.02, f"Loading {job.choice.id} in float32")
     run = load_run(job.choice, job.models_dir, qlora=job.qlora)
     readable = gguf_convert.readable_back(config)
-    ref = jobs.reference(job, run.model, run.tokenizer) if readable or not llama_missing else None
+    vision = vision_family(config)
+    if vision is not None:  # llama-cpp-python evaluates text with 1-D positions; M-RoPE models need llama.cpp's mtmd
+        job.notes.append(
+            f"{vision.name}: llama.cpp runs the language model with its projector (llama-mtmd-cli or llama-server "
+            "with --mmproj); the answers are not compared here, only each file's metadata"
+        )
+    ref = jobs.reference(job, run.model, run.tokenizer) if (readable or not llama_missing) and vision is None else None
     job.progress.begin("merge", 0.25, "Merging the adapter into the base (float32)")
     model, notes = merge(run, "float32")
     job.notes.extend(notes)
@@ -79,8 +86,9 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     targets = {t: job.out / f"{job.stem}-{t}.gguf" for t in types}
     by_llama = [t for t in types if t not in ("f16", "bf16")] if not llama_missing else []
     source = targets.get("f16", job.out / MERGED_DIR / f"{job.stem}-f16.gguf")
+    projector = job.out / f"{job.stem}-mmproj-f16.gguf" if vision is not None else None
     try:
-        save_model(model, run.tokenizer, merged)
+        save_model(model, run.tokenizer, merged, run.processor)
         add_converter_keys(merged)  # the names llama.cpp's converter still reads (export.converter_config)
         del model
         gc.collect()
@@ -96,6 +104,18 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
                 lambda line, o=outtype: _on_line(job, o, line),
                 job.progress.cancelled,
                 model_name=gguf_name(job),
+            )
+        if projector is not None:  # the images' half: llama.cpp loads it with --mmproj beside the language model
+            job.progress.begin("convert", 0.55, "Converting the vision tower and projector to GGUF f16 (mmproj)")
+            gguf_convert.convert(
+                merged,
+                projector,
+                "f16",
+                job.converter_dir,
+                lambda line: _on_line(job, "mmproj f16", line),
+                job.progress.cancelled,
+                model_name=gguf_name(job),
+                mmproj=True,
             )
         for index, gguf_type in enumerate(by_llama):
             job.progress.begin(
@@ -113,12 +133,33 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     for index, gguf_type in enumerate(types):
         job.progress.begin("check", 0.7 + 0.25 * index / len(types), f"Checking {targets[gguf_type].name}")
         files.append(check_file(job, targets[gguf_type], gguf_type, ref, run.tokenizer, config, llama_missing))
+    if projector is not None:
+        files.append(projector_file(projector))
     system = trained_system(Path(job.choice.path)) if job.choice.path else None
     modelfiles = [write_modelfile(targets[t], run.tokenizer, system).name for t in types]  # Ollama (export.modelfile)
     names = [f.name for f in files]
     card = jobs.write_card(job, [*names, *modelfiles, "README.md"], files[0].check, types[0], files)
     (job.out / "README.md").write_text(card, encoding="utf-8")
     return jobs.result(job, files[0].check, types[0], files)
+
+
+def projector_file(path: Path) -> GGUFFile:
+    """The ``mmproj`` file of a vision-language export: its header read back (a GGUF of the vision
+    tower and projector, ``clip.*`` keys); what it does is llama.cpp's to run (``--mmproj``)."""
+    meta = read_meta(path)
+    return GGUFFile(
+        name=path.name,
+        type="mmproj-f16",
+        file_type=file_type_name(meta.file_type),
+        size_bytes=path.stat().st_size,
+        check=CheckResult(
+            passed=True,
+            summary="mmproj f16: the vision tower and projector, read back as a GGUF file; llama.cpp loads it "
+            "with --mmproj beside the language model's file",
+            required="a readable GGUF file",
+            checked_by="metadata",
+        ),
+    )
 
 
 def check_file(

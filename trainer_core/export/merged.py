@@ -32,7 +32,7 @@ def export_merged(job: jobs.ExportJob) -> ExportResult:
     run.model = None
     gc.collect()
     job.progress.begin("save", 0.45, f"Saving the merged model in {dtype}")
-    save_model(model, run.tokenizer, job.out)
+    save_model(model, run.tokenizer, job.out, run.processor)
     del model
     gc.collect()
     job.progress.begin("check", 0.65, "Loading the saved model back and answering the check prompts")

@@ -38,8 +38,8 @@ TOKENIZER_FILES = (
 @dataclass
 class RunWeights:
     """The loaded run: ``model`` (PeftModel for an adapter, else the full model; float32, eval
-    mode), its ``tokenizer``, the base model's folder (None for a full fine-tune) and whether the
-    run is QLoRA."""
+    mode), its ``tokenizer``, the base model's folder (None for a full fine-tune), whether the
+    run is QLoRA and, for a vision-language model, its ``processor``."""
 
     choice: ModelChoice
     model: Any
@@ -47,6 +47,7 @@ class RunWeights:
     tokenizer_dir: Path
     base_dir: Optional[Path]
     qlora: bool
+    processor: Any = None  # a vision-language model's processor (saved with the merged model)
 
 
 @contextlib.contextmanager
@@ -90,15 +91,19 @@ def base_dir(choice: ModelChoice, models_dir: Path) -> Path:
 
 def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
     """A causal LM from ``path`` in ``dtype`` on the CPU, in eval mode (``kwargs`` go to
-    ``from_pretrained``, e.g. ``gguf_file``). Raises ModelLoadError naming the folder."""
-    from transformers import AutoModelForCausalLM
+    ``from_pretrained``, e.g. ``gguf_file``); an image-text-to-text model for a vision-language
+    folder (``models.vision_family``). Raises ModelLoadError naming the folder."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     from trainer_core.models.loading import ModelLoadError, remote_code
+    from trainer_core.models.vision_family import folder_family
 
+    vision = "gguf_file" not in kwargs and folder_family(Path(path)) is not None
     kwargs = {**remote_code(path), **kwargs}  # a model that ships code loads only where the server allows it
     try:
         # transformers' own choice: sdpa where the architecture has it, else eager (Gemma 2, gpt-oss)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), **kwargs)
+        auto_class = AutoModelForImageTextToText if vision else AutoModelForCausalLM
+        model = auto_class.from_pretrained(path, dtype=torch_dtype(dtype), **kwargs)
     except (OSError, ValueError, ImportError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(f"could not load the model from {path}: {exc}") from exc
     return model.eval()
@@ -107,6 +112,7 @@ def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
 def load_run(choice: ModelChoice, models_dir: Path, qlora: bool = False) -> RunWeights:
     """The run as trained, in float32 (see the module docstring). Raises ModelLoadError."""
     from trainer_core.models.loading import ModelLoadError, load_tokenizer, remote_code
+    from trainer_core.models.vision_family import folder_family
     from trainer_core.serving.loader import _tokenizer_folder  # where chat finds the run's tokenizer too
 
     base = base_dir(choice, models_dir) if choice.adapter else None
@@ -121,6 +127,11 @@ def load_run(choice: ModelChoice, models_dir: Path, qlora: bool = False) -> RunW
     else:
         model = load_causal_lm(Path(choice.path))
     folder = _tokenizer_folder(choice, base)
+    if folder_family(base if choice.adapter else Path(choice.path)) is not None:
+        from trainer_core.vision.processor import load_processor
+
+        processor = load_processor(folder, **remote_code(folder))
+        return RunWeights(choice, model, processor.tokenizer, folder, base, qlora, processor)
     return RunWeights(choice, model, load_tokenizer(folder, **remote_code(folder)), folder, base, qlora)
 
 
@@ -160,9 +171,10 @@ def stop_ids(tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
-def save_model(model: Any, tokenizer: Any, folder: Path) -> None:
+def save_model(model: Any, tokenizer: Any, folder: Path, processor: Any = None) -> None:
     """Write ``model`` (safetensors), ``tokenizer`` (with its chat template) and a generation config
-    that stops at ``stop_ids`` into ``folder`` (created)."""
+    that stops at ``stop_ids`` into ``folder`` (created); a vision-language model's ``processor``
+    too (its image processor settings: the folder then loads with ``AutoProcessor``)."""
     folder.mkdir(parents=True, exist_ok=True)
     eos = stop_ids(tokenizer)
     config = model.generation_config
@@ -172,7 +184,7 @@ def save_model(model: Any, tokenizer: Any, folder: Path) -> None:
     if config.bos_token_id is None and tokenizer.bos_token_id is not None:
         config.bos_token_id = tokenizer.bos_token_id
     model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    (processor if processor is not None else tokenizer).save_pretrained(folder)
     log.info("saved %s (%.1f MB)", folder, folder_bytes(folder) / 1e6)
 
 

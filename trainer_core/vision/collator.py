@@ -138,14 +138,14 @@ def carry_labels(
 
 def image_token_ids(processor: Any) -> set[int]:
     """Token ids that stand for images in ``processor``'s rows: its image token and the tokens
-    around it that processors name (``<|vision_start|>``, ``<fake_token_around_image>``,
-    ``<start_of_image>``, ...), those the tokenizer knows."""
+    around it that processors and their tokenizers name (``<|vision_start|>``,
+    ``<fake_token_around_image>``, Gemma 3's ``<start_of_image>`` and ``<image_soft_token>``, ...),
+    those the tokenizer knows."""
     tokenizer = processor.tokenizer
-    names = {
-        getattr(processor, attribute, None)
-        for attribute in ("image_token", "boi_token", "eoi_token", "fake_image_token", "global_image_token")
-    }
+    attributes = ("image_token", "boi_token", "eoi_token", "fake_image_token", "global_image_token")
+    names = {getattr(owner, name, None) for owner in (processor, tokenizer) for name in attributes}
     names |= {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<image>", "<fake_token_around_image>"}
+    names |= {"<start_of_image>", "<end_of_image>", "<image_soft_token>", "<global-img>"}  # Gemma 3, Idefics3
     ids = {getattr(processor, "image_token_id", None)}
     for name in names:
         if isinstance(name, str) and name in tokenizer.get_vocab():
