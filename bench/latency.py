@@ -1,7 +1,7 @@
 """Latency of the app as a user meets it: app start -> page served, idle RSS, Start -> first
 training step (with the time each phase began), and Cancel -> worker gone in every phase.
 
-    python -m bench.latency [--quick] [--dataset FILE] [--port 7871]
+    python -m bench.latency [--quick] [--dataset FILE] [--port 7871] [--model DIR]
 
 Runs the real ``python app.py`` on a loopback port with a throwaway data dir and drives it over
 HTTP (the training API the UI's buttons share). Start -> first step is measured cold (no page open:
@@ -161,11 +161,14 @@ def main(argv: Optional[list[str]] = None) -> dict:
     )
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--port", type=int, default=7871)
+    parser.add_argument("--model", type=Path, help="a model folder to train instead of the default model")
     args = parser.parse_args(argv)
     if args.quick:
         RUN_FIELDS.update(QUICK_RUN_FIELDS)
+    if args.model:
+        RUN_FIELDS["model_name"] = str(args.model.resolve())
     with tempfile.TemporaryDirectory() as data_dir:
-        app = App(args.port, Path(data_dir), args.dataset.resolve())
+        app = App(args.port, Path(data_dir), args.dataset.resolve(), args.model.resolve() if args.model else None)
         try:
             report: dict = {"bench": "latency", "page_served_s": round(app.wait_for_page(), 2)}
             time.sleep(2)

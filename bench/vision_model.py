@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
 # Qwen2-VL-2B-Instruct's chat_template.json, as published.
@@ -100,13 +101,20 @@ def build_qwen2_vl(tokenizer_dir: Path, target: Path, sizes: dict, seed: int = 0
     images = t.Qwen2VLImageProcessorPil(
         min_pixels=28 * 28 * 4, max_pixels=28 * 28 * sizes["max_patches"], patch_size=14, merge_size=2
     )
+    return save_staged(target, [model, tokenizer, images], {"chat_template.jinja": QWEN2_VL_TEMPLATE})
+
+
+def save_staged(target: Path, parts: list, files: Optional[dict[str, str]] = None) -> Path:
+    """Save each of ``parts`` (``save_pretrained``) and the text ``files`` into a folder beside
+    ``target`` and rename it into place, so concurrent builders (pytest-xdist workers) never see
+    half a folder; returns ``target`` (a winner's, when another builder finished first)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        images.save_pretrained(staging)
-        (staging / "chat_template.jinja").write_text(QWEN2_VL_TEMPLATE, encoding="utf-8")
+        for part in parts:
+            part.save_pretrained(staging)
+        for name, text in (files or {}).items():
+            (staging / name).write_text(text, encoding="utf-8")
         os.replace(staging, target)
     except OSError:
         if not (target / "config.json").is_file():

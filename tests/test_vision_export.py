@@ -1,7 +1,8 @@
-"""A vision run exported (issue 28): the merged model keeps its processor (the folder loads with
-the model's own classes and answers about an image), and the GGUF export writes llama.cpp's pair of
-files, the language model and the ``mmproj`` projector (read back here as GGUF files; llama.cpp runs
-them with ``--mmproj``), through the CLI a user runs."""
+"""A vision run exported and evaluated (issue 28), through the CLI a user runs: the merged model
+keeps its processor (the folder loads with the model's own classes and answers about an image);
+the GGUF export writes llama.cpp's pair of files, the language model and the ``mmproj`` projector
+(read back here as GGUF files; llama.cpp runs them with ``--mmproj``; Ollama's Modelfile names
+both); ``evaluate`` scores held-out image rows with their pictures."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def vision_run(tmp_path_factory, datasets_dir, tiny_vl_dir) -> tuple[Path, dict]:
+    """3 steps of the tiny Qwen2-VL on the demo images through the CLI: one logged loss per step,
+    LoRA on the language model's blocks only, the adapter and the processor saved."""
     folder = tmp_path_factory.mktemp("vision-export")
     env = dict(os.environ, STUDIO_DATA_DIR=str(folder / "data"), STUDIO_ALLOWED_PATHS=str(tiny_vl_dir.parent))
     out = folder / "run"
@@ -32,13 +35,21 @@ def vision_run(tmp_path_factory, datasets_dir, tiny_vl_dir) -> tuple[Path, dict]
         "--model-name",
         str(tiny_vl_dir),
         "--max-steps",
-        "2",
+        "3",
         "--batch-size",
         "2",
         "--output-dir",
         str(out),
     )
-    assert trained.returncode == 0 and "completed" in trained.stdout, trained.stderr[-2000:]
+    assert trained.returncode == 0 and "completed: Training completed" in trained.stdout, trained.stderr[-2000:]
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2, 3] and all(m["loss"] > 0 for m in metrics)
+    adapter = json.loads((out / "adapter_config.json").read_text())
+    assert (
+        adapter["target_modules"].startswith(r"^model\.language_model\.layers")
+        and "visual" not in adapter["target_modules"]
+    )
+    assert (out / "adapter_model.safetensors").is_file() and (out / "processor_config.json").is_file()
     return out, env
 
 
@@ -91,6 +102,37 @@ def test_the_gguf_export_writes_the_language_model_and_its_projector(vision_run,
     assert any(key.startswith("clip.") for key in keys), sorted(keys)[:20]
     language = GGUFReader(next(p for p in out.glob("*.gguf") if "mmproj" not in p.name))
     assert bytes(language.fields["general.architecture"].parts[-1]).decode() == "qwen2vl"
-    result = json.loads((out / "export.json").read_text()) if (out / "export.json").is_file() else None
-    if result is not None:
-        assert any(f["type"] == "mmproj-f16" for f in result.get("gguf_files", result.get("files", [])))
+    modelfile = (out / "run-f16.Modelfile").read_text()
+    assert "FROM ./run-f16.gguf\nFROM ./run-mmproj-f16.gguf\n" in modelfile  # Ollama's way to add the projector
+    card = (out / "README.md").read_text()
+    assert "| `run-mmproj-f16.gguf` | mmproj-f16 |" in card and "--mmproj" in card
+
+
+def test_the_run_is_evaluated_on_held_out_image_rows(vision_run, tmp_path, datasets_dir):
+    """``evaluate`` reads the held-out file with its images (the run's base reads images), scores
+    the answers with each row's pictures and answers every row; the loss counts the answer tokens
+    only (the image tokens and prompts are not scored)."""
+    run, env = vision_run
+    out = tmp_path / "e"
+    done = cli(
+        env,
+        *("evaluate", str(run), "--dataset", str(datasets_dir / "mllm_demo.json"), "--max-rows", "3"),
+        *("--max-new-tokens", "4", "--batch-size", "2", "--output", str(out), "--json"),
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["rows_evaluated"] == 3 and result["source"] == "mllm_demo.json"
+    for side in ("tuned", "base"):
+        assert 0 < result[side]["loss"] < 20 and result[side]["generated_tokens"] == 12
+    answers = [
+        m["content"]
+        for row in json.loads((datasets_dir / "mllm_demo.json").read_text())[:3]
+        for m in row["messages"]
+        if m["role"] == "assistant"
+    ]
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(run)
+    expected = sum(len(tokenizer(a + "<|im_end|>", add_special_tokens=False)["input_ids"]) for a in answers)
+    assert abs(result["tuned"]["answer_tokens"] - expected) <= 3 * 2, (result["tuned"]["answer_tokens"], expected)
+    assert len((out / "predictions.jsonl").read_text().splitlines()) == 3

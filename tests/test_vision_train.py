@@ -6,9 +6,6 @@ when asked, the processor loads and saves without torchvision, and 3 steps throu
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -94,37 +91,56 @@ def test_the_processor_loads_and_saves_without_torchvision(processor, tmp_path):
     assert again.tokenizer.convert_tokens_to_ids("<|image_pad|>") == processor.image_token_id
 
 
+def test_the_memory_estimate_counts_the_vision_tower(tiny_vl_dir):
+    """The check's parameter count of a vision-language model is the model's own, tower included."""
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    from trainer_core.preflight.parameters import count_parameters
+
+    config = AutoConfig.from_pretrained(tiny_vl_dir)
+    model = AutoModelForImageTextToText.from_pretrained(tiny_vl_dir)
+    counts = count_parameters(config, ["all-linear"], 16, True)
+    assert counts.vision == sum(p.numel() for name, p in model.named_parameters() if ".visual." in f".{name}")
+    assert counts.total == sum(p.numel() for p in model.parameters())
+
+
 @pytest.mark.slow
-def test_the_cli_trains_three_steps_on_the_demo_images(tmp_path, datasets_dir, tiny_vl_dir):
-    out = tmp_path / "run"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainer_core",
-            "train",
-            "--dataset",
-            str(datasets_dir / "mllm_demo.json"),
-            "--model-name",
-            str(tiny_vl_dir),
-            "--max-steps",
-            "3",
-            "--batch-size",
-            "2",
-            "--output-dir",
-            str(out),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ),
+@pytest.mark.parametrize("training_type", ["full", "qlora"])
+def test_full_and_qlora_train_a_vision_model(training_type, tmp_path, datasets_dir, tiny_vl_dir):
+    """The worker's own path (load, data, trainer, save) with the whole model trained, and with the
+    language model in 4-bit (bitsandbytes, on this CPU) under LoRA adapters."""
+    import queue
+    import threading
+
+    from trainer_core.training.worker import train
+
+    request = TrainingStartRequest(
+        model_name=str(tiny_vl_dir),
+        local_datasets=[str(datasets_dir / "mllm_demo.json")],
+        max_steps=1,
+        batch_size=2,
+        training_type=training_type,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "completed: Training completed" in done.stdout
-    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in metrics] == [1, 2, 3] and all(m["loss"] > 0 for m in metrics)
-    adapter = json.loads((out / "adapter_config.json").read_text())
-    assert adapter["target_modules"].startswith(r"^model\.language_model\.layers")
-    assert "visual" not in adapter["target_modules"]
-    assert (out / "adapter_model.safetensors").is_file() and (out / "processor_config.json").is_file()
+    phase, _ = train(request, "job-vision", tmp_path / "out", queue.Queue(), threading.Event())
+    assert phase == "completed"
+    saved = "model.safetensors" if training_type == "full" else "adapter_model.safetensors"
+    assert (tmp_path / "out" / saved).is_file() and (tmp_path / "out" / "processor_config.json").is_file()
+
+
+@pytest.mark.slow
+def test_a_vision_run_resumes_from_its_checkpoint(tmp_path, datasets_dir, tiny_vl_dir):
+    import queue
+    import threading
+
+    from trainer_core.training.worker import train
+
+    out = tmp_path / "out"
+    base = dict(model_name=str(tiny_vl_dir), local_datasets=[str(datasets_dir / "mllm_demo.json")], batch_size=2)
+    first = TrainingStartRequest(**base, max_steps=2, save_steps=1, output_dir=str(out))
+    assert train(first, "job-a", out, queue.Queue(), threading.Event())[0] == "completed"
+    again = TrainingStartRequest(
+        **base, max_steps=3, output_dir=str(out), resume_from_checkpoint=str(out / "checkpoint-1")
+    )
+    assert train(again, "job-a", out, queue.Queue(), threading.Event())[0] == "completed"
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3], steps

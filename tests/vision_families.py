@@ -8,11 +8,10 @@ tokens and chat template (as the released models publish them). Weights are rand
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from bench.vision_model import save_staged
 
 TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
 TOWER = dict(
@@ -138,15 +137,4 @@ def build_vision_family(family: str, tokenizer_dir: Path, target: Path, seed: in
     config, processor, _ = {"llava": _llava, "gemma3": _gemma3, "idefics3": _idefics3}[family](tokenizer_dir)
     torch.manual_seed(seed)
     model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        model.save_pretrained(staging)
-        processor.save_pretrained(staging)
-        os.replace(staging, target)
-    except OSError:
-        if not (target / "config.json").is_file():
-            raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return save_staged(target, [model, processor])

@@ -63,6 +63,19 @@ def page(browser, page_app):
     tab.close()
 
 
+def open_studio(browser, url: str, width: int = 1400, height: int = 1100):
+    """A new tab on the app at ``url``, once its status line has loaded (whatever the shared app's
+    previous test left: idle, completed, stopped, error)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(url)
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#status'); "
+        "return s && s.innerText.trim() && !s.innerText.includes('Loading status'); }",
+        timeout=60_000,
+    )
+    return page
+
+
 def shot(page, tmp_path: Path, name: str) -> None:
     screenshot(page, tmp_path, name)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.conftest import screenshot
-from tests.e2e.page_tools import ARGS, CHROMIUM, start_and_finish
+from tests.e2e.page_tools import ARGS, CHROMIUM, open_studio, start_and_finish
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]  # Chromium launched here, not by the fixture
 
@@ -19,14 +19,7 @@ def test_dpo_from_the_page_with_its_rewards_chart(app_server, datasets_dir, tiny
     runner.wait(60)
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.goto(url)
-        # the page has loaded the status (whatever the shared app's previous test left: idle, completed, stopped, error)
-        page.wait_for_function(
-            "() => { const s = document.querySelector('#status'); "
-            "return s && s.innerText.trim() && !s.innerText.includes('Loading status'); }",
-            timeout=60_000,
-        )
+        page = open_studio(browser, url)
         assert page.locator("#field-beta").is_hidden() and page.locator("#field-desirable_weight").is_hidden()
         model = page.locator("#field-model_name input")
         model.fill(str(tiny_model_dir))

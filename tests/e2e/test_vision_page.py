@@ -1,6 +1,6 @@
 """A vision-language run from the page, in a real browser (headless Chromium via Playwright) on the
 tiny Qwen2-VL (issue 28): the image settings appear only once the model picker names a vision
-model, the preview lists each row's images, Start trains 3 steps on ``mllm_demo.json``, and the
+model, the preview shows each row's images as thumbnails, Start trains 3 steps on ``mllm_demo.json``, and the
 Chat tab takes an uploaded picture for that run (its box hidden for a text-only model) and answers
 with the picture's tokens in the prompt."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.conftest import screenshot
-from tests.e2e.page_tools import ARGS, CHROMIUM, set_number, start_and_finish
+from tests.e2e.page_tools import ARGS, CHROMIUM, open_studio, set_number, start_and_finish
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]  # Chromium launched here, not by the fixture
 
@@ -21,13 +21,7 @@ def test_train_and_chat_with_images_from_the_page(app_server, datasets_dir, tiny
     runner.wait(60)
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.goto(url)
-        page.wait_for_function(
-            "() => { const s = document.querySelector('#status'); "
-            "return s && s.innerText.trim() && !s.innerText.includes('Loading status'); }",
-            timeout=60_000,
-        )
+        page = open_studio(browser, url)
         page.locator("#section-data button.label-wrap").click()
         page.locator("#field-format_type").wait_for(state="visible", timeout=30_000)
         assert page.locator("#field-is_dataset_image").is_hidden()  # the default model reads text only
@@ -42,6 +36,10 @@ def test_train_and_chat_with_images_from_the_page(app_server, datasets_dir, tiny
         page.locator("#preview-summary").get_by_text("(mllm_demo.json)").wait_for(timeout=60_000)
         assert "images" in page.locator("#preview-table thead").inner_text()
         assert "1.jpg" in page.locator("#preview-table").inner_text()
+        thumbnail = page.locator("#preview-table img >> visible=true").first  # each row's pictures, small
+        thumbnail.wait_for(timeout=30_000)
+        assert thumbnail.get_attribute("src").startswith("data:image/jpeg;base64,")
+        assert thumbnail.evaluate("img => img.naturalWidth") == 96
         set_number(page, "max_steps", "3")
         set_number(page, "batch_size", "2")
         job = start_and_finish(page, runner, steps=3)

@@ -85,6 +85,18 @@ def open_image(reference: str, max_side: Optional[int] = None) -> Any:
     return rgb
 
 
+THUMBNAIL_SIDE = 96  # pixels, the preview's thumbnails
+
+
+def thumbnail(reference: str, side: int = THUMBNAIL_SIDE) -> str:
+    """A small JPEG ``data:`` URL of a canonical reference (longest side ``side`` pixels; about
+    2-4 KB), for the dataset preview. Raises RowError as ``open_image`` does."""
+    picture = open_image(reference, side)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="JPEG", quality=75)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
 def image_size(reference: str) -> tuple[int, int]:
     """(width, height) of a canonical reference from its header only. Raises RowError as
     ``open_image`` does for unreadable files and oversized images."""

@@ -22,6 +22,7 @@ from trainer_core.data.files import DatasetError, read_file, read_head, rows_dat
 from trainer_core.data.folders import plan_folder
 from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
 from trainer_core.data.image_rows import base_folder, has_images, normalize_vision
+from trainer_core.data.images import thumbnail
 from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, placeholder_advice
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
@@ -176,7 +177,8 @@ def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:
     one ``**role:** content`` block per turn, a leading system turn included, blocks separated by a
     blank line) or ``text``. Each turn (or text) is cut to TURN_CHARS characters with an ellipsis,
     then Markdown/HTML characters are backslash-escaped so tags such as ``<tool_call>`` show, and
-    single newlines inside a turn become Markdown hard breaks. Preference rows: columns ``row``,
+    single newlines inside a turn become Markdown hard breaks; rows with images get an ``images``
+    column of thumbnails and names. Preference rows: columns ``row``,
     ``prompt`` and the answer columns (``chosen`` / ``rejected`` or ``completion`` and ``label``)."""
     if "prompt" in canonical.column_names:  # preference rows: prompt, then each answer column
         table = {"row": range(1, len(canonical) + 1)}
@@ -193,12 +195,14 @@ def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:
         column = "conversation"
     table = {"row": range(1, len(cells) + 1), column: cells}
     if "images" in canonical.column_names:
-        table["images"] = [", ".join(_image_name(ref) for ref in refs) for refs in canonical["images"]]
+        table["images"] = [" ".join(_image_cell(ref) for ref in refs) for refs in canonical["images"]]
     return pd.DataFrame(table)
 
 
-def _image_name(reference: str) -> str:
-    return "(embedded image)" if reference.startswith("data:") else _escape(Path(reference).name)
+def _image_cell(reference: str) -> str:
+    """One image of a preview row in Markdown: its thumbnail (``images.thumbnail``) and its name."""
+    name = "embedded image" if reference.startswith("data:") else _escape(Path(reference).name)
+    return f"![{name}]({thumbnail(reference)}) {name}"
 
 
 def _turns_markdown(messages: list[dict[str, str]]) -> str:

@@ -36,10 +36,16 @@ def named_family(model_name: Any, settings: Any = None) -> Optional[VisionFamily
 
 
 def model_family(request: Any) -> Optional[VisionFamily]:
-    """The vision family of the request's model where it is on this machine, else None. A folder
-    path is read as it is: every door confines ``model_name`` before the data is read (Start's
-    admission and the pre-flight: ``hub.check_model``; the worker: the admitted request)."""
-    name = request.model_name.strip()
+    """The vision family of the request's model where it is on this machine, else None
+    (``checked_family``)."""
+    return checked_family(request.model_name)
+
+
+def checked_family(model_name: str) -> Optional[VisionFamily]:
+    """``named_family`` for a model name a door has already checked: a folder path is read as it is
+    (Start's admission and the pre-flight confine ``model_name``: ``hub.check_model``; the worker
+    and evaluation read a run's admitted request)."""
+    name = model_name.strip()
     if hub.looks_like_path(name):
         return folder_family(Path(name).expanduser())
     return named_family(name)

@@ -9,22 +9,25 @@ answers at all and is refused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import datasets
 
 from trainer_core.data.files import DatasetError
 from trainer_core.data.formats import message_lines
+from trainer_core.data.image_rows import MARKER
 
 
 @dataclass
 class EvalRow:
     """One held-out row. ``index`` is its 0-based position in the evaluation set; ``prompt`` the
-    turns before the answer (dicts with role and content); ``reference`` the expected answer."""
+    turns before the answer (dicts with role and content); ``reference`` the expected answer;
+    ``images`` (a vision-language model's rows) the prompt's images."""
 
     index: int
     prompt: list[dict[str, str]]
     reference: str
+    images: list[str] = field(default_factory=list)  # the prompt's images, one per <image> marker, in order
 
     @property
     def conversation(self) -> list[dict[str, str]]:
@@ -48,13 +51,15 @@ def to_rows(dataset: datasets.Dataset, source: str) -> tuple[list[EvalRow], int]
             "(Alpaca, ShareGPT, messages or prompt/completion rows)"
         )
     rows, skipped = [], 0
-    for index, messages in enumerate(dataset["messages"]):
+    images = dataset["images"] if "images" in dataset.column_names else [[] for _ in range(len(dataset))]
+    for index, (messages, pictures) in enumerate(zip(dataset["messages"], images)):
         turns = [{"role": m["role"], "content": m["content"] or ""} for m in messages]
         last = max((i for i, m in enumerate(turns) if m["role"] == "assistant"), default=0)
         if last == 0:
             skipped += 1
             continue
-        rows.append(EvalRow(index=index, prompt=turns[:last], reference=turns[last]["content"]))
+        shown = sum(m["content"].count(MARKER) for m in turns[:last])  # the answer's own images are not its input
+        rows.append(EvalRow(index, turns[:last], turns[last]["content"], list(pictures or [])[:shown]))
     if not rows:
         raise DatasetError(
             f"{source}: none of its {len(dataset)} rows has an assistant answer after a prompt, "

@@ -82,8 +82,8 @@ def read_plan(plan: dict[str, Any]) -> datasets.Dataset:
     """The planned rows in canonical form (called at the start and in the worker); a preference run's
     own rows as the conversations of its preferred answers (``preferred_conversations``). Raises
     DatasetError."""
-    if "files" in plan:
-        return load_conversations(TrainingStartRequest(local_datasets=plan["files"]))[0]
+    if "files" in plan:  # rows with images kept for a vision-language model (``vision`` in the plan)
+        return load_conversations(TrainingStartRequest(local_datasets=plan["files"]), vision=plan.get("vision"))[0]
     rows = eval_conversations(TrainingStartRequest.model_validate(plan["run_request"]))
     if is_preference_rows(rows.column_names):  # a DPO / ORPO / KTO run: scored on the answers it prefers
         return preferred_conversations(rows)
@@ -117,6 +117,17 @@ def _own_data(choice: ModelChoice, roots: Optional[list[Path]]) -> dict[str, Any
     return {"run_request": request.public_dict(), "source": source, "max_seq_length": request.max_seq_length}
 
 
+def reads_images(choice: ModelChoice) -> bool:
+    """Whether ``choice`` is a vision-language model (its folder's config, else its base model's),
+    so that held-out files keep their images (``data.vision_data``)."""
+    from trainer_core.data.vision_data import checked_family
+    from trainer_core.models.vision_family import folder_family
+
+    if choice.path and not choice.adapter and (Path(choice.path) / "config.json").is_file():
+        return folder_family(Path(choice.path)) is not None
+    return checked_family(choice.base_model) is not None  # a run's base, as its admitted request names it
+
+
 def plan_data(choice: ModelChoice, paths: list[str], roots: Optional[list[Path]]) -> dict[str, Any]:
     """The data plan for evaluating ``choice`` on ``paths`` (empty: its own evaluation data), with
     every local file confined to ``roots`` (None: not confined) and read once now, so a bad file is
@@ -127,7 +138,12 @@ def plan_data(choice: ModelChoice, paths: list[str], roots: Optional[list[Path]]
             max_seq_length = getattr(run_request(choice), "max_seq_length", DEFAULT_MAX_SEQ_LENGTH)
         except EvalDataError:  # the files are given: the run's settings only lend their length
             max_seq_length = DEFAULT_MAX_SEQ_LENGTH
-        plan = {"files": files, "source": ", ".join(Path(p).name for p in files), "max_seq_length": max_seq_length}
+        plan = {
+            "files": files,
+            "source": ", ".join(Path(p).name for p in files),
+            "max_seq_length": max_seq_length,
+            "vision": reads_images(choice),
+        }
     else:
         plan = _own_data(choice, roots)
     if "files" in plan or not plan["run_request"].get("hf_dataset"):

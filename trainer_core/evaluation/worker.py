@@ -26,6 +26,7 @@ from trainer_core.evaluation.rows import EvalRow, to_rows
 from trainer_core.evaluation.schemas import CPU_DEFAULT_ROWS, EvaluateRequest, EvaluationResult
 from trainer_core.evaluation.scoring import score_answers
 from trainer_core.evaluation.sources import read_plan
+from trainer_core.evaluation.vision_rows import prompt_length, vision_answers, vision_loss
 
 log = logging.getLogger(__name__)
 Progress = Callable[[float, str], None]  # (fraction 0..1, message)
@@ -62,14 +63,19 @@ class _Bar:
 
 
 def _fitting(rows: list[EvalRow], loaded: Any, max_new_tokens: int) -> tuple[list[EvalRow], list[list[int]], int]:
-    """(rows whose prompt leaves room for max_new_tokens in the model's context, their prompt ids,
-    rows left out)."""
+    """(rows whose prompt leaves room for max_new_tokens in the model's context, their prompt ids
+    (a vision model's rows: empty, their inputs are made with their images per row), rows left out)."""
     from trainer_core.serving.generate import render_prompt
 
+    processor = loaded.extra.get("processor")
     kept, prompts = [], []
     for row in rows:
-        ids = render_prompt(loaded.tokenizer, row.prompt)
-        if len(ids) + max_new_tokens <= loaded.context_tokens:
+        if processor is not None:
+            ids, length = [], prompt_length(processor, row)
+        else:
+            ids = render_prompt(loaded.tokenizer, row.prompt)
+            length = len(ids)
+        if length + max_new_tokens <= loaded.context_tokens:
             kept.append(row)
             prompts.append(ids)
     return kept, prompts, len(rows) - len(kept)
@@ -105,6 +111,26 @@ def _run_model(
             f"{name}: generating, batch {batch}/{batches}, {new} of at most {request.max_new_tokens} new tokens",
         )
 
+    processor = loaded.extra.get("processor")
+    if processor is not None:  # a vision-language model: each row with its images (evaluation.vision_rows)
+        loss = vision_loss(model, processor, rows, loaded.device, request.batch_size, should_stop, loss_batch)
+        if loss is None:
+            return None
+        generated = vision_answers(
+            model,
+            processor,
+            rows,
+            request.max_new_tokens,
+            stop_token_ids(loaded.tokenizer, model),
+            loaded.device,
+            should_stop,
+            lambda done, total: bar.step(
+                per_batch * batches / max(total, 1), f"{name}: generating, row {done}/{total}"
+            ),
+        )
+        if generated is None:
+            return None
+        return Outcome(loss, generated, score_answers([a.text for a in generated.answers], [r.reference for r in rows]))
     loss = answer_loss(
         model, encoded, loaded.tokenizer.pad_token_id, loaded.device, request.batch_size, should_stop, loss_batch
     )
@@ -186,7 +212,10 @@ def evaluate(
             f"no row's prompt fits the model's context of {loaded.context_tokens} tokens with "
             f"max_new_tokens={req.max_new_tokens}: lower max_new_tokens"
         )
-    encoded, truncated, dropped = tokenize_rows(rows, loaded.tokenizer, plan["max_seq_length"])
+    if "processor" in loaded.extra:  # image rows are encoded batch by batch with their images
+        encoded, truncated, dropped = None, 0, 0
+    else:
+        encoded, truncated, dropped = tokenize_rows(rows, loaded.tokenizer, plan["max_seq_length"])
     sides = [("tuned", True)] + ([("base", False)] if req.compare_base and choice.kind != "base" else [])
     batches = -(-len(rows) // req.batch_size)
     bar = _Bar(progress, len(sides) * batches * (1 + max(1.0, req.max_new_tokens / NEW_TOKENS_PER_UNIT)))

@@ -136,7 +136,7 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     if projector is not None:
         files.append(projector_file(projector))
     system = trained_system(Path(job.choice.path)) if job.choice.path else None
-    modelfiles = [write_modelfile(targets[t], run.tokenizer, system).name for t in types]  # Ollama (export.modelfile)
+    modelfiles = [write_modelfile(targets[t], run.tokenizer, system, projector).name for t in types]  # Ollama
     names = [f.name for f in files]
     card = jobs.write_card(job, [*names, *modelfiles, "README.md"], files[0].check, types[0], files)
     (job.out / "README.md").write_text(card, encoding="utf-8")

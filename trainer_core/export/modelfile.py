@@ -159,14 +159,17 @@ def stop_words(tokenizer: Any, turns: Optional[Turns]) -> list[str]:
     return list(dict.fromkeys(w for w in words if w))
 
 
-def modelfile(gguf_name: str, tokenizer: Any, system: Optional[str] = None) -> str:
+def modelfile(gguf_name: str, tokenizer: Any, system: Optional[str] = None, projector: Optional[str] = None) -> str:
     """The Modelfile's text for the GGUF ``gguf_name`` (in the same folder). ``SYSTEM`` is
     ``system`` (the system message the run was trained with, ``trained_system``), else the one the
-    chat template adds when none is given. A TEMPLATE or SYSTEM text holding three double quotes
+    chat template adds when none is given; ``projector``: the name of a vision model's mmproj file
+    (a second ``FROM``, as Ollama imports vision models). A TEMPLATE or SYSTEM text holding three double quotes
     cannot be quoted in a Modelfile (they would end it early and the rest could read as
     directives): it is left out, with a comment saying so."""
     turns = split_turns(tokenizer)
     lines = [f"# Ollama: ollama create NAME -f {Path(gguf_name).stem}.Modelfile", f"FROM ./{gguf_name}"]
+    if projector:  # a vision-language model: Ollama takes its projector as a second FROM
+        lines.append(f"FROM ./{projector}")
     template = go_template(turns) if turns is not None else None
     if template is None:
         lines.append("# TEMPLATE: this chat template cannot be written per message; Ollama uses the one in the GGUF")
@@ -197,8 +200,9 @@ def trained_system(weights: Path) -> Optional[str]:
     return None
 
 
-def write_modelfile(gguf: Path, tokenizer: Any, system: Optional[str] = None) -> Path:
-    """Write ``<gguf stem>.Modelfile`` beside ``gguf`` (``SYSTEM``: see ``modelfile``); its path."""
+def write_modelfile(gguf: Path, tokenizer: Any, system: Optional[str] = None, projector: Optional[Path] = None) -> Path:
+    """Write ``<gguf stem>.Modelfile`` beside ``gguf`` (``SYSTEM``: see ``modelfile``; ``projector``:
+    a vision-language model's mmproj file beside it, a second ``FROM``); its path."""
     path = gguf.with_suffix(".Modelfile")
-    path.write_text(modelfile(gguf.name, tokenizer, system), encoding="utf-8")
+    path.write_text(modelfile(gguf.name, tokenizer, system, projector.name if projector else None), encoding="utf-8")
     return path

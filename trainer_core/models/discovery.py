@@ -13,6 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from trainer_core.models.vision_family import folder_family
 from trainer_core.paths import PathNotAllowed, is_within, resolve
 from trainer_core.schemas import DEFAULT_MODEL
 
@@ -62,13 +63,20 @@ def local_models(settings: Settings) -> list[LocalModel]:
         seen_folders.add(bundled)
     for repo_id, snapshot in cached_hub_models():
         if repo_id not in seen_values:
-            found.append(LocalModel(repo_id, f"{repo_id} · HF cache", ModelSource.hf_cache))
+            found.append(LocalModel(repo_id, f"{repo_id} · HF cache{_reads_images(snapshot)}", ModelSource.hf_cache))
             seen_values.add(repo_id)
         seen_folders.add(snapshot)
     roots = [*settings.allowed_roots, settings.models_dir]
     for folder in sorted(set(model_folders(roots)) - seen_folders)[:MAX_FOLDER_MODELS]:
-        found.append(LocalModel(str(folder), f"{folder.name} · {folder.parent}", ModelSource.folder))
+        label = f"{folder.name} · {folder.parent}{_reads_images(folder)}"
+        found.append(LocalModel(str(folder), label, ModelSource.folder))
     return found
+
+
+def _reads_images(folder: Path) -> str:
+    """`` · vision (Qwen2-VL)`` for a vision-language model's folder (``vision_family``), else ``""``."""
+    family = folder_family(folder)
+    return f" · vision ({family.name})" if family is not None else ""
 
 
 def _bundled(settings: Settings) -> Optional[Path]:

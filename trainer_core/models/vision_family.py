@@ -51,11 +51,13 @@ class VisionFamily:
 def vision_family(config: Any) -> Optional[VisionFamily]:
     """The family of a model config (a ``PretrainedConfig`` or the ``config.json`` dict) when it is
     a vision-language model, else None."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
-
     get = config.get if isinstance(config, dict) else lambda key: getattr(config, key, None)
     model_type = get("model_type")
-    if model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES or not get("vision_config"):
+    if not get("vision_config"):  # text-only: answered without importing transformers
+        return None
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    if model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
         return None
     return VisionFamily(model_type, FAMILY_NAMES.get(model_type, model_type))
 

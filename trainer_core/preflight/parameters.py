@@ -22,6 +22,10 @@ routers (transformers 5's ``...TopKRouter``) are parameters, not ``nn.Linear`` m
 LoRA targets are matched as PEFT does (``peft.tuners.tuners_utils.check_target_module_exists``: a
 module's name equals a target or ends with ``.target``; ``"all-linear"``: every linear layer but
 the output layer). A test checks both counts against the real SmolLM2 model and PEFT.
+
+A vision-language config (``models.vision_family``) adds its vision tower and projector
+(``vision_parameters``: counted on the model built on the ``meta`` device, no memory) to ``total``
+(weights held in memory); they are frozen unless ``finetune_vision_layers`` adapts them.
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ class ParameterCounts:
     lora: int
     lora_modules: tuple[str, ...]
     active_linear: int = 0
+    vision: int = 0  # a vision-language model's tower and projector (in ``total``)
 
 
 def shapes(config: Any) -> Shapes:
@@ -165,7 +170,11 @@ def count_parameters(config: Any, target_modules: list[str], lora_r: int, lora: 
     mlp = sum(n_in * n_out for name, (n_in, n_out) in linear.items() if name not in ATTENTION)
     modules = lora_targets(target_modules) if lora else ()
     per_layer_lora = sum(lora_r * sum(linear[name]) for name in modules)
-    qkv_bias = bool(getattr(text, "attention_bias", False)) or text.model_type == "qwen2"
+    qkv_bias = bool(getattr(text, "attention_bias", False)) or text.model_type in (
+        "qwen2",
+        "qwen2_vl_text",
+        "qwen2_5_vl_text",
+    )
     bias = (s.q + 2 * s.kv) * qkv_bias + s.hidden * bool(getattr(text, "attention_bias", False))
     norms = 2 * s.hidden + (2 * s.q // s.heads if text.model_type in ("qwen3", "qwen3_moe") else 0)
     if s.experts:
@@ -178,10 +187,33 @@ def count_parameters(config: Any, target_modules: list[str], lora_r: int, lora: 
         bias += (2 * s.intermediate + s.hidden) * bool(getattr(text, "mlp_bias", False))
     tied = getattr(config, "tie_word_embeddings", getattr(text, "tie_word_embeddings", True))
     embeddings = s.vocab * s.hidden * (1 if tied else 2)
-    total = block_linear + extra + s.layers * (bias + norms) + s.hidden + embeddings
+    vision = vision_parameters(config)
+    total = block_linear + extra + s.layers * (bias + norms) + s.hidden + embeddings + vision
     return ParameterCounts(
-        total=total, block_linear=block_linear, lora=adapters, lora_modules=modules, active_linear=active
+        total=total, block_linear=block_linear, lora=adapters, lora_modules=modules, active_linear=active, vision=vision
     )
+
+
+def vision_parameters(config: Any) -> int:
+    """Parameters of a vision-language model's vision tower and projector (every parameter outside
+    the language model, counted on the model built on the ``meta`` device); 0 for a text-only
+    config or one transformers cannot build."""
+    from trainer_core.models.vision_family import vision_family
+
+    if isinstance(config, dict) or vision_family(config) is None:
+        return 0
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    try:
+        with torch.device("meta"):
+            model = AutoModelForImageTextToText.from_config(config)
+    except (ValueError, KeyError, TypeError, ImportError):
+        return 0
+    language = model.get_decoder() if hasattr(model, "get_decoder") else None
+    inside = {id(p) for p in language.parameters()} if language is not None else set()
+    inside |= {id(p) for p in model.get_output_embeddings().parameters()} if model.get_output_embeddings() else set()
+    return sum(p.numel() for p in model.parameters() if id(p) not in inside)
 
 
 def _moe_counts(s: Shapes, text: Any, attention: int, modules: tuple[str, ...], r: int) -> tuple[int, int, int, int]:
