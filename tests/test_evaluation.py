@@ -140,7 +140,7 @@ def test_named_files_are_confined_present_and_readable(tmp_path, datasets_dir):
     identity = str((datasets_dir / "identity.json").resolve())  # the plan holds resolved paths (CI links ../shared)
     choice = _run(tmp_path, local_datasets=[identity], max_seq_length=256)
     plan = plan_data(choice, [identity], [datasets_dir])
-    assert plan == {"files": [identity], "source": "identity.json", "max_seq_length": 256}
+    assert plan == {"files": [identity], "source": "identity.json", "max_seq_length": 256, "vision": False}
     with pytest.raises(EvalDataError, match="datasets: .* is outside the allowed folders"):
         plan_data(choice, [identity], [tmp_path])
     with pytest.raises(EvalDataError, match="datasets: the file .*nope.json was not found"):

@@ -5,6 +5,7 @@ transformers, no network), with the folder scan capped so a large allowed folder
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from trainer_core.models.vision_family import folder_family
+from trainer_core.models.vision_family import FAMILY_NAMES
 from trainer_core.paths import PathNotAllowed, is_within, resolve
 from trainer_core.schemas import DEFAULT_MODEL
 
@@ -74,9 +75,16 @@ def local_models(settings: Settings) -> list[LocalModel]:
 
 
 def _reads_images(folder: Path) -> str:
-    """`` · vision (Qwen2-VL)`` for a vision-language model's folder (``vision_family``), else ``""``."""
-    family = folder_family(folder)
-    return f" · vision ({family.name})" if family is not None else ""
+    """`` · vision (Qwen2-VL)`` for a folder whose config.json has a vision tower, else ``""``: read
+    from the JSON alone (listing models imports neither torch nor transformers; Start and the check
+    ask ``vision_family`` itself)."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(config, dict) or not config.get("vision_config"):
+        return ""
+    return f" · vision ({FAMILY_NAMES.get(config.get('model_type'), config.get('model_type'))})"
 
 
 def _bundled(settings: Settings) -> Optional[Path]:
