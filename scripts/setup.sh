@@ -18,14 +18,16 @@ rm -rf "$GGUF_CONVERTER_DIR/bin"
 # llama.cpp (quantised GGUF formats q4_k_m ... q6_k, and the check that runs every exported GGUF): the
 # registry's llama-cpp-python (its sdist vendors llama.cpp), compiled natively for this CPU into its own
 # folder, beside the converter: about 6 minutes on 2 cores, once. Rebuilt only when its version or the
-# CPU's features change (the stamp: trainer_core/export/llamacpp/tools.py). Needs cmake and a C++
+# CPU's features change (the stamp: trainer_core/export/llamacpp/tools.py). Without its multimodal
+# library (LLAVA_BUILD=OFF: the studio never runs images in llama.cpp), which is a large part of the
+# build. Needs cmake and a C++
 # compiler; without them the quantised formats are shown as unavailable with this command.
 LLAMA_CPP_DIR="${STUDIO_LLAMA_CPP_DIR:-$HOME/.cache/finetune_studio/tools/llama-cpp-python}"
 if ! python3 -m trainer_core.llamacpp.build --check "$LLAMA_CPP_DIR" >/dev/null 2>&1; then
   began=$SECONDS
   echo "building llama.cpp (llama-cpp-python 0.3.36) into $LLAMA_CPP_DIR: a few minutes, once"
   rm -rf "$LLAMA_CPP_DIR"
-  if CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF" \
+  if CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF" \
     CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" python3 -m pip install -q --no-deps --target "$LLAMA_CPP_DIR" \
     llama-cpp-python==0.3.36 diskcache==5.6.3; then
     rm -rf "$LLAMA_CPP_DIR/bin" "$LLAMA_CPP_DIR/lib" "$LLAMA_CPP_DIR/include"  # llama_cpp/lib holds the libraries

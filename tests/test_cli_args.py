@@ -48,3 +48,20 @@ def test_train_refuses_more_processes_than_the_machine_has(tmp_path, capsys):
     assert "num_processes (64) is more than the" in capsys.readouterr().err
     assert main(["train", "--dataset", str(data), "--gpu-ids", "0;id"]) == 2
     assert "gpu_ids: '0;id' is not a list of GPU numbers" in capsys.readouterr().err
+
+
+def test_grpo_rewards_from_flags_and_yaml(tmp_path):
+    config = tmp_path / "grpo.yaml"
+    config.write_text(
+        "training_method: grpo\nnum_generations: 2\nrewards:\n  - name: numeric_match\n    column: solution\n"
+        "  - format weight=0.5\n"
+    )
+    args = build_parser().parse_args(["train", "--dataset", "a.json", "--config", str(config)])
+    request = request_from_args(args)
+    assert [(r.name, r.column, r.weight) for r in request.rewards] == [
+        ("numeric_match", "solution", 1.0),
+        ("format", None, 0.5),
+    ]
+    flags = ["train", "--dataset", "a.json", "--training-method", "grpo", "--rewards", "length target_length=20"]
+    request = request_from_args(build_parser().parse_args([*flags, "--grpo-loss-type", "dr_grpo"]))
+    assert request.rewards[0].target_length == 20 and request.grpo_loss_type == "dr_grpo"

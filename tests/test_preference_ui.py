@@ -75,20 +75,33 @@ def test_status_series_carry_the_rewards_of_preference_runs_only():
 
 
 def test_method_section_shows_each_methods_settings_and_moves_a_default_rate():
+    grpo_fields = (
+        "num_generations",
+        "max_completion_length",
+        "temperature",
+        "grpo_loss_type",
+        "rewards",
+        "reward_file",
+    )
     assert method_visibility("sft") == {
         "beta": False,
         "loss_type": False,
         "desirable_weight": False,
         "undesirable_weight": False,
+        **{name: False for name in grpo_fields},
     }
     assert method_visibility("dpo") == {
         "beta": True,
         "loss_type": True,
         "desirable_weight": False,
         "undesirable_weight": False,
+        **{name: False for name in grpo_fields},
     }
     assert method_visibility("kto")["desirable_weight"] and not method_visibility("kto")["loss_type"]
+    grpo = method_visibility("grpo")
+    assert all(grpo[name] for name in grpo_fields) and grpo["beta"] and not grpo["loss_type"]
     assert method_rate("dpo", 1e-3)["value"] == 5e-5 and method_rate("sft", 5e-5)["value"] == 1e-3
+    assert method_rate("grpo", 1e-3)["value"] == 2e-5 and method_rate("dpo", 2e-5)["value"] == 5e-5
     assert "value" not in method_rate("dpo", 2e-4)  # a rate the user set stays
 
 

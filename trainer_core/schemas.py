@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
+from trainer_core.reward_schemas import CompletionSample, RewardSpec, parse_reward
 from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' vocabulary
+    GRPO_LEARNING_RATE,
     LIVE_PHASES,
     PREFERENCE_LEARNING_RATE,
     PREFERENCE_METHODS,
@@ -25,6 +27,7 @@ from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' v
     DpoLoss,
     EndReason,
     FormatType,
+    GrpoLoss,
     Optimizer,
     Phase,
     Scheduler,
@@ -178,16 +181,16 @@ class TrainingStartRequest(BaseModel):
     training_method: TrainingMethod = Field(
         TrainingMethod.sft,
         title="Training method",
-        description="sft: learn the answers (conversations, instructions or raw text). dpo / orpo: learn to prefer the chosen answer over the rejected one (pairs); orpo needs no reference model. kto: learn from answers rated desirable or undesirable (a true/false label; pairs are unpaired).",
+        description="sft: learn the answers (conversations, instructions or raw text). dpo / orpo: learn to prefer the chosen answer over the rejected one (pairs); orpo needs no reference model. kto: learn from answers rated desirable or undesirable (a true/false label; pairs are unpaired). grpo: sample several answers per prompt and learn from the rewards they earn (prompts, plus columns such as answer for the rewards).",
         json_schema_extra=_group("method"),
     )
     beta: float = Field(
         0.1,
-        gt=0,
+        ge=0,
         le=10,
         title="Beta",
-        description="DPO / KTO: how far the model may move from the reference model (higher: stays closer; 0.1 is the papers' usual value). ORPO: the weight of the odds-ratio term beside the answer loss.",
-        json_schema_extra=_group("method", ("dpo", "orpo", "kto")),
+        description="DPO / KTO: how far the model may move from the reference model (higher: stays closer; 0.1 is the papers' usual value). ORPO: the weight of the odds-ratio term beside the answer loss. GRPO: the weight of the KL penalty to the reference model (0.04 when not set, DeepSeekMath's; 0: no reference model, no KL chart).",
+        json_schema_extra=_group("method", ("dpo", "orpo", "kto", "grpo")),
     )
     loss_type: DpoLoss = Field(
         "sigmoid",
@@ -208,6 +211,50 @@ class TrainingStartRequest(BaseModel):
         le=100,
         description="KTO: weight of the undesirable answers' loss.",
         json_schema_extra=_group("method", ("kto",)),
+    )
+    num_generations: int = Field(
+        4,
+        ge=2,
+        le=64,
+        title="Answers per prompt",
+        description="GRPO: completions sampled for each prompt; each is scored against the others of its group (batch_size x gradient_accumulation_steps must be a multiple of it).",
+        json_schema_extra=_group("method", ("grpo",)),
+    )
+    max_completion_length: int = Field(
+        128,
+        ge=1,
+        le=32768,
+        title="Max answer tokens",
+        description="GRPO: the longest completion sampled, in tokens (longer ones are cut and count as clipped).",
+        json_schema_extra=_group("method", ("grpo",)),
+    )
+    temperature: float = Field(
+        1.0,
+        gt=0,
+        le=4,
+        title="Sampling temperature",
+        description="GRPO: temperature of the sampled completions (lower: surer, less varied answers, so smaller reward differences to learn from).",
+        json_schema_extra=_group("method", ("grpo",)),
+    )
+    grpo_loss_type: GrpoLoss = Field(
+        "dapo",
+        title="GRPO loss type",
+        description="GRPO: how token losses are averaged (TRL's GRPOConfig.loss_type; also accepted as loss_type with training_method grpo). dapo: over the batch's tokens (no length bias); grpo: per completion (the paper's); dr_grpo: by a constant; bnpo, cispo, sapo: TRL's variants.",
+        json_schema_extra=_group("method", ("grpo",)),
+    )
+    rewards: list[RewardSpec] = Field(
+        default_factory=list,
+        max_length=16,
+        title="Rewards",
+        description='GRPO: the reward functions and their weights, e.g. [{"name": "numeric_match", "column": "answer"}, {"name": "format", "weight": 0.5}]. Empty: the numeric match of the final answer against the data\'s answer column.',
+        json_schema_extra=_group("method", ("grpo",)),
+    )
+    reward_file: Optional[str] = Field(
+        None,
+        max_length=MAX_PATH_CHARS,
+        title="Reward functions file",
+        description="GRPO: a Python file of reward functions in TRL's signature, in the allowed folders; runs inside the training worker, so only servers started with STUDIO_ALLOW_REWARD_CODE=1 accept it.",
+        json_schema_extra=_group("method", ("grpo",)),
     )
     adapter_name_or_path: Optional[str] = Field(
         None,
@@ -315,7 +362,7 @@ class TrainingStartRequest(BaseModel):
         1e-3,
         gt=0,
         lt=1,
-        description="Peak learning rate (a positive number below 1); a DPO / ORPO / KTO run that does not set it gets 5e-5. 1e-3 suits LoRA on small models (measured over 3 epochs of 91 rows: 1e-3 learned the answers exactly, 2e-4 only half); models of several billion parameters usually want 1e-4 to 2e-4, full fine-tuning about 2e-5.",
+        description="Peak learning rate (a positive number below 1); a DPO / ORPO / KTO run that does not set it gets 5e-5, a GRPO run 2e-5. 1e-3 suits LoRA on small models (measured over 3 epochs of 91 rows: 1e-3 learned the answers exactly, 2e-4 only half); models of several billion parameters usually want 1e-4 to 2e-4, full fine-tuning about 2e-5.",
         json_schema_extra=_group("training"),
     )
     embedding_learning_rate: Optional[float] = Field(
@@ -641,6 +688,24 @@ class TrainingStartRequest(BaseModel):
             raise ValueError(f"'{value[:40]}' is not a list of GPU numbers such as 0,1 (see nvidia-smi)")
         return ",".join(part.strip() for part in value.split(","))
 
+    @field_validator("rewards", mode="before")
+    @classmethod
+    def _short_rewards(cls, value: Any) -> Any:
+        """Rewards given in the short form (``numeric_match column=answer weight=2``: the form's
+        lines, the CLI's items) or as JSON text, read into ``RewardSpec`` values."""
+        if isinstance(value, str) and value.strip().startswith("["):  # a JSON list pasted into the form's box
+            import json
+
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ValueError(f"not a JSON list of rewards ({exc})") from None
+        if isinstance(value, str):
+            value = [line for line in value.splitlines() if line.strip()]
+        if isinstance(value, list):
+            return [parse_reward(item) if isinstance(item, str) else item for item in value]
+        return value
+
     @field_validator("report_to")
     @classmethod
     def _trackers_once(cls, value: list[str]) -> list[str]:
@@ -709,7 +774,9 @@ class TrainingStartRequest(BaseModel):
         if not self.hf_dataset and not self.local_datasets:
             raise ValueError("no training data: give local_datasets (files) or hf_dataset (a hub id)")
         if self.training_method != TrainingMethod.sft and "learning_rate" not in self.model_fields_set:
-            self.learning_rate = PREFERENCE_LEARNING_RATE
+            grpo = self.training_method == TrainingMethod.grpo
+            self.learning_rate = GRPO_LEARNING_RATE if grpo else PREFERENCE_LEARNING_RATE
+        self._check_grpo()
         if self.training_method != TrainingMethod.sft and self.packing:
             raise ValueError(
                 f"packing joins rows for SFT; training_method {self.training_method.value!r} compares whole "
@@ -749,6 +816,40 @@ class TrainingStartRequest(BaseModel):
         if self.lora_r > 0 and any(not m.strip() for m in self.target_modules):
             raise ValueError("target_modules contains an empty name")
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _grpo_loss_name(cls, data: Any) -> Any:
+        """TRL's own name: ``loss_type`` with a GRPO loss and training_method grpo is ``grpo_loss_type``."""
+        if isinstance(data, dict) and str(data.get("training_method", "")) in ("grpo", "TrainingMethod.grpo"):
+            if data.get("loss_type") in GrpoLoss.__args__ and "grpo_loss_type" not in data:
+                data = {**data, "grpo_loss_type": data["loss_type"]}
+                data.pop("loss_type")
+        return data
+
+    def _check_grpo(self) -> None:
+        """GRPO's settings together: a KL weight by default, groups that fill the batch, rewards
+        only for GRPO. Raises ValueError naming the field."""
+        if self.training_method != TrainingMethod.grpo:
+            if self.rewards or self.reward_file:
+                raise ValueError(
+                    f"rewards and reward_file are read by training_method grpo, not {self.training_method.value}: "
+                    "choose grpo, or clear them"
+                )
+            if self.beta == 0:
+                raise ValueError(f"beta must be above 0 for training_method {self.training_method.value}")
+            return
+        if "beta" not in self.model_fields_set:
+            self.beta = 0.04
+        if self.packing:
+            raise ValueError("packing joins rows for SFT; GRPO samples answers to prompts: turn packing off")
+        per_step = self.batch_size * self.gradient_accumulation_steps
+        if per_step % self.num_generations:
+            raise ValueError(
+                f"batch_size x gradient_accumulation_steps ({per_step}) must be a multiple of num_generations "
+                f"({self.num_generations}): each step trains whole groups of answers to a prompt; e.g. set "
+                f"batch_size to {self.num_generations}"
+            )
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as plain JSON-able values with secrets removed (for logs, files, history)."""
@@ -806,9 +907,27 @@ class TrainingProgress(BaseModel):
     kl: Optional[float] = Field(None, description="KTO: the batch's KL estimate between the model and the reference.")
     eval_rewards_margins: Optional[float] = None
     eval_rewards_accuracies: Optional[float] = None
+    # GRPO (TRL's reward, reward_std, rewards/<name>/mean, completions/*, clip_ratio/region_mean; kl above)
+    reward: Optional[float] = Field(None, description="GRPO: mean weighted reward of the step's completions.")
+    reward_std: Optional[float] = Field(None, description="GRPO: standard deviation of that reward.")
+    rewards: dict[str, float] = Field(
+        default_factory=dict, description="GRPO: each reward function's mean (unweighted), by name."
+    )
+    completion_length: Optional[float] = Field(None, description="GRPO: mean completion length in tokens.")
+    completions_clipped: Optional[float] = Field(
+        None, description="GRPO: share of completions cut at max_completion_length (0..1)."
+    )
+    clip_ratio: Optional[float] = Field(
+        None, description="GRPO: share of tokens whose probability ratio was clipped (0..1)."
+    )
+    eval_reward: Optional[float] = None
+    samples: list[CompletionSample] = Field(
+        default_factory=list, description="GRPO: a few of the step's completions with their rewards."
+    )
 
 
 PREFERENCE_SERIES = ("rewards_chosen", "rewards_rejected", "rewards_margins", "rewards_accuracies", "kl")
+GRPO_SERIES = ("reward", "reward_std", "completion_length", "clip_ratio")
 
 
 class MetricHistory(BaseModel):
@@ -827,6 +946,13 @@ class MetricHistory(BaseModel):
     rewards_margins: list[Optional[float]] = Field(default_factory=list)
     rewards_accuracies: list[Optional[float]] = Field(default_factory=list)
     kl: list[Optional[float]] = Field(default_factory=list)
+    # GRPO runs only (empty otherwise), aligned with ``steps``; ``rewards``: each function's series
+    reward: list[Optional[float]] = Field(default_factory=list)
+    reward_std: list[Optional[float]] = Field(default_factory=list)
+    completion_length: list[Optional[float]] = Field(default_factory=list)
+    clip_ratio: list[Optional[float]] = Field(default_factory=list)
+    rewards: dict[str, list[Optional[float]]] = Field(default_factory=dict)
+    samples: list[CompletionSample] = Field(default_factory=list, description="The latest step's sampled completions.")
 
 
 class TrainingStatus(BaseModel):

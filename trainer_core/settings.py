@@ -53,6 +53,11 @@ class Settings(BaseSettings):
         description="Let /v1/chat/completions fetch image_url parts given as http(s) URLs (the server then "
         "requests any address a client names: see SECURITY.md); off: only data: URLs are taken.",
     )
+    allow_reward_code: bool = Field(
+        False,
+        description="Let GRPO runs use reward_file, a Python file of reward functions from the allowed folders "
+        "(it runs inside the training worker as the server's user: see SECURITY.md); off: built-in rewards only.",
+    )
     sse_heartbeat_s: float = Field(10.0, gt=0, description="Seconds without a new step before an SSE heartbeat.")
     trust_proxy_headers: bool = Field(
         False,

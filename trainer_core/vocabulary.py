@@ -18,24 +18,31 @@ class TrainingType(str, Enum):
 
 class TrainingMethod(str, Enum):
     """What the run optimises: ``sft`` learns the answers of conversations or text; ``dpo`` (Rafailov
-    et al. 2023), ``orpo`` (Hong et al. 2024) and ``kto`` (Ethayarajh et al. 2024) learn to prefer
-    chosen over rejected answers (KTO: desirable over undesirable ones, unpaired)."""
+        et al. 2023), ``orpo`` (Hong et al. 2024) and ``kto`` (Ethayarajh et al. 2024) learn to prefer
+        chosen over rejected answers (KTO: desirable over undesirable ones, unpaired); ``grpo`` (Shao et al.
+    2024, https://arxiv.org/abs/2402.03300) samples several answers per prompt and learns from the
+    rewards they earn (reinforcement learning with verifiable rewards)."""
 
     sft = "sft"
     dpo = "dpo"
     orpo = "orpo"
     kto = "kto"
+    grpo = "grpo"
 
 
 PREFERENCE_METHODS = (TrainingMethod.dpo, TrainingMethod.orpo, TrainingMethod.kto)
 # learning_rate of a preference run that does not set one (LoRA on the default model: see
 # docs/BENCHMARKS.md, "Preference training"); SFT's default (1e-3) moves a DPO policy too far.
 PREFERENCE_LEARNING_RATE = 5e-5
+# learning_rate of a GRPO run that does not set one (LoRA on the default model: docs/BENCHMARKS.md,
+# "GRPO"); TRL's own default (1e-6) is set for full fine-tuning of larger models.
+GRPO_LEARNING_RATE = 2e-5
 
 
 class FormatType(str, Enum):
     """Dataset layouts we can read; ``auto`` detects one from the columns. ``preference``: chosen /
-    rejected pairs (DPO, ORPO, KTO); ``unpaired``: answers with a true/false ``label`` (KTO)."""
+    rejected pairs (DPO, ORPO, KTO); ``unpaired``: answers with a true/false ``label`` (KTO);
+    ``prompt_only``: prompts to sample answers to, with columns for the rewards (GRPO)."""
 
     auto = "auto"
     alpaca = "alpaca"
@@ -45,6 +52,7 @@ class FormatType(str, Enum):
     text = "text"
     preference = "preference"
     unpaired = "unpaired"
+    prompt_only = "prompt_only"
 
 
 class Phase(str, Enum):
@@ -91,4 +99,9 @@ DefaultTemplate = Literal["auto", "chatml", "zephyr", "alpaca"]  # models.templa
 DpoLoss = Literal["sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", "nca_pair", "apo_zero", "apo_down"]
 # How several processes share the work (trainer_core.distributed): DDP copies the model into each;
 # FSDP (an accelerate config) and DeepSpeed (a JSON config) shard it across GPUs.
+# TRL's GRPO loss aggregations (GRPOConfig.loss_type); "dapo" is TRL's default
+GrpoLoss = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"]
+# The reward functions a GRPO run can choose in the form (rewards.library); "code": one of the user's
+# own functions from reward_file
+RewardName = Literal["exact_match", "numeric_match", "format", "length", "json", "repetition", "language", "code"]
 Distributed = Literal["ddp", "fsdp", "deepspeed"]

@@ -83,6 +83,10 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
         return gr.Dropdown(choices=allowed, value=value, **common)
     if typing.get_origin(kind) is list and (allowed := choices(typing.get_args(kind)[0])) is not None:
         return gr.Dropdown(choices=allowed, value=value, multiselect=True, **common)  # e.g. report_to
+    if name == "rewards":  # one reward per line in the short form (reward_schemas.parse_reward)
+        return gr.Textbox(
+            value="", lines=3, placeholder="numeric_match column=answer weight=1\nformat weight=0.5", **common
+        )
     if kind is bool and info.default is None:  # three states: empty (found for you), yes, no
         return gr.Dropdown(choices=TRI_STATE, value=widget_value(name, value), **common)
     if kind is bool:
@@ -166,6 +170,10 @@ def widget_value(name: str, value: Any) -> Any:
     in a text box and as an empty number box)."""
     if name == "custom_format_mapping":
         return ", ".join(f"{k}={v}" for k, v in (value or {}).items())
+    if name == "rewards":
+        from trainer_core.reward_schemas import RewardSpec, reward_line
+
+        return "\n".join(reward_line(RewardSpec(**spec) if isinstance(spec, dict) else spec) for spec in value or [])
     kind = base_type(REQUEST_FIELDS[name].annotation)
     if value is None and kind in (int, float):
         return None  # an empty number box (e.g. embedding_learning_rate unset), not the text ""

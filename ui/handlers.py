@@ -22,7 +22,7 @@ from trainer_core.runs.job import JobRunner
 from trainer_core.runs.metrics import ChartPoints
 from trainer_core.schemas import TrainingStartRequest, TrainingStatus
 from trainer_core.settings import Settings
-from ui import charts
+from ui import charts, grpo_charts
 from ui.follow import FOLLOWERS
 from ui.form import FORM_FIELDS, build_request, form_values
 from ui.placeholder_panel import gate as placeholder_gate
@@ -123,21 +123,29 @@ def starting() -> tuple[Any, Any]:
     return gr.Button(value="Starting…", interactive=False), gr.Accordion(open=False)
 
 
-def render(status: TrainingStatus, points: ChartPoints) -> tuple:
+def render(status: TrainingStatus, points: ChartPoints, latest: Optional[Any] = None) -> tuple:
     """Outputs of every watcher: status line, raw status JSON (without the series), the three
     charts already serialised (``PlotData``, what ``gr.Plot`` would make of each figure), the
-    preference rewards chart (shown only for a run that logs rewards) and the three buttons' states."""
+    rewards chart (a DPO / ORPO / KTO run's preference rewards, or a GRPO run's rewards; hidden for
+    others), a GRPO run's completions chart and sampled completions (``latest``: the newest train
+    event, ``ui.grpo_charts``; hidden for others) and the three buttons' states."""
     raw = status.model_dump(mode="json", exclude={"metric_history"})
     figures = (charts.loss_figure(points), charts.learning_rate_figure(points), charts.grad_norm_figure(points))
     plots = [PlotData(type="plotly", plot=fig.to_json()) for fig in figures]
-    preference = charts.has_preference_points(points)  # a DPO / ORPO / KTO run: its rewards chart too
+    grpo = grpo_charts.has_grpo_points(points)
+    preference = charts.has_preference_points(points) and not grpo  # a DPO / ORPO / KTO run: its rewards chart
+    rewards = grpo_charts.reward_figure(points) if grpo else charts.preference_figure(points) if preference else None
+    plots.append(
+        gr.Plot(value=PlotData(type="plotly", plot=rewards.to_json()) if rewards else None, visible=rewards is not None)
+    )
     plots.append(
         gr.Plot(
-            value=PlotData(type="plotly", plot=charts.preference_figure(points).to_json()) if preference else None,
-            visible=preference,
+            value=PlotData(type="plotly", plot=grpo_charts.rollout_figure(points).to_json()) if grpo else None,
+            visible=grpo,
         )
     )
-    return (status_line(status), raw, *plots, *buttons(status))
+    samples = grpo_charts.samples_html(latest) if grpo else ""
+    return (status_line(status), raw, *plots, gr.HTML(samples, visible=bool(samples)), *buttons(status))
 
 
 class SharedRender:
@@ -156,7 +164,7 @@ class SharedRender:
             version = runner.history.version
             if version != self._version:
                 status = runner.status(with_history=False)
-                self._update = render(status, runner.history.chart_points())
+                self._update = render(status, runner.history.chart_points(), runner.history.latest_train())
                 self._version, self._running = version, status.is_training_running
             return self._version, self._update, self._running
 
@@ -272,7 +280,7 @@ def refused(ctx: Context, message: str, action: str = "Not started") -> tuple:
     return (*[gr.skip()] * MONITOR_VIEWS, *buttons(status), refusal.html(action))
 
 
-MONITOR_VIEWS = 6  # status line, raw JSON, four charts (then the three buttons)
+MONITOR_VIEWS = 8  # status line, raw JSON, five charts, GRPO samples (then the three buttons)
 
 
 def begin(ctx: Context, request: TrainingStartRequest) -> Optional[str]:

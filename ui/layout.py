@@ -94,7 +94,9 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
         with gr.Row():
             lr_plot = gr.Plot(show_label=False, elem_id="lr-plot")
             grad_plot = gr.Plot(show_label=False, elem_id="grad-plot")
-        reward_plot = gr.Plot(show_label=False, elem_id="reward-plot", visible=False)  # DPO / ORPO / KTO runs
+        reward_plot = gr.Plot(show_label=False, elem_id="reward-plot", visible=False)  # DPO / ORPO / KTO / GRPO runs
+        rollout_plot = gr.Plot(show_label=False, elem_id="rollout-plot", visible=False)  # GRPO runs
+        samples = gr.HTML("", elem_id="grpo-samples", visible=False)  # GRPO runs
         hardware = gr.Markdown("", elem_id="hardware")
         with gr.Accordion("Status (JSON)", open=False):
             raw = gr.JSON(label="status")
@@ -107,7 +109,19 @@ def _monitor_column(ctx: handlers.Context) -> tuple[list, gr.HTML, gr.Markdown, 
         "waiting": waiting,
     }
     return (
-        [status, raw, loss_plot, lr_plot, grad_plot, reward_plot, start_btn, stop_btn, cancel_btn],
+        [
+            status,
+            raw,
+            loss_plot,
+            lr_plot,
+            grad_plot,
+            reward_plot,
+            rollout_plot,
+            samples,
+            start_btn,
+            stop_btn,
+            cancel_btn,
+        ],
         notice,
         hardware,
         preflight,

@@ -1,6 +1,7 @@
-"""The Train form's training method: SFT or a preference method (DPO / ORPO / KTO), with the
-settings of the chosen method only, and a learning rate that follows the method while the user has
-not set one."""
+"""The Train form's training method: SFT, a preference method (DPO / ORPO / KTO) or GRPO, with the
+settings of the chosen method only, a learning rate that follows the method while the user has not
+set one, and for GRPO the reward library: picking a reward adds its line (with its default
+settings and weight 1) to the Rewards box, where the weight and settings can be edited."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 import gradio as gr
 
 from trainer_core.fieldmeta import default, field_methods, group
-from trainer_core.schemas import PREFERENCE_LEARNING_RATE, Phase
+from trainer_core.reward_schemas import RewardSpec, reward_line
+from trainer_core.schemas import GRPO_LEARNING_RATE, PREFERENCE_LEARNING_RATE, Phase
 from ui.form import FORM_FIELDS, make_widget
 
 NEW_ADAPTER = ("none: a new adapter", "")
@@ -47,14 +49,51 @@ def build(store: Any = None) -> dict[str, gr.components.Component]:
     (``adapter_choices``) and takes any typed folder."""
     adapters = adapter_choices(store.list_runs(limit=200) if store is not None else [])
     with gr.Accordion("Training method", open=True, elem_id="section-method"):
-        widgets = {
-            name: make_widget(name, adapters if name == "adapter_name_or_path" else None)
-            for name in FORM_FIELDS
-            if group(name) == "method"
-        }
+        widgets = {}
+        for name in (name for name in FORM_FIELDS if group(name) == "method"):
+            if name == "rewards":  # the library's picker just above the box it fills
+                widgets[LIBRARY] = _library()
+            widgets[name] = make_widget(name, adapters if name == "adapter_name_or_path" else None)
     for name, visible in method_visibility(default("training_method")).items():
         widgets[name].visible = visible
+    widgets[LIBRARY].visible = default("training_method") == "grpo"
     return widgets
+
+
+def _library() -> gr.Dropdown:
+    return gr.Dropdown(
+        choices=REWARD_LIBRARY,
+        value=None,
+        label="Add a reward",
+        info="Adds the reward's line to Rewards below; edit its weight and settings there.",
+        elem_id="reward-library",
+    )
+
+
+LIBRARY = "_reward_library"  # not a request field: the picker that fills the Rewards box
+# (label, the line it adds): the built-in rewards (rewards.library) and a code reward from reward_file
+REWARD_LIBRARY = [
+    ("numeric match: the final answer equals the answer column as a number (1 / 0)", "numeric_match"),
+    ("exact match: the final answer equals the answer column as text (1 / 0)", "exact_match"),
+    ("format: the whole completion matches a pattern (<think>…</think><answer>…</answer>)", "format"),
+    ("length: closeness to a target length in tokens (0..1), or shorter is better", "length target_length=100"),
+    ("json: valid JSON, optionally matching a JSON schema (1 / 0)", "json"),
+    ("repetition: minus the share of repeated 3-grams (-1..0)", "repetition"),
+    ("language: share of letters in a script (latin, cyrillic, cjk, ...)", "language script=latin"),
+    ("code: a function from the reward functions file", "code function=my_reward"),
+]
+
+
+def add_reward(choice: Any, current: Any) -> tuple[Any, Any]:
+    """The Rewards box with ``choice``'s line appended (weight 1 and its default settings), and the
+    picker cleared for the next pick."""
+    if not choice:
+        return gr.skip(), gr.skip()
+    from trainer_core.reward_schemas import parse_reward
+
+    line = reward_line(RewardSpec(**parse_reward(choice)))
+    text = (current or "").rstrip("\n")
+    return (f"{text}\n{line}" if text else line), gr.update(value=None)
 
 
 def method_visibility(method: str) -> dict[str, bool]:
@@ -66,10 +105,10 @@ def method_visibility(method: str) -> dict[str, bool]:
 def method_rate(method: str, learning_rate: Any) -> Any:
     """The user chose another training method: a learning rate still at a method default (SFT's or
     the preference methods') becomes the new method's default; one the user set stays."""
-    new_rate = default("learning_rate") if method == "sft" else PREFERENCE_LEARNING_RATE
+    new_rate = {"sft": default("learning_rate"), "grpo": GRPO_LEARNING_RATE}.get(method, PREFERENCE_LEARNING_RATE)
     return (
         gr.update(value=new_rate)
-        if learning_rate in (default("learning_rate"), PREFERENCE_LEARNING_RATE)
+        if learning_rate in (default("learning_rate"), PREFERENCE_LEARNING_RATE, GRPO_LEARNING_RATE)
         else gr.skip()
     )
 
@@ -80,11 +119,22 @@ def wire(widgets: dict[str, gr.components.Component]) -> None:
     fields = list(method_visibility("sft"))
     method, rate = widgets["training_method"], widgets["learning_rate"]
     method.change(
-        lambda chosen: [gr.update(visible=method_visibility(chosen)[name]) for name in fields],
+        lambda chosen: [
+            *(gr.update(visible=method_visibility(chosen)[name]) for name in fields),
+            gr.update(visible=chosen == "grpo"),
+        ],
         method,
-        [widgets[name] for name in fields],
+        [*(widgets[name] for name in fields), widgets[LIBRARY]],
         queue=False,
         api_name=False,
         show_progress="hidden",
     )
     method.input(method_rate, [method, rate], rate, queue=False, api_name=False, show_progress="hidden")
+    widgets[LIBRARY].input(
+        add_reward,
+        [widgets[LIBRARY], widgets["rewards"]],
+        [widgets["rewards"], widgets[LIBRARY]],
+        queue=False,
+        api_name=False,
+        show_progress="hidden",
+    )

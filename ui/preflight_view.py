@@ -123,6 +123,8 @@ def report_html(report: Any) -> str:
         )
     if report.vision:
         totals.append(f"<li>{html.escape(report.vision[0].upper() + report.vision[1:])}</li>")
+    if report.method:
+        totals.append(f"<li>{html.escape(report.method)}</li>")
     samples = "".join(_sample(s) for s in report.samples)
     legend = (
         (

@@ -115,6 +115,8 @@ def form_args(dataset: str, **overrides: Any) -> list[Any]:
         gpu_ids="",
         distributed_config="",
         is_dataset_image="",  # the empty one of its three choices (ui.form.TRI_STATE)
+        rewards="",  # a text box of reward lines
+        reward_file="",
     )
     values.update(overrides)
     return [None, dataset, None, "", *(values[name] for name in FORM_FIELDS)]

@@ -18,6 +18,7 @@ from trainer_core.data.files import DatasetError
 from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, check_model_name
 from trainer_core.paths import PathNotAllowed
+from trainer_core.rewards.code_file import RewardCodeError
 from trainer_core.runs.folders import OutputDirError, check_output_dir
 from trainer_core.runs.resume import ResumeError, find_resume_target
 from trainer_core.runs.store import RunStore
@@ -45,6 +46,7 @@ REFUSALS = (
     DatasetError,
     PreflightError,
     ScalingError,
+    RewardCodeError,
 )
 
 
@@ -60,6 +62,7 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     Raises one of ``REFUSALS``."""
     checked = checked_request(request, settings.allowed_roots)
     check_devices(checked)
+    check_reward_code(checked, settings)
     token = checked.hf_token.get_secret_value() if checked.hf_token else None
     updates = {"model_name": check_model(checked.model_name, settings.model_roots, token)}
     if checked.resume_from_checkpoint:
@@ -92,6 +95,7 @@ def checked_for_preflight(request: TrainingStartRequest, settings: Settings) -> 
     Raises PathNotAllowed, MissingPaths, ScalingError or HubCheckError."""
     checked = checked_request(request, settings.allowed_roots)
     check_devices(checked)
+    check_reward_code(checked, settings)
     return checked.model_copy(update={"model_name": check_model_name(checked.model_name, settings.model_roots)})
 
 
@@ -101,6 +105,16 @@ def check_devices(request: TrainingStartRequest) -> None:
     if problem := machine_problem(request, machine_devices()):
         raise ScalingError(problem)
     check_config_file(request)
+
+
+def check_reward_code(request: TrainingStartRequest, settings: Settings) -> None:
+    """A GRPO run's ``reward_file`` (already confined) is accepted only where the server sets
+    ``allow_reward_code`` (``STUDIO_ALLOW_REWARD_CODE``), and must define the ``code`` rewards it
+    names; it is parsed, never run, here. Raises RewardCodeError."""
+    from trainer_core.rewards.build import code_function_names
+
+    if request.reward_file or any(spec.name == "code" for spec in request.rewards):
+        code_function_names(request, settings.allow_reward_code)
 
 
 def default_run_folder(settings: Settings, job_id: str) -> Path:

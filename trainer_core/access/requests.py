@@ -46,7 +46,7 @@ def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> Tra
     train = [confine_dataset(p, roots, "local_datasets") for p in request.local_datasets]
     evals = [confine_dataset(p, roots, "local_eval_datasets") for p in request.local_eval_datasets]
     updates: dict = {"local_datasets": train, "local_eval_datasets": evals}
-    for field in ("output_dir", "resume_from_checkpoint", "distributed_config", "tensorboard_dir"):
+    for field in ("output_dir", "resume_from_checkpoint", "distributed_config", "tensorboard_dir", "reward_file"):
         value = getattr(request, field)
         if value:
             updates[field] = str(confine(value, roots, field))

@@ -239,6 +239,8 @@ def reading_notes(
     for name, dataset in read_parts(path):
         if mapping:
             dataset = apply_mapping(dataset, mapping, name)
+        if method == TrainingMethod.grpo:
+            continue  # prompts: read as they are written (data.prompts); nothing is turned into text
         if method is not None and method != TrainingMethod.sft:
             fmt = (
                 detect_preference_format(dataset.column_names, method, name)

@@ -27,6 +27,7 @@ from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, 
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer
+from trainer_core.data.prompts import canonical_prompts, is_prompt_rows, prompt_length
 from trainer_core.data.tokenization import _render
 from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
 from trainer_core.settings import get_settings
@@ -130,7 +131,9 @@ def inspect_dataset(
     if mapping:
         dataset = apply_mapping(dataset, mapping, name)
     checked = dataset.select(range(min(check_rows, len(dataset))))
-    if method != TrainingMethod.sft:
+    if method == TrainingMethod.grpo:  # prompts and the columns the rewards read
+        canonical, fmt, notes = canonical_prompts(checked, name), FormatType.prompt_only, []
+    elif method != TrainingMethod.sft:
         request = TrainingStartRequest.model_construct(training_method=method, format_type=format_type)
         (canonical, fmt), notes = canonical_preference(checked, request, name), []
     else:
@@ -179,7 +182,8 @@ def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:
     then Markdown/HTML characters are backslash-escaped so tags such as ``<tool_call>`` show, and
     single newlines inside a turn become Markdown hard breaks; rows with images get an ``images``
     column of thumbnails and names. Preference rows: columns ``row``,
-    ``prompt`` and the answer columns (``chosen`` / ``rejected`` or ``completion`` and ``label``)."""
+    ``prompt`` and the answer columns (``chosen`` / ``rejected`` or ``completion`` and ``label``);
+    GRPO prompt rows: ``prompt`` and the other columns (what the rewards read)."""
     if "prompt" in canonical.column_names:  # preference rows: prompt, then each answer column
         table = {"row": range(1, len(canonical) + 1)}
         for column in ("prompt", "chosen", "rejected", "completion"):
@@ -187,6 +191,10 @@ def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:
                 table[column] = [_turns_markdown(messages) for messages in canonical[column]]
         if "label" in canonical.column_names:
             table["label"] = ["desirable" if label else "undesirable" for label in canonical["label"]]
+        if is_prompt_rows(canonical.column_names):  # GRPO: the columns the rewards read, as written
+            for column in canonical.column_names:
+                if column != "prompt" and not column.startswith("_"):
+                    table[column] = [_escape(_cut(str(value))) for value in canonical[column]]
         return pd.DataFrame(table)
     if "text" in canonical.column_names:
         cells, column = [_escape(_cut(text)) for text in canonical["text"]], "text"
@@ -215,6 +223,11 @@ def token_lengths(canonical: datasets.Dataset, tokenizer: Any) -> list[int]:
     rows tokenized with special tokens, plus eos when they do not end with it. One batched call.
     Raises DatasetError (naming the row) when the template cannot render a row. Preference rows:
     the prompt plus the longer answer (``preference_tokens.encode_preference``'s ``full_length``)."""
+    if is_prompt_rows(canonical.column_names):  # GRPO: the prompt as the model sees it before answering
+        with _tokenizer_lock:
+            return [
+                prompt_length(tokenizer, messages, row) for row, messages in enumerate(canonical["prompt"], start=1)
+            ]
     if is_preference_rows(canonical.column_names):
         with _tokenizer_lock:
             return encode_preference(canonical.to_dict(), list(range(len(canonical))), tokenizer, 1 << 30)[

@@ -241,7 +241,8 @@ def canonical_preference(
         fmt = detect_preference_format(dataset.column_names, method, source)
     elif fmt not in (FormatType.preference, FormatType.unpaired):
         raise DatasetError(
-            f"format_type {fmt.value!r} is SFT data, but training_method {method.value!r} needs "
+            f"format_type {fmt.value!r} is {'GRPO' if fmt == FormatType.prompt_only else 'SFT'} data, but "
+            f"training_method {method.value!r} needs "
             "preference data: set format_type to auto, preference or unpaired"
         )
     elif fmt == FormatType.unpaired and method != TrainingMethod.kto:
@@ -266,6 +267,11 @@ def detect_layout(columns: list[str], method: TrainingMethod, source: str) -> Fo
         from trainer_core.data.formats import detect_format
 
         return detect_format(columns, source)
+    if method == TrainingMethod.grpo:
+        from trainer_core.data.prompts import prompt_layout
+
+        prompt_layout(columns, source)  # refuses a source without prompts
+        return FormatType.prompt_only
     return detect_preference_format(columns, method, source)
 
 

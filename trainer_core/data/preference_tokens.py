@@ -44,6 +44,12 @@ def _ids(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
+def prompt_ids(tokenizer: Any, messages: list[dict[str, str]], row: int) -> list[int]:
+    """The token ids of prompt ``messages`` as the model sees them before it answers (chat template,
+    shaped to fit it, with the generation prompt). Raises DatasetError naming ``row``."""
+    return _ids(tokenizer, messages, True, row)
+
+
 def _common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:

@@ -23,6 +23,7 @@ from trainer_core.data.formats import apply_mapping, detect_format, message_line
 from trainer_core.data.hub_data import read_hub
 from trainer_core.data.image_rows import base_folder, normalize_vision
 from trainer_core.data.preference import canonical_preference
+from trainer_core.data.prompts import canonical_prompts, fitting_prompts
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
 from trainer_core.data.vision_data import reads_images, with_image_columns
 from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
@@ -148,9 +149,16 @@ def _canonical(
     relative paths read from ``base``)."""
     if request.custom_format_mapping:
         dataset = apply_mapping(dataset, request.custom_format_mapping, name)
+    if request.training_method == TrainingMethod.grpo:
+        return canonical_prompts(dataset, name, first_row), FormatType.prompt_only
     if request.training_method != TrainingMethod.sft:
         return canonical_preference(dataset, request, name, first_row)
     fmt = detect_format(dataset.column_names, name) if request.format_type == FormatType.auto else request.format_type
+    if fmt == FormatType.prompt_only:
+        raise DatasetError(
+            "format_type 'prompt_only' is prompts without answers: choose training_method grpo to learn from "
+            "rewards (or another format_type for SFT)"
+        )
     if fmt in (FormatType.preference, FormatType.unpaired):
         raise DatasetError(
             f"format_type {fmt.value!r} is preference data: choose training_method dpo, orpo or kto "
@@ -222,6 +230,12 @@ def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
         train_rows, eval_rows = split_validation(train_rows, request)
     elif has_eval_data(request):
         eval_rows, _ = load_conversations(request, eval=True)
+    if request.training_method == TrainingMethod.grpo:  # TRL renders the prompts and samples answers
+        train_rows, stats = fitting_prompts(train_rows, tokenizer, request.max_seq_length)
+        eval_stats = None
+        if eval_rows is not None:
+            eval_rows, eval_stats = fitting_prompts(eval_rows, tokenizer, request.max_seq_length)
+        return PreparedData(train=train_rows, eval=eval_rows, format=fmt, stats=stats, eval_stats=eval_stats)
     if request.training_method != TrainingMethod.sft:  # TRL tokenizes preference rows itself; we count them
         train_rows, stats = _answerable(train_rows, tokenizer, request.max_seq_length)
         eval_stats = None
@@ -286,6 +300,10 @@ def preview(
         dataset = read_file(path).select(range(min(rows, len(head))))
     if mapping:
         dataset = apply_mapping(dataset, mapping, name)
+    if method == TrainingMethod.grpo:
+        from trainer_core.data.inspect import sample_frame
+
+        return FormatType.prompt_only, sample_frame(canonical_prompts(dataset, name))
     if method != TrainingMethod.sft:
         return _preference_preview(dataset, format_type, method, name)
     fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type

@@ -83,8 +83,12 @@ def encode_rows(
     truncation); ``keep_columns`` of the input stay beside them. What ``tokenize_dataset`` (and
     the pre-flight check) build on. Raises DatasetError as ``tokenize_dataset`` does for template
     failures."""
+    from trainer_core.data.prompts import encode_prompts, is_prompt_rows
+
     if is_preference_rows(dataset.column_names):
         encode, kind = encode_preference, "preference rows"
+    elif is_prompt_rows(dataset.column_names):
+        encode, kind = encode_prompts, "prompts"
     elif "messages" in dataset.column_names:
         encode, kind = _encode_conversations, "conversations"
     elif "text" in dataset.column_names:

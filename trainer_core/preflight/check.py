@@ -21,6 +21,7 @@ from trainer_core.data.files import DatasetError
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer
 from trainer_core.preflight import rules
 from trainer_core.preflight.gather import Gathered, gather
+from trainer_core.preflight.grpo import grpo_summary
 from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, PreflightReport
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
@@ -54,7 +55,15 @@ def run_preflight(
     rows = len(found.train)
     kept = counts.kept if counts is not None else np.ones(rows, dtype=bool)
     plan = _plan(request, found, kept)
-    errors = [issue for issue in (rules.trackers_missing(request), _no_tokens(found, request)) if issue]
+    errors = [
+        issue
+        for issue in (
+            rules.trackers_missing(request),
+            _no_tokens(found, request),
+            rules.rewards_unusable(request, found.train.column_names),
+        )
+        if issue
+    ]
     warnings += [
         issue
         for issue in (
@@ -94,6 +103,7 @@ def run_preflight(
         report.architecture, report.attention = structure.architecture, structure.attention
         report.adapted_modules, report.adapted_count = structure.adapted, structure.adapted_count
     report.vision = vision_summary(request, settings)
+    report.method = grpo_summary(request, found.train.column_names)
     if estimates and tokenizer is not None and plan.total_steps:
         _add_estimates(report, request, settings, store, found, plan)
     report.check_seconds = round(time.perf_counter() - started, 3)
@@ -121,7 +131,8 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
         return structure_errors
     tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
     found = gather(request, tokenizer, notes=False)
-    return [issue for issue in (_no_tokens(found, request),) if issue]
+    checks = (_no_tokens(found, request), rules.rewards_unusable(request, found.train.column_names))
+    return [issue for issue in checks if issue]
 
 
 def _no_tokens(found: Gathered, request: TrainingStartRequest) -> Optional[Issue]:
@@ -184,7 +195,10 @@ def _held_out(found: Gathered) -> int:
 
 
 def _plan(request: TrainingStartRequest, found: Gathered, kept: np.ndarray) -> StepPlan:
-    """Steps for the kept training rows (packed first with ``packing``; no tokenizer: unknown, 0)."""
+    """Steps for the kept training rows (packed first with ``packing``; GRPO: ``num_generations``
+    completions per prompt, as TRL's sampler repeats each prompt; no tokenizer: unknown, 0)."""
+    if request.training_method == TrainingMethod.grpo:
+        return plan_steps(int(kept.sum()) * request.num_generations, request)
     if not request.packing:
         return plan_steps(int(kept.sum()), request)
     if found.train_encoded is None:

@@ -11,7 +11,7 @@ import numpy as np
 from trainer_core.data.preview_tokenizer import local_model_folder
 from trainer_core.preflight.gather import Gathered
 from trainer_core.preflight.steps import StepPlan
-from trainer_core.schemas import TrainingStartRequest
+from trainer_core.schemas import TrainingMethod, TrainingStartRequest
 from trainer_core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def estimate_costs(
         return None
     from transformers import AutoConfig
 
-    from trainer_core.preflight.timing import SEQUENCES_PER_ROW
+    from trainer_core.preflight.timing import sequences_per_row
 
     folder = local_model_folder(request.model_name, settings)
     if folder is None or found.train_counts is None:
@@ -67,15 +67,23 @@ def estimate_costs(
     config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
     device = training_device()
     counts, eval_counts = found.train_counts, found.eval_counts
-    sequences = SEQUENCES_PER_ROW[request.training_method]  # a preference pair runs as two sequences
-    train_tokens = sequences * int(counts.cut[counts.kept].sum())
-    eval_tokens = sequences * int(eval_counts.cut[eval_counts.kept].sum()) if eval_counts is not None else 0
+    sequences = sequences_per_row(request)  # a preference pair runs as two sequences; GRPO: num_generations
+    answer = completion_budget(request)  # GRPO: the sampled completion after each prompt
+    train_tokens = sequences * int(counts.cut[counts.kept].sum() + answer * counts.kept.sum())
+    eval_tokens = (
+        sequences * int(eval_counts.cut[eval_counts.kept].sum() + answer * eval_counts.kept.sum())
+        if eval_counts is not None
+        else 0
+    )
     history = store.list_runs(limit=HISTORY_RUNS) if store is not None else None
     from trainer_core.preflight.parameters import UnsupportedModelError
 
     batch_tokens, batch_trained = longest_batch(found, request)
-    batch_tokens *= sequences
-    batch_trained = batch_trained * sequences if batch_trained is not None else None
+    if answer:  # a GRPO batch: batch_size completions of the longest prompts, each max_completion_length long
+        batch_tokens, batch_trained = batch_tokens + request.batch_size * answer, request.batch_size * answer
+    else:
+        batch_tokens *= sequences
+        batch_trained = batch_trained * sequences if batch_trained is not None else None
     try:
         memory = estimate_memory(request, config, batch_tokens, device, batch_trained)
     except UnsupportedModelError as exc:
@@ -96,4 +104,10 @@ def estimate_costs(
     return memory, time_
 
 
-__all__ = ["estimate_costs", "evaluations", "longest_batch", "training_device"]
+def completion_budget(request: TrainingStartRequest) -> int:
+    """Tokens sampled after each prompt (GRPO's ``max_completion_length``, the most a completion
+    takes); 0 for the methods that train on the data's own answers."""
+    return request.max_completion_length if request.training_method == TrainingMethod.grpo else 0
+
+
+__all__ = ["completion_budget", "estimate_costs", "evaluations", "longest_batch", "training_device"]

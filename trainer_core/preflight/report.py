@@ -119,6 +119,9 @@ class PreflightReport(BaseModel):
         description="A vision-language model: its family, the image size and what the first rows' images cost in "
         "tokens (counted with its processor).",
     )
+    method: Optional[str] = Field(
+        None, description="GRPO: completions sampled per step, their length, the rewards and the KL weight."
+    )
 
 
 __all__ = ["FileCheck", "Issue", "LengthHistogram", "PreflightReport", "SampleRow", "Segment"]

@@ -271,3 +271,19 @@ __all__ = [
     "trackers_missing",
     "truncation",
 ]
+
+
+def rewards_unusable(request: TrainingStartRequest, columns: list[str]) -> Optional[Issue]:
+    """GRPO: the error when the run has no reward or a reward reads a column the prompt rows
+    (``columns``) lack (``rewards.build.chosen_rewards``); None otherwise and for other methods."""
+    if request.training_method != TrainingMethod.grpo:
+        return None
+    from trainer_core.rewards.build import RewardError, chosen_rewards
+
+    try:
+        chosen_rewards(request, [c for c in columns if not c.startswith("_")], code_names=["code"])
+    except RewardError as exc:
+        return Issue(
+            level="error", code="rewards_unusable", message=str(exc), fields=["rewards", "custom_format_mapping"]
+        )
+    return None

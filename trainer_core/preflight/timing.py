@@ -40,9 +40,35 @@ MIN_HISTORY_SECONDS = 10.0  # shorter runs are mostly their first step's warm-up
 # Per trained input token, the no-grad forward passes a method adds: DPO scores both answers with the
 # reference model; KTO scores with the reference and runs the KL batch through the model and the
 # reference (TRL 1.16's DPOTrainer / KTOTrainer); ORPO has no reference model.
-EXTRA_FORWARDS = {TrainingMethod.sft: 0, TrainingMethod.dpo: 1, TrainingMethod.orpo: 0, TrainingMethod.kto: 2}
+# GRPO: the reference model's pass when beta > 0 (TRL 1.16's GRPOTrainer; old-policy log-probabilities
+# are recomputed only with num_iterations > 1, which the studio does not set).
+EXTRA_FORWARDS = {
+    TrainingMethod.sft: 0,
+    TrainingMethod.dpo: 1,
+    TrainingMethod.orpo: 0,
+    TrainingMethod.kto: 2,
+    TrainingMethod.grpo: 1,
+}
 # Sequences the trainer runs per data row: a pair is two (prompt + chosen, prompt + rejected).
 SEQUENCES_PER_ROW = {TrainingMethod.sft: 1, TrainingMethod.dpo: 2, TrainingMethod.orpo: 2, TrainingMethod.kto: 1}
+
+
+def sequences_per_row(request: TrainingStartRequest) -> int:
+    """Sequences trained per data row: ``SEQUENCES_PER_ROW``, or GRPO's ``num_generations``
+    completions per prompt."""
+    if request.training_method == TrainingMethod.grpo:
+        return request.num_generations
+    return SEQUENCES_PER_ROW[request.training_method]
+
+
+def extra_forwards(request: TrainingStartRequest) -> int:
+    """No-grad forward passes per trained token the method adds (``EXTRA_FORWARDS``; GRPO without
+    a KL term, ``beta`` 0, loads no reference model)."""
+    if request.training_method == TrainingMethod.grpo and request.beta == 0:
+        return 0
+    return EXTRA_FORWARDS[request.training_method]
+
+
 EFFICIENCY = {"cpu": 0.52, "cuda": 0.3}  # cpu: model FLOP/s / fp32 matmul rate, bench/throughput.py; cuda: assumed
 IMPORT_SECONDS = 9.0  # spawning the worker and importing the training stack (bench/latency.py: ~8 s quiet)
 LOAD_BYTES_PER_SECOND = 0.75e9  # model load from the OS file cache (bench/latency.py: 0.54 GB in 0.7 s)
@@ -56,7 +82,9 @@ class TimeEstimate(BaseModel):
     """Estimated seconds from Start to completed, with its parts and the speed used."""
 
     total_seconds: float
-    parts_seconds: dict[str, float] = Field(description="startup, tokenize, train_steps, evaluation, save.")
+    parts_seconds: dict[str, float] = Field(
+        description="startup, tokenize, generation (GRPO's sampling), train_steps, evaluation, save."
+    )
     tokens_per_second: float = Field(description="The training speed used (input tokens per training second).")
     speed_source: str = Field(description="Where that speed came from.")
 
@@ -105,13 +133,13 @@ def flops_per_token(
     N = the weights every token passes (projections, a MoE model's k active experts, and the LM
     head), n = tokens per row; in
     training plus the method's no-grad forward passes per token (``EXTRA_FORWARDS``: DPO's
-    reference model, KTO's reference and KL passes)."""
+    reference model, KTO's reference and KL passes, GRPO's reference)."""
     s = shapes(model_config)
     n_matmul = count_parameters(model_config, ["all-linear"], 1, False).active_linear + s.vocab * s.hidden
     if not training:
         return 2.0 * n_matmul + 4.0 * s.layers * s.hidden * row_tokens
     factor = 6.0 if request.training_type == TrainingType.full else 4.0
-    extra = EXTRA_FORWARDS[request.training_method] * (2.0 * n_matmul + 4.0 * s.layers * s.hidden * row_tokens)
+    extra = extra_forwards(request) * (2.0 * n_matmul + 4.0 * s.layers * s.hidden * row_tokens)
     return factor * n_matmul + 12.0 * s.layers * s.hidden * row_tokens + extra
 
 
@@ -153,6 +181,18 @@ def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -
         f"{request.model_name} ({', '.join(f'{v:.0f}' for v in speeds)} tokens/s)"
     )
     return statistics.median(speeds), (statistics.median(overheads) if overheads else math.nan), source
+
+
+def generation_part(
+    request: TrainingStartRequest, model_config: Any, total_steps: int, device: str, from_history: bool
+) -> dict[str, float]:
+    """GRPO: ``{"generation": seconds}`` spent sampling completions (``preflight.generation``), when
+    the speed is not from this machine's GRPO runs (whose tokens/s already include sampling); else {}."""
+    if request.training_method != TrainingMethod.grpo or from_history:
+        return {}
+    from trainer_core.preflight.generation import generation_seconds
+
+    return {"generation": generation_seconds(request, model_config, total_steps, device)}
 
 
 def _save_seconds(request: TrainingStartRequest, model_config: Any, total_steps: int, device: str) -> float:
@@ -228,6 +268,7 @@ def estimate_time(
     parts = {
         "startup": startup,
         "tokenize": tokenize,
+        **generation_part(request, model_config, total_steps, device, measured is not None),
         "train_steps": train_tokens / speed,
         "evaluation": evaluations * eval_tokens / eval_speed,
         "save": save,

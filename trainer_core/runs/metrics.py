@@ -6,7 +6,7 @@ import threading
 from typing import Optional
 
 from trainer_core.runs.minmax import MinMaxSeries
-from trainer_core.schemas import PREFERENCE_SERIES, MetricHistory, TrainingProgress
+from trainer_core.schemas import GRPO_SERIES, PREFERENCE_SERIES, MetricHistory, TrainingProgress
 
 CHART_SERIES = (
     "loss",
@@ -14,7 +14,8 @@ CHART_SERIES = (
     "learning_rate",
     "grad_norm",
     *PREFERENCE_SERIES,
-)  # TrainingProgress fields charted
+    *GRPO_SERIES,
+)  # TrainingProgress fields charted; GRPO runs add "rewards/<name>" per reward function
 
 ChartPoints = dict[str, tuple[list[float], list[float]]]  # series name -> (steps, values), downsampled
 
@@ -115,8 +116,10 @@ def _chart_series() -> dict[str, MinMaxSeries]:
 
 
 def _add(charts: dict[str, MinMaxSeries], progress: TrainingProgress) -> None:
-    for name, series in charts.items():
-        series.append(progress.step, getattr(progress, name))
+    for name in CHART_SERIES:
+        charts[name].append(progress.step, getattr(progress, name))
+    for name, value in progress.rewards.items():
+        charts.setdefault(f"rewards/{name}", MinMaxSeries()).append(progress.step, value)
 
 
 def chart_points_of(events: list[TrainingProgress]) -> ChartPoints:
@@ -129,9 +132,13 @@ def chart_points_of(events: list[TrainingProgress]) -> ChartPoints:
 
 def series_of(events: list[TrainingProgress]) -> MetricHistory:
     """Chart series: loss / learning_rate per train step, grad_norm and eval_loss where present; for a
-    preference run (any event with a reward or kl) its ``PREFERENCE_SERIES`` per train step too."""
+    preference run (any event with a reward or kl) its ``PREFERENCE_SERIES`` per train step too; for
+    a GRPO run (any event with a ``reward``) its ``GRPO_SERIES``, each reward function's series and
+    the latest step's sampled completions."""
     history = MetricHistory()
     preference = any(getattr(e, name) is not None for e in events for name in PREFERENCE_SERIES)
+    grpo = any(e.reward is not None for e in events)
+    functions = list(dict.fromkeys(name for e in events for name in e.rewards)) if grpo else []
     for e in events:
         if e.loss is not None:
             history.steps.append(e.step)
@@ -139,6 +146,12 @@ def series_of(events: list[TrainingProgress]) -> MetricHistory:
             history.learning_rate.append(e.learning_rate)
             for name in PREFERENCE_SERIES if preference else ():
                 getattr(history, name).append(getattr(e, name))
+            for name in GRPO_SERIES if grpo else ():
+                getattr(history, name).append(getattr(e, name))
+            for name in functions:
+                history.rewards.setdefault(name, []).append(e.rewards.get(name))
+            if e.samples:
+                history.samples = list(e.samples)
             if e.grad_norm is not None:
                 history.grad_norm_steps.append(e.step)
                 history.grad_norm.append(e.grad_norm)

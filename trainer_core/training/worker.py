@@ -46,9 +46,12 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
     from transformers import TrainerCallback
 
     from trainer_core.training.eta import StepTimes
+    from trainer_core.training.grpo import grpo_values
     from trainer_core.training.preference import preference_values
 
     class ProgressCallback(TrainerCallback):
+        samples: list = []  # GRPO: the step's sampled completions, set by the trainer before each log
+
         def on_train_begin(self, args, state, control, **kwargs):
             self.t0, self.step0 = time.monotonic(), state.global_step
             self.steps = StepTimes()
@@ -82,6 +85,8 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
                 eta_high_seconds=eta[2] if eta else None,
                 num_tokens=int(state.num_input_tokens_seen) if state.num_input_tokens_seen else None,
                 **preference_values(logs),
+                **grpo_values(logs),
+                samples=self.samples if "loss" in logs else [],
             )
             if state.is_world_process_zero:  # several processes: rank 0 writes the run folder
                 with metrics_path.open("a", encoding="utf-8") as fh:
@@ -118,10 +123,8 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     _phase(events, Phase.loading_dataset, "Reading and tokenizing the dataset")
     data = prepare_vision_data(request, tokenizer) if family is not None else prepare_data(request, tokenizer)
     stats = data.stats
-    rows = (
-        "rows"
-        if request.training_method == TrainingMethod.sft
-        else ("KTO rows" if request.training_method == TrainingMethod.kto else "preference pairs")
+    rows = {TrainingMethod.sft: "rows", TrainingMethod.kto: "KTO rows", TrainingMethod.grpo: "prompts"}.get(
+        request.training_method, "preference pairs"
     )
     events.put(
         (
@@ -152,6 +155,7 @@ def train(
     or ``stopped``) and, when early stopping ended the run, why (see ``trainer.early_stop_reason``).
     Raises ``trainer.DivergenceError`` at a NaN / inf loss or grad norm (with
     ``stop_on_divergence``) or instead of saving non-finite weights."""
+    from trainer_core.training.grpo import build_grpo_trainer
     from trainer_core.training.preference import build_preference_trainer
     from trainer_core.training.trainer import build_trainer, early_stop_reason
 
@@ -159,7 +163,9 @@ def train(
     _phase(events, Phase.configuring, "Building the trainer")
     notices = _prepare_trackers(request, output_dir, events)
     callback = make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")
-    build = build_trainer if request.training_method == TrainingMethod.sft else build_preference_trainer
+    build = {TrainingMethod.sft: build_trainer, TrainingMethod.grpo: build_grpo_trainer}.get(
+        request.training_method, build_preference_trainer
+    )
     trainer = build(request, model, tokenizer, data.train, data.eval, output_dir, device, [callback], run_name=job_id)
     if stop.is_set():
         return Phase.stopped.value, None
@@ -249,8 +255,10 @@ def _user_message(exc: BaseException, out: Optional[Path] = None) -> str:
     # Not imported here: a failed import of the training stack must still be reported, and a
     # DivergenceError can only come from an already loaded trainer module.
     saves = sys.modules.get("trainer_core.training.safe_saves")
+    rewards = sys.modules.get("trainer_core.rewards.build")
     if isinstance(exc, (DatasetError, ModelLoadError, TargetError)) or (
-        saves and isinstance(exc, saves.DivergenceError)
+        (saves and isinstance(exc, saves.DivergenceError))
+        or (rewards and isinstance(exc, (rewards.RewardError, rewards.RewardCodeError)))
     ):
         return str(exc)
     if isinstance(exc, DiskFullError):
