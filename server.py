@@ -20,11 +20,13 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
-from api import errors, openai_routes, queue_routes, task_routes
+from api import arena_routes, errors, openai_routes, queue_routes, task_routes
 from api.auth import bearer_vouched, logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.routes import router
 from api.throttle import FailureThrottle, ThrottleMiddleware
+from trainer_core.arena.battle import Arena
+from trainer_core.arena.store import ArenaStore
 from trainer_core.data.preview_tokenizer import local_model_folder
 from trainer_core.process.parent import exit_normally_on_sigterm
 from trainer_core.queue.dispatcher import JobQueue
@@ -159,8 +161,11 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     app.state.queue = queue
     app.include_router(queue_routes.router)
     openai_routes.install(app, engine)  # /v1 and share links; before the UI's mount at /
+    arena = Arena(engine, ArenaStore(runner.store.path if runner.store else settings.db_path))
+    app.state.arena = arena
+    app.include_router(arena_routes.router)
     _api_description(app)
-    demo = quiet_queue(build_ui(runner, settings, engine, tasks, queue).queue(default_concurrency_limit=None))
+    demo = quiet_queue(build_ui(runner, settings, engine, tasks, queue, arena).queue(default_concurrency_limit=None))
     app = gr.mount_gradio_app(
         app,
         demo,

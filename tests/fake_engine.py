@@ -46,6 +46,9 @@ class FakeEngine:
         self.models[model_id] = choice
         return choice
 
+    def refusal(self) -> Optional[str]:
+        return TRAINING_BUSY if self.busy else None
+
     def choices(self) -> list[ModelChoice]:
         return list(self.models.values())
 

@@ -15,6 +15,7 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRunner
 from ui import (
+    arena_tab,
     config_panel,
     handlers,
     method_panel,
@@ -201,11 +202,16 @@ def _wire_config(ctx: handlers.Context, block: dict, file_inputs: list, form: li
 
 
 def build_ui(
-    runner: JobRunner, settings: Settings, engine: ChatEngine, tasks: TaskRunner | None = None, queue: Any = None
+    runner: JobRunner,
+    settings: Settings,
+    engine: ChatEngine,
+    tasks: TaskRunner | None = None,
+    queue: Any = None,
+    arena: Any = None,
 ) -> gr.Blocks:
     """The whole page, wired to ``runner``, ``engine`` and ``tasks`` (shared by every visitor: one
     job, one chat model and one export / evaluation per app; no Export / Evaluate panels without
-    ``tasks``; no queue block without ``queue``, a ``JobQueue``). The Train tab is two columns: the form (model, data and preview, closed sections)
+    ``tasks``; no queue block without ``queue``, a ``JobQueue``; no Arena tab without ``arena``). The Train tab is two columns: the form (model, data and preview, closed sections)
     and the monitor, which stays in view (``ui.page_assets``)."""
     from trainer_core.models.discovery import local_models
 
@@ -229,6 +235,8 @@ def build_ui(
             form = [widgets[name] for name in FORM_FIELDS]
             chat = ChatTab(engine)
             preview_after = runs_tab.build(ctx, [paths, eval_paths, *form], monitor, notice, tabs, chat)
+            if arena is not None:  # two models, one prompt, names hidden until the vote
+                arena_tab.build(arena)
 
         preview_inputs = [
             upload,
