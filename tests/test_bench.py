@@ -115,6 +115,18 @@ def test_preference_bench_quick(capsys, tiny_model_dir):
 
 
 @pytest.mark.slow
+def test_grpo_bench_quick(capsys, tiny_model_dir):
+    """On the tiny model: our GRPO path and the bare TRL script, 2 steps each, the same rewards."""
+    from bench import grpo
+
+    report = grpo.main(["--quick", "--model", str(tiny_model_dir)])
+    ours, trl = report["runs"]
+    assert (ours["side"], trl["side"]) == ("ours", "trl") and len(ours["rewards"]) == len(trl["rewards"]) == 2
+    assert report["speed_ratio"] > 0 and report["same_rewards"]  # one seed: the same completions, the same rewards
+    assert '"bench": "grpo"' in capsys.readouterr().out
+
+
+@pytest.mark.slow
 def test_scaling_bench_quick(capsys, tiny_model_dir):
     """On the tiny model: one process, then two through torchrun."""
     from bench import scaling

@@ -27,7 +27,8 @@ from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, 
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer
-from trainer_core.data.prompts import canonical_prompts, is_prompt_rows, prompt_length
+from trainer_core.data.prompt_tokens import is_prompt_rows, prompt_length
+from trainer_core.data.prompts import canonical_prompts
 from trainer_core.data.tokenization import _render
 from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
 from trainer_core.settings import get_settings

@@ -25,6 +25,7 @@ import numpy as np
 
 from trainer_core.data.files import DatasetError
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
+from trainer_core.data.prompt_tokens import encode_prompts, is_prompt_rows
 from trainer_core.data.template_fit import fit_conversation, template_fit
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,6 @@ def encode_rows(
     truncation); ``keep_columns`` of the input stay beside them. What ``tokenize_dataset`` (and
     the pre-flight check) build on. Raises DatasetError as ``tokenize_dataset`` does for template
     failures."""
-    from trainer_core.data.prompts import encode_prompts, is_prompt_rows
-
     if is_preference_rows(dataset.column_names):
         encode, kind = encode_preference, "preference rows"
     elif is_prompt_rows(dataset.column_names):

@@ -21,11 +21,11 @@ DECODE_STEP_SECONDS = {"cpu": 0.012, "cuda": 0.02}
 DECODE_EFFICIENCY = {"cpu": 0.15, "cuda": 0.05}
 
 
-def generation_seconds(request: TrainingStartRequest, model_config: Any, total_steps: int, device: str) -> float:
-    """Seconds the run's ``total_steps`` spend in ``generate`` (see the module), at the matmul rate
-    measured on this machine (``timing.machine_gflops``)."""
-    from trainer_core.preflight.timing import machine_gflops
-
+def generation_seconds(
+    request: TrainingStartRequest, model_config: Any, total_steps: int, device: str, gflops: float
+) -> float:
+    """Seconds the run's ``total_steps`` spend in ``generate`` (see the module), at ``gflops``, the
+    matmul rate measured on this machine (``timing.machine_gflops``)."""
     s = shapes(model_config)
     n_matmul = count_parameters(model_config, ["all-linear"], 1, False).active_linear + s.vocab * s.hidden
     batch = request.batch_size * request.gradient_accumulation_steps
@@ -33,5 +33,5 @@ def generation_seconds(request: TrainingStartRequest, model_config: Any, total_s
     context = request.max_seq_length / 4 + length / 2  # a typical prompt plus half the answer, attended to
     flops = batch * (2.0 * n_matmul + 4.0 * s.layers * s.hidden * context)
     kind = "cuda" if device == "cuda" else "cpu"
-    rate = machine_gflops(device) * 1e9 * DECODE_EFFICIENCY[kind]
+    rate = gflops * 1e9 * DECODE_EFFICIENCY[kind]
     return total_steps * length * (DECODE_STEP_SECONDS[kind] + flops / rate)

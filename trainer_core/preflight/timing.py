@@ -192,7 +192,7 @@ def generation_part(
         return {}
     from trainer_core.preflight.generation import generation_seconds
 
-    return {"generation": generation_seconds(request, model_config, total_steps, device)}
+    return {"generation": generation_seconds(request, model_config, total_steps, device, machine_gflops(device))}
 
 
 def _save_seconds(request: TrainingStartRequest, model_config: Any, total_steps: int, device: str) -> float:
