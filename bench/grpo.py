@@ -2,7 +2,9 @@
 teach the default model about arithmetic.
 
     python -m bench.grpo [--steps 10] [--pairs 2] [--quick] [--model DIR]       speed, A B A B
-    python -m bench.grpo --learn [--steps 60]                                   learning, ours only
+    python -m bench.grpo --learn [--steps 60] [--learning-rate 2e-4] [--temperature 1.0]
+                         [--num-generations 4] [--batch-size 8] [--beta 0.04] [--lora-dropout 0.05]
+                                                                                 learning, ours only
 
 Both sides train the default model (SmolLM2-135M-Instruct, or ``--model``'s folder) on the 200
 arithmetic prompts of ``bench.arith_prompts`` (seed 0) with LoRA r16 / alpha 32 / dropout 0.05 on
@@ -51,6 +53,7 @@ SETTINGS = {
     "lora_dropout": 0.05,
     "random_seed": 42,
 }
+TUNABLE = ("learning_rate", "temperature", "num_generations", "batch_size", "beta", "lora_dropout")
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -60,7 +63,8 @@ def _log(sink: list[dict]) -> Any:
     class Callback(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "reward" in logs:
-                sink.append({"step": state.global_step, "reward": logs["reward"], "loss": logs.get("loss")})
+                length = logs.get("completions/mean_length")
+                sink.append({"step": state.global_step, "reward": logs["reward"], "length": length})
 
     return Callback()
 
@@ -133,7 +137,7 @@ def _trl(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) 
 
 
 def child(side: str, model_dir: str, dataset: str, steps: int) -> None:
-    """One run in this process; prints its JSON result line."""
+    """One run in this process (``SETTINGS`` as the parent set them); prints its JSON result line."""
     import torch
 
     torch.manual_seed(SETTINGS["random_seed"])
@@ -153,6 +157,8 @@ def child(side: str, model_dir: str, dataset: str, steps: int) -> None:
                 "rewards": rewards,
                 "first5_reward": round(statistics.mean(rewards[:5]), 4),
                 "last5_reward": round(statistics.mean(rewards[-5:]), 4),
+                "mean_reward": round(statistics.mean(rewards), 4),
+                "completion_lengths": [round(e["length"], 1) for e in logs if e["length"] is not None],
             }
         )
     )
@@ -168,7 +174,7 @@ def default_model() -> str:
 
 def _run(side: str, model_dir: str, dataset: str, steps: int) -> dict:
     command = [sys.executable, "-m", "bench.grpo", "--child", side, "--steps", str(steps)]
-    command += ["--dataset", dataset, "--model", model_dir]
+    command += ["--dataset", dataset, "--model", model_dir, "--settings", json.dumps(SETTINGS)]
     out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
     found = json.loads(out.stdout.strip().splitlines()[-1])
     print(
@@ -190,7 +196,14 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     parser.add_argument("--model", help="a model folder (default: the default model)")
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
+    parser.add_argument("--settings", help=argparse.SUPPRESS)
+    for name in TUNABLE:
+        parser.add_argument(
+            "--" + name.replace("_", "-"), type=type(SETTINGS[name]), help=f"default {SETTINGS[name]} (both sides)"
+        )
     args = parser.parse_args(argv)
+    SETTINGS.update(json.loads(args.settings) if args.settings else {})
+    SETTINGS.update({name: getattr(args, name) for name in TUNABLE if getattr(args, name) is not None})
     steps = args.steps or (60 if args.learn else 10)
     if args.quick:
         steps, args.pairs = 2, 1

@@ -23,7 +23,10 @@ def _rows(page, count: int) -> list[list[str]]:
 
 def test_add_to_queue_reorder_remove_and_run(page, page_app, datasets_dir, tmp_path):
     _, runner, _ = page_app
-    start_job(runner, datasets_dir, max_steps=400)  # another user's job holds the machine (100 s, cancelled below)
+    # another user's job holds the machine until it is cancelled below (4000 steps, 1000 s: on a loaded CI
+    # machine the clicks below took over 100 s once, and a 400-step job ended first: the queued job
+    # started early and the cancel below hit it)
+    start_job(runner, datasets_dir, max_steps=4000)
     dataset(page, datasets_dir / "identity.json")
     set_number(page, "max_steps", "3")
     for rate in ("0.0002", "0.0003"):
