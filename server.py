@@ -39,7 +39,7 @@ from trainer_core.runs.store import RunStore
 from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings, get_settings
-from trainer_core.tasks.gguf_models import GGUFModels
+from trainer_core.tasks.export_models import ExportModels
 from trainer_core.tasks.runner import TaskRunner
 from trainer_core.training.checkpoints import latest_checkpoint
 from ui import page_assets
@@ -150,7 +150,9 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
         app.add_middleware(ApiInfoGuard, is_logged_in=lambda request: logged_in_user(request) is not None)
     app.include_router(router)
     tasks = TaskRunner(runner, settings)  # export / evaluate / push; a Start is refused while one runs
-    engine = ChatEngine(runner, settings, models=GGUFModels(tasks.store, runner.store, settings))  # + GGUF exports
+    engine = ChatEngine(
+        runner, settings, models=ExportModels(tasks.store, runner.store, settings)
+    )  # + GGUF and merged exports
     runner.before_start = engine.unload  # training has the machine: Start unloads the chat model first
     tasks.store.mark_interrupted()
     tasks.before_task = engine.unload

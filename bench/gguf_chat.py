@@ -67,7 +67,7 @@ def studio_chat(path: Path, tmp: Path, max_tokens: int) -> Any:
     from trainer_core.serving.engine import ChatEngine
     from trainer_core.serving.schemas import ChatMessage, GenerationSettings
     from trainer_core.settings import Settings, get_settings
-    from trainer_core.tasks.gguf_models import GGUFModels
+    from trainer_core.tasks.export_models import ExportModels
     from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
     from trainer_core.tasks.store import TaskStore
 
@@ -86,7 +86,7 @@ def studio_chat(path: Path, tmp: Path, max_tokens: int) -> Any:
         )
     )
     runner = JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path), warm_modules=())
-    engine = ChatEngine(runner, settings, models=GGUFModels(tasks, runner.store, settings))
+    engine = ChatEngine(runner, settings, models=ExportModels(tasks, runner.store, settings))
     engine.load(task)
     messages = [ChatMessage(role="user", content=LONG_PROMPT)]
     greedy = GenerationSettings(temperature=0, max_new_tokens=max_tokens)

@@ -197,6 +197,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     parser.add_argument("--settings", help=argparse.SUPPRESS)
+    parser.add_argument("--digits", type=int, choices=[1, 2], default=2, help="operand digits of the prompts (2)")
     for name in TUNABLE:
         parser.add_argument(
             "--" + name.replace("_", "-"), type=type(SETTINGS[name]), help=f"default {SETTINGS[name]} (both sides)"
@@ -214,10 +215,11 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     from bench.arith_prompts import write_rows
 
     with tempfile.TemporaryDirectory() as tmp:
-        dataset = str(write_rows(Path(tmp) / "arith_prompts.json", 200, seed=0))
+        dataset = str(write_rows(Path(tmp) / "arith_prompts.json", 200, seed=0, digits=args.digits))
         if args.learn:
             found = _run("ours", model_dir, dataset, steps)
-            report = {"bench": "grpo-learn", "model": model_dir, "steps": steps, "settings": SETTINGS, "run": found}
+            report = {"bench": "grpo-learn", "model": model_dir, "steps": steps, "digits": args.digits}
+            report.update(settings=SETTINGS, run=found)
             print(json.dumps(report))
             print(f"mean reward: first 5 steps {found['first5_reward']:.3f}, last 5 {found['last5_reward']:.3f}")
             return report

@@ -67,6 +67,22 @@ def test_refusals(arena, tmp_path):
     assert shown.left.model != shown.right.model
 
 
+def test_one_named_model_battles_another_at_random(arena, tmp_path):
+    met = set()
+    for _ in range(12):
+        found = arena.battle(BattleRequest(prompt="x", models=["job_a"]))
+        shown = arena.vote(found.battle_id, "tie")
+        pair = {shown.left.model, shown.right.model}
+        assert "job_a" in pair and len(pair) == 2
+        met |= pair - {"job_a"}
+    assert met == {"base", "job_b"}  # every other model can be drawn, never job_a against itself
+    with pytest.raises(UnknownModel):
+        arena.battle(BattleRequest(prompt="x", models=["job_nope"]))
+    alone = FakeEngine()
+    with pytest.raises(ArenaError, match="needs two models"):  # only base: nothing to draw against it
+        Arena(alone, ArenaStore(tmp_path / "alone.db")).battle(BattleRequest(prompt="x", models=["base"]))
+
+
 def test_wilson_interval_matches_the_formula():
     low, high = wilson(8, 10)  # 0.8 of 10: the textbook 95 % Wilson interval 0.490 .. 0.943
     assert (round(low, 3), round(high, 3)) == (0.490, 0.943)

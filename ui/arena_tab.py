@@ -69,13 +69,10 @@ def battle(arena: Arena, first: Any, second: Any, prompt: Any, max_new_tokens: A
             *_buttons(False),
         )
         return
-    picked = [m for m in (first, second) if isinstance(m, str) and m]
-    if len(picked) == 1:  # one chosen: the other at random among the rest
-        others = [c.id for c in arena.engine.choices() if c.id != picked[0]]
-        picked = [picked[0], arena._rng.choice(others)] if others else picked
+    picked = [m for m in (first, second) if isinstance(m, str) and m]  # one: the other at random
     try:
         settings = GenerationSettings(max_new_tokens=int(max_new_tokens or 256))
-        request = BattleRequest(prompt=prompt, models=picked if len(picked) == 2 else [], settings=settings)
+        request = BattleRequest(prompt=prompt, models=picked, settings=settings)
     except (ValueError, TypeError) as exc:
         yield (*keep, notice_html(f"Max new tokens: {exc}", "Not started"), gr.skip(), *_buttons(False))
         return

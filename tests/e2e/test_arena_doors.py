@@ -69,13 +69,18 @@ def test_the_api_hides_names_until_one_vote_and_refuses_while_training(arena_app
     unknown = api.post("/api/arena/battles", json={**body, "models": [job, "job_nope"]})
     assert unknown.status_code == 404
     assert api.post("/api/arena/battles", json={**body, "models": [job, job, job]}).status_code == 422
+    assert api.post("/api/arena/battles", json={**body, "models": ["../../etc/passwd"]}).status_code == 404
+    one = api.post("/api/arena/battles", json={**body, "models": [job]})  # one named: the other at random
+    assert one.status_code == 200 and job not in one.text, one.text
+    shown = api.post(f"/api/arena/battles/{one.json()['battle_id']}/vote", json={"vote": "tie"}).json()
+    assert job in (shown["left"]["model"], shown["right"]["model"]) and shown["left"]["model"] != shown["right"]["model"]
     start_job(runner, datasets_dir, model_name=str(tiny_model_dir), max_steps=400, save_steps=1000)
     wait_for(lambda: runner.status().is_training_running, 60, "training starts")
     busy = api.post("/api/arena/battles", json=body)
     assert busy.status_code == 409 and "training job" in busy.text
     runner.stop(save=False)
     assert runner.wait(60)
-    assert len(api.get("/api/arena/battles").json()) == 1  # the refused battle left nothing behind
+    assert len(api.get("/api/arena/battles").json()) == 2  # the refused battle left nothing behind
 
 
 @pytest.mark.browser

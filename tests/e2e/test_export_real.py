@@ -27,6 +27,7 @@ from trainer_core.export.weights import load_run
 from trainer_core.export.worker import export
 from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
 from trainer_core.serving.choices import weights_choice
+from trainer_core.serving.errors import ChatInputError
 from trainer_core.settings import get_settings
 
 pytestmark = pytest.mark.slow
@@ -118,6 +119,53 @@ def test_merged_float32_answers_exactly_like_the_adapter_model(merged, tokenizer
     assert set(result.stage_seconds) == {"load", "reference", "merge", "save", "check", "card"}
 
 
+def test_a_merged_export_is_a_chat_model_and_battles_its_run_in_the_arena(merged, choice, model_dir, tmp_path):
+    """The merged export is listed beside the runs (kind ``merged``, its id the export's task id)
+    and answers greedily exactly as the run it was merged from does: an arena battle between the
+    two gives the same text on both sides, and the names come back after the vote."""
+    from trainer_core.arena.battle import Arena
+    from trainer_core.arena.schemas import BattleRequest
+    from trainer_core.arena.store import ArenaStore
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.serving.engine import ChatEngine
+    from trainer_core.serving.schemas import GenerationSettings
+    from trainer_core.settings import Settings
+    from trainer_core.tasks.export_models import ExportModels
+    from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+    from trainer_core.tasks.store import TaskStore
+
+    result, out = merged
+    roots = ",".join(str(p) for p in (Path(choice.path).parent, out.parent, model_dir))
+    settings = Settings(data_dir=tmp_path, allowed_paths=roots)
+    runner = JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path))
+    runner.store.create_run(choice.id, {"model_name": str(model_dir)}, choice.path, "completed")
+    task = "export-20261206-100000-abcdef"
+    record = TaskRecord(task_id=task, kind=TaskKind.export, job_id=choice.id, model=choice.id, output_dir=str(out))
+    store = TaskStore(settings.db_path)
+    store.save(record.model_copy(update={"phase": TaskPhase.completed, "result": result.model_dump()}))
+    engine = ChatEngine(runner, settings, models=ExportModels(store, runner.store, settings))
+    found = {c.id: c for c in engine.choices()}
+    assert (
+        found[task].kind == "merged"
+        and not found[task].adapter
+        and "merged float32 (check passed)" in found[task].label
+    )
+    assert found[task].base_model == str(model_dir) and engine.resolve(task).path == str(out)
+    with pytest.raises(ChatInputError, match="is a merged model"):
+        engine.resolve(f"{task}/q4_k_m")
+    arena = Arena(engine, ArenaStore(settings.db_path))
+    greedy = GenerationSettings(temperature=0, max_new_tokens=24)
+    try:
+        battle = arena.battle(BattleRequest(prompt="Who are you?", models=[task, choice.id], settings=greedy))
+    finally:
+        engine.unload()
+    assert battle.left.text and battle.left.text == battle.right.text, battle
+    shown = arena.vote(battle.battle_id, "tie")
+    assert {shown.left.model, shown.right.model} == {task, choice.id}
+    print("merged vs its run:", repr(battle.left.text))
+
+
 def test_gguf_f16_answers_like_the_adapter_model_with_template_and_eos(gguf_f16, tokenizer):
     result, out, events = gguf_f16
     check = result.check
@@ -192,7 +240,7 @@ def _chat_with_the_export(data_dir: Path, out: Path, result: ExportResult, choic
     from trainer_core.serving.engine import ChatEngine
     from trainer_core.serving.schemas import ChatMessage, GenerationSettings
     from trainer_core.settings import Settings
-    from trainer_core.tasks.gguf_models import GGUFModels
+    from trainer_core.tasks.export_models import ExportModels
     from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
     from trainer_core.tasks.store import TaskStore
 
@@ -203,7 +251,7 @@ def _chat_with_the_export(data_dir: Path, out: Path, result: ExportResult, choic
     record = TaskRecord(task_id=task, kind=TaskKind.export, job_id=choice.id, model=choice.id, output_dir=str(out))
     store = TaskStore(settings.db_path)
     store.save(record.model_copy(update={"phase": TaskPhase.completed, "result": result.model_dump()}))
-    engine = ChatEngine(runner, settings, models=GGUFModels(store, runner.store, settings))
+    engine = ChatEngine(runner, settings, models=ExportModels(store, runner.store, settings))
     question = "Who are you?"
     try:
         answer = engine.complete(

@@ -80,17 +80,18 @@ class Arena:
         return leaderboard(self.store.votes(), self._labels(), models)
 
     def _pair(self, models: list[str]) -> tuple[str, str]:
-        """The two model ids to battle: ``models`` checked, or two picked at random."""
-        if models:
-            if len(models) != 2 or models[0] == models[1]:
-                raise ArenaError("models: name two different models (or none, for two at random)")
-            for model in models:
-                self.engine.resolve(model)  # UnknownModel / ChatInputError name the id
+        """The two model ids to battle: ``models`` checked; one named: it and another picked at
+        random; none: two picked at random."""
+        if len(models) == 2 and models[0] == models[1]:
+            raise ArenaError("models: name two different models (or one, or none, for random ones)")
+        for model in models:
+            self.engine.resolve(model)  # UnknownModel / ChatInputError name the id
+        if len(models) == 2:
             return models[0], models[1]
-        ids = [choice.id for choice in self.engine.choices()]
-        if len(ids) < 2:
+        ids = [choice.id for choice in self.engine.choices() if choice.id not in models]
+        if len(ids) < 2 - len(models):
             raise ArenaError("the arena needs two models: train a run (or export one) to battle the base model")
-        first, second = self._rng.sample(ids, 2)
+        first, second = [*models, *self._rng.sample(ids, 2 - len(models))]
         return first, second
 
     def _labels(self) -> dict[str, str]:

@@ -14,14 +14,16 @@ MAX_PROMPT_CHARS = 8000
 
 class BattleRequest(BaseModel):
     """Two models answer ``prompt``. ``models``: the two model ids (the Chat tab's ids: ``base``,
-    a run's job id, ``JOB/checkpoint-N``, an export's ``EXPORT/TYPE``); empty: two chosen at random
-    from every model this server has."""
+    a run's job id, ``JOB/checkpoint-N``, an export's ``EXPORT`` or ``EXPORT/TYPE``); one id: it
+    against another chosen at random; empty: two chosen at random from every model this server has."""
 
     model_config = ConfigDict(extra="forbid")
 
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, description="What both models answer.")
     models: list[str] = Field(
-        default_factory=list, max_length=2, description="Two model ids, or none for two at random."
+        default_factory=list,
+        max_length=2,
+        description="Two model ids; one, against a random other; none, two at random.",
     )
     system: Optional[str] = Field(None, max_length=MAX_PROMPT_CHARS, description="A system message for both.")
     settings: GenerationSettings = Field(

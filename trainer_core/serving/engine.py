@@ -40,8 +40,8 @@ OOM_HINT = "Chat with a smaller model, lower max_new_tokens, or free memory."
 
 
 class ModelSource(Protocol):
-    """More things to talk to beside the runs (``tasks.gguf_models.GGUFModels``: exported GGUF
-    files), asked for the ids it ``owns``."""
+    """More things to talk to beside the runs (``tasks.export_models.ExportModels``: exported GGUF
+    files and merged models), asked for the ids it ``owns``."""
 
     def owns(self, model_id: str) -> bool: ...
 

@@ -71,14 +71,15 @@ class ChatMessage(BaseModel):
 
 class ModelChoice(BaseModel):
     """Something to talk to: ``id`` is ``base``, a job id (the run's final weights),
-    ``JOB_ID/checkpoint-N`` or ``EXPORT_TASK_ID/TYPE`` (a GGUF file an export wrote, run by
-    llama.cpp: ``tasks.gguf_models``). ``path`` is the weights folder, or the ``.gguf`` file
+    ``JOB_ID/checkpoint-N``, ``EXPORT_TASK_ID/TYPE`` (a GGUF file an export wrote, run by
+    llama.cpp) or ``EXPORT_TASK_ID`` (a merged export, kind ``merged``; ``tasks.export_models``).
+    ``path`` is the weights folder, or the ``.gguf`` file
     (None for ``base``: the base model is loaded by name); ``adapter`` says the folder holds a PEFT
     adapter on ``base_model``."""
 
     id: str
     label: str
-    kind: Literal["base", "final", "checkpoint", "gguf"]
+    kind: Literal["base", "final", "checkpoint", "gguf", "merged"]
     base_model: str
     path: Optional[str] = None
     job_id: Optional[str] = None

@@ -1,12 +1,14 @@
-"""GGUF files that exports wrote, as things to talk to through llama.cpp.
+"""What exports wrote, as things to talk to: GGUF files (run by llama.cpp) and merged models.
 
 Ids: ``EXPORT_TASK_ID/TYPE`` (e.g. ``export-20261205-101500-1a2b3c/q4_k_m``) for each GGUF file of
-an export task, and the bare ``EXPORT_TASK_ID`` for the export's first file (its format's type).
-Listed: files of export tasks that finished with a result (``completed``, or ``failed`` when the
-check did not pass: the files are kept and the label says so), that still exist, whose task folder
-lies in the allowed folders (``paths.confine``) and whose name is a plain ``.gguf`` file name in it.
-Nothing is listed, and such an id is refused naming the setup command, while llama.cpp is not
-built here (``llamacpp.build.missing_message``).
+an export task, and the bare ``EXPORT_TASK_ID`` for the export's first file (its format's type) or,
+for a merged export, its folder (a whole model: ``config.json`` + ``model*.safetensors``, loaded as
+a full fine-tune's final weights are; its base model, for Base vs tuned, is the run's).
+Listed: exports that finished with a result (``completed``, or ``failed`` when the check did not
+pass: the files are kept and the label says so), whose files still exist, whose task folder lies in
+the allowed folders (``paths.confine``), and, for GGUF, whose name is a plain ``.gguf`` file name in
+it. No GGUF file is listed, and such an id is refused naming the setup command, while llama.cpp is
+not built here (``llamacpp.build.missing_message``); merged models need no llama.cpp.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from trainer_core.llamacpp.build import missing_message
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.runs.store import RunStore
 from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.serving.choices import has_weights
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.settings import Settings
@@ -41,20 +44,54 @@ def _check_words(entry: dict, phase: TaskPhase) -> str:
     return "check passed" if check else "not checked"
 
 
+def _folder(task: TaskRecord, settings: Settings) -> Path:
+    """The export's folder, confined to the allowed folders; ChatInputError otherwise."""
+    try:
+        return confine(task.output_dir, settings.allowed_roots, "export folder")
+    except PathNotAllowed as exc:
+        raise ChatInputError(f"export {task.task_id}: {exc}") from None
+
+
+def _base(task: TaskRecord, runs: Optional[RunStore]) -> str:
+    run = runs.get_run(task.job_id) if runs is not None and task.job_id else None
+    return (run.request.get("model_name") if run is not None else None) or DEFAULT_MODEL
+
+
+def _finished(task: TaskRecord) -> bool:
+    return task.kind == TaskKind.export and task.phase in (TaskPhase.completed, TaskPhase.failed)
+
+
+def _merged_choice(task: TaskRecord, runs: Optional[RunStore], settings: Settings) -> Optional[ModelChoice]:
+    """The merged model ``task`` wrote (None for another format, or when its weights are gone);
+    ChatInputError when the task's folder is outside the allowed folders."""
+    result = task.result or {}
+    if not _finished(task) or result.get("format") != "merged" or not task.output_dir:
+        return None
+    folder = _folder(task, settings)
+    if not folder.is_dir() or has_weights(folder) is not False:
+        return None
+    check = "check did not pass" if task.phase == TaskPhase.failed or result.get("passed") is False else "check passed"
+    return ModelChoice(
+        id=task.task_id,
+        label=f"{task.model} · merged {result.get('dtype') or ''} ({check})".replace("  ", " "),
+        kind="merged",
+        base_model=_base(task, runs),
+        path=str(folder),
+        job_id=task.job_id,
+        created_at=task.finished_at or task.created_at,
+    )
+
+
 def _file_choices(task: TaskRecord, runs: Optional[RunStore], settings: Settings) -> list[ModelChoice]:
     """One choice per GGUF file of ``task`` (see the module docstring); ChatInputError when the
     task's folder is outside the allowed folders or gone."""
-    if task.kind != TaskKind.export or task.phase not in (TaskPhase.completed, TaskPhase.failed):
+    if not _finished(task):
         return []
     entries = [e for e in ((task.result or {}).get("gguf") or []) if isinstance(e, dict)]
     if not entries or not task.output_dir:
         return []
-    try:
-        folder = confine(task.output_dir, settings.allowed_roots, "export folder")
-    except PathNotAllowed as exc:
-        raise ChatInputError(f"export {task.task_id}: {exc}") from None
-    run = runs.get_run(task.job_id) if runs is not None and task.job_id else None
-    base = (run.request.get("model_name") if run is not None else None) or DEFAULT_MODEL
+    folder = _folder(task, settings)
+    base = _base(task, runs)
     found = []
     for entry in entries:
         name, gguf_type = str(entry.get("name") or ""), str(entry.get("type") or "")
@@ -82,9 +119,10 @@ def _file_choices(task: TaskRecord, runs: Optional[RunStore], settings: Settings
     return found
 
 
-class GGUFModels:
-    """The exports' GGUF files as chat models, for ``ChatEngine(models=...)`` (see the module
-    docstring). ``tasks``: the tasks table; ``runs``: the run history (the base model's name)."""
+class ExportModels:
+    """The exports' GGUF files and merged models as chat models, for ``ChatEngine(models=...)``
+    (see the module docstring). ``tasks``: the tasks table; ``runs``: the run history (the base
+    model's name)."""
 
     def __init__(self, tasks: TaskStore, runs: Optional[RunStore], settings: Settings) -> None:
         self._tasks, self._runs, self._settings = tasks, runs, settings
@@ -94,29 +132,37 @@ class GGUFModels:
         return is_export_id(model_id)
 
     def list(self) -> list[ModelChoice]:
-        """Every GGUF file of the exports in the history, newest export first; empty while
-        llama.cpp is not built here."""
-        if missing_message(self._settings.llama_cpp_dir):
-            return []
+        """Every merged model and GGUF file of the exports in the history, newest export first
+        (no GGUF file while llama.cpp is not built here)."""
+        gguf = not missing_message(self._settings.llama_cpp_dir)
         found = []
         for task in self._tasks.list(kind=TaskKind.export):
             try:
-                found.extend(_file_choices(task, self._runs, self._settings))
+                merged = _merged_choice(task, self._runs, self._settings)
+                found.extend([merged] if merged else _file_choices(task, self._runs, self._settings) if gguf else [])
             except ChatInputError as exc:
                 log.debug("not listed: %s", exc)
         return found
 
     def resolve(self, model_id: str) -> ModelChoice:
-        """The GGUF file ``model_id`` names (``EXPORT_TASK_ID`` or ``EXPORT_TASK_ID/TYPE``). Raises
-        UnknownModel (no such export or type) or ChatInputError (llama.cpp is not built, the export
-        is running or failed without files, its folder is outside the allowed folders, the file is
-        gone)."""
+        """The merged model or GGUF file ``model_id`` names (``EXPORT_TASK_ID`` or
+        ``EXPORT_TASK_ID/TYPE``). Raises UnknownModel (no such export or type) or ChatInputError
+        (llama.cpp is not built, the export is running or failed without files, its folder is
+        outside the allowed folders, the files are gone)."""
         task_id, _, gguf_type = (model_id or "").strip().partition("/")
         task = self._tasks.get(task_id)
         if task is None or task.kind != TaskKind.export:
             raise UnknownModel(f"model {model_id!r}: no such export; use EXPORT_TASK_ID/TYPE as GET /v1/models lists")
         if task.phase == TaskPhase.running:
-            raise ChatInputError(f"export {task_id} is still running; talk to its GGUF when it has finished")
+            raise ChatInputError(f"export {task_id} is still running; talk to it when it has finished")
+        if (task.result or {}).get("format") == "merged":
+            merged = _merged_choice(task, self._runs, self._settings)
+            if gguf_type or merged is None:
+                raise ChatInputError(
+                    f"model {model_id!r}: export {task_id} is a merged model"
+                    + (f" (use the id {task_id})" if merged else " whose files were deleted; export the run again")
+                )
+            return merged
         problem = missing_message(self._settings.llama_cpp_dir)
         if problem:
             raise ChatInputError(f"model {model_id!r}: chatting with a GGUF runs it in llama.cpp. {problem}")
