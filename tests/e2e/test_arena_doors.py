@@ -73,7 +73,9 @@ def test_the_api_hides_names_until_one_vote_and_refuses_while_training(arena_app
     one = api.post("/api/arena/battles", json={**body, "models": [job]})  # one named: the other at random
     assert one.status_code == 200 and job not in one.text, one.text
     shown = api.post(f"/api/arena/battles/{one.json()['battle_id']}/vote", json={"vote": "tie"}).json()
-    assert job in (shown["left"]["model"], shown["right"]["model"]) and shown["left"]["model"] != shown["right"]["model"]
+    assert (
+        job in (shown["left"]["model"], shown["right"]["model"]) and shown["left"]["model"] != shown["right"]["model"]
+    )
     start_job(runner, datasets_dir, model_name=str(tiny_model_dir), max_steps=400, save_steps=1000)
     wait_for(lambda: runner.status().is_training_running, 60, "training starts")
     busy = api.post("/api/arena/battles", json=body)
