@@ -17,13 +17,12 @@ import math
 from pathlib import Path
 from typing import Any, Optional
 
-from transformers import EarlyStoppingCallback, PrinterCallback
-
 from trainer_core.reward_schemas import CompletionSample
 from trainer_core.schemas import TrainingProgress, TrainingStartRequest
-from trainer_core.training.config import build_lora_config, training_args
+from trainer_core.training.config import training_args
 from trainer_core.training.embedding_rate import EmbeddingRate
 from trainer_core.training.safe_saves import SafeSaves
+from trainer_core.training.wiring import finish, new_lora, run_callbacks
 
 SAMPLES_SHOWN = 4  # completions per logged step in the live table
 SAMPLE_CHARS = 600
@@ -157,20 +156,10 @@ def build_grpo_trainer(
     so a ``reward_file`` passed the server's switch). Raises RewardError / RewardCodeError for
     rewards the data cannot feed, ValueError for early stopping without evaluation data."""
     from trainer_core.rewards.build import reward_functions
-    from trainer_core.training.divergence import DivergenceGuard
 
     functions, weights, _ = reward_functions(request, train.column_names, allowed=True)
     args = grpo_config(request, output_dir, device, eval_split is not None, weights, run_name)
-    if request.early_stopping_patience > 0:
-        if eval_split is None:
-            raise ValueError("early_stopping_patience needs evaluation data: set val_size or give local_eval_datasets")
-        callbacks = [
-            *callbacks,
-            EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold),
-        ]
-    if request.stop_on_divergence:
-        callbacks = [*callbacks, DivergenceGuard(collapse=False)]
-    peft_config = None if hasattr(model, "peft_config") else build_lora_config(request, model)
+    peft_config = new_lora(request, model)
     trainer = grpo_trainer_class()(
         model=model,
         reward_funcs=functions,
@@ -179,9 +168,6 @@ def build_grpo_trainer(
         eval_dataset=eval_split,
         processing_class=tokenizer,
         peft_config=peft_config,
-        callbacks=callbacks,
+        callbacks=run_callbacks(request, callbacks, eval_split is not None, collapse=False),
     )
-    trainer.remove_callback(PrinterCallback)
-    trainer.embedding_learning_rate = request.embedding_learning_rate
-    trainer.best_threshold = request.early_stopping_threshold if request.early_stopping_patience > 0 else 0.0
-    return trainer
+    return finish(trainer, request, device, peft_config is not None)

@@ -18,12 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from transformers import EarlyStoppingCallback, PrinterCallback
-
 from trainer_core.schemas import TrainingMethod, TrainingProgress, TrainingStartRequest
-from trainer_core.training.config import build_lora_config, training_args
+from trainer_core.training.config import training_args
 from trainer_core.training.embedding_rate import EmbeddingRate
 from trainer_core.training.safe_saves import SafeSaves
+from trainer_core.training.wiring import finish, new_lora, run_callbacks
 
 # TRL's logged metric -> our TrainingProgress field (train and eval; TRL prefixes eval ones "eval_")
 PREFERENCE_METRICS = {
@@ -109,17 +108,8 @@ def build_preference_trainer(
     ``PeftModel`` whose adapter (``adapter_name_or_path``) goes on training; then no new LoRA is
     added. ``train`` / ``eval_split`` are canonical preference rows (``data.preference``). Raises
     ValueError as ``trainer.build_trainer`` does (early stopping without evaluation data)."""
-    from trainer_core.training.divergence import DivergenceGuard
-
     args = preference_config(request, output_dir, device, has_eval=eval_split is not None, run_name=run_name)
-    if request.early_stopping_patience > 0:
-        if eval_split is None:
-            raise ValueError("early_stopping_patience needs evaluation data: set val_size or give local_eval_datasets")
-        callbacks = [
-            *callbacks,
-            EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold),
-        ]
-    peft_config = None if hasattr(model, "peft_config") else build_lora_config(request, model)
+    peft_config = new_lora(request, model)
     trainer = trainer_class(request.training_method)(
         model=model,
         args=args,
@@ -127,13 +117,6 @@ def build_preference_trainer(
         eval_dataset=eval_split,
         processing_class=tokenizer,
         peft_config=peft_config,
-        callbacks=[*callbacks, DivergenceGuard(collapse=False)] if request.stop_on_divergence else callbacks,
+        callbacks=run_callbacks(request, callbacks, eval_split is not None, collapse=False),
     )
-    trainer.remove_callback(PrinterCallback)
-    trainer.embedding_learning_rate = request.embedding_learning_rate
-    if request.use_loftq and peft_config is not None:
-        from trainer_core.training.loftq import apply_loftq
-
-        apply_loftq(trainer.model, device)
-    trainer.best_threshold = request.early_stopping_threshold if request.early_stopping_patience > 0 else 0.0
-    return trainer
+    return finish(trainer, request, device, peft_config is not None)

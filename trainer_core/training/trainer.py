@@ -23,16 +23,16 @@ from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
-from transformers import EarlyStoppingCallback, PrinterCallback, Trainer
+from transformers import EarlyStoppingCallback, Trainer
 from trl import SFTTrainer
 
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.attention import register_varlen_sdpa
-from trainer_core.training.config import build_lora_config, build_sft_config
-from trainer_core.training.divergence import DivergenceGuard
+from trainer_core.training.config import build_sft_config
 from trainer_core.training.embedding_rate import EmbeddingRate
 from trainer_core.training.packed_rows import keeps_packed_rows_apart
 from trainer_core.training.safe_saves import SafeSaves
+from trainer_core.training.wiring import finish, new_lora, run_callbacks
 
 
 def answer_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> tuple[torch.Tensor, Any]:
@@ -128,14 +128,7 @@ def build_trainer(
         rows_apart=rows_apart,
         vision=vision,
     )
-    if request.early_stopping_patience > 0:
-        if eval_split is None:
-            raise ValueError("early_stopping_patience needs evaluation data: set val_size or give local_eval_datasets")
-        callbacks = [
-            *callbacks,
-            EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold),
-        ]
-    peft_config = None if hasattr(model, "peft_config") else build_lora_config(request, model)  # an adapter goes on
+    peft_config = new_lora(request, model)
     trainer = LeanSFTTrainer(
         model=model,
         args=args,
@@ -144,16 +137,9 @@ def build_trainer(
         data_collator=collator,
         processing_class=tokenizer,
         peft_config=peft_config,
-        callbacks=[*callbacks, DivergenceGuard()] if request.stop_on_divergence else callbacks,
+        callbacks=run_callbacks(request, callbacks, eval_split is not None),
     )
-    trainer.remove_callback(PrinterCallback)  # progress goes to the event queue, not stdout
-    trainer.embedding_learning_rate = request.embedding_learning_rate
-    if request.use_loftq and peft_config is not None:
-        from trainer_core.training.loftq import apply_loftq
-
-        apply_loftq(trainer.model, device)
-    trainer.best_threshold = request.early_stopping_threshold if request.early_stopping_patience > 0 else 0.0
-    return trainer
+    return finish(trainer, request, device, peft_config is not None)
 
 
 def is_processor(processing_class: Any) -> bool:

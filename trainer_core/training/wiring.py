@@ -1,0 +1,54 @@
+"""What every trainer builder (SFT ``trainer``, DPO / ORPO / KTO ``preference``, ``grpo``) sets up
+the same way around TRL's trainer: the callbacks that can end a run early, the LoRA config (none
+when the model already carries an adapter), and the studio's settings on the built trainer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from transformers import EarlyStoppingCallback, PrinterCallback
+
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.training.config import build_lora_config
+from trainer_core.training.divergence import DivergenceGuard
+
+NEEDS_EVAL = "early_stopping_patience needs evaluation data: set val_size or give local_eval_datasets"
+
+
+def run_callbacks(
+    request: TrainingStartRequest, callbacks: list[Any], has_eval: bool, collapse: bool = True
+) -> list[Any]:
+    """``callbacks``, then transformers' ``EarlyStoppingCallback`` (``early_stopping_patience`` > 0)
+    and the ``DivergenceGuard`` (``stop_on_divergence``; ``collapse``: its rule for a cross-entropy
+    loss stuck at a uniform guess over the vocabulary, SFT only). Raises ValueError
+    (``NEEDS_EVAL``) for early stopping without evaluation data."""
+    found = list(callbacks)
+    if request.early_stopping_patience > 0:
+        if not has_eval:
+            raise ValueError(NEEDS_EVAL)
+        found.append(EarlyStoppingCallback(request.early_stopping_patience, request.early_stopping_threshold))
+    if request.stop_on_divergence:
+        found.append(DivergenceGuard(collapse=collapse))
+    return found
+
+
+def new_lora(request: TrainingStartRequest, model: Any) -> Optional[Any]:
+    """The LoRA config for ``model`` (PEFT's ``LoraConfig``; None for full fine-tuning), or None
+    when ``model`` already carries an adapter (``adapter_name_or_path``): that one trains on."""
+    return None if hasattr(model, "peft_config") else build_lora_config(request, model)
+
+
+def finish(trainer: Any, request: TrainingStartRequest, device: str, new_adapter: bool) -> Any:
+    """The studio's settings on a built TRL trainer: no progress printed to stdout (it goes to the
+    event queue), the embeddings' learning rate (``EmbeddingRate``), LoftQ on a new QLoRA adapter
+    (``use_loftq``; ``training.loftq``) and the improvement a new best checkpoint needs
+    (``early_stopping_threshold`` while early stopping is on). Returns ``trainer``."""
+    trainer.remove_callback(PrinterCallback)
+    trainer.embedding_learning_rate = request.embedding_learning_rate
+    if request.use_loftq and new_adapter:
+        from trainer_core.training.loftq import apply_loftq
+
+        apply_loftq(trainer.model, device)
+    trainer.best_threshold = request.early_stopping_threshold if request.early_stopping_patience > 0 else 0.0
+    return trainer
