@@ -349,3 +349,24 @@ def test_steps_equal_a_real_trainers(extra, datasets_dir, tokenizer, tmp_path, t
     # Trainer's own step arithmetic (what train() runs on), without training a step:
     max_steps = trainer.set_initial_training_values(trainer.args, trainer.get_train_dataloader())[-1]
     assert report.total_steps == max_steps > 0
+
+
+def test_a_grpo_check_counts_prompts_and_names_the_completions_and_rewards(tmp_path, settings):
+    """A GRPO run's check: the prompts' tokens (its trained tokens are sampled while it trains),
+    the completions each step samples and the default reward, in the CLI's text and the page's HTML."""
+    from bench.arith_prompts import make_rows
+    from trainer_core.cli.check import render
+    from ui.preflight_view import report_html
+
+    path = _write(tmp_path, "arith.json", make_rows(10, seed=0))
+    request = TrainingStartRequest(local_datasets=[path], training_method="grpo", batch_size=8, max_steps=3)
+    report = run_preflight(request, settings, estimates=False)
+    assert not report.errors and report.rows_kept == 10 and report.tokens_total > 10 * 10
+    assert report.method == (
+        "GRPO: 4 answers to each of 2 prompts per step (8 completions of at most 128 tokens, temperature 1); "
+        "rewards: numeric_match:answer x 1; KL weight (beta) 0.04"
+    )
+    words = "all in 10 prompts (the completions sampled while training are what trains)"
+    assert f"Tokens: {report.tokens_total} kept, {words};" in render(report, colour=False)
+    page = report_html(report)
+    assert words in page and "GRPO: 4 answers to each of 2 prompts" in page and "of them trained" not in page

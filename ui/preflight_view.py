@@ -104,7 +104,7 @@ def report_html(report: Any) -> str:
     ]
     if report.tokenizer_found:
         totals.append(
-            f"<li>{report.tokens_total} tokens, {report.tokens_trained} of them trained; "
+            f"<li>{report.tokens_total} tokens, {html.escape(report.trained_words())}; "
             f"<strong>{report.rows_truncated} rows ({share}) longer than Max seq length "
             f"({report.max_seq_length})</strong>, {report.tokens_cut} tokens cut</li>"
         )

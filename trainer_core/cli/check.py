@@ -95,7 +95,7 @@ def render(report: PreflightReport, colour: bool) -> str:
         "",
         f"Training rows: {report.rows_read} read, {report.rows_kept} kept, {report.rows_dropped} dropped; "
         f"{report.rows_without_trained_tokens} without trained tokens; evaluation rows: {report.eval_rows}",
-        f"Tokens: {report.tokens_total} kept, {report.tokens_trained} trained; {report.rows_truncated} rows truncated "
+        f"Tokens: {report.tokens_total} kept, {report.trained_words()}; {report.rows_truncated} rows truncated "
         f"({report.rows_truncated_share:.1%}), {report.tokens_cut} tokens cut",
         *_histogram(report),
         f"Steps: {report.steps_per_epoch} per epoch, {report.total_steps} in total ({report.epochs:g} epochs; "

@@ -123,5 +123,12 @@ class PreflightReport(BaseModel):
         None, description="GRPO: completions sampled per step, their length, the rewards and the KL weight."
     )
 
+    def trained_words(self) -> str:
+        """What the token line says is trained: "N trained", or for GRPO (``method`` set), whose
+        trained tokens are the completions sampled while it trains, that the counts are the prompts'."""
+        if self.method:
+            return f"all in {self.rows_kept} prompts (the completions sampled while training are what trains)"
+        return f"{self.tokens_trained} trained"
+
 
 __all__ = ["FileCheck", "Issue", "LengthHistogram", "PreflightReport", "SampleRow", "Segment"]
