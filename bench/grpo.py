@@ -2,8 +2,8 @@
 teach the default model about arithmetic.
 
     python -m bench.grpo [--steps 10] [--pairs 2] [--quick] [--model DIR]       speed, A B A B
-    python -m bench.grpo --learn [--steps 60] [--learning-rate 2e-4] [--temperature 1.0]
-                         [--num-generations 4] [--batch-size 8] [--beta 0.04] [--lora-dropout 0.05]
+    python -m bench.grpo --learn [--steps 60] [--digits 1] [--learning-rate 2e-4] [--temperature 0.7]
+                         [--num-generations 8] [--batch-size 16] [--beta 0.04] [--lora-dropout 0.0]
                                                                                  learning, ours only
 
 Both sides train the default model (SmolLM2-135M-Instruct, or ``--model``'s folder) on the 200
@@ -22,8 +22,13 @@ the TRL script uses the same function).
 
 Runs alternate A B A B, each in a fresh process; only ``trainer.train()`` is timed. Reported per
 run: steps / s and the reward per step (the curves should have the same shape: both sides sample
-with the same seed). ``--learn``: the mean reward of the first and of the last 5 logged steps.
-Prints one JSON line, then a human summary.
+with the same seed), and the pre-flight check's estimate of those seconds (``estimate``).
+
+``--learn``: one run of ours, the mean reward of the first and of the last 5 logged steps and the
+completion lengths, at ``LEARN_SETTINGS`` unless a flag says otherwise: one-digit operands, 8
+completions of each of 2 prompts a step (batch 16: a group of 8 is rarely all right or all wrong,
+so most groups carry an advantage), temperature 0.7, no LoRA dropout (the completions are sampled
+from the policy the loss trains). Prints one JSON line, then a human summary.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ SETTINGS = {
     "lora_dropout": 0.05,
     "random_seed": 42,
 }
+LEARN_SETTINGS = {"num_generations": 8, "batch_size": 16, "temperature": 0.7, "lora_dropout": 0.0}
 TUNABLE = ("learning_rate", "temperature", "num_generations", "batch_size", "beta", "lora_dropout")
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -172,6 +178,29 @@ def default_model() -> str:
     return str(materialize_default_model(get_settings().models_dir))
 
 
+def estimate(model_dir: str, dataset: str, steps: int) -> dict:
+    """The pre-flight time estimate of ours at ``SETTINGS`` (fresh settings: no run history, so the
+    speed is the model's, from this machine's matmul rate): its generation and train-step parts and
+    their sum, the seconds ``trainer.train()`` should take (``preflight.generation``, ``timing``)."""
+    from trainer_core.preflight.check import run_preflight
+    from trainer_core.schemas import TrainingStartRequest
+    from trainer_core.settings import Settings
+
+    request = TrainingStartRequest(
+        model_name=model_dir, local_datasets=[dataset], training_method="grpo", max_steps=steps, **SETTINGS
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = ",".join({str(Path(dataset).parent), str(Path(model_dir).parent)})
+        report = run_preflight(request, Settings(data_dir=Path(tmp), allowed_paths=folders))
+    parts = report.time.parts_seconds if report.time else {}
+    train = parts.get("generation", 0.0) + parts.get("train_steps", 0.0)
+    return {
+        "parts_seconds": parts,
+        "train_seconds": round(train, 1),
+        "speed_source": report.time and report.time.speed_source,
+    }
+
+
 def _run(side: str, model_dir: str, dataset: str, steps: int) -> dict:
     command = [sys.executable, "-m", "bench.grpo", "--child", side, "--steps", str(steps)]
     command += ["--dataset", dataset, "--model", model_dir, "--settings", json.dumps(SETTINGS)]
@@ -197,13 +226,17 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     parser.add_argument("--settings", help=argparse.SUPPRESS)
-    parser.add_argument("--digits", type=int, choices=[1, 2], default=2, help="operand digits of the prompts (2)")
+    parser.add_argument("--digits", type=int, choices=[1, 2], help="operand digits of the prompts (2; --learn: 1)")
     for name in TUNABLE:
         parser.add_argument(
-            "--" + name.replace("_", "-"), type=type(SETTINGS[name]), help=f"default {SETTINGS[name]} (both sides)"
+            "--" + name.replace("_", "-"),
+            type=type(SETTINGS[name]),
+            help=f"default {SETTINGS[name]}; --learn: {LEARN_SETTINGS.get(name, SETTINGS[name])}",
         )
     args = parser.parse_args(argv)
+    SETTINGS.update(LEARN_SETTINGS if args.learn else {})
     SETTINGS.update(json.loads(args.settings) if args.settings else {})
+    args.digits = args.digits or (1 if args.learn else 2)
     SETTINGS.update({name: getattr(args, name) for name in TUNABLE if getattr(args, name) is not None})
     steps = args.steps or (60 if args.learn else 10)
     if args.quick:
@@ -219,9 +252,12 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         if args.learn:
             found = _run("ours", model_dir, dataset, steps)
             report = {"bench": "grpo-learn", "model": model_dir, "steps": steps, "digits": args.digits}
-            report.update(settings=SETTINGS, run=found)
+            report.update(settings=SETTINGS, run=found, estimate=estimate(model_dir, dataset, steps))
             print(json.dumps(report))
             print(f"mean reward: first 5 steps {found['first5_reward']:.3f}, last 5 {found['last5_reward']:.3f}")
+            print(
+                f"pre-flight estimate {report['estimate']['train_seconds']:.0f} s vs {found['seconds']:.0f} s measured"
+            )
             return report
         results = [_run(side, model_dir, dataset, steps) for _ in range(args.pairs) for side in ("ours", "trl")]
     rate = {
@@ -236,6 +272,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         "median_steps_per_second": rate,
         "speed_ratio": rate["ours"] / rate["trl"],
         "same_rewards": all(r["rewards"] == results[0]["rewards"] for r in results),
+        "estimate": estimate(model_dir, dataset, steps),
     }
     print(json.dumps(report))
     print(
