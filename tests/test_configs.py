@@ -52,6 +52,32 @@ def test_cli_command_parses_back_to_the_same_request(tmp_path):
     assert again == request.model_copy(update={"hf_token": None})
 
 
+@pytest.mark.parametrize("beta", [0.1, 0.04, 0.2])
+def test_a_grpo_form_gives_commands_that_replay_the_same_run(tmp_path, beta):
+    """The command preview of a GRPO form: the rewards box's lines (and a JSON list) become
+    ``--rewards`` items, a beta is written whenever it is not GRPO's own default (0.04), and the
+    command parses back to the request the form makes; an SFT form has no ``--rewards``."""
+    import json
+
+    from ui.form import clean_values
+
+    form = {"training_method": "grpo", "beta": beta, "rewards": "numeric_match weight=1.0\nformat weight=0.5\n"}
+    settings = {**clean_values(form), "local_datasets": [str(tmp_path / "p.json")]}
+    command = cli_command(settings)
+    assert ("--beta" in command) == (beta != 0.04) and "'numeric_match weight=1.0'" in command
+    argv = shlex.split(command.replace("\\\n", " "))[3:]
+    assert request_from_args(build_parser().parse_args(argv)) == TrainingStartRequest(**settings)
+    assert TrainingStartRequest(**settings).beta == beta
+    listed = {
+        **settings,
+        "rewards": clean_values({"rewards": json.dumps([{"name": "length", "target_length": 9}])})["rewards"],
+    }
+    argv = shlex.split(cli_command(listed).replace("\\\n", " "))[3:]
+    assert request_from_args(build_parser().parse_args(argv)).rewards[0].target_length == 9
+    sft = {**clean_values({"rewards": "", "beta": 0.1}), "local_datasets": ["a.json"]}
+    assert "--rewards" not in cli_command(sft) and "rewards" not in changed_settings(sft)
+
+
 def test_changed_settings_are_only_the_changes(tmp_path):
     changed = changed_settings(_request(tmp_path).public_dict())
     assert set(changed) == set(CHANGED) | {"local_datasets"}

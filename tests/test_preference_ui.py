@@ -10,7 +10,7 @@ from trainer_core.runs.metrics import MetricsHistory, series_of
 from trainer_core.schemas import TrainingProgress
 from trainer_core.training.preference import preference_values
 from ui import charts, handlers
-from ui.method_panel import method_rate, method_visibility
+from ui.method_panel import method_beta, method_rate, method_visibility
 
 
 def test_trl_log_names_become_progress_fields():
@@ -101,8 +101,10 @@ def test_method_section_shows_each_methods_settings_and_moves_a_default_rate():
     grpo = method_visibility("grpo")
     assert all(grpo[name] for name in grpo_fields) and grpo["beta"] and not grpo["loss_type"]
     assert method_rate("dpo", 1e-3)["value"] == 5e-5 and method_rate("sft", 5e-5)["value"] == 1e-3
-    assert method_rate("grpo", 1e-3)["value"] == 2e-5 and method_rate("dpo", 2e-5)["value"] == 5e-5
-    assert "value" not in method_rate("dpo", 2e-4)  # a rate the user set stays
+    assert method_rate("grpo", 1e-3)["value"] == 2e-4 and method_rate("dpo", 2e-4)["value"] == 5e-5
+    assert "value" not in method_rate("dpo", 3e-4)  # a rate the user set stays
+    assert method_beta("grpo", 0.1)["value"] == 0.04 and method_beta("dpo", 0.04)["value"] == 0.1
+    assert "value" not in method_beta("grpo", 0.2) and "value" not in method_beta("sft", 0.1)
 
 
 def test_start_from_adapter_lists_completed_lora_runs_only(tmp_path):

@@ -3,6 +3,8 @@ plan (defaults, refusals) and reward code behind the server's switch."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from trainer_core.reward_schemas import RewardSpec, parse_reward, reward_line
@@ -86,6 +88,38 @@ def test_json_reward_with_a_schema():
     assert make_reward(spec, 100, "j")(prompts=[""] * 5, completions=completions) == [1.0, 1.0, 0.0, 0.0, 0.0]
 
 
+def test_a_pattern_that_backtracks_forever_scores_zero_instead_of_hanging_the_run():
+    import time
+
+    began = time.monotonic()
+    assert score("format pattern='(a+)+$'", ["a" * 40 + "b", "aaaa"]) == [0.0, 1.0]
+    assert time.monotonic() - began < 5  # the regex library's time limit (0.5 s a completion)
+
+
+def test_json_schemas_are_checked_and_never_fetch_or_read_a_reference(tmp_path):
+    secret = tmp_path / "outside.json"
+    secret.write_text('{"type": "object"}')
+    for ref in ("http://127.0.0.1:7899/s.json", f"file://{secret}", str(secret), "other.json#/x"):
+        with pytest.raises(ValueError, match="points outside the schema"):
+            RewardSpec(name="json", json_schema=json.dumps({"properties": {"a": {"$ref": ref}}}))
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        RewardSpec(name="json", json_schema="[1, 2]")
+    with pytest.raises(ValueError, match="not a valid JSON schema"):
+        RewardSpec(name="json", json_schema='{"type": 12}')
+    with pytest.raises(ValueError, match="nests too deeply"):
+        RewardSpec(name="json", json_schema="[" * 5000 + "]" * 5000)
+    local = '{"$defs": {"n": {"type": "integer"}}, "properties": {"age": {"$ref": "#/$defs/n"}}}'
+    assert score(f"json json_schema='{local}'", ['{"age": 3}', '{"age": "old"}']) == [1.0, 0.0]
+
+
+def test_deeply_nested_reward_json_is_a_clear_error_not_a_crash():
+    from pydantic import ValidationError
+
+    for rewards in ("[" * 5000 + "]" * 5000, ['{"a":' * 3000 + "1" + "}" * 3000]):
+        with pytest.raises(ValidationError, match="nests too deeply"):
+            grpo(rewards=rewards)
+
+
 def test_repetition_and_language_penalties():
     assert score("repetition", ["one two three four five"]) == [-0.0]
     looping = score("repetition ngram=2", ["the cat the cat the cat the cat"])[0]
@@ -131,7 +165,7 @@ def test_rewards_are_for_grpo_and_groups_must_fill_the_batch():
         grpo(batch_size=2, num_generations=4)
     assert grpo(batch_size=2, gradient_accumulation_steps=2).beta == 0.04
     assert grpo(loss_type="dr_grpo").grpo_loss_type == "dr_grpo"  # TRL's own name is taken too
-    assert grpo().learning_rate == 2e-5
+    assert grpo().learning_rate == 2e-4 and grpo().beta == 0.04
 
 
 REWARD_CODE = """
@@ -172,3 +206,6 @@ def test_a_broken_reward_file_is_named_with_its_line(tmp_path):
     (tmp_path / "empty.py").write_text("X = 1\n")
     with pytest.raises(RewardCodeError, match="defines no reward function"):
         public_functions(tmp_path / "empty.py")
+    (tmp_path / "rewards.txt").write_text("def reward(prompts, completions, **kw):\n    return [1.0]\n")
+    with pytest.raises(RewardCodeError, match="not a .py file"):
+        public_functions(tmp_path / "rewards.txt")

@@ -4,9 +4,10 @@ Field metadata lives here once; the form, the CLI and the API read it."""
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Optional
+import json
+from typing import Annotated, Any, Optional
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from trainer_core.vocabulary import RewardName
@@ -74,16 +75,11 @@ class RewardSpec(BaseModel):
             raise ValueError(f"reward {self.name} needs {needed}")
         if self.pattern is not None:
             try:
-                re.compile(self.pattern)
-            except re.error as exc:
+                regex.compile(self.pattern)
+            except (regex.error, RecursionError, OverflowError) as exc:
                 raise ValueError(f"reward {self.name}: pattern is not a regular expression ({exc})") from None
         if self.json_schema is not None:
-            import json
-
-            try:
-                json.loads(self.json_schema)
-            except ValueError as exc:
-                raise ValueError(f"reward json: json_schema is not JSON ({exc})") from None
+            checked_schema(self.json_schema)
         return self
 
     @property
@@ -95,6 +91,50 @@ class RewardSpec(BaseModel):
         if self.column and self.name in ("exact_match", "numeric_match"):
             return f"{self.name}:{self.column}"
         return self.name
+
+
+def json_text(text: str, field: str) -> Any:
+    """The JSON value of ``text`` (the user's, in ``field``). Raises ValueError naming ``field`` for
+    text that is not JSON or nests too deeply for the parser (Python's ``json`` raises
+    RecursionError past about a thousand levels)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{field}: the JSON nests too deeply; keep it under a few hundred levels") from None
+    except ValueError as exc:
+        raise ValueError(f"{field}: not JSON ({exc})") from None
+
+
+def checked_schema(text: str) -> Any:
+    """The JSON schema in ``text`` (``json_schema`` of a json reward), checked against its
+    metaschema by ``jsonschema``. Every ``$ref`` must point inside the schema (``#...``): a schema
+    is never allowed to make the worker fetch a URL or read a file. Raises ValueError naming
+    ``json_schema``."""
+    import jsonschema
+
+    schema = json_text(text, "reward json: json_schema")
+    if not isinstance(schema, (dict, bool)):
+        raise ValueError('reward json: json_schema must be a JSON object (a JSON schema), e.g. {"type": "object"}')
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"reward json: json_schema is not a valid JSON schema ({exc.message[:200]})") from None
+    except RecursionError:
+        raise ValueError("reward json: json_schema nests too deeply") from None
+    stack = [schema]
+    while stack:  # no recursion: the schema may nest deeply
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$ref", "$dynamicRef", "$recursiveRef") and not str(value).startswith("#"):
+                    raise ValueError(
+                        f"reward json: json_schema's {key} {str(value)[:80]!r} points outside the schema; only "
+                        "references inside it (#/...) are allowed, never a URL or a file"
+                    )
+                stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return schema
 
 
 class CompletionSample(BaseModel):
@@ -112,12 +152,11 @@ def parse_reward(text: str) -> dict[str, object]:
     """One reward in the form's and the CLI's short form, ``name key=value ...`` (shell quoting for
     values with spaces), e.g. ``numeric_match column=answer weight=2`` or ``format weight=0.5``, as
     ``RewardSpec`` values. A JSON object is taken as is. Raises ValueError naming the bad part."""
-    import json
     import shlex
 
     text = text.strip()
     if text.startswith("{"):
-        value = json.loads(text)
+        value = json_text(text, "rewards")
         if not isinstance(value, dict):
             raise ValueError(f"rewards: {text[:60]!r} is not a JSON object")
         return value

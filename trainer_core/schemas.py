@@ -14,10 +14,12 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
-from trainer_core.reward_schemas import CompletionSample, RewardSpec, parse_reward
+from trainer_core.reward_schemas import CompletionSample, RewardSpec, json_text, parse_reward
 from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' vocabulary
+    GRPO_BETA,
     GRPO_LEARNING_RATE,
     LIVE_PHASES,
+    METHOD_DEFAULTS,
     PREFERENCE_LEARNING_RATE,
     PREFERENCE_METHODS,
     RESUMABLE_PHASES,
@@ -694,12 +696,7 @@ class TrainingStartRequest(BaseModel):
         """Rewards given in the short form (``numeric_match column=answer weight=2``: the form's
         lines, the CLI's items) or as JSON text, read into ``RewardSpec`` values."""
         if isinstance(value, str) and value.strip().startswith("["):  # a JSON list pasted into the form's box
-            import json
-
-            try:
-                value = json.loads(value)
-            except ValueError as exc:
-                raise ValueError(f"not a JSON list of rewards ({exc})") from None
+            value = json_text(value, "rewards")
         if isinstance(value, str):
             value = [line for line in value.splitlines() if line.strip()]
         if isinstance(value, list):
@@ -773,9 +770,9 @@ class TrainingStartRequest(BaseModel):
             )
         if not self.hf_dataset and not self.local_datasets:
             raise ValueError("no training data: give local_datasets (files) or hf_dataset (a hub id)")
-        if self.training_method != TrainingMethod.sft and "learning_rate" not in self.model_fields_set:
-            grpo = self.training_method == TrainingMethod.grpo
-            self.learning_rate = GRPO_LEARNING_RATE if grpo else PREFERENCE_LEARNING_RATE
+        for name in ("learning_rate", "beta"):  # the method's own defaults (METHOD_DEFAULTS)
+            if (name, self.training_method.value) in METHOD_DEFAULTS and name not in self.model_fields_set:
+                setattr(self, name, METHOD_DEFAULTS[(name, self.training_method.value)])
         self._check_grpo()
         if self.training_method != TrainingMethod.sft and self.packing:
             raise ValueError(
@@ -839,8 +836,6 @@ class TrainingStartRequest(BaseModel):
             if self.beta == 0:
                 raise ValueError(f"beta must be above 0 for training_method {self.training_method.value}")
             return
-        if "beta" not in self.model_fields_set:
-            self.beta = 0.04
         if self.packing:
             raise ValueError("packing joins rows for SFT; GRPO samples answers to prompts: turn packing off")
         per_step = self.batch_size * self.gradient_accumulation_steps

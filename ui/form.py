@@ -136,6 +136,12 @@ def number_widgets(
 def _clean(name: str, value: Any) -> Any:
     if name == "custom_format_mapping":
         return parse_mapping(value)
+    if name == "rewards" and isinstance(value, str):  # one reward a line (the short form), or a JSON list
+        if value.strip().startswith("["):
+            from trainer_core.reward_schemas import json_text
+
+            return json_text(value, "Rewards")
+        return [line.strip() for line in value.splitlines() if line.strip()]
     if isinstance(value, str) and not value.strip() and REQUEST_FIELDS[name].default is None:
         return None
     kind = base_type(REQUEST_FIELDS[name].annotation)

@@ -12,7 +12,7 @@ import gradio as gr
 
 from trainer_core.fieldmeta import default, field_methods, group
 from trainer_core.reward_schemas import RewardSpec, reward_line
-from trainer_core.schemas import GRPO_LEARNING_RATE, PREFERENCE_LEARNING_RATE, Phase
+from trainer_core.schemas import GRPO_BETA, GRPO_LEARNING_RATE, PREFERENCE_LEARNING_RATE, Phase
 from ui.form import FORM_FIELDS, make_widget
 
 NEW_ADAPTER = ("none: a new adapter", "")
@@ -113,6 +113,16 @@ def method_rate(method: str, learning_rate: Any) -> Any:
     )
 
 
+def method_beta(method: str, beta: Any) -> Any:
+    """The user chose another training method: a beta still at a method default (the preference
+    methods' 0.1, GRPO's KL weight 0.04) becomes the new method's; one the user set stays, and SFT
+    (which has no beta) leaves it alone."""
+    defaults = (default("beta"), GRPO_BETA)
+    if method == "sft" or beta not in defaults:
+        return gr.skip()
+    return gr.update(value=GRPO_BETA if method == "grpo" else default("beta"))
+
+
 def wire(widgets: dict[str, gr.components.Component]) -> None:
     """Show each method's settings when the method changes (also when a settings file or a run fills
     the form); on the user's own choice, move a default learning rate along (``method_rate``)."""
@@ -130,6 +140,8 @@ def wire(widgets: dict[str, gr.components.Component]) -> None:
         show_progress="hidden",
     )
     method.input(method_rate, [method, rate], rate, queue=False, api_name=False, show_progress="hidden")
+    beta = widgets["beta"]
+    method.input(method_beta, [method, beta], beta, queue=False, api_name=False, show_progress="hidden")
     widgets[LIBRARY].input(
         add_reward,
         [widgets[LIBRARY], widgets["rewards"]],

@@ -12,18 +12,23 @@ import typing
 from typing import Any
 
 from trainer_core.fieldmeta import FIELDS, base_type, default
-from trainer_core.schemas import SECRET_FIELDS
+from trainer_core.schemas import METHOD_DEFAULTS, SECRET_FIELDS
 
 PATH_FLAGS = {"local_datasets": "--dataset", "local_eval_datasets": "--eval-dataset"}  # repeated flags in cli.py
 
 
 def changed_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """The entries of ``settings`` (JSON-able field values) that differ from the field defaults,
-    in the schema's order; secrets and unknown keys left out."""
+    """The entries of ``settings`` (JSON-able field values) that differ from the defaults (the
+    training method's own, ``METHOD_DEFAULTS``, where it has one: a GRPO run's beta 0.1 is written,
+    its 0.04 is not), in the schema's order; secrets, unknown keys and empty reward lists left out."""
+    method = str(settings.get("training_method") or "sft")
     return {
         name: settings[name]
         for name in FIELDS
-        if name in settings and name not in SECRET_FIELDS and settings[name] != default(name)
+        if name in settings
+        and name not in SECRET_FIELDS
+        and settings[name] != METHOD_DEFAULTS.get((name, method), default(name))
+        and not (name == "rewards" and not settings[name])
     }
 
 
@@ -44,8 +49,9 @@ def cli_command(settings: dict[str, Any]) -> str:
             continue  # an optional text left empty is the default's meaning
         elif typing.get_origin(kind) is dict:
             parts.append(f"{flag} " + " ".join(shlex.quote(f"{k}={v}") for k, v in value.items()))
-        elif typing.get_origin(kind) is list:
-            parts.append(f"{flag} " + " ".join(shlex.quote(str(v)) for v in value))
+        elif typing.get_origin(kind) is list:  # a reward given as an object: its JSON (the CLI reads both)
+            items = (json.dumps(v) if isinstance(v, dict) else str(v) for v in value)
+            parts.append(f"{flag} " + " ".join(shlex.quote(item) for item in items))
         else:
             parts.append(f"{flag} {shlex.quote(str(value))}")
     return " \\\n  ".join(parts)

@@ -40,7 +40,13 @@ def refused_reason() -> str:
 def public_functions(path: Path) -> list[str]:
     """The names of the top-level functions of the Python file ``path`` whose names do not start
     with ``_``, in file order, found by parsing (the file is not run). Raises RewardCodeError when
-    it cannot be read, is over 1 MB, is not Python, or defines no such function."""
+    it is not a ``.py`` file (the worker imports it as a module), cannot be read, is over 1 MB, is
+    not Python, or defines no such function."""
+    if path.suffix != ".py":
+        raise RewardCodeError(
+            f"reward_file: {path.name} is not a .py file; the worker imports it as a Python module: "
+            "save the functions in a file ending in .py"
+        )
     try:
         if path.stat().st_size > MAX_BYTES:
             raise RewardCodeError(f"reward_file: {path.name} is over 1 MB: a reward file holds a few functions")

@@ -10,15 +10,20 @@ message lists (conversational prompts) whose assistant contents are read. A func
 from __future__ import annotations
 
 import json
+import logging
 import re
 import unicodedata
 from collections.abc import Callable
 from typing import Any, Optional
 
-from trainer_core.reward_schemas import RewardSpec
+import regex
+
+from trainer_core.reward_schemas import RewardSpec, checked_schema
 from trainer_core.rewards.answers import same_answer
 
 RewardFunction = Callable[..., list[Optional[float]]]
+log = logging.getLogger(__name__)
+MATCH_SECONDS = 0.5  # the format reward's time limit per completion (regex's timeout)
 
 
 def completion_text(completion: Any) -> str:
@@ -57,11 +62,23 @@ def make_answer_match(column: str, numeric: bool, name: str) -> RewardFunction:
 
 def make_format(pattern: str, name: str = "format") -> RewardFunction:
     """1.0 where ``pattern`` (a regular expression, dot matching newlines) matches the whole
-    completion, outer whitespace stripped; else 0.0."""
-    compiled = re.compile(pattern, re.DOTALL)
+    completion, outer whitespace stripped; else 0.0. Matched by the ``regex`` library with a time
+    limit of ``MATCH_SECONDS`` per completion: a pattern that backtracks catastrophically on some
+    completion (e.g. ``(a+)+$``) scores it 0.0 and is logged once, instead of hanging the run."""
+    compiled = regex.compile(pattern, regex.DOTALL)
+    warned = []
+
+    def score(text: str) -> float:
+        try:
+            return 1.0 if compiled.fullmatch(text, timeout=MATCH_SECONDS) else 0.0
+        except TimeoutError:
+            if not warned:
+                warned.append(True)
+                log.warning("reward %s: the pattern took over %.1f s on a completion; scored 0", name, MATCH_SECONDS)
+            return 0.0
 
     def reward(prompts, completions, completion_ids=None, **columns):
-        return [1.0 if compiled.fullmatch(completion_text(c).strip()) else 0.0 for c in completions]
+        return [score(completion_text(c).strip()) for c in completions]
 
     return _named(reward, name)
 
@@ -86,6 +103,13 @@ def make_length(target: Optional[int], max_length: int, name: str = "length") ->
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
+def jsonschema_errors() -> tuple[type[BaseException], ...]:
+    """What validating against a checked schema can still raise: an unresolvable reference."""
+    from referencing.exceptions import Unresolvable
+
+    return (Unresolvable,)
+
+
 def parsed_json(text: str) -> Any:
     """The JSON value ``text`` holds: the whole text, else the first fenced ```json block. Raises
     ValueError when neither parses."""
@@ -101,23 +125,32 @@ def parsed_json(text: str) -> Any:
 
 def make_json(schema_text: Optional[str], name: str = "json") -> RewardFunction:
     """1.0 where the completion is valid JSON (``parsed_json``) and, with ``schema_text`` (a JSON
-    schema, checked by the ``jsonschema`` library), matches it; else 0.0."""
+    schema, checked by ``reward_schemas.checked_schema``: references inside it only), matches it
+    (the ``jsonschema`` library, with an empty ``referencing.Registry``: nothing is ever fetched or
+    read to resolve a reference); else 0.0."""
     validator = None
     if schema_text:
         import jsonschema
+        from referencing import Registry
 
-        schema = json.loads(schema_text)
-        validator = jsonschema.validators.validator_for(schema)(schema)
+        schema = checked_schema(schema_text)
+        validator = jsonschema.validators.validator_for(schema)(schema, registry=Registry())
+
+    def valid(value: Any) -> bool:
+        try:
+            return validator is None or validator.is_valid(value)
+        except (jsonschema_errors(), RecursionError, TypeError, ValueError):
+            return False
 
     def reward(prompts, completions, completion_ids=None, **columns):
         scores = []
         for c in completions:
             try:
                 value = parsed_json(completion_text(c))
-            except ValueError:
+            except (ValueError, RecursionError):
                 scores.append(0.0)
                 continue
-            scores.append(1.0 if validator is None or validator.is_valid(value) else 0.0)
+            scores.append(1.0 if valid(value) else 0.0)
         return scores
 
     return _named(reward, name)
@@ -136,7 +169,7 @@ def make_repetition(n: int, name: str = "repetition") -> RewardFunction:
     """-(share of repeated word ``n``-grams): 0 for a text without repeats, towards -1 for a loop."""
 
     def reward(prompts, completions, completion_ids=None, **columns):
-        return [-repeated_share(completion_text(c), n) for c in completions]
+        return [0.0 - repeated_share(completion_text(c), n) for c in completions]  # 0.0, never -0.0
 
     return _named(reward, name)
 
