@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from api.auth import require_token
 from trainer_core.arena.battle import Arena, ArenaError, UnknownBattle
-from trainer_core.arena.schemas import Battle, BattleRequest, Leaderboard, VoteRequest
+from trainer_core.arena.schemas import Battle, BattleRequest, Leaderboard, ModelId, VoteRequest
 from trainer_core.serving.errors import ChatInputError, ChatUnavailable, UnknownModel
 
 router = APIRouter(prefix="/api/arena", tags=["arena"], dependencies=[Depends(require_token)])
@@ -69,7 +69,7 @@ def list_battles(limit: int = Query(50, ge=1, le=MAX_LISTED), arena: Arena = Dep
 
 @router.get("/leaderboard", response_model=Leaderboard)
 def get_leaderboard(
-    models: Optional[list[str]] = Query(None, max_length=64, description="The model set (repeat); empty: all."),
+    models: Optional[list[ModelId]] = Query(None, max_length=64, description="The model set (repeat); empty: all."),
     arena: Arena = Depends(_arena),
 ) -> Leaderboard:
     """Standings over the voted battles between models of the set: win rate (ties half) with its

@@ -49,6 +49,29 @@ def test_a_vote_counts_once_and_unknown_battles_are_named(arena):
     assert arena.leaderboard().battles == 1
 
 
+def test_a_vote_that_loses_a_race_names_the_vote_that_won(arena, monkeypatch):
+    found = arena.battle(BattleRequest(prompt="x", models=["job_a", "job_b"]))
+    real = arena.store.vote
+
+    def raced(battle_id, vote, at):  # another request's vote lands between the read and this write
+        real(battle_id, "right", at)
+        return real(battle_id, vote, at)
+
+    monkeypatch.setattr(arena.store, "vote", raced)
+    with pytest.raises(ArenaError, match="has its vote already \\(right\\)"):
+        arena.vote(found.battle_id, "left")
+
+
+def test_the_tab_names_a_refused_setting_by_its_label(arena):
+    from ui.arena_tab import battle
+
+    said = list(battle(arena, "job_a", "job_b", "x" * 9000, 256))[-1][2]
+    assert "Prompt:" in said and "8000 characters" in said and "Max new tokens" not in said
+    said = list(battle(arena, "job_a", "job_b", "hi", 99_999))[-1][2]
+    assert "Max new tokens:" in said and "4096" in said
+    assert arena.engine.calls == []  # nothing was loaded for either
+
+
 def test_refusals(arena, tmp_path):
     arena.engine.busy = True
     with pytest.raises(ChatUnavailable, match="training job"):

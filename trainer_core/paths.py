@@ -60,6 +60,7 @@ def confine(path: str | os.PathLike, roots: Iterable[Path], field: str) -> Path:
         return resolved
     names = ", ".join(str(r) for r in allowed) or "(none)"
     raise PathNotAllowed(
-        f"{field}: {shown(os.fspath(path))} is outside the allowed folders ({names}); upload the file, or add "
+        f"{field}: {shown(os.fspath(path))} is outside the allowed folders ({names}); put it in one of them (the form's upload fields do that for "
+        "data files), or add "
         "its folder to STUDIO_ALLOWED_PATHS"
     )

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import gradio as gr
 import pandas as pd
+from pydantic import ValidationError
 
 from trainer_core.arena.battle import Arena, ArenaError
 from trainer_core.arena.schemas import BattleRequest, Vote
@@ -57,6 +58,23 @@ def standings(arena: Arena) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+LABELS = {
+    "prompt": "Prompt",
+    "settings": "Max new tokens",
+    "max_new_tokens": "Max new tokens",
+    "models": "First model / Second model",
+}
+
+
+def _field_error(exc: Exception) -> str:
+    """A refused battle's settings, each problem named by the field's label on the tab."""
+    if not isinstance(exc, ValidationError):
+        return f"Max new tokens: {exc}"
+    return "; ".join(
+        f"{LABELS.get(str(e['loc'][0]), e['loc'][0]) if e['loc'] else 'Battle'}: {e['msg']}" for e in exc.errors()
+    )
+
+
 def battle(arena: Arena, first: Any, second: Any, prompt: Any, max_new_tokens: Any) -> Iterator[tuple]:
     """Run a battle: (answer A, answer B, notice, battle id, *vote buttons). A refusal (training
     running, unknown or identical models, an empty prompt) is said in the notice; nothing else changes."""
@@ -74,7 +92,7 @@ def battle(arena: Arena, first: Any, second: Any, prompt: Any, max_new_tokens: A
         settings = GenerationSettings(max_new_tokens=int(max_new_tokens or 256))
         request = BattleRequest(prompt=prompt, models=picked, settings=settings)
     except (ValueError, TypeError) as exc:
-        yield (*keep, notice_html(f"Max new tokens: {exc}", "Not started"), gr.skip(), *_buttons(False))
+        yield (*keep, notice_html(_field_error(exc), "Not started"), gr.skip(), *_buttons(False))
         return
     yield ("", "", "<p class='arena-wait'>Both models are answering, one after the other…</p>", None, *_buttons(False))
     try:

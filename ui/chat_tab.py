@@ -29,8 +29,8 @@ class ChatTab:
                     elem_id="chat-model",
                     allow_custom_value=True,  # a job id from the API; checked by the engine
                     info=(
-                        "The base model, a run's final weights, one of its checkpoints (newest first), or a GGUF "
-                        "export run by llama.cpp (the fast way to chat on a CPU)."
+                        "The base model, a run's final weights, one of its checkpoints (newest first), a merged "
+                        "export, or a GGUF export run by llama.cpp (the fast way to chat on a CPU)."
                     ),
                 )
                 refresh = gr.Button("Refresh", size="sm", scale=1)

@@ -70,6 +70,9 @@ def test_the_api_hides_names_until_one_vote_and_refuses_while_training(arena_app
     assert unknown.status_code == 404
     assert api.post("/api/arena/battles", json={**body, "models": [job, job, job]}).status_code == 422
     assert api.post("/api/arena/battles", json={**body, "models": ["../../etc/passwd"]}).status_code == 404
+    long_id = api.post("/api/arena/battles", json={**body, "models": [job, "x" * 100_000]})
+    assert long_id.status_code == 422 and len(long_id.content) < 5_000  # refused by length, not echoed back
+    assert api.get("/api/arena/leaderboard", params={"models": ""}).status_code == 422  # an empty name is no model
     one = api.post("/api/arena/battles", json={**body, "models": [job]})  # one named: the other at random
     assert one.status_code == 200 and job not in one.text, one.text
     shown = api.post(f"/api/arena/battles/{one.json()['battle_id']}/vote", json={"vote": "tie"}).json()

@@ -12,7 +12,7 @@ from typing import Any, Optional
 from trainer_core.arena.leaderboard import leaderboard
 from trainer_core.arena.schemas import Battle, BattleRequest, BattleSide, Leaderboard, Vote
 from trainer_core.arena.store import ArenaStore
-from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable
+from trainer_core.serving.errors import ChatInputError, ChatUnavailable
 from trainer_core.serving.schemas import ChatMessage
 
 
@@ -23,6 +23,11 @@ class ArenaError(ValueError):
 
 class UnknownBattle(ArenaError):
     """No battle has this id."""
+
+
+ARENA_BUSY = (
+    "The arena needs the machine: a training job is running and has it; battle again when the job ends (or stop it)."
+)
 
 
 class Arena:
@@ -38,13 +43,16 @@ class Arena:
         the names hidden. Raises ChatUnavailable (a training job runs: nothing is loaded),
         ArenaError / ChatInputError / UnknownModel for models that cannot battle."""
         if self.engine.refusal():
-            raise ChatUnavailable(f"The arena needs the machine: {TRAINING_BUSY}")
+            raise ChatUnavailable(ARENA_BUSY)
         left, right = self._pair(request.models)
         if self._rng.random() < 0.5:
             left, right = right, left
         messages = [ChatMessage(role="system", content=request.system)] if request.system else []
         messages.append(ChatMessage(role="user", content=request.prompt))
-        answers = [self.engine.complete(model, messages, request.settings) for model in (left, right)]
+        try:
+            answers = [self.engine.complete(model, messages, request.settings) for model in (left, right)]
+        except ChatUnavailable as exc:  # a Start took the machine mid-battle: nothing is stored
+            raise ChatUnavailable(ARENA_BUSY if self.engine.refusal() else str(exc)) from None
         battle_id = f"battle_{time.strftime('%Y%m%d_%H%M%S')}_{secrets.token_hex(4)}"
         record = {
             "prompt": request.prompt,
@@ -61,7 +69,8 @@ class Arena:
         if found is None:
             raise UnknownBattle(f"battle {battle_id[:80]!r} does not exist: start a battle first")
         if not self.store.vote(battle_id, vote, time.time()):
-            raise ArenaError(f"battle {battle_id} has its vote already ({found['vote']}): start a new battle")
+            first = (self.store.get(battle_id) or found).get("vote")  # another vote may have won just now
+            raise ArenaError(f"battle {battle_id} has its vote already ({first}): start a new battle")
         return self._shown(self.store.get(battle_id))
 
     def get(self, battle_id: str) -> Battle:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from trainer_core.serving.schemas import GenerationSettings
 
 Vote = Literal["left", "right", "tie", "both_bad"]
 MAX_PROMPT_CHARS = 8000
+# A model id: base, a job id, JOB/checkpoint-N, EXPORT or EXPORT/TYPE (all far shorter)
+ModelId = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
 class BattleRequest(BaseModel):
@@ -20,7 +22,7 @@ class BattleRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS, description="What both models answer.")
-    models: list[str] = Field(
+    models: list[ModelId] = Field(
         default_factory=list,
         max_length=2,
         description="Two model ids; one, against a random other; none, two at random.",
