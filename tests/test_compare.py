@@ -349,3 +349,33 @@ def test_vectorised_ema_agrees_with_the_loop(weight):
     assert [math.isfinite(v) for v in got] == [math.isfinite(v) for v in want]
     assert [v for v in got if not math.isfinite(v)].count(math.inf) == values.count(math.inf)
     assert all(g == pytest.approx(w, rel=1e-12, abs=1e-12) for g, w in zip(got, want) if math.isfinite(w))
+
+
+def test_a_grpo_runs_view_has_its_rewards_chart_and_an_sft_run_none(tmp_path):
+    """The Runs tab shows a finished GRPO run's rewards (mean and each function) beside its loss,
+    as the live monitor did; an SFT run's view keeps that chart hidden."""
+    from ui import run_handlers
+
+    store = RunStore(tmp_path / "studio.db")
+    _run(store, "job_sft", {}, [2.0, 1.0])
+    store.create_run("job_grpo", {"training_method": "grpo"}, "/runs/job_grpo", "training")
+    for step, reward in enumerate([0.25, 0.5, 0.75], start=1):
+        store.add_metric(
+            TrainingProgress(
+                job_id="job_grpo",
+                step=step,
+                total_steps=3,
+                loss=0.01,
+                reward=reward,
+                reward_std=0.1,
+                rewards={"numeric_match:answer": reward},
+            )
+        )
+    store.finish_run("job_grpo", "completed", None, None, "completed")
+    idle = SimpleNamespace(is_training_running=False, job_id=None)
+    ctx = SimpleNamespace(runner=SimpleNamespace(store=store, status=lambda with_history=True: idle), tasks=None)
+    plot = run_handlers.show_run(ctx, "job_grpo")[5]
+    assert plot.visible and plot.value is not None
+    names = {trace["name"] for trace in json.loads(plot.value["plot"])["data"]}
+    assert {"numeric_match:answer"} <= names, names
+    assert run_handlers.show_run(ctx, "job_sft")[5].visible is False

@@ -11,9 +11,17 @@ from typing import Any, Optional
 import plotly.graph_objects as go
 
 from trainer_core.runs.metrics import ChartPoints
-from ui.charts import _figure, _mode, _x_axis
+from ui.charts import _figure, _mode, _x_axis, has_preference_points, preference_figure
 
 _HOVER = "step %{x:d}<br>%{fullData.name} %{y:.4g}<extra></extra>"
+
+
+def rewards_figure(points: ChartPoints) -> Optional[go.Figure]:
+    """The rewards chart of a run's points: a GRPO run's rewards (``reward_figure``), a DPO / ORPO /
+    KTO run's preference rewards (``charts.preference_figure``), or None for a run with neither."""
+    if has_grpo_points(points):
+        return reward_figure(points)
+    return preference_figure(points) if has_preference_points(points) else None
 
 
 def has_grpo_points(points: ChartPoints) -> bool:

@@ -133,8 +133,7 @@ def render(status: TrainingStatus, points: ChartPoints, latest: Optional[Any] = 
     figures = (charts.loss_figure(points), charts.learning_rate_figure(points), charts.grad_norm_figure(points))
     plots = [PlotData(type="plotly", plot=fig.to_json()) for fig in figures]
     grpo = grpo_charts.has_grpo_points(points)
-    preference = charts.has_preference_points(points) and not grpo  # a DPO / ORPO / KTO run: its rewards chart
-    rewards = grpo_charts.reward_figure(points) if grpo else charts.preference_figure(points) if preference else None
+    rewards = grpo_charts.rewards_figure(points)
     plots.append(
         gr.Plot(value=PlotData(type="plotly", plot=rewards.to_json()) if rewards else None, visible=rewards is not None)
     )

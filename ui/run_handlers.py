@@ -18,7 +18,7 @@ from trainer_core.runs.metrics import chart_points_of
 from trainer_core.runs.store import STATUS_WORDS, RunDetail, RunRecord, status_word
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
 from trainer_core.serving.engine import ChatEngine
-from ui import charts
+from ui import charts, grpo_charts
 from ui.form import FORM_FIELDS, form_values
 from ui.handlers import NOTICE_CLEAR, Context, begin, clock, refused, watch
 from ui.refusals import notice_html
@@ -219,13 +219,15 @@ def _label_lines(run: RunRecord) -> str:
 
 
 def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
-    """Summary, settings, charts and the four run buttons' states of run ``job_id`` (all blank and
+    """Summary, settings, charts (loss, learning rate, grad norm, and the rewards of a GRPO or
+    preference run) and the four run buttons' states of run ``job_id`` (all blank and
     the buttons off when none is chosen). The summary (Markdown) starts with the run's name and
     note when set, escaped so they show as typed (``literal_markdown``)."""
     if not (job_id or "").strip():
-        return (NO_RUN, None, None, None, None, *_run_buttons(ctx, None))
+        return (NO_RUN, None, None, None, None, gr.Plot(value=None, visible=False), *_run_buttons(ctx, None))
     run = _get(ctx, job_id.strip())
     points = chart_points_of(run.metrics)
+    rewards = grpo_charts.rewards_figure(points)  # a GRPO or preference run's rewards; hidden for SFT
     summary = _label_lines(run) + (
         f"**{run.job_id}** · {run_status(run)} · step {run.last_step} / {run.total_steps or '?'} · "
         f"training {_minutes(run.training_seconds)} · wall {_minutes(run.wall_seconds)}"
@@ -244,6 +246,7 @@ def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
         charts.loss_figure(points),
         charts.learning_rate_figure(points),
         charts.grad_norm_figure(points),
+        gr.Plot(value=rewards, visible=rewards is not None),
         *_run_buttons(ctx, run),
     )
 

@@ -77,6 +77,7 @@ def build(
                 gr.Plot(show_label=False, elem_id="run-lr-plot"),
                 gr.Plot(show_label=False, elem_id="run-grad-plot"),
             )
+        rewards = gr.Plot(show_label=False, elem_id="run-reward-plot", visible=False)
         settings = gr.JSON(label="Settings")
     run_buttons = [load_btn, resume_btn, chat_btn, delete_btn]
     resumed_form = resume_btn.click(
@@ -89,7 +90,7 @@ def build(
     refreshed.then(
         partial(run_handlers.show_run, ctx),
         selected,
-        [summary, settings, loss, lr, grad, *run_buttons],
+        [summary, settings, loss, lr, grad, rewards, *run_buttons],
         api_name=False,
         **FREE,
     )  # the selected run's view is current too
@@ -98,7 +99,7 @@ def build(
     selected.change(
         partial(run_handlers.show_run, ctx),
         selected,
-        [summary, settings, loss, lr, grad, *run_buttons],
+        [summary, settings, loss, lr, grad, rewards, *run_buttons],
         api_name="show_run",
         **FREE,
     )
@@ -111,7 +112,7 @@ def build(
     shown.change(
         partial(run_handlers.show_run, ctx),
         selected,
-        [summary, settings, loss, lr, grad, *run_buttons],
+        [summary, settings, loss, lr, grad, rewards, *run_buttons],
         api_name=False,
         show_progress="hidden",
         **FREE,

@@ -40,6 +40,8 @@ FULL_READ_BYTES = 64 * 1024 * 1024  # files up to this size are read whole (rows
 CHECK_ROWS = 2000  # rows rendered and tokenized for the truncation check
 FIRST_OVER_ROWS = 5  # row numbers listed in TruncationReport.first_rows
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~])")
+_LINE_MARK = re.compile(r"(?m)^(\s*)([-+=])")  # a list bullet or a heading underline
+_NUMBERED = re.compile(r"(?m)^(\s*\d+)([.)])")  # a numbered list item
 _SINGLE_NEWLINE = re.compile(r"(?<!\n)\n(?!\n)")
 _tokenizer_lock = threading.Lock()  # a fast tokenizer is not safe to call from two threads at once
 
@@ -271,6 +273,10 @@ def _cut(text: str) -> str:
 
 
 def _escape(text: str) -> str:
-    """``text`` with Markdown and HTML characters backslash-escaped (CommonMark escapes) and single
-    newlines made hard line breaks (two spaces before them), so lines stay lines when rendered."""
-    return _SINGLE_NEWLINE.sub("  \n", _MARKDOWN_SPECIAL.sub(r"\\\1", text))
+    """``text`` with Markdown and HTML characters backslash-escaped (CommonMark escapes), a line's
+    leading ``-`` / ``+`` / ``=`` or ``1.`` escaped too (else a cell holding "-" shows a list
+    bullet), and single newlines made hard line breaks (two spaces before them), so lines stay lines
+    when rendered."""
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    text = _LINE_MARK.sub(r"\1\\\2", _NUMBERED.sub(r"\1\\\2", text))
+    return _SINGLE_NEWLINE.sub("  \n", text)
