@@ -260,6 +260,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
             )
             return report
         results = [_run(side, model_dir, dataset, steps) for _ in range(args.pairs) for side in ("ours", "trl")]
+        estimated = estimate(model_dir, dataset, steps)  # while the prompts file exists
     rate = {
         side: statistics.median(r["steps_per_second"] for r in results if r["side"] == side) for side in ("ours", "trl")
     }
@@ -272,12 +273,13 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         "median_steps_per_second": rate,
         "speed_ratio": rate["ours"] / rate["trl"],
         "same_rewards": all(r["rewards"] == results[0]["rewards"] for r in results),
-        "estimate": estimate(model_dir, dataset, steps),
+        "estimate": estimated,
     }
     print(json.dumps(report))
     print(
         f"ours / TRL steps per second: {report['speed_ratio']:.3f}x (target: within 10 %, i.e. >= 0.90); "
-        f"reward curves {'identical' if report['same_rewards'] else 'differ'}"
+        f"reward curves {'identical' if report['same_rewards'] else 'differ'}; pre-flight estimate "
+        f"{estimated['train_seconds']:.0f} s for ours' {statistics.median(r['seconds'] for r in results if r['side'] == 'ours'):.0f} s"
     )
     return report
 

@@ -370,3 +370,33 @@ def test_a_grpo_check_counts_prompts_and_names_the_completions_and_rewards(tmp_p
     assert f"Tokens: {report.tokens_total} kept, {words};" in render(report, colour=False)
     page = report_html(report)
     assert words in page and "GRPO: 4 answers to each of 2 prompts" in page and "of them trained" not in page
+
+
+def test_the_grpo_time_estimate_counts_sampling_as_measured(tmp_path, settings, model_dir):
+    """The generation part of a GRPO estimate: at this machine's measured matmul rate (191 GFLOP/s on
+    2026-12-06) 10 steps of 8 completions of 32 tokens with LoRA cost what ``model.generate`` took
+    there (5.3-5.8 s a step: docs/BENCHMARKS.md, GRPO); longer completions cost proportionally more,
+    full fine-tuning (no adapters) less; an SFT run has no generation part."""
+    from transformers import AutoConfig
+
+    from bench.arith_prompts import make_rows
+    from trainer_core.preflight.generation import generation_seconds
+
+    config = AutoConfig.from_pretrained(model_dir)
+    lora = TrainingStartRequest(
+        local_datasets=["p.json"], training_method="grpo", batch_size=8, max_completion_length=32
+    )
+    assert 50 <= generation_seconds(lora, config, 10, "cpu", 191.0) <= 62
+    longer = lora.model_copy(update={"max_completion_length": 64})
+    assert generation_seconds(longer, config, 10, "cpu", 191.0) > 1.9 * generation_seconds(
+        lora, config, 10, "cpu", 191.0
+    )
+    full = TrainingStartRequest(**{**lora.model_dump(), "training_type": "full"})
+    assert generation_seconds(full, config, 10, "cpu", 191.0) < 0.8 * generation_seconds(lora, config, 10, "cpu", 191.0)
+    path = _write(tmp_path, "arith.json", make_rows(16, seed=0))
+    grpo = run_preflight(TrainingStartRequest(local_datasets=[path], training_method="grpo", max_steps=2), settings)
+    assert grpo.time.parts_seconds["generation"] > 0
+    sft = run_preflight(
+        TrainingStartRequest(local_datasets=[_write(tmp_path, "a.json", ROWS_A)], max_steps=2), settings
+    )
+    assert sft.time is not None and "generation" not in sft.time.parts_seconds
