@@ -73,12 +73,15 @@ def explain(error: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def parse_mapping(text: str) -> dict[str, str]:
-    """``"a=b, c=d"`` -> ``{"a": "b", "c": "d"}``; raises ValueError naming the bad pair."""
+def parse_mapping(text: str, field: str = "custom_format_mapping") -> dict[str, str]:
+    """``"a=b, c=d"`` -> ``{"a": "b", "c": "d"}`` (the text form of a mapping field such as
+    ``custom_format_mapping`` or ``resources_per_worker``); raises ValueError naming ``field`` and
+    the bad pair."""
     mapping: dict[str, str] = {}
+    shape = "our_column=file_column" if field == "custom_format_mapping" else "name=value"
     for pair in filter(None, (p.strip() for p in (text or "").split(","))):
         ours, sep, theirs = (s.strip() for s in pair.partition("="))
         if not sep or not ours or not theirs:
-            raise ValueError(f"custom_format_mapping: '{pair}' is not 'our_column=file_column'")
+            raise ValueError(f"{field}: '{pair}' is not '{shape}'")
         mapping[ours] = theirs
     return mapping

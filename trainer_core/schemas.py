@@ -24,6 +24,7 @@ from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' v
     PREFERENCE_METHODS,
     RESUMABLE_PHASES,
     TERMINAL_PHASES,
+    Compute,
     DefaultTemplate,
     Distributed,
     DpoLoss,
@@ -611,6 +612,41 @@ class TrainingStartRequest(BaseModel):
         description="With several processes: ddp keeps a whole copy of the model in each (PyTorch DistributedDataParallel); fsdp shards it across GPUs as your accelerate config file says (accelerate launch); deepspeed shards it as your DeepSpeed JSON says (ZeRO). fsdp and deepspeed need CUDA GPUs and a config file.",
         json_schema_extra=_group("distributed"),
     )
+    compute: Compute = Field(
+        "local",
+        title="Compute",
+        description='local: the processes run on this machine (num_processes); ray: on a Ray cluster through Ray Train\'s TorchTrainer (num_workers workers, each running the same training worker; needs ray installed: pip install "finetune-studio[ray]").',
+        json_schema_extra=_group("distributed"),
+    )
+    ray_address: Optional[str] = Field(
+        None,
+        max_length=256,
+        pattern=r"^(ray://)?[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$",
+        title="Ray address",
+        description="compute ray: the cluster to run on, host:port of its head (ray start --head prints it; 6379 by default) or ray://host:10001 (Ray Client).",
+        json_schema_extra=_group("distributed"),
+    )
+    num_workers: int = Field(
+        1,
+        ge=1,
+        le=256,
+        title="Ray workers (num_workers)",
+        description="compute ray: how many Ray Train workers train data-parallel (each takes batch_size rows per step, like a process of num_processes).",
+        json_schema_extra=_group("distributed"),
+    )
+    resources_per_worker: dict[str, float] = Field(
+        default_factory=lambda: {"CPU": 1.0},
+        max_length=8,
+        title="Resources per worker",
+        description="compute ray: what each worker reserves on the cluster, e.g. CPU=2, GPU=1 (Ray's resource names).",
+        json_schema_extra=_group("distributed"),
+    )
+    use_gpu: bool = Field(
+        False,
+        title="Ray workers use GPUs",
+        description="compute ray: each worker gets a GPU (Ray Train's use_gpu; NCCL between them); off: CPUs and gloo.",
+        json_schema_extra=_group("distributed"),
+    )
     distributed_config: Optional[str] = Field(
         None,
         max_length=MAX_PATH_CHARS,
@@ -680,6 +716,28 @@ class TrainingStartRequest(BaseModel):
     @classmethod
     def _blank_key_is_none(cls, value: Optional[SecretStr]) -> Optional[SecretStr]:
         return value if value is not None and value.get_secret_value().strip() else None
+
+    def _check_ray(self) -> None:
+        """compute ray: an address, ddp, no local GPU ids; num_processes follows num_workers (the
+        group's size everywhere: the global batch, the steps, the launcher)."""
+        if self.compute != "ray":
+            if self.ray_address:
+                raise ValueError("ray_address is read only with compute ray: choose ray, or clear the address")
+            return
+        if not self.ray_address:
+            raise ValueError(
+                "compute ray needs ray_address: the head's host:port (ray start --head prints it) or ray://host:10001"
+            )
+        if "num_processes" in self.model_fields_set and self.num_processes not in (1, self.num_workers):
+            raise ValueError("num_processes counts this machine's processes; with compute ray set num_workers instead")
+        if self.gpu_ids or self.distributed != "ddp":
+            raise ValueError(
+                "compute ray runs ddp workers that Ray places (use_gpu and resources_per_worker choose their GPUs): "
+                "clear gpu_ids and choose distributed ddp"
+            )
+        if any(value < 0 for value in self.resources_per_worker.values()):
+            raise ValueError("resources_per_worker: amounts must be 0 or more, e.g. CPU=2, GPU=1")
+        self.num_processes = self.num_workers
 
     @field_validator("gpu_ids")
     @classmethod
@@ -784,6 +842,7 @@ class TrainingStartRequest(BaseModel):
                 "adapter_name_or_path continues a LoRA adapter: choose training_type lora or qlora "
                 "(or merge the adapter into a model and give that model for full training)"
             )
+        self._check_ray()
         if self.distributed != "ddp" and not (self.distributed_config and self.num_processes > 1):
             raise ValueError(
                 f"distributed {self.distributed!r} needs num_processes > 1 and distributed_config (your "

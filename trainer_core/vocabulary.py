@@ -118,3 +118,5 @@ GrpoLoss = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"]
 # own functions from reward_file
 RewardName = Literal["exact_match", "numeric_match", "format", "length", "json", "repetition", "language", "code"]
 Distributed = Literal["ddp", "fsdp", "deepspeed"]
+# Where the training processes run: this machine (local), or a Ray cluster through Ray Train (ray)
+Compute = Literal["local", "ray"]

@@ -62,6 +62,8 @@ def _label(name: str) -> str:
 
 
 # Names offered in the list fields' dropdowns (any other name can be typed; the check matches them against the model)
+MAPPING_HINTS = {"custom_format_mapping": "instruction=question, output=answer", "resources_per_worker": "CPU=1, GPU=0"}
+
 LIST_SUGGESTIONS = {
     "target_modules": ["all-linear", *LLAMA_PROJECTIONS],
     "modules_to_save": ["embed_tokens", "lm_head"],
@@ -101,8 +103,9 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
         return gr.Dropdown(
             choices=LIST_SUGGESTIONS.get(name, []), value=value, multiselect=True, allow_custom_value=True, **common
         )
-    if name == "custom_format_mapping":
-        return gr.Textbox(value="", placeholder="instruction=question, output=answer", **common)
+    if typing.get_origin(kind) is dict:  # a mapping typed as "a=b, c=d"
+        hint = MAPPING_HINTS.get(name, "name=value")
+        return gr.Textbox(value=widget_value(name, value) if value else "", placeholder=hint, **common)
     return gr.Textbox(value=value or "", **common)
 
 
@@ -134,8 +137,8 @@ def number_widgets(
 
 
 def _clean(name: str, value: Any) -> Any:
-    if name == "custom_format_mapping":
-        return parse_mapping(value)
+    if typing.get_origin(base_type(REQUEST_FIELDS[name].annotation)) is dict and isinstance(value, str):
+        return parse_mapping(value, name)
     if name == "rewards" and isinstance(value, str):  # one reward a line (the short form), or a JSON list
         if value.strip().startswith("["):
             from trainer_core.reward_schemas import json_text
@@ -174,8 +177,8 @@ def build_request(values: dict[str, Any], train_files: list[str], eval_files: li
 def widget_value(name: str, value: Any) -> Any:
     """A stored request value as form widget ``name`` shows it (mapping as "a=b, c=d", None as ""
     in a text box and as an empty number box)."""
-    if name == "custom_format_mapping":
-        return ", ".join(f"{k}={v}" for k, v in (value or {}).items())
+    if typing.get_origin(base_type(REQUEST_FIELDS[name].annotation)) is dict:
+        return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (value or {}).items())
     if name == "rewards":
         from trainer_core.reward_schemas import RewardSpec, reward_line
 

@@ -117,6 +117,8 @@ def form_args(dataset: str, **overrides: Any) -> list[Any]:
         is_dataset_image="",  # the empty one of its three choices (ui.form.TRI_STATE)
         rewards="",  # a text box of reward lines
         reward_file="",
+        ray_address="",
+        resources_per_worker="CPU=1",  # a mapping's text box (ui.form.widget_value)
     )
     values.update(overrides)
     return [None, dataset, None, "", *(values[name] for name in FORM_FIELDS)]

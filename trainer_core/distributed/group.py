@@ -97,7 +97,7 @@ class RankGroup:
     def start(self) -> None:
         """Run the launcher (its output in ``launcher.log``) and accept the processes in a thread."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = launcher_env(self._job[0], self._listener.address, self._key, self._devices)
+        env = launcher_env(self._job[0], self._listener.address, self._key, self._devices, Path(self._job[2]))
         with self.log_path.open("ab") as out:
             self.process = subprocess.Popen(
                 launcher_command(self._job[0]),

@@ -26,6 +26,8 @@ from typing import Optional
 from trainer_core.schemas import TrainingStartRequest
 
 RANK_MODULE = "trainer_core.training.rank_main"
+RAY_DRIVER = "trainer_core.training.ray_driver"
+RAY_ENV = "FINETUNE_STUDIO_RAY"  # the Ray run's settings for ray_driver (JSON)
 ADDRESS_ENV, KEY_ENV = "FINETUNE_STUDIO_GROUP_ADDRESS", "FINETUNE_STUDIO_GROUP_KEY"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MAX_CONFIG_BYTES = 1_000_000
@@ -39,7 +41,7 @@ class ScalingError(ValueError):
 def uses_launcher(request: TrainingStartRequest) -> bool:
     """True when the run goes through a launcher: several processes, or GPUs chosen by id (the ids
     must be set in the environment before CUDA starts, so a fresh launched process is used)."""
-    return request.num_processes > 1 or bool(request.gpu_ids)
+    return request.num_processes > 1 or bool(request.gpu_ids) or request.compute == "ray"
 
 
 def gpu_list(gpu_ids: Optional[str]) -> list[int]:
@@ -64,8 +66,32 @@ def machine_devices() -> Devices:
     return Devices(cores, len(cached_snapshot().gpus))
 
 
+RAY_INSTALL = 'pip install "finetune-studio[ray]"'
+
+
+def ray_problem(request: TrainingStartRequest, timeout_s: float = 3.0) -> Optional[str]:
+    """Why a ``compute: ray`` run cannot start from here: Ray not installed (naming the command), or
+    nothing answering at ``ray_address`` (one TCP connection, no Ray call); None when it can try.
+    Whether the cluster has the resources asked for is checked by the launcher
+    (``ray_driver``), which ends the run with the reason instead of waiting for them."""
+    if find_spec("ray") is None:
+        return f"compute: ray needs Ray on this server: {RAY_INSTALL} (or choose compute local)"
+    host, _, port = str(request.ray_address).removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return None
+    except (OSError, ValueError) as exc:
+        return (
+            f"ray_address: nothing answers at {request.ray_address} ({getattr(exc, 'strerror', None) or exc}); start "
+            "the cluster's head there (ray start --head --port PORT) or give the address it printed"
+        )
+
+
 def machine_problem(request: TrainingStartRequest, devices: Devices) -> Optional[str]:
-    """Why ``devices`` cannot run ``request``'s processes, naming the field and the fix; None when they can."""
+    """Why ``devices`` cannot run ``request``'s processes, naming the field and the fix; None when
+    they can. A Ray run's processes run on the cluster: ``ray_problem``."""
+    if request.compute == "ray":
+        return ray_problem(request)
     n, gpus = request.num_processes, gpu_list(request.gpu_ids)
     if gpus and devices.gpu_count == 0:
         return "gpu_ids: this machine has no CUDA GPU; leave GPU ids empty to train on the CPU"
@@ -155,7 +181,10 @@ def free_port() -> int:
 
 
 def launcher_command(request: TrainingStartRequest, python: str = sys.executable) -> list[str]:
-    """The command that starts ``request.num_processes`` processes of ``RANK_MODULE`` on this machine."""
+    """The command that starts ``request.num_processes`` processes of ``RANK_MODULE`` on this machine
+    (or, for ``compute: ray``, as Ray Train workers on the cluster: ``ray_driver``)."""
+    if request.compute == "ray":
+        return [python, "-m", RAY_DRIVER]
     n = str(request.num_processes)
     if request.distributed == "fsdp":
         return [
@@ -196,11 +225,15 @@ def launcher_command(request: TrainingStartRequest, python: str = sys.executable
 
 
 def launcher_name(request: TrainingStartRequest) -> str:
-    """``accelerate launch`` or ``torchrun``: what ``launcher_command`` runs, for messages."""
+    """``accelerate launch``, ``torchrun`` or ``Ray Train``: what ``launcher_command`` runs, for messages."""
+    if request.compute == "ray":
+        return "Ray Train"
     return "accelerate launch" if request.distributed == "fsdp" else "torchrun"
 
 
-def launcher_env(request: TrainingStartRequest, address: str, key: bytes, devices: Devices) -> dict[str, str]:
+def launcher_env(
+    request: TrainingStartRequest, address: str, key: bytes, devices: Devices, output_dir: Optional[Path] = None
+) -> dict[str, str]:
     """The launched processes' environment: this one's, plus where to reach the job thread
     (``ADDRESS_ENV``, ``KEY_ENV``: read and removed by each process at start), the project on
     ``PYTHONPATH``, ``CUDA_VISIBLE_DEVICES`` from ``gpu_ids`` and, without GPUs, ``cores // N``
@@ -213,6 +246,19 @@ def launcher_env(request: TrainingStartRequest, address: str, key: bytes, device
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpu_list(request.gpu_ids))
     if not devices.gpu_count:
         env["OMP_NUM_THREADS"] = str(max(1, devices.cpu_count // request.num_processes))
+    if request.compute == "ray":  # ray_driver's settings; the workers' threads follow their CPUs
+        cpus = int(request.resources_per_worker.get("CPU", 1) or 1)
+        env[RAY_ENV] = json.dumps(
+            {
+                "address": request.ray_address,
+                "workers": request.num_workers,
+                "use_gpu": request.use_gpu,
+                "resources": request.resources_per_worker,
+                "storage": str(Path(output_dir) / "ray") if output_dir else None,
+                "name": Path(output_dir).name if output_dir else "run",
+                "threads": str(max(1, cpus)),
+            }
+        )
     return env
 
 

@@ -1,0 +1,93 @@
+"""``compute: ray`` on a local Ray head (``ray start --head`` on 127.0.0.1 with 2 CPUs), through the
+CLI as a user runs it: 2 Ray Train workers train 4 steps of the tiny SmolLM2, each step logged
+once, the adapter in the run folder, the losses those of torchrun with 2 processes; a cluster
+without the resources ends the run in error saying so; an unreachable address is refused at Check.
+Skipped where Ray is not installed (``pip install "finetune-studio[ray]"``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # one Ray head at a time on this machine
+pytest.importorskip("ray")
+RAY = str(Path(sys.executable).with_name("ray")) if Path(sys.executable).with_name("ray").exists() else "ray"
+TRAIN = ["--max-steps", "4", "--batch-size", "2", "--max-seq-length", "128", "--random-seed", "7"]
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    """The address of a Ray head started for these tests (2 CPUs, no dashboard), stopped after."""
+    if shutil.which(RAY) is None and not Path(RAY).exists():
+        pytest.skip("the ray command is not installed")
+    port = free_port()
+    start = [RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2"]
+    started = subprocess.run(
+        [*start, "--include-dashboard=false", "--disable-usage-stats"], capture_output=True, text=True
+    )
+    if started.returncode != 0:  # the machine, not the studio: say why
+        pytest.skip(f"a local Ray head did not start here: {started.stderr[-500:]}")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
+
+
+def _cli(data: Path, datasets_dir: Path, model: Path, *flags: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "STUDIO_DATA_DIR": str(data), "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{model.parent}"}
+    command = [sys.executable, "-m", "trainer_core", *flags]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _run_folder(data: Path) -> Path:
+    (folder,) = [p for p in (data / "runs").iterdir() if p.is_dir()]
+    return folder
+
+
+def test_two_ray_workers_train_like_two_torchrun_processes(ray_head, tmp_path, datasets_dir, tiny_model_dir):
+    data = datasets_dir / "identity.json"
+    common = ["train", "--dataset", str(data), "--model-name", str(tiny_model_dir), *TRAIN]
+    ray = _cli(tmp_path / "ray", datasets_dir, tiny_model_dir, *common, "--compute", "ray", "--ray-address", ray_head,
+               "--num-workers", "2")  # fmt: skip
+    assert ray.returncode == 0, ray.stdout[-3000:] + ray.stderr[-3000:]
+    folder = _run_folder(tmp_path / "ray")
+    logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in logged if m.get("loss") is not None] == [1, 2, 3, 4]  # rank 0 alone reports
+    assert (folder / "adapter_model.safetensors").is_file()
+    assert "Ray Train" in (folder / "launcher.log").read_text() or (folder / "launcher.log").stat().st_size > 0
+    run = json.loads((folder / "run.json").read_text())
+    assert run["request"]["compute"] == "ray" and run["request"]["num_workers"] == 2
+    torchrun = _cli(tmp_path / "torchrun", datasets_dir, tiny_model_dir, *common, "--num-processes", "2")
+    assert torchrun.returncode == 0, torchrun.stdout[-3000:] + torchrun.stderr[-3000:]
+    other = [
+        json.loads(line) for line in (_run_folder(tmp_path / "torchrun") / "metrics.jsonl").read_text().splitlines()
+    ]
+    for ours, theirs in zip(
+        (m for m in logged if m.get("loss") is not None), (m for m in other if m.get("loss") is not None)
+    ):
+        assert abs(ours["loss"] - theirs["loss"]) <= 0.01, (ours, theirs)
+
+
+def test_a_cluster_without_the_resources_ends_the_run_saying_so(ray_head, tmp_path, datasets_dir, tiny_model_dir):
+    flags = ["train", "--dataset", str(datasets_dir / "identity.json"), "--model-name", str(tiny_model_dir), *TRAIN]
+    found = _cli(tmp_path, datasets_dir, tiny_model_dir, *flags, "--compute", "ray", "--ray-address", ray_head,
+                 "--num-workers", "3")  # fmt: skip
+    assert found.returncode != 0
+    said = found.stdout + found.stderr
+    assert "3 workers x 1 CPU need 3 CPU, and the cluster has 2" in said, said[-2000:]
+
+
+def test_an_unreachable_address_is_refused_at_check(tmp_path, datasets_dir, tiny_model_dir):
+    flags = ["check", "--dataset", str(datasets_dir / "identity.json"), "--model-name", str(tiny_model_dir)]
+    found = _cli(tmp_path, datasets_dir, tiny_model_dir, *flags, "--compute", "ray", "--ray-address",
+                 f"127.0.0.1:{free_port()}")  # fmt: skip
+    assert found.returncode != 0
+    assert "ray_address: nothing answers at 127.0.0.1:" in found.stdout + found.stderr

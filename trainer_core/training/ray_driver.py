@@ -1,0 +1,98 @@
+"""The launcher of a ``compute: ray`` run (``python -m trainer_core.training.ray_driver``): it
+plays torchrun's part for ``group.RankGroup``. It connects to the Ray cluster at ``ray_address``
+and runs a Ray Train ``TorchTrainer`` whose workers each run ``training.rank_main`` (the same
+training worker as a local run), handed the job thread's address and key in their loop config
+instead of the environment (Ray starts its workers itself). Ray Train sets up the torch process
+group (gloo on CPUs, NCCL on GPUs) and ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`` before the loop
+runs, as torchrun would.
+
+Its settings arrive in ``RAY_ENV`` (JSON: address, workers, resources, use_gpu, storage path, run
+name). Exit codes: 0 when every worker finished; 1 when the training failed (a worker died or
+raised: Ray Train ends the others; no restarts); 2 when the cluster cannot be reached or lacks the
+resources (said on stderr, which ``launcher.log`` keeps).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from trainer_core.distributed.launch import ADDRESS_ENV, KEY_ENV, PROJECT_ROOT, RAY_ENV
+
+NO_CLUSTER_EXIT = 2
+
+
+def worker_loop(config: dict[str, Any]) -> None:
+    """One Ray Train worker: the job thread's address and key into the environment, then
+    ``rank_main.main`` (which removes them again at once)."""
+    os.environ[ADDRESS_ENV], os.environ[KEY_ENV] = config["address"], config["key"]
+    from trainer_core.training.rank_main import main
+
+    code = main()
+    if code:
+        raise SystemExit(code)
+
+
+def missing_resources(cluster: dict[str, float], settings: dict[str, Any]) -> str | None:
+    """Why ``cluster`` (``ray.cluster_resources()``: totals by name) cannot hold the run's workers,
+    naming the fields; None when it can. Ray Train would wait for them forever."""
+    want = dict(settings["resources"])
+    if settings["use_gpu"]:
+        want.setdefault("GPU", 1.0)
+    for name, amount in want.items():
+        needed = amount * settings["workers"]
+        if needed > cluster.get(name, 0.0):
+            return (
+                f"num_workers / resources_per_worker: {settings['workers']} workers x {amount:g} {name} need "
+                f"{needed:g} {name}, and the cluster has {cluster.get(name, 0.0):g}: lower them, or add nodes"
+            )
+    return None
+
+
+def main() -> int:
+    """Run the job's workers on the cluster (see the module). Returns the exit code."""
+    settings = json.loads(os.environ.pop(RAY_ENV))
+    loop = {"address": os.environ.pop(ADDRESS_ENV), "key": os.environ.pop(KEY_ENV)}
+    import ray
+    from ray.train import FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    try:
+        ray.init(
+            address=settings["address"],
+            runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT), "OMP_NUM_THREADS": settings["threads"]}},
+            logging_level="WARNING",
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        print(f"ray_address: cannot reach the Ray cluster at {settings['address']}: {exc}", file=sys.stderr)
+        return NO_CLUSTER_EXIT
+    problem = missing_resources(ray.cluster_resources(), settings)
+    if problem:
+        print(problem, file=sys.stderr)
+        return NO_CLUSTER_EXIT
+    trainer = TorchTrainer(
+        worker_loop,
+        train_loop_config=loop,
+        scaling_config=ScalingConfig(
+            num_workers=settings["workers"],
+            use_gpu=settings["use_gpu"],
+            resources_per_worker=settings["resources"],
+        ),
+        run_config=RunConfig(
+            name=settings["name"],
+            storage_path=settings["storage"],
+            failure_config=FailureConfig(max_failures=0),
+        ),
+    )
+    try:
+        trainer.fit()
+    except Exception as exc:  # noqa: BLE001 - Ray Train's TrainingFailedError and its kin: reported, exit 1
+        print(f"Ray Train failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
