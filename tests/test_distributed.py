@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from trainer_core.distributed import launch
-from trainer_core.distributed.failure import RootCause, last_lines, root_cause
+from trainer_core.distributed.failure import RootCause, last_lines, ray_deaths, root_cause
 from trainer_core.distributed.launch import Devices, ScalingError, check_config_file, machine_problem
 from trainer_core.preflight.steps import plan_steps
 from trainer_core.schemas import TrainingStartRequest
@@ -204,6 +204,22 @@ def test_the_launch_environment_sets_devices_threads_and_the_link(monkeypatch):
 
 
 # ----- torchrun's account of a failure -----
+RAYLET_DEATH = (
+    "\x1b[33m(raylet)\x1b[0m A worker died or was killed while executing a task by an unexpected system error. "
+    "To troubleshoot the problem, check the logs for the dead worker. Lease ID: 1a00 Worker ID: 7c62 Node ID: 44f1 "
+    "Worker IP address: 192.0.2.2 Worker port: 10811 Worker PID: {pid} Worker exit type: SYSTEM_ERROR Worker exit "
+    "detail: Worker unexpectedly exits with a connection error code 2. End of file. Some common causes include: (1)\n"
+)
+
+
+def test_the_workers_ray_reports_dead_are_read_first_first():
+    text = "noise\n" + RAYLET_DEATH.format(pid=9259) + "Traceback ...\n" + RAYLET_DEATH.format(pid=9274)
+    detail = "Worker unexpectedly exits with a connection error code 2."
+    assert ray_deaths(text) == [(9259, detail), (9274, detail)]
+    assert ray_deaths("A worker died or was killed ... Worker PID: 12 Worker exit type: INTENDED\n") == [(12, "")]
+    assert ray_deaths("Traceback ...\nRuntimeError: boom\n") == []
+
+
 def test_the_root_cause_is_read_from_torchruns_summary():
     assert root_cause("some log\n" + TORCHRUN_FAILURE) == RootCause(rank=1, exitcode=-9)
     assert root_cause("Traceback ...\nRuntimeError: boom\n") is None

@@ -58,6 +58,12 @@ def for_vision(name: str) -> bool:
     return bool((FIELDS[name].json_schema_extra or {}).get("vision"))
 
 
+def for_compute(name: str) -> Optional[str]:
+    """The ``compute`` value field ``name`` applies to alone (``"ray"`` for the Ray settings: the form
+    shows them only then), or None for a field of every compute."""
+    return (FIELDS[name].json_schema_extra or {}).get("compute")
+
+
 def default(name: str) -> Any:
     """The field's default value, with enum members as their plain values."""
     value = FIELDS[name].get_default(call_default_factory=True)

@@ -624,7 +624,7 @@ class TrainingStartRequest(BaseModel):
         pattern=r"^(ray://)?[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$",
         title="Ray address",
         description="compute ray: the cluster to run on, host:port of its head (ray start --head prints it; 6379 by default) or ray://host:10001 (Ray Client).",
-        json_schema_extra=_group("distributed"),
+        json_schema_extra={**_group("distributed"), "compute": "ray"},
     )
     num_workers: int = Field(
         1,
@@ -632,20 +632,20 @@ class TrainingStartRequest(BaseModel):
         le=256,
         title="Ray workers (num_workers)",
         description="compute ray: how many Ray Train workers train data-parallel (each takes batch_size rows per step, like a process of num_processes).",
-        json_schema_extra=_group("distributed"),
+        json_schema_extra={**_group("distributed"), "compute": "ray"},
     )
     resources_per_worker: dict[str, float] = Field(
         default_factory=lambda: {"CPU": 1.0},
         max_length=8,
         title="Resources per worker",
         description="compute ray: what each worker reserves on the cluster, e.g. CPU=2, GPU=1 (Ray's resource names).",
-        json_schema_extra=_group("distributed"),
+        json_schema_extra={**_group("distributed"), "compute": "ray"},
     )
     use_gpu: bool = Field(
         False,
         title="Ray workers use GPUs",
         description="compute ray: each worker gets a GPU (Ray Train's use_gpu; NCCL between them); off: CPUs and gloo.",
-        json_schema_extra=_group("distributed"),
+        json_schema_extra={**_group("distributed"), "compute": "ray"},
     )
     distributed_config: Optional[str] = Field(
         None,

@@ -16,6 +16,7 @@ from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRunner
 from ui import (
     arena_tab,
+    compute_panel,
     config_panel,
     handlers,
     method_panel,
@@ -274,6 +275,8 @@ def build_ui(
         )
         method_panel.wire(widgets)
         vision_panel.hide(widgets)
+        compute_panel.hide(widgets)
+        compute_panel.wire(widgets)
         vision_panel.wire(widgets, settings)
         demo.load(
             partial(method_panel.refresh_adapters, runner.store),

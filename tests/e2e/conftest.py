@@ -239,3 +239,12 @@ def assert_no_canary(folder: Path) -> None:
 def alpaca(datasets_dir: Path) -> str:
     """The shared Alpaca file (an allowed, valid dataset)."""
     return str(datasets_dir / "alpaca_en_demo.json")
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[str]:
+    """The address of a local Ray head (``tests/e2e/ray_head.py``), one per test process; mark the
+    tests that use it ``xdist_group("ray")`` so they share it."""
+    from tests.e2e.ray_head import local_ray_head
+
+    yield from local_ray_head(free_port())

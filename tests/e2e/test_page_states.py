@@ -97,6 +97,34 @@ def test_errors_use_the_on_screen_label_and_mark_the_field(page, datasets_dir):
     assert "Learning rate" in page.locator("#start-notice").inner_text()
 
 
+def test_ray_settings_show_with_compute_ray_and_an_address_nobody_answers_is_refused(page, datasets_dir):
+    """Issue 30: the Ray settings are hidden while Compute is local, shown once it is ray; Start with
+    an address where nothing listens is refused beside the button naming the field by its label."""
+    from tests.e2e.conftest import free_port
+
+    dataset(page, datasets_dir / "identity.json")
+    page.locator("#section-distributed button.label-wrap").click()
+    page.locator("#field-compute").wait_for(state="visible", timeout=30_000)
+    assert page.locator("#field-ray_address").is_hidden() and page.locator("#field-num_workers").is_hidden()
+    page.locator("#field-compute input").click()
+    page.get_by_role("option", name="ray", exact=True).click()
+    page.locator("#field-ray_address").wait_for(state="visible", timeout=30_000)
+    assert page.locator("#field-resources_per_worker").is_visible() and page.locator("#field-use_gpu").is_visible()
+    assert (
+        page.locator("#field-resources_per_worker textarea, #field-resources_per_worker input").first.input_value()
+        == "CPU=1"
+    )
+    address = page.locator("#field-ray_address textarea, #field-ray_address input").first
+    address.fill(f"127.0.0.1:{free_port()}")
+    page.locator("#start").click()
+    notice = page.locator("#start-notice .refusal")
+    notice.wait_for(timeout=30_000)
+    assert "Ray address" in notice.inner_text() and "nothing answers" in notice.inner_text(), notice.inner_text()
+    page.locator("#field-compute input").click()
+    page.get_by_role("option", name="local", exact=True).click()
+    page.locator("#field-ray_address").wait_for(state="hidden", timeout=30_000)
+
+
 def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page, page_app, datasets_dir, tmp_path):
     """Item 9: Start only when idle (disabled at once while starting), Stop only while training,
     Cancel while live; Gradio's progress overlay never shows on the monitor."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,26 +18,7 @@ from tests.e2e.conftest import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # one Ray head at a time on this machine
 pytest.importorskip("ray")
-RAY = str(Path(sys.executable).with_name("ray")) if Path(sys.executable).with_name("ray").exists() else "ray"
 TRAIN = ["--max-steps", "4", "--batch-size", "2", "--max-seq-length", "128", "--random-seed", "7"]
-
-
-@pytest.fixture(scope="module")
-def ray_head():
-    """The address of a Ray head started for these tests (2 CPUs, no dashboard), stopped after."""
-    if shutil.which(RAY) is None and not Path(RAY).exists():
-        pytest.skip("the ray command is not installed")
-    port = free_port()
-    start = [RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2"]
-    started = subprocess.run(
-        [*start, "--include-dashboard=false", "--disable-usage-stats"], capture_output=True, text=True
-    )
-    if started.returncode != 0:  # the machine, not the studio: say why
-        pytest.skip(f"a local Ray head did not start here: {started.stderr[-500:]}")
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
 
 
 def _cli(data: Path, datasets_dir: Path, model: Path, *flags: str) -> subprocess.CompletedProcess:

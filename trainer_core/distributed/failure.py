@@ -10,6 +10,13 @@ summary whose "Root Cause (first observed failure)" block names the rank and its
       host      : localhost
       rank      : 1 (local_rank: 1)
       exitcode  : -9 (pid: 31078)  (SIGKILL)
+
+Ray prints no such summary; its raylet says which worker process died, by pid, in the driver's
+output (``ray_deaths``), e.g. (Ray 2.60, one line):
+
+    (raylet) A worker died or was killed while executing a task by an unexpected system error. ...
+    Worker PID: 9259 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits
+    with a connection error code 2. End of file. Some common causes include: ...
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ from typing import Optional
 ROOT_CAUSE = "Root Cause (first observed failure)"
 _RANK = re.compile(r"^\s*rank\s*:\s*(\d+)", re.MULTILINE)
 _EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)", re.MULTILINE)
+_RAY_DEATH = re.compile(
+    r"A worker died or was killed.*?Worker PID: (\d+)(?:.*?Worker exit detail: (.*?\.)(?: |$))?", re.MULTILINE
+)
 TAIL_BYTES = 64_000
 
 
@@ -43,6 +53,12 @@ def root_cause(text: str) -> Optional[RootCause]:
     if rank is None or exitcode is None:
         return None
     return RootCause(int(rank.group(1)), int(exitcode.group(1)))
+
+
+def ray_deaths(text: str) -> list[tuple[int, str]]:
+    """The worker processes Ray's raylet reported dead in ``text``, first first: ``(pid, detail)``
+    with the exit detail's first sentence ("" when none was given)."""
+    return [(int(m.group(1)), (m.group(2) or "").strip()) for m in _RAY_DEATH.finditer(text)]
 
 
 def log_tail(path: Path, size: int = TAIL_BYTES) -> str:

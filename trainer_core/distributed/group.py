@@ -11,7 +11,8 @@ Events: rank 0's are handed out as they come (``rank_main.RankEvents`` sends the
 errors only). When a process fails (an error event, or its connection closes without a goodbye:
 killed), the group waits for the launcher to end the others (at most LAUNCHER_WAIT_S s), ends what
 is left, and reports the process the launcher names as the first to fail
-(``failure.root_cause``): its error message, or how it died, naming its rank.
+(``failure.root_cause``; for Ray, the first worker its raylet reports dead: ``failure.ray_deaths``):
+its error message, or how it died, naming its rank and the last checkpoint left to resume.
 Cancel (``terminate``) ends the launcher and every process: SIGTERM, SIGKILL after ``grace_s``.
 """
 
@@ -32,7 +33,7 @@ from typing import Any, Optional
 
 import psutil
 
-from trainer_core.distributed.failure import last_lines, log_tail, root_cause
+from trainer_core.distributed.failure import last_lines, log_tail, ray_deaths, root_cause
 from trainer_core.distributed.launch import Devices, launcher_command, launcher_env, launcher_name, machine_devices
 from trainer_core.process.exit_reason import KillEvidence
 from trainer_core.process.supervisor import Event, WorkerExited
@@ -293,6 +294,16 @@ class RankGroup:
             reason = self.evidence.reason(launcher_code, worker=f"{self.launcher} launcher (pid {self.pid})")
             raise WorkerExited(launcher_code, f"{reason} The studio ended the training processes.")
         messages = dict(reversed(self._errors))  # each rank's first error
+        died = self._ray_death(log_tail(self.log_path)) if cause is None else None
+        if died is not None:
+            rank, detail = died
+            worker = f"training process of rank {rank} (of {self.size}, pid {self.pids[rank]})"
+            raise WorkerExited(
+                None,
+                f"The {worker} died on the Ray cluster ({detail or 'no reason given'} It was killed, ran out of "
+                f"memory or crashed); {self.launcher} ended the others.{self._resume_hint()} "
+                f"See launcher.log in the run folder.",
+            )
         rank = cause.rank if cause is not None else (self._errors[0][0] if self._errors else self._silent[0])
         if rank in messages:
             text = messages[rank]
@@ -304,11 +315,29 @@ class RankGroup:
         if exitcode is None:
             raise WorkerExited(
                 None,
-                f"The {worker} ended without a word; {self.launcher} ended the others. "
+                f"The {worker} ended without a word; {self.launcher} ended the others.{self._resume_hint()} "
                 f"See launcher.log in the run folder.",
             )
         reason = self.evidence.reason(exitcode, worker=worker)
-        raise WorkerExited(exitcode, f"{reason} {self.launcher} ended the other processes.")
+        raise WorkerExited(exitcode, f"{reason} {self.launcher} ended the other processes.{self._resume_hint()}")
+
+    def _ray_death(self, text: str) -> Optional[tuple[int, str]]:
+        """(rank, Ray's exit detail) of the first of this group's processes that Ray's raylet reported
+        dead without a goodbye (a killed worker; a process that failed with an error says goodbye first),
+        or None (not a Ray run, or no such report)."""
+        if self.launcher != "Ray Train":
+            return None
+        ranks = {pid: rank for rank, pid in self.pids.items() if rank not in self._said_bye}
+        return next(((ranks[pid], detail) for pid, detail in ray_deaths(text) if pid in ranks), None)
+
+    def _resume_hint(self) -> str:
+        """ " Its last checkpoint, checkpoint-N, can be resumed (Resume from checkpoint)." when the run
+        folder holds one, else ""."""
+        saved = [p for p in Path(self._job[2]).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+        if not saved:
+            return ""
+        last = max(saved, key=lambda p: int(p.name.split("-")[-1]))
+        return f" Its last checkpoint, {last.name}, can be resumed (Resume from checkpoint)."
 
     def _launcher_ended(self) -> Event:
         """The launcher ended and every process is gone, with no final event and no failure seen."""
