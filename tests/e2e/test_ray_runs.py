@@ -71,3 +71,17 @@ def test_an_unreachable_address_is_refused_at_check(tmp_path, datasets_dir, tiny
                  f"127.0.0.1:{free_port()}")  # fmt: skip
     assert found.returncode != 0
     assert "ray_address: nothing answers at 127.0.0.1:" in found.stdout + found.stderr
+
+
+def test_the_startup_bench_runs_quick(ray_head, tiny_model_dir, datasets_dir, capsys):
+    """``bench/ray_startup.py --quick`` on the test head: one torchrun and one Ray run of one step,
+    both timed to their first step, the same loss (figures reported, not asserted)."""
+    from bench import ray_startup
+
+    report = ray_startup.main(
+        ["--quick", "--ray-address", ray_head, "--model", str(tiny_model_dir),
+         "--dataset", str(datasets_dir / "alpaca_en_demo.json")]
+    )  # fmt: skip
+    assert [r["how"] for r in report["runs"]] == ["torchrun", "ray"]
+    assert all(r["first_step_seconds"] > 0 for r in report["runs"]) and report["losses_agree"]
+    assert "Start to first step" in capsys.readouterr().err
