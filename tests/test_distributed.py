@@ -184,6 +184,43 @@ def test_ddp_is_launched_by_torchrun_with_no_restarts():
     assert command[-2:] == ["-m", launch.RANK_MODULE] and "--standalone" in command
 
 
+def test_across_machines_torchrun_meets_at_machine_0s_rendezvous():
+    r = request(num_processes=2, num_nodes=3, node_rank=1, rdzv_endpoint="10.0.0.5:29400")
+    command = launch.launcher_command(r, python="/py")
+    assert "--standalone" not in command and launch.uses_launcher(r)
+    assert command[command.index("--nnodes") + 1] == "3" and command[command.index("--node-rank") + 1] == "1"
+    assert command[command.index("--rdzv-endpoint") + 1] == "10.0.0.5:29400"
+    assert command[command.index("--nproc-per-node") + 1] == "2" and r.world_size == 6
+    assert launch.uses_launcher(request(num_nodes=2, node_rank=1, rdzv_endpoint="h:1"))  # even one process a machine
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"num_nodes": 2}, "num_nodes > 1 needs rdzv_endpoint"),
+        ({"node_rank": 1}, "node_rank and rdzv_endpoint are read only with num_nodes > 1"),
+        ({"rdzv_endpoint": "h:1"}, "node_rank and rdzv_endpoint are read only with num_nodes > 1"),
+        ({"num_nodes": 2, "node_rank": 2, "rdzv_endpoint": "h:1"}, "node_rank 2 is not below num_nodes 2"),
+        (
+            {"num_nodes": 2, "rdzv_endpoint": "h:1", "compute": "ray", "ray_address": "h:2"},
+            "set num_nodes 1 with compute ray",
+        ),
+        ({"num_nodes": 2, "rdzv_endpoint": "http://h:1"}, "rdzv_endpoint"),
+    ],
+)
+def test_settings_across_machines_are_refused_naming_the_field(fields, said):
+    with pytest.raises(ValidationError, match=said):
+        request(**fields)
+
+
+def test_the_steps_count_every_machines_processes():
+    from trainer_core.preflight.steps import plan_steps
+
+    one, two = request(num_processes=2), request(num_processes=2, num_nodes=2, rdzv_endpoint="h:1")
+    assert plan_steps(400, one).global_batch_size * 2 == plan_steps(400, two).global_batch_size
+    assert plan_steps(400, one).steps_per_epoch == 2 * plan_steps(400, two).steps_per_epoch
+
+
 def test_fsdp_is_launched_by_accelerate_with_the_users_config():
     r = request(num_processes=4, distributed="fsdp", distributed_config="/cfg/fsdp.yaml")
     command = launch.launcher_command(r, python="/py")
@@ -318,10 +355,10 @@ class _Conn:
         self.sent.append(message)
 
 
-def test_rank_0_sends_every_event_and_the_others_only_errors():
+def test_the_reporter_sends_every_event_and_the_others_only_errors():
     from trainer_core.training.rank_main import RankEvents
 
-    zero, one = RankEvents(_Conn(), 0), RankEvents(_Conn(), 1)
+    zero, one = RankEvents(_Conn(), 0, True), RankEvents(_Conn(), 1, False)
     for events in (zero, one):
         events.put(("progress", {"step": 1}))
         events.put(("phase", {"phase": "training"}))

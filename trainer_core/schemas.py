@@ -606,6 +606,30 @@ class TrainingStartRequest(BaseModel):
         description="The GPUs to train on, e.g. 0,1 (CUDA_VISIBLE_DEVICES; one process per GPU); empty: the first num_processes GPUs, or the CPU on a machine without CUDA GPUs.",
         json_schema_extra=_group("distributed"),
     )
+    num_nodes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        title="Machines (num_nodes)",
+        description="torchrun across machines: how many machines train together, each running the studio's CLI with the same settings and its own node_rank (num_processes processes on each). 1: this machine only.",
+        json_schema_extra=_group("distributed"),
+    )
+    node_rank: int = Field(
+        0,
+        ge=0,
+        le=63,
+        title="This machine's number (node_rank)",
+        description="num_nodes > 1: this machine's number, 0 to num_nodes - 1; machine 0 is the one at rdzv_endpoint, holds rank 0 and writes the adapter and checkpoints.",
+        json_schema_extra=_group("distributed"),
+    )
+    rdzv_endpoint: Optional[str] = Field(
+        None,
+        max_length=256,
+        pattern=r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$",
+        title="Rendezvous address (rdzv_endpoint)",
+        description="num_nodes > 1: machine 0's address and a free port, host:port, the same on every machine (torchrun's --rdzv-endpoint; every machine must reach it).",
+        json_schema_extra=_group("distributed"),
+    )
     distributed: Distributed = Field(
         "ddp",
         title="Distributed strategy",
@@ -716,6 +740,36 @@ class TrainingStartRequest(BaseModel):
     @classmethod
     def _blank_key_is_none(cls, value: Optional[SecretStr]) -> Optional[SecretStr]:
         return value if value is not None and value.get_secret_value().strip() else None
+
+    @property
+    def world_size(self) -> int:
+        """How many processes train the run together: ``num_processes`` on each of ``num_nodes``
+        machines (a Ray run's ``num_workers``: its num_processes)."""
+        return self.num_processes * self.num_nodes
+
+    def _check_nodes(self) -> None:
+        """num_nodes > 1: a rendezvous address, a node_rank below num_nodes, torchrun (local compute,
+        ddp or deepspeed); one machine: node_rank 0, no address."""
+        if self.num_nodes == 1:
+            if self.node_rank or self.rdzv_endpoint:
+                raise ValueError(
+                    "node_rank and rdzv_endpoint are read only with num_nodes > 1: set num_nodes, or clear them"
+                )
+            return
+        if not self.rdzv_endpoint:
+            raise ValueError("num_nodes > 1 needs rdzv_endpoint: machine 0's host:port, the same on every machine")
+        if self.node_rank >= self.num_nodes:
+            raise ValueError(
+                f"node_rank {self.node_rank} is not below num_nodes {self.num_nodes}: number the machines 0 to {self.num_nodes - 1}"
+            )
+        if self.compute != "local":
+            raise ValueError(
+                "num_nodes counts torchrun's machines; a Ray cluster places its workers itself: set num_nodes 1 with compute ray"
+            )
+        if self.distributed == "fsdp":
+            raise ValueError(
+                "num_nodes > 1 runs torchrun on each machine: choose ddp or deepspeed (fsdp goes through accelerate launch on one machine)"
+            )
 
     def _check_ray(self) -> None:
         """compute ray: an address, ddp, no local GPU ids; num_processes follows num_workers (the
@@ -843,6 +897,7 @@ class TrainingStartRequest(BaseModel):
                 "(or merge the adapter into a model and give that model for full training)"
             )
         self._check_ray()
+        self._check_nodes()
         if self.distributed != "ddp" and not (self.distributed_config and self.num_processes > 1):
             raise ValueError(
                 f"distributed {self.distributed!r} needs num_processes > 1 and distributed_config (your "

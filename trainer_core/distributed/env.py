@@ -22,6 +22,11 @@ def local_rank() -> int:
     return int(os.environ.get("LOCAL_RANK", "0"))
 
 
+def node_rank() -> int:
+    """This machine's number in a run across machines (torchrun's ``GROUP_RANK``; 0 otherwise)."""
+    return int(os.environ.get("GROUP_RANK", "0"))
+
+
 def is_main() -> bool:
     """True for the process that reports progress and writes the run folder (rank 0)."""
     return rank() == 0

@@ -8,7 +8,8 @@ output in ``<run folder>/launcher.log``; each process connects back to a private
 sent the job.
 
 Events: rank 0's are handed out as they come (``rank_main.RankEvents`` sends the other ranks'
-errors only). When a process fails (an error event, or its connection closes without a goodbye:
+errors only); in a run across machines (``num_nodes`` > 1) each machine's job hears its own first
+rank instead (the same values: the logged loss is averaged over every process). When a process fails (an error event, or its connection closes without a goodbye:
 killed), the group waits for the launcher to end the others (at most LAUNCHER_WAIT_S s), ends what
 is left, and reports the process the launcher names as the first to fail
 (``failure.root_cause``; for Ray, the first worker its raylet reports dead: ``failure.ray_deaths``):
@@ -87,6 +88,8 @@ class RankGroup:
         self.evidence = KillEvidence()
         self.process: Optional[subprocess.Popen] = None
         self._ended: Optional[str] = None  # once the group has been ended: why (next_event raises it)
+        # the rank that reports progress to this machine's job: rank 0, or this machine's first (num_nodes > 1)
+        self._reporter = request.node_rank * request.num_processes if request.num_nodes > 1 else 0
 
     @classmethod
     def launch(cls, request: TrainingStartRequest, job_id: str, output_dir: Path) -> RankGroup:
@@ -125,7 +128,7 @@ class RankGroup:
                     raise EOFError("no hello")
                 kind, hello = conn.recv()
                 rank = int(hello["rank"])
-                conn.send(self._job)
+                conn.send((*self._job, rank == self._reporter))
             except (OSError, EOFError, ValueError, TypeError, KeyError):
                 conn.close()
                 continue
@@ -137,7 +140,7 @@ class RankGroup:
             (
                 INFO,
                 {
-                    "message": f"{self.size} training processes started ({self.launcher})",
+                    "message": f"{self.size} training processes started ({self.launcher}{self._where()})",
                     "details": {
                         "num_processes": self.size,
                         "launcher": self.launcher,
@@ -146,6 +149,11 @@ class RankGroup:
                 },
             )
         )
+
+    def _where(self) -> str:
+        """ ", machine R of M" for a run across machines (num_nodes > 1), else ""."""
+        request = self._job[0]
+        return f", machine {request.node_rank} of {request.num_nodes}" if request.num_nodes > 1 else ""
 
     def _listener_closed(self) -> bool:
         return getattr(self._listener, "_listener", None) is None

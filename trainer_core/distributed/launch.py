@@ -3,6 +3,9 @@
 - ``ddp`` and ``deepspeed``: ``python -m torch.distributed.run --standalone --nnodes 1
   --nproc-per-node N -m trainer_core.training.rank_main`` (torchrun; a DeepSpeed JSON is handed to
   transformers as ``TrainingArguments.deepspeed``, the way transformers documents it for torchrun).
+  Across machines (``num_nodes`` > 1, the studio's CLI run on each): ``--nnodes M --node-rank R
+  --rdzv-endpoint HOST:PORT`` instead of ``--standalone`` (torchrun's static rendezvous, hosted by
+  machine 0 at that address; https://pytorch.org/docs/stable/elastic/run.html).
 - ``fsdp``: ``python -m accelerate.commands.launch --config_file <yaml> --num_processes N ...``
   (accelerate launch reads the FSDP settings from the user's accelerate config and runs torchrun).
 
@@ -41,7 +44,7 @@ class ScalingError(ValueError):
 def uses_launcher(request: TrainingStartRequest) -> bool:
     """True when the run goes through a launcher: several processes, or GPUs chosen by id (the ids
     must be set in the environment before CUDA starts, so a fresh launched process is used)."""
-    return request.num_processes > 1 or bool(request.gpu_ids) or request.compute == "ray"
+    return request.num_processes > 1 or bool(request.gpu_ids) or request.compute == "ray" or request.num_nodes > 1
 
 
 def gpu_list(gpu_ids: Optional[str]) -> list[int]:
@@ -206,13 +209,16 @@ def launcher_command(request: TrainingStartRequest, python: str = sys.executable
             "--module",
             RANK_MODULE,
         ]
+    if request.num_nodes > 1:  # torchrun's static rendezvous: machine 0 hosts it at rdzv_endpoint
+        where = ["--nnodes", str(request.num_nodes), "--node-rank", str(request.node_rank),
+                 "--rdzv-endpoint", str(request.rdzv_endpoint)]  # fmt: skip
+    else:
+        where = ["--standalone", "--nnodes", "1"]
     return [
         python,
         "-m",
         "torch.distributed.run",
-        "--standalone",
-        "--nnodes",
-        "1",
+        *where,
         "--nproc-per-node",
         n,
         "--max-restarts",

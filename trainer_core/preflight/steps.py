@@ -39,7 +39,7 @@ def plan_steps(sequences: int, request: TrainingStartRequest) -> StepPlan:
     the sampler's ``ceil(sequences / batch_size)`` batches are dealt out to the processes in turn,
     each getting ``ceil(batches / num_processes)`` (accelerate's ``BatchSamplerShard`` with
     ``even_batches``, which repeats the first rows to fill the last round). Zero rows give zero steps."""
-    processes = request.num_processes
+    processes = request.world_size  # num_processes on each of num_nodes machines
     global_batch = request.batch_size * request.gradient_accumulation_steps * processes
     if sequences <= 0:
         return StepPlan(0, 0, 0.0, global_batch, 0)

@@ -6,7 +6,8 @@ receives the job (request, job id, run folder) and runs the same ``training.work
 single-process run, with:
 
 - ``RankEvents``: rank 0 sends every event; the other ranks send only their errors (so progress,
-  phases and the run folder are rank 0's alone);
+  phases and the run folder are rank 0's alone; across machines each machine's first rank reports
+  to its own job, and rank 0 alone writes);
 - ``GroupStop``: "Stop (save)" reaches every process, and at each step end the processes agree on
   it with one all-reduce (MAX) of a 0/1 flag, so all of them stop, and save once, at the same step.
 
@@ -30,20 +31,21 @@ APP_GONE_EXIT = 3
 
 class RankEvents:
     """The ``events`` queue ``run_worker`` puts ``(kind, payload)`` on, sent over the connection:
-    all of them from rank 0, only ``error`` events from the others. ``failed`` tells whether an
-    error was sent."""
+    all of them from the process the job thread named its reporter (rank 0; across machines, each
+    machine's first rank), only ``error`` events from the others. ``failed`` tells whether an error
+    was sent."""
 
-    def __init__(self, conn: Connection, rank: int) -> None:
-        self.conn, self.rank, self.failed = conn, rank, False
+    def __init__(self, conn: Connection, rank: int, reports: bool) -> None:
+        self.conn, self.rank, self.reports, self.failed = conn, rank, reports, False
         self._lock = threading.Lock()
 
     def put(self, event: tuple[str, dict]) -> None:
-        """Send ``event`` (rank 0: all; others: errors only)."""
+        """Send ``event`` (the reporter: all; others: errors only)."""
         from trainer_core.training.worker import EventKind
 
         if event[0] == EventKind.ERROR:
             self.failed = True
-        elif self.rank != 0:
+        elif not self.reports:
             return
         self.send(("event", event))
 
@@ -108,8 +110,8 @@ def main() -> int:
     rank = env.rank()
     conn = Client(address, family="AF_UNIX", authkey=key)
     conn.send(("hello", {"rank": rank, "pid": os.getpid()}))
-    request, job_id, output_dir = conn.recv()
-    events, stop, ending = RankEvents(conn, rank), GroupStop(), threading.Event()
+    request, job_id, output_dir, reports = conn.recv()
+    events, stop, ending = RankEvents(conn, rank, reports), GroupStop(), threading.Event()
     threading.Thread(target=listen, args=(conn, stop, ending), name="app-link", daemon=True).start()
 
     from tqdm import tqdm

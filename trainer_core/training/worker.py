@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.distributed.env import is_main, rank, world_size
+from trainer_core.distributed.env import is_main, node_rank, rank, world_size
 from trainer_core.process.disk_full import DiskFullError, disk_full_message, is_disk_full
 from trainer_core.process.parent import exit_with_parent
 from trainer_core.schemas import SECRET_FIELDS, Phase, TrainingMethod, TrainingProgress, TrainingStartRequest
@@ -335,6 +335,11 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
         return
     verb = "stopped and saved" if phase == Phase.stopped.value else "completed"
     done = {"phase": phase, "message": f"Training {verb}; output in {out}", "output_dir": str(out)}
+    if not is_main():  # a run across machines, reported on machine R > 0: machine 0 holds the result
+        done["message"] = (
+            f"Training {verb} on this machine (machine {node_rank()}); machine 0 (rank 0) saved the adapter "
+            "and checkpoints in its run folder"
+        )
     if stop_reason:
         done.update(message=f"{stop_reason}; best weights saved in {out}", stop_reason=stop_reason)
     events.put((EventKind.DONE, done))
