@@ -1,8 +1,12 @@
 """``compute: ray``'s settings and refusals without a cluster: the schema's rules (an address, ddp,
 no local GPU ids; num_processes follows num_workers), Ray missing (the install command named), an
-address where nothing answers, and a cluster without the resources the workers ask for."""
+address where nothing answers, and a cluster without the resources the workers ask for; the files
+of a ``ray_storage_path`` run (staged, fetched, copied back; the path check) and the TCP link that
+workers on other machines would use."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -30,7 +34,7 @@ def test_a_ray_run_is_a_group_of_num_workers():
     "values, message",
     [
         ({"compute": "ray", "ray_address": None}, "compute ray needs ray_address"),
-        ({"compute": "local"}, "ray_address is read only with compute ray"),
+        ({"compute": "local"}, "ray_address and ray_storage_path are read only with compute ray"),
         ({"gpu_ids": "0"}, "clear gpu_ids"),
         ({"num_processes": 4, "num_workers": 2}, "with compute ray set num_workers"),
         ({"ray_address": "http://x"}, "ray_address"),
@@ -57,3 +61,123 @@ def test_a_cluster_too_small_for_the_workers_is_named():
     assert missing_resources({"CPU": 4.0}, settings) is None
     gpus = {"resources": {"CPU": 1.0}, "use_gpu": True, "workers": 2}
     assert "need 2 GPU, and the cluster has 0" in missing_resources({"CPU": 8.0}, gpus)
+
+
+# ----- files through ray_storage_path (distributed.ray_storage, training.ray_files) -----
+def test_inputs_are_staged_fetched_and_the_results_copied_back(tmp_path):
+    from trainer_core.distributed import ray_storage
+
+    data, model, run = tmp_path / "d.json", tmp_path / "Model", tmp_path / "run"
+    data.write_text("[]")
+    (model / "sub").mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "sub" / "w.bin").write_bytes(b"\x01")
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')
+    request = ray_request(local_datasets=[str(data)], model_name=str(model))
+    inputs = ray_storage.input_paths(request, run)
+    assert inputs == {
+        "local_datasets": [str(data)],
+        "model_name": [str(model)],
+        "metrics": [str(run / "metrics.jsonl")],
+    }
+    assert "model_name" not in ray_storage.input_paths(ray_request(model_name="HuggingFaceTB/SmolLM2-135M"), run)
+    storage = tmp_path / "storage"
+    staged = ray_storage.stage_inputs(str(storage), "job1", inputs)
+    assert staged["model_name"] == ["model_name/0/Model"] and staged["local_datasets"] == ["local_datasets/0/d.json"]
+    local = ray_storage.fetch_inputs(str(storage), "job1", staged, tmp_path / "scratch")
+    assert (Path(local["model_name"][0]) / "sub" / "w.bin").read_bytes() == b"\x01"
+    assert Path(local["local_datasets"][0]).read_text() == "[]"
+
+    for name, files in (("checkpoint-2", {"a.bin": "2", "metrics.jsonl": '{"step": 1}\n{"step": 2}\n'}),
+                        ("checkpoint-4", {"a.bin": "4", "metrics.jsonl": "4 lines"})):  # fmt: skip
+        (storage / "job1" / name).mkdir(parents=True)
+        for file, text in files.items():
+            (storage / "job1" / name / file).write_text(text)
+    (run / "checkpoint-2").mkdir()  # already here: kept as it is
+    assert ray_storage.fetch_outputs(str(storage), "job1", run) == ["checkpoint-4"]
+    assert (run / "checkpoint-4" / "a.bin").read_text() == "4" and not (run / "checkpoint-2" / "a.bin").exists()
+    assert (run / "metrics.jsonl").read_text() == "4 lines"  # no final folder: the newest checkpoint's metrics
+    (storage / "job1" / "final").mkdir()
+    (storage / "job1" / "final" / "adapter_model.safetensors").write_text("w")
+    (storage / "job1" / "final" / "metrics.jsonl").write_text("all")
+    assert ray_storage.fetch_outputs(str(storage), "job1", run) == ["final"]
+    assert (run / "adapter_model.safetensors").read_text() == "w" and (run / "metrics.jsonl").read_text() == "all"
+    assert ray_storage.fetch_outputs(str(storage), "nothing-here", run) == []
+
+
+def test_a_worker_localizes_the_request_and_says_the_run_folder(tmp_path):
+    from trainer_core.distributed import ray_storage
+    from trainer_core.training.ray_files import Relabelled, localize, remove_scratch
+
+    data = tmp_path / "d.json"
+    data.write_text("[]")
+    request = ray_request(local_datasets=[str(data)], ray_storage_path=str(tmp_path / "s"))
+    staged = ray_storage.stage_inputs(str(tmp_path / "s"), "job", ray_storage.input_paths(request, tmp_path / "run"))
+    local, out = localize(request, {"storage": str(tmp_path / "s"), "name": "job", "inputs": staged})
+    assert local.local_datasets != request.local_datasets and Path(local.local_datasets[0]).read_text() == "[]"
+    assert local.ray_storage_path == request.ray_storage_path and out.is_dir() and out.name == "out"
+
+    class Sink:
+        def __init__(self):
+            self.got = []
+
+        def put(self, event):
+            self.got.append(event)
+
+    sink = Sink()
+    said = Relabelled(sink, out, "/runs/job")
+    said.put(("done", {"message": f"Training completed; output in {out}", "output_dir": str(out), "phase": "x"}))
+    assert sink.got == [("done", {"message": "Training completed; output in /runs/job", "output_dir": "/runs/job",
+                                  "phase": "x"})]  # fmt: skip
+    remove_scratch(out)
+    assert not out.parent.exists()
+
+
+def test_a_storage_uri_passes_the_path_check_and_a_folder_is_confined(tmp_path):
+    from trainer_core.access.requests import checked_request
+    from trainer_core.paths import PathNotAllowed
+
+    data = tmp_path / "d.json"
+    data.write_text("[]")
+    uri = checked_request(ray_request(local_datasets=[str(data)], ray_storage_path="s3://bucket/runs"), [tmp_path])
+    assert uri.ray_storage_path == "s3://bucket/runs"
+    inside = checked_request(ray_request(local_datasets=[str(data)], ray_storage_path=str(tmp_path / "s")), [tmp_path])
+    assert inside.ray_storage_path == str((tmp_path / "s").resolve())
+    with pytest.raises(PathNotAllowed, match="ray_storage_path"):
+        checked_request(ray_request(local_datasets=[str(data)], ray_storage_path="/etc"), [tmp_path])
+
+
+# ----- the link to workers on other machines -----
+def test_workers_on_other_machines_reach_the_job_over_tcp_with_the_key(monkeypatch, tmp_path):
+    from multiprocessing import AuthenticationError
+    from multiprocessing.connection import Client
+
+    from trainer_core.distributed import group, launch
+
+    assert launch.link_endpoint(ray_request()) is None  # a head on the loopback: a Unix socket
+    assert launch.link_endpoint(TrainingStartRequest(local_datasets=["a.json"])) is None
+    assert launch.link_family("/tmp/pymp-x/listener-1") == ("/tmp/pymp-x/listener-1", "AF_UNIX")
+    assert launch.link_family("10.0.0.2:41234") == (("10.0.0.2", 41234), "AF_INET")
+    monkeypatch.setattr(group, "link_endpoint", lambda request: "127.0.0.1")  # as for a head on another host
+    ranks = group.RankGroup(ray_request(ray_address="10.9.9.9:6379"), "job", tmp_path)
+    host, port = ranks._listener.address
+    where, family = launch.link_family(f"{host}:{port}")
+    accepted = []
+    import threading
+
+    threading.Thread(target=lambda: accepted.append(ranks._listener.accept()), daemon=True).start()
+    conn = Client(where, family=family, authkey=ranks._key)
+    conn.send(("hello", {"rank": 0}))
+    conn.close()
+    threading.Thread(target=lambda: _try_accept(ranks._listener), daemon=True).start()
+    with pytest.raises((AuthenticationError, EOFError, ConnectionError)):
+        Client(where, family=family, authkey=b"not the key")
+    ranks._close()
+
+
+def _try_accept(listener) -> None:
+    try:
+        listener.accept()
+    except Exception:  # noqa: BLE001 - the wrong key is refused here too
+        pass

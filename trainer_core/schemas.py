@@ -671,6 +671,13 @@ class TrainingStartRequest(BaseModel):
         description="compute ray: each worker gets a GPU (Ray Train's use_gpu; NCCL between them); off: CPUs and gloo.",
         json_schema_extra={**_group("distributed"), "compute": "ray"},
     )
+    ray_storage_path: Optional[str] = Field(
+        None,
+        max_length=MAX_PATH_CHARS,
+        title="Ray storage path",
+        description="compute ray, workers on other machines: a folder every node sees (NFS) or a URI such as s3://bucket/runs (Ray Train's storage_path). The studio copies the checked inputs there, the workers train in a folder of their own and report checkpoints there, and the studio copies them into the run folder. Empty: the workers use the run folder directly (a cluster on this machine, or the data dir on a shared filesystem).",
+        json_schema_extra={**_group("distributed"), "compute": "ray"},
+    )
     distributed_config: Optional[str] = Field(
         None,
         max_length=MAX_PATH_CHARS,
@@ -775,8 +782,10 @@ class TrainingStartRequest(BaseModel):
         """compute ray: an address, ddp, no local GPU ids; num_processes follows num_workers (the
         group's size everywhere: the global batch, the steps, the launcher)."""
         if self.compute != "ray":
-            if self.ray_address:
-                raise ValueError("ray_address is read only with compute ray: choose ray, or clear the address")
+            if self.ray_address or self.ray_storage_path:
+                raise ValueError(
+                    "ray_address and ray_storage_path are read only with compute ray: choose ray, or clear them"
+                )
             return
         if not self.ray_address:
             raise ValueError(

@@ -118,6 +118,8 @@ def form_args(dataset: str, **overrides: Any) -> list[Any]:
         rewards="",  # a text box of reward lines
         reward_file="",
         ray_address="",
+        rdzv_endpoint="",
+        ray_storage_path="",
         resources_per_worker="CPU=1",  # a mapping's text box (ui.form.widget_value)
     )
     values.update(overrides)

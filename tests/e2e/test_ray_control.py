@@ -2,10 +2,11 @@
 SmolLM2, over HTTP as a client drives it): Stop (save) reaches both Ray Train workers, which save one
 checkpoint at the same step, and Resume continues it to the end; Cancel ends the driver and both
 workers within seconds; a Ray worker killed mid-run ends the run in error naming its rank, its last
-checkpoint left resumable, and the app takes the next job."""
+checkpoint left resumable (copied back from the storage path), and Resume continues it."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -27,12 +28,14 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 @pytest.fixture(scope="module")
 def app_proc(tmp_path_factory, datasets_dir, tiny_model_dir):
     folder = tmp_path_factory.mktemp("ray-app")
+    (folder / "storage").mkdir()
     env = {
         "STUDIO_DATA_DIR": str(folder / "data"),
-        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
+        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent, folder / "storage"),
         "STUDIO_API_TOKEN": TOKEN,
     }
     proc = AppProcess(free_port(), env, folder / "app.log").start()
+    proc.storage = folder / "storage"
     yield proc
     proc.stop()
 
@@ -114,8 +117,11 @@ def test_cancel_ends_the_driver_and_both_ray_workers(app_proc, ray_head, dataset
 def test_a_killed_ray_worker_ends_the_run_in_error_and_its_checkpoint_resumes(
     app_proc, ray_head, datasets_dir, tiny_model_dir
 ):
+    """With a storage path (the workers in scratch folders, checkpoints reported through Ray Train):
+    the driver copies the checkpoints reported before the kill into the run folder, and Resume
+    stages that checkpoint and the earlier metrics for the workers."""
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    body = _body(ray_head, datasets_dir, tiny_model_dir, save_steps=2)
+    body = _body(ray_head, datasets_dir, tiny_model_dir, save_steps=2, ray_storage_path=str(app_proc.storage))
     _start(api, body)
     status = _training(api, 3)
     rank1 = status["details"]["rank_pids"][1]
@@ -133,4 +139,7 @@ def test_a_killed_ray_worker_ends_the_run_in_error_and_its_checkpoint_resumes(
     assert resumed
     again = _ended(api)
     assert again["phase"] == "completed", again["error"]
-    assert again["metric_history"]["steps"][-1] == last + 1
+    assert again["metric_history"]["steps"] == list(range(1, last + 2))
+    assert (run_dir / "adapter_model.safetensors").is_file()
+    logged = [json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert logged == list(range(1, last + 2))  # the earlier steps kept, the new one added

@@ -85,3 +85,38 @@ def test_the_startup_bench_runs_quick(ray_head, tiny_model_dir, datasets_dir, ca
     assert [r["how"] for r in report["runs"]] == ["torchrun", "ray"]
     assert all(r["first_step_seconds"] > 0 for r in report["runs"]) and report["losses_agree"]
     assert "Start to first step" in capsys.readouterr().err
+
+
+def test_with_a_storage_path_the_files_travel_through_ray_train(ray_head, tmp_path, datasets_dir, tiny_model_dir):
+    """``--ray-storage-path``: the studio stages the checked dataset and model there, the workers
+    train in scratch folders of their own on those copies and report each checkpoint and the final
+    folder through Ray Train, and the run folder gets them: adapter, checkpoints with both ranks'
+    parts, metrics; the run's record keeps the user's paths. (A resume from a copied checkpoint:
+    tests/e2e/test_ray_control.py.)"""
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    data = tmp_path / "data"
+    env = {**os.environ, "STUDIO_DATA_DIR": str(data),
+           "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{tiny_model_dir.parent},{storage}"}  # fmt: skip
+    dataset = str(datasets_dir / "identity.json")
+    flags = ["--dataset", dataset, "--model-name", str(tiny_model_dir), *TRAIN, "--save-steps", "2", "--compute",
+             "ray", "--ray-address", ray_head, "--num-workers", "2", "--ray-storage-path", str(storage)]  # fmt: skip
+    run = subprocess.run([sys.executable, "-m", "trainer_core", "train", *flags], env=env, capture_output=True,
+                         text=True, timeout=600)  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    folder = _run_folder(data)
+    assert f"output in {folder}" in run.stdout + run.stderr and "studio-ray-" not in run.stdout
+    staged = storage / folder.name / "inputs"
+    assert (staged / "local_datasets" / "0" / "identity.json").is_file()
+    assert (staged / "model_name" / "0" / tiny_model_dir.name / "config.json").is_file()
+    log = (folder / "launcher.log").read_text()
+    assert f"inputs/model_name/0/{tiny_model_dir.name}" in log  # the workers loaded the staged copy
+    assert (folder / "adapter_model.safetensors").is_file() and (storage / folder.name / "final").is_dir()
+    for step in (2, 4):
+        saved = folder / f"checkpoint-{step}"
+        assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
+        assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()
+    logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in logged if m.get("loss") is not None] == [1, 2, 3, 4]
+    record = json.loads((folder / "run.json").read_text())["request"]
+    assert record["local_datasets"] == [dataset] and record["model_name"] == str(tiny_model_dir)

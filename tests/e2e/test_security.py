@@ -536,3 +536,33 @@ def test_distributed_settings_are_checked_at_every_door(studio, outside, dataset
         )
         assert words in answer and CANARY not in answer, answer[:600]
     assert runner.status().job_id == last_job and not runner.status().is_training_running  # nothing was started
+
+
+# Issue 30: the Ray and multi-machine settings, at every door ------------------------------------
+def test_ray_and_machine_settings_are_checked_at_every_door(studio, outside, datasets_dir):
+    settings, runner, url = studio
+    client, raw = api(url), RawGradio(logged_in(url))
+    last_job = runner.status().job_id
+    body = {"local_datasets": [alpaca(datasets_dir)], "max_steps": 2, "compute": "ray", "ray_address": "127.0.0.1:1"}
+    for storage in (str(outside), str(settings.data_dir / ".." / ".." / "etc"), "st\x00x"):
+        for route in ("/api/train/start", "/api/train/preflight"):
+            refused = client.post(route, json=body | {"ray_storage_path": storage})
+            assert refused.status_code in (400, 422) and "ray_storage_path" in refused.text, refused.text[:300]
+            assert CANARY not in refused.text
+    for fields, words in (
+        ({"ray_address": "127.0.0.1:1; touch /tmp/x"}, "ray_address"),
+        ({"compute": "local", "ray_storage_path": "s3://bucket/runs"}, "ray_storage_path are read only"),
+        ({"compute": "local", "ray_address": None, "num_nodes": 2, "rdzv_endpoint": "$(id):1"}, "rdzv_endpoint"),
+        ({"compute": "local", "ray_address": None, "node_rank": 3}, "node_rank"),
+    ):
+        refused = client.post("/api/train/start", json=body | fields)
+        assert refused.status_code == 422 and words in refused.text, (fields, refused.text[:300])
+    nobody = client.post("/api/train/start", json=body)
+    assert nobody.status_code == 400 and "ray_address: nothing answers at 127.0.0.1:1" in nobody.text
+    start = raw.fn_index("start")
+    overrides = dict(compute="ray", ray_address="127.0.0.1:1", ray_storage_path=str(outside))
+    answer = json.dumps(
+        raw.call(start, [None, alpaca(datasets_dir), None, "", *form_args("", **overrides)[4:]], pad=True)
+    )
+    assert "Ray storage path" in answer and CANARY not in answer, answer[:600]
+    assert runner.status().job_id == last_job and not runner.status().is_training_running  # nothing was started

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from trainer_core.distributed.launch import ScalingError
+from trainer_core.distributed.ray_storage import is_uri
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.schemas import TrainingStartRequest
 
@@ -50,6 +51,8 @@ def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> Tra
         value = getattr(request, field)
         if value:
             updates[field] = str(confine(value, roots, field))
+    if request.ray_storage_path and not is_uri(request.ray_storage_path):  # a URI is the cluster's storage
+        updates["ray_storage_path"] = str(confine(request.ray_storage_path, roots, "ray_storage_path"))
     if request.distributed_config and not Path(updates["distributed_config"]).is_file():
         raise ScalingError(
             f"distributed_config: file not found: {updates['distributed_config']}: give the path of "

@@ -76,3 +76,13 @@ def last_lines(text: str, count: int = 5, chars: int = 800) -> str:
     """The last ``count`` non-empty lines of ``text``, at most ``chars`` characters, for a message."""
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     return " | ".join(lines[-count:])[-chars:]
+
+
+def resume_hint(run_folder: Path) -> str:
+    """ " Its last checkpoint, checkpoint-N, can be resumed (Resume from checkpoint)." when
+    ``run_folder`` holds one, else "" (for the message of a run that failed)."""
+    saved = [p for p in Path(run_folder).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    if not saved:
+        return ""
+    last = max(saved, key=lambda p: int(p.name.split("-")[-1]))
+    return f" Its last checkpoint, {last.name}, can be resumed (Resume from checkpoint)."

@@ -34,8 +34,15 @@ from typing import Any, Optional
 
 import psutil
 
-from trainer_core.distributed.failure import last_lines, log_tail, ray_deaths, root_cause
-from trainer_core.distributed.launch import Devices, launcher_command, launcher_env, launcher_name, machine_devices
+from trainer_core.distributed.failure import last_lines, log_tail, ray_deaths, resume_hint, root_cause
+from trainer_core.distributed.launch import (
+    Devices,
+    launcher_command,
+    launcher_env,
+    launcher_name,
+    link_endpoint,
+    machine_devices,
+)
 from trainer_core.process.exit_reason import KillEvidence
 from trainer_core.process.supervisor import Event, WorkerExited
 from trainer_core.schemas import TrainingStartRequest
@@ -74,7 +81,12 @@ class RankGroup:
         self.log_path = Path(output_dir) / "launcher.log"
         self._job = (request, job_id, str(output_dir))
         self._key = secrets.token_bytes(32)
-        self._listener = Listener(family="AF_UNIX", authkey=self._key)
+        endpoint = link_endpoint(request)  # workers on other machines: TCP; else a Unix socket
+        self._listener = (
+            Listener((endpoint, 0), family="AF_INET", authkey=self._key)
+            if endpoint
+            else Listener(family="AF_UNIX", authkey=self._key)
+        )
         self._devices = devices or machine_devices()
         self._lock = threading.Lock()
         self._conns: dict[int, Connection] = {}
@@ -90,6 +102,9 @@ class RankGroup:
         self._ended: Optional[str] = None  # once the group has been ended: why (next_event raises it)
         # the rank that reports progress to this machine's job: rank 0, or this machine's first (num_nodes > 1)
         self._reporter = request.node_rank * request.num_processes if request.num_nodes > 1 else 0
+        # a ray_storage_path run ends when its driver has copied the results in: its "done" waits for that
+        self._holds_done = request.compute == "ray" and bool(request.ray_storage_path)
+        self._held: Optional[Event] = None
 
     @classmethod
     def launch(cls, request: TrainingStartRequest, job_id: str, output_dir: Path) -> RankGroup:
@@ -101,7 +116,9 @@ class RankGroup:
     def start(self) -> None:
         """Run the launcher (its output in ``launcher.log``) and accept the processes in a thread."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = launcher_env(self._job[0], self._listener.address, self._key, self._devices, Path(self._job[2]))
+        address = self._listener.address
+        address = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else address
+        env = launcher_env(self._job[0], address, self._key, self._devices, Path(self._job[2]))
         with self.log_path.open("ab") as out:
             self.process = subprocess.Popen(
                 launcher_command(self._job[0]),
@@ -260,6 +277,8 @@ class RankGroup:
         if self._pending:
             return self._pending.popleft()
         ended = self.process is None or self.process.poll() is not None
+        if self._held is not None and self._trouble_since is None and ended:
+            return self._release_done()
         if self._trouble_since is not None:
             if ended or time.monotonic() - self._trouble_since > LAUNCHER_WAIT_S:
                 return self._failure()
@@ -289,6 +308,8 @@ class RankGroup:
         elif kind == "event" and payload[0] == ERROR:
             self._errors.append((rank, payload[1]["message"]))
             self._trouble_since = self._trouble_since or time.monotonic()
+        elif kind == "event" and payload[0] == "done" and self._holds_done:
+            self._held = payload
         elif kind == "event":
             self._pending.append(payload)
 
@@ -309,7 +330,7 @@ class RankGroup:
             raise WorkerExited(
                 None,
                 f"The {worker} died on the Ray cluster ({detail or 'no reason given'} It was killed, ran out of "
-                f"memory or crashed); {self.launcher} ended the others.{self._resume_hint()} "
+                f"memory or crashed); {self.launcher} ended the others.{resume_hint(Path(self._job[2]))} "
                 f"See launcher.log in the run folder.",
             )
         rank = cause.rank if cause is not None else (self._errors[0][0] if self._errors else self._silent[0])
@@ -323,11 +344,25 @@ class RankGroup:
         if exitcode is None:
             raise WorkerExited(
                 None,
-                f"The {worker} ended without a word; {self.launcher} ended the others.{self._resume_hint()} "
+                f"The {worker} ended without a word; {self.launcher} ended the others.{resume_hint(Path(self._job[2]))} "
                 f"See launcher.log in the run folder.",
             )
         reason = self.evidence.reason(exitcode, worker=worker)
-        raise WorkerExited(exitcode, f"{reason} {self.launcher} ended the other processes.{self._resume_hint()}")
+        raise WorkerExited(
+            exitcode, f"{reason} {self.launcher} ended the other processes.{resume_hint(Path(self._job[2]))}"
+        )
+
+    def _release_done(self) -> Event:
+        """The held "done" once the driver has ended: as sent when it copied the results in (exit 0),
+        else an error naming launcher.log."""
+        held, self._held = self._held, None
+        if self.exitcode == 0:
+            return held
+        tail = last_lines(log_tail(self.log_path), count=2)
+        return ERROR, {
+            "message": f"The training ended, but the results were not copied from ray_storage_path into the run "
+            f"folder ({self.launcher} exited with code {self.exitcode}{': ' + tail if tail else ''}); see launcher.log"
+        }
 
     def _ray_death(self, text: str) -> Optional[tuple[int, str]]:
         """(rank, Ray's exit detail) of the first of this group's processes that Ray's raylet reported
@@ -337,15 +372,6 @@ class RankGroup:
             return None
         ranks = {pid: rank for rank, pid in self.pids.items() if rank not in self._said_bye}
         return next(((ranks[pid], detail) for pid, detail in ray_deaths(text) if pid in ranks), None)
-
-    def _resume_hint(self) -> str:
-        """ " Its last checkpoint, checkpoint-N, can be resumed (Resume from checkpoint)." when the run
-        folder holds one, else ""."""
-        saved = [p for p in Path(self._job[2]).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-        if not saved:
-            return ""
-        last = max(saved, key=lambda p: int(p.name.split("-")[-1]))
-        return f" Its last checkpoint, {last.name}, can be resumed (Resume from checkpoint)."
 
     def _launcher_ended(self) -> Event:
         """The launcher ended and every process is gone, with no final event and no failure seen."""

@@ -31,6 +31,7 @@ from trainer_core.schemas import TrainingStartRequest
 RANK_MODULE = "trainer_core.training.rank_main"
 RAY_DRIVER = "trainer_core.training.ray_driver"
 RAY_ENV = "FINETUNE_STUDIO_RAY"  # the Ray run's settings for ray_driver (JSON)
+RAY_FILES_ENV = "FINETUNE_STUDIO_RAY_FILES"  # a Ray worker's staged inputs (JSON; ray_storage_path runs)
 ADDRESS_ENV, KEY_ENV = "FINETUNE_STUDIO_GROUP_ADDRESS", "FINETUNE_STUDIO_GROUP_KEY"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MAX_CONFIG_BYTES = 1_000_000
@@ -176,6 +177,37 @@ def check_config_file(request: TrainingStartRequest) -> None:
         )
 
 
+LOOPBACK = ("localhost", "127.", "::1", "[::1]")
+
+
+def link_endpoint(request: TrainingStartRequest) -> Optional[str]:
+    """Where the job thread listens for a Ray run's workers when they may run on other machines: the
+    address of this machine's interface that reaches the cluster's head (a TCP listener, port chosen
+    by the system; ``multiprocessing.connection`` with the run's one-time key, whose challenge is
+    answered before anything is unpickled). None for a local run or a head on this machine's
+    loopback, whose workers reach the job thread over a Unix socket."""
+    if request.compute != "ray" or not request.ray_address:
+        return None
+    host = str(request.ray_address).removeprefix("ray://").rpartition(":")[0].strip("[]")
+    if host.startswith(LOOPBACK):
+        return None
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, 9))  # no packet is sent: the kernel picks the route and its source address
+            return probe.getsockname()[0]
+    except OSError:
+        return None
+
+
+def link_family(address: str) -> tuple[object, str]:
+    """``(address, family)`` for ``multiprocessing.connection.Client`` from the text in ADDRESS_ENV:
+    ``host:port`` over TCP, anything else a Unix socket path."""
+    host, _, port = address.rpartition(":")
+    if host and port.isdigit() and not address.startswith("/"):
+        return (host, int(port)), "AF_INET"
+    return address, "AF_UNIX"
+
+
 def free_port() -> int:
     """A TCP port nobody listens on now, for accelerate's rendezvous (torchrun's ``--standalone`` picks its own)."""
     with socket.socket() as sock:
@@ -263,9 +295,21 @@ def launcher_env(
                 "storage": str(Path(output_dir) / "ray") if output_dir else None,
                 "name": Path(output_dir).name if output_dir else "run",
                 "threads": str(max(1, cpus)),
+                "files": _storage_files(request, output_dir),
             }
         )
     return env
+
+
+def _storage_files(request: TrainingStartRequest, output_dir: Optional[Path]) -> Optional[dict]:
+    """With ``ray_storage_path``: the storage, the checked input paths (``ray_storage.input_paths``)
+    and the run folder, for ``ray_driver``; None without it (the workers use the run folder)."""
+    if not request.ray_storage_path or output_dir is None:
+        return None
+    from trainer_core.distributed.ray_storage import input_paths
+
+    storage = request.ray_storage_path
+    return {"storage": storage, "inputs": input_paths(request, Path(output_dir)), "run_folder": str(output_dir)}
 
 
 __all__ = [

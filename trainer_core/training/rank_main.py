@@ -17,6 +17,7 @@ of them waiting on a collective); one whose connection to the app breaks (the ap
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -24,7 +25,7 @@ from multiprocessing.connection import Client, Connection
 from typing import Any
 
 from trainer_core.distributed import env
-from trainer_core.distributed.launch import ADDRESS_ENV, KEY_ENV
+from trainer_core.distributed.launch import ADDRESS_ENV, KEY_ENV, RAY_FILES_ENV, link_family
 
 APP_GONE_EXIT = 3
 
@@ -108,7 +109,8 @@ def main() -> int:
     """Connect, receive the job, train it (``run_worker``), say goodbye. Returns the exit code."""
     address, key = os.environ.pop(ADDRESS_ENV), bytes.fromhex(os.environ.pop(KEY_ENV))
     rank = env.rank()
-    conn = Client(address, family="AF_UNIX", authkey=key)
+    where, family = link_family(address)  # a Unix socket, or TCP for Ray workers on other machines
+    conn = Client(where, family=family, authkey=key)
     conn.send(("hello", {"rank": rank, "pid": os.getpid()}))
     request, job_id, output_dir, reports = conn.recv()
     events, stop, ending = RankEvents(conn, rank, reports), GroupStop(), threading.Event()
@@ -119,7 +121,11 @@ def main() -> int:
     from trainer_core.training.worker import run_worker
 
     tqdm.set_lock(threading.RLock())  # as process.supervisor.run_target: no semaphore to leak
-    run_worker(request, job_id, output_dir, events, stop)
+    files = os.environ.pop(RAY_FILES_ENV, None)
+    if files is None:
+        run_worker(request, job_id, output_dir, events, stop)
+    else:
+        _run_with_storage(request, job_id, output_dir, json.loads(files), events, stop, rank)
     ending.set()
     events.send(("bye", {"failed": events.failed}))
     conn.close()
@@ -130,6 +136,28 @@ def main() -> int:
         os._exit(1)
     _leave_group()
     return 0
+
+
+def _run_with_storage(
+    request: Any, job_id: str, output_dir: str, spec: dict[str, Any], events: RankEvents, stop: GroupStop, rank: int
+) -> None:
+    """A Ray worker of a run with ``ray_storage_path``: train in a scratch folder on the staged
+    inputs, report checkpoints and the final run folder to Ray Train (``training.ray_files``)."""
+    from trainer_core.training.ray_files import CheckpointReport, Relabelled, localize, remove_scratch, report_final
+    from trainer_core.training.worker import EventKind, run_worker
+
+    try:
+        local, out = localize(request, spec)
+    except OSError as exc:
+        events.put((EventKind.ERROR, {"message": f"ray_storage_path: the inputs cannot be read there ({exc})"}))
+        return
+    try:
+        said = Relabelled(events, out, output_dir)
+        run_worker(local, job_id, str(out), said, stop, callbacks=[CheckpointReport()], recorded=request)
+        if not events.failed:
+            report_final(out, rank)
+    finally:
+        remove_scratch(out)
 
 
 def _leave_group() -> None:

@@ -7,7 +7,9 @@ group (gloo on CPUs, NCCL on GPUs) and ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`
 runs, as torchrun would.
 
 Its settings arrive in ``RAY_ENV`` (JSON: address, workers, resources, use_gpu, storage path, run
-name). Exit codes: 0 when every worker finished; 1 when the training failed (a worker died or
+name; with ``ray_storage_path``, ``files``: the checked input paths and the run folder). Then it
+stages the inputs in that storage before the workers start and copies the reported checkpoints and
+final files into the run folder after them (``distributed.ray_storage``), also after a failure. Exit codes: 0 when every worker finished; 1 when the training failed (a worker died or
 raised: Ray Train ends the others; no restarts); 2 when the cluster cannot be reached or lacks the
 resources (said on stderr, which ``launcher.log`` keeps).
 """
@@ -17,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
-from trainer_core.distributed.launch import ADDRESS_ENV, KEY_ENV, PROJECT_ROOT, RAY_ENV
+from trainer_core.distributed.launch import ADDRESS_ENV, KEY_ENV, PROJECT_ROOT, RAY_ENV, RAY_FILES_ENV
 
 NO_CLUSTER_EXIT = 2
 
@@ -28,6 +31,8 @@ def worker_loop(config: dict[str, Any]) -> None:
     """One Ray Train worker: the job thread's address and key into the environment, then
     ``rank_main.main`` (which removes them again at once)."""
     os.environ[ADDRESS_ENV], os.environ[KEY_ENV] = config["address"], config["key"]
+    if config.get("files"):  # a ray_storage_path run: where the staged inputs are (training.ray_files)
+        os.environ[RAY_FILES_ENV] = json.dumps(config["files"])
     from trainer_core.training.rank_main import main
 
     code = main()
@@ -72,6 +77,17 @@ def main() -> int:
     if problem:
         print(problem, file=sys.stderr)
         return NO_CLUSTER_EXIT
+    files = settings.get("files")
+    if files:
+        from trainer_core.distributed.ray_storage import stage_inputs
+
+        try:
+            staged = stage_inputs(files["storage"], settings["name"], files["inputs"])
+        except OSError as exc:
+            print(f"ray_storage_path: the inputs cannot be copied to {files['storage']}: {exc}", file=sys.stderr)
+            return NO_CLUSTER_EXIT
+        loop["files"] = {"storage": files["storage"], "name": settings["name"], "inputs": staged}
+        print(f"staged the inputs in {files['storage']}/{settings['name']}/inputs", file=sys.stderr)
     trainer = TorchTrainer(
         worker_loop,
         train_loop_config=loop,
@@ -82,16 +98,26 @@ def main() -> int:
         ),
         run_config=RunConfig(
             name=settings["name"],
-            storage_path=settings["storage"],
+            storage_path=files["storage"] if files else settings["storage"],
             failure_config=FailureConfig(max_failures=0),
         ),
     )
+    code = 0
     try:
         trainer.fit()
     except Exception as exc:  # noqa: BLE001 - Ray Train's TrainingFailedError and its kin: reported, exit 1
         print(f"Ray Train failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        code = 1
+    if files:  # also after a failure: the checkpoints reported so far stay resumable
+        from trainer_core.distributed.ray_storage import fetch_outputs
+
+        try:
+            copied = fetch_outputs(files["storage"], settings["name"], Path(files["run_folder"]))
+        except OSError as exc:
+            print(f"ray_storage_path: the results cannot be copied back: {exc}", file=sys.stderr)
+            return 1
+        print(f"copied into the run folder: {', '.join(copied) or 'nothing'}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

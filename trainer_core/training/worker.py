@@ -14,6 +14,7 @@ import sys
 import time
 import traceback
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -148,10 +149,18 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
 
 
 def train(
-    request: TrainingStartRequest, job_id: str, output_dir: Path, events: Any, stop: Any
+    request: TrainingStartRequest,
+    job_id: str,
+    output_dir: Path,
+    events: Any,
+    stop: Any,
+    callbacks: Sequence[Any] = (),
+    recorded: Optional[TrainingStartRequest] = None,
 ) -> tuple[str, Optional[str]]:
     """Load, train and save (whole, via a staging folder; with early stopping, the best checkpoint's
-    weights); writes ``run.json`` as training begins. Returns the final phase value (``completed``
+    weights); writes ``run.json`` as training begins (with ``recorded``, the request as the user
+    gave it, where ``request``'s paths are a Ray worker's local copies). ``callbacks`` join the
+    trainer's (``ray_files.CheckpointReport``). Returns the final phase value (``completed``
     or ``stopped``) and, when early stopping ended the run, why (see ``trainer.early_stop_reason``).
     Raises ``trainer.DivergenceError`` at a NaN / inf loss or grad norm (with
     ``stop_on_divergence``) or instead of saving non-finite weights."""
@@ -166,13 +175,15 @@ def train(
     build = {TrainingMethod.sft: build_trainer, TrainingMethod.grpo: build_grpo_trainer}.get(
         request.training_method, build_preference_trainer
     )
-    trainer = build(request, model, tokenizer, data.train, data.eval, output_dir, device, [callback], run_name=job_id)
+    trainer = build(
+        request, model, tokenizer, data.train, data.eval, output_dir, device, [callback, *callbacks], run_name=job_id
+    )
     if stop.is_set():
         return Phase.stopped.value, None
     if is_main():  # several processes: rank 0 writes the run folder
         if request.resume_from_checkpoint:
             _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
-        _write_manifest(request, job_id, output_dir, trainer, data.system_message)
+        _write_manifest(recorded or request, job_id, output_dir, trainer, data.system_message)
     _phase(events, Phase.training, f"Training on {device}" + "".join(f"; {notice}" for notice in notices))
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
     trainer.save_final(output_dir)
@@ -302,11 +313,20 @@ def _quiet_progress_bars() -> None:
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
-def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, events: Any, stop: Any) -> None:
+def run_worker(
+    request: TrainingStartRequest,
+    job_id: str,
+    output_dir: str,
+    events: Any,
+    stop: Any,
+    callbacks: Sequence[Any] = (),
+    recorded: Optional[TrainingStartRequest] = None,
+) -> None:
     """Process entry point. Never raises: failures become one ``error`` event (the traceback goes
     to ``<output_dir>/worker.log`` only). Removes staging folders a killed earlier save left.
     In a group of processes (``trainer_core.distributed``) only rank 0 writes the run folder; the
-    other ranks log to stderr (the launcher's ``launcher.log``)."""
+    other ranks log to stderr (the launcher's ``launcher.log``). ``callbacks`` and ``recorded``: see
+    ``train``."""
     exit_with_parent()
     out = Path(output_dir)
     if not is_main():
@@ -317,7 +337,7 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
         )
     else:
         try:
-            _open_run_folder(request, out)
+            _open_run_folder(recorded or request, out)
         except OSError as exc:
             events.put(
                 (
@@ -328,7 +348,7 @@ def run_worker(request: TrainingStartRequest, job_id: str, output_dir: str, even
             return
     _quiet_progress_bars()
     try:
-        phase, stop_reason = train(request, job_id, out, events, stop)
+        phase, stop_reason = train(request, job_id, out, events, stop, callbacks, recorded)
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
         log.error("training failed:\n%s", _redact(traceback.format_exc(), request))
         events.put((EventKind.ERROR, {"message": _redact(_user_message(exc, out), request)}))
