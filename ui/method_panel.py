@@ -12,7 +12,8 @@ import gradio as gr
 
 from trainer_core.fieldmeta import default, field_methods, group
 from trainer_core.reward_schemas import RewardSpec, reward_line
-from trainer_core.schemas import GRPO_BETA, GRPO_LEARNING_RATE, PREFERENCE_LEARNING_RATE, Phase
+from trainer_core.schemas import Phase, TrainingMethod
+from trainer_core.vocabulary import METHOD_DEFAULTS
 from ui.form import FORM_FIELDS, make_widget
 
 NEW_ADAPTER = ("none: a new adapter", "")
@@ -102,25 +103,30 @@ def method_visibility(method: str) -> dict[str, bool]:
     return {name: method in methods for name in FORM_FIELDS if (methods := field_methods(name))}
 
 
+def method_default(name: str, method: str) -> Any:
+    """Field ``name``'s default under training ``method`` (``vocabulary.METHOD_DEFAULTS``, else the
+    schema's)."""
+    return METHOD_DEFAULTS.get((name, method), default(name))
+
+
+def _follow(name: str, method: str, value: Any) -> Any:
+    """An update to ``method``'s default when ``value`` is still some method's default; a value the
+    user set stays (``gr.skip``)."""
+    at_a_default = {method_default(name, m.value) for m in TrainingMethod}
+    return gr.update(value=method_default(name, method)) if value in at_a_default else gr.skip()
+
+
 def method_rate(method: str, learning_rate: Any) -> Any:
-    """The user chose another training method: a learning rate still at a method default (SFT's or
-    the preference methods') becomes the new method's default; one the user set stays."""
-    new_rate = {"sft": default("learning_rate"), "grpo": GRPO_LEARNING_RATE}.get(method, PREFERENCE_LEARNING_RATE)
-    return (
-        gr.update(value=new_rate)
-        if learning_rate in (default("learning_rate"), PREFERENCE_LEARNING_RATE, GRPO_LEARNING_RATE)
-        else gr.skip()
-    )
+    """The user chose another training method: a learning rate still at a method default (SFT's,
+    the preference methods' or GRPO's) becomes the new method's default; one the user set stays."""
+    return _follow("learning_rate", method, learning_rate)
 
 
 def method_beta(method: str, beta: Any) -> Any:
     """The user chose another training method: a beta still at a method default (the preference
     methods' 0.1, GRPO's KL weight 0.04) becomes the new method's; one the user set stays, and SFT
     (which has no beta) leaves it alone."""
-    defaults = (default("beta"), GRPO_BETA)
-    if method == "sft" or beta not in defaults:
-        return gr.skip()
-    return gr.update(value=GRPO_BETA if method == "grpo" else default("beta"))
+    return gr.skip() if method == "sft" else _follow("beta", method, beta)
 
 
 def wire(widgets: dict[str, gr.components.Component]) -> None:
