@@ -17,7 +17,8 @@ import psutil
 import pytest
 
 from tests.e2e.api_server import AppProcess
-from tests.e2e.conftest import allowed, form_args, free_port, statuses, wait_for
+from tests.e2e.conftest import allowed, form_args, free_port, statuses
+from tests.e2e.train_api import start_job, wait_end, wait_step
 from trainer_core.schemas import Phase
 
 pytestmark = pytest.mark.slow
@@ -90,30 +91,12 @@ def _body(datasets_dir: Path, model: Path, **fields) -> dict:
     }
 
 
-def _start(api: httpx.Client, body: dict) -> str:
-    started = api.post("/api/train/start", json=body)
-    assert started.status_code == 200 and started.json()["status"] == "queued", started.text
-    return started.json()["job_id"]
-
-
-def _training(api: httpx.Client, min_step: int) -> dict:
-    wait_for(
-        lambda: (api.get("/api/train/status").json()["details"].get("step") or 0) >= min_step, 300, f"step {min_step}"
-    )
-    return api.get("/api/train/status").json()
-
-
-def _ended(api: httpx.Client) -> dict:
-    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "the run's end")
-    return api.get("/api/train/status").json()
-
-
 def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    job = _start(api, _body(datasets_dir, tiny_model_dir, max_steps=24))
-    _training(api, 3)
+    job = start_job(api, _body(datasets_dir, tiny_model_dir, max_steps=24))
+    wait_step(api, 3)
     assert api.post("/api/train/stop", json={"save": True}).status_code == 200
-    stopped = _ended(api)
+    stopped = wait_end(api)
     assert stopped["phase"] == "stopped" and stopped["details"]["end_reason"] == "stopped", stopped["error"]
     run_dir = Path(stopped["details"]["output_dir"])
     checkpoints = sorted(p.name for p in run_dir.glob("checkpoint-*"))
@@ -123,8 +106,8 @@ def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datas
     assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()  # both processes' parts
     assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
 
-    assert _start(api, _body(datasets_dir, tiny_model_dir, max_steps=24, resume_from_checkpoint=str(saved))) == job
-    resumed = _ended(api)
+    assert start_job(api, _body(datasets_dir, tiny_model_dir, max_steps=24, resume_from_checkpoint=str(saved))) == job
+    resumed = wait_end(api)
     assert resumed["phase"] == "completed", resumed["error"]
     steps, _ = _last5(run_dir)
     assert steps == list(range(1, 25)) and resumed["metric_history"]["steps"] == list(range(1, 25))
@@ -132,8 +115,8 @@ def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datas
 
 def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    _start(api, _body(datasets_dir, tiny_model_dir))
-    status = _training(api, 1)
+    start_job(api, _body(datasets_dir, tiny_model_dir))
+    status = wait_step(api, 1)
     processes = [psutil.Process(pid) for pid in status["details"]["rank_pids"]]
     launcher = [
         p for p in psutil.Process(app_proc.process.pid).children() if "torch.distributed.run" in " ".join(p.cmdline())
@@ -144,17 +127,17 @@ def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir, ti
     _, alive = psutil.wait_procs(processes + launcher, timeout=5)
     took = time.monotonic() - began
     assert not alive and took <= 2.0, took
-    ended = _ended(api)
+    ended = wait_end(api)
     assert ended["phase"] == "stopped" and ended["details"]["end_reason"] == "cancelled"
 
 
 def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    _start(api, _body(datasets_dir, tiny_model_dir))
-    status = _training(api, 2)
+    start_job(api, _body(datasets_dir, tiny_model_dir))
+    status = wait_step(api, 2)
     rank1 = status["details"]["rank_pids"][1]
     os.kill(rank1, signal.SIGKILL)
-    ended = _ended(api)
+    ended = wait_end(api)
     assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error"
     assert f"rank 1 (of 2, pid {rank1}) was killed (signal 9)" in ended["error"], ended["error"]
     assert not psutil.pid_exists(status["details"]["rank_pids"][0])  # rank 0 was ended too
@@ -162,4 +145,4 @@ def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datase
         "/api/train/start", json=_body(datasets_dir, tiny_model_dir, max_steps=1, num_processes=1)
     )
     assert again.status_code == 200 and again.json()["status"] == "queued", again.text
-    assert _ended(api)["phase"] == "completed"
+    assert ended(api)["phase"] == "completed"

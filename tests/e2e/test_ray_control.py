@@ -17,7 +17,8 @@ import psutil
 import pytest
 
 from tests.e2e.api_server import AppProcess
-from tests.e2e.conftest import allowed, free_port, wait_for
+from tests.e2e.conftest import allowed, free_port
+from tests.e2e.train_api import start_job, wait_end, wait_step
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 pytest.importorskip("ray")
@@ -54,35 +55,14 @@ def _body(ray_head: str, datasets_dir: Path, model: Path, **fields) -> dict:
     }
 
 
-def _start(api: httpx.Client, body: dict) -> str:
-    started = api.post("/api/train/start", json=body)
-    assert started.status_code == 200 and started.json()["status"] == "queued", started.text
-    return started.json()["job_id"]
-
-
-def _training(api: httpx.Client, min_step: int) -> dict:
-    def reached() -> bool:
-        status = api.get("/api/train/status").json()
-        assert status["phase"] not in ("error", "stopped"), status["error"]
-        return (status["details"].get("step") or 0) >= min_step
-
-    wait_for(reached, 300, f"step {min_step}")
-    return api.get("/api/train/status").json()
-
-
-def _ended(api: httpx.Client) -> dict:
-    wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "the run's end")
-    return api.get("/api/train/status").json()
-
-
 def test_stop_reaches_both_ray_workers_and_resume_continues(app_proc, ray_head, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
     body = _body(ray_head, datasets_dir, tiny_model_dir, max_steps=12)
-    job = _start(api, body)
-    status = _training(api, 2)
+    job = start_job(api, body)
+    status = wait_step(api, 2)
     assert status["details"]["launcher"] == "Ray Train" and len(status["details"]["rank_pids"]) == 2
     assert api.post("/api/train/stop", json={"save": True}).status_code == 200
-    stopped = _ended(api)
+    stopped = wait_end(api)
     assert stopped["phase"] == "stopped" and stopped["details"]["end_reason"] == "stopped", stopped["error"]
     run_dir = Path(stopped["details"]["output_dir"])
     step = stopped["details"]["step"]
@@ -91,8 +71,8 @@ def test_stop_reaches_both_ray_workers_and_resume_continues(app_proc, ray_head, 
     assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()  # both workers' parts
     assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
 
-    assert _start(api, {**body, "resume_from_checkpoint": str(saved)}) == job
-    resumed = _ended(api)
+    assert start_job(api, {**body, "resume_from_checkpoint": str(saved)}) == job
+    resumed = wait_end(api)
     assert resumed["phase"] == "completed", resumed["error"]
     assert resumed["metric_history"]["steps"] == list(range(1, 13))
     assert (run_dir / "adapter_model.safetensors").is_file()
@@ -100,8 +80,8 @@ def test_stop_reaches_both_ray_workers_and_resume_continues(app_proc, ray_head, 
 
 def test_cancel_ends_the_driver_and_both_ray_workers(app_proc, ray_head, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    _start(api, _body(ray_head, datasets_dir, tiny_model_dir))
-    status = _training(api, 1)
+    start_job(api, _body(ray_head, datasets_dir, tiny_model_dir))
+    status = wait_step(api, 1)
     workers = [psutil.Process(pid) for pid in status["details"]["rank_pids"]]
     driver = [p for p in psutil.Process(app_proc.process.pid).children() if "ray_driver" in " ".join(p.cmdline())]
     assert len(workers) == 2 and len(driver) == 1
@@ -110,7 +90,7 @@ def test_cancel_ends_the_driver_and_both_ray_workers(app_proc, ray_head, dataset
     _, alive = psutil.wait_procs(workers + driver, timeout=10)
     took = time.monotonic() - began
     assert not alive and took <= 5.0, took
-    ended = _ended(api)
+    ended = wait_end(api)
     assert ended["phase"] == "stopped" and ended["details"]["end_reason"] == "cancelled"
 
 
@@ -122,11 +102,11 @@ def test_a_killed_ray_worker_ends_the_run_in_error_and_its_checkpoint_resumes(
     stages that checkpoint and the earlier metrics for the workers."""
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
     body = _body(ray_head, datasets_dir, tiny_model_dir, save_steps=2, ray_storage_path=str(app_proc.storage))
-    _start(api, body)
-    status = _training(api, 3)
+    start_job(api, body)
+    status = wait_step(api, 3)
     rank1 = status["details"]["rank_pids"][1]
     os.kill(rank1, signal.SIGKILL)
-    ended = _ended(api)
+    ended = wait_end(api)
     assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error"
     assert f"rank 1 (of 2, pid {rank1}) died on the Ray cluster" in ended["error"], ended["error"]
     assert "Ray Train ended the others" in ended["error"] and "can be resumed" in ended["error"]
@@ -135,9 +115,9 @@ def test_a_killed_ray_worker_ends_the_run_in_error_and_its_checkpoint_resumes(
     saved = sorted(run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     assert saved, "no checkpoint was left to resume"
     last = int(saved[-1].name.split("-")[1])
-    resumed = _start(api, {**body, "max_steps": last + 1, "resume_from_checkpoint": str(saved[-1])})
+    resumed = start_job(api, {**body, "max_steps": last + 1, "resume_from_checkpoint": str(saved[-1])})
     assert resumed
-    again = _ended(api)
+    again = wait_end(api)
     assert again["phase"] == "completed", again["error"]
     assert again["metric_history"]["steps"] == list(range(1, last + 2))
     assert (run_dir / "adapter_model.safetensors").is_file()
