@@ -206,6 +206,7 @@ def test_across_machines_torchrun_meets_at_machine_0s_rendezvous():
             "set num_nodes 1 with compute ray",
         ),
         ({"num_nodes": 2, "rdzv_endpoint": "http://h:1"}, "rdzv_endpoint"),
+        ({"num_nodes": 2, "rdzv_endpoint": "h:99999"}, "port from 1 to 65535"),
     ],
 )
 def test_settings_across_machines_are_refused_naming_the_field(fields, said):

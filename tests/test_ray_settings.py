@@ -39,6 +39,15 @@ def test_a_ray_run_is_a_group_of_num_workers():
         ({"num_processes": 4, "num_workers": 2}, "with compute ray set num_workers"),
         ({"ray_address": "http://x"}, "ray_address"),
         ({"resources_per_worker": {"CPU": -1}}, "resources_per_worker"),
+        ({"resources_per_worker": {"CPU": 0}}, "each worker must reserve something"),
+        ({"resources_per_worker": {}}, "each worker must reserve something"),
+        ({"resources_per_worker": {"": 1}}, "is not a Ray resource name"),
+        ({"ray_address": "127.0.0.1:99999"}, "port from 1 to 65535"),
+        ({"ray_address": "127.0.0.1:0"}, "port from 1 to 65535"),
+        ({"ray_storage_path": "file:///etc"}, "neither a folder path nor a storage URI"),
+        ({"ray_storage_path": "memory://x"}, "neither a folder path nor a storage URI"),
+        ({"ray_storage_path": "s3://b/../../etc"}, "neither a folder path nor a storage URI"),
+        ({"ray_storage_path": "s3://b/a?x;rm"}, "neither a folder path nor a storage URI"),
     ],
 )
 def test_ray_settings_that_cannot_run_name_the_field(values, message):
@@ -104,6 +113,8 @@ def test_inputs_are_staged_fetched_and_the_results_copied_back(tmp_path):
     assert ray_storage.fetch_outputs(str(storage), "job1", run) == ["final"]
     assert (run / "adapter_model.safetensors").read_text() == "w" and (run / "metrics.jsonl").read_text() == "all"
     assert ray_storage.fetch_outputs(str(storage), "nothing-here", run) == []
+    ray_storage.remove_run(str(storage), "job1")
+    assert not (storage / "job1").exists() and storage.is_dir()
 
 
 def test_a_worker_localizes_the_request_and_says_the_run_folder(tmp_path):
@@ -146,6 +157,8 @@ def test_a_storage_uri_passes_the_path_check_and_a_folder_is_confined(tmp_path):
     assert inside.ray_storage_path == str((tmp_path / "s").resolve())
     with pytest.raises(PathNotAllowed, match="ray_storage_path"):
         checked_request(ray_request(local_datasets=[str(data)], ray_storage_path="/etc"), [tmp_path])
+    with pytest.raises(PathNotAllowed, match="ray_storage_path: d.json is a file: give a folder"):
+        checked_request(ray_request(local_datasets=[str(data)], ray_storage_path=str(data)), [tmp_path])
 
 
 # ----- the link to workers on other machines -----

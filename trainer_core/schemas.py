@@ -49,6 +49,10 @@ SEED_TRACKERS = (
     ("tensorboard", "enable_tensorboard", ("tensorboard_dir",)),
     ("wandb", "enable_wandb", ("wandb_project", "wandb_token")),
 )
+HOST_PORT = re.compile(r"([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})")  # host:port, [v6]:port
+STORAGE_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "hdfs")  # filesystems pyarrow opens for Ray Train
+STORAGE_URI = re.compile(rf"(?:{'|'.join(STORAGE_SCHEMES)})://[A-Za-z0-9._\-]+(?:/(?!\.\.(?:/|$))[A-Za-z0-9._\-]+)*/?")
+RESOURCE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:\-]{0,63}")
 GPU_IDS = re.compile(r"[ ]*[0-9]{1,3}([ ]*,[ ]*[0-9]{1,3}){0,63}[ ]*")  # e.g. "0,1" (CUDA_VISIBLE_DEVICES), ASCII only
 
 
@@ -625,7 +629,6 @@ class TrainingStartRequest(BaseModel):
     rdzv_endpoint: Optional[str] = Field(
         None,
         max_length=256,
-        pattern=r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$",
         title="Rendezvous address (rdzv_endpoint)",
         description="num_nodes > 1: machine 0's address and a free port, host:port, the same on every machine (torchrun's --rdzv-endpoint; every machine must reach it).",
         json_schema_extra=_group("distributed"),
@@ -645,7 +648,6 @@ class TrainingStartRequest(BaseModel):
     ray_address: Optional[str] = Field(
         None,
         max_length=256,
-        pattern=r"^(ray://)?[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$",
         title="Ray address",
         description="compute ray: the cluster to run on, host:port of its head (ray start --head prints it; 6379 by default) or ray://host:10001 (Ray Client).",
         json_schema_extra={**_group("distributed"), "compute": "ray"},
@@ -801,6 +803,42 @@ class TrainingStartRequest(BaseModel):
         if any(value < 0 for value in self.resources_per_worker.values()):
             raise ValueError("resources_per_worker: amounts must be 0 or more, e.g. CPU=2, GPU=1")
         self.num_processes = self.num_workers
+
+    @field_validator("ray_address", "rdzv_endpoint")
+    @classmethod
+    def _host_and_port(cls, value: Optional[str], info: Any) -> Optional[str]:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        scheme = "ray://" if info.field_name == "ray_address" else ""
+        match = HOST_PORT.fullmatch(value.removeprefix(scheme) if scheme else value)
+        if match is None or not 1 <= int(match.group(2)) <= 65535:
+            example = "10.0.0.1:6379 or ray://10.0.0.1:10001" if scheme else "10.0.0.1:29400"
+            raise ValueError(f"'{value[:60]}' is not a host:port with a port from 1 to 65535, e.g. {example}")
+        return value
+
+    @field_validator("ray_storage_path")
+    @classmethod
+    def _storage_kind(cls, value: Optional[str]) -> Optional[str]:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if "://" in value and not STORAGE_URI.fullmatch(value):
+            raise ValueError(
+                f"'{value[:60]}' is neither a folder path nor a storage URI the cluster shares: give a folder (a "
+                f"local path, which must be in the allowed folders) or {', '.join(STORAGE_SCHEMES)}://bucket/path"
+            )
+        return value
+
+    @field_validator("resources_per_worker")
+    @classmethod
+    def _resource_names(cls, value: dict[str, float]) -> dict[str, float]:
+        if not value or not any(amount > 0 for amount in value.values()):
+            raise ValueError("each worker must reserve something, e.g. CPU=1 (or CPU=2, GPU=1)")
+        for name in value:
+            if not RESOURCE_NAME.fullmatch(name):
+                raise ValueError(f"'{name[:40]}' is not a Ray resource name such as CPU, GPU or memory")
+        return value
 
     @field_validator("gpu_ids")
     @classmethod

@@ -145,4 +145,4 @@ def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datase
         "/api/train/start", json=_body(datasets_dir, tiny_model_dir, max_steps=1, num_processes=1)
     )
     assert again.status_code == 200 and again.json()["status"] == "queued", again.text
-    assert ended(api)["phase"] == "completed"
+    assert wait_end(api)["phase"] == "completed"

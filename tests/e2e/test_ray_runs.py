@@ -106,12 +106,12 @@ def test_with_a_storage_path_the_files_travel_through_ray_train(ray_head, tmp_pa
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     folder = _run_folder(data)
     assert f"output in {folder}" in run.stdout + run.stderr and "studio-ray-" not in run.stdout
-    staged = storage / folder.name / "inputs"
-    assert (staged / "local_datasets" / "0" / "identity.json").is_file()
-    assert (staged / "model_name" / "0" / tiny_model_dir.name / "config.json").is_file()
     log = (folder / "launcher.log").read_text()
+    assert f"staged the inputs in {storage}/{folder.name}/inputs" in log
     assert f"inputs/model_name/0/{tiny_model_dir.name}" in log  # the workers loaded the staged copy
-    assert (folder / "adapter_model.safetensors").is_file() and (storage / folder.name / "final").is_dir()
+    assert "copied into the run folder: checkpoint-2, checkpoint-4, final" in log
+    assert not (storage / folder.name).exists()  # the storage's copy is removed once it is in the run folder
+    assert (folder / "adapter_model.safetensors").is_file()
     for step in (2, 4):
         saved = folder / f"checkpoint-{step}"
         assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()

@@ -544,7 +544,8 @@ def test_ray_and_machine_settings_are_checked_at_every_door(studio, outside, dat
     client, raw = api(url), RawGradio(logged_in(url))
     last_job = runner.status().job_id
     body = {"local_datasets": [alpaca(datasets_dir)], "max_steps": 2, "compute": "ray", "ray_address": "127.0.0.1:1"}
-    for storage in (str(outside), str(settings.data_dir / ".." / ".." / "etc"), "st\x00x"):
+    for storage in (str(outside), str(settings.data_dir / ".." / ".." / "etc"), "st\x00x", f"file://{outside}",
+                    "s3://x/../../etc", "memory://x"):  # fmt: skip
         for route in ("/api/train/start", "/api/train/preflight"):
             refused = client.post(route, json=body | {"ray_storage_path": storage})
             assert refused.status_code in (400, 422) and "ray_storage_path" in refused.text, refused.text[:300]
@@ -554,6 +555,8 @@ def test_ray_and_machine_settings_are_checked_at_every_door(studio, outside, dat
         ({"compute": "local", "ray_storage_path": "s3://bucket/runs"}, "ray_storage_path are read only"),
         ({"compute": "local", "ray_address": None, "num_nodes": 2, "rdzv_endpoint": "$(id):1"}, "rdzv_endpoint"),
         ({"compute": "local", "ray_address": None, "node_rank": 3}, "node_rank"),
+        ({"resources_per_worker": {"CPU": 0}}, "each worker must reserve something"),
+        ({"ray_address": "127.0.0.1:99999"}, "port from 1 to 65535"),
     ):
         refused = client.post("/api/train/start", json=body | fields)
         assert refused.status_code == 422 and words in refused.text, (fields, refused.text[:300])

@@ -52,7 +52,10 @@ def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> Tra
         if value:
             updates[field] = str(confine(value, roots, field))
     if request.ray_storage_path and not is_uri(request.ray_storage_path):  # a URI is the cluster's storage
-        updates["ray_storage_path"] = str(confine(request.ray_storage_path, roots, "ray_storage_path"))
+        storage = confine(request.ray_storage_path, roots, "ray_storage_path")
+        if storage.exists() and not storage.is_dir():
+            raise PathNotAllowed(f"ray_storage_path: {storage.name} is a file: give a folder (it is made if missing)")
+        updates["ray_storage_path"] = str(storage)
     if request.distributed_config and not Path(updates["distributed_config"]).is_file():
         raise ScalingError(
             f"distributed_config: file not found: {updates['distributed_config']}: give the path of "

@@ -33,6 +33,7 @@ _RAY_DEATH = re.compile(
     r"A worker died or was killed.*?Worker PID: (\d+)(?:.*?Worker exit detail: (.*?\.)(?: |$))?", re.MULTILINE
 )
 TAIL_BYTES = 64_000
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # terminal colours (Ray's log prefixes), kept out of messages
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,9 @@ def log_tail(path: Path, size: int = TAIL_BYTES) -> str:
 
 
 def last_lines(text: str, count: int = 5, chars: int = 800) -> str:
-    """The last ``count`` non-empty lines of ``text``, at most ``chars`` characters, for a message."""
-    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    """The last ``count`` non-empty lines of ``text``, at most ``chars`` characters, without terminal
+    colour codes, for a message."""
+    lines = [ANSI.sub("", line).rstrip() for line in text.splitlines() if line.strip()]
     return " | ".join(lines[-count:])[-chars:]
 
 

@@ -129,6 +129,12 @@ class RankGroup:
                 start_new_session=True,
             )
         _live.add(self)
+        request = self._job[0]
+        if request.num_nodes > 1:  # torchrun waits for every machine before anything is loaded: say so
+            self._pending.append((INFO, {"message": (
+                f"Waiting for all {request.num_nodes} machines at {request.rdzv_endpoint} (torchrun's rendezvous): "
+                f"start the same command with --node-rank 0 to {request.num_nodes - 1} on each; Cancel ends the wait"
+            ), "details": {}}))  # fmt: skip
         threading.Thread(target=self._accept, name="group-accept", daemon=True).start()
 
     # ----- the processes coming in -----

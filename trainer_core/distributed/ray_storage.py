@@ -16,7 +16,8 @@ Layout under ``<storage>/<run name>/`` (the run folder's name):
   reported the same way.
 
 ``fetch_outputs`` copies the checkpoints and ``final/`` into the run folder on the studio's
-machine (after the run, also a failed one: its last checkpoint stays resumable).
+machine (after the run, also a failed one: its last checkpoint stays resumable), and ``remove_run``
+then deletes the run's folder in the storage (a model's copy there can be gigabytes).
 """
 
 from __future__ import annotations
@@ -150,3 +151,10 @@ def storage_problem(storage: Optional[str]) -> Optional[str]:
     except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid / OSError / ImportError by scheme
         return f"ray_storage_path: {storage} cannot be opened here ({str(exc).splitlines()[0][:200]})"
     return None
+
+
+def remove_run(storage: str, name: str) -> None:
+    """Delete ``<storage>/<name>`` (the staged inputs, the reported checkpoints and ``final``, Ray
+    Train's state) once ``fetch_outputs`` has copied what the run folder needs. Raises OSError."""
+    fs, root = _fs(storage)
+    fs.delete_dir(f"{root}/{name}")

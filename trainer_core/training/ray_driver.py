@@ -49,8 +49,9 @@ def missing_resources(cluster: dict[str, float], settings: dict[str, Any]) -> st
     for name, amount in want.items():
         needed = amount * settings["workers"]
         if needed > cluster.get(name, 0.0):
+            workers = f"{settings['workers']} worker{'s' if settings['workers'] != 1 else ''}"
             return (
-                f"num_workers / resources_per_worker: {settings['workers']} workers x {amount:g} {name} need "
+                f"num_workers / resources_per_worker: {workers} x {amount:g} {name} need "
                 f"{needed:g} {name}, and the cluster has {cluster.get(name, 0.0):g}: lower them, or add nodes"
             )
     return None
@@ -83,8 +84,9 @@ def main() -> int:
 
         try:
             staged = stage_inputs(files["storage"], settings["name"], files["inputs"])
-        except OSError as exc:
-            print(f"ray_storage_path: the inputs cannot be copied to {files['storage']}: {exc}", file=sys.stderr)
+        except (OSError, ValueError) as exc:  # pyarrow's errors: OSError, ArrowInvalid (a ValueError)
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            print(f"ray_storage_path: the inputs cannot be copied to {files['storage']}: {first}", file=sys.stderr)
             return NO_CLUSTER_EXIT
         loop["files"] = {"storage": files["storage"], "name": settings["name"], "inputs": staged}
         print(f"staged the inputs in {files['storage']}/{settings['name']}/inputs", file=sys.stderr)
@@ -109,11 +111,12 @@ def main() -> int:
         print(f"Ray Train failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         code = 1
     if files:  # also after a failure: the checkpoints reported so far stay resumable
-        from trainer_core.distributed.ray_storage import fetch_outputs
+        from trainer_core.distributed.ray_storage import fetch_outputs, remove_run
 
         try:
             copied = fetch_outputs(files["storage"], settings["name"], Path(files["run_folder"]))
-        except OSError as exc:
+            remove_run(files["storage"], settings["name"])  # all of it is in the run folder now
+        except (OSError, ValueError) as exc:
             print(f"ray_storage_path: the results cannot be copied back: {exc}", file=sys.stderr)
             return 1
         print(f"copied into the run folder: {', '.join(copied) or 'nothing'}", file=sys.stderr)
