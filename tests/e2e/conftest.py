@@ -250,3 +250,30 @@ def ray_head() -> Iterator[str]:
     from tests.e2e.ray_head import local_ray_head
 
     yield from local_ray_head(free_port())
+
+
+@pytest.fixture(scope="session")
+def torchrun_reference(tmp_path_factory, datasets_dir, tiny_model_dir) -> list[float]:
+    """The 4 logged losses of the tiny SmolLM2 trained through the CLI in 2 torchrun processes
+    (identity.json, batch 2 a process, max_seq_length 128, seed 7): what a Ray run and a run across
+    machines with the same settings must reproduce. Made once per test process (the tests that use
+    it share the xdist group "ray")."""
+    import subprocess
+    import sys
+
+    data = tmp_path_factory.mktemp("torchrun-reference")
+    env = {
+        **os.environ,
+        "STUDIO_DATA_DIR": str(data),
+        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
+    }
+    command = [sys.executable, "-m", "trainer_core", "train", "--dataset", str(datasets_dir / "identity.json"),
+               "--model-name", str(tiny_model_dir), *REFERENCE_TRAIN, "--num-processes", "2"]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (folder,) = [p for p in (data / "runs").iterdir() if p.is_dir()]
+    logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    return [m["loss"] for m in logged if m.get("loss") is not None]
+
+
+REFERENCE_TRAIN = ["--max-steps", "4", "--batch-size", "2", "--max-seq-length", "128", "--random-seed", "7"]

@@ -1,7 +1,8 @@
 """``compute: ray`` on a local Ray head (``ray start --head`` on 127.0.0.1 with 2 CPUs), through the
-CLI as a user runs it: 2 Ray Train workers train 4 steps of the tiny SmolLM2, each step logged
-once, the adapter in the run folder, the losses those of torchrun with 2 processes; a cluster
-without the resources ends the run in error saying so; an unreachable address is refused at Check.
+CLI as a user runs it: 2 Ray Train workers train 4 steps of the tiny SmolLM2 (with a storage path:
+the files through Ray Train), each step logged once, the adapter in the run folder, the losses
+those of torchrun with 2 processes; a cluster without the resources ends the run in error saying
+so; an unreachable address is refused at Check; the start-up bench runs in its quick mode.
 Skipped where Ray is not installed (``pip install "finetune-studio[ray]"``)."""
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import free_port
+from tests.e2e.conftest import REFERENCE_TRAIN, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # one Ray head at a time on this machine
 pytest.importorskip("ray")
-TRAIN = ["--max-steps", "4", "--batch-size", "2", "--max-seq-length", "128", "--random-seed", "7"]
+TRAIN = REFERENCE_TRAIN  # the settings of the torchrun reference run
 
 
 def _cli(data: Path, datasets_dir: Path, model: Path, *flags: str) -> subprocess.CompletedProcess:
@@ -32,28 +33,47 @@ def _run_folder(data: Path) -> Path:
     return folder
 
 
-def test_two_ray_workers_train_like_two_torchrun_processes(ray_head, tmp_path, datasets_dir, tiny_model_dir):
-    data = datasets_dir / "identity.json"
-    common = ["train", "--dataset", str(data), "--model-name", str(tiny_model_dir), *TRAIN]
-    ray = _cli(tmp_path / "ray", datasets_dir, tiny_model_dir, *common, "--compute", "ray", "--ray-address", ray_head,
-               "--num-workers", "2")  # fmt: skip
-    assert ray.returncode == 0, ray.stdout[-3000:] + ray.stderr[-3000:]
-    folder = _run_folder(tmp_path / "ray")
+def test_two_ray_workers_train_like_two_torchrun_processes(
+    ray_head, tmp_path, datasets_dir, tiny_model_dir, torchrun_reference
+):
+    """The issue's target run through the CLI, with a storage path (``--ray-storage-path``): 2
+    workers, 4 steps each logged once, the adapter in the run folder, the losses those of torchrun
+    with 2 processes. The studio stages the checked dataset and model in the storage, the workers
+    train in scratch folders of their own on those copies and report each checkpoint and the final
+    folder through Ray Train, and the run folder gets them (checkpoints with both ranks' parts); the
+    run's record keeps the user's paths. (Without a storage path: tests/e2e/test_ray_control.py.)"""
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    data = tmp_path / "data"
+    env = {**os.environ, "STUDIO_DATA_DIR": str(data),
+           "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{tiny_model_dir.parent},{storage}"}  # fmt: skip
+    dataset = str(datasets_dir / "identity.json")
+    flags = ["--dataset", dataset, "--model-name", str(tiny_model_dir), *TRAIN, "--save-steps", "2", "--compute",
+             "ray", "--ray-address", ray_head, "--num-workers", "2", "--ray-storage-path", str(storage)]  # fmt: skip
+    run = subprocess.run([sys.executable, "-m", "trainer_core", "train", *flags], env=env, capture_output=True,
+                         text=True, timeout=600)  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    folder = _run_folder(data)
+    assert f"output in {folder}" in run.stdout + run.stderr and "studio-ray-" not in run.stdout
+    log = (folder / "launcher.log").read_text()
+    assert f"staged the inputs in {storage}/{folder.name}/inputs" in log
+    assert f"inputs/model_name/0/{tiny_model_dir.name}" in log  # the workers loaded the staged copy
+    assert "copied into the run folder: checkpoint-2, checkpoint-4, final" in log
+    assert not (storage / folder.name).exists()  # the storage's copy is removed once it is in the run folder
+    assert (folder / "adapter_model.safetensors").is_file()
+    for step in (2, 4):
+        saved = folder / f"checkpoint-{step}"
+        assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
+        assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()
     logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in logged if m.get("loss") is not None] == [1, 2, 3, 4]  # rank 0 alone reports
-    assert (folder / "adapter_model.safetensors").is_file()
-    assert "Ray Train" in (folder / "launcher.log").read_text() or (folder / "launcher.log").stat().st_size > 0
-    run = json.loads((folder / "run.json").read_text())
-    assert run["request"]["compute"] == "ray" and run["request"]["num_workers"] == 2
-    torchrun = _cli(tmp_path / "torchrun", datasets_dir, tiny_model_dir, *common, "--num-processes", "2")
-    assert torchrun.returncode == 0, torchrun.stdout[-3000:] + torchrun.stderr[-3000:]
-    other = [
-        json.loads(line) for line in (_run_folder(tmp_path / "torchrun") / "metrics.jsonl").read_text().splitlines()
-    ]
-    for ours, theirs in zip(
-        (m for m in logged if m.get("loss") is not None), (m for m in other if m.get("loss") is not None)
-    ):
-        assert abs(ours["loss"] - theirs["loss"]) <= 0.01, (ours, theirs)
+    record = json.loads((folder / "run.json").read_text())["request"]
+    assert record["local_datasets"] == [dataset] and record["model_name"] == str(tiny_model_dir)
+    assert record["compute"] == "ray" and record["num_workers"] == 2
+    losses = [m["loss"] for m in logged if m.get("loss") is not None]
+    assert len(losses) == len(torchrun_reference) == 4
+    for ours, theirs in zip(losses, torchrun_reference):
+        assert abs(ours - theirs) <= 0.01, (losses, torchrun_reference)
 
 
 def test_a_cluster_without_the_resources_ends_the_run_saying_so(ray_head, tmp_path, datasets_dir, tiny_model_dir):
@@ -85,38 +105,3 @@ def test_the_startup_bench_runs_quick(ray_head, tiny_model_dir, datasets_dir, ca
     assert [r["how"] for r in report["runs"]] == ["torchrun", "ray"]
     assert all(r["first_step_seconds"] > 0 for r in report["runs"]) and report["losses_agree"]
     assert "Start to first step" in capsys.readouterr().err
-
-
-def test_with_a_storage_path_the_files_travel_through_ray_train(ray_head, tmp_path, datasets_dir, tiny_model_dir):
-    """``--ray-storage-path``: the studio stages the checked dataset and model there, the workers
-    train in scratch folders of their own on those copies and report each checkpoint and the final
-    folder through Ray Train, and the run folder gets them: adapter, checkpoints with both ranks'
-    parts, metrics; the run's record keeps the user's paths. (A resume from a copied checkpoint:
-    tests/e2e/test_ray_control.py.)"""
-    storage = tmp_path / "storage"
-    storage.mkdir()
-    data = tmp_path / "data"
-    env = {**os.environ, "STUDIO_DATA_DIR": str(data),
-           "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{tiny_model_dir.parent},{storage}"}  # fmt: skip
-    dataset = str(datasets_dir / "identity.json")
-    flags = ["--dataset", dataset, "--model-name", str(tiny_model_dir), *TRAIN, "--save-steps", "2", "--compute",
-             "ray", "--ray-address", ray_head, "--num-workers", "2", "--ray-storage-path", str(storage)]  # fmt: skip
-    run = subprocess.run([sys.executable, "-m", "trainer_core", "train", *flags], env=env, capture_output=True,
-                         text=True, timeout=600)  # fmt: skip
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    folder = _run_folder(data)
-    assert f"output in {folder}" in run.stdout + run.stderr and "studio-ray-" not in run.stdout
-    log = (folder / "launcher.log").read_text()
-    assert f"staged the inputs in {storage}/{folder.name}/inputs" in log
-    assert f"inputs/model_name/0/{tiny_model_dir.name}" in log  # the workers loaded the staged copy
-    assert "copied into the run folder: checkpoint-2, checkpoint-4, final" in log
-    assert not (storage / folder.name).exists()  # the storage's copy is removed once it is in the run folder
-    assert (folder / "adapter_model.safetensors").is_file()
-    for step in (2, 4):
-        saved = folder / f"checkpoint-{step}"
-        assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
-        assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()
-    logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in logged if m.get("loss") is not None] == [1, 2, 3, 4]
-    record = json.loads((folder / "run.json").read_text())["request"]
-    assert record["local_datasets"] == [dataset] and record["model_name"] == str(tiny_model_dir)

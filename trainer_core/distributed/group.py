@@ -48,7 +48,7 @@ from trainer_core.process.supervisor import Event, WorkerExited
 from trainer_core.schemas import TrainingStartRequest
 
 log = logging.getLogger(__name__)
-LAUNCHER_WAIT_S = 15.0  # after a process fails: how long the launcher gets to end the others itself
+LAUNCHER_WAIT_S = 30.0  # after a process fails: how long the launcher gets to end the others itself (torchrun: SIGTERM, 30 s, SIGKILL)
 HELLO_TIMEOUT_S = 10.0  # a connection that says nothing for this long is dropped
 ERROR = "error"  # training.worker.EventKind.ERROR (not imported: that module imports the training stack)
 INFO = "info"
@@ -339,7 +339,9 @@ class RankGroup:
                 f"memory or crashed); {self.launcher} ended the others.{resume_hint(Path(self._job[2]))} "
                 f"See launcher.log in the run folder.",
             )
-        rank = cause.rank if cause is not None else (self._errors[0][0] if self._errors else self._silent[0])
+        # no account from the launcher: a process that died without a word came first (the others' errors,
+        # gloo's "connection reset by peer", follow from it); else the first error
+        rank = cause.rank if cause is not None else (self._silent[0] if self._silent else self._errors[0][0])
         if rank in messages:
             text = messages[rank]
             if rank != 0 and messages.get(0) != text:
