@@ -1,6 +1,6 @@
 """The studio stays the owner of a ``compute: ray`` job (a local Ray head, 2 workers, the tiny
 SmolLM2, over HTTP as a client drives it): Stop (save) reaches both Ray Train workers, which save one
-checkpoint at the same step, and Resume continues it to the end; Cancel ends the driver and both
+checkpoint at the same step; Cancel ends the driver and both
 workers within seconds; a Ray worker killed mid-run ends the run in error naming its rank, its last
 checkpoint left resumable (copied back from the storage path), and Resume continues it."""
 
@@ -55,10 +55,9 @@ def _body(ray_head: str, datasets_dir: Path, model: Path, **fields) -> dict:
     }
 
 
-def test_stop_reaches_both_ray_workers_and_resume_continues(app_proc, ray_head, datasets_dir, tiny_model_dir):
+def test_stop_reaches_both_ray_workers_and_they_save_once(app_proc, ray_head, datasets_dir, tiny_model_dir):
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    body = _body(ray_head, datasets_dir, tiny_model_dir, max_steps=6)
-    job = start_job(api, body)
+    start_job(api, _body(ray_head, datasets_dir, tiny_model_dir, max_steps=6))
     status = wait_step(api, 2)
     assert status["details"]["launcher"] == "Ray Train" and len(status["details"]["rank_pids"]) == 2
     assert api.post("/api/train/stop", json={"save": True}).status_code == 200
@@ -70,12 +69,7 @@ def test_stop_reaches_both_ray_workers_and_resume_continues(app_proc, ray_head, 
     saved = run_dir / f"checkpoint-{step}"
     assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()  # both workers' parts
     assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
-
-    assert start_job(api, {**body, "resume_from_checkpoint": str(saved)}) == job
-    resumed = wait_end(api)
-    assert resumed["phase"] == "completed", resumed["error"]
-    assert resumed["metric_history"]["steps"] == list(range(1, 7))
-    assert (run_dir / "adapter_model.safetensors").is_file()
+    # a Ray run's checkpoint resumed: test_a_killed_ray_worker_ends_the_run_in_error_and_its_checkpoint_resumes
 
 
 def test_cancel_ends_the_driver_and_both_ray_workers(app_proc, ray_head, datasets_dir, tiny_model_dir):
