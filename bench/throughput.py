@@ -2,9 +2,10 @@
 
     python -m bench.throughput [--steps 30] [--pairs 2] [--quick] [--dataset FILE] [--model DIR]
 
-Both sides train the default model (SmolLM2-135M-Instruct, or ``--model``'s folder) with LoRA r16 / alpha 32 / dropout 0.05
-on all seven projections, batch 4, max_seq_length 256, answer-only loss, fp32, no activation
-checkpointing, seed 42, on the same Alpaca file, for ``--steps`` optimizer steps. Runs alternate
+Both sides train the default model (SmolLM2-135M-Instruct, or ``--model``'s folder) with LoRA r16 / alpha 32 / dropout 0 (our default and PEFT's)
+on all seven projections, batch 4, max_seq_length 256, answer-only loss, no activation
+checkpointing, seed 42; ours in the precision its ``mixed_precision`` chooses (``--mixed-precision``,
+default auto: bf16 on a CPU whose bf16 units pay), TRL in fp32 as its users run it on a CPU; on the same Alpaca file, for ``--steps`` optimizer steps. Runs alternate
 A B A B (ours, TRL, ours, TRL, ...), each in a fresh process so neither inherits the other's caches;
 only ``trainer.train()`` is timed (model load and tokenization are outside the clock).
 
@@ -12,7 +13,7 @@ Reported: samples/s and tokens/s (tokens fed, and tokens without padding) per ru
 pairwise ratios, the padding fraction, peak RSS, the mean of the last 5 logged losses of each side
 (target: within 0.02), and model FLOP/s as a fraction of the fp32 matmul rate measured in the same
 process (sustained 2048-square products, before and after training; the higher), plus the bf16
-matmul rate (whether bf16 autocast could pay on this CPU). FLOPs follow PaLM's model-FLOPs-utilization count (Chowdhery et al. 2022, appendix B) with
+matmul rate, and each side's MFU against the rate of the dtype it computes in (``dtype_mfu``). FLOPs follow PaLM's model-FLOPs-utilization count (Chowdhery et al. 2022, appendix B) with
 LoRA's 4 N instead of 6 N (frozen weights need no weight gradients): per row of n tokens,
 4 N n + 12 L d n^2, N = every matmul weight a token passes (blocks + LM head), L layers, d width.
 "executed" MFU counts the LM head only where each side runs it (ours: labelled positions only).
@@ -43,12 +44,13 @@ SETTINGS = {
     "lr_scheduler_type": "cosine",
     "lora_r": 16,
     "lora_alpha": 32,
-    "lora_dropout": 0.05,
+    "lora_dropout": 0.0,
     "random_seed": 42,
+    "mixed_precision": "auto",  # ours only: TRL runs fp32 on CPU, as its users run it there
 }  # our schema's defaults
 QUICK_BATCH, QUICK_SEQ = 2, 256  # --quick: a smoke run of the script (half the work of a step)
 MODEL: dict[str, Optional[str]] = {"path": None}  # --model: another model's folder (the tests' tiny one)
-PROBES = {"seconds": 3.0, "bf16_seconds": 1.0, "bf16_size": 1024}  # matmul rate probes; --quick: short ones
+PROBES = {"seconds": 3.0, "bf16_seconds": 3.0, "bf16_size": 2048}  # matmul rate probes; --quick: short ones
 QUICK_PROBES = {"seconds": 0.3, "bf16_seconds": 0.1, "bf16_size": 256}
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -241,8 +243,9 @@ def run_child(side: str, dataset: str, steps: int) -> dict:
     executed = model_flops(base, rows, sum(labelled for _, _, labelled in used)) if side == "ours" else flops
     samples = sum(len(lengths) for lengths in rows)
     peak = max(peak_before, matmul_gflops(seconds=PROBES["seconds"]))  # before and after training: the quieter
-    # smaller: bf16 products are slow on CPUs without bf16 units
     bf16 = matmul_gflops("bfloat16", size=int(PROBES["bf16_size"]), seconds=PROBES["bf16_seconds"])
+    precision = "bf16" if trainer.args.bf16 else "fp32"
+    dtype_peak = bf16 if precision == "bf16" else peak  # MFU against the rate of the dtype the run computes in
     return {
         "side": side,
         "steps": steps,
@@ -260,6 +263,9 @@ def run_child(side: str, dataset: str, steps: int) -> dict:
         "mfu": round(flops / seconds / 1e9 / peak, 3),
         "executed_mfu": round(executed / seconds / 1e9 / peak, 3),
         "bf16_matmul_gflops_per_s": round(bf16, 1),
+        "precision": precision,
+        "dtype_mfu": round(flops / seconds / 1e9 / dtype_peak, 3),
+        "executed_dtype_mfu": round(executed / seconds / 1e9 / dtype_peak, 3),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
@@ -286,6 +292,8 @@ def _spawn(side: str, dataset: str, steps: int, quick: bool) -> dict:
             str(SETTINGS["batch_size"]),
             "--max-seq-length",
             str(SETTINGS["max_seq_length"]),
+            "--mixed-precision",
+            str(SETTINGS["mixed_precision"]),
             *(["--model", MODEL["path"]] if MODEL["path"] else []),
             *(["--quick"] if quick else []),
         ],
@@ -314,6 +322,9 @@ def summarise(runs: list[dict]) -> dict:
         "peak_rss_mib": {"ours": med(ours, "peak_rss_mib"), "trl": med(trl, "peak_rss_mib")},
         "mfu": {"ours": med(ours, "mfu"), "trl": med(trl, "mfu")},
         "executed_mfu": {"ours": med(ours, "executed_mfu"), "trl": med(trl, "executed_mfu")},
+        "precision": {"ours": ours[0]["precision"], "trl": trl[0]["precision"]},
+        "dtype_mfu": {"ours": med(ours, "dtype_mfu"), "trl": med(trl, "dtype_mfu")},
+        "executed_dtype_mfu": {"ours": med(ours, "executed_dtype_mfu"), "trl": med(trl, "executed_dtype_mfu")},
         "matmul_gflops_per_s": {
             "float32": med(runs, "matmul_peak_gflops_per_s"),
             "bfloat16": med(runs, "bf16_matmul_gflops_per_s"),
@@ -344,9 +355,17 @@ def main(argv: list[str] | None = None) -> dict:
         default=SETTINGS["lora_dropout"],
         help="LoRA dropout on both sides (default: the schema's default)",
     )
+    parser.add_argument(
+        "--mixed-precision",
+        default="auto",
+        choices=["auto", "bf16", "no"],
+        help="our side's mixed_precision (default auto: bf16 where this CPU's bf16 units pay; no: fp32, "
+        "as on a CPU without them). TRL runs fp32 either way",
+    )
     parser.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     SETTINGS["lora_dropout"] = args.lora_dropout
+    SETTINGS["mixed_precision"] = args.mixed_precision
     MODEL["path"] = args.model
     if args.quick:
         args.batch_size, args.max_seq_length = QUICK_BATCH, QUICK_SEQ
@@ -388,7 +407,9 @@ def _print_summary(r: dict) -> None:
         f"(executed FLOPs: {r['executed_mfu']['ours']:.1%} vs {r['executed_mfu']['trl']:.1%})"
     )
     print(
-        f"fp32 matmul {r['matmul_gflops_per_s']['float32']:.0f} GFLOP/s, bf16 {r['matmul_gflops_per_s']['bfloat16']:.0f} GFLOP/s"
+        f"fp32 matmul {r['matmul_gflops_per_s']['float32']:.0f} GFLOP/s, bf16 {r['matmul_gflops_per_s']['bfloat16']:.0f} GFLOP/s; "
+        f"ours computes in {r['precision']['ours']}: MFU against that dtype's rate {r['dtype_mfu']['ours']:.1%} "
+        f"(executed {r['executed_dtype_mfu']['ours']:.1%}); TRL in {r['precision']['trl']}: {r['dtype_mfu']['trl']:.1%}"
     )
     print(
         f"last-5 mean loss {r['last5_loss']['ours']} vs {r['last5_loss']['trl']} (gap {r['loss_gap']}, target <= 0.02)"

@@ -165,3 +165,39 @@ def test_vision_bench_quick(capsys, tiny_vl_dir):
     assert (ours["side"], trl["side"]) == ("ours", "trl")
     assert all(run["steps_per_second"] > 0 and run["tokens_per_step"] > 0 for run in report["runs"])
     assert report["speed_ratio"] > 0 and '"bench": "vision"' in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_profile_step_bench_lists_the_costliest_operators(capsys, tiny_model_dir):
+    """On the tiny model: the per-operator table of a profiled step (the script, not the figures)."""
+    from bench import profile_step
+
+    report = profile_step.main(["--model", str(tiny_model_dir), "--steps", "2", "--warmup", "1", "--rows", "8"])
+    ops = report["ops"]
+    assert len(ops) == 8 and report["seconds_per_step"] > 0
+    assert ops == sorted(ops, key=lambda op: op["ms_per_step"], reverse=True)
+    assert any(op["op"] in ("aten::mm", "aten::addmm", "aten::bmm") for op in ops)  # the matmuls are there
+    assert 0 < sum(op["share"] for op in ops) <= 1.0001
+    assert "| Operator | ms / step |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_gpu_check_runs_both_paths(capsys, tiny_model_dir):
+    """The GPU check's script on the CPU (``--device cpu``, the tiny model): the plain path in fp32,
+    the default path as this CPU chooses, the same batches, a verdict. Without a GPU and without
+    ``--device cpu`` it says so and exits 2."""
+    import torch
+
+    from bench import gpu_check
+    from trainer_core.models.precision import choose_precision
+
+    if not torch.cuda.is_available():
+        assert gpu_check.main(["--steps", "2"]) == 2
+    code = gpu_check.main(["--device", "cpu", "--steps", "3", "--model", str(tiny_model_dir)])
+    out = capsys.readouterr().out
+    report = next(__import__("json").loads(line) for line in out.splitlines() if line.startswith("{"))
+    plain, fast = report["runs"]
+    assert plain["precision"] == "fp32" and not plain["liger"] and not fast["liger"]  # no Liger on a CPU
+    assert fast["precision"] == choose_precision("cpu").dtype
+    assert len(plain["losses"]) == len(fast["losses"]) == 3
+    assert code == (0 if report["passed"] else 1) and report["passed"]  # tiny model: losses within 0.02

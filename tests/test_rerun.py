@@ -91,7 +91,7 @@ def _losses(folder: Path) -> list[float]:
 def test_a_rerun_logs_the_same_losses(tmp_path, tiny_model_dir, datasets_dir):
     env = {**os.environ, "STUDIO_DATA_DIR": str(tmp_path / "data")}
     first, second = tmp_path / "first", tmp_path / "second"
-    # lora_dropout stays on (0.05): the seed must fix the dropout masks too, not only data order and LoRA init
+    # lora_dropout on (0.05; the default is 0): the seed must fix the dropout masks too, not only data order and LoRA init
     train = [sys.executable, "-m", "trainer_core", "train"]
     result = subprocess.run(
         [
@@ -106,6 +106,8 @@ def test_a_rerun_logs_the_same_losses(tmp_path, tiny_model_dir, datasets_dir):
             "128",
             "--max-steps",
             "4",
+            "--lora-dropout",
+            "0.05",
             "--model-name",
             str(tiny_model_dir),
             "--output-dir",

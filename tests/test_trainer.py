@@ -93,7 +93,13 @@ def test_varlen_attention_without_offsets_is_plain_causal_sdpa():
 def test_sft_config_is_padding_free(tmp_path):
     request = TrainingStartRequest(local_datasets=["x.json"], max_seq_length=128)
     args = build_sft_config(request, tmp_path, "cpu", has_eval=False)
-    assert args.padding_free and args.max_length is None and not args.bf16
+    assert args.padding_free and args.max_length is None
+    # bf16 autocast exactly where models.precision chooses it (tests/test_precision.py)
+    from trainer_core.models.precision import request_precision
+
+    assert args.bf16 == (request_precision(request, "cpu").dtype == "bf16")
+    fp32 = build_sft_config(request.model_copy(update={"mixed_precision": "no"}), tmp_path, "cpu", has_eval=False)
+    assert not fp32.bf16
     assert args.logging_nan_inf_filter is False  # a NaN loss is logged as NaN, not hidden
     packed = build_sft_config(request.model_copy(update={"packing": True}), tmp_path, "cpu", has_eval=False)
     assert packed.max_length == 128

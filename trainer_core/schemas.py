@@ -452,6 +452,14 @@ class TrainingStartRequest(BaseModel):
         description="Recompute activations in the backward pass: less memory, slower steps.",
         json_schema_extra=_group("training"),
     )
+    mixed_precision: Literal["auto", "bf16", "no"] = Field(
+        "auto",
+        title="Mixed precision",
+        description="auto: bf16 where the device has fast bf16 units (a bf16 GPU; a CPU with AMX or AVX512-BF16 whose bf16 "
+        "products measure faster than fp32, SFT only), fp32 elsewhere; bf16: bf16 mixed precision (trained weights stay "
+        "fp32); no: fp32 throughout. The choice and its reason are in the check and run.json.",
+        json_schema_extra=_group("training"),
+    )
     early_stopping_patience: int = Field(
         0,
         ge=0,
@@ -512,11 +520,13 @@ class TrainingStartRequest(BaseModel):
         json_schema_extra=_group("lora"),
     )
     lora_dropout: float = Field(
-        0.05,
+        0.0,
         ge=0,
         lt=1,
         title="LoRA dropout",
-        description="Dropout on the LoRA input.",
+        description="Dropout on the LoRA input (0: none, PEFT's default; each adapted layer then skips a random mask "
+        "and a copy of its input, 28 % of a step's time on a CPU, with the same held-out loss in our measurement: "
+        "docs/BENCHMARKS.md).",
         json_schema_extra=_group("lora"),
     )
     target_modules: list[NameText] = Field(

@@ -121,6 +121,8 @@ def report_html(report: Any) -> str:
         totals.append(
             f"<li>{html.escape(report.architecture)}, attention {html.escape(report.attention or '')}{adapted}</li>"
         )
+    if report.precision:
+        totals.append(f"<li>Precision: {html.escape(report.precision)}</li>")
     if report.vision:
         totals.append(f"<li>{html.escape(report.vision[0].upper() + report.vision[1:])}</li>")
     if report.method:

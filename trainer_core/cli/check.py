@@ -136,6 +136,8 @@ def _structure(report: PreflightReport) -> list[str]:
         lines.append(report.vision[0].upper() + report.vision[1:])
     if report.adapted_modules:
         lines.append(f"LoRA adapts {report.adapted_count} modules: {report.adapted_modules}")
+    if report.precision:
+        lines.append(f"Precision: {report.precision}")
     if report.method:
         lines.append(report.method)
     return lines

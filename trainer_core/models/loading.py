@@ -149,13 +149,15 @@ def pick_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def compute_dtype(device: str) -> Any:
-    """bf16 on CUDA GPUs that support it, fp32 otherwise (CPU default; measured in bench/)."""
-    import torch
+def compute_dtype(device: str, request: Optional[TrainingStartRequest] = None) -> Any:
+    """The torch dtype to compute in on ``device`` (``models.precision``): for ``request``'s
+    ``mixed_precision`` and method; without a request (loading a model to generate with: chat,
+    evaluation, serving), what ``auto`` picks: bf16 on a bf16 GPU or on a CPU whose bf16 units
+    measure faster, else fp32."""
+    from trainer_core.models.precision import choose_precision, request_precision, torch_dtype
 
-    if device == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.bfloat16
-    return torch.float32
+    chosen = request_precision(request, device) if request is not None else choose_precision(device)
+    return torch_dtype(chosen.dtype)
 
 
 def remote_code(path: Path, request: Optional[TrainingStartRequest] = None) -> dict[str, Any]:
@@ -192,24 +194,27 @@ def load_tokenizer(path: Path, default_template: str = "auto", **kwargs: Any) ->
 
 def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
     """Causal LM from ``path`` on ``device`` (an image-text-to-text model, e.g. Qwen2-VL, when its
-    config says it reads images: ``models.vision_family``): fp32/bf16 for lora and full, NF4 4-bit for
-    qlora (bitsandbytes; works on CPU and CUDA), with the attention its architecture supports
+    config says it reads images: ``models.vision_family``): weights in the dtype
+    ``models.precision.request_precision`` chooses (bf16 frozen weights for a bf16 LoRA run, fp32
+    master weights for full fine-tuning on a CPU), NF4 4-bit for qlora (bitsandbytes; works on CPU and CUDA), with the attention its architecture supports
     (``attention_choice.load_attention``). In a group of processes on GPUs, ``cuda`` is this
     process's GPU (``cuda:<LOCAL_RANK>``). Raises ModelLoadError when loading fails."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, BitsAndBytesConfig
 
     from trainer_core.distributed.env import device_for_rank
     from trainer_core.models.attention_choice import load_attention
+    from trainer_core.models.precision import request_precision, torch_dtype
     from trainer_core.models.vision_family import folder_family
 
-    dtype = compute_dtype(device)
+    precision = request_precision(request, device)
+    dtype, weights = torch_dtype(precision.dtype), torch_dtype(precision.weights)
     device = device_for_rank(device)  # several processes: each on its own GPU
     own_code = remote_code(path, request)
     try:
         attention = load_attention(AutoConfig.from_pretrained(path, **own_code), device)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"could not load model from {path}: {exc}") from exc
-    kwargs: dict[str, Any] = {"dtype": dtype, **own_code}
+    kwargs: dict[str, Any] = {"dtype": weights, **own_code}
     if attention is not None:  # a model's own code chooses for itself
         kwargs["attn_implementation"] = attention
     if request.training_type == TrainingType.qlora:

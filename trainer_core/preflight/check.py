@@ -104,6 +104,7 @@ def run_preflight(
         report.adapted_modules, report.adapted_count = structure.adapted, structure.adapted_count
     report.vision = vision_summary(request, settings)
     report.method = grpo_summary(request, found.train.column_names)
+    report.precision = precision_summary(request)
     if estimates and tokenizer is not None and plan.total_steps:
         _add_estimates(report, request, settings, store, found, plan)
     report.check_seconds = round(time.perf_counter() - started, 3)
@@ -133,6 +134,21 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     found = gather(request, tokenizer, notes=False)
     checks = (_no_tokens(found, request), rules.rewards_unusable(request, found.train.column_names))
     return [issue for issue in checks if issue]
+
+
+def precision_summary(request: TrainingStartRequest) -> str:
+    """What ``models.precision`` will choose for ``request`` on the training device, in one line
+    ("bf16 mixed precision: <reason>" or "fp32: <reason>"); on a GPU, known only in the worker
+    (the check does not import torch), the rule."""
+    from trainer_core.models.precision import request_precision
+    from trainer_core.preflight.costs import training_device
+
+    if training_device() != "cpu":
+        if request.mixed_precision == "no":
+            return "fp32: mixed_precision is no"
+        return "bf16 mixed precision where this GPU supports bf16 (else fp32)"
+    chosen = request_precision(request, "cpu")
+    return f"{'bf16 mixed precision' if chosen.dtype == 'bf16' else 'fp32'}: {chosen.reason}"
 
 
 def _no_tokens(found: Gathered, request: TrainingStartRequest) -> Optional[Issue]:

@@ -122,6 +122,11 @@ class PreflightReport(BaseModel):
     method: Optional[str] = Field(
         None, description="GRPO: completions sampled per step, their length, the rewards and the KL weight."
     )
+    precision: Optional[str] = Field(
+        None,
+        description='The precision training will use and why (``models.precision``), e.g. "bf16 mixed precision: '
+        'bf16 matmul 410 vs fp32 198 GFLOP/s on this CPU (avx512_bf16)".',
+    )
 
     def trained_words(self) -> str:
         """What the token line says is trained: "N trained", or for GRPO (``method`` set), whose

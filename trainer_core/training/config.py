@@ -24,7 +24,7 @@ def training_args(
 ) -> dict[str, Any]:
     """The ``transformers.TrainingArguments`` every method shares, as keyword arguments: logs every
     step (NaN / inf losses unfiltered), saves at ``save_steps`` (and at a stop), evaluates every
-    ``eval_steps`` when ``has_eval``. fp32 on CPU, bf16 on CUDA where supported; activation
+    ``eval_steps`` when ``has_eval``. bf16 mixed precision where ``models.precision`` chooses it; activation
     checkpointing only when asked (TRL's configs turn both on by default). Reports to
     ``request.report_to``'s trackers under ``run_name`` (the job id; see ``tracker_args``)."""
     import torch
@@ -47,7 +47,7 @@ def training_args(
         seed=request.random_seed,
         data_seed=request.random_seed,
         activation_checkpointing=request.gradient_checkpointing,  # transformers 5 name; TRL defaults the old one to True
-        bf16=compute_dtype(device) == torch.bfloat16,
+        bf16=compute_dtype(device, request) == torch.bfloat16,  # autocast; trained weights stay fp32
         fp16=False,
         use_cpu=device == "cpu",
         logging_steps=1,
@@ -87,6 +87,7 @@ def build_sft_config(
     run_name: Optional[str] = None,
     rows_apart: bool = True,
     vision: bool = False,
+    liger: bool = False,
 ) -> Any:
     """``trl.SFTConfig`` for ``request``: ``training_args`` plus padding-free batches of rows our data
     layer has already tokenized, masked and cut (``tokenization.py``; packing is left to TRL).
@@ -129,6 +130,7 @@ def build_sft_config(
         packing=request.packing,
         # Without padding every token counts; "non_padding" would skip real pad-id tokens (often eos).
         include_num_input_tokens_seen="all" if padding_free else "non_padding",
+        use_liger_kernel=liger,
         # Our data layer already tokenized, masked and truncated the rows (see tokenization.py).
         dataset_kwargs={"skip_prepare_dataset": not request.packing},
     )

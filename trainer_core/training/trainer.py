@@ -30,6 +30,7 @@ from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.attention import register_varlen_sdpa
 from trainer_core.training.config import build_sft_config
 from trainer_core.training.embedding_rate import EmbeddingRate
+from trainer_core.training.kernels import liger_applies
 from trainer_core.training.packed_rows import keeps_packed_rows_apart
 from trainer_core.training.safe_saves import SafeSaves
 from trainer_core.training.wiring import finish, new_lora, run_callbacks
@@ -53,11 +54,12 @@ def answer_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = No
 
 class LeanSFTTrainer(SafeSaves, EmbeddingRate, SFTTrainer):
     """``SFTTrainer`` whose loss is ``answer_loss`` for padding-free batches (batch dimension 1) and
-    ``transformers.Trainer``'s otherwise; no entropy / token-accuracy metrics; saves by ``SafeSaves``;
+    ``transformers.Trainer``'s otherwise (and with Liger's kernels, whose forward computes the loss); no entropy / token-accuracy metrics; saves by ``SafeSaves``;
     the embeddings' own learning rate by ``EmbeddingRate``."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: D102
-        if inputs.get("labels") is None or inputs["input_ids"].shape[0] != 1:
+        # Liger's fused linear cross-entropy (kernels.py) computes the loss inside the model's forward.
+        if inputs.get("labels") is None or inputs["input_ids"].shape[0] != 1 or self.args.use_liger_kernel:
             return Trainer.compute_loss(
                 self,
                 model,
@@ -101,7 +103,8 @@ def build_trainer(
     record); eager and flash_attention_2 separate packed rows themselves (``attention_choice``). With
     ``request.stop_on_divergence`` a ``DivergenceGuard`` runs after ``callbacks``; with
     ``request.early_stopping_patience`` > 0 an ``EarlyStoppingCallback`` too (ValueError without
-    ``eval_split``). (TRL seeds every RNG with ``random_seed`` before it initialises LoRA, so a rerun
+    ``eval_split``). On a GPU with Liger Kernel installed, Liger's fused linear cross-entropy for the
+    families it patches (``kernels.liger_applies``). (TRL seeds every RNG with ``random_seed`` before it initialises LoRA, so a rerun
     repeats the initialisation, the data order and the dropout masks.) ``run_name`` (the job id) names
     the run in the trackers of ``request.report_to`` (set up first: ``trackers.prepare_trackers``).
     A ``model`` that already carries an adapter (``adapter_name_or_path``) trains it; no new one.
@@ -119,6 +122,7 @@ def build_trainer(
     else:
         use_training_attention(model)
         rows_apart = keeps_packed_rows_apart(model)
+    liger = not vision and liger_applies(model, device)
     args = build_sft_config(
         request,
         output_dir,
@@ -127,6 +131,7 @@ def build_trainer(
         run_name=run_name,
         rows_apart=rows_apart,
         vision=vision,
+        liger=liger,
     )
     peft_config = new_lora(request, model)
     trainer = LeanSFTTrainer(

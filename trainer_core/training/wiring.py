@@ -43,7 +43,8 @@ def finish(trainer: Any, request: TrainingStartRequest, device: str, new_adapter
     """The studio's settings on a built TRL trainer: no progress printed to stdout (it goes to the
     event queue), the embeddings' learning rate (``EmbeddingRate``), LoftQ on a new QLoRA adapter
     (``use_loftq``; ``training.loftq``) and the improvement a new best checkpoint needs
-    (``early_stopping_threshold`` while early stopping is on). Returns ``trainer``."""
+    (``early_stopping_threshold`` while early stopping is on), and fp32 master copies of the trained
+    weights over a bf16 base (``master_weights_fp32``). Returns ``trainer``."""
     trainer.remove_callback(PrinterCallback)
     trainer.embedding_learning_rate = request.embedding_learning_rate
     if request.use_loftq and new_adapter:
@@ -51,4 +52,21 @@ def finish(trainer: Any, request: TrainingStartRequest, device: str, new_adapter
 
         apply_loftq(trainer.model, device)
     trainer.best_threshold = request.early_stopping_threshold if request.early_stopping_patience > 0 else 0.0
+    if request.training_type.value != "full":  # a full fine-tune on a GPU trains its bf16 weights as before
+        master_weights_fp32(trainer.model)
     return trainer
+
+
+def master_weights_fp32(model: Any) -> int:
+    """Store every trained parameter of ``model`` in fp32 (the master weights of mixed precision):
+    PEFT makes its adapters fp32 over a bf16 base, but ``modules_to_save`` copies (and an embedding
+    trained beside them) keep the base's bf16, where AdamW's small updates would round away. Frozen
+    weights are left as loaded. Returns how many parameters were cast."""
+    import torch
+
+    cast = 0
+    for param in model.parameters():
+        if param.requires_grad and param.dtype in (torch.bfloat16, torch.float16):
+            param.data = param.data.float()
+            cast += 1
+    return cast

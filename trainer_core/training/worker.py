@@ -164,6 +164,7 @@ def train(
     or ``stopped``) and, when early stopping ended the run, why (see ``trainer.early_stop_reason``).
     Raises ``trainer.DivergenceError`` at a NaN / inf loss or grad norm (with
     ``stop_on_divergence``) or instead of saving non-finite weights."""
+    from trainer_core.models.precision import request_precision
     from trainer_core.training.grpo import build_grpo_trainer
     from trainer_core.training.preference import build_preference_trainer
     from trainer_core.training.trainer import build_trainer, early_stop_reason
@@ -180,11 +181,13 @@ def train(
     )
     if stop.is_set():
         return Phase.stopped.value, None
+    precision = request_precision(request, device)
     if is_main():  # several processes: rank 0 writes the run folder
         if request.resume_from_checkpoint:
             _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
-        _write_manifest(recorded or request, job_id, output_dir, trainer, data.system_message)
-    _phase(events, Phase.training, f"Training on {device}" + "".join(f"; {notice}" for notice in notices))
+        _write_manifest(recorded or request, job_id, output_dir, trainer, data.system_message, precision.model_dump())
+    where = f"Training on {device} in {'bf16 mixed precision' if precision.dtype == 'bf16' else 'fp32'}"
+    _phase(events, Phase.training, where + "".join(f"; {notice}" for notice in notices))
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
     trainer.save_final(output_dir)
     if stop.is_set():
@@ -211,10 +214,16 @@ def _prepare_trackers(request: TrainingStartRequest, output_dir: Path, events: A
 
 
 def _write_manifest(
-    request: TrainingStartRequest, job_id: str, output_dir: Path, trainer: Any, system_message: Optional[str]
+    request: TrainingStartRequest,
+    job_id: str,
+    output_dir: Path,
+    trainer: Any,
+    system_message: Optional[str],
+    precision: dict[str, Any],
 ) -> None:
-    """``run.json`` with the resolved TRL and PEFT configs and the data's shared system message
-    (see ``training.manifest``); a failure to
+    """``run.json`` with the resolved TRL and PEFT configs, the data's shared system message and the
+    precision used (``models.precision.Precision``, under ``model_structure``; see
+    ``training.manifest``); a failure to
     write it is logged, not fatal (the job thread writes it again at the end)."""
     from trainer_core.training.manifest import begin_manifest
 
@@ -226,7 +235,7 @@ def _write_manifest(
             job_id,
             trainer.args,
             next(iter(peft_config.values()), None),
-            _structure(trainer),
+            {**_structure(trainer), "precision": precision},
             system_message,
         )
     except OSError:
