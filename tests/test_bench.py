@@ -201,3 +201,15 @@ def test_gpu_check_runs_both_paths(capsys, tiny_model_dir):
     assert fast["precision"] == choose_precision("cpu").dtype
     assert len(plain["losses"]) == len(fast["losses"]) == 3
     assert code == (0 if report["passed"] else 1) and report["passed"]  # tiny model: losses within 0.02
+
+
+@pytest.mark.slow
+def test_compile_steps_bench_measures_a_break_even(capsys, tiny_model_dir):
+    """On the tiny model: both runs, the cost and the saving measured (the script, not the figures)."""
+    from bench import compile_steps
+
+    report = compile_steps.main(["--model", str(tiny_model_dir), "--steps", "4"])
+    assert report["runs"]["on"]["layers_compiled"] == 2 and report["runs"]["off"]["layers_compiled"] == 0
+    assert len(report["runs"]["on"]["step_s"]) == len(report["runs"]["off"]["step_s"]) == 4
+    assert report["compile_cost_s"] > 0 and report["max_loss_gap"] < 0.05
+    assert "pays after" in capsys.readouterr().out

@@ -12,8 +12,15 @@ from trainer_core.models.precision import CpuRates, choose_precision
 from trainer_core.schemas import TrainingStartRequest
 
 
-def _rates(fp32: float, bf16: float) -> CpuRates:
-    return CpuRates(cpu="Test CPU", flags=["avx512_bf16"], fp32_gflops=fp32, bf16_gflops=bf16)
+def _rates(fp32: float, bf16: float, attention_fp32: float = 1.0, attention_bf16: float = 1.8) -> CpuRates:
+    return CpuRates(
+        cpu="Test CPU",
+        flags=["avx512_bf16"],
+        fp32_gflops=fp32,
+        bf16_gflops=bf16,
+        attention_fp32_ms=attention_fp32,
+        attention_bf16_ms=attention_bf16,
+    )
 
 
 @pytest.mark.parametrize(
@@ -46,14 +53,14 @@ def test_the_probe_runs_once_per_cpu_and_is_cached(tmp_path, monkeypatch):
 
     def fake_run(*args, **kwargs):
         calls.append(args)
-        return type("Done", (), {"stdout": json.dumps([200.0, 450.0]) + "\n"})()
+        return type("Done", (), {"stdout": json.dumps([200.0, 450.0, 1.0, 0.6]) + "\n"})()
 
     monkeypatch.setattr(precision, "cpu_name_and_flags", lambda: ("Test CPU", ["amx_bf16"]))
     monkeypatch.setattr(precision.subprocess, "run", fake_run)
     cache = tmp_path / "precision_cache.json"
     first = precision.cpu_rates(cache)
     second = precision.cpu_rates(cache)
-    assert first == second and first.fast_bf16 and len(calls) == 1
+    assert first == second and first.fast_bf16 and not first.fp32_attention and len(calls) == 1
     assert "Test CPU|amx_bf16|torch" in next(iter(json.loads(cache.read_text())))
     cache.write_text("not json")  # a broken cache is measured again, not an error
     assert precision.cpu_rates(cache) == first and len(calls) == 2
@@ -66,8 +73,42 @@ def test_a_cpu_without_bf16_flags_is_never_probed(monkeypatch, tmp_path):
 
 
 def test_the_real_probe_reports_both_rates():
-    fp32, bf16 = precision.probe_rates(size=128, seconds=0.05)
-    assert fp32 > 0 and bf16 > 0
+    fp32, bf16, attention_fp32, attention_bf16 = precision.probe_rates(size=128, seconds=0.05)
+    assert fp32 > 0 and bf16 > 0 and attention_fp32 > 0 and attention_bf16 > 0
+
+
+def test_attention_stays_fp32_where_bf16_attention_measured_slower(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_rates", lambda cache=None: _rates(180, 400, 1.0, 1.8))
+    slow = choose_precision("cpu")
+    assert (slow.dtype, slow.attention) == (
+        "bf16",
+        "fp32",
+    ) and "attention in fp32 (bf16 1.80 vs fp32 1.00 ms)" in slow.reason
+    monkeypatch.setattr(precision, "cpu_rates", lambda cache=None: _rates(342, 1305, 1.0, 0.4))  # AMX
+    assert choose_precision("cpu").attention == "bf16"
+
+
+def test_fp32_attention_in_a_bf16_run_matches_and_gives_bf16_back():
+    """``sdpa_varlen`` with fp32 attention on: bf16 inputs under autocast give a bf16 output equal to
+    the fp32 attention of the same inputs, and gradients reach the inputs."""
+    from types import SimpleNamespace
+
+    from trainer_core.training import attention
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 4, 20, 16, generator=gen).bfloat16().requires_grad_() for _ in range(3))
+    cu = torch.tensor([0, 7, 20], dtype=torch.int32)
+    module = SimpleNamespace(is_causal=True, training=True)
+    try:
+        attention.register_varlen_sdpa(fp32=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out, _ = attention.varlen_sdpa_forward(module, q, k, v, None, cu_seq_lens_q=cu)
+        out.float().sum().backward()
+    finally:
+        attention.register_varlen_sdpa(fp32=False)
+    reference, _ = attention.varlen_sdpa_forward(module, q.float(), k.float(), v.float(), None, cu_seq_lens_q=cu)
+    assert out.dtype == torch.bfloat16 and q.grad is not None and q.grad.dtype == torch.bfloat16
+    assert torch.allclose(out.float(), reference.bfloat16().float())
 
 
 # ----- the numbers: bf16 mixed precision against fp32 on a tiny model -----

@@ -136,3 +136,8 @@ def test_a_rerun_logs_the_same_losses(tmp_path, tiny_model_dir, datasets_dir):
     recorded = json.loads((second / RUN_JSON).read_text())
     assert recorded["request"] == {**json.loads((first / RUN_JSON).read_text())["request"], "output_dir": str(second)}
     assert recorded["final_metrics"]["final_loss"] == pytest.approx(losses[-1], abs=1e-4)
+    # run.json says which precision the run computed in, and why
+    from trainer_core.models.precision import choose_precision
+
+    structure = recorded["model_structure"]
+    assert structure["precision"]["dtype"] == choose_precision("cpu").dtype and structure["precision"]["reason"]

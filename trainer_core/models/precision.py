@@ -26,32 +26,46 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 MixedPrecision = Literal["auto", "bf16", "no"]
 BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 FAST_RATIO = 1.3  # bf16 products must beat fp32 ones by this much for auto to pick bf16
 CACHE_NAME = "precision_cache.json"
+PROBE_VERSION = 2  # part of the cache key: a new probe measures again
 
 
 class Precision(BaseModel):
     """The precision a run uses and why, as shown by the check and kept in ``run.json``.
 
     ``dtype``: "bf16" or "fp32" (the compute dtype); ``weights``: the dtype the frozen base weights
-    are stored in; ``reason``: one sentence naming the measurement or the setting that decided."""
+    are stored in; ``reason``: one sentence naming the measurement or the setting that decided;
+    ``attention``: the dtype of the attention products."""
 
     dtype: Literal["bf16", "fp32"]
     weights: Literal["bf16", "fp32"]
     reason: str
+    attention: Literal["bf16", "fp32"] = Field(
+        "fp32", description="The dtype attention computes in: fp32 in a bf16 run where bf16 attention measured slower."
+    )
 
 
 class CpuRates(BaseModel):
-    """A CPU's measured matmul rates in GFLOP/s (``probe_rates``) and its bf16 flags."""
+    """A CPU's measured matmul rates in GFLOP/s and attention times in ms (``probe_rates``) and its
+    bf16 flags."""
 
     cpu: str
     flags: list[str]
     fp32_gflops: float
     bf16_gflops: float
+    attention_fp32_ms: float
+    attention_bf16_ms: float
+
+    @property
+    def fp32_attention(self) -> bool:
+        """True when bf16 attention (forward and backward) is slower than fp32 on this CPU: a bf16
+        run then computes its attention in fp32 (AVX512-BF16 without AMX: 1.8x slower here)."""
+        return self.attention_bf16_ms > self.attention_fp32_ms
 
     @property
     def fast_bf16(self) -> bool:
@@ -71,22 +85,35 @@ def cpu_name_and_flags() -> tuple[str, list[str]]:
     return name or platform.processor() or "unknown", [flag for flag in BF16_FLAGS if flag in words]
 
 
-def probe_rates(size: int = 512, seconds: float = 0.2) -> tuple[float, float]:
-    """(fp32, bf16) GFLOP/s of ``size``-square ``torch.mm`` products, each the best of about
-    ``seconds`` of back-to-back products (2 size^3 FLOPs each) after a warm-up product."""
-    import torch
+def _best_seconds(work: Any, seconds: float) -> float:
+    """The shortest of back-to-back calls of ``work`` over about ``seconds``, after a warm-up call."""
+    work()
+    best, deadline = float("inf"), time.perf_counter() + seconds
+    while time.perf_counter() < deadline or best == float("inf"):
+        began = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - began)
+    return max(best, 1e-9)
 
-    rates = []
-    for dtype in (torch.float32, torch.bfloat16):
+
+def probe_rates(size: int = 512, seconds: float = 0.2) -> tuple[float, float, float, float]:
+    """(fp32 GFLOP/s, bf16 GFLOP/s, fp32 attention ms, bf16 attention ms): ``size``-square
+    ``torch.mm`` products (2 size^3 FLOPs each), and the forward and backward of causal
+    ``scaled_dot_product_attention`` over 9 heads x 192 tokens x 64 (one row of a training batch
+    of SmolLM2's shape); each the best of about ``seconds`` of back-to-back calls."""
+    import torch
+    import torch.nn.functional as F
+
+    def product(dtype: Any) -> float:
         a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
-        torch.mm(a, b)
-        best, deadline = 0.0, time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            began = time.perf_counter()
-            torch.mm(a, b)
-            best = max(best, 2 * size**3 / max(time.perf_counter() - began, 1e-9) / 1e9)
-        rates.append(best)
-    return rates[0], rates[1]
+        return 2 * size**3 / _best_seconds(lambda: torch.mm(a, b), seconds) / 1e9
+
+    def attention(dtype: Any) -> float:
+        q, k, v = (torch.randn(1, 9, 192, 64, dtype=dtype, requires_grad=True) for _ in range(3))
+        work = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()  # noqa: E731
+        return _best_seconds(work, seconds) * 1e3
+
+    return product(torch.float32), product(torch.bfloat16), attention(torch.float32), attention(torch.bfloat16)
 
 
 def _cache_path() -> Path:
@@ -104,7 +131,7 @@ def cpu_rates(cache: Optional[Path] = None) -> Optional[CpuRates]:
     if not flags:
         return None
     path = cache or _cache_path()
-    key = f"{name}|{','.join(flags)}|torch {metadata.version('torch')}"
+    key = f"{name}|{','.join(flags)}|torch {metadata.version('torch')}|probe {PROBE_VERSION}"
     try:
         known = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -119,10 +146,17 @@ def cpu_rates(cache: Optional[Path] = None) -> Optional[CpuRates]:
         done = subprocess.run(
             [sys.executable, "-m", "trainer_core.models.precision"], capture_output=True, text=True, timeout=120
         )
-        fp32, bf16 = json.loads(done.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        fp32, bf16, attention_fp32, attention_bf16 = json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError, TypeError):
         return None
-    rates = CpuRates(cpu=name, flags=flags, fp32_gflops=round(fp32, 1), bf16_gflops=round(bf16, 1))
+    rates = CpuRates(
+        cpu=name,
+        flags=flags,
+        fp32_gflops=round(fp32, 1),
+        bf16_gflops=round(bf16, 1),
+        attention_fp32_ms=round(attention_fp32, 3),
+        attention_bf16_ms=round(attention_bf16, 3),
+    )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({**known, key: rates.model_dump()}, indent=1))
@@ -149,13 +183,13 @@ def choose_precision(
         import torch
 
         if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-            return Precision(dtype="bf16", weights="bf16", reason="this GPU supports bf16")
+            return Precision(dtype="bf16", weights="bf16", attention="bf16", reason="this GPU supports bf16")
         if mixed_precision == "bf16":
             raise ValueError("mixed_precision: this GPU has no bf16 support; choose auto or no")
         return Precision(dtype="fp32", weights="fp32", reason="this GPU has no bf16 support: fp32")
     weights = "bf16" if lora else "fp32"
     if mixed_precision == "bf16":
-        return Precision(dtype="bf16", weights=weights, reason="mixed_precision is bf16 (asked for)")
+        return Precision(dtype="bf16", weights=weights, attention="bf16", reason="mixed_precision is bf16 (asked for)")
     if training_method != "sft":
         return Precision(
             dtype="fp32",
@@ -169,8 +203,17 @@ def choose_precision(
     measured = f"bf16 matmul {rates.bf16_gflops:.0f} vs fp32 {rates.fp32_gflops:.0f} GFLOP/s on this CPU"
     if not rates.fast_bf16:
         return Precision(dtype="fp32", weights="fp32", reason=f"{measured}: bf16 does not pay, fp32")
+    attention = "fp32" if rates.fp32_attention else "bf16"
+    note = (
+        f"; attention in fp32 (bf16 {rates.attention_bf16_ms:.2f} vs fp32 {rates.attention_fp32_ms:.2f} ms)"
+        if attention == "fp32"
+        else ""
+    )
     return Precision(
-        dtype="bf16", weights=weights, reason=f"{measured} ({', '.join(rates.flags)}): bf16 mixed precision"
+        dtype="bf16",
+        weights=weights,
+        attention=attention,
+        reason=f"{measured} ({', '.join(rates.flags)}): bf16 mixed precision{note}",
     )
 
 
@@ -186,5 +229,5 @@ def torch_dtype(name: str) -> Any:
     return torch.bfloat16 if name == "bf16" else torch.float32
 
 
-if __name__ == "__main__":  # the probe of ``cpu_rates``: prints [fp32, bf16] GFLOP/s as JSON
+if __name__ == "__main__":  # the probe of ``cpu_rates``: prints probe_rates() as JSON
     print(json.dumps(probe_rates()))

@@ -23,6 +23,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 VARLEN_SDPA = "sdpa_varlen"
+FP32 = {"on": False}  # this process's bf16 runs compute attention in fp32 (register_varlen_sdpa)
 
 
 def varlen_sdpa_forward(
@@ -41,7 +42,25 @@ def varlen_sdpa_forward(
     (batch, tokens, heads, head_dim) like transformers' ``sdpa_attention_forward``.
 
     With ``cu_seq_lens_q`` (int32 offsets, shape (rows + 1,)) and batch 1, each slice
-    ``[cu[i], cu[i+1])`` attends causally to itself only; otherwise this is plain ``sdpa``."""
+    ``[cu[i], cu[i+1])`` attends causally to itself only; otherwise this is plain ``sdpa``. bf16
+    inputs on a CPU are computed in fp32 (and the output given back in bf16) when
+    ``register_varlen_sdpa(fp32=True)`` said so: where bf16 attention measured slower
+    (``models.precision``)."""
+    if FP32["on"] and query.dtype == torch.bfloat16 and query.device.type == "cpu":
+        with torch.autocast("cpu", enabled=False):
+            out, weights = varlen_sdpa_forward(
+                module,
+                query.float(),
+                key.float(),
+                value.float(),
+                attention_mask,
+                dropout=dropout,
+                scaling=scaling,
+                is_causal=is_causal,
+                cu_seq_lens_q=cu_seq_lens_q,
+                **kwargs,
+            )
+        return out.to(torch.bfloat16), weights
     sliding = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
     if cu_seq_lens_q is None or query.shape[0] != 1 or sliding or not getattr(module, "is_causal", True):
         return sdpa_attention_forward(
@@ -79,9 +98,11 @@ def varlen_mask(
     return sdpa_mask(*args, config=config, attention_mask=attention_mask, **kwargs)
 
 
-def register_varlen_sdpa() -> str:
+def register_varlen_sdpa(fp32: bool = False) -> str:
     """Register ``sdpa_varlen`` with transformers (idempotent); returns the name to pass to
-    ``model.set_attn_implementation``."""
+    ``model.set_attn_implementation``. ``fp32``: this process computes bf16 attention on a CPU in
+    fp32 (see ``varlen_sdpa_forward``)."""
+    FP32["on"] = fp32
     AttentionInterface.register(VARLEN_SDPA, varlen_sdpa_forward)
     AttentionMaskInterface.register(VARLEN_SDPA, varlen_mask)
     return VARLEN_SDPA

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from transformers import EarlyStoppingCallback, Trainer
 from trl import SFTTrainer
 
+from trainer_core.models.precision import request_precision
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.attention import register_varlen_sdpa
 from trainer_core.training.config import build_sft_config
@@ -77,13 +78,15 @@ class LeanSFTTrainer(SafeSaves, EmbeddingRate, SFTTrainer):
         return (loss, outputs) if return_outputs else loss
 
 
-def use_training_attention(model: Any) -> str:
+def use_training_attention(model: Any, fp32: bool = False) -> str:
     """Switch an SDPA ``model`` to the per-row ``sdpa_varlen`` for padding-free batches, where the
     architecture takes attention functions from transformers' registry; eager, flash_attention_2
     and SDPA models that do not (Falcon) keep packed rows apart through transformers' mask from
-    the rows' ``position_ids`` (``models.attention_choice``). Returns the implementation used."""
+    the rows' ``position_ids`` (``models.attention_choice``). ``fp32``: a bf16 run on a CPU whose
+    bf16 attention measured slower computes attention in fp32 (``models.precision``). Returns the
+    implementation used."""
     if model.config._attn_implementation == "sdpa" and getattr(model, "_supports_attention_backend", False):
-        model.set_attn_implementation(register_varlen_sdpa())
+        model.set_attn_implementation(register_varlen_sdpa(fp32))
     return model.config._attn_implementation
 
 
@@ -120,7 +123,10 @@ def build_trainer(
         )
         rows_apart = True
     else:
-        use_training_attention(model)
+        precision = request_precision(request, device)
+        use_training_attention(
+            model, fp32=device == "cpu" and precision.dtype == "bf16" and precision.attention == "fp32"
+        )
         rows_apart = keeps_packed_rows_apart(model)
     liger = not vision and liger_applies(model, device)
     args = build_sft_config(
