@@ -237,3 +237,15 @@ def test_a_bf16_chat_model_keeps_its_adapter_unmerged_and_its_base_exact(tiny_mo
         assert not torch.allclose(tuned, plain)  # the adapter is applied for the tuned answers
         if dtype == torch.bfloat16:
             assert all(torch.equal(frozen[n], p) for n, p in model.named_parameters() if n in frozen)
+
+
+def test_modules_to_save_start_from_the_exact_weights(monkeypatch):
+    """Trained copies of whole modules (``modules_to_save``) start from fp32 weights, not bf16-rounded
+    ones: such a run loads its weights in fp32 and still computes in bf16."""
+    from trainer_core.models.precision import request_precision
+
+    monkeypatch.setattr(precision, "cpu_rates", lambda cache=None: _rates(180, 400))
+    plain = request_precision(TrainingStartRequest(local_datasets=["x.json"]), "cpu")
+    saved = request_precision(TrainingStartRequest(local_datasets=["x.json"], modules_to_save=["embed_tokens"]), "cpu")
+    assert (plain.dtype, plain.weights) == ("bf16", "bf16")
+    assert (saved.dtype, saved.weights) == ("bf16", "fp32") and "modules_to_save" in saved.reason

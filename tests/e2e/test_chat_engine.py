@@ -77,8 +77,11 @@ def direct(trained_run, model_dir):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from trainer_core.models.loading import compute_dtype
+
     tokenizer = AutoTokenizer.from_pretrained(trained_run.output_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa")
+    # the dtype chat loads models in (bf16 on a CPU whose bf16 pays; its adapter then stays unmerged, as here)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=compute_dtype("cpu"), attn_implementation="sdpa")
     model = PeftModel.from_pretrained(model, trained_run.output_dir).eval()
     text = tokenizer.apply_chat_template(
         [{"role": "user", "content": PROMPT}], tokenize=False, add_generation_prompt=True

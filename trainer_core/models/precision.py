@@ -218,8 +218,18 @@ def choose_precision(
 
 
 def request_precision(request: Any, device: str) -> Precision:
-    """``choose_precision`` for a ``TrainingStartRequest`` on ``device``."""
-    return choose_precision(device, request.mixed_precision, request.training_type.value, request.training_method.value)
+    """``choose_precision`` for a ``TrainingStartRequest`` on ``device``; a run that trains whole
+    modules beside its adapters (``modules_to_save``) loads its weights in fp32 on a CPU, so those
+    trained copies start from the exact weights, not from bf16-rounded ones (autocast still computes
+    in bf16)."""
+    chosen = choose_precision(
+        device, request.mixed_precision, request.training_type.value, request.training_method.value
+    )
+    if request.modules_to_save and not device.startswith("cuda") and chosen.weights == "bf16":
+        return chosen.model_copy(
+            update={"weights": "fp32", "reason": chosen.reason + "; weights in fp32 (modules_to_save)"}
+        )
+    return chosen
 
 
 def torch_dtype(name: str) -> Any:
