@@ -22,24 +22,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
 
 from bench import throughput
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def decoder_layers(model: Any) -> Optional[Any]:
-    """The ``nn.ModuleList`` of ``model``'s decoder layers (through a ``PeftModel``): the list whose
-    layers are of a class the model names in ``_no_split_modules``; None when there is none."""
-    import torch.nn as nn
-
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    names = set(getattr(base, "_no_split_modules", None) or ())
-    for module in base.modules():
-        if isinstance(module, nn.ModuleList) and len(module) and type(module[0]).__name__ in names:
-            return module
-    return None
 
 
 def child(setting: str, steps: int) -> dict:
@@ -61,8 +47,10 @@ def child(setting: str, steps: int) -> dict:
     compiled = 0
     with tempfile.TemporaryDirectory() as out:
         trainer, recorder = throughput.build_ours(str(throughput.DEFAULT_DATASET), steps, Path(out))
-        layers = decoder_layers(trainer.model) if setting == "on" else None
-        if layers is not None:
+        if setting == "on":
+            from trainer_core.models.targets import find_blocks
+
+            _, layers = find_blocks(trainer.model)  # the decoder layers, as LoRA's targets find them
             torch._dynamo.config.suppress_errors = True
             for layer in layers:
                 layer.compile(dynamic=True)

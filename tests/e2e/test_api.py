@@ -206,6 +206,9 @@ def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir):
     resolved = [os.path.realpath(datasets_dir / name) for name in ("a.json", "b.json")]
     assert missing.status_code == 400 and missing.json()["detail"]["missing"] == resolved
     assert api.post("/api/train/start", json={"learning_rate": 2}).status_code == 422
+    bad_precision = api.post("/api/train/start", json=_body(datasets_dir) | {"mixed_precision": "fp8"})
+    assert bad_precision.status_code == 422 and "mixed_precision" in bad_precision.text  # named, not a 500
+    assert "Traceback" not in bad_precision.text
     hardware = api.get("/api/train/hardware").json()
     assert hardware["cpu_count"] >= 1 and 0 < hardware["ram_used_gib"] < hardware["ram_total_gib"]
     assert 0 <= hardware["cpu_percent"] <= 100 and isinstance(hardware["gpus"], list)
