@@ -182,7 +182,7 @@ def test_q4_k_m_and_q8_0_in_one_task_checked_by_llama_cpp(tiny_trained_run, tmp_
     assert f"folder: `{out}`" in listed
     for g in result.gguf:
         assert f"`{g.name}`: {g.file_type}, " in listed
-    assert "llama.cpp passed: q4_k_m in llama.cpp" in listed and "transformers passed: q8_0" in listed
+    assert "llama.cpp passed: q4_k_m in llama.cpp" in listed and "second opinion (transformers) agrees: q8_0" in listed
     card = (out / "README.md").read_text()
     for g in result.gguf:
         assert f"| `{g.name}` | {g.type} | {g.file_type} |" in card

@@ -61,11 +61,14 @@ def _links(record: TaskRecord) -> str:
         return line
     lines = [line, f"  - folder: `{record.output_dir}` (keep each `.gguf` beside its `.Modelfile`)"]
     for entry in gguf:
-        checks = [c for c in (entry.get("check"), entry.get("second_opinion")) if c]
-        words = "; ".join(
-            f"{c.get('checked_by') or 'check'} {'passed' if c.get('passed') else 'FAILED'}: {c.get('summary', '')}"
-            for c in checks
-        )
+        words = []
+        if check := entry.get("check"):
+            verdict = "passed" if check.get("passed") else "FAILED"
+            words.append(f"{check.get('checked_by') or 'check'} {verdict}: {check.get('summary', '')}")
+        if second := entry.get("second_opinion"):  # transformers' read-back: shown, never what fails the file
+            verdict = "agrees" if second.get("passed") else "differs"
+            words.append(f"second opinion ({second.get('checked_by')}) {verdict}: {second.get('summary', '')}")
+        words = "; ".join(words)
         lines.append(
             f"  - `{entry.get('name')}`: {entry.get('file_type') or entry.get('type')}, "
             f"{size_text(entry.get('size_bytes') or 0)}; {words or 'not checked'}"

@@ -88,12 +88,13 @@ def _named(choice: Any) -> Any:
 
 
 def _show(result: ExportResult, out: Path) -> None:
-    checks = [(g.name, c) for g in result.gguf for c in (g.check, g.second_opinion) if c is not None]
+    checks = [(g.name, c, c is g.second_opinion) for g in result.gguf for c in (g.check, g.second_opinion) if c]
     if not checks and result.check is not None:
-        checks = [("", result.check)]
-    for name, check in checks:
+        checks = [("", result.check, False)]
+    for name, check, second in checks:
         by = f" ({check.checked_by})" if check.checked_by else ""
-        print(f"{name + ': ' if name else ''}check{by} {'passed' if check.passed else 'FAILED'}: {check.summary}")
+        verdict = ("agrees" if check.passed else "differs") if second else ("passed" if check.passed else "FAILED")
+        print(f"{name + ': ' if name else ''}{'second opinion' if second else 'check'}{by} {verdict}: {check.summary}")
         print(f"  required: {check.required}")
         for line in check.near_ties:
             print(f"  explained: {line}")

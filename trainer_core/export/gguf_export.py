@@ -17,9 +17,13 @@ check each file: its metadata (``gguf_meta``: chat template, BOS / EOS, file typ
 run in llama.cpp (``llamacpp.check``: the template renders a 3-turn chat to the run's token ids,
 the end-of-turn token ends generation, answers by ``check.RULES[type]``); where transformers can
 read the file back (f16 / q8_0 of the architectures in ``gguf_convert.readable_back``) its answers
-are a second opinion. Without llama.cpp the transformers read-back (or, for architectures it cannot
-read, the metadata alone) is the check, as the summary says. Beside each file, Ollama's
-``<name>.Modelfile`` (``modelfile``). Seconds here: ``bench/export.py``.
+are a second opinion, shown beside the check but never what passes or refuses a file: llama.cpp is
+what users run. transformers reads the tensors with the source model's config (its GGUF reader
+builds the config from the file's keys and ignores some, e.g. ``attention.key_length``: a Qwen3
+whose head_dim is not its config default would load as 128-wide heads); where it still cannot load
+the file, that is a note, not a failure. Without llama.cpp the transformers read-back (or, for
+architectures it cannot read, the metadata alone) is the check, as the summary says. Beside each
+file, Ollama's ``<name>.Modelfile`` (``modelfile``). Seconds here: ``bench/export.py``.
 """
 
 from __future__ import annotations
@@ -191,9 +195,9 @@ def check_file(
         entry.check.problems = compare_meta(meta, tokenizer).problems + entry.check.problems
         entry.check.passed = not entry.check.problems
         if back:
-            entry.second_opinion = check_gguf(path, gguf_type, ref, tokenizer, job.progress)
-    elif back:
-        entry.check = check_gguf(path, gguf_type, ref, tokenizer, job.progress)
+            entry.second_opinion = _read_back(job, path, gguf_type, ref, tokenizer, config)
+    elif back and (read := _read_back(job, path, gguf_type, ref, tokenizer, config)) is not None:
+        entry.check = read
     else:
         entry.check = metadata_check(path, gguf_type, tokenizer, config.get("model_type"))
         if llama_missing:
@@ -201,13 +205,38 @@ def check_file(
     return entry
 
 
+def _read_back(
+    job: jobs.ExportJob, path: Path, gguf_type: str, ref: jobs.Reference, tokenizer: Any, config: dict
+) -> Optional[CheckResult]:
+    """transformers' read-back of ``path`` (``check_gguf``), or None with a note in ``job.notes``
+    when its GGUF reader cannot load the file: a second reader's limits never refuse a file."""
+    from trainer_core.models.loading import ModelLoadError
+
+    try:
+        return check_gguf(path, gguf_type, ref, tokenizer, job.progress, config)
+    except ModelLoadError as exc:
+        reason = str(exc).split(": ", 1)[-1].splitlines()[0][:200]
+        job.notes.append(
+            f"{path.name}: transformers' GGUF reader could not load the file back ({reason}); not compared by it"
+        )
+        return None
+
+
 def check_gguf(
-    path: Path, outtype: str, ref: jobs.Reference, tokenizer: Any, progress: Optional[jobs.Progress] = None
+    path: Path,
+    outtype: str,
+    ref: jobs.Reference,
+    tokenizer: Any,
+    progress: Optional[jobs.Progress] = None,
+    config: Optional[dict] = None,
 ) -> CheckResult:
     """Check the GGUF file at ``path``: its metadata against ``tokenizer`` and its answers (loaded
-    back in float32) against ``ref`` by ``check.RULES[outtype]``."""
+    back in float32, its tensors shaped by ``config``, the source's config.json, where given)
+    against ``ref`` by ``check.RULES[outtype]``. Raises ModelLoadError when transformers cannot
+    load it."""
     meta = compare_meta(read_meta(path), tokenizer)
-    back = load_causal_lm(path.parent, "float32", gguf_file=path.name)
+    shaped = {"config": _config_object(config)} if config else {}
+    back = load_causal_lm(path.parent, "float32", gguf_file=path.name, **shaped)
     if progress is not None:
         progress.say("Answering the check prompts with the GGUF", force=True, fraction=0.85)
     check = jobs.judge(outtype, outtype, ref, back, tokenizer, meta.problems)
@@ -216,6 +245,14 @@ def check_gguf(
     del back
     gc.collect()
     return check
+
+
+def _config_object(config: dict) -> Any:
+    """A transformers config from a config.json's contents (its ``model_type``'s class)."""
+    from transformers import AutoConfig
+
+    values = {k: v for k, v in config.items() if k != "model_type"}
+    return AutoConfig.for_model(config["model_type"], **values)
 
 
 def metadata_check(path: Path, outtype: str, tokenizer: Any, model_type: Optional[str]) -> CheckResult:

@@ -114,7 +114,9 @@ class GGUFFile(BaseModel):
     size_bytes: int = 0
     check: Optional[CheckResult] = Field(None, description="The file run in llama.cpp (else transformers).")
     second_opinion: Optional[CheckResult] = Field(
-        None, description="The file loaded back by transformers' GGUF reader, where it reads the format."
+        None,
+        description="The file loaded back by transformers' GGUF reader, where it reads the format: shown beside "
+        "llama.cpp's check, never what passes or fails the export.",
     )
 
 
