@@ -93,13 +93,22 @@ def checkpointing_worker(request, job_id, output_dir, events, stop):
     events.put((EventKind.DONE, {"phase": "completed", "message": "done", "output_dir": output_dir}))
 
 
+SLOW_START_STEPS = 4646  # max_steps that asks page_worker for a slow start (a standby worker has its env already)
+
+
 def page_worker(request, job_id, output_dir, events, stop):
-    """What the page's browser tests watch: half a second of model loading, then up to
+    """What the page's browser tests watch: half a second of model loading (and, with max_steps
+    ``SLOW_START_STEPS``, 6 s of tokenizing 90 rows), then up to
     ``max_steps`` (default 30) training steps every 0.25 s with loss, learning rate, grad norm and
     tokens. Stop saves ``checkpoint-<step>`` (resumable) and ends 'stopped'; a resume continues from
     the checkpoint's step."""
     events.put((EventKind.PHASE, {"phase": "loading_model", "message": "loading the model"}))
     time.sleep(0.5)
+    slow = 6.0 if request.max_steps == SLOW_START_STEPS else 0.0  # seconds of tokenizing, reported as the worker does
+    events.put((EventKind.PHASE, {"phase": "loading_dataset", "message": "Reading and tokenizing the dataset"}))
+    for done in range(0, 91, 10) if slow else ():
+        events.put((EventKind.PHASE_PROGRESS, {"done": done, "total": 90, "unit": "rows tokenized"}))
+        time.sleep(slow / 10)
     events.put((EventKind.PHASE, {"phase": "training", "message": "training"}))
     first = 1
     if request.resume_from_checkpoint:

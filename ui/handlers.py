@@ -32,6 +32,7 @@ from ui.uploads import UPLOAD_LABEL, keep_upload, split_paths
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (the times keep moving)
+CLOCKS_STALE_S = 1.0  # a shared update with counting clocks (before the first step) is rebuilt after this
 MIN_REDRAW_S = 0.5  # and at most this often: faster steps are coalesced (each update redraws three Plotly charts)
 EMPTY_PREVIEW = pd.DataFrame({"row": [], "preview": []})
 NOTICE_CLEAR = ""
@@ -71,6 +72,8 @@ def status_line(status: TrainingStatus) -> str:
             parts.append(f"{d['tokens_per_second']:.0f} tokens/s")
         if d.get("loss") is not None:
             parts.append(f"loss {d['loss']:.4f}")
+    elif status.is_training_running:
+        parts += startup_parts(status.phase.value, d)
     if d.get("truncated_rows") or d.get("dropped_rows"):
         parts.append(
             f"{d.get('truncated_rows', 0)} of {d.get('rows', 0) + d.get('dropped_rows', 0)} rows truncated "
@@ -79,9 +82,41 @@ def status_line(status: TrainingStatus) -> str:
     text = " · ".join(parts) + f"\n\n{status.message}"
     if status.is_training_running and d.get("step") is not None:
         text += "\n\n" + progress_bar(d["step"] / max(d.get("total_steps") or 0, 1))
+    elif status.is_training_running and (phase := d.get("phase_progress")):
+        done, total = phase.get("done", 0), max(phase.get("total") or 0, 1)
+        text += f"\n\n{done:,} of {total:,} {phase.get('unit', '')}\n\n" + progress_bar(done / total)
     if status.error:
         text += f"\n\n**Error:** {status.error}"
     return text
+
+
+# What a run does between Start and its first step, in order: the monitor names the stage it is in.
+STARTUP_STAGES = {
+    "loading_model": "loading the model",
+    "loading_dataset": "reading and tokenizing the data",
+    "configuring": "building the trainer",
+    "training": "the first step",
+}
+
+
+def ticking(seconds: Optional[float]) -> str:
+    """``seconds`` as ``clock`` writes them, in a span the page's script counts up every second
+    (``ui.page_assets``: ``.tick[data-seconds]``) until the next update replaces it."""
+    value = max(0.0, float(seconds or 0.0))
+    return f'<span class="tick" data-seconds="{value:.1f}">{clock(value)}</span>'
+
+
+def startup_parts(phase: str, details: dict) -> list[str]:
+    """The monitor's words before the first step: the stage (``STARTUP_STAGES``, numbered), the
+    time in it and since Start, both counting up on the page."""
+    stages = list(STARTUP_STAGES)
+    if phase not in STARTUP_STAGES:
+        return []
+    parts = [f"stage {stages.index(phase) + 1} of {len(stages)}: {STARTUP_STAGES[phase]}"]
+    parts.append(f"{ticking(details.get('phase_seconds'))} in this stage")
+    if details.get("session_seconds") is not None:
+        parts.append(f"{ticking(details.get('session_seconds'))} since Start")
+    return parts
 
 
 def eta_text(details: dict) -> str:
@@ -156,15 +191,21 @@ class SharedRender:
         self._version: Optional[int] = None
         self._update: tuple = ()
         self._running = False
+        self._clocks_at: Optional[float] = None  # when an update with counting clocks was built (monotonic s)
 
     def get(self, runner: JobRunner) -> tuple[int, tuple, bool]:
-        """(history version, rendered outputs, whether the job is running)."""
+        """(history version, rendered outputs, whether the job is running). An update whose clocks
+        count up (before the first step) is rebuilt when over ``CLOCKS_STALE_S`` old, so a tab that
+        comes in late starts its clocks from the right second."""
         with self._lock:  # held while building, so tabs woken together wait for one build
             version = runner.history.version
-            if version != self._version:
+            stale = self._clocks_at is not None and time.monotonic() - self._clocks_at >= CLOCKS_STALE_S
+            if version != self._version or stale:
                 status = runner.status(with_history=False)
                 self._update = render(status, runner.history.chart_points(), runner.history.latest_train())
                 self._version, self._running = version, status.is_training_running
+                counting = status.is_training_running and status.details.get("step") is None
+                self._clocks_at = time.monotonic() if counting else None
             return self._version, self._update, self._running
 
 

@@ -6,6 +6,7 @@
 - A refusal notice (``ui.refusals``) outlines the widgets it names: the script opens the form
   sections listed in ``data-sections``, marks ``data-fields`` with ``field-invalid`` and scrolls the
   first into view; a cleared notice clears the marks.
+- The monitor's clocks before a run's first step (``.tick[data-seconds]``) count up every second.
 """
 
 CSS = """
@@ -79,6 +80,17 @@ SCRIPT = """
   };
   new MutationObserver(() => { if (!scheduled) { scheduled = true; requestAnimationFrame(mark); } })
     .observe(document.documentElement, {childList: true, subtree: true});
+  // The monitor's clocks before the first step (ui.handlers.ticking): each counts up from the seconds
+  // it was rendered with, from the moment this page first saw it, until an update replaces it.
+  const clock = s => { const m = Math.floor(s / 60), h = Math.floor(m / 60), two = n => String(n).padStart(2, '0');
+    return h ? `${h}h ${two(m % 60)}m ${two(Math.floor(s) % 60)}s` : `${m}m ${two(Math.floor(s) % 60)}s`; };
+  setInterval(() => {
+    const now = performance.now();
+    for (const tick of document.querySelectorAll('.tick[data-seconds]')) {
+      if (!tick.dataset.seen) tick.dataset.seen = String(now);
+      tick.textContent = clock(parseFloat(tick.dataset.seconds) + (now - parseFloat(tick.dataset.seen)) / 1000);
+    }
+  }, 1000);
 })();
 </script>
 """

@@ -433,3 +433,24 @@ def test_placeholders_are_filled_on_the_page(page, page_app, datasets_dir, tmp_p
     assert Path(trained).parent == settings.uploads_dir.resolve()  # the kept copy, which run.json records
     filled = fill_record(trained)  # (data.fill; run.json's "filled_from": tests/test_fill_placeholders.py)
     assert filled["values"] == {"author": "Orbit Labs", "name": "Nova"} and filled["source"] == "identity.json"
+
+
+def test_the_monitor_counts_up_and_shows_the_stage_before_the_first_step(page, page_app, datasets_dir):
+    """Issue 46: between Start and the first step the monitor names the stage (of the four), counts
+    the seconds in it and since Start every second, and shows the stage's own progress (rows
+    tokenized) with a bar."""
+    from tests.fake_workers import SLOW_START_STEPS
+
+    dataset(page, datasets_dir / "identity.json")
+    set_number(page, "max_steps", str(SLOW_START_STEPS))  # the fake worker tokenizes for 6 s
+    page.locator("#start").click()
+    wait_for(lambda: "stage 2 of 4: reading and tokenizing the data" in status_text(page), timeout_s=30, what="stage 2")
+    ticks = page.locator("#status .tick")
+    first = ticks.first.inner_text()
+    time.sleep(1.6)
+    text = status_text(page)
+    assert re.search(r"\d+m \d\ds in this stage · \d+m \d\ds since Start", text), text
+    assert re.search(r"\d+ of 90 rows tokenized", text) and page.locator("#status progress").count() == 1, text
+    assert ticks.first.inner_text() != first  # counted up on the page between two updates
+    page.locator("#cancel").click()
+    wait_status(page, "cancelled", 30_000)

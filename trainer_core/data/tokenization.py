@@ -23,6 +23,7 @@ from typing import Any, Optional
 import datasets
 import numpy as np
 
+from trainer_core.data import progress
 from trainer_core.data.files import DatasetError
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
 from trainer_core.data.prompt_tokens import encode_prompts, is_prompt_rows
@@ -96,8 +97,16 @@ def encode_rows(
         raise DatasetError(
             f"cannot tokenize columns {dataset.column_names}: normalise the data first (messages or text)"
         )
+    total = len(dataset)
+
+    def counted(batch: dict, indices: list[int], **kwargs: Any) -> dict:
+        encoded = encode(batch, indices, **kwargs)
+        if indices:
+            progress.rows_done(indices[-1] + 1, total, "tokenized")
+        return encoded
+
     return dataset.map(
-        encode,
+        counted,
         fn_kwargs={"tokenizer": tokenizer, "max_len": max_seq_length, "completions_only": train_on_completions},
         batched=True,
         batch_size=BATCH_ROWS,

@@ -8,7 +8,7 @@ time over the whole run. Wall time is clock time since the run was created, idle
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from trainer_core.schemas import TrainingProgress
@@ -23,6 +23,8 @@ class RunClock:
     created_at: float
     training_seconds_before: float = 0.0
     ended_at: Optional[float] = None
+    session_started_at: float = field(default_factory=time.time)  # this Start (a resume's too), Unix s
+    phase_started_at: float = field(default_factory=time.time)  # the current phase's start, Unix s
     session_first: Optional[TrainingProgress] = None  # this session's first train event with a token count
 
     def continued(self, progress: TrainingProgress) -> TrainingProgress:
@@ -41,11 +43,15 @@ class RunClock:
 
     def details(self, latest_train: Optional[TrainingProgress], now: Optional[float] = None) -> dict[str, Any]:
         """Status details: ``started_at`` (the run's creation, Unix s), ``wall_seconds`` (since then:
-        to now while live, to the end once ended; s) and ``tokens_per_second`` (see ``rate``)."""
+        to now while live, to the end once ended; s) and ``tokens_per_second`` (see ``rate``); and
+        ``session_seconds`` (since this Start) and ``phase_seconds`` (since the current phase began;
+        s, what the monitor counts up before the first step)."""
         until = self.ended_at if self.ended_at is not None else (time.time() if now is None else now)
         return {
             "started_at": self.created_at,
             "wall_seconds": max(until - self.created_at, 0.0),
+            "session_seconds": max(until - self.session_started_at, 0.0),
+            "phase_seconds": max(until - self.phase_started_at, 0.0),
             "tokens_per_second": self.rate(latest_train),
         }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
@@ -330,8 +331,16 @@ class JobRunner:
         if self._cancelled:
             return None
         if kind == EventKind.PHASE:
+            with self._state:
+                self._details.pop("phase_progress", None)
+                if self._clock is not None:
+                    self._clock.phase_started_at = time.time()
             self._set(phase=Phase(payload["phase"]), message=payload["message"])
             self._record("set_phase", payload["phase"])
+        elif kind == EventKind.PHASE_PROGRESS:
+            with self._state:
+                self._details["phase_progress"] = dict(payload)
+            self.history.touch()
         elif kind == EventKind.INFO:
             with self._state:
                 self._details.update(payload.get("details", {}))

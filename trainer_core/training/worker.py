@@ -31,6 +31,7 @@ class EventKind:
     """Event kinds on the worker -> job thread queue; payloads are plain dicts."""
 
     PHASE = "phase"  # {"phase": Phase value, "message": str}
+    PHASE_PROGRESS = "phase_progress"  # {"done": int, "total": int, "unit": str}: the phase's own progress
     INFO = "info"  # {"message": str, "details": dict}
     PROGRESS = "progress"  # TrainingProgress.model_dump()
     DONE = "done"  # {"phase": "completed" | "stopped", "message": str, "output_dir": str, "stop_reason"?: str}
@@ -102,7 +103,13 @@ def _phase(events: Any, phase: Phase, message: str) -> None:
     events.put((EventKind.PHASE, {"phase": phase.value, "message": message}))
 
 
+def _rows(done: int, total: int, what: str) -> dict[str, Any]:
+    """A ``PHASE_PROGRESS`` payload: ``done`` of ``total`` rows ``what`` (e.g. tokenized)."""
+    return {"done": done, "total": total, "unit": f"rows {what}"}
+
+
 def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, str]:
+    from trainer_core.data import progress
     from trainer_core.data.prepare import prepare_data
     from trainer_core.models import loading as models
     from trainer_core.models.vision_family import folder_family
@@ -122,7 +129,11 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
         tokenizer = models.load_tokenizer(path, request.default_chat_template, **models.remote_code(path, request))
     model = models.load_model(path, request, device)
     _phase(events, Phase.loading_dataset, "Reading and tokenizing the dataset")
-    data = prepare_vision_data(request, tokenizer) if family is not None else prepare_data(request, tokenizer)
+    progress.listen(lambda done, total, what: events.put((EventKind.PHASE_PROGRESS, _rows(done, total, what))))
+    try:
+        data = prepare_vision_data(request, tokenizer) if family is not None else prepare_data(request, tokenizer)
+    finally:
+        progress.listen(None)
     stats = data.stats
     rows = {TrainingMethod.sft: "rows", TrainingMethod.kto: "KTO rows", TrainingMethod.grpo: "prompts"}.get(
         request.training_method, "preference pairs"
