@@ -56,8 +56,8 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     """``request`` with every local path resolved and confined, after checking that it can start:
     paths inside the allowed folders and dataset files present; every folder it writes into
     (``output_dir``, ``tensorboard_dir``, ``ray_storage_path``) passing the output-folder rules
-    (``runs.write_folders``: not a studio folder or another run's); a resume target a complete checkpoint of a
-    resumable run; the model a Hub id that can be had or a model folder in the allowed folders;
+    (``runs.write_folders``: not a studio folder or another run's); a resume target a complete
+    checkpoint of a resumable run; the model a Hub id that can be had or a model folder in the allowed folders;
     ``hf_dataset`` a Hub id that can be had; the processes and devices asked for present on this
     machine and a ``distributed_config`` of the right kind (``distributed.launch``); the local data files readable in a known layout and,
     when the model's tokenizer is on this machine, with a trained token (no weights are loaded).
@@ -88,8 +88,9 @@ def checked_for_preflight(
     """``request`` with its paths confined as ``admit`` confines them, for the pre-flight check
     (which asks no Hub and starts nothing): dataset, output and resume paths in the allowed
     folders, every folder it writes into passing the output-folder rules against ``store``'s runs
-    (``runs.write_folders``; a resume target is judged at Start), a model folder in the model folders with a config.json or a well-formed Hub id
-    (``hub.check_model_name``, the offline half of Start's model check); the processes and devices
+    (``runs.write_folders``; a resume target is judged at Start), a model folder in the model
+    folders with a config.json or a well-formed Hub id (``hub.check_model_name``, the offline half
+    of Start's model check); the processes and devices
     present on this machine and the distributed config file of the right kind, as Start checks them.
     Raises PathNotAllowed, MissingPaths, OutputDirError, ScalingError or HubCheckError."""
     checked = checked_request(request, settings.allowed_roots)

@@ -75,8 +75,12 @@ def check_new_folder(
         if is_within(folder, resolve(raw, "uploads folder")):
             raise OutputDirError(f"{field}: {shown(folder)} is inside the uploads folder; choose a folder outside it")
     if problem := _protected_problem(folder, protected):
-        empty = f" (or leave {field} empty for {EMPTY_MEANS[field]})" if field in EMPTY_MEANS else ""
-        raise OutputDirError(f"{field}: {shown(folder)} {problem}; choose a new folder for this run{empty}")
+        fix = (
+            f"a new folder for this run (or leave {field} empty for {EMPTY_MEANS[field]})"
+            if field in EMPTY_MEANS
+            else "another folder"
+        )
+        raise OutputDirError(f"{field}: {shown(folder)} {problem}; choose {fix}")
     if folder.exists() and not folder.is_dir():
         raise OutputDirError(f"{field}: {shown(folder)} is a file; choose a new or empty folder")
     runs = [(job_id, resolve(other, "run folder")) for job_id, other in runs]
@@ -128,9 +132,9 @@ def claim(folder: Path, job_id: str, field: str = "output_dir") -> None:
 
 
 def release(folder: Path, job_id: str) -> None:
-    """Undo ``claim`` of a folder that is still empty (a Start that failed right after it): its
-    marker goes, and the folder when nothing else is in it. Nothing happens to a folder that is not
-    ``job_id``'s or holds other files."""
+    """Undo ``claim`` (a Start that failed right after it): ``job_id``'s marker goes, and the folder
+    when nothing else is in it. A folder that is not ``job_id``'s, or whose run recorded files, is
+    left as it is."""
     marker = read_marker(folder)
     if marker is None or marker["job_id"] != job_id or "files" in marker:
         return
