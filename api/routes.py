@@ -94,7 +94,7 @@ def preflight(body: TrainingStartRequest, request: Request, runner: JobRunner = 
     from trainer_core.data import import_data_stack
 
     try:
-        checked = checked_for_preflight(body, request.app.state.settings)
+        checked = checked_for_preflight(body, request.app.state.settings, runner.store)
         import_data_stack()
         from trainer_core.preflight.check import run_preflight
 

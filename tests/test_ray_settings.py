@@ -92,6 +92,7 @@ def test_inputs_are_staged_fetched_and_the_results_copied_back(tmp_path):
     }
     assert "model_name" not in ray_storage.input_paths(ray_request(model_name="HuggingFaceTB/SmolLM2-135M"), run)
     storage = tmp_path / "storage"
+    ray_storage.open_staging(str(storage), "job1", "job_1")
     staged = ray_storage.stage_inputs(str(storage), "job1", inputs)
     assert staged["model_name"] == ["model_name/0/Model"] and staged["local_datasets"] == ["local_datasets/0/d.json"]
     local = ray_storage.fetch_inputs(str(storage), "job1", staged, tmp_path / "scratch")
@@ -104,17 +105,56 @@ def test_inputs_are_staged_fetched_and_the_results_copied_back(tmp_path):
         for file, text in files.items():
             (storage / "job1" / name / file).write_text(text)
     (run / "checkpoint-2").mkdir()  # already here: kept as it is
-    assert ray_storage.fetch_outputs(str(storage), "job1", run) == ["checkpoint-4"]
+    assert ray_storage.fetch_outputs(str(storage), "job1", run, "job_1") == ["checkpoint-4"]
     assert (run / "checkpoint-4" / "a.bin").read_text() == "4" and not (run / "checkpoint-2" / "a.bin").exists()
     assert (run / "metrics.jsonl").read_text() == "4 lines"  # no final folder: the newest checkpoint's metrics
     (storage / "job1" / "final").mkdir()
     (storage / "job1" / "final" / "adapter_model.safetensors").write_text("w")
     (storage / "job1" / "final" / "metrics.jsonl").write_text("all")
-    assert ray_storage.fetch_outputs(str(storage), "job1", run) == ["final"]
+    assert ray_storage.fetch_outputs(str(storage), "job1", run, "job_1") == ["final"]
     assert (run / "adapter_model.safetensors").read_text() == "w" and (run / "metrics.jsonl").read_text() == "all"
-    assert ray_storage.fetch_outputs(str(storage), "nothing-here", run) == []
-    ray_storage.remove_run(str(storage), "job1")
+    assert ray_storage.fetch_outputs(str(storage), "nothing-here", run, "job_1") == []
+    assert ray_storage.fetch_outputs(str(storage), "job1", run, "job_other") == []  # not that run's folder
+    assert ray_storage.remove_run(str(storage), "job1", "job_1")
     assert not (storage / "job1").exists() and storage.is_dir()
+
+
+def test_a_ray_run_stages_in_a_folder_of_its_own_and_deletes_only_that(tmp_path, capsys):
+    """Issue 46: with ray_storage_path <data dir>/runs and output_dir <allowed>/<another run's job id>
+    (or a user's folder of the same name in the storage) a run deleted that folder. The staging
+    folder is named from the job id, made only where nothing is, marked, and only it is deleted."""
+    import json
+
+    from trainer_core.distributed import ray_storage
+    from trainer_core.training.ray_driver import bring_back, stage
+
+    storage = tmp_path / "runs"  # the data dir's runs/, another run's folder in it
+    (storage / "job_a" / "checkpoint-1").mkdir(parents=True)
+    (storage / "job_a" / "checkpoint-1" / "adapter_model.safetensors").write_text("job_a's")
+    (storage / "decoyrun" / "sub").mkdir(parents=True)  # a user's folder named like the run folder
+    (storage / "decoyrun" / "sub" / "notes.txt").write_text("the user's")
+    before = sorted(str(p) for p in storage.rglob("*"))
+    env = launch.launcher_env(ray_request(ray_storage_path=str(storage)), "/tmp/sock", b"k", launch.Devices(2, 0),
+                              tmp_path / "allowed" / "job_a", "job_b")  # fmt: skip
+    settings = json.loads(env[launch.RAY_ENV])
+    name = settings["name"]
+    assert name.startswith("studio-job_b-") and settings["job_id"] == "job_b" and "job_a" not in name
+    assert ray_storage.staging_name("job_b") != name  # a new folder for each launch (a Resume too)
+    data = tmp_path / "d.json"
+    data.write_text("[]")
+    files = {"storage": str(storage), "inputs": {"local_datasets": [str(data)]}, "run_folder": str(tmp_path / "run")}
+    for taken in ("job_a", "decoyrun"):  # a folder that exists is never taken over
+        assert stage(files, taken, "job_b") is None
+        assert f"ray_storage_path: {storage}/{taken} already exists" in capsys.readouterr().err
+    assert stage(files, name, "job_b") == {"local_datasets": ["local_datasets/0/d.json"]}
+    assert json.loads((storage / name / ray_storage.OWNER).read_text()) == {"job_id": "job_b"}
+    for foreign, job in (("job_a", "job_a"), ("decoyrun", "job_b"), (name, "job_c"), ("..", "job_b"), ("", "job_b")):
+        assert not ray_storage.remove_run(str(storage), foreign, job)  # no marker, or another run's
+    assert bring_back({**files, "run_folder": str(tmp_path / "run")}, "decoyrun", "job_b") == 0
+    assert "left" in capsys.readouterr().err and (storage / "decoyrun" / "sub" / "notes.txt").is_file()
+    assert bring_back(files, name, "job_b") == 0
+    assert sorted(str(p) for p in storage.rglob("*")) == before  # the run's folder gone, every other one kept
+    assert (storage / "decoyrun" / "sub" / "notes.txt").read_text() == "the user's"
 
 
 def test_a_worker_localizes_the_request_and_says_the_run_folder(tmp_path):

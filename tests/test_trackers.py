@@ -17,6 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.conftest import train_to_completion
+from trainer_core.runs.folders import MARKER
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training import trackers
 
@@ -299,6 +300,8 @@ def test_tensorboard_and_trackio_receive_the_losses_of_metrics_jsonl(tmp_path, t
     assert sorted(expected) == [1, 2, 3, 4]
     event_files = list((tmp_path / "tb").glob("events.out.tfevents.*"))
     assert event_files and not (run / "tensorboard").exists()
+    claimed = json.loads((tmp_path / "tb" / MARKER).read_text())  # the folder beside the run is the run's
+    assert claimed == {"job_id": job_id, "files": sorted(p.name for p in event_files)}
     assert (run / "trackio" / f"{trackers.TRACKER_PROJECT}.db").is_file()
     for received in (_tensorboard_losses(tmp_path / "tb"), _trackio_losses(run / "trackio", job_id)):
         assert sorted(received) == sorted(expected)

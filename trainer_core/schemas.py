@@ -687,7 +687,7 @@ class TrainingStartRequest(BaseModel):
         None,
         max_length=MAX_PATH_CHARS,
         title="Ray storage path",
-        description="compute ray, workers on other machines: a folder every node sees (NFS) or a URI such as s3://bucket/runs (Ray Train's storage_path). The studio copies the checked inputs there, the workers train in a folder of their own and report checkpoints there, and the studio copies them into the run folder. Empty: the workers use the run folder directly (a cluster on this machine, or the data dir on a shared filesystem).",
+        description="compute ray, workers on other machines: a folder every node sees (NFS) or a URI such as s3://bucket/runs (Ray Train's storage_path). May be shared (and hold files), but not a studio folder or inside a run's folder. The studio copies the checked inputs into a new folder of the run's own there (studio-<job id>-<8 hex>), the workers train in a folder of their own and report checkpoints there, and the studio copies them into the run folder and deletes that folder only. Empty: the workers use the run folder directly (a cluster on this machine, or the data dir on a shared filesystem).",
         json_schema_extra={**_group("distributed"), "compute": "ray"},
     )
     distributed_config: Optional[str] = Field(
@@ -717,7 +717,7 @@ class TrainingStartRequest(BaseModel):
         None,
         max_length=MAX_PATH_CHARS,
         title="TensorBoard folder",
-        description="Where TensorBoard writes its event files: a folder in the allowed folders (created); empty: <run folder>/tensorboard. Adds tensorboard to report_to.",
+        description="Where TensorBoard writes its event files: inside the run folder, or a new or empty folder in the allowed folders that obeys output_dir's rules (the run claims it; Delete removes its files); empty: <run folder>/tensorboard. Adds tensorboard to report_to.",
         json_schema_extra={"group": "output", "form": False},
     )
     enable_wandb: Optional[bool] = Field(

@@ -125,10 +125,15 @@ class Settings(BaseSettings):
         return [*self.allowed_roots, self.models_dir, Path(constants.HF_HUB_CACHE)]
 
     @property
+    def studio_dirs(self) -> list[Path]:
+        """The studio's own folders: the data dir, uploads, runs and the models dir."""
+        return [self.data_dir, self.uploads_dir, self.runs_dir, self.models_dir]
+
+    @property
     def protected_dirs(self) -> list[Path]:
-        """Folders that are never a run's output folder (nor may one contain them): the data dir,
-        uploads, runs, the models dir and each allowed root."""
-        return [self.data_dir, self.uploads_dir, self.runs_dir, self.models_dir, *self.allowed_roots]
+        """Folders that are never a run's output folder (nor may one contain them): the studio's
+        folders (``studio_dirs``) and each allowed root."""
+        return [*self.studio_dirs, *self.allowed_roots]
 
     @property
     def login_enabled(self) -> bool:

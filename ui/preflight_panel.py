@@ -32,7 +32,7 @@ def _report(
         train_files = dataset_paths(upload, paths_text, ctx.settings)
         eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
         request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
-        request = checked_for_preflight(request, ctx.settings)
+        request = checked_for_preflight(request, ctx.settings, ctx.runner.store)
         import_data_stack()
         from trainer_core.preflight.check import run_preflight
 

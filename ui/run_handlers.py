@@ -13,9 +13,9 @@ from typing import Any, Optional
 import gradio as gr
 import pandas as pd
 
-from trainer_core.runs.folders import delete_run_files
 from trainer_core.runs.metrics import chart_points_of
 from trainer_core.runs.store import STATUS_WORDS, RunDetail, RunRecord, status_word
+from trainer_core.runs.write_folders import delete_run
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
 from trainer_core.serving.engine import ChatEngine
 from ui import charts, grpo_charts
@@ -304,7 +304,8 @@ def resume(ctx: Context, job_id: Optional[str], session: Optional[str] = None) -
 
 
 def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str, str]:
-    """Forget a run and delete the files it wrote (``run_folders.delete_run_files``): never a
+    """Forget a run and delete the files it wrote (``write_folders.delete_run``: in its run folder
+    and a folder it claimed beside it, such as its ``tensorboard_dir``): never a
     studio folder, another run's files or files put beside them; what is kept is said. Returns the
     table, the hidden confirmation row, and a blank run id (which clears the run's summary, charts
     and settings from the page) and notice."""
@@ -316,9 +317,7 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str,
     if task is not None and task.job_id == run.job_id:
         raise Refused(f"{task.kind.value} task {task.task_id} is working on this run: wait for it or cancel it first.")
     settings = ctx.settings
-    result = delete_run_files(
-        run.output_dir, run.job_id, settings.allowed_roots, settings.protected_dirs, settings.runs_dir / run.job_id
-    )
+    result = delete_run(run, settings.allowed_roots, settings.protected_dirs, settings.runs_dir)
     ctx.runner.store.delete_run(run.job_id)
     if result.refused:
         gr.Warning(f"Removed run {run.job_id} from the history; no files were deleted: {result.refused}.")

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.audit.audit_hook import audit_env, read_events, touched_inside, touched_outside
 from tests.e2e.api_server import AppProcess, sse_events
 from tests.e2e.conftest import allowed, free_port, wait_for
 
@@ -23,12 +24,15 @@ STEPS = 40  # the tiny model: about 3 s of training, long enough to be seen runn
 
 
 def _app(folder: Path, datasets_dir: Path, tiny_model_dir: Path) -> AppProcess:
-    """The app with its data in ``folder / "data"`` and its log in ``folder / "app.log"``."""
+    """The app with its data in ``folder / "data"``, its log in ``folder / "app.log"`` and the audit
+    hook (``tests/audit``) logging every file change of the app and its workers to ``folder /
+    "audit.jsonl"``."""
     env = {
         "STUDIO_DATA_DIR": str(folder / "data"),
         "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
         "STUDIO_API_TOKEN": TOKEN,
         "STUDIO_SSE_HEARTBEAT_S": "2",
+        **audit_env(folder / "audit.jsonl"),
     }
     proc = AppProcess(free_port(), env, folder / "app.log").start()
     proc.model, proc.folder = str(tiny_model_dir), folder
@@ -217,6 +221,65 @@ def test_auth_paths_hardware_and_openapi(app_proc, datasets_dir):
     for route in ("start", "stop", "reset", "status", "metrics", "progress", "hardware", "runs", "runs/{job_id}"):
         assert f"/api/train/{route}" in spec["paths"]
     assert "TrainingStartRequest" in spec["components"]["schemas"]
+
+
+def _snapshot(folders: list[Path]) -> dict[str, int]:
+    """Every path below ``folders`` with its modification time (ns), but the run history's SQLite
+    files (a read updates its shared-memory file)."""
+    return {str(p): p.stat().st_mtime_ns for f in folders for p in f.rglob("*") if not p.name.startswith("studio.db")}
+
+
+def test_every_write_path_field_refuses_another_runs_folder_and_the_studios(app_proc, datasets_dir, tiny_model_dir):
+    """Issue 46, as the attacker did it: each field naming a folder the studio writes into, with
+    another run's folder (and its checkpoint), the data dir and the allowed root (and, for
+    tensorboard_dir, runs/, uploads/, a non-empty models folder and a file) at Start and at the
+    check: 400 naming the field, and the audit log of the app and its workers shows nothing
+    written, renamed or deleted there (the log does see the app: its connects to the ray_address). A
+    Ray storage may be an allowed root (the run makes a folder of its own in it): that one is
+    refused for its unreachable ray_address instead."""
+    from trainer_core.runs.folders import claim
+    from trainer_core.runs.store import RunStore
+
+    if app_proc.process.poll() is not None:  # another test of the module ended it
+        app_proc.start()
+    api, data = _client(app_proc), app_proc.folder / "data"
+    victim = data / "runs" / "job_20000101_000000_0123abcd"
+    claim(victim, victim.name)
+    (victim / "checkpoint-1").mkdir()
+    (victim / "checkpoint-1" / "adapter_model.safetensors").write_bytes(b"the other run's weights")
+    store = RunStore(data / "studio.db")
+    store.create_run(victim.name, {"max_steps": 1}, str(victim), "completed")
+    store.close()
+    watched = [data, datasets_dir, tiny_model_dir.parent]
+    before = _snapshot(watched)
+    log = app_proc.folder / "audit.jsonl"
+    start = log.stat().st_size
+    common = [victim, victim / "checkpoint-1", data, datasets_dir]
+    tensorboard = [data / "runs", data / "uploads", tiny_model_dir, datasets_dir / "alpaca_en_demo.json"]
+    ray = {"compute": "ray", "ray_address": "127.0.0.1:1"}
+    for field, values, extra in (
+        ("output_dir", common, {}),
+        ("tensorboard_dir", common + tensorboard, {}),
+        ("ray_storage_path", common, ray),
+    ):
+        for value in values:
+            for route in ("/api/train/start", "/api/train/preflight"):
+                answer = api.post(
+                    route, json=_tiny(app_proc, datasets_dir, max_steps=2, **extra, **{field: str(value)})
+                )
+                said = str(answer.json().get("detail"))
+                assert answer.status_code == 400, (field, value, route, answer.text[:300])
+                if field == "ray_storage_path" and value == datasets_dir:  # an allowed root may be the storage
+                    assert "ray_storage_path" not in said and ("ray_address" in said or "Ray" in said), said
+                else:
+                    assert said.startswith(f"{field}: "), (field, value, route, said)
+    assert api.get("/api/train/status").json()["phase"] in ("idle", "completed", "stopped", "error")
+    events = read_events(log, start)
+    assert touched_inside(events, watched) == [], touched_inside(events, watched)[:5]
+    assert touched_outside(events, [app_proc.folder]) == []  # nothing anywhere: refused requests write nothing
+    assert _snapshot(watched) == before
+    assert (victim / "checkpoint-1" / "adapter_model.safetensors").read_bytes() == b"the other run's weights"
+    assert {"pid": app_proc.process.pid, "event": "socket.connect", "kind": "connect", "address": ["127.0.0.1", 1]} in events  # fmt: skip
 
 
 def test_the_secrets_are_nowhere_the_app_wrote(app_proc, datasets_dir):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,25 +42,31 @@ def test_two_ray_workers_train_like_two_torchrun_processes(
     with 2 processes. The studio stages the checked dataset and model in the storage, the workers
     train in scratch folders of their own on those copies and report each checkpoint and the final
     folder through Ray Train, and the run folder gets them (checkpoints with both ranks' parts); the
-    run's record keeps the user's paths. (Without a storage path: tests/e2e/test_ray_control.py.)"""
+    run's record keeps the user's paths. The storage's copy is a folder of the run's own, named
+    from its job id: a user's folder in the storage named like the run folder (issue 46: it was
+    deleted) is left as it was. (Without a storage path: tests/e2e/test_ray_control.py.)"""
     storage = tmp_path / "storage"
-    storage.mkdir()
+    (storage / "decoyrun" / "sub").mkdir(parents=True)
+    (storage / "decoyrun" / "sub" / "notes.txt").write_text("the user's")
     data = tmp_path / "data"
     env = {**os.environ, "STUDIO_DATA_DIR": str(data),
            "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{tiny_model_dir.parent},{storage}"}  # fmt: skip
     dataset = str(datasets_dir / "identity.json")
     flags = ["--dataset", dataset, "--model-name", str(tiny_model_dir), *TRAIN, "--save-steps", "2", "--compute",
-             "ray", "--ray-address", ray_head, "--num-workers", "2", "--ray-storage-path", str(storage)]  # fmt: skip
+             "ray", "--ray-address", ray_head, "--num-workers", "2", "--ray-storage-path", str(storage),
+             "--output-dir", str(data / "runs" / "decoyrun")]  # fmt: skip
     run = subprocess.run([sys.executable, "-m", "trainer_core", "train", *flags], env=env, capture_output=True,
                          text=True, timeout=600)  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     folder = _run_folder(data)
     assert f"output in {folder}" in run.stdout + run.stderr and "studio-ray-" not in run.stdout
     log = (folder / "launcher.log").read_text()
-    assert f"staged the inputs in {storage}/{folder.name}/inputs" in log
+    job_id = json.loads((folder / "run.json").read_text())["job_id"]
+    assert re.search(rf"staged the inputs in {re.escape(str(storage))}/studio-{job_id}-[0-9a-f]{{8}}/inputs", log)
     assert f"inputs/model_name/0/{tiny_model_dir.name}" in log  # the workers loaded the staged copy
     assert "copied into the run folder: checkpoint-2, checkpoint-4, final" in log
-    assert not (storage / folder.name).exists()  # the storage's copy is removed once it is in the run folder
+    assert [p.name for p in storage.iterdir()] == ["decoyrun"]  # the run's copy removed once in the run folder
+    assert (storage / "decoyrun" / "sub" / "notes.txt").read_text() == "the user's"  # the user's folder kept
     assert (folder / "adapter_model.safetensors").is_file()
     for step in (2, 4):
         saved = folder / f"checkpoint-{step}"

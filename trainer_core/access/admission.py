@@ -19,9 +19,11 @@ from trainer_core.distributed.launch import ScalingError, check_config_file, mac
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, check_model_name
 from trainer_core.paths import PathNotAllowed
 from trainer_core.rewards.code_file import RewardCodeError
-from trainer_core.runs.folders import OutputDirError, check_output_dir
+from trainer_core.runs.folders import OutputDirError
+from trainer_core.runs.records import RunRecord
 from trainer_core.runs.resume import ResumeError, find_resume_target
 from trainer_core.runs.store import RunStore
+from trainer_core.runs.write_folders import check_write_folders
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 
@@ -52,28 +54,22 @@ REFUSALS = (
 
 def admit(request: TrainingStartRequest, settings: Settings, store: Optional[RunStore]) -> TrainingStartRequest:
     """``request`` with every local path resolved and confined, after checking that it can start:
-    paths inside the allowed folders and dataset files present; a new run's ``output_dir`` new or
-    empty and not a studio folder or another run's; a resume target a complete checkpoint of a
-    resumable run; the model a Hub id that can be had or a model folder in the allowed folders;
+    paths inside the allowed folders and dataset files present; every folder it writes into
+    (``output_dir``, ``tensorboard_dir``, ``ray_storage_path``) passing the output-folder rules
+    (``runs.write_folders``: not a studio folder or another run's); a resume target a complete
+    checkpoint of a resumable run; the model a Hub id that can be had or a model folder in the allowed folders;
     ``hf_dataset`` a Hub id that can be had; the processes and devices asked for present on this
     machine and a ``distributed_config`` of the right kind (``distributed.launch``); the local data files readable in a known layout and,
     when the model's tokenizer is on this machine, with a trained token (no weights are loaded).
 
     Raises one of ``REFUSALS``."""
     checked = checked_request(request, settings.allowed_roots)
+    resumed = find_resume_target(store, checked.resume_from_checkpoint).run if checked.resume_from_checkpoint else None
+    updates = check_write_folders(checked, settings, store, resumed)
     check_devices(checked)
     check_reward_code(checked, settings)
     token = checked.hf_token.get_secret_value() if checked.hf_token else None
-    updates = {"model_name": check_model(checked.model_name, settings.model_roots, token)}
-    if checked.resume_from_checkpoint:
-        find_resume_target(store, checked.resume_from_checkpoint)
-    elif checked.output_dir:
-        runs = [(run.job_id, run.output_dir) for run in store.list_runs(limit=100_000)] if store is not None else []
-        updates["output_dir"] = str(
-            check_output_dir(
-                checked.output_dir, settings.allowed_roots, settings.protected_dirs, runs, [settings.uploads_dir]
-            )
-        )
+    updates["model_name"] = check_model(checked.model_name, settings.model_roots, token)
     if checked.hf_dataset:
         check_hub_dataset(checked.hf_dataset, token)
     admitted = checked.model_copy(update=updates)
@@ -86,17 +82,33 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     return admitted
 
 
-def checked_for_preflight(request: TrainingStartRequest, settings: Settings) -> TrainingStartRequest:
+def checked_for_preflight(
+    request: TrainingStartRequest, settings: Settings, store: Optional[RunStore] = None
+) -> TrainingStartRequest:
     """``request`` with its paths confined as ``admit`` confines them, for the pre-flight check
     (which asks no Hub and starts nothing): dataset, output and resume paths in the allowed
-    folders, a model folder in the model folders with a config.json or a well-formed Hub id
-    (``hub.check_model_name``, the offline half of Start's model check); the processes and devices
+    folders, every folder it writes into passing the output-folder rules against ``store``'s runs
+    (``runs.write_folders``; a resume target is judged at Start), a model folder in the model
+    folders with a config.json or a well-formed Hub id (``hub.check_model_name``, the offline half
+    of Start's model check); the processes and devices
     present on this machine and the distributed config file of the right kind, as Start checks them.
-    Raises PathNotAllowed, MissingPaths, ScalingError or HubCheckError."""
+    Raises PathNotAllowed, MissingPaths, OutputDirError, ScalingError or HubCheckError."""
     checked = checked_request(request, settings.allowed_roots)
+    updates = check_write_folders(checked, settings, store, _resumed_run(store, checked))
     check_devices(checked)
     check_reward_code(checked, settings)
-    return checked.model_copy(update={"model_name": check_model_name(checked.model_name, settings.model_roots)})
+    updates["model_name"] = check_model_name(checked.model_name, settings.model_roots)
+    return checked.model_copy(update=updates)
+
+
+def _resumed_run(store: Optional[RunStore], request: TrainingStartRequest) -> Optional[RunRecord]:
+    """The run ``request`` resumes, or None (also when its checkpoint cannot be resumed: Start says why)."""
+    if not request.resume_from_checkpoint:
+        return None
+    try:
+        return find_resume_target(store, request.resume_from_checkpoint).run
+    except ResumeError:
+        return None
 
 
 def check_devices(request: TrainingStartRequest) -> None:

@@ -118,7 +118,7 @@ class RankGroup:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         address = self._listener.address
         address = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else address
-        env = launcher_env(self._job[0], address, self._key, self._devices, Path(self._job[2]))
+        env = launcher_env(self._job[0], address, self._key, self._devices, Path(self._job[2]), self._job[1])
         with self.log_path.open("ab") as out:
             self.process = subprocess.Popen(
                 launcher_command(self._job[0]),

@@ -270,12 +270,19 @@ def launcher_name(request: TrainingStartRequest) -> str:
 
 
 def launcher_env(
-    request: TrainingStartRequest, address: str, key: bytes, devices: Devices, output_dir: Optional[Path] = None
+    request: TrainingStartRequest,
+    address: str,
+    key: bytes,
+    devices: Devices,
+    output_dir: Optional[Path] = None,
+    job_id: str = "run",
 ) -> dict[str, str]:
     """The launched processes' environment: this one's, plus where to reach the job thread
     (``ADDRESS_ENV``, ``KEY_ENV``: read and removed by each process at start), the project on
     ``PYTHONPATH``, ``CUDA_VISIBLE_DEVICES`` from ``gpu_ids`` and, without GPUs, ``cores // N``
-    threads per process (``OMP_NUM_THREADS``)."""
+    threads per process (``OMP_NUM_THREADS``). A Ray run's settings name its Ray Train run (and
+    staging folder in the storage) from ``job_id`` (``ray_storage.staging_name``), never from a
+    user's folder name."""
     env = dict(os.environ)
     env[ADDRESS_ENV], env[KEY_ENV] = address, key.hex()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
@@ -285,6 +292,8 @@ def launcher_env(
     if not devices.gpu_count:
         env["OMP_NUM_THREADS"] = str(max(1, devices.cpu_count // request.num_processes))
     if request.compute == "ray":  # ray_driver's settings; the workers' threads follow their CPUs
+        from trainer_core.distributed.ray_storage import staging_name
+
         cpus = int(request.resources_per_worker.get("CPU", 1) or 1)
         env[RAY_ENV] = json.dumps(
             {
@@ -293,7 +302,8 @@ def launcher_env(
                 "use_gpu": request.use_gpu,
                 "resources": request.resources_per_worker,
                 "storage": str(Path(output_dir) / "ray") if output_dir else None,
-                "name": Path(output_dir).name if output_dir else "run",
+                "name": staging_name(job_id),
+                "job_id": job_id,
                 "threads": str(max(1, cpus)),
                 "files": _storage_files(request, output_dir),
             }

@@ -2,7 +2,9 @@
 node of the cluster sees (NFS, a mounted bucket) or a filesystem URI pyarrow opens (``s3://``,
 ``gs://``, ``abfss://``, ``hdfs://``), Ray Train's own ``RunConfig.storage_path``.
 
-Layout under ``<storage>/<run name>/`` (the run folder's name):
+Layout under ``<storage>/<staging>/``: a folder the driver makes for this launch of the run
+(``staging_name``: ``studio-<job id>-<8 hex>``, never a name from the user's paths), only if
+nothing is there yet, and marks as the run's (``OWNER``: its job id; ``open_staging``):
 
 - ``inputs/<field>/<n>/<name>``: the files and folders the studio checked (``access.requests``)
   and the driver copied there before the workers start (``stage_inputs``): datasets, a local model
@@ -17,12 +19,15 @@ Layout under ``<storage>/<run name>/`` (the run folder's name):
 
 ``fetch_outputs`` copies the checkpoints and ``final/`` into the run folder on the studio's
 machine (after the run, also a failed one: its last checkpoint stays resumable), and ``remove_run``
-then deletes the run's folder in the storage (a model's copy there can be gigabytes).
+then deletes the staging folder (a model's copy there can be gigabytes): only a folder that carries
+this run's marker, so a folder the run did not make is never read back or deleted.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import secrets
 import shutil
 from pathlib import Path
 from typing import Any, Optional
@@ -33,6 +38,7 @@ INPUT_FIELDS = ("local_datasets", "local_eval_datasets", "model_name", "resume_f
 METRICS = "metrics.jsonl"
 CHECKPOINT = re.compile(r"^checkpoint-\d+$")
 FINAL = "final"
+OWNER = ".finetune-studio-ray.json"  # in a staging folder: {"job_id": ...} of the run that made it
 
 
 def is_uri(storage: str) -> bool:
@@ -106,17 +112,18 @@ def fetch_inputs(storage: str, name: str, staged: dict[str, list[str]], scratch:
     return local
 
 
-def fetch_outputs(storage: str, name: str, run_folder: Path) -> list[str]:
-    """Copy the run's reported checkpoints (``checkpoint-N``) and ``final/`` from the storage into
-    ``run_folder`` (a checkpoint already there is kept); without ``final/`` (the run ended early),
-    the newest checkpoint's ``metrics.jsonl`` becomes the run's. Returns what was copied, by name.
-    Raises OSError when the storage cannot be read."""
+def fetch_outputs(storage: str, name: str, run_folder: Path, job_id: str) -> list[str]:
+    """Copy the run's reported checkpoints (``checkpoint-N``) and ``final/`` from its staging folder
+    ``<storage>/<name>`` (only one that carries ``job_id``'s marker) into ``run_folder`` (a
+    checkpoint already there is kept); without ``final/`` (the run ended early), the newest
+    checkpoint's ``metrics.jsonl`` becomes the run's. Returns what was copied, by name. Raises
+    OSError when the storage cannot be read."""
     import pyarrow.fs as pafs
 
+    if not owns(storage, name, job_id):
+        return []
     fs, root = _fs(storage)
     base = f"{root}/{name}"
-    if fs.get_file_info(base).type != pafs.FileType.Directory:
-        return []
     copied = []
     entries = fs.get_file_info(pafs.FileSelector(base))
     for entry in sorted(entries, key=lambda e: (e.base_name == FINAL, e.base_name)):
@@ -153,8 +160,52 @@ def storage_problem(storage: Optional[str]) -> Optional[str]:
     return None
 
 
-def remove_run(storage: str, name: str) -> None:
+def staging_name(job_id: str) -> str:
+    """The name of a launch's staging folder: ``studio-<job id>-<8 hex>``. From the job id, never
+    from a user's folder name, so it is never a run folder (``<runs>/<job id>``) nor a user's folder;
+    a fresh suffix per launch (a Resume launches the same job again), so it is new each time."""
+    return f"studio-{job_id}-{secrets.token_hex(4)}"
+
+
+def open_staging(storage: str, name: str, job_id: str) -> None:
+    """Make ``<storage>/<name>`` and mark it as ``job_id``'s (``OWNER``), only when nothing is there:
+    a local folder is made atomically (``mkdir``); in a bucket the name is checked free first.
+    Raises FileExistsError when it exists (never taken over) and OSError when it cannot be made."""
+    fs, root = _fs(storage)
+    base = f"{root}/{name}"
+    if is_uri(storage):
+        import pyarrow.fs as pafs
+
+        if fs.get_file_info(base).type != pafs.FileType.NotFound:
+            raise FileExistsError(f"{base} already exists")
+        fs.create_dir(base, recursive=True)
+    else:
+        Path(root).mkdir(parents=True, exist_ok=True)
+        Path(base).mkdir()  # FileExistsError when anything is there
+    with fs.open_output_stream(f"{base}/{OWNER}") as out:
+        out.write(json.dumps({"job_id": job_id}).encode())
+
+
+def owns(storage: str, name: str, job_id: str) -> bool:
+    """True when ``<storage>/<name>`` carries ``job_id``'s marker (``open_staging``)."""
+    if not name or "/" in name or name in (".", ".."):
+        return False
+    fs, root = _fs(storage)
+    try:
+        with fs.open_input_stream(f"{root}/{name}/{OWNER}") as marker:
+            data = json.loads(marker.read(4096).decode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("job_id") == job_id
+
+
+def remove_run(storage: str, name: str, job_id: str) -> bool:
     """Delete ``<storage>/<name>`` (the staged inputs, the reported checkpoints and ``final``, Ray
-    Train's state) once ``fetch_outputs`` has copied what the run folder needs. Raises OSError."""
+    Train's state) once ``fetch_outputs`` has copied what the run folder needs, when it carries
+    ``job_id``'s marker; anything else is left as it is. Returns whether it was deleted. Raises
+    OSError when the storage refuses."""
+    if not owns(storage, name, job_id):
+        return False
     fs, root = _fs(storage)
     fs.delete_dir(f"{root}/{name}")
+    return True

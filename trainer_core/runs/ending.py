@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from trainer_core.runs.folders import record_files
+from trainer_core.runs.write_folders import record_claimed
 from trainer_core.schemas import EndReason, Phase, TrainingProgress, TrainingStartRequest
 from trainer_core.training.checkpoints import best_checkpoint, latest_checkpoint, remove_partial_saves
 from trainer_core.training.manifest import final_metrics, finish_manifest
@@ -61,7 +62,7 @@ def settle_run(
             )
         except OSError:
             log.exception("could not complete run.json of %s", job_id)
-    checkpoint = settle_files(output_dir, job_id)
+    checkpoint = settle_files(output_dir, job_id, request)
     return Settled(checkpoint, best, best_eval[0] if best_eval else final_metrics(events)["best_eval_loss"])
 
 
@@ -79,13 +80,18 @@ def cancelled_message(output_dir: Optional[str]) -> str:
     return f"Cancelled; nothing more was saved (last checkpoint: {checkpoint.name})."
 
 
-def settle_files(output_dir: Optional[str], job_id: Optional[str]) -> Optional[Path]:
-    """Record the files of run ``job_id`` in ``output_dir`` (what Delete may remove; an OSError is
-    logged) and return its newest complete checkpoint folder, or None."""
+def settle_files(
+    output_dir: Optional[str], job_id: Optional[str], request: Optional[TrainingStartRequest] = None
+) -> Optional[Path]:
+    """Record the files of run ``job_id`` in ``output_dir`` and in the folders ``request`` claimed
+    beside it (``write_folders.record_claimed``): what Delete may remove; an OSError is logged.
+    Returns its newest complete checkpoint folder, or None."""
     checkpoint = latest_checkpoint(Path(output_dir)) if output_dir else None
     if output_dir and job_id:
         try:
             record_files(Path(output_dir), job_id)
+            if request is not None:
+                record_claimed(request, Path(output_dir), job_id)
         except OSError:
             log.exception("could not record the files of %s", job_id)
     return checkpoint

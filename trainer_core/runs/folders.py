@@ -1,5 +1,6 @@
-"""Each run's output folder: which folders may be one, the claim a run puts on its folder, and
-deleting exactly the files a run wrote.
+"""Each run's output folder (and every other folder a run writes into, ``runs.write_folders``):
+which folders may be one, the claim a run puts on its folder, and deleting exactly the files a run
+wrote.
 
 A run writes only into a folder that is new or empty when it starts; it leaves a marker file there
 (``.finetune-studio-run.json``: its job id, and, from its end on, the list of files it wrote). So:
@@ -26,7 +27,8 @@ MARKER = ".finetune-studio-run.json"
 
 
 class OutputDirError(ValueError):
-    """An output folder that a run may not use; the message names ``output_dir`` and the fix."""
+    """A folder that a run may not write into; the message names the field (``output_dir``,
+    ``tensorboard_dir``, ``ray_storage_path``) and the fix."""
 
 
 def _protected_problem(folder: Path, protected: Iterable[Path]) -> Optional[str]:
@@ -48,6 +50,58 @@ def read_marker(folder: Path) -> Optional[dict]:
     return data if isinstance(data, dict) and isinstance(data.get("job_id"), str) else None
 
 
+# What an empty value means, for the messages of the fields that name a folder a run writes into.
+EMPTY_MEANS = {"output_dir": "<data dir>/runs/<job id>", "tensorboard_dir": "<run folder>/tensorboard"}
+
+
+def check_new_folder(
+    path: str,
+    field: str,
+    roots: Iterable[Path],
+    protected: Iterable[Path],
+    runs: Iterable[tuple[str, str]],
+    no_runs_inside: Iterable[Path] = (),
+    may_hold_files: bool = False,
+) -> Path:
+    """The resolved folder ``field`` names, where a run may write: the one rule for every field that
+    names a folder the studio writes into (``runs.write_folders``). Raises OutputDirError naming
+    ``field`` (or PathNotAllowed) when it is outside ``roots``, is or contains a ``protected``
+    folder, lies inside one of ``no_runs_inside`` (the uploads folder), is a file, already holds
+    files (unless ``may_hold_files``: a shared storage, in which the run only makes a new folder of
+    its own), or lies inside another run's folder (``runs``: (job id, folder) of the runs in the
+    history)."""
+    folder = confine(path, roots, field)
+    for raw in no_runs_inside:
+        if is_within(folder, resolve(raw, "uploads folder")):
+            raise OutputDirError(f"{field}: {shown(folder)} is inside the uploads folder; choose a folder outside it")
+    if problem := _protected_problem(folder, protected):
+        fix = (
+            f"a new folder for this run (or leave {field} empty for {EMPTY_MEANS[field]})"
+            if field in EMPTY_MEANS
+            else "another folder"
+        )
+        raise OutputDirError(f"{field}: {shown(folder)} {problem}; choose {fix}")
+    if folder.exists() and not folder.is_dir():
+        raise OutputDirError(f"{field}: {shown(folder)} is a file; choose a new or empty folder")
+    runs = [(job_id, resolve(other, "run folder")) for job_id, other in runs]
+    _refuse_inside(field, folder, [(job_id, other) for job_id, other in runs if other in folder.parents])
+    if not may_hold_files and folder.exists() and any(folder.iterdir()):
+        owner = read_marker(folder)
+        whose = f" of run {owner['job_id']}" if owner else ""
+        raise OutputDirError(f"{field}: {shown(folder)} already holds files{whose}; choose a new or empty folder")
+    _refuse_inside(field, folder, [(job_id, other) for job_id, other in runs if other == folder])
+    return folder
+
+
+def _refuse_inside(field: str, folder: Path, owners: list[tuple[str, Path]]) -> None:
+    """Raise OutputDirError naming ``field`` when ``owners`` ((job id, run folder) holding ``folder``) has one."""
+    if owners:
+        raise OutputDirError(
+            f"{field}: {shown(folder)} is inside the folder of another run ({owners[0][0]}); "
+            "choose a new or empty folder outside it"
+        )
+
+
 def check_output_dir(
     path: str,
     roots: Iterable[Path],
@@ -55,52 +109,40 @@ def check_output_dir(
     runs: Iterable[tuple[str, str]],
     no_runs_inside: Iterable[Path] = (),
 ) -> Path:
-    """The resolved folder a new run may write into. Raises OutputDirError (or PathNotAllowed) when
-    it is outside ``roots``, is or contains a ``protected`` folder, lies inside one of
-    ``no_runs_inside`` (the uploads folder), already holds files, or lies inside another run's
-    folder (``runs``: (job id, output folder) of the runs in the history)."""
-    folder = confine(path, roots, "output_dir")
-    for raw in no_runs_inside:
-        if is_within(folder, resolve(raw, "uploads folder")):
-            raise OutputDirError(
-                f"output_dir: {shown(folder)} is inside the uploads folder; choose a folder outside it"
-            )
-    if problem := _protected_problem(folder, protected):
-        raise OutputDirError(
-            f"output_dir: {shown(folder)} {problem}; choose a new folder for this run (or leave "
-            "output_dir empty for <data dir>/runs/<job id>)"
-        )
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        owner = read_marker(folder)
-        whose = f" of run {owner['job_id']}" if owner else ""
-        raise OutputDirError(f"output_dir: {shown(folder)} already holds files{whose}; choose a new or empty folder")
-    for job_id, other in runs:
-        if is_within(folder, resolve(other, "run folder")):
-            raise OutputDirError(
-                f"output_dir: {shown(folder)} is inside the folder of another run ({job_id}); "
-                "choose a new or empty folder outside it"
-            )
-    return folder
+    """``check_new_folder`` for ``output_dir``: the resolved folder a new run may write into."""
+    return check_new_folder(path, "output_dir", roots, protected, runs, no_runs_inside)
 
 
-def claim(folder: Path, job_id: str) -> None:
-    """Create ``folder`` (new or empty) and mark it as ``job_id``'s. Raises OutputDirError when it
-    is not empty by now (another run took it) or cannot be created."""
+def claim(folder: Path, job_id: str, field: str = "output_dir") -> None:
+    """Create ``folder`` (new or empty) and mark it as ``job_id``'s. Raises OutputDirError naming
+    ``field`` when it is not empty by now (another run took it) or cannot be created."""
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         if any(folder.iterdir()):
-            raise OutputDirError(f"output_dir: {shown(folder)} already holds files; choose a new or empty folder")
+            raise OutputDirError(f"{field}: {shown(folder)} already holds files; choose a new or empty folder")
         with (folder / MARKER).open("x", encoding="utf-8") as fh:  # "x": fails if a racer wrote one
             json.dump({"job_id": job_id}, fh)
     except FileExistsError:
-        raise OutputDirError(
-            f"output_dir: {shown(folder)} was just taken by another run; choose another folder"
-        ) from None
+        raise OutputDirError(f"{field}: {shown(folder)} was just taken by another run; choose another folder") from None
     except OSError as exc:
         raise OutputDirError(
-            f"output_dir: {shown(folder)} cannot be created ({exc.strerror}); choose another folder"
+            f"{field}: {shown(folder)} cannot be created ({exc.strerror}); choose another folder"
         ) from None
+
+
+def release(folder: Path, job_id: str) -> None:
+    """Undo ``claim`` (a Start that failed right after it): ``job_id``'s marker goes, and the folder
+    when nothing else is in it. A folder that is not ``job_id``'s, or whose run recorded files, is
+    left as it is."""
+    marker = read_marker(folder)
+    if marker is None or marker["job_id"] != job_id or "files" in marker:
+        return
+    (Path(folder) / MARKER).unlink(missing_ok=True)
+    try:
+        Path(folder).rmdir()
+    except OSError:
+        pass
 
 
 def record_files(folder: Path, job_id: str, under: Optional[Path] = None) -> int:

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.runs.folders import claim
+from trainer_core.runs.folders import OutputDirError, claim, release
 from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.runs.resume import find_resume_target
 from trainer_core.runs.store import RunStore
+from trainer_core.runs.write_folders import claim_folders
 from trainer_core.schemas import Phase, TrainingProgress, TrainingStartRequest, new_job_id
 
 
@@ -35,10 +36,13 @@ def open_run(
 ) -> OpenedRun:
     """The run ``request`` starts (see ``OpenedRun``); resets ``history`` (to the resumed run's
     steps up to its checkpoint). A new run claims its output folder (new or empty; see
-    ``runs.folders``), by default ``runs_dir/<job id>``. Raises ResumeError or OutputDirError."""
+    ``runs.folders``), by default ``runs_dir/<job id>``, and every run the folders it writes into
+    beside it (``write_folders.claim_folders``: a ``tensorboard_dir`` of its own). Raises
+    ResumeError or OutputDirError."""
     if request.resume_from_checkpoint:
         target = find_resume_target(store, request.resume_from_checkpoint)
         job_id, output_dir = target.run.job_id, Path(target.run.output_dir)
+        claim_folders(request, output_dir, job_id)
         kept = [e for e in store.get_run(job_id).metrics if e.step <= target.step]
         lost = logged_but_not_kept(output_dir / "metrics.jsonl", kept, target.step)
         store.reopen_run(job_id, request.public_dict(), Phase.loading_model.value, target.step)
@@ -52,6 +56,11 @@ def open_run(
     job_id = new_job_id()
     output_dir = (Path(request.output_dir) if request.output_dir else runs_dir / job_id).resolve()
     claim(output_dir, job_id)
+    try:
+        claim_folders(request, output_dir, job_id)
+    except OutputDirError:
+        release(output_dir, job_id)
+        raise
     created_at = time.time()
     if store is not None:
         created_at = store.create_run(job_id, request.public_dict(), str(output_dir), Phase.loading_model.value)

@@ -7,11 +7,14 @@ group (gloo on CPUs, NCCL on GPUs) and ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`
 runs, as torchrun would.
 
 Its settings arrive in ``RAY_ENV`` (JSON: address, workers, resources, use_gpu, storage path, run
-name; with ``ray_storage_path``, ``files``: the checked input paths and the run folder). Then it
-stages the inputs in that storage before the workers start and copies the reported checkpoints and
-final files into the run folder after them (``distributed.ray_storage``), also after a failure. Exit codes: 0 when every worker finished; 1 when the training failed (a worker died or
-raised: Ray Train ends the others; no restarts); 2 when the cluster cannot be reached or lacks the
-resources (said on stderr, which ``launcher.log`` keeps).
+name and job id; with ``ray_storage_path``, ``files``: the checked input paths and the run folder).
+Then it makes the run's own staging folder in that storage (named from the job id, only when
+nothing is there, marked as the run's), stages the inputs there before the workers start and copies
+the reported checkpoints and final files into the run folder after them, also after a failure, and
+deletes that folder and nothing else (``distributed.ray_storage``). Exit codes: 0 when every
+worker finished; 1 when the training failed (a worker died or raised: Ray Train ends the others; no
+restarts); 2 when the cluster cannot be reached, lacks the resources or the storage cannot take the
+inputs (said on stderr, which ``launcher.log`` keeps).
 """
 
 from __future__ import annotations
@@ -80,16 +83,10 @@ def main() -> int:
         return NO_CLUSTER_EXIT
     files = settings.get("files")
     if files:
-        from trainer_core.distributed.ray_storage import stage_inputs
-
-        try:
-            staged = stage_inputs(files["storage"], settings["name"], files["inputs"])
-        except (OSError, ValueError) as exc:  # pyarrow's errors: OSError, ArrowInvalid (a ValueError)
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            print(f"ray_storage_path: the inputs cannot be copied to {files['storage']}: {first}", file=sys.stderr)
+        staged = stage(files, settings["name"], settings["job_id"])
+        if staged is None:
             return NO_CLUSTER_EXIT
         loop["files"] = {"storage": files["storage"], "name": settings["name"], "inputs": staged}
-        print(f"staged the inputs in {files['storage']}/{settings['name']}/inputs", file=sys.stderr)
     trainer = TorchTrainer(
         worker_loop,
         train_loop_config=loop,
@@ -111,16 +108,58 @@ def main() -> int:
         print(f"Ray Train failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         code = 1
     if files:  # also after a failure: the checkpoints reported so far stay resumable
-        from trainer_core.distributed.ray_storage import fetch_outputs, remove_run
-
-        try:
-            copied = fetch_outputs(files["storage"], settings["name"], Path(files["run_folder"]))
-            remove_run(files["storage"], settings["name"])  # all of it is in the run folder now
-        except (OSError, ValueError) as exc:
-            print(f"ray_storage_path: the results cannot be copied back: {exc}", file=sys.stderr)
-            return 1
-        print(f"copied into the run folder: {', '.join(copied) or 'nothing'}", file=sys.stderr)
+        code = bring_back(files, settings["name"], settings["job_id"]) or code
     return code
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def stage(files: dict[str, Any], name: str, job_id: str) -> dict[str, list[str]] | None:
+    """Make the run's staging folder ``<storage>/<name>`` (new, marked as ``job_id``'s:
+    ``ray_storage.open_staging``) and copy the inputs there; the staged mapping, or None after saying
+    why on stderr (a half-staged folder is removed again)."""
+    from trainer_core.distributed.ray_storage import open_staging, remove_run, stage_inputs
+
+    storage = files["storage"]
+    try:
+        open_staging(storage, name, job_id)
+    except FileExistsError:
+        print(f"ray_storage_path: {storage}/{name} already exists; a run never takes over a folder it did not "
+              "make: start the run again (it picks a new name)", file=sys.stderr)  # fmt: skip
+        return None
+    except (OSError, ValueError) as exc:  # pyarrow's errors: OSError, ArrowInvalid (a ValueError)
+        print(f"ray_storage_path: cannot make a folder in {storage}: {_first_line(exc)}", file=sys.stderr)
+        return None
+    try:
+        staged = stage_inputs(storage, name, files["inputs"])
+    except (OSError, ValueError) as exc:
+        print(f"ray_storage_path: the inputs cannot be copied to {storage}: {_first_line(exc)}", file=sys.stderr)
+        try:
+            remove_run(storage, name, job_id)
+        except (OSError, ValueError):
+            pass
+        return None
+    print(f"staged the inputs in {storage}/{name}/inputs", file=sys.stderr)
+    return staged
+
+
+def bring_back(files: dict[str, Any], name: str, job_id: str) -> int:
+    """Copy the reported checkpoints and ``final`` from the staging folder into the run folder, then
+    delete the staging folder (only one marked as ``job_id``'s); 0, or 1 after saying why on stderr."""
+    from trainer_core.distributed.ray_storage import fetch_outputs, remove_run
+
+    try:
+        copied = fetch_outputs(files["storage"], name, Path(files["run_folder"]), job_id)
+        removed = remove_run(files["storage"], name, job_id)  # all of it is in the run folder now
+    except (OSError, ValueError) as exc:
+        print(f"ray_storage_path: the results cannot be copied back: {exc}", file=sys.stderr)
+        return 1
+    print(f"copied into the run folder: {', '.join(copied) or 'nothing'}", file=sys.stderr)
+    if not removed:
+        print(f"ray_storage_path: left {files['storage']}/{name}: it is not marked as this run's", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

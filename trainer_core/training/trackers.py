@@ -93,8 +93,9 @@ def tracker_env(
     user already set in ``env`` are kept, except the folders of tensorboard and trackio, which
     always go inside the run folder), and the notices to show the user (e.g. wandb going offline).
     ``reachable(host, port)`` is the network check (used only for wandb without ``WANDB_MODE``).
-    The request's own ``tensorboard_dir`` (already confined to the allowed folders) and
-    ``wandb_project`` win over the defaults and the environment."""
+    The request's own ``tensorboard_dir`` (checked at Start like ``output_dir`` and claimed by the
+    run when it lies outside the run folder: ``runs.write_folders``) and ``wandb_project`` win over
+    the defaults and the environment."""
     run_dir = Path(run_dir).resolve()
     chosen: dict[str, str] = {}
     notices: list[str] = []
