@@ -176,6 +176,7 @@ class ShareLinks:
             )
         job_id, link_id, now = match["job"], secrets.token_hex(8), self._clock()
         expires_at = None if expires_in_hours is None else now + expires_in_hours * 3600
+        self._sign(link_id)  # the secret's file is made first: a full disk then stores no link the caller never got
         with self._lock, self._db:
             if not self._db.execute("SELECT 1 FROM runs WHERE job_id = ?", (job_id,)).fetchone():
                 raise ValueError(f"model: no run {job_id} in the history")
