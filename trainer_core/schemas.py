@@ -321,7 +321,7 @@ class TrainingStartRequest(BaseModel):
         "train",
         min_length=1,
         max_length=MAX_NAME_CHARS,
-        description="Split used for training.",
+        description="The Hub dataset's split used for training (local files are read whole).",
         json_schema_extra=_group("data"),
     )
     eval_split: Optional[str] = Field(
