@@ -67,11 +67,15 @@ def list_battles(limit: int = Query(50, ge=1, le=MAX_LISTED), arena: Arena = Dep
     return arena.history(limit)
 
 
-@router.get("/leaderboard", response_model=Leaderboard)
+@router.get("/leaderboard", response_model=Leaderboard, responses={404: {"description": "Unknown model"}})
 def get_leaderboard(
     models: Optional[list[ModelId]] = Query(None, max_length=64, description="The model set (repeat); empty: all."),
     arena: Arena = Depends(_arena),
 ) -> Leaderboard:
     """Standings over the voted battles between models of the set: win rate (ties half) with its
-    95 % Wilson interval, and Elo (``trainer_core.arena.leaderboard``)."""
-    return arena.leaderboard(models or None)
+    95 % Wilson interval, and Elo (``trainer_core.arena.leaderboard``). A model of the set that no
+    vote names and this server does not have is 404 (a model it has stands with 0 battles)."""
+    try:
+        return arena.leaderboard(models or None)
+    except UnknownModel as exc:
+        raise HTTPException(404, str(exc)) from None

@@ -1,17 +1,24 @@
-"""Error answers of the HTTP API: a 422 that names each bad field without echoing secrets, and
-never a 500 for a body FastAPI's default handler cannot encode (``NaN`` / ``Infinity``)."""
+"""Error answers of the HTTP API: a 422 that names each bad field without echoing secrets, never a
+500 for a body FastAPI's default handler cannot encode (``NaN`` / ``Infinity``), and a 507 for any
+write that found the disk full (``process.disk_full``)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
+import sqlite3
 from typing import Any
 
 from fastapi import Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+
+from trainer_core.process.disk_full import DISK_FULL_CODE, storage_refusal
+
+log = logging.getLogger("finetune_studio.api")
 
 SECRET_KEY = re.compile(r"token|password|secret|authorization|api_key", re.IGNORECASE)
 REDACTED = "***"
@@ -58,7 +65,22 @@ async def validation_error(request: Request, exc: RequestValidationError) -> Res
     return json_response(422, {"detail": [_safe_error(e) for e in exc.errors()]})
 
 
+async def storage_failure(request: Request, exc: Exception) -> Response:
+    """507 Insufficient Storage for a write that found the disk full (SQLite's "database or disk is
+    full", ENOSPC / EDQUOT): ``{"detail": <what happened and what to free>, "code": "disk_full"}``.
+    Nothing was saved (the statement or transaction rolled back). Any other error is re-raised: the
+    server error it was."""
+    settings = getattr(request.app.state, "settings", None)
+    message = storage_refusal(exc, settings.data_dir if settings is not None else None)
+    if message is None:
+        raise exc
+    log.warning("%s %s refused: %s", request.method, request.url.path, message)
+    return json_response(507, {"detail": message, "code": DISK_FULL_CODE})
+
+
 def install(app: Any) -> None:
     """Register the handlers on ``app`` (ours, and the mounted Gradio app, whose own 422s would
     echo a secret sent in an event's data)."""
     app.add_exception_handler(RequestValidationError, validation_error)
+    for error in (sqlite3.OperationalError, OSError):
+        app.add_exception_handler(error, storage_failure)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from api.openai_errors import OpenAIError, param_name
 from trainer_core.data.image_rows import MARKER
 from trainer_core.serving.schemas import MAX_IMAGE_URL_CHARS, ChatMessage, GenerationSettings, ModelChoice, StreamEvent
+from trainer_core.vocabulary import OptionalWholeNumber
 
 MAX_MESSAGES = 1000
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
@@ -69,16 +70,16 @@ class ChatCompletionRequest(BaseModel):
         None, max_length=300, description="`base`, a job id or `JOB_ID/checkpoint-N` (GET /v1/models)."
     )
     messages: list[RequestMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    max_completion_tokens: Optional[int] = Field(None, description="Longest answer in tokens (max_new_tokens).")
-    max_tokens: Optional[int] = Field(None, description="Older name of max_completion_tokens.")
+    max_completion_tokens: OptionalWholeNumber = Field(None, description="Longest answer in tokens (max_new_tokens).")
+    max_tokens: OptionalWholeNumber = Field(None, description="Older name of max_completion_tokens.")
     temperature: Optional[float] = None
     top_p: Optional[float] = None
-    top_k: Optional[int] = Field(None, description="Extra: keep only the top_k likeliest tokens; 0 = no limit.")
+    top_k: OptionalWholeNumber = Field(None, description="Extra: keep only the top_k likeliest tokens; 0 = no limit.")
     repetition_penalty: Optional[float] = Field(None, description="Extra: above 1 discourages repeating tokens.")
-    seed: Optional[int] = None
+    seed: OptionalWholeNumber = None
     stream: bool = False
     stream_options: Optional[StreamOptions] = None
-    n: Optional[int] = Field(None, description="Only 1 is supported.")
+    n: OptionalWholeNumber = Field(None, description="Only 1 is supported.")
     stop: Union[str, list[str], None] = Field(None, description="Not supported; send none.")
 
     def check_supported(self) -> None:

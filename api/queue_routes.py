@@ -16,6 +16,7 @@ from trainer_core.access.requests import MissingPaths
 from trainer_core.queue.dispatcher import JobQueue
 from trainer_core.queue.store import MAX_ENTRIES, QueueEntry, QueueFull
 from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import WholeNumber
 
 router = APIRouter(prefix="/api/train/queue", tags=["queue"], dependencies=[Depends(require_token)])
 QUEUE_ID = Path(..., pattern=r"^q_[0-9]{1,12}_[0-9a-f]{8}$", description="A queue entry's id (q_<time>_<8 hex>).")
@@ -25,7 +26,7 @@ class MoveRequest(BaseModel):
     """``position``: the entry's new 1-based place among the waiting jobs (past the end: last)."""
 
     model_config = ConfigDict(extra="forbid")
-    position: int = Field(..., ge=1, le=MAX_ENTRIES)
+    position: WholeNumber = Field(..., ge=1, le=MAX_ENTRIES)
 
 
 class RemovedResponse(BaseModel):

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.auth import require_token
 from api.openai_answer import answer, engine_of
@@ -31,11 +31,13 @@ from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.serving.share import (
     MAX_EXPIRES_IN_HOURS,
+    MIN_EXPIRES_IN_HOURS,
     GoneShareLink,
     ShareLink,
     ShareLinkError,
     ShareLinks,
     UnknownShareLink,
+    expiry_problem,
 )
 
 manage = APIRouter(prefix="/api/train", tags=["share links"], dependencies=[Depends(require_token)])
@@ -57,7 +59,17 @@ class ShareRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = Field(max_length=300)
-    expires_in_hours: Optional[float] = Field(None, gt=0, le=MAX_EXPIRES_IN_HOURS)
+    expires_in_hours: Optional[float] = Field(
+        None, json_schema_extra={"minimum": MIN_EXPIRES_IN_HOURS, "maximum": MAX_EXPIRES_IN_HOURS}
+    )
+
+    @field_validator("expires_in_hours")
+    @classmethod
+    def _lifetime(cls, value: Optional[float]) -> Optional[float]:
+        problem = expiry_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 def links_of(request: Request) -> ShareLinks:

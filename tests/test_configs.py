@@ -102,3 +102,23 @@ def test_a_token_in_a_file_is_skipped_with_a_note_and_no_datasets_is_fine():
     values, notes = parse_config_text("hf_token: hf_abc\nlora_r: 4\n")
     assert values == {"lora_r": 4} and "hf_token" in notes[0]
     assert yaml.safe_load(request_to_yaml(values)) == {"lora_r": 4}
+
+
+def test_the_forms_preview_of_a_local_run_has_no_ray_settings_and_typed_amounts():
+    import json
+
+    from trainer_core.configs.commands import curl_command
+    from ui.form import FORM_FIELDS, clean_values, form_values
+
+    def preview(**changed) -> dict:
+        """The curl body the form's preview writes for a default request with ``changed`` (widget values)."""
+        shown = form_values(TrainingStartRequest(local_datasets=["a.json"]).public_dict())[2:]
+        settings = clean_values({**dict(zip(FORM_FIELDS, shown)), **changed})  # the mapping box: "CPU=1"
+        command = curl_command({**settings, "local_datasets": ["a.json"]}, "http://x", needs_token=False)
+        return json.loads(shlex.split(command.replace("\\\n", " "))[-1])
+
+    assert preview() == {"local_datasets": ["a.json"]}  # the issue's case: {"CPU": "1"} was written
+    assert preview(num_workers=4, use_gpu=True) == {"local_datasets": ["a.json"]}  # Ray's, for a local run
+    ray = preview(compute="ray", ray_address="10.0.0.1:6379", resources_per_worker="CPU=2, GPU=1")
+    assert ray["resources_per_worker"] == {"CPU": 2.0, "GPU": 1.0} and ray["compute"] == "ray"
+    assert TrainingStartRequest(**ray).resources_per_worker == {"CPU": 2.0, "GPU": 1.0}

@@ -128,6 +128,30 @@ def test_repetition_and_language_penalties():
     assert score("language script=cyrillic", ["Привет мир"]) == [1.0]
 
 
+def test_an_unknown_script_is_refused_listing_the_known_ones_and_each_known_one_has_letters():
+    import sys
+    import unicodedata
+    from typing import get_args
+
+    from pydantic import ValidationError
+
+    from trainer_core.rewards.library import SCRIPT_PREFIXES
+    from trainer_core.vocabulary import LanguageScript
+
+    with pytest.raises(ValidationError) as info:  # the case: it trained on "klingon" before
+        TrainingStartRequest(
+            local_datasets=["prompts.json"], training_method="grpo", rewards=["language script=klingon"]
+        )
+    [error] = info.value.errors()
+    assert (
+        error["loc"] == ("rewards", 0, "script") and "'latin', 'cyrillic'" in error["msg"] and "'cjk'" in error["msg"]
+    )
+    firsts = {unicodedata.name(chr(c), "").split(" ")[0] for c in range(sys.maxunicode + 1) if chr(c).isalpha()}
+    for script in get_args(LanguageScript):  # every listed script counts some letters
+        assert set(SCRIPT_PREFIXES.get(script, (script.upper(),))) & firsts, script
+    assert "cyrillic" in RewardSpec.model_fields["script"].description
+
+
 def test_the_short_form_round_trips_and_names_bad_parts():
     for line in [
         "numeric_match column=answer weight=2",

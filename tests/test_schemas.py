@@ -92,3 +92,108 @@ def test_phases():
         "stopped",
         "interrupted",
     ]
+
+
+def _int_fields(model) -> list[str]:
+    from trainer_core.fieldmeta import base_type
+
+    return [name for name, info in model.model_fields.items() if base_type(info.annotation) is int]
+
+
+def _request_bodies() -> list[tuple[type, dict]]:
+    """Every request model a client fills, with the least it needs."""
+    from api.openai_schemas import ChatCompletionRequest
+    from api.queue_routes import MoveRequest
+    from trainer_core.evaluation.schemas import EvaluateRequest
+    from trainer_core.reward_schemas import RewardSpec
+    from trainer_core.serving.schemas import GenerationSettings
+
+    return [
+        (TrainingStartRequest, DATA),
+        (RewardSpec, {"name": "length"}),
+        (EvaluateRequest, {"model": "base", "datasets": ["held-out.json"]}),
+        (GenerationSettings, {}),
+        (ChatCompletionRequest, {"messages": [{"role": "user", "content": "hi"}]}),
+        (MoveRequest, {"position": 1}),
+    ]
+
+
+def test_every_integer_field_refuses_a_boolean_naming_the_field():
+    checked = 0
+    for model, least in _request_bodies():
+        for name in _int_fields(model):
+            with pytest.raises(ValidationError) as info:
+                model.model_validate({**least, name: True})
+            errors = info.value.errors()
+            assert [e["loc"] for e in errors] == [(name,)], (model.__name__, name)
+            assert "a whole number is needed here, not true or false" in errors[0]["msg"]
+            checked += 1
+    assert checked >= 30  # 20 of the training request's fields and the other bodies' own
+
+
+def test_integer_fields_still_read_the_numbers_the_form_yaml_and_cli_send():
+    for name in _int_fields(TrainingStartRequest):
+        value = TrainingStartRequest.model_fields[name].default
+        if value is None:
+            value = 64
+        for sent in (value, float(value), str(value)):  # JSON / YAML, a number box, a typed flag
+            assert getattr(TrainingStartRequest(**DATA, **{name: sent}), name) == value, (name, sent)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "output_dir",
+        "resume_from_checkpoint",
+        "adapter_name_or_path",
+        "reward_file",
+        "distributed_config",
+        "tensorboard_dir",
+    ],
+)
+def test_a_blank_path_is_not_set(name):
+    for blank in ("", "  "):
+        request = TrainingStartRequest(**DATA, **{name: blank})
+        assert getattr(request, name) is None and request.public_dict()[name] is None
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"train_split": "test"}, "train_split ('test') picks a part of a Hub dataset (hf_dataset); local files"),
+        ({"eval_split": "validation"}, "eval_split ('validation') picks a part of a Hub dataset"),
+        ({"subset": "en"}, "subset ('en') picks a part of a Hub dataset"),
+        (
+            {"hf_dataset": "org/data", "eval_split": "test", "local_eval_datasets": ["held.json"]},
+            "eval_split ('test') and local_eval_datasets both name evaluation data",
+        ),
+    ],
+)
+def test_hub_parts_without_a_hub_dataset_are_refused(fields, message):
+    assert message in _error(**fields)
+
+
+def test_hub_parts_with_a_hub_dataset_and_the_forms_defaults_are_kept():
+    assert TrainingStartRequest(**DATA, train_split="train", eval_split="", subset=" ").eval_split is None
+    hub = TrainingStartRequest(hf_dataset="org/data", subset="en", train_split="train[:80%]", eval_split="test")
+    assert (hub.subset, hub.train_split, hub.eval_split) == ("en", "train[:80%]", "test")
+
+
+def test_the_help_text_says_each_methods_own_default_from_the_one_table():
+    import re
+
+    from trainer_core.schemas import METHOD_DEFAULTS, TrainingMethod
+    from trainer_core.vocabulary import method_defaults_text
+
+    for field in {field for field, _ in METHOD_DEFAULTS}:
+        text = method_defaults_text(field)
+        assert text in TrainingStartRequest.model_fields[field].description
+        said = {}
+        for names, value in re.findall(
+            r"an? ([A-Z, ]+?(?: or [A-Z]+)?) run(?: that does not set it gets)? ([0-9.e-]+)", text
+        ):
+            for name in re.split(r", | or ", names):
+                said[name.lower()] = float(value)
+        for method in TrainingMethod:
+            assert said.get(method.value) == METHOD_DEFAULTS.get((field, method.value)), (field, method, text)
+    assert "a GRPO run 2e-4" in TrainingStartRequest.model_fields["learning_rate"].description  # the issue's case

@@ -8,6 +8,7 @@ import pytest
 
 from trainer_core.runs.store import RunStore
 from trainer_core.serving.share import (
+    MIN_EXPIRES_IN_HOURS,
     SECRET_FILE,
     ExpiredShareLink,
     GoneShareLink,
@@ -114,6 +115,16 @@ def test_expiry_follows_the_clock(setup):
     assert links.list()[0].state is LinkState.expired
 
 
+def test_the_shortest_link_lives_one_minute(setup):
+    links, store, now = setup
+    link = links.create(JOB, expires_in_hours=MIN_EXPIRES_IN_HOURS)
+    now[0] += 59
+    assert links.verify(link.token).state is LinkState.active
+    now[0] += 1
+    with pytest.raises(ExpiredShareLink):
+        links.verify(link.token)
+
+
 def test_revocation_is_immediate_and_idempotent(setup):
     links, store, now = setup
     link = links.create(JOB)
@@ -149,6 +160,8 @@ def test_deleting_the_run_ends_its_links(setup):
         (JOB, float("nan"), "expires_in_hours"),
         (JOB, float("inf"), "expires_in_hours"),
         (JOB, 10**9, "expires_in_hours"),
+        (JOB, 5e-324, r"expires_in_hours: must be at least one minute \(0.01667 hours\)"),  # created expired
+        (JOB, 0.99 / 60, "at least one minute"),
     ],
 )
 def test_create_refuses_bad_input(setup, model, hours, message):

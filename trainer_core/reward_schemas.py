@@ -5,12 +5,12 @@ Field metadata lives here once; the form, the CLI and the API read it."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, get_args
 
 import regex
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from trainer_core.vocabulary import RewardName
+from trainer_core.vocabulary import LanguageScript, OptionalWholeNumber, RewardName, WholeNumber
 
 # The R1-style format (DeepSeek-AI 2025, https://arxiv.org/abs/2501.12948): reasoning, then the answer.
 DEFAULT_FORMAT = r"<think>.*?</think>\s*<answer>.*?</answer>"
@@ -46,7 +46,7 @@ class RewardSpec(BaseModel):
         max_length=1000,
         description=f"format: a regular expression the whole completion must match (e.g. {DEFAULT_FORMAT}).",
     )
-    target_length: Optional[int] = Field(
+    target_length: OptionalWholeNumber = Field(
         None,
         ge=1,
         le=32768,
@@ -55,12 +55,10 @@ class RewardSpec(BaseModel):
     json_schema: Optional[str] = Field(
         None, max_length=20000, description="json: a JSON schema (as JSON text) the parsed completion must match."
     )
-    ngram: int = Field(3, ge=1, le=16, description="repetition: the n of the n-grams counted.")
-    script: str = Field(
+    ngram: WholeNumber = Field(3, ge=1, le=16, description="repetition: the n of the n-grams counted.")
+    script: LanguageScript = Field(
         "latin",
-        max_length=32,
-        pattern=r"^[a-z]+$",
-        description="language: the writing system the answer should use (latin, cyrillic, greek, arabic, hebrew, cjk, hangul, devanagari, ...).",
+        description=f"language: the writing system the answer should use: {', '.join(get_args(LanguageScript))}.",
     )
     function: Optional[Name] = Field(None, description="code: the name of a function in reward_file.")
 

@@ -32,11 +32,14 @@ from trainer_core.vocabulary import (  # noqa: F401 - re-exported: the models' v
     FormatType,
     GrpoLoss,
     Optimizer,
+    OptionalWholeNumber,
     Phase,
     Scheduler,
     Tracker,
     TrainingMethod,
     TrainingType,
+    WholeNumber,
+    method_defaults_text,
 )
 
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -170,7 +173,7 @@ class TrainingStartRequest(BaseModel):
         description="Load the base model in 4-bit NF4 (bitsandbytes). Only with training_type=qlora, which turns it on.",
         json_schema_extra=_group("model"),
     )
-    max_seq_length: int = Field(
+    max_seq_length: WholeNumber = Field(
         512,
         ge=16,
         le=32768,
@@ -196,7 +199,8 @@ class TrainingStartRequest(BaseModel):
         ge=0,
         le=10,
         title="Beta",
-        description="DPO / KTO: how far the model may move from the reference model (higher: stays closer; 0.1 is the papers' usual value). ORPO: the weight of the odds-ratio term beside the answer loss. GRPO: the weight of the KL penalty to the reference model (0.04 when not set, DeepSeekMath's; 0: no reference model, no KL chart).",
+        description="DPO / KTO: how far the model may move from the reference model (higher: stays closer; 0.1 is the papers' usual value). ORPO: the weight of the odds-ratio term beside the answer loss. GRPO: the weight of the KL penalty to the reference model (0: no reference model, no KL chart); "
+        f"{method_defaults_text('beta')} (DeepSeekMath's).",
         json_schema_extra=_group("method", ("dpo", "orpo", "kto", "grpo")),
     )
     loss_type: DpoLoss = Field(
@@ -219,7 +223,7 @@ class TrainingStartRequest(BaseModel):
         description="KTO: weight of the undesirable answers' loss.",
         json_schema_extra=_group("method", ("kto",)),
     )
-    num_generations: int = Field(
+    num_generations: WholeNumber = Field(
         4,
         ge=2,
         le=64,
@@ -227,7 +231,7 @@ class TrainingStartRequest(BaseModel):
         description="GRPO: completions sampled for each prompt; each is scored against the others of its group (batch_size x gradient_accumulation_steps must be a multiple of it).",
         json_schema_extra=_group("method", ("grpo",)),
     )
-    max_completion_length: int = Field(
+    max_completion_length: WholeNumber = Field(
         128,
         ge=1,
         le=32768,
@@ -317,7 +321,7 @@ class TrainingStartRequest(BaseModel):
         "train",
         min_length=1,
         max_length=MAX_NAME_CHARS,
-        description="Split used for training.",
+        description="The Hub dataset's split used for training (local files are read whole).",
         json_schema_extra=_group("data"),
     )
     eval_split: Optional[str] = Field(
@@ -334,17 +338,17 @@ class TrainingStartRequest(BaseModel):
         description="Share of the training rows held out as the evaluation set (0..0.5; 0: none), split with random_seed so evaluation can rebuild it. Not together with eval files or eval_split.",
         json_schema_extra=_group("data"),
     )
-    eval_steps: int = Field(
+    eval_steps: WholeNumber = Field(
         50,
         ge=1,
         le=1_000_000,
         description="Evaluate every this many optimizer steps (when there is evaluation data).",
         json_schema_extra=_group("data"),
     )
-    dataset_slice_start: int = Field(
+    dataset_slice_start: WholeNumber = Field(
         0, ge=0, description="First training row to use (0-based).", json_schema_extra=_group("data")
     )
-    dataset_slice_end: int = Field(
+    dataset_slice_end: WholeNumber = Field(
         0,
         ge=0,
         description="Row after the last one to use (exclusive); 0: to the end.",
@@ -358,7 +362,7 @@ class TrainingStartRequest(BaseModel):
         description="Passes over the data (num_train_epochs); ignored when max_steps > 0. 3 lets a small dataset be learned (measured: 1 pass over 91 rows changed no answer, 3 passes taught all 4 held-out answers); on thousands of rows 1 is usually enough: the pre-flight check shows the steps and time.",
         json_schema_extra=_group("training"),
     )
-    max_steps: int = Field(
+    max_steps: WholeNumber = Field(
         0,
         ge=0,
         le=10_000_000,
@@ -369,7 +373,7 @@ class TrainingStartRequest(BaseModel):
         1e-3,
         gt=0,
         lt=1,
-        description="Peak learning rate (a positive number below 1); a DPO / ORPO / KTO run that does not set it gets 5e-5, a GRPO run 2e-5. 1e-3 suits LoRA on small models (measured over 3 epochs of 91 rows: 1e-3 learned the answers exactly, 2e-4 only half); models of several billion parameters usually want 1e-4 to 2e-4, full fine-tuning about 2e-5.",
+        description=f"Peak learning rate (a positive number below 1); {method_defaults_text('learning_rate')}. 1e-3 suits LoRA on small models (measured over 3 epochs of 91 rows: 1e-3 learned the answers exactly, 2e-4 only half); models of several billion parameters usually want 1e-4 to 2e-4, full fine-tuning about 2e-5.",
         json_schema_extra=_group("training"),
     )
     embedding_learning_rate: Optional[float] = Field(
@@ -380,21 +384,21 @@ class TrainingStartRequest(BaseModel):
         description="The learning rate of the embeddings and LM head when they train (listed in modules_to_save with LoRA, or full fine-tuning); empty (0 on the page): learning_rate. For new tokens or a new language, 2-10x below learning_rate (e.g. 5e-6 with 5e-5) keeps the existing tokens intact.",
         json_schema_extra=_group("training"),
     )
-    batch_size: int = Field(
+    batch_size: WholeNumber = Field(
         4,
         ge=1,
         le=1024,
         description="Rows per device per step (per_device_train_batch_size).",
         json_schema_extra=_group("training"),
     )
-    gradient_accumulation_steps: int = Field(
+    gradient_accumulation_steps: WholeNumber = Field(
         1,
         ge=1,
         le=1024,
         description="Micro-batches summed before each optimizer step.",
         json_schema_extra=_group("training"),
     )
-    warmup_steps: int = Field(
+    warmup_steps: WholeNumber = Field(
         0,
         ge=0,
         le=1_000_000,
@@ -408,7 +412,7 @@ class TrainingStartRequest(BaseModel):
         description="Warm-up length as a fraction of all steps (use this or warmup_steps).",
         json_schema_extra=_group("training"),
     )
-    save_steps: int = Field(
+    save_steps: WholeNumber = Field(
         0,
         ge=0,
         le=1_000_000,
@@ -425,7 +429,7 @@ class TrainingStartRequest(BaseModel):
         description="Gradient clipping norm; 0 disables clipping.",
         json_schema_extra=_group("training"),
     )
-    random_seed: int = Field(
+    random_seed: WholeNumber = Field(
         42,
         ge=0,
         le=2**32 - 1,
@@ -460,7 +464,7 @@ class TrainingStartRequest(BaseModel):
         "fp32); no: fp32 throughout. The choice and its reason are in the check and run.json.",
         json_schema_extra=_group("training"),
     )
-    early_stopping_patience: int = Field(
+    early_stopping_patience: WholeNumber = Field(
         0,
         ge=0,
         le=1000,
@@ -495,7 +499,7 @@ class TrainingStartRequest(BaseModel):
         ),
         json_schema_extra={**_group("data"), "vision": True},
     )
-    vision_image_size: Optional[int] = Field(
+    vision_image_size: OptionalWholeNumber = Field(
         None,
         ge=28,
         le=4096,
@@ -508,10 +512,10 @@ class TrainingStartRequest(BaseModel):
         json_schema_extra={**_group("data"), "vision": True},
     )
     # --- LoRA ---
-    lora_r: int = Field(
+    lora_r: WholeNumber = Field(
         16, ge=1, le=1024, title="LoRA rank (lora_r)", description="LoRA rank.", json_schema_extra=_group("lora")
     )
-    lora_alpha: int = Field(
+    lora_alpha: WholeNumber = Field(
         32,
         ge=1,
         le=4096,
@@ -605,7 +609,7 @@ class TrainingStartRequest(BaseModel):
         json_schema_extra=_group("output"),
     )
     # --- devices and processes ---
-    num_processes: int = Field(
+    num_processes: WholeNumber = Field(
         1,
         ge=1,
         le=64,
@@ -620,7 +624,7 @@ class TrainingStartRequest(BaseModel):
         description="The GPUs to train on, e.g. 0,1 (CUDA_VISIBLE_DEVICES; one process per GPU); empty: the first num_processes GPUs, or the CPU on a machine without CUDA GPUs.",
         json_schema_extra=_group("distributed"),
     )
-    num_nodes: int = Field(
+    num_nodes: WholeNumber = Field(
         1,
         ge=1,
         le=64,
@@ -628,7 +632,7 @@ class TrainingStartRequest(BaseModel):
         description="torchrun across machines: how many machines train together, each running the studio's CLI with the same settings and its own node_rank (num_processes processes on each). 1: this machine only.",
         json_schema_extra=_group("distributed"),
     )
-    node_rank: int = Field(
+    node_rank: WholeNumber = Field(
         0,
         ge=0,
         le=63,
@@ -662,7 +666,7 @@ class TrainingStartRequest(BaseModel):
         description="compute ray: the cluster to run on, host:port of its head (ray start --head prints it; 6379 by default) or ray://host:10001 (Ray Client).",
         json_schema_extra={**_group("distributed"), "compute": "ray"},
     )
-    num_workers: int = Field(
+    num_workers: WholeNumber = Field(
         1,
         ge=1,
         le=256,
@@ -741,9 +745,19 @@ class TrainingStartRequest(BaseModel):
         json_schema_extra={"group": "output", "form": False},
     )
 
-    @field_validator("distributed_config", "tensorboard_dir")
+    @field_validator(
+        "output_dir",
+        "resume_from_checkpoint",
+        "adapter_name_or_path",
+        "reward_file",
+        "distributed_config",
+        "tensorboard_dir",
+        "subset",
+        "eval_split",
+    )
     @classmethod
     def _empty_is_none(cls, value: Optional[str]) -> Optional[str]:
+        """Blank is "not set", in every optional path and Hub part (an API body's "" included)."""
         return value.strip() if value and value.strip() else None
 
     @field_validator("wandb_project")
@@ -928,6 +942,7 @@ class TrainingStartRequest(BaseModel):
                 f"val_size ({self.val_size}) and {given} both name evaluation data: split the training rows "
                 f"with val_size, or give {given}, not both (set val_size to 0 to use {given})"
             )
+        self._check_hub_parts()
         if self.warmup_steps > 0 and self.warmup_ratio > 0:
             raise ValueError("set either warmup_steps or warmup_ratio, not both")
         if self.early_stopping_patience > 0 and not (
@@ -994,6 +1009,33 @@ class TrainingStartRequest(BaseModel):
                 data = {**data, "grpo_loss_type": data["loss_type"]}
                 data.pop("loss_type")
         return data
+
+    def _check_hub_parts(self) -> None:
+        """subset, train_split and eval_split pick parts of the Hub dataset: refused without
+        hf_dataset (local files are read whole; train_split may stay "train"), and eval_split
+        beside local_eval_datasets (the files would win). Raises ValueError naming the field."""
+        if self.hf_dataset:
+            if self.eval_split and self.local_eval_datasets:
+                raise ValueError(
+                    f"eval_split ({self.eval_split[:40]!r}) and local_eval_datasets both name evaluation data: "
+                    "give the Hub split or the files, not both"
+                )
+            return
+        for name, value in (
+            ("subset", self.subset),
+            ("train_split", self.train_split),
+            ("eval_split", self.eval_split),
+        ):
+            if value and not (name == "train_split" and value == "train"):
+                fix = {
+                    "subset": "clear subset",
+                    "train_split": "leave train_split at 'train'",
+                    "eval_split": "clear eval_split and give evaluation files in local_eval_datasets (or a val_size)",
+                }[name]
+                raise ValueError(
+                    f"{name} ({value[:40]!r}) picks a part of a Hub dataset (hf_dataset); local files are read "
+                    f"whole: {fix}, or give hf_dataset"
+                )
 
     def _check_grpo(self) -> None:
         """GRPO's settings together: a KL weight by default, groups that fill the batch, rewards

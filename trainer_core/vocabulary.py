@@ -1,11 +1,27 @@
 """The closed vocabularies of the request and status models (``schemas.py`` re-exports them all):
-training types and methods, dataset layouts, job phases and end reasons, and the names transformers,
-TRL and torch accept for optimizers, schedules, trackers, DPO losses and distributed strategies."""
+training types and methods, dataset layouts, job phases and end reasons, the names transformers,
+TRL and torch accept for optimizers, schedules, trackers, DPO losses and distributed strategies,
+and the whole-number type of every request model's integer fields."""
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BeforeValidator
+
+
+def _not_a_boolean(value: Any) -> Any:
+    """A JSON ``true`` / ``false`` is not a number (pydantic's lax mode would read it as 1 / 0)."""
+    if isinstance(value, bool):
+        raise ValueError("a whole number is needed here, not true or false")
+    return value
+
+
+# The integer fields of every request model (the API bodies, the form, YAML and the CLI): a
+# boolean is refused, naming the field; 5, 5.0 and "5" are still read as 5.
+WholeNumber = Annotated[int, BeforeValidator(_not_a_boolean)]
+OptionalWholeNumber = Annotated[Optional[int], BeforeValidator(_not_a_boolean)]
 
 
 class TrainingType(str, Enum):
@@ -42,7 +58,8 @@ GRPO_LEARNING_RATE = 2e-4
 # https://arxiv.org/abs/2402.03300); the preference methods' 0.1 is the DPO papers' value.
 GRPO_BETA = 0.04
 # A method's own default of a field, where it differs from the field's (the request applies it when
-# the field is not set; the command preview compares against it)
+# the field is not set; the command preview compares against it; the field's help reads it through
+# ``method_defaults_text``)
 METHOD_DEFAULTS = {
     ("learning_rate", "dpo"): PREFERENCE_LEARNING_RATE,
     ("learning_rate", "orpo"): PREFERENCE_LEARNING_RATE,
@@ -50,6 +67,28 @@ METHOD_DEFAULTS = {
     ("learning_rate", "grpo"): GRPO_LEARNING_RATE,
     ("beta", "grpo"): GRPO_BETA,
 }
+
+
+def short_number(value: float) -> str:
+    """A setting's value as help text writes it: ``0.04``, ``5e-5``, ``2e-4``."""
+    if value == 0 or abs(value) >= 0.01:
+        return f"{value:g}"
+    mantissa, exponent = f"{value:.3e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def method_defaults_text(field: str) -> str:
+    """``field``'s own defaults per training method, from ``METHOD_DEFAULTS``, as the field's help
+    says them: ``a DPO, ORPO or KTO run that does not set it gets 5e-5, a GRPO run 2e-4``."""
+    by_value: dict[float, list[str]] = {}
+    for method in TrainingMethod:
+        if (field, method.value) in METHOD_DEFAULTS:
+            by_value.setdefault(METHOD_DEFAULTS[(field, method.value)], []).append(method.value.upper())
+    parts = []
+    for value, names in by_value.items():
+        who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+        parts.append(f"a {who} run{' that does not set it gets' if not parts else ''} {short_number(value)}")
+    return ", ".join(parts)
 
 
 class FormatType(str, Enum):
@@ -117,6 +156,14 @@ GrpoLoss = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"]
 # The reward functions a GRPO run can choose in the form (rewards.library); "code": one of the user's
 # own functions from reward_file
 RewardName = Literal["exact_match", "numeric_match", "format", "length", "json", "repetition", "language", "code"]
+# The writing systems the language reward counts letters of: the first word of the letters' Unicode
+# names, lower-cased (LATIN SMALL LETTER A: latin); cjk also counts kana (rewards.library)
+LanguageScript = Literal[
+    "latin", "cyrillic", "greek", "armenian", "georgian", "hebrew", "arabic", "syriac", "thaana",
+    "devanagari", "bengali", "gurmukhi", "gujarati", "oriya", "tamil", "telugu", "kannada", "malayalam",
+    "sinhala", "thai", "lao", "tibetan", "myanmar", "khmer", "mongolian", "ethiopic", "cherokee",
+    "hangul", "hiragana", "katakana", "cjk",
+]  # fmt: skip
 Distributed = Literal["ddp", "fsdp", "deepspeed"]
 # Where the training processes run: this machine (local), or a Ray cluster through Ray Train (ray)
 Compute = Literal["local", "ray"]

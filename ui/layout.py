@@ -32,6 +32,7 @@ from ui.follow import tab_bound
 from ui.form import FORM_FIELDS, make_widget
 from ui.quiet_errors import quiet_errors
 from ui.refusals import EVAL_UPLOAD_LABEL, MODEL_FIRST
+from ui.storage_errors import refuse_full_disk
 from ui.tables import fit_table
 from ui.uploads import DATASET_TYPES, UPLOAD_LABEL
 
@@ -363,4 +364,4 @@ def build_ui(
                 preflight["waiting"],
                 [demo.load, timer.tick],
             )
-    return quiet_errors(demo)
+    return refuse_full_disk(quiet_errors(demo), settings.data_dir)

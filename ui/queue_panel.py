@@ -18,6 +18,7 @@ import gradio as gr
 import pandas as pd
 
 from trainer_core.access.admission import REFUSALS
+from trainer_core.process.disk_full import storage_refusal
 from trainer_core.queue.store import QueueFull, QueueState
 from ui.follow import tab_bound
 from ui.form import FORM_FIELDS
@@ -92,8 +93,10 @@ def add(
     except (QueueFull, *REFUSALS) as exc:
         return (*queue_table(ctx), _refusal(str(exc)))
     except Exception as exc:  # noqa: BLE001 - the page says what went wrong, never a traceback
-        log.exception("queueing a job failed")
-        return (*queue_table(ctx), _refusal(f"the job could not be queued: {exc}"))
+        full = storage_refusal(exc, ctx.settings.data_dir)  # a full disk: nothing was queued
+        if full is None:
+            log.exception("queueing a job failed")
+        return (*queue_table(ctx), _refusal(full or f"the job could not be queued: {exc}"))
     where = f"position {entry.position}" if entry.position else entry.state.value
     gr.Info(f"Queued as {entry.queue_id} ({where})", duration=4)
     return (*queue_table(ctx), NOTICE_CLEAR)

@@ -8,7 +8,7 @@ from functools import partial
 import gradio as gr
 import pandas as pd
 
-from trainer_core.serving.share import ShareLinks
+from trainer_core.serving.share import MAX_EXPIRES_IN_HOURS, MIN_EXPIRES_IN_HOURS, ShareLinks
 from ui import compare_panel, evaluate_panel, export_panel, handlers, run_handlers, share_handlers, task_progress
 from ui.chat_tab import ChatTab
 from ui.follow import tab_bound
@@ -54,9 +54,9 @@ def build(
             with gr.Row():
                 hours = gr.Number(
                     label="Expires in hours",
-                    info="Empty or 0: never (revoke it to end it).",
+                    info=f"Empty or 0: never (revoke it to end it); else at least one minute ({MIN_EXPIRES_IN_HOURS:.4g}).",
                     minimum=0,
-                    maximum=24 * 366,
+                    maximum=MAX_EXPIRES_IN_HOURS,
                     value=None,
                     scale=2,
                 )

@@ -43,6 +43,7 @@ def test_create_list_revoke(chat_studio):
         ({"model": "job_20990101_000000_deadbeef"}, 404, "no such model"),
         ({"model": JOB, "expires_in_hours": 0}, 422, "expires_in_hours"),
         ({"model": JOB, "expires_in_hours": 10**7}, 422, "expires_in_hours"),
+        ({"model": JOB, "expires_in_hours": 5e-324}, 422, "must be at least one minute"),  # was created expired
         ({"model": JOB, "extra": 1}, 422, "extra"),
     ],
 )

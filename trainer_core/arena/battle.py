@@ -12,7 +12,7 @@ from typing import Any, Optional
 from trainer_core.arena.leaderboard import leaderboard
 from trainer_core.arena.schemas import Battle, BattleRequest, BattleSide, Leaderboard, Vote
 from trainer_core.arena.store import ArenaStore
-from trainer_core.serving.errors import ChatInputError, ChatUnavailable
+from trainer_core.serving.errors import ChatInputError, ChatUnavailable, UnknownModel
 from trainer_core.serving.schemas import ChatMessage
 
 
@@ -85,8 +85,20 @@ class Arena:
         return [self._shown(found) for found in self.store.list(limit)]
 
     def leaderboard(self, models: Optional[list[str]] = None) -> Leaderboard:
-        """Standings over the voted battles among ``models`` (None: all; ``arena.leaderboard``)."""
-        return leaderboard(self.store.votes(), self._labels(), models)
+        """Standings over the voted battles among ``models`` (None: all; ``arena.leaderboard``).
+        Raises UnknownModel for a model of ``models`` that no vote names and this server does not
+        have (a model it has, or one that was voted on, stands with what it has: 0 battles or more)."""
+        votes = self.store.votes()
+        voted = {model for left, right, _ in votes for model in (left, right)}
+        for model in dict.fromkeys(models or []):
+            if model not in voted:
+                try:
+                    self.engine.resolve(model)
+                except UnknownModel:
+                    raise
+                except ChatInputError:
+                    pass  # known, but cannot answer now (its folder was deleted): it stands with 0 battles
+        return leaderboard(votes, self._labels(), models)
 
     def _pair(self, models: list[str]) -> tuple[str, str]:
         """The two model ids to battle: ``models`` checked; one named: it and another picked at

@@ -11,7 +11,9 @@ import shlex
 import typing
 from typing import Any
 
-from trainer_core.fieldmeta import FIELDS, base_type, default
+from pydantic import TypeAdapter, ValidationError
+
+from trainer_core.fieldmeta import FIELDS, base_type, default, for_compute
 from trainer_core.schemas import METHOD_DEFAULTS, SECRET_FIELDS
 
 PATH_FLAGS = {"local_datasets": "--dataset", "local_eval_datasets": "--eval-dataset"}  # repeated flags in cli.py
@@ -20,16 +22,32 @@ PATH_FLAGS = {"local_datasets": "--dataset", "local_eval_datasets": "--eval-data
 def changed_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The entries of ``settings`` (JSON-able field values) that differ from the defaults (the
     training method's own, ``METHOD_DEFAULTS``, where it has one: a GRPO run's beta 0.1 is written,
-    its 0.04 is not), in the schema's order; secrets, unknown keys and empty reward lists left out."""
+    its 0.04 is not), in the schema's order; secrets, unknown keys, empty reward lists and the
+    settings of another compute (a local run's Ray settings) left out. A mapping typed on the form
+    (``CPU=1``: the text "1") is compared and written with its values as the field's type (1.0)."""
     method = str(settings.get("training_method") or "sft")
+    compute = str(settings.get("compute") or default("compute"))
+    typed = {name: _typed(name, settings[name]) for name in FIELDS if name in settings}
     return {
-        name: settings[name]
-        for name in FIELDS
-        if name in settings
-        and name not in SECRET_FIELDS
-        and settings[name] != METHOD_DEFAULTS.get((name, method), default(name))
-        and not (name == "rewards" and not settings[name])
+        name: value
+        for name, value in typed.items()
+        if name not in SECRET_FIELDS
+        and value != METHOD_DEFAULTS.get((name, method), default(name))
+        and not (name == "rewards" and not value)
+        and for_compute(name) in (None, compute)
     }
+
+
+def _typed(name: str, value: Any) -> Any:
+    """A mapping field's value with its values read as the field says (the form's ``a=b`` text
+    gives strings); anything else, or a mapping that does not read, as it is."""
+    annotation = FIELDS[name].annotation
+    if not isinstance(value, dict) or typing.get_origin(base_type(annotation)) is not dict:
+        return value
+    try:
+        return TypeAdapter(annotation).validate_python(value)
+    except ValidationError:
+        return value
 
 
 def cli_command(settings: dict[str, Any]) -> str:

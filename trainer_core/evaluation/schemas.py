@@ -7,6 +7,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainer_core.schemas import MAX_FILES, PathText
+from trainer_core.vocabulary import OptionalWholeNumber, WholeNumber
 
 CPU_DEFAULT_ROWS = 50
 
@@ -25,14 +26,14 @@ class EvaluateRequest(BaseModel):
         max_length=MAX_FILES,
         description="Held-out files (same formats as training); empty: the run's own evaluation data (its eval files, Hub eval split or val_size split).",
     )
-    max_rows: Optional[int] = Field(
+    max_rows: OptionalWholeNumber = Field(
         None,
         ge=1,
         le=100_000,
         description=f"Rows to evaluate (from the start); empty: all on a GPU, the first {CPU_DEFAULT_ROWS} on CPU.",
     )
-    max_new_tokens: int = Field(128, ge=1, le=4096, description="Longest generated answer, in tokens.")
-    batch_size: int = Field(8, ge=1, le=512, description="Rows per batch, for the loss and for generation.")
+    max_new_tokens: WholeNumber = Field(128, ge=1, le=4096, description="Longest generated answer, in tokens.")
+    batch_size: WholeNumber = Field(8, ge=1, le=512, description="Rows per batch, for the loss and for generation.")
     compare_base: bool = Field(
         True, description="Also answer with the base model (adapter switched off) for the side-by-side table."
     )

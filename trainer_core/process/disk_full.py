@@ -7,12 +7,18 @@ inline_container.cc] unexpected pos ...")`` with no errno at all. So a failed sa
 "disk full" when the error (or one it was raised from) says so, or when it is a write error and the
 folder it wrote into has almost no space left (``shutil.disk_usage(...).free``, the space an
 unprivileged user may still use) — checked before the partial save is removed.
+
+A small write that finds the disk full (a run's name, a share link, a queued job, a task's record:
+SQLite's "database or disk is full", or ENOSPC from a file) changes nothing and is refused with
+``storage_full_message``: the HTTP API answers it as 507 with ``DISK_FULL_CODE``, the page as a
+notice (``storage_refusal`` tells such an error apart).
 """
 
 from __future__ import annotations
 
 import errno
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Optional
 
@@ -20,6 +26,7 @@ FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 FULL_WORDS = ("no space left on device", "os error 28", "disk quota exceeded", "database or disk is full")
 WRITE_WORDS = ("unexpected pos", "iostream error", "file write failed", "i/o error")
 NEARLY_FULL_BYTES = 16 * 2**20  # below this a failed write is taken for a full disk
+DISK_FULL_CODE = "disk_full"  # the stable code of a write refused for a full disk (HTTP 507)
 
 
 class DiskFullError(OSError):
@@ -60,6 +67,8 @@ def is_disk_full(exc: BaseException, folder: Optional[Path] = None) -> bool:
     chain = _chain(exc)
     if any(isinstance(e, DiskFullError) or (isinstance(e, OSError) and e.errno in FULL_ERRNOS) for e in chain):
         return True
+    if any(getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL for e in chain):
+        return True
     # a data error may quote a row that says "no space left on device": only writers' errors count
     texts = [str(e).lower() for e in chain if not isinstance(e, (ValueError, KeyError, TypeError))]
     if any(word in text for text in texts for word in FULL_WORDS):
@@ -82,3 +91,23 @@ def disk_full_message(what: str, folder: Path, kept: str, then: str) -> str:
         f"partial files were removed). {kept}. Free some space on that disk (or choose a folder on another disk), "
         f"then {then}."
     )
+
+
+def storage_full_message(folder: Optional[Path]) -> str:
+    """The refusal of a write that found the disk full: nothing was saved, how much is free where,
+    what to free, and to try again."""
+    where = "" if folder is None else f" The disk holding {folder} has {_size(free_bytes(folder))} free."
+    return (
+        f"Disk full: nothing was saved.{where} Free some space on it (delete runs, exports or uploads you no "
+        "longer need, in the Runs tab or the data folder, or other files on that disk), then try again."
+    )
+
+
+def storage_refusal(exc: BaseException, folder: Optional[Path] = None) -> Optional[str]:
+    """``storage_full_message`` when ``exc`` is a full disk (``is_disk_full``), naming the folder of
+    the file it failed to write (else ``folder``, e.g. the data dir that holds the run history);
+    None for any other error."""
+    if not is_disk_full(exc, folder):
+        return None
+    named = next((e.filename for e in _chain(exc) if isinstance(e, OSError) and isinstance(e.filename, str)), None)
+    return storage_full_message(Path(named).parent if named else folder)

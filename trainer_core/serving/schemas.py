@@ -10,6 +10,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from trainer_core.vocabulary import WholeNumber
+
 MAX_MESSAGE_CHARS = 100_000
 BASE_MODEL_ID = "base"
 
@@ -20,7 +22,7 @@ class GenerationSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    max_new_tokens: int = Field(256, ge=1, le=4096, description="Longest answer, in tokens.")
+    max_new_tokens: WholeNumber = Field(256, ge=1, le=4096, description="Longest answer, in tokens.")
     temperature: float = Field(
         0.7, ge=0, le=2, description="Sampling temperature; 0 = greedy (always the likeliest token)."
     )
@@ -30,11 +32,11 @@ class GenerationSettings(BaseModel):
         le=1,
         description="Nucleus sampling: keep the smallest set of tokens whose probability adds up to top_p.",
     )
-    top_k: int = Field(50, ge=0, le=1000, description="Keep only the top_k likeliest tokens; 0 = no limit.")
+    top_k: WholeNumber = Field(50, ge=0, le=1000, description="Keep only the top_k likeliest tokens; 0 = no limit.")
     repetition_penalty: float = Field(
         1.0, ge=0.5, le=2.0, description="Above 1 discourages repeating tokens (1 = off)."
     )
-    seed: int = Field(
+    seed: WholeNumber = Field(
         42, ge=0, le=2**32 - 1, description="Random seed; the same seed and settings give the same answer."
     )
 

@@ -51,6 +51,7 @@ SIGNING_PREFIX = b"finetune-studio share link v1\x00"  # a signature made for an
 TOKEN_RE = re.compile(r"(?P<id>[0-9a-f]{16})\.(?P<sig>[A-Za-z0-9_-]{43})")
 MODEL_ID_RE = re.compile(r"(?P<job>[A-Za-z0-9_.-]{1,128})(?:/checkpoint-[0-9]{1,12})?")
 MAX_EXPIRES_IN_HOURS = 24 * 366
+MIN_EXPIRES_IN_HOURS = 1 / 60  # one minute: a shorter link would be expired by the time it is shared
 
 
 class LinkState(str, Enum):
@@ -108,6 +109,18 @@ class GoneShareLink(ShareLinkError):
 
 class UnknownShareLink(LookupError):
     """No link with that id (revoke)."""
+
+
+def expiry_problem(expires_in_hours: Optional[float]) -> Optional[str]:
+    """Why ``expires_in_hours`` is not a link's lifetime (None: it is; None hours: never expires)."""
+    if expires_in_hours is None or (
+        math.isfinite(expires_in_hours) and MIN_EXPIRES_IN_HOURS <= expires_in_hours <= MAX_EXPIRES_IN_HOURS
+    ):
+        return None
+    return (
+        f"must be at least one minute ({MIN_EXPIRES_IN_HOURS:.4g} hours) and at most {MAX_EXPIRES_IN_HOURS} hours, "
+        "or omitted (never expires)"
+    )
 
 
 def load_secret(path: Path) -> bytes:
@@ -168,14 +181,12 @@ class ShareLinks:
             raise ValueError("model: the base model cannot be shared; share a run or one of its checkpoints")
         if match is None:
             raise ValueError("model: expected a job id or JOB_ID/checkpoint-N")
-        if expires_in_hours is not None and not (
-            math.isfinite(expires_in_hours) and 0 < expires_in_hours <= MAX_EXPIRES_IN_HOURS
-        ):
-            raise ValueError(
-                f"expires_in_hours: must be above 0 and at most {MAX_EXPIRES_IN_HOURS}, or omitted (never)"
-            )
+        problem = expiry_problem(expires_in_hours)
+        if problem:
+            raise ValueError(f"expires_in_hours: {problem}")
         job_id, link_id, now = match["job"], secrets.token_hex(8), self._clock()
         expires_at = None if expires_in_hours is None else now + expires_in_hours * 3600
+        self._sign(link_id)  # the secret's file is made first: a full disk then stores no link the caller never got
         with self._lock, self._db:
             if not self._db.execute("SELECT 1 FROM runs WHERE job_id = ?", (job_id,)).fetchone():
                 raise ValueError(f"model: no run {job_id} in the history")
