@@ -185,7 +185,7 @@ class CheckWorker:
             worker = self._live(limit)
             self._number += 1
             worker.send((self._number, kind, args, dict(os.environ)))
-            answer = self._wait(worker, "answer", limit, TIMEOUT_S)
+            answer = self._wait(worker, "answer", limit, TIMEOUT_S, self._number)
             if self._rss(worker) > self._baseline + RECYCLE_MB * 2**20:
                 self._end()
         if "data_error" in answer:
@@ -208,9 +208,12 @@ class CheckWorker:
         log.info("pre-flight check worker %d ready: %.0f MB resident", worker.pid, self._baseline / 2**20)
         return worker
 
-    def _wait(self, worker: WorkerProcess, kind: str, limit: int, timeout_s: float) -> dict[str, Any]:
-        """The payload of the worker's next ``kind`` event, watching its memory meanwhile. Raises
-        _Stopped when it passes ``limit`` bytes or ``timeout_s`` seconds (it is ended) or dies."""
+    def _wait(
+        self, worker: WorkerProcess, kind: str, limit: int, timeout_s: float, number: Optional[int] = None
+    ) -> dict[str, Any]:
+        """The payload of the worker's next ``kind`` event (the answer to command ``number``),
+        watching its memory meanwhile. Raises _Stopped when it passes ``limit`` bytes or
+        ``timeout_s`` seconds (it is ended) or dies."""
         import psutil
 
         process = psutil.Process(worker.pid)
@@ -221,7 +224,7 @@ class CheckWorker:
             except WorkerExited as exited:
                 self._worker = None
                 raise _Stopped(ended_issue(exited.reason)) from None
-            if event is not None and event[0] == kind:
+            if event is not None and event[0] == kind and event[1].get("number") == number:
                 return event[1]
             try:
                 used = process.memory_info().rss
