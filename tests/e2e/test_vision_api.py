@@ -137,7 +137,7 @@ def test_image_paths_out_of_the_allowed_folders_are_refused_by_row(app_proc, tin
 
 def test_a_decompression_bomb_and_a_truncated_jpeg_are_refused_by_row_in_every_kind(app_proc, tiny_vl_dir):
     """Issue 46: a 30,000 x 30,000 PNG (~110 KB) as a path, as Hub-style ``{"bytes": ...}`` in a
-    Parquet file and as a ``data:`` URL gave a 500 at /preflight and /start (PIL's own bomb error);
+    Parquet file and as a ``data:`` URL gave a 500 at /preflight, /start and /queue (PIL's own bomb error);
     a truncated JPEG passed both and failed in training. Each is now refused by file and row."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -172,11 +172,11 @@ def test_a_decompression_bomb_and_a_truncated_jpeg_are_refused_by_row_in_every_k
             )
         body = {"model_name": str(tiny_vl_dir), "local_datasets": [str(path)], "max_steps": 1}
         checked = api.post("/api/train/preflight", json=body)
-        started = api.post("/api/train/start", json=body)
-        assert checked.status_code == 200 and started.status_code == 400, (case, checked.text, started.text)
+        started, queued = api.post("/api/train/start", json=body), api.post("/api/train/queue", json=body)
+        assert checked.status_code == 200 and started.status_code == queued.status_code == 400, (case, started.text)
         assert [e["code"] for e in checked.json()["errors"]] == ["data_error"], (case, checked.text)
         message = started.json()["detail"]
-        assert checked.json()["errors"][0]["message"] == message, case
+        assert checked.json()["errors"][0]["message"] == message == queued.json()["detail"], case
         assert message.startswith(f"{path.name}, row 2: {said}"), (case, message)
     assert not api.get("/api/train/status").json()["is_training_running"]
 
