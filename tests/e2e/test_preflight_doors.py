@@ -154,16 +154,19 @@ def test_a_100_mb_row_is_refused_by_row_in_the_check_worker_and_a_check_over_its
 ):
     """Issue 46's reproduction: a one-row Alpaca file whose ``output`` is 100 MB grew the app to
     17 GB in /preflight and the kernel killed it. Now the row is refused by file and row at
-    /preflight (a report) and /start (400), read in the check's worker process while the app (this
-    test process) stays put; and a check that outgrows the worker's memory limit is ended and
-    answered, after which the next check runs in a fresh worker."""
+    /preflight (a report), read in the check's worker process while the app (this test process)
+    stays put, and at /start (400; sent as JSON lines, refused by the line scan before it is
+    parsed); and a check that outgrows the worker's memory limit is ended and answered at both,
+    after which the next check runs in a fresh worker."""
     from trainer_core.preflight.isolation import checker
 
     settings, runner, url = studio
     folder = settings.data_dir / "big-rows"
     folder.mkdir(exist_ok=True)
-    path = folder / "identity.json"
-    path.write_text(json.dumps([{"instruction": "Repeat.", "input": "", "output": "x" * (100 * 2**20)}]))
+    path, lines = folder / "identity.json", folder / "identity.jsonl"
+    row = {"instruction": "Repeat.", "input": "", "output": "x" * (100 * 2**20)}
+    path.write_text(json.dumps([row]))
+    lines.write_text(json.dumps(row) + "\n")  # the same row as JSON lines: refused before it is parsed
     client, body = api(url), {"local_datasets": [str(path)]}
     said = (
         "identity.json, row 1: field 'output' is 104,857,600 characters, over the limit of 4,000,000 for one value: "
@@ -171,14 +174,17 @@ def test_a_100_mb_row_is_refused_by_row_in_the_check_worker_and_a_check_over_its
     )
     app = RssPeak(os.getpid())
     report = client.post("/api/train/preflight", json=body, timeout=300)
-    started = client.post("/api/train/start", json=body, timeout=300)
     peak = app.stop()
+    started = client.post("/api/train/start", json={"local_datasets": [str(lines)]}, timeout=300)
     print(f"app (test process) RSS {app.start_mb:.0f} MB before, peak {peak:.0f} MB while the worker read a 100 MB row")
     assert report.status_code == 200, report.text
     assert [(e["code"], e["message"]) for e in report.json()["errors"]] == [("data_error", said)]
     assert report.json()["no_estimates"] == "the data could not be checked (see the error)"
-    assert started.status_code == 400 and started.json()["detail"] == said
     assert peak - app.start_mb < 300 and not runner.status().is_training_running
+    assert started.status_code == 400, started.text
+    assert started.json()["detail"].startswith(
+        "identity.jsonl, line 1 (row 1): the line is longer than 48,000,000 bytes"
+    )
 
     monkeypatch.setenv("STUDIO_MAX_FIELD_CHARS", str(10**9))  # the row allowed: its reading outgrows the worker
     monkeypatch.setenv("STUDIO_MAX_ROW_CHARS", str(10**9))
