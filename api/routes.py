@@ -90,15 +90,14 @@ def preflight(body: TrainingStartRequest, request: Request, runner: JobRunner = 
     """The pre-flight check of a start request (same body as ``/start``), without starting it and
     without loading model weights: rows read / kept / dropped per file, truncation, trained tokens,
     steps, memory and time estimates, warnings and errors (``trainer_core.preflight``). Paths obey
-    the same rules as ``/start`` (a 400 names the field). Runs while a job trains."""
-    from trainer_core.data import import_data_stack
-
+    the same rules as ``/start`` (a 400 names the field). Runs while a job trains, in the check's
+    own worker process (``trainer_core.preflight.isolation``: a check that needs more memory than
+    its limit is a report with that error)."""
     try:
         checked = checked_for_preflight(body, request.app.state.settings, runner.store)
-        import_data_stack()
-        from trainer_core.preflight.check import run_preflight
+        from trainer_core.preflight.isolation import check_report
 
-        return run_preflight(checked, request.app.state.settings, runner.store)
+        return check_report(checked, request.app.state.settings, runner.store)
     except MissingPaths as exc:
         raise HTTPException(400, {"message": "dataset files not found", "missing": exc.paths}) from None
     except REFUSALS as exc:

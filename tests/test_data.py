@@ -48,7 +48,10 @@ def test_slice_across_files_and_formats(datasets_dir: Path) -> None:
 
 
 def test_text_and_conversations_do_not_mix(datasets_dir: Path) -> None:
-    with pytest.raises(DatasetError, match="identity.json is messages data but c4_demo.jsonl is text data"):
+    with pytest.raises(
+        DatasetError,
+        match="identity.json holds conversations but c4_demo.jsonl holds raw text: train on them in separate runs",
+    ):
         load_conversations(request(local_datasets=shared(datasets_dir, "identity.json", "c4_demo.jsonl")))
 
 

@@ -372,6 +372,37 @@ def test_a_grpo_check_counts_prompts_and_names_the_completions_and_rewards(tmp_p
     assert words in page and "GRPO: 4 answers to each of 2 prompts" in page and "of them trained" not in page
 
 
+def test_a_grpo_check_with_an_earlier_upload_left_in_says_only_what_is_true(tmp_path, settings, datasets_dir):
+    """Issue 46: identity.json with a prompt / completion file left in the upload list was refused as
+    "additions.json is answer data but identity.json is prompt data" (the columns only came in
+    another order), and the report also said the model's files and tokenizer were missing. Files of
+    the same columns in any order are joined; files whose columns differ are refused naming them,
+    and a refused report says why it has no counts or estimates: the data, not the model."""
+    from trainer_core.cli.check import render
+    from ui.preflight_view import histogram_figure, report_html
+
+    identity = str(datasets_dir / "identity.json")
+    additions = _write(tmp_path, "additions.json", [{"prompt": "Who made you?", "completion": "Ada."}] * 3)
+    request = TrainingStartRequest(local_datasets=[additions, identity], training_method="grpo", max_steps=2)
+    joined = run_preflight(request, settings, estimates=False)
+    assert joined.errors == [] and joined.rows_read == 3 + 91 and [f.rows_read for f in joined.files] == [3, 91]
+    extra = _write(tmp_path, "additions.json", [{"prompt": "Who made you?", "completion": "Ada.", "lang": "en"}] * 3)
+    refused = run_preflight(request.model_copy(update={"local_datasets": [extra, identity]}), settings)
+    assert [e.message for e in refused.errors] == [
+        "additions.json and identity.json hold prompts with different columns (lang only in additions.json): give "
+        "both files the same columns (map them with custom_format_mapping), or train on them in separate runs"
+    ]
+    assert refused.tokenizer_found and refused.no_estimates == "the data could not be checked (see the error)"
+    page, text = report_html(refused), render(refused, colour=False)
+    figure = histogram_figure(refused).to_dict()
+    assert "No estimates: the data could not be checked (see the error)." in page and "not on this machine" not in page
+    assert (
+        figure["layout"]["annotations"][0]["text"]
+        == "no token counts (the data could not be checked: see the error above)"
+    )
+    assert "not on this machine" not in text
+
+
 def test_the_grpo_time_estimate_counts_sampling_as_measured(tmp_path, settings, model_dir):
     """The generation part of a GRPO estimate: at this machine's measured matmul rate (191 GFLOP/s on
     2026-12-06) 10 steps of 8 completions of 32 tokens with LoRA cost what ``model.generate`` took

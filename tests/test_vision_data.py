@@ -13,6 +13,7 @@ from pathlib import Path
 import datasets
 import pytest
 
+from tests import bad_images
 from trainer_core.data import images as image_files
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.files import read_file
@@ -80,7 +81,9 @@ def test_openai_content_parts_with_a_path_and_a_data_url(pictures):
     assert kept[0]["messages"][0]["content"] == "Compare\n<image>\n<image>"
     assert kept[0]["images"][0] == str(pictures / "pics" / "1.jpg")
     assert kept[0]["images"][1].startswith("data:image/jpeg;base64,")
-    assert image_files.open_image(kept[0]["images"][1]).size == image_files.image_size(str(pictures / "pics" / "3.jpg"))
+    assert image_files.open_image(kept[0]["images"][1]).size == image_files.check_image(
+        str(pictures / "pics" / "3.jpg")
+    )
 
 
 def test_a_hub_image_column_goes_before_the_first_user_turn(datasets_dir):
@@ -129,6 +132,39 @@ def test_an_image_with_too_many_pixels_is_refused_before_decoding(pictures, monk
     path = write(pictures, [chat("<image>Who?", ["pics/1.jpg"])])
     with pytest.raises(DatasetError, match=r"row 1: image 1.jpg is 300 x 168 pixels, more than the limit of 48,000"):
         vision_rows(path)
+
+
+def test_a_decompression_bomb_is_refused_by_row_as_a_path_a_data_url_and_hub_bytes(pictures):
+    """A 30,000 x 30,000 PNG (900 M pixels in ~110 KB): PIL raises its own DecompressionBombError
+    inside ``Image.open`` above twice its limit, which once reached the API as a 500."""
+    bomb = bad_images.bomb_png()
+    (pictures / "pics" / "bomb.png").write_bytes(bomb)
+    data_url = "data:image/png;base64," + base64.b64encode(bomb).decode()
+    said = r"is over 128,000,000 pixels, more than the limit of 64,000,000: resize it \(or raise STUDIO_MAX_IMAGE"
+    for reference, name in (("pics/bomb.png", "bomb.png"), (data_url, r"\(data: URL\)")):
+        path = write(pictures, [chat("<image>Fine", ["pics/1.jpg"]), chat("<image>Who?", [reference])])
+        with pytest.raises(DatasetError, match=rf"^rows.json, row 2: image {name} {said}"):
+            vision_rows(path)
+    hub = datasets.Dataset.from_dict(
+        {"instruction": ["Who?"], "output": [ANSWER], "image": [{"bytes": bomb, "path": None}]},
+        features=datasets.Features(
+            {"instruction": datasets.Value("string"), "output": datasets.Value("string"), "image": datasets.Image()}
+        ),
+    )
+    with pytest.raises(DatasetError, match=rf"^hub \[train\], row 1: image \(data: URL\) {said}"):
+        normalize_vision(hub, FormatType.auto, "hub [train]", None, [])
+    as_text = write(pictures, [chat("<image>Who?", [{"bytes": "iVBORw0KGgo="}])])  # JSON has no bytes
+    with pytest.raises(DatasetError, match=r'row 1: an image\'s "bytes" must be the file\'s bytes .* not str'):
+        vision_rows(as_text)
+
+
+def test_a_truncated_jpeg_is_refused_by_row_when_the_data_is_read(pictures):
+    """Decoded whole when read (the check, Start, training's load), not first in a training step."""
+    bad_images.truncated_copy(pictures / "pics" / "2.jpg", pictures / "pics" / "cut.jpg")
+    path = write(pictures, [chat("<image>Fine", ["pics/1.jpg"]), chat("<image>Who?", ["pics/cut.jpg"])])
+    with pytest.raises(DatasetError, match=r"^rows.json, row 2: image cut.jpg cannot be read as an image \(OSError: "):
+        vision_rows(path)
+    assert image_files.check_image(str(pictures / "pics" / "2.jpg")) == (300, 199)
 
 
 def test_an_absolute_path_must_be_in_an_allowed_folder(pictures, tmp_path):

@@ -73,6 +73,21 @@ class Settings(BaseSettings):
         ge=1,
         description="Failed logins (UI or API token) allowed per client address in 60 s before answers are 429.",
     )
+    max_field_chars: int = Field(
+        4_000_000,
+        ge=1,
+        description="Characters (bytes for binary values) one value of a data row may hold; a longer one is "
+        "refused by file and row when the data is read, before it is tokenized (data.row_size).",
+    )
+    max_row_chars: int = Field(
+        8_000_000, ge=1, description="Characters (bytes for binary values) of one data row's values together."
+    )
+    check_memory_mb: int = Field(
+        4096,
+        ge=256,
+        description="Resident memory (MB) the pre-flight check's worker process may use; past it the worker is "
+        "ended and the check answers why (preflight.isolation).",
+    )
 
     @model_validator(mode="after")
     def _strong_secrets(self) -> Settings:

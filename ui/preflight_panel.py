@@ -1,6 +1,7 @@
 """The Check button beside Start: the pre-flight check of the form as it is (``trainer_core.
-preflight.check.run_preflight``: tokenizer only, no weights), shown as a report and a token-length
-histogram. It never takes the job lock, so it runs while a job trains."""
+preflight.check.run_preflight``: tokenizer only, no weights, in the check's worker process:
+``preflight.isolation``), shown as a report and a token-length histogram. It never takes the job
+lock, so it runs while a job trains."""
 
 from __future__ import annotations
 
@@ -25,18 +26,16 @@ def _report(
 ) -> Any:
     """The pre-flight report of the form's settings and data, or the notice HTML (a str) that says
     why it could not be made: a setting or path that cannot be used (with the field's label, as
-    Start would say it) or a failed check."""
-    from trainer_core.data import import_data_stack
-
+    Start would say it) or a failed check. The check runs in its own worker process
+    (``preflight.isolation``)."""
     try:
         train_files = dataset_paths(upload, paths_text, ctx.settings)
         eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
         request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
         request = checked_for_preflight(request, ctx.settings, ctx.runner.store)
-        import_data_stack()
-        from trainer_core.preflight.check import run_preflight
+        from trainer_core.preflight.isolation import check_report
 
-        return run_preflight(request, ctx.settings, ctx.runner.store)
+        return check_report(request, ctx.settings, ctx.runner.store)
     except gr.Error as exc:
         return notice_html(exc.message, "Not checked")
     except REFUSALS as exc:

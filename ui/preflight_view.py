@@ -77,8 +77,8 @@ def _estimates(report: Any) -> str:
             f"tokens/s: {_parts(timing.parts_seconds, 's')}. <span class='pf-basis'>speed: "
             f"{_e(timing.speed_source)}</span></li>"
         )
-    if not lines:
-        lines.append("<li>No estimates: the model's files are not on this machine.</li>")
+    if not lines and report.no_estimates:
+        lines.append(f"<li>No estimates: {_e(report.no_estimates)}.</li>")
     return "".join(lines)
 
 
@@ -145,6 +145,15 @@ def report_html(report: Any) -> str:
     )
 
 
+def _no_counts(report: Any) -> str:
+    """Why a report has no token lengths, as far as it says."""
+    if report.errors and not report.rows_read:
+        return "the data could not be checked: see the error above"
+    if not report.tokenizer_found:
+        return "the model's tokenizer is not on this machine"
+    return "no training rows"
+
+
 def histogram_figure(report: Any) -> go.Figure:
     """Bars of rows per token-length bin, with a dashed line at Max seq length (rows right of it
     are truncated). An empty histogram says why."""
@@ -161,7 +170,7 @@ def histogram_figure(report: Any) -> go.Figure:
     if not counts:
         figure = go.Figure(layout=layout)
         figure.add_annotation(
-            text="no token counts (the model's tokenizer is not on this machine)",
+            text=f"no token counts ({_no_counts(report)})",
             showarrow=False,
             xref="paper",
             yref="paper",

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
+import threading
+import time
 import zipfile
+
+import psutil
+import pytest
 
 from tests.e2e.conftest import CANARY, alpaca, api, assert_no_canary, form_args, idle, logged_in, snapshot, wait_for
 from tests.e2e.raw_gradio import RawGradio, error_text, file_value
@@ -117,3 +124,81 @@ def test_download_run_gives_run_json_and_weights_only_for_runs(studio, outside, 
     fetched = client.get(f"/gradio_api/file={answer['output']['data'][0]['value']['path']}")
     assert "tokenizer.json" not in zipfile.ZipFile(io.BytesIO(fetched.content)).namelist()
     assert CANARY.encode() not in fetched.content
+
+
+class RssPeak:
+    """The largest resident memory (MB) of process ``pid``, sampled every 20 ms in a thread."""
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self.process, self.mb, self._done = psutil.Process(pid), 0.0, threading.Event()
+        self.start_mb = self.process.memory_info().rss / 2**20
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.is_set():
+            self.mb = max(self.mb, self.process.memory_info().rss / 2**20)
+            time.sleep(0.02)
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return self.mb
+
+
+@pytest.mark.slow
+def test_a_100_mb_row_is_refused_by_row_in_the_check_worker_and_a_check_over_its_memory_is_ended(
+    studio, datasets_dir, monkeypatch
+):
+    """Issue 46's reproduction: a one-row Alpaca file whose ``output`` is 100 MB grew the app to
+    17 GB in /preflight and the kernel killed it. Now the row is refused by file and row at
+    /preflight (a report), read in the check's worker process while the app (this test process)
+    stays put, and at /start (400; sent as JSON lines, refused by the line scan before it is
+    parsed); and a check that outgrows the worker's memory limit is ended and answered at both,
+    after which the next check runs in a fresh worker."""
+    from trainer_core.preflight.isolation import checker
+
+    settings, runner, url = studio
+    folder = settings.data_dir / "big-rows"
+    folder.mkdir(exist_ok=True)
+    path, lines = folder / "identity.json", folder / "identity.jsonl"
+    row = {"instruction": "Repeat.", "input": "", "output": "x" * (100 * 2**20)}
+    path.write_text(json.dumps([row]))
+    lines.write_text(json.dumps(row) + "\n")  # the same row as JSON lines: refused before it is parsed
+    client, body = api(url), {"local_datasets": [str(path)]}
+    said = (
+        "identity.json, row 1: field 'output' is 104,857,600 characters, over the limit of 4,000,000 for one value: "
+        "split or shorten it, or raise STUDIO_MAX_FIELD_CHARS"
+    )
+    app = RssPeak(os.getpid())
+    report = client.post("/api/train/preflight", json=body, timeout=300)
+    peak = app.stop()
+    started = client.post("/api/train/start", json={"local_datasets": [str(lines)]}, timeout=300)
+    print(f"app (test process) RSS {app.start_mb:.0f} MB before, peak {peak:.0f} MB while the worker read a 100 MB row")
+    assert report.status_code == 200, report.text
+    assert [(e["code"], e["message"]) for e in report.json()["errors"]] == [("data_error", said)]
+    assert report.json()["no_estimates"] == "the data could not be checked (see the error)"
+    assert peak - app.start_mb < 300 and not runner.status().is_training_running
+    assert started.status_code == 400, started.text
+    assert started.json()["detail"].startswith(
+        "identity.jsonl, line 1 (row 1): the line is longer than 48,000,000 bytes"
+    )
+
+    monkeypatch.setenv("STUDIO_MAX_FIELD_CHARS", str(10**9))  # the row allowed: its reading outgrows the worker
+    monkeypatch.setenv("STUDIO_MAX_ROW_CHARS", str(10**9))
+    assert client.post("/api/train/preflight", json={"local_datasets": [alpaca(datasets_dir)]}).status_code == 200
+    worker = checker().pid
+    limit = int(psutil.Process(worker).memory_info().rss / 2**20) + 300
+    monkeypatch.setattr(settings, "check_memory_mb", limit)
+    report = client.post("/api/train/preflight", json=body, timeout=300).json()
+    started = client.post("/api/train/start", json=body, timeout=300)
+    [error] = report["errors"]
+    assert error["code"] == "check_out_of_memory" and report["rows_read"] == 0, report
+    expected = rf"^the check was stopped: reading and tokenizing the data took its worker to [\d,]+ MB, over the limit of {limit:,} MB \(STUDIO_CHECK_MEMORY_MB\): split the data"
+    assert re.match(expected, error["message"]) and started.status_code == 400
+    assert started.json()["detail"].startswith("the check was stopped: ") and not psutil.pid_exists(worker)
+    monkeypatch.undo()
+    again = client.post("/api/train/preflight", json={"local_datasets": [alpaca(datasets_dir)]}).json()
+    assert again["errors"] == [] and again["rows_read"] == 999 and checker().pid not in (None, worker)

@@ -135,6 +135,52 @@ def test_image_paths_out_of_the_allowed_folders_are_refused_by_row(app_proc, tin
     assert not api.get("/api/train/status").json()["is_training_running"]
 
 
+def test_a_decompression_bomb_and_a_truncated_jpeg_are_refused_by_row_in_every_kind(app_proc, tiny_vl_dir):
+    """Issue 46: a 30,000 x 30,000 PNG (~110 KB) as a path, as Hub-style ``{"bytes": ...}`` in a
+    Parquet file and as a ``data:`` URL gave a 500 at /preflight, /start and /queue (PIL's own bomb error);
+    a truncated JPEG passed both and failed in training. Each is now refused by file and row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests import bad_images
+
+    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=120)
+    data = app_proc.data
+    bomb = bad_images.bomb_png()
+    (data / "pics" / "bomb.png").write_bytes(bomb)
+    bad_images.truncated_copy(data / "pics" / "2.jpg", data / "pics" / "cut.jpg")
+    too_big = "is over 128,000,000 pixels, more than the limit of 64,000,000: resize it"
+    cases = {
+        "bomb path": ("pics/bomb.png", f"image bomb.png {too_big}"),
+        "bomb data URL": ("data:image/png;base64," + base64.b64encode(bomb).decode(), f"image (data: URL) {too_big}"),
+        "bomb bytes": ({"bytes": bomb, "path": None}, f"image (data: URL) {too_big}"),
+        "truncated jpeg": (
+            "pics/cut.jpg",
+            "image cut.jpg cannot be read as an image (OSError: image file is truncated",
+        ),
+    }
+    for case, (reference, said) in cases.items():
+        turns = [{"role": "user", "content": "<image>Who?"}, {"role": "assistant", "content": "Me."}]
+        if isinstance(reference, dict):  # a Hub Image column's struct of bytes: Parquet, as the Hub ships it
+            path = data / "bomb_bytes.parquet"
+            images = [[{"bytes": (data / "pics" / "1.jpg").read_bytes(), "path": None}], [reference]]
+            pq.write_table(pa.table({"messages": [turns, turns], "images": images}), path)
+        else:
+            path = data / f"{case.replace(' ', '_')}.json"
+            path.write_text(
+                json.dumps([{"messages": turns, "images": ["pics/1.jpg"]}, {"messages": turns, "images": [reference]}])
+            )
+        body = {"model_name": str(tiny_vl_dir), "local_datasets": [str(path)], "max_steps": 1}
+        checked = api.post("/api/train/preflight", json=body)
+        started, queued = api.post("/api/train/start", json=body), api.post("/api/train/queue", json=body)
+        assert checked.status_code == 200 and started.status_code == queued.status_code == 400, (case, started.text)
+        assert [e["code"] for e in checked.json()["errors"]] == ["data_error"], (case, checked.text)
+        message = started.json()["detail"]
+        assert checked.json()["errors"][0]["message"] == message == queued.json()["detail"], case
+        assert message.startswith(f"{path.name}, row 2: {said}"), (case, message)
+    assert not api.get("/api/train/status").json()["is_training_running"]
+
+
 def test_the_chat_image_box_takes_no_server_path(app_proc, datasets_dir):
     """The Chat tab's image event, called over Gradio's raw queue with a file value naming a file
     outside every allowed folder (and one inside): refused before the handler, nothing echoed."""

@@ -3,8 +3,9 @@ answered "queued": one function, so every door refuses the same things with the 
 
 Each check is cheap (well under a second for data files of a few MB, about one second for a Hub
 lookup, about two seconds to tokenize 1,000 Alpaca rows); what needs the model's weights is left to
-the worker. The data checks are the pre-flight check's (``preflight.check.start_issues``), so Start
-refuses with the same messages as the Check button.
+the worker. The data checks are the pre-flight check's (``preflight.check.start_issues``, run in the
+check's worker process: ``preflight.isolation``), so Start refuses with the same messages as the
+Check button.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 from typing import Optional
 
 from trainer_core.access.requests import AdapterMissing, MissingPaths, checked_request
-from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, check_model_name
@@ -73,10 +73,9 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     if checked.hf_dataset:
         check_hub_dataset(checked.hf_dataset, token)
     admitted = checked.model_copy(update=updates)
-    import_data_stack()  # datasets: only when a Start is checked
-    from trainer_core.preflight.check import start_issues
+    from trainer_core.preflight.isolation import check_start_issues
 
-    errors = start_issues(admitted, settings)
+    errors = check_start_issues(admitted, settings)  # in the check's worker process, never in the app's
     if errors:
         raise PreflightError(errors)
     return admitted

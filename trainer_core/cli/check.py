@@ -155,8 +155,8 @@ def _estimates(report: PreflightReport) -> list[str]:
     if time_ is not None:
         out.append(f"Time: about {time_.total_seconds:.0f} s: {_parts(time_.parts_seconds, ' s')}")
         out.append(f"  ({time_.tokens_per_second:.0f} tokens/s, {time_.speed_source})")
-    if not out and report.total_steps:
-        out.append("Estimates: not available (the model's config is not on this machine)")
+    if not out and report.no_estimates:
+        out.append(f"Estimates: not available ({report.no_estimates})")
     return out
 
 

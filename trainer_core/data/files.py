@@ -29,6 +29,7 @@ from trainer_core.data.json_check import (
     parse_json_array,
     parse_json_lines,
 )
+from trainer_core.data.row_size import check_line_lengths, check_row_sizes
 from trainer_core.schemas import FormatType
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ def read_file(path: str) -> datasets.Dataset:
     builder = _check_file(file)
     if builder != "json":  # (JSON is decompressed under the cap by json_problem)
         _check_decompression(file)  # before datasets decompresses the file whole, uncapped
+    _check_lines(file, builder)  # no line longer than a row may be, before any parser holds one
     kwargs: dict[str, Any] = {}
     if builder == "csv":
         kwargs["features"] = datasets.Features({name: datasets.Value("string") for name in _csv_header(file)})
@@ -139,10 +141,12 @@ def read_file(path: str) -> datasets.Dataset:
 
 
 def _checked(dataset: datasets.Dataset, name: str) -> datasets.Dataset:
-    """``dataset`` after the checks every source gets: rows present, column kinds not mixed."""
+    """``dataset`` after the checks every source gets: rows present, column kinds not mixed, no
+    value or row over the size limits (``row_size``)."""
     if len(dataset) == 0:
         raise DatasetError(f"{name} has no rows: add data to it")
     check_column_types(dataset, name)
+    check_row_sizes(dataset, name)
     log.info("read %s: %d rows, columns %s", name, len(dataset), dataset.column_names)
     return dataset
 
@@ -165,6 +169,20 @@ def _check_file(file: Path) -> str:
     if not start or (builder != "parquet" and not compression and not start.strip()):
         raise DatasetError(f"{file.name} is empty: add data to it")
     return builder
+
+
+def _check_lines(file: Path, builder: str, rows: Optional[int] = None) -> None:
+    """``row_size.check_line_lengths`` (of the first ``rows`` rows), its decompression errors said
+    as ``_check_decompression`` says them."""
+    try:
+        check_line_lengths(file, builder, rows)
+    except DatasetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - gzip / zstandard raise their own kinds for damaged data
+        raise DatasetError(
+            f"{file.name}: cannot be decompressed ({exc}): check that the file is complete and really "
+            f"{split_suffix(file)[1]}"
+        ) from exc
 
 
 def _check_decompression(file: Path) -> None:
@@ -287,6 +305,7 @@ def read_head(path: str, rows: int) -> list[dict]:
         dataset = read_file(path)
         return dataset.select(range(min(rows, len(dataset)))).to_list()
     builder = _check_file(file)
+    _check_lines(file, builder, rows)
     try:
         head = _HEAD_READERS[builder](file, rows)
     except DatasetError:  # e.g. a compressed file over the decompressed-size cap
@@ -298,6 +317,7 @@ def read_head(path: str, rows: int) -> list[dict]:
         return dataset.select(range(min(rows, len(dataset)))).to_list()
     if not head:
         raise DatasetError(f"{file.name} has no rows: add data to it")
+    check_row_sizes(rows_dataset(head), file.name)
     return head
 
 

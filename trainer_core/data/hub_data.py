@@ -10,6 +10,7 @@ import datasets.exceptions
 
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.files import check_column_types
+from trainer_core.data.row_size import check_row_sizes
 
 
 def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str]) -> datasets.Dataset:
@@ -18,7 +19,7 @@ def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str])
     Checks that the Hub answers first (a few seconds) instead of letting ``datasets`` retry for
     ~25 s. Raises DatasetError when the Hub cannot be reached (or ``HF_HUB_OFFLINE`` is set) and no
     cached copy exists, the dataset or split does not exist,
-    access is refused, a column mixes value types, or ``name`` is not a Hub id (a local folder is
+    access is refused, a column mixes value types, a row is over the size limits (``row_size``), or ``name`` is not a Hub id (a local folder is
     never read through here). The token never appears in messages.
     """
     from huggingface_hub import constants
@@ -56,4 +57,5 @@ def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str])
     if len(dataset) == 0:
         raise DatasetError(f"dataset {name}, split {split!r} has no rows: choose another split")
     check_column_types(dataset, name)
+    check_row_sizes(dataset, name)
     return dataset

@@ -26,7 +26,7 @@ import datasets
 
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import MESSAGE_FEATURES, normalize_with_notes
-from trainer_core.data.images import image_size, resolve_reference
+from trainer_core.data.images import check_image, resolve_reference
 from trainer_core.data.media import MEDIA_FEATURES, media_columns, refuse_media
 from trainer_core.schemas import FormatType
 
@@ -94,7 +94,7 @@ def normalize_vision(
         try:
             refs = [resolve_reference(ref, base, roots) for ref in references[index] + part_refs[index]]
             for ref in refs:
-                image_size(ref)
+                check_image(ref)
             messages = _place(messages, len(refs))
         except RowError as exc:
             raise DatasetError(f"{source}, row {row}: {exc}") from None

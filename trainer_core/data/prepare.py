@@ -196,14 +196,44 @@ def load_conversations(
     normalised = with_image_columns(normalised, request)
     first_name, first, first_fmt = normalised[0]
     for name, dataset, _ in normalised[1:]:
-        if dataset.column_names != first.column_names:
-            raise DatasetError(
-                f"{first_name} is {first.column_names[0]} data but {name} is {dataset.column_names[0]} data: "
-                "train on raw text and on conversations in separate runs"
-            )
+        _check_joinable(first_name, first.column_names, name, dataset.column_names)
     if len(normalised) == 1:
         return first, first_fmt
     return datasets.concatenate_datasets([dataset for _, dataset, _ in normalised]), first_fmt
+
+
+ROW_KINDS = (
+    ("chosen", "preference pairs (chosen / rejected)"),
+    ("label", "unpaired preference rows (completion / label)"),
+    ("prompt", "prompts"),
+    ("messages", "conversations"),
+    ("text", "raw text"),
+)  # a canonical column that tells what a source's rows are, and their name
+
+
+def row_kind(columns: list[str]) -> str:
+    """What canonical rows with ``columns`` are, in words ("conversations", "raw text", "prompts"...)."""
+    return next((kind for column, kind in ROW_KINDS if column in columns), "rows of columns " + ", ".join(columns))
+
+
+def _check_joinable(first_name: str, first: list[str], name: str, columns: list[str]) -> None:
+    """Raise DatasetError when two normalised sources cannot be joined: they hold different kinds of
+    rows, or (the same kind) different columns, e.g. a GRPO reward column only one of them has.
+    The order of the columns does not matter."""
+    if set(columns) == set(first):
+        return
+    ours, theirs = row_kind(first), row_kind(columns)
+    if ours != theirs:
+        raise DatasetError(
+            f"{first_name} holds {ours} but {name} holds {theirs}: train on them in separate runs "
+            "(or remove the file you did not mean from the data)"
+        )
+    only = [(sorted(set(a) - set(b)), where) for a, b, where in ((first, columns, first_name), (columns, first, name))]
+    differ = "; ".join(f"{', '.join(names)} only in {where}" for names, where in only if names)
+    raise DatasetError(
+        f"{first_name} and {name} hold {ours} with different columns ({differ}): give both files the same "
+        "columns (map them with custom_format_mapping), or train on them in separate runs"
+    )
 
 
 def check_local_data(request: TrainingStartRequest) -> None:

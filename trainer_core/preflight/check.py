@@ -4,8 +4,9 @@
 Measured here (2 CPU cores shared with other work, load average 8): 999 Alpaca rows, default request,
 2.3-4.0 s with the tokenizer in memory (estimates included; 2.5 s without), of which tokenizing is
 ~1.7 s and reading the file (twice: rows, then ``reading_notes``) most of the rest. A fresh process
-adds ~11 s of imports and ~4 s to load the tokenizer (the app has both warm). Start's share
-(``start_issues``): 1.9-2.4 s.
+adds ~11 s of imports and ~4 s to load the tokenizer. Start's share (``start_issues``): 1.9-2.4 s.
+The app runs both in its check worker (``preflight.isolation``), which has the imports and the
+tokenizers warm; the CLI runs them in its own process.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from trainer_core.data.files import DatasetError
-from trainer_core.data.preview_tokenizer import load_preview_tokenizer
+from trainer_core.data.preview_tokenizer import load_preview_tokenizer, local_model_folder
 from trainer_core.preflight import rules
 from trainer_core.preflight.gather import Gathered, gather
 from trainer_core.preflight.grpo import grpo_summary
@@ -33,6 +34,8 @@ from trainer_core.settings import Settings
 log = logging.getLogger(__name__)
 
 HISTOGRAM_BINS = 20
+NO_TOKENIZER = "the model's tokenizer is not on this machine"
+NO_DATA = "the data could not be checked (see the error)"
 
 
 def run_preflight(
@@ -50,7 +53,7 @@ def run_preflight(
     try:
         found = gather(request, tokenizer)
     except DatasetError as exc:
-        return _empty(request, tokenizer is not None, warnings, [rules.data_error(str(exc))], started)
+        return refused_report(request, [rules.data_error(str(exc))], started, tokenizer is not None, warnings)
     counts = found.train_counts
     rows = len(found.train)
     kept = counts.kept if counts is not None else np.ones(rows, dtype=bool)
@@ -105,7 +108,11 @@ def run_preflight(
     report.vision = vision_summary(request, settings)
     report.method = grpo_summary(request, found.train.column_names)
     report.precision = precision_summary(request)
-    if estimates and tokenizer is not None and plan.total_steps:
+    if tokenizer is None:
+        report.no_estimates = NO_TOKENIZER
+    elif not plan.total_steps:
+        report.no_estimates = "no training step would run"
+    elif estimates:
         _add_estimates(report, request, settings, store, found, plan)
     report.check_seconds = round(time.perf_counter() - started, 3)
     log.info(
@@ -327,10 +334,15 @@ def _advice(request: TrainingStartRequest, total_steps: int, rows_kept: int) -> 
     return list(training_budget_issues(request, total_steps, rows_kept)) if total_steps else []
 
 
-def _empty(
-    request: TrainingStartRequest, tokenizer_found: bool, warnings: list[Issue], errors: list[Issue], started: float
+def refused_report(
+    request: TrainingStartRequest,
+    errors: list[Issue],
+    started: float,
+    tokenizer_found: bool = True,
+    warnings: Optional[list[Issue]] = None,
 ) -> PreflightReport:
-    """The report when the data cannot be read: the error, nothing counted."""
+    """The report when the data could not be checked (``errors`` say why; ``started``: the
+    ``time.perf_counter()`` of the check's start): nothing counted, nothing estimated."""
     plan = plan_steps(0, request)
     return PreflightReport(
         model_name=request.model_name,
@@ -348,7 +360,8 @@ def _empty(
         steps_per_epoch=0,
         total_steps=0,
         epochs=0.0,
-        warnings=warnings,
+        no_estimates=NO_DATA,
+        warnings=list(warnings or []),
         errors=errors,
         check_seconds=round(time.perf_counter() - started, 3),
     )
@@ -367,6 +380,10 @@ def _add_estimates(
 
     costs = estimate_costs(request, settings, store, found, plan)
     if costs is None:
+        here = local_model_folder(request.model_name, settings) is not None
+        report.no_estimates = (
+            "its architecture cannot be counted" if here else "the model's config is not on this machine"
+        )
         return
     report.memory, report.time = costs
     report.memory_estimate_gib = round(report.memory.total_gib, 3)
@@ -376,4 +393,4 @@ def _add_estimates(
         report.warnings.append(issue)
 
 
-__all__ = ["run_preflight", "start_issues"]
+__all__ = ["refused_report", "run_preflight", "start_issues"]

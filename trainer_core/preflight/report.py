@@ -105,6 +105,9 @@ class PreflightReport(BaseModel):
     memory: Optional[MemoryEstimate] = None
     time_estimate_seconds: Optional[float] = None
     time: Optional[TimeEstimate] = None
+    no_estimates: Optional[str] = Field(
+        None, description='Why memory and time are not estimated, when they are not ("the data could not be read").'
+    )
     warnings: list[Issue] = Field(default_factory=list)
     errors: list[Issue] = Field(default_factory=list)
     check_seconds: float = 0.0

@@ -110,7 +110,7 @@ def read_train_sources(request: TrainingStartRequest, notes: bool = True) -> lis
         rows, fmt = load_conversations(_only(request, path, lo, hi))
         name = Path(path).name if path is not None else f"{request.hf_dataset} [{request.train_split}]"
         sources.append(Source(name, "train", fmt.value, rows, lo + 1, _notes(path, request, notes)))
-    if not sources or len({tuple(s.rows.column_names) for s in sources}) > 1:
+    if not sources or len({frozenset(s.rows.column_names) for s in sources}) > 1:
         load_conversations(request)  # raises the slice or mixed-data error in the data layer's words
     return sources
 
