@@ -13,6 +13,7 @@ import pytest
 from trainer_core.process import context
 from trainer_core.process.supervisor import WorkerProcess
 
+LINGER = "STUDIO_TEST_WORKER_LINGER_S"
 PROBE = "STUDIO_TEST_WORKER_PROBE"
 
 
@@ -21,10 +22,11 @@ def report_environment(events, stop) -> None:
     events.put(
         ("seen", {"probe": os.environ.get(PROBE), "preloaded": "transformers" in sys.modules, "pid": os.getpid()})
     )
+    stop.wait(float(os.environ.get(LINGER, "0")))  # a while alive, to be listed (or not)
 
 
-def _seen() -> dict:
-    worker = WorkerProcess.create(report_environment, name="probe")
+def _seen(name: str = "probe") -> dict:
+    worker = WorkerProcess.create(report_environment, name=name)
     worker.start()
     try:
         kind, payload = worker.next_event(120)
@@ -102,3 +104,23 @@ def test_waiting_for_the_first_fork_can_give_up_and_a_worker_then_starts_at_once
     assert lines["at-once"][0] == "False" and float(lines["at-once"][1]) < 1.0
     assert lines["ready"] == ["True"]
     assert float(lines["first-event-s"][0]) < 2.0 and lines["first-event-s"][1] == "True"
+
+
+def test_a_worker_is_named_by_its_job_and_the_checks_helper_is_not_a_jobs_worker(monkeypatch):
+    """Each worker takes its name (what ps and top show); ``worker_processes`` lists the workers of
+    jobs, not the app's long-lived helpers (the pre-flight check's worker)."""
+    monkeypatch.setenv(LINGER, "30")
+    workers = {}
+    for name in ("worker-job_1", context.SERVICE_WORKERS[0]):
+        workers[name] = WorkerProcess.create(report_environment, name=name)
+        workers[name].start()
+        assert workers[name].next_event(120)[0] == "seen"
+    try:
+        listed = {p.pid: p.name() for p in context.worker_processes(os.getpid())}
+        assert listed.get(workers["worker-job_1"].pid) == "worker-job_1"
+        assert workers[context.SERVICE_WORKERS[0]].pid not in listed
+        assert psutil.Process(workers[context.SERVICE_WORKERS[0]].pid).name() == context.SERVICE_WORKERS[0]
+    finally:
+        for worker in workers.values():
+            worker.stop.set()
+            worker.join(10)

@@ -27,6 +27,7 @@ from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
 from trainer_core.preflight.report import Issue, PreflightReport
+from trainer_core.process.context import SERVICE_WORKERS
 from trainer_core.process.parent import exit_with_parent
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.schemas import TrainingStartRequest
@@ -200,7 +201,9 @@ class CheckWorker:
         if self._worker is not None and self._worker.is_alive():
             return self._worker
         self._end()
-        worker = WorkerProcess.create(check_main, name="preflight-check", commands=True, label=LABEL, oom_hint=OOM_HINT)
+        worker = WorkerProcess.create(
+            check_main, name=SERVICE_WORKERS[0], commands=True, label=LABEL, oom_hint=OOM_HINT
+        )
         worker.start()
         self._worker = worker
         self._wait(worker, "ready", limit, TIMEOUT_S)

@@ -119,11 +119,28 @@ def warm_in_background(then: Callable[[], Any]) -> bool:
     return False
 
 
+SERVICE_WORKERS = ("studio-check",)  # long-lived helpers of the app (process names), not a job's workers
+PR_SET_NAME = 15  # prctl(2): the calling thread's name, what ps, top and psutil show (15 bytes)
+
+
+def name_this_process(name: str) -> None:
+    """Give this process the name ``name`` (cut to 15 bytes) where Linux allows it (``prctl``), so
+    ``ps``, ``top`` and ``worker_processes`` tell a worker by its job; elsewhere nothing happens."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_NAME, name.encode("ascii", "replace")[:15], 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def worker_processes(app_pid: int) -> list[Any]:
-    """The live worker processes (``psutil.Process``) that the app with pid ``app_pid`` started:
-    its spawned children, or the forks of its forkserver; not the forkserver itself, its resource
-    tracker or a tool it ran. Processes that end while being looked at are left out; an app that
-    has ended has none. For benchmarks and tests that watch workers come and go."""
+    """The live worker processes (``psutil.Process``) that the app with pid ``app_pid`` started for
+    jobs: its spawned children, or the forks of its forkserver; not the forkserver itself, its
+    resource tracker, a tool it ran or a long-lived helper (``SERVICE_WORKERS``: the pre-flight
+    check's worker). Processes that end while being looked at are left out; an app that has ended
+    has none. For benchmarks and tests that watch workers come and go."""
     import psutil
 
     try:
@@ -134,6 +151,8 @@ def worker_processes(app_pid: int) -> list[Any]:
     for child in descendants:
         try:
             command, parent, status = " ".join(child.cmdline()), child.ppid(), child.status()
+            if child.name() in SERVICE_WORKERS:
+                continue
         except psutil.Error:  # gone while being looked at
             continue
         forked = "multiprocessing.forkserver" in command and parent != app_pid

@@ -18,6 +18,7 @@ exit live workers are asked to end and given EXIT_GRACE_S seconds before multipr
 from __future__ import annotations
 
 import atexit
+import multiprocessing
 import multiprocessing.util  # noqa: F401 - registers its exit handler first, so ours runs before it
 import os
 import queue
@@ -27,7 +28,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Optional
 
-from trainer_core.process.context import worker_context
+from trainer_core.process.context import name_this_process, worker_context
 from trainer_core.process.exit_reason import KillEvidence
 from trainer_core.process.parent import ignore_interrupts, remember_app
 
@@ -50,6 +51,7 @@ def run_target(environment: dict[str, str], app_pid: int, target: Callable[..., 
         os.environ.update(environment)
     from trainer_core.settings import get_settings
 
+    name_this_process(multiprocessing.current_process().name)
     get_settings.cache_clear()  # the settings of the environment just taken, not the forkserver's
     remember_app(app_pid)
     ignore_interrupts()
