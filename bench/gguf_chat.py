@@ -4,7 +4,7 @@ The default model's 3-step LoRA run (trained first, or the run in ``--data-dir``
 ``--type`` (q4_k_m) through the app's export code; then, A B A B, the same chat prompt is answered
 greedily with up to ``--max-tokens`` new tokens by (A) the run as trained: the base + LoRA adapter in
 transformers, float32, ``model.generate`` in this process; (B) the GGUF in llama.cpp, in its own
-process (``export/llamacpp/probe.py``, op ``generate``), its load not counted; and (C) the same file
+process (``llamacpp/probe.py``, op ``generate``), its load not counted; and (C) the same file
 through the studio's chat (``ChatEngine`` with the export in its history: the Chat tab's and
 ``/v1``'s path, the llama.cpp worker ``serving.gguf_worker``), loaded before timing. All use every
 core (torch's and llama.cpp's threads = cores). Target: B (and C) >= 3x A in tokens/s.
@@ -46,7 +46,7 @@ def export_gguf(choice: Any, gguf_type: str, out: Path) -> Path:
 
 def llama_tokens_per_s(path: Path, prompt: list[int], max_tokens: int) -> tuple[float, int, float]:
     """(tokens/s, new tokens, load seconds) of one greedy generation in llama.cpp."""
-    from trainer_core.export.llamacpp.client import run_probe
+    from trainer_core.llamacpp.client import run_probe
     from trainer_core.settings import get_settings
 
     answer = run_probe(

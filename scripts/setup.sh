@@ -18,7 +18,7 @@ rm -rf "$GGUF_CONVERTER_DIR/bin"
 # llama.cpp (quantised GGUF formats q4_k_m ... q6_k, and the check that runs every exported GGUF): the
 # registry's llama-cpp-python (its sdist vendors llama.cpp), compiled natively for this CPU into its own
 # folder, beside the converter: about 6 minutes on 2 cores, once. Rebuilt only when its version or the
-# CPU's features change (the stamp: trainer_core/export/llamacpp/tools.py). Without its multimodal
+# CPU's features change (the stamp: trainer_core/llamacpp/build.py). Without its multimodal
 # library (LLAVA_BUILD=OFF: the studio never runs images in llama.cpp), which is a large part of the
 # build. Needs cmake and a C++
 # compiler; without them the quantised formats are shown as unavailable with this command.

@@ -15,8 +15,8 @@ from tests.families import FAMILIES, SENTENCEPIECE, add_sentencepiece, build_fam
 from trainer_core.export.converter_config import add_converter_keys
 from trainer_core.export.gguf_convert import convert, missing_message
 from trainer_core.export.gguf_meta import file_type_name, read_meta
-from trainer_core.export.llamacpp.client import run_probe
 from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
+from trainer_core.llamacpp.client import run_probe
 from trainer_core.settings import get_settings
 
 

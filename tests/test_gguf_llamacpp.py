@@ -17,12 +17,12 @@ from pydantic import ValidationError
 from trainer_core.export.gguf_convert import Cancelled
 from trainer_core.export.gguf_export import _on_line, _on_quantize_line
 from trainer_core.export.gguf_meta import read_meta
-from trainer_core.export.llamacpp.client import LlamaCppFailed, LlamaCppMissing, run_probe
 from trainer_core.export.schemas import ExportRequest
 from trainer_core.export.start import export_refusal
 from trainer_core.export.worker import export as export_worker
 from trainer_core.fieldmeta import explain
 from trainer_core.llamacpp import build as tools
+from trainer_core.llamacpp.client import LlamaCppFailed, LlamaCppMissing, run_probe
 from trainer_core.serving.choices import weights_choice
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.settings import get_settings

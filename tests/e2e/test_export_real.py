@@ -21,7 +21,7 @@ from trainer_core.export import gguf_convert
 from trainer_core.export.gguf_export import check_gguf
 from trainer_core.export.gguf_meta import compare_meta, read_meta
 from trainer_core.export.job import make_reference
-from trainer_core.export.llamacpp.check import llama_check
+from trainer_core.export.llamacpp_check import llama_check
 from trainer_core.export.schemas import ExportRequest, ExportResult, PushRequest
 from trainer_core.export.weights import load_run
 from trainer_core.export.worker import export
@@ -233,7 +233,7 @@ def test_q4_k_m_and_q8_0_in_one_task_are_checked_by_llama_cpp(choice, tmp_path):
 def _chat_with_the_export(data_dir: Path, out: Path, result: ExportResult, choice) -> None:
     """The q4_k_m file as a chat model (the Chat tab's and /v1's engine, llama.cpp worker): its
     greedy answer is llama.cpp's own greedy answer (the probe, from the run's tokenizer's ids)."""
-    from trainer_core.export.llamacpp.client import run_probe
+    from trainer_core.llamacpp.client import run_probe
     from trainer_core.models.loading import load_tokenizer
     from trainer_core.runs.job import JobRunner
     from trainer_core.runs.store import RunStore

@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.export.tool_output import Cancelled, follow
+from trainer_core.process.tool_output import Cancelled, follow
 
 __all__ = ["Cancelled"]  # raised by convert; defined with the shared reader (tool_output)
 

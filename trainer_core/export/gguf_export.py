@@ -39,12 +39,12 @@ from trainer_core.export import gguf_convert
 from trainer_core.export import job as jobs
 from trainer_core.export.converter_config import add_converter_keys
 from trainer_core.export.gguf_meta import compare_meta, file_type_name, read_meta
-from trainer_core.export.llamacpp.check import llama_check
-from trainer_core.export.llamacpp.client import run_probe
+from trainer_core.export.llamacpp_check import llama_check
 from trainer_core.export.modelfile import trained_system, write_modelfile
 from trainer_core.export.schemas import QUANTISED, CheckResult, ExportResult, GGUFFile
 from trainer_core.export.weights import base_dir, load_causal_lm, load_run, merge, save_model
 from trainer_core.llamacpp import build as llamacpp_build
+from trainer_core.llamacpp.client import run_probe
 from trainer_core.models.vision_family import vision_family
 
 MERGED_DIR = ".merged"

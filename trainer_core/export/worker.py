@@ -20,8 +20,8 @@ from typing import Any
 
 from trainer_core.export.gguf_convert import Cancelled, ConversionFailed
 from trainer_core.export.job import ExportInputError, ExportJob, Progress
-from trainer_core.export.llamacpp.client import LlamaCppFailed, LlamaCppMissing
 from trainer_core.export.schemas import ExportRequest, ExportResult
+from trainer_core.llamacpp.client import LlamaCppFailed, LlamaCppMissing
 from trainer_core.process.disk_full import free_bytes, is_disk_full
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.tasks.schemas import TaskEvent

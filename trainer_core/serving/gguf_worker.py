@@ -2,7 +2,7 @@
 made, ``Settings.llama_cpp_dir``), speaking the same commands and events as ``serving.worker``.
 
 Never imports torch or transformers: the process is up in about a second. The prompt is the chat
-template stored in the GGUF (``export.llamacpp.chat_template``: what llama.cpp's users get; the
+template stored in the GGUF (``llamacpp.chat_template``: what llama.cpp's users get; the
 export check proved it renders as the run's tokenizer does), shaped first as training shaped its
 data (``data.template_fit``). Generation is llama.cpp's sampler chain (``Llama.generate``: top-k,
 top-p, temperature, repetition penalty; temperature 0 = greedy), the KV cache kept between turns

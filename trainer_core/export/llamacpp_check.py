@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.export import check as checks
-from trainer_core.export.llamacpp.client import run_probe
 from trainer_core.export.schemas import CheckResult
+from trainer_core.llamacpp.client import run_probe
 
 CONVERSATION: tuple[dict[str, str], ...] = (
     {"role": "system", "content": "You are a concise assistant."},

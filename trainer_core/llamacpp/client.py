@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainer_core.export.tool_output import follow
 from trainer_core.llamacpp.build import missing_message
+from trainer_core.process.tool_output import follow
 
-ROOT = Path(__file__).resolve().parents[3]  # the folder holding trainer_core/
+ROOT = Path(__file__).resolve().parents[2]  # the folder holding trainer_core/
 BOOT = """
 import os, sys, threading, time
 parent = os.getppid()
@@ -29,7 +29,7 @@ def watch():
     os._exit(3)
 threading.Thread(target=watch, daemon=True).start()
 sys.path.insert(0, sys.argv.pop(1))
-from trainer_core.export.llamacpp.probe import main
+from trainer_core.llamacpp.probe import main
 sys.exit(main())
 """
 

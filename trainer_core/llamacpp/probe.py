@@ -1,6 +1,6 @@
 """The process that runs llama.cpp: quantise a GGUF, or check one the way llama.cpp users run it.
 
-``python -m trainer_core.export.llamacpp.probe FOLDER`` reads one JSON request on stdin and writes
+``python -m trainer_core.llamacpp.probe FOLDER`` reads one JSON request on stdin and writes
 one JSON line on stdout, prefixed ``RESULT `` (llama.cpp's own log goes to stderr). ``FOLDER`` is
 the llama.cpp build (``trainer_core.llamacpp.build``), appended to ``sys.path`` after site-packages so that nothing in
 it shadows the app's packages. Imports only the standard library, numpy and ``llama_cpp``; never
