@@ -11,8 +11,8 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import require_token
-from trainer_core.access.admission import REFUSALS
-from trainer_core.access.requests import MissingPaths
+from trainer_core.admission.admit import REFUSALS
+from trainer_core.admission.request_paths import MissingPaths
 from trainer_core.queue.dispatcher import JobQueue
 from trainer_core.queue.store import MAX_ENTRIES, QueueEntry, QueueFull
 from trainer_core.schemas import TrainingStartRequest

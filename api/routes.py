@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import require_token
 from api.sse import progress_stream
-from trainer_core.access.admission import REFUSALS, admit, checked_for_preflight
-from trainer_core.access.requests import MissingPaths
+from trainer_core.admission.admit import REFUSALS, admit, checked_for_preflight
+from trainer_core.admission.request_paths import MissingPaths
 from trainer_core.hardware import HardwareSnapshot, snapshot
 from trainer_core.preflight.report import PreflightReport
 from trainer_core.runs import compare
@@ -71,7 +71,7 @@ def _store(request: Request) -> RunStore:
 )
 def start(body: TrainingStartRequest, request: Request, runner: JobRunner = Depends(_runner)) -> TrainingJobResponse:
     """Start a job (``queued``), or ``error`` with "already in progress" while one runs. Everything
-    that can be checked cheaply is checked first (``trainer_core.access.admission``): a 400 names the field."""
+    that can be checked cheaply is checked first (``trainer_core.admission.admit``): a 400 names the field."""
     try:
         checked = admit(body, request.app.state.settings, runner.store)
     except MissingPaths as exc:

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from server import access_problem, is_loopback
-from trainer_core.access.requests import MissingPaths, checked_request
+from trainer_core.admission.request_paths import MissingPaths, checked_request
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings

@@ -16,7 +16,7 @@ import datasets
 import pandas as pd
 import pytest
 
-from trainer_core.access.requests import MissingPaths, checked_request
+from trainer_core.admission.request_paths import MissingPaths, checked_request
 from trainer_core.data.files import DatasetError, read_file, read_head, reading_notes
 from trainer_core.data.inspect import inspect_dataset
 from trainer_core.data.prepare import load_conversations, preview

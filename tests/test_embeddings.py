@@ -129,7 +129,7 @@ def test_the_optimizer_gives_the_embeddings_their_own_rate():
 
 
 def test_loftq_is_refused_by_the_check_on_a_cpu_machine(tiny_model_dir, tmp_path, datasets_dir):
-    from trainer_core.access.admission import PreflightError, admit
+    from trainer_core.admission.admit import PreflightError, admit
     from trainer_core.preflight.check import run_preflight
     from trainer_core.settings import Settings
     from trainer_core.training.loftq import apply_loftq, loftq_refusal

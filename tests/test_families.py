@@ -142,7 +142,7 @@ def family_models(tmp_path_factory, tiny_model_dir) -> Path:
 
 
 def test_check_and_start_name_the_attention_and_the_adapted_modules_and_refuse_a_miss(family_models, datasets_dir):
-    from trainer_core.access.admission import PreflightError, admit
+    from trainer_core.admission.admit import PreflightError, admit
     from trainer_core.preflight.check import run_preflight
     from trainer_core.settings import Settings
     from ui.refusals import describe

@@ -9,7 +9,7 @@ import json
 import datasets
 import pytest
 
-from trainer_core.access.admission import admit
+from trainer_core.admission.admit import admit
 from trainer_core.data.files import DatasetError
 from trainer_core.data.formats import normalize_with_notes
 from trainer_core.data.inspect import inspect_dataset

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer_core.access.admission import PreflightError, admit
+from trainer_core.admission.admit import PreflightError, admit
 from trainer_core.data.files import DatasetError
 from trainer_core.preflight.check import run_preflight
 from trainer_core.preflight.steps import plan_steps

@@ -186,7 +186,7 @@ def test_a_worker_localizes_the_request_and_says_the_run_folder(tmp_path):
 
 
 def test_a_storage_uri_passes_the_path_check_and_a_folder_is_confined(tmp_path):
-    from trainer_core.access.requests import checked_request
+    from trainer_core.admission.request_paths import checked_request
     from trainer_core.paths import PathNotAllowed
 
     data = tmp_path / "d.json"

@@ -78,7 +78,7 @@ def _request(folder: Path, datasets_dir: Path, **fields) -> TrainingStartRequest
     ],
 )
 def test_a_model_with_its_own_code_is_refused_without_both_keys(custom_model, datasets_dir, allowed, asked, words):
-    from trainer_core.access.admission import PreflightError, admit
+    from trainer_core.admission.admit import PreflightError, admit
     from trainer_core.preflight.check import run_preflight
 
     settings = _settings(custom_model, datasets_dir, allowed)

@@ -228,7 +228,7 @@ def test_a_missing_package_is_an_error_naming_the_pip_command(monkeypatch):
 
 
 def test_start_and_the_check_refuse_a_missing_tracker_in_the_users_words(tmp_path, monkeypatch):
-    from trainer_core.access.admission import PreflightError, admit
+    from trainer_core.admission.admit import PreflightError, admit
     from trainer_core.preflight.check import run_preflight
     from trainer_core.settings import Settings
     from ui.refusals import describe

@@ -17,7 +17,7 @@ import gradio as gr
 import pandas as pd
 from gradio.components.plot import PlotData
 
-from trainer_core.access.admission import REFUSALS, admit
+from trainer_core.admission.admit import REFUSALS, admit
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.metrics import ChartPoints
 from trainer_core.schemas import TrainingStartRequest, TrainingStatus

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import gradio as gr
 
-from trainer_core.access.requests import confine_dataset
+from trainer_core.admission.request_paths import confine_dataset
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.fill import fill_file
 from trainer_core.data.placeholders import PlaceholderCount

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from trainer_core.access.admission import REFUSALS, checked_for_preflight
+from trainer_core.admission.admit import REFUSALS, checked_for_preflight
 from ui.form import FORM_FIELDS, build_request
 from ui.handlers import Context, dataset_paths
 from ui.preflight_view import histogram_figure, report_html

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import gradio as gr
 import pandas as pd
 
-from trainer_core.access.requests import confine_dataset
+from trainer_core.admission.request_paths import confine_dataset
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.data.fill import fill_record

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import gradio as gr
 import pandas as pd
 
-from trainer_core.access.admission import REFUSALS
+from trainer_core.admission.admit import REFUSALS
 from trainer_core.process.disk_full import storage_refusal
 from trainer_core.queue.store import QueueFull, QueueState
 from ui.follow import tab_bound

@@ -120,7 +120,7 @@ def checked_args(args: argparse.Namespace) -> Optional[TrainingStartRequest]:
     if missing:
         print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
         return None
-    from trainer_core.access.admission import check_devices
+    from trainer_core.admission.admit import check_devices
     from trainer_core.distributed.launch import ScalingError
 
     try:

@@ -49,7 +49,7 @@ def is_saved_dataset(folder: Path) -> bool:
 
 def folder_paths(folder: Path) -> list[Path]:
     """Every path that reading ``folder`` may open, unresolved (symlinks as they are), for the
-    caller to confine (``access.requests.confine_dataset`` resolves each one): for a saved dataset
+    caller to confine (``admission.request_paths.confine_dataset`` resolves each one): for a saved dataset
     its files and symlinks, every split folder ``dataset_dict.json`` names and every data file its
     ``state.json`` names (joined to the split folder, so an absolute name or ``..`` shows as the
     path ``datasets.load_from_disk`` would open); else the data files in the folder and one level

@@ -6,7 +6,7 @@ Layout under ``<storage>/<staging>/``: a folder the driver makes for this launch
 (``staging_name``: ``studio-<job id>-<8 hex>``, never a name from the user's paths), only if
 nothing is there yet, and marks as the run's (``OWNER``: its job id; ``open_staging``):
 
-- ``inputs/<field>/<n>/<name>``: the files and folders the studio checked (``access.requests``)
+- ``inputs/<field>/<n>/<name>``: the files and folders the studio checked (``admission.request_paths``)
   and the driver copied there before the workers start (``stage_inputs``): datasets, a local model
   folder, the checkpoint to resume, the adapter to continue, the reward file, and the run folder's
   ``metrics.jsonl`` (a resumed run's earlier steps). The workers never see the studio's paths; they

@@ -42,7 +42,7 @@ def run_preflight(
     request: TrainingStartRequest, settings: Settings, store: Optional[Any] = None, estimates: bool = True
 ) -> PreflightReport:
     """The pre-flight report of ``request`` (paths already checked by the caller, e.g.
-    ``access.requests.checked_request``). Loads only the tokenizer (``load_preview_tokenizer``) and
+    ``admission.request_paths.checked_request``). Loads only the tokenizer (``load_preview_tokenizer``) and
     the model's config; reads and tokenizes the data as training does. Data that training could not
     use is an error in the report (code ``data_error``), not an exception. With ``estimates`` the
     memory and time estimates are added (``preflight.estimates``; ``store``'s run history gives

@@ -18,7 +18,7 @@ from typing import Optional
 
 from pydantic import SecretStr, ValidationError
 
-from trainer_core.access.admission import REFUSALS, admit
+from trainer_core.admission.admit import REFUSALS, admit
 from trainer_core.fieldmeta import explain
 from trainer_core.queue.store import QueueEntry, QueueState, QueueStore
 from trainer_core.runs.job import JobRunner

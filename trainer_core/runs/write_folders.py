@@ -58,7 +58,7 @@ def check_write_folders(
     request: Any, settings: Settings, store: Optional[RunStore], resumed: Optional[RunRecord] = None
 ) -> dict[str, str]:
     """The resolved ``output_dir`` / ``tensorboard_dir`` / ``ray_storage_path`` of ``request`` (its
-    paths already confined, ``access.requests``), each checked by the rule of the module; ``resumed``
+    paths already confined, ``admission.request_paths``), each checked by the rule of the module; ``resumed``
     is the run a resume continues (its folder and the folders it claimed are its own). Returns the
     updates for the request. Raises OutputDirError or PathNotAllowed naming the field."""
     others = [(job, folder) for job, folder in run_folders(store) if resumed is None or job != resumed.job_id]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.access.requests import AdapterMissing, MissingPaths, checked_request
+from trainer_core.admission.request_paths import AdapterMissing, MissingPaths, checked_request
 from trainer_core.data.files import DatasetError
 from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, check_model_name
