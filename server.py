@@ -23,8 +23,8 @@ from pydantic import ValidationError
 from api import arena_routes, errors, openai_routes, queue_routes, task_routes
 from api.auth import bearer_vouched, logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
-from api.routes import router
 from api.throttle import FailureThrottle, ThrottleMiddleware
+from api.train_routes import router
 from trainer_core.arena.battle import Arena
 from trainer_core.arena.store import ArenaStore
 from trainer_core.data.preview_tokenizer import local_model_folder

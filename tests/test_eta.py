@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 from trainer_core.training.eta import StepTimes
-from ui.handlers import eta_text, progress_bar
+from ui.monitor_text import eta_text, progress_bar
 from ui.task_progress import status_line, time_left
 
 

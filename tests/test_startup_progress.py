@@ -11,7 +11,7 @@ from trainer_core.data import progress
 from trainer_core.data.tokenization import encode_rows
 from trainer_core.runs.clock import RunClock
 from trainer_core.schemas import Phase, TrainingStatus
-from ui.handlers import status_line
+from ui.monitor_text import status_line
 
 
 def test_the_clock_counts_this_start_and_the_phase_apart_from_the_runs_creation():

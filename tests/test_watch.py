@@ -5,7 +5,7 @@ import threading
 
 from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import TrainingProgress
-from ui import handlers
+from ui import train_handlers as handlers
 
 
 def test_one_build_per_version_shared_by_every_tab(monkeypatch):

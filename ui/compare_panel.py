@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from trainer_core.runs import compare
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, RunRecord
 from ui import compare_view
-from ui.handlers import Context
+from ui.context import Context
 from ui.refused import Refused
 from ui.run_handlers import ALL_STATUSES, STATUS_CHOICES, runs_table
 from ui.tables import fit_table

@@ -16,8 +16,8 @@ import gradio as gr
 
 from trainer_core.configs.commands import cli_command, curl_command
 from trainer_core.configs.yaml_files import MAX_CONFIG_BYTES, ConfigFileError, parse_config_text, request_to_yaml
+from ui.context import Context, dataset_paths
 from ui.form import FORM_FIELDS, clean_values, form_values
-from ui.handlers import Context, dataset_paths
 from ui.refusals import EVAL_UPLOAD_LABEL, Refusal, notice_html
 from ui.uploads import received_upload
 

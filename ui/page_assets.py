@@ -80,7 +80,7 @@ SCRIPT = """
   };
   new MutationObserver(() => { if (!scheduled) { scheduled = true; requestAnimationFrame(mark); } })
     .observe(document.documentElement, {childList: true, subtree: true});
-  // The monitor's clocks before the first step (ui.handlers.ticking): each counts up from the seconds
+  // The monitor's clocks before the first step (ui.monitor_text.ticking): each counts up from the seconds
   // it was rendered with, from the moment this page first saw it, until an update replaces it.
   const clock = s => { const m = Math.floor(s / 60), h = Math.floor(m / 60), two = n => String(n).padStart(2, '0');
     return h ? `${h}h ${two(m % 60)}m ${two(Math.floor(s) % 60)}s` : `${m}m ${two(Math.floor(s) % 60)}s`; };

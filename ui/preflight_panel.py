@@ -12,8 +12,8 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from trainer_core.admission.admit import REFUSALS, checked_for_preflight
+from ui.context import Context, dataset_paths
 from ui.form import FORM_FIELDS, build_request
-from ui.handlers import Context, dataset_paths
 from ui.preflight_view import histogram_figure, report_html
 from ui.refusals import EVAL_UPLOAD_LABEL, notice_html
 

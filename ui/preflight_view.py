@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ui.handlers import clock
+from ui.monitor_text import clock
 from ui.refusals import describe
 
 ISSUE_CLASS = {"error": "pf-error", "warning": "pf-warning"}

@@ -16,8 +16,9 @@ from trainer_core.data.fill import fill_record
 from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
 from trainer_core.schemas import FormatType, TrainingMethod
 from ui import placeholder_panel, vision_panel
-from ui.handlers import EMPTY_PREVIEW, Context
+from ui.context import Context
 from ui.refusals import describe, markdown_text
+from ui.train_handlers import EMPTY_PREVIEW
 from ui.uploads import received_upload, split_paths
 
 

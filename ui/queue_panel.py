@@ -20,12 +20,13 @@ import pandas as pd
 from trainer_core.admission.admit import REFUSALS
 from trainer_core.process.disk_full import storage_refusal
 from trainer_core.queue.store import QueueFull, QueueState
+from ui.context import Context
 from ui.follow import tab_bound
 from ui.form import FORM_FIELDS
-from ui.handlers import NOTICE_CLEAR, Context, form_request, watch
 from ui.placeholder_panel import gate as placeholder_gate
 from ui.refusals import describe
 from ui.tables import fit_table
+from ui.train_handlers import NOTICE_CLEAR, form_request, watch
 
 log = logging.getLogger(__name__)
 QUEUE_COLUMNS = ["#", "state", "settings", "note", "queued", "queue id"]

@@ -25,7 +25,7 @@ SECTION_TITLES = {
 }
 # The model fields always on screen (in a row); the model group's others are in Model options.
 MODEL_FIRST = ("model_name", "training_type", "max_seq_length")
-# The dataset fields are two widgets each (an upload and a path box); elem ids set in ui.layout.
+# The dataset fields are two widgets each (an upload and a path box); elem ids set in ui.train_widgets.
 FILE_WIDGETS = {
     "local_datasets": ("Training dataset", ("train-upload", "train-paths")),
     "local_eval_datasets": ("Evaluation dataset", ("eval-upload", "eval-paths")),

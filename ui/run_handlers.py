@@ -19,10 +19,12 @@ from trainer_core.runs.write_folders import delete_run
 from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
 from trainer_core.serving.engine import ChatEngine
 from ui import charts, grpo_charts
+from ui.context import Context
 from ui.form import FORM_FIELDS, form_values
-from ui.handlers import NOTICE_CLEAR, Context, begin, clock, refused, watch
+from ui.monitor_text import clock
 from ui.refusals import notice_html
 from ui.refused import Refused
+from ui.train_handlers import NOTICE_CLEAR, begin, refused, watch
 
 RUN_COLUMNS = [
     "job_id",

@@ -9,8 +9,9 @@ import gradio as gr
 import pandas as pd
 
 from trainer_core.serving.share import MAX_EXPIRES_IN_HOURS, MIN_EXPIRES_IN_HOURS, ShareLinks
-from ui import compare_panel, evaluate_panel, export_panel, handlers, run_handlers, share_handlers, task_progress
+from ui import compare_panel, evaluate_panel, export_panel, run_handlers, share_handlers, task_progress
 from ui.chat_tab import ChatTab
+from ui.context import Context
 from ui.follow import tab_bound
 from ui.tables import fit_table
 
@@ -18,9 +19,7 @@ RUN_VIEW_EVERY_S = 3.0  # how often the Runs tab checks whether the selected run
 FREE = dict(concurrency_limit=None)  # reads are cheap; the runner's lock guards the one job
 
 
-def build(
-    ctx: handlers.Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs: gr.Tabs, chat: ChatTab
-) -> list:
+def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs: gr.Tabs, chat: ChatTab) -> list:
     """The Runs tab: the history table with its filters, the selected run's summary, charts and
     buttons (load, resume, chat, download, delete), share links, the Export and Evaluate panels
     (with ``ctx.tasks``) and the comparison. ``train_inputs`` are the Train tab's form widgets,

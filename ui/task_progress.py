@@ -14,7 +14,7 @@ import gradio as gr
 from trainer_core.serving.choices import list_choices
 from trainer_core.tasks.runner import TaskRunner
 from trainer_core.tasks.schemas import FINAL_TASK_PHASES, TaskPhase, TaskRecord
-from ui.handlers import clock, progress_bar
+from ui.monitor_text import clock, progress_bar
 
 POLL_S = 0.5
 MIN_ELAPSED_S = 5.0  # a task's time left is shown after this long...

@@ -79,8 +79,8 @@ def api_app(settings: Any, runner: Any, engine: FakeEngine, throttle_limit: int 
     from fastapi import FastAPI
 
     from api import errors, openai_routes
-    from api.routes import router
     from api.throttle import FailureThrottle, ThrottleMiddleware
+    from api.train_routes import router
 
     app = FastAPI()
     app.state.settings, app.state.runner, app.state.engine = settings, runner, engine

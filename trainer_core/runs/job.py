@@ -43,7 +43,7 @@ from trainer_core.settings import get_settings
 from trainer_core.training.worker import EventKind, run_worker
 
 log = logging.getLogger(__name__)
-Final = tuple  # (Phase, message, error or None): how a job ended
+Outcome = tuple  # (Phase, message, error or None): how a job ended
 POLL_S = 0.1  # how often the job thread checks the worker between events
 CANCEL_GRACE_S = 1.0  # SIGTERM -> SIGKILL delay on cancel
 REAP_S = 5.0  # how long an ended job's worker gets to exit by itself
@@ -252,7 +252,7 @@ class JobRunner:
 
     def _run(self, request: TrainingStartRequest, job_id: str, output_dir: Path) -> None:
         worker: Optional[WorkerProcess | RankGroup] = None
-        final: Final = (Phase.error, "The job ended without a result.", "no final event")
+        final: Outcome = (Phase.error, "The job ended without a result.", "no final event")
         try:
             while not wait_until_ready(timeout_s=0.1):  # the first fork waits for the stack's imports
                 with self._state:
@@ -293,7 +293,7 @@ class JobRunner:
             if self.on_end is not None:
                 self.on_end()
 
-    def _supervise(self, worker: WorkerProcess) -> Final:
+    def _supervise(self, worker: WorkerProcess) -> Outcome:
         """Apply the worker's events until one is final (or the worker dies); returns the outcome.
         The supervisor samples the machine's memory meanwhile, to explain a killed worker."""
         while True:
@@ -326,7 +326,7 @@ class JobRunner:
             with self._state:
                 self._details["eta_check_seconds"] = round(seconds, 1)
 
-    def _handle(self, kind: str, payload: dict[str, Any]) -> Optional[Final]:
+    def _handle(self, kind: str, payload: dict[str, Any]) -> Optional[Outcome]:
         """Apply one worker event; returns the outcome when it ends the job."""
         if self._cancelled:
             return None
