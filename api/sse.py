@@ -13,7 +13,8 @@ from typing import Optional
 import anyio
 
 from trainer_core.runs.job import JobRunner
-from trainer_core.schemas import Phase, TrainingProgress, TrainingStatus
+from trainer_core.status import TrainingProgress, TrainingStatus
+from trainer_core.vocabulary import Phase
 
 RETRY_MS = 3000
 

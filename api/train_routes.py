@@ -17,13 +17,8 @@ from trainer_core.preflight.report import PreflightReport
 from trainer_core.runs import compare
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, RunDetail, RunRecord, RunStore
-from trainer_core.schemas import (
-    MetricHistory,
-    TrainingJobResponse,
-    TrainingProgress,
-    TrainingStartRequest,
-    TrainingStatus,
-)
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.status import MetricHistory, TrainingJobResponse, TrainingProgress, TrainingStatus
 
 router = APIRouter(prefix="/api/train", tags=["training"], dependencies=[Depends(require_token)])
 

@@ -20,7 +20,7 @@ import plotly.io as pio
 
 from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.runs.minmax import MAX_POINTS
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 from ui import charts
 
 

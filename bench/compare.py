@@ -34,7 +34,7 @@ from types import SimpleNamespace
 
 from trainer_core.runs import compare
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 from ui import compare_panel, compare_view
 
 SMOOTHING = 0.6

@@ -75,7 +75,8 @@ def train(dataset: Path, runs_dir: Path, **overrides: Any) -> tuple[Path, dict[s
     ``overrides`` through ``JobRunner`` (the app's worker process). Returns (the run's output
     folder, facts: total_steps, final loss, seconds). Raises RuntimeError when the run fails."""
     from trainer_core.runs.job import JobRunner
-    from trainer_core.schemas import Phase, TrainingStartRequest
+    from trainer_core.schemas import TrainingStartRequest
+    from trainer_core.vocabulary import Phase
 
     runner = JobRunner(runs_dir=runs_dir, warm_modules=())
     began = time.perf_counter()

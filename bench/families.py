@@ -36,10 +36,11 @@ def one_family(family: str, root: Path) -> dict[str, Any]:
     from trainer_core.models.loading import materialize_default_model
     from trainer_core.runs.job import JobRunner
     from trainer_core.runs.store import RunStore
-    from trainer_core.schemas import Phase, TrainingStartRequest
+    from trainer_core.schemas import TrainingStartRequest
     from trainer_core.serving.engine import ChatEngine
     from trainer_core.serving.schemas import ChatMessage, GenerationSettings
     from trainer_core.settings import Settings, get_settings
+    from trainer_core.vocabulary import Phase
 
     report: dict[str, Any] = {"bench": "families", "family": family}
     folder = root / family

@@ -175,7 +175,7 @@ def train_to_completion(runs_dir: Path, db_path: Path, request) -> tuple:
     store is closed."""
     from trainer_core.runs.job import JobRunner
     from trainer_core.runs.store import RunStore
-    from trainer_core.schemas import Phase
+    from trainer_core.vocabulary import Phase
 
     store = RunStore(db_path)
     runner = JobRunner(runs_dir=runs_dir, store=store, warm_modules=())

@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 from trainer_core.training.worker import EventKind
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from trainer_core.runs.metrics import MetricsHistory, chart_points_of
 from trainer_core.runs.minmax import MinMaxSeries
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 from ui import charts
 
 

@@ -16,7 +16,7 @@ from tests.test_store import OLD_SCHEMA
 from trainer_core.runs import compare
 from trainer_core.runs.minmax import MinMaxSeries
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, RunStore
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 from ui import compare_panel, compare_view
 
 

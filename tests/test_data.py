@@ -11,7 +11,8 @@ import pytest
 from trainer_core.data.files import DatasetError
 from trainer_core.data.prepare import PreparedData, has_eval_data, load_conversations, prepare_data, preview
 from trainer_core.data.tokenization import IGNORE
-from trainer_core.schemas import FormatType, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import FormatType
 
 
 def request(**fields) -> TrainingStartRequest:

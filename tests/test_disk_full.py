@@ -16,8 +16,9 @@ from tests.conftest import TINY_LEARNING_RATE
 from trainer_core.process.disk_full import DISK_FULL_CODE, is_disk_full
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import Phase, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
+from trainer_core.vocabulary import Phase
 
 DISK_MB = 8  # the tiny model's checkpoint (LoRA + optimizer + tokenizer) is about 2.6 MB: the third does not fit
 

@@ -67,7 +67,8 @@ def test_a_real_run_at_learning_rate_0999_ends_in_error(tiny_model_dir, datasets
     the run ends in error with the rule in its message, in the status and in the run record."""
     from trainer_core.runs.job import JobRunner
     from trainer_core.runs.store import RunStore
-    from trainer_core.schemas import Phase, TrainingStartRequest
+    from trainer_core.schemas import TrainingStartRequest
+    from trainer_core.vocabulary import Phase
 
     store = RunStore(tmp_path / "studio.db")
     runner = JobRunner(runs_dir=tmp_path / "runs", store=store, warm_modules=())

@@ -15,10 +15,11 @@ from pydantic import ValidationError
 from tests.conftest import train_to_completion
 from tests.test_trainer import _model, _rows
 from trainer_core.runs.ending import end_reason
-from trainer_core.schemas import EndReason, Phase, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.checkpoints import best_checkpoint
 from trainer_core.training.config import build_sft_config
 from trainer_core.training.trainer import build_trainer, early_stop_reason
+from trainer_core.vocabulary import EndReason, Phase
 
 PLATEAU_LR = 1e-12  # LoRA updates below float32 resolution: eval loss stays put (the real model: within ~1e-7)
 

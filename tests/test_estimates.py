@@ -15,7 +15,8 @@ from trainer_core.preflight import parameters, timing
 from trainer_core.preflight.estimates import estimate_memory, estimate_time
 from trainer_core.preflight.memory import activation_elements
 from trainer_core.runs.store import RunRecord
-from trainer_core.schemas import DEFAULT_MODEL, LLAMA_PROJECTIONS, Phase, TrainingStartRequest
+from trainer_core.schemas import DEFAULT_MODEL, LLAMA_PROJECTIONS, TrainingStartRequest
+from trainer_core.vocabulary import Phase
 
 # SmolLM2-135M-Instruct's config.json
 SMOLLM2 = dict(

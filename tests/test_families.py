@@ -14,8 +14,9 @@ import torch
 
 from tests.families import FAMILIES, build_family_model, family_model
 from trainer_core.models.targets import TargetError, find_blocks, resolve_targets
-from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.config import build_lora_config
+from trainer_core.vocabulary import TrainingType
 
 
 def _request(**fields) -> TrainingStartRequest:
@@ -336,7 +337,7 @@ def test_a_moe_family_resumes_evaluates_and_trains_dpo_through_the_cli(family_mo
 
     from trainer_core.runs.job import JobRunner
     from trainer_core.runs.store import RunStore
-    from trainer_core.schemas import Phase
+    from trainer_core.vocabulary import Phase
 
     store = RunStore(tmp_path / "studio.db")  # one history: resume finds the stopped run in it
     runner = JobRunner(runs_dir=tmp_path / "runs", store=store, warm_modules=())

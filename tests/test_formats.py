@@ -11,7 +11,7 @@ import pytest
 
 from trainer_core.data.files import DatasetError, read_file
 from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
-from trainer_core.schemas import FormatType
+from trainer_core.vocabulary import FormatType
 
 
 def rows(*items: dict) -> datasets.Dataset:

@@ -19,8 +19,9 @@ from trainer_core.data.formats import normalize
 from trainer_core.data.inspect import inspect_dataset, load_preview_tokenizer, placeholder_advice, token_lengths
 from trainer_core.data.placeholders import find_placeholders
 from trainer_core.data.tokenization import tokenize_dataset
-from trainer_core.schemas import DEFAULT_MODEL, FormatType
+from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.settings import Settings
+from trainer_core.vocabulary import FormatType
 
 REAL_FILES = {  # file -> (format, rows), from ../shared/datasets/README.md
     "alpaca_en_demo.json": (FormatType.alpaca, 999),

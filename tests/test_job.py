@@ -13,13 +13,14 @@ from trainer_core.process.exit_reason import KillEvidence
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.resume import ResumeError, find_resume_target
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import Phase, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.checkpoints import (
     latest_checkpoint,
     publish_files,
     publish_folder,
     remove_partial_saves,
 )
+from trainer_core.vocabulary import Phase
 
 
 @pytest.fixture

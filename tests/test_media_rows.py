@@ -16,8 +16,9 @@ from trainer_core.data.inspect import inspect_dataset
 from trainer_core.data.media import media_columns, refuse_media
 from trainer_core.data.preference import normalize_preference
 from trainer_core.preflight.check import run_preflight
-from trainer_core.schemas import FormatType, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
+from trainer_core.vocabulary import FormatType
 
 CHAT = [{"role": "user", "content": "<image>What is this?"}, {"role": "assistant", "content": "A ball."}]
 

@@ -4,7 +4,7 @@ never reached the run history, are taken back up to the resumed checkpoint's ste
 from __future__ import annotations
 
 from trainer_core.runs.opening import logged_but_not_kept
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 
 
 def _train(step: int) -> TrainingProgress:

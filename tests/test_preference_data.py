@@ -11,7 +11,8 @@ import pytest
 
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.prepare import load_conversations, preview
-from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import FormatType, TrainingMethod
 
 
 def _write(tmp_path, rows, name="data.json"):

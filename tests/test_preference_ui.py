@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from trainer_core.runs.metrics import MetricsHistory, series_of
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 from trainer_core.training.preference import preference_values
 from ui import charts, handlers
 from ui.method_panel import method_beta, method_rate, method_visibility
@@ -109,7 +109,7 @@ def test_method_section_shows_each_methods_settings_and_moves_a_default_rate():
 
 def test_start_from_adapter_lists_completed_lora_runs_only(tmp_path):
     from trainer_core.runs.records import RunRecord
-    from trainer_core.schemas import Phase
+    from trainer_core.vocabulary import Phase
     from ui.method_panel import NEW_ADAPTER, adapter_choices
 
     def run(job_id, phase, adapter=True, **request):

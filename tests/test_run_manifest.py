@@ -18,7 +18,8 @@ from tests import fake_workers
 from trainer_core.runs.bundle import BundleError, run_bundle
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import EndReason, Phase, TrainingProgress, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.status import TrainingProgress
 from trainer_core.training.config import build_lora_config, build_sft_config
 from trainer_core.training.manifest import (
     RUN_JSON,
@@ -31,6 +32,7 @@ from trainer_core.training.manifest import (
     rerun_values,
 )
 from trainer_core.training.worker import EventKind
+from trainer_core.vocabulary import EndReason, Phase
 
 SECRET = "hf_abcdefghijklmnopqrstuvwxyz123456"
 ROWS = [{"instruction": f"Say {i}", "input": "", "output": f"{i}"} for i in range(7)]

@@ -3,13 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
-from trainer_core.schemas import (
-    DEFAULT_MODEL,
-    Phase,
-    TrainingStartRequest,
-    TrainingType,
-    new_job_id,
-)
+from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest
+from trainer_core.status import new_job_id
+from trainer_core.vocabulary import Phase, TrainingType
 
 DATA = {"local_datasets": ["data.json"]}
 
@@ -182,8 +178,7 @@ def test_hub_parts_with_a_hub_dataset_and_the_forms_defaults_are_kept():
 def test_the_help_text_says_each_methods_own_default_from_the_one_table():
     import re
 
-    from trainer_core.schemas import METHOD_DEFAULTS, TrainingMethod
-    from trainer_core.vocabulary import method_defaults_text
+    from trainer_core.vocabulary import METHOD_DEFAULTS, TrainingMethod, method_defaults_text
 
     for field in {field for field, _ in METHOD_DEFAULTS}:
         text = method_defaults_text(field)

@@ -10,7 +10,8 @@ import datasets
 from trainer_core.data import progress
 from trainer_core.data.tokenization import encode_rows
 from trainer_core.runs.clock import RunClock
-from trainer_core.schemas import Phase, TrainingStatus
+from trainer_core.status import TrainingStatus
+from trainer_core.vocabulary import Phase
 from ui.monitor_text import status_line
 
 

@@ -3,7 +3,8 @@
 import sqlite3
 
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import Phase, TrainingProgress
+from trainer_core.status import TrainingProgress
+from trainer_core.vocabulary import Phase
 
 
 def _progress(job_id, step, loss=1.0):

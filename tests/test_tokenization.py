@@ -11,7 +11,7 @@ import pytest
 from trainer_core.data.files import DatasetError, read_file
 from trainer_core.data.formats import normalize
 from trainer_core.data.tokenization import IGNORE, span_labels, tokenize_dataset
-from trainer_core.schemas import FormatType
+from trainer_core.vocabulary import FormatType
 
 GLAIVE_MULTI_CALL_ROW = 3  # human, function_call, observation, gpt, three times
 

@@ -19,7 +19,8 @@ from trainer_core.data.errors import DatasetError
 from trainer_core.data.files import read_file
 from trainer_core.data.image_rows import has_images, normalize_vision
 from trainer_core.data.prepare import load_conversations
-from trainer_core.schemas import FormatType, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import FormatType
 
 ANSWER = "A ball."
 

@@ -4,7 +4,7 @@ import json
 import threading
 
 from trainer_core.runs.job import JobRunner
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 from ui import train_handlers as handlers
 
 

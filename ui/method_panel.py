@@ -12,8 +12,7 @@ import gradio as gr
 
 from trainer_core.fieldmeta import default, field_methods, group
 from trainer_core.reward_schemas import RewardSpec, reward_line
-from trainer_core.schemas import Phase, TrainingMethod
-from trainer_core.vocabulary import METHOD_DEFAULTS
+from trainer_core.vocabulary import METHOD_DEFAULTS, Phase, TrainingMethod
 from ui.form import FORM_FIELDS, make_widget
 
 NEW_ADAPTER = ("none: a new adapter", "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from trainer_core.schemas import TrainingStatus
+from trainer_core.status import TrainingStatus
 
 
 def clock(seconds: Optional[float]) -> str:

@@ -14,7 +14,7 @@ from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.data.fill import fill_record
 from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
-from trainer_core.schemas import FormatType, TrainingMethod
+from trainer_core.vocabulary import FormatType, TrainingMethod
 from ui import placeholder_panel, vision_panel
 from ui.context import Context
 from ui.refusals import describe, markdown_text

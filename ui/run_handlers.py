@@ -16,8 +16,9 @@ import pandas as pd
 from trainer_core.runs.metrics import chart_points_of
 from trainer_core.runs.store import STATUS_WORDS, RunDetail, RunRecord, status_word
 from trainer_core.runs.write_folders import delete_run
-from trainer_core.schemas import RESUMABLE_PHASES, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.serving.engine import ChatEngine
+from trainer_core.vocabulary import RESUMABLE_PHASES
 from ui import charts, grpo_charts
 from ui.context import Context
 from ui.form import FORM_FIELDS, form_values

@@ -19,7 +19,8 @@ from gradio.components.plot import PlotData
 from trainer_core.admission.admit import REFUSALS, admit
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.metrics import ChartPoints
-from trainer_core.schemas import TrainingStartRequest, TrainingStatus
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.status import TrainingStatus
 from ui import charts, grpo_charts
 from ui.context import Context, dataset_paths
 from ui.follow import FOLLOWERS

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from trainer_core.fieldmeta import default
-from trainer_core.schemas import Phase
+from trainer_core.vocabulary import Phase
 from ui.form import FORM_FIELDS
 
 PORTS_PER_PROCESS = 1000

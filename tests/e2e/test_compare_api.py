@@ -11,7 +11,7 @@ import httpx
 
 from tests.e2e.conftest import AUTH, api, logged_in
 from tests.e2e.raw_gradio import RawGradio, error_text
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

@@ -19,7 +19,7 @@ import pytest
 from tests.e2e.api_server import AppProcess
 from tests.e2e.conftest import allowed, form_args, free_port, statuses
 from tests.e2e.train_api import start_job, wait_end, wait_step
-from trainer_core.schemas import Phase
+from trainer_core.vocabulary import Phase
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-distributed-token-51c0"

@@ -188,8 +188,9 @@ def test_a_val_size_run_is_evaluated_on_its_own_split(tmp_path, tiny_model_dir, 
     from trainer_core.cli.chat import choice_for
     from trainer_core.evaluation.sources import plan_data
     from trainer_core.evaluation.worker import evaluate
-    from trainer_core.schemas import Phase, TrainingStartRequest
+    from trainer_core.schemas import TrainingStartRequest
     from trainer_core.settings import Settings, get_settings
+    from trainer_core.vocabulary import Phase
 
     settings = Settings(data_dir=tmp_path / "data")
     store = RunStore(settings.db_path)

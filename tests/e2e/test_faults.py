@@ -15,8 +15,9 @@ import pytest
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.resume import find_resume_target
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import Phase, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.checkpoints import latest_checkpoint
+from trainer_core.vocabulary import Phase
 
 pytestmark = pytest.mark.slow
 SMALL = dict(batch_size=2, max_seq_length=128, dataset_slice_end=32)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import form_args, is_training, statuses, wait_for
-from trainer_core.schemas import Phase
+from trainer_core.vocabulary import Phase
 from ui.form import FORM_FIELDS
 
 pytestmark = pytest.mark.slow

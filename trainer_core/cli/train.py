@@ -22,8 +22,10 @@ from tqdm import tqdm
 from trainer_core.configs.yaml_files import read_config_file
 from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
 from trainer_core.runs.job import JobRunner
-from trainer_core.schemas import Phase, TrainingStartRequest, TrainingStatus
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.status import TrainingStatus
 from trainer_core.training.manifest import rerun_values
+from trainer_core.vocabulary import Phase
 
 SKIP = {"local_datasets", "local_eval_datasets"}  # --dataset / --eval-dataset
 

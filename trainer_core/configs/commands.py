@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from trainer_core.fieldmeta import FIELDS, base_type, default, for_compute
-from trainer_core.schemas import METHOD_DEFAULTS, SECRET_FIELDS
+from trainer_core.schemas import SECRET_FIELDS
+from trainer_core.vocabulary import METHOD_DEFAULTS
 
 PATH_FLAGS = {"local_datasets": "--dataset", "local_eval_datasets": "--eval-dataset"}  # repeated flags in cli.py
 

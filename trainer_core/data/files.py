@@ -30,7 +30,7 @@ from trainer_core.data.json_check import (
     parse_json_lines,
 )
 from trainer_core.data.row_size import check_line_lengths, check_row_sizes
-from trainer_core.schemas import FormatType
+from trainer_core.vocabulary import FormatType
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +250,7 @@ def reading_notes(
     from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
     from trainer_core.data.image_rows import has_images
     from trainer_core.data.preference import detect_preference_format, normalize_preference
-    from trainer_core.schemas import TrainingMethod
+    from trainer_core.vocabulary import TrainingMethod
 
     folder = Path(path).expanduser()
     notes = plan_folder(folder).notices if folder.is_dir() else []

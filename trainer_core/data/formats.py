@@ -17,7 +17,7 @@ import datasets
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.media import refuse_media
 from trainer_core.data.text_values import TextConversions, content_text
-from trainer_core.schemas import FormatType
+from trainer_core.vocabulary import FormatType
 
 # a source role -> (our role, text before the content, text after it)
 ROLES: dict[str, tuple[str, str, str]] = {

@@ -24,8 +24,8 @@ def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str])
     """
     from huggingface_hub import constants
 
+    from trainer_core.hub_ids import hub_id_problem
     from trainer_core.models.hub import hub_reachable
-    from trainer_core.schemas import hub_id_problem
 
     if hub_id_problem(name) or Path(name).exists():  # datasets would read a local folder of that name
         raise DatasetError(

@@ -28,7 +28,7 @@ from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import MESSAGE_FEATURES, normalize_with_notes
 from trainer_core.data.images import check_image, resolve_reference
 from trainer_core.data.media import MEDIA_FEATURES, media_columns, refuse_media
-from trainer_core.schemas import FormatType
+from trainer_core.vocabulary import FormatType
 
 MARKER = "<image>"
 IMAGE_PART_TYPES = ("image_url", "image", "input_image")

@@ -30,8 +30,9 @@ from trainer_core.data.preview_tokenizer import load_preview_tokenizer
 from trainer_core.data.prompt_tokens import is_prompt_rows, prompt_length
 from trainer_core.data.prompts import canonical_prompts
 from trainer_core.data.tokenization import _render
-from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import get_settings
+from trainer_core.vocabulary import FormatType, TrainingMethod
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import conversation_turns, text_field, turn_text
 from trainer_core.data.media import refuse_media
 from trainer_core.data.text_values import TextConversions
-from trainer_core.schemas import FormatType, TrainingMethod
+from trainer_core.vocabulary import FormatType, TrainingMethod
 
 _MESSAGES = datasets.List({"role": datasets.Value("string"), "content": datasets.Value("string")})
 PAIR_FEATURES = datasets.Features({"prompt": _MESSAGES, "chosen": _MESSAGES, "rejected": _MESSAGES})

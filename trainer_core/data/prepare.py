@@ -27,8 +27,9 @@ from trainer_core.data.prompt_fit import fitting_prompts
 from trainer_core.data.prompts import canonical_prompts
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
 from trainer_core.data.vision_data import reads_images, with_image_columns
-from trainer_core.schemas import FormatType, TrainingMethod, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import get_settings
+from trainer_core.vocabulary import FormatType, TrainingMethod
 
 log = logging.getLogger(__name__)
 __all__ = [

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.export.schemas import PushResult
-from trainer_core.schemas import hub_id_problem
+from trainer_core.hub_ids import hub_id_problem
 from trainer_core.tasks.schemas import TaskEvent
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.models import hub
-from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest, TrainingType
+from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest
+from trainer_core.vocabulary import TrainingType
 
 log = logging.getLogger(__name__)
 

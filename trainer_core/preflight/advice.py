@@ -31,7 +31,8 @@ import math
 from typing import Optional
 
 from trainer_core.preflight.report import Issue
-from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import TrainingType
 
 MIN_STEPS = 60
 MIN_PASSES = 3

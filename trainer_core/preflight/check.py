@@ -28,8 +28,9 @@ from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
 from trainer_core.preflight.structure import model_structure
 from trainer_core.preflight.vision import vision_summary
-from trainer_core.schemas import TrainingMethod, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
+from trainer_core.vocabulary import TrainingMethod
 
 log = logging.getLogger(__name__)
 

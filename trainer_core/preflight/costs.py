@@ -11,8 +11,9 @@ import numpy as np
 from trainer_core.data.preview_tokenizer import local_model_folder
 from trainer_core.preflight.gather import Gathered
 from trainer_core.preflight.steps import StepPlan
-from trainer_core.schemas import TrainingMethod, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
+from trainer_core.vocabulary import TrainingMethod
 
 log = logging.getLogger(__name__)
 

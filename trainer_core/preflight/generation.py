@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainer_core.preflight.parameters import count_parameters, shapes
-from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import TrainingType
 
 # seconds per decoder layer per decode step, whatever the batch: (adapters, no adapters)
 DECODE_LAYER_SECONDS = {"cpu": (0.0030, 0.0023), "cuda": (0.0008, 0.0006)}

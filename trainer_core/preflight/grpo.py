@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from trainer_core.schemas import TrainingMethod, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import TrainingMethod
 
 
 def grpo_summary(request: TrainingStartRequest, columns: list[str]) -> Optional[str]:

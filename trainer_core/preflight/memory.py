@@ -35,7 +35,8 @@ from typing import Any, Optional
 from pydantic import BaseModel, Field
 
 from trainer_core.preflight.parameters import ParameterCounts, Shapes, count_parameters, shapes
-from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import TrainingType
 
 GIB = 2**30
 # cpu: the worker's RSS besides weights and training tensors: 0.53 GiB after its imports (torch 2.13, this

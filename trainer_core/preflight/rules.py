@@ -30,7 +30,8 @@ import numpy as np
 
 from trainer_core.preflight.report import Issue
 from trainer_core.preflight.tokens import RowCounts
-from trainer_core.schemas import TrainingMethod, TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import TrainingMethod, TrainingType
 
 TRUNCATED_SHARE = 0.05
 COVERED_SHARE = 0.95

@@ -11,8 +11,9 @@ from pydantic import BaseModel
 
 from trainer_core.data.preview_tokenizer import local_model_folder
 from trainer_core.preflight.report import Issue
-from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
+from trainer_core.vocabulary import TrainingType
 
 log = logging.getLogger(__name__)
 TARGET_FIELDS = (

@@ -31,7 +31,8 @@ from pydantic import BaseModel, Field
 
 from trainer_core.preflight.memory import dtype_bytes
 from trainer_core.preflight.parameters import count_parameters, shapes
-from trainer_core.schemas import TrainingMethod, TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import TrainingMethod, TrainingType
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,9 @@ from trainer_core.data.errors import DatasetError
 from trainer_core.data.preview_tokenizer import local_model_folder
 from trainer_core.models.loading import ModelLoadError
 from trainer_core.models.vision_family import folder_family
-from trainer_core.schemas import TrainingMethod, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
+from trainer_core.vocabulary import TrainingMethod
 
 log = logging.getLogger(__name__)
 SAMPLE_ROWS = 64  # rows whose images are processed for the check (~10 ms an image on 2 cores)

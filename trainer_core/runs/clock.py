@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from trainer_core.schemas import TrainingProgress
+from trainer_core.status import TrainingProgress
 
 
 @dataclass

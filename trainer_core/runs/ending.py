@@ -12,9 +12,11 @@ from typing import Optional
 
 from trainer_core.runs.folders import record_files
 from trainer_core.runs.write_folders import record_claimed
-from trainer_core.schemas import EndReason, Phase, TrainingProgress, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.status import TrainingProgress
 from trainer_core.training.checkpoints import best_checkpoint, latest_checkpoint, remove_partial_saves
 from trainer_core.training.manifest import final_metrics, finish_manifest
+from trainer_core.vocabulary import EndReason, Phase
 
 log = logging.getLogger(__name__)
 

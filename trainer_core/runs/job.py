@@ -30,17 +30,11 @@ from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.runs.opening import open_run
 from trainer_core.runs.resume import ResumeError
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import (
-    LIVE_PHASES,
-    EndReason,
-    Phase,
-    TrainingJobResponse,
-    TrainingProgress,
-    TrainingStartRequest,
-    TrainingStatus,
-)
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import get_settings
+from trainer_core.status import TrainingJobResponse, TrainingProgress, TrainingStatus
 from trainer_core.training.worker import EventKind, run_worker
+from trainer_core.vocabulary import LIVE_PHASES, EndReason, Phase
 
 log = logging.getLogger(__name__)
 Outcome = tuple  # (Phase, message, error or None): how a job ended

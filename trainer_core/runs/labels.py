@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 from typing import TYPE_CHECKING, Optional
 
-from trainer_core.schemas import EndReason, Phase
+from trainer_core.vocabulary import EndReason, Phase
 
 if TYPE_CHECKING:  # the store imports this module
     from trainer_core.runs.records import RunRecord

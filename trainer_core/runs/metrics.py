@@ -6,7 +6,7 @@ import threading
 from typing import Optional
 
 from trainer_core.runs.minmax import MinMaxSeries
-from trainer_core.schemas import GRPO_SERIES, PREFERENCE_SERIES, MetricHistory, TrainingProgress
+from trainer_core.status import GRPO_SERIES, PREFERENCE_SERIES, MetricHistory, TrainingProgress
 
 CHART_SERIES = (
     "loss",

@@ -13,7 +13,9 @@ from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.runs.resume import find_resume_target
 from trainer_core.runs.store import RunStore
 from trainer_core.runs.write_folders import claim_folders
-from trainer_core.schemas import Phase, TrainingProgress, TrainingStartRequest, new_job_id
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.status import TrainingProgress, new_job_id
+from trainer_core.vocabulary import Phase
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field, computed_field
 
-from trainer_core.schemas import EndReason, Phase, TrainingProgress
+from trainer_core.status import TrainingProgress
+from trainer_core.vocabulary import EndReason, Phase
 
 
 class RunRecord(BaseModel):

@@ -22,9 +22,10 @@ from typing import Optional
 from pydantic import ValidationError
 
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import EndReason, Phase, TrainingProgress
+from trainer_core.status import TrainingProgress
 from trainer_core.training.checkpoints import latest_checkpoint
 from trainer_core.training.manifest import RUN_JSON, ManifestError, read_manifest
+from trainer_core.vocabulary import EndReason, Phase
 
 log = logging.getLogger(__name__)
 METRICS_JSONL = "metrics.jsonl"

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Optional
 
 from trainer_core.runs.store import RunRecord, RunStore
-from trainer_core.schemas import RESUMABLE_PHASES
 from trainer_core.training.checkpoints import latest_checkpoint
+from trainer_core.vocabulary import RESUMABLE_PHASES
 
 
 class ResumeError(ValueError):

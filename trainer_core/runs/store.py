@@ -23,7 +23,8 @@ from trainer_core.runs.integrity import check_readable
 from trainer_core.runs.labels import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, label_text, matches, status_word
 from trainer_core.runs.records import RunDetail, RunRecord
 from trainer_core.runs.series_store import LossRow, PackedSeries
-from trainer_core.schemas import LIVE_PHASES, EndReason, Phase, TrainingProgress
+from trainer_core.status import TrainingProgress
+from trainer_core.vocabulary import LIVE_PHASES, EndReason, Phase
 
 log = logging.getLogger(__name__)
 __all__ = ["NAME_MAX_CHARS", "NOTE_MAX_CHARS", "STATUS_WORDS", "RunDetail", "RunRecord", "RunStore", "status_word"]

@@ -18,11 +18,12 @@ from typing import Optional
 from trainer_core.models.hub import looks_like_path
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.runs.store import RunRecord, RunStore
-from trainer_core.schemas import DEFAULT_MODEL, LIVE_PHASES, Phase
+from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import BASE_MODEL_ID, ModelChoice
 from trainer_core.settings import Settings
 from trainer_core.training.checkpoints import CHECKPOINT
+from trainer_core.vocabulary import LIVE_PHASES, Phase
 
 log = logging.getLogger(__name__)
 ADAPTER_FILE = "adapter_model.safetensors"

@@ -14,7 +14,8 @@ import logging
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.schemas import TrainingStartRequest, TrainingType
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import TrainingType
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.reward_schemas import CompletionSample
-from trainer_core.schemas import TrainingProgress, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.status import TrainingProgress
 from trainer_core.training.config import training_args
 from trainer_core.training.embedding_rate import EmbeddingRate
 from trainer_core.training.safe_saves import SafeSaves

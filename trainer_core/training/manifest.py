@@ -26,7 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.schemas import TrainingProgress, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.status import TrainingProgress
 from trainer_core.training.provenance import dataset_entries, file_fingerprint, hardware_info, package_versions
 
 log = logging.getLogger(__name__)

@@ -18,11 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.schemas import TrainingMethod, TrainingProgress, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.status import TrainingProgress
 from trainer_core.training.config import training_args
 from trainer_core.training.embedding_rate import EmbeddingRate
 from trainer_core.training.safe_saves import SafeSaves
 from trainer_core.training.wiring import finish, new_lora, run_callbacks
+from trainer_core.vocabulary import TrainingMethod
 
 # TRL's logged metric -> our TrainingProgress field (train and eval; TRL prefixes eval ones "eval_")
 PREFERENCE_METRICS = {

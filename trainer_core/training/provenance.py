@@ -14,7 +14,8 @@ from typing import Any, Optional
 import psutil
 
 from trainer_core.data.fill import fill_record
-from trainer_core.schemas import FormatType, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import FormatType
 
 log = logging.getLogger(__name__)
 PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "gradio", "bitsandbytes")

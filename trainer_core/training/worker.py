@@ -21,8 +21,10 @@ from typing import Any, Optional
 from trainer_core.distributed.env import is_main, node_rank, rank, world_size
 from trainer_core.process.disk_full import DiskFullError, disk_full_message, is_disk_full
 from trainer_core.process.parent import exit_with_parent
-from trainer_core.schemas import SECRET_FIELDS, Phase, TrainingMethod, TrainingProgress, TrainingStartRequest
+from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
+from trainer_core.status import TrainingProgress
 from trainer_core.training.checkpoints import remove_partial_saves
+from trainer_core.vocabulary import Phase, TrainingMethod
 
 log = logging.getLogger(__name__)
 
