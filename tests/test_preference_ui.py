@@ -9,7 +9,8 @@ import math
 from trainer_core.runs.metrics import MetricsHistory, series_of
 from trainer_core.status import TrainingProgress
 from trainer_core.training.preference import preference_values
-from ui import charts, handlers
+from ui import charts
+from ui import train_handlers as handlers
 from ui.method_panel import method_beta, method_rate, method_visibility
 
 
