@@ -25,6 +25,7 @@ import logging
 import math
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
@@ -157,6 +158,18 @@ def early_eta(request: TrainingStartRequest, details: dict[str, Any], history: O
     batch = details.get("global_batch_size") or request.batch_size
     passes = request.max_steps * batch / rows if request.max_steps else request.num_epochs
     return float(tokens) * passes / measured[0]
+
+
+def early_eta_logged(
+    request: TrainingStartRequest, details: dict[str, Any], history: Callable[[], Optional[list[Any]]]
+) -> Optional[float]:
+    """``early_eta`` for a live job (``history`` read only when called): an estimate is a nicety, so
+    any failure is logged and gives None; it never fails the job."""
+    try:
+        return early_eta(request, details, history())
+    except Exception:  # noqa: BLE001 - the run goes on without an estimate
+        log.exception("could not estimate the run's time from earlier runs")
+        return None
 
 
 def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -> Optional[tuple[float, float, str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from trainer_core.runs.folders import record_files
 from trainer_core.runs.write_folders import record_claimed
@@ -106,3 +106,15 @@ def remove_partial_saves_logged(output_dir: Path) -> None:
         remove_partial_saves(output_dir)
     except OSError:
         log.exception("could not remove partial saves in %s", output_dir)
+
+
+def reap(worker: Any, output_dir: Path, wait_s: float, grace_s: float) -> None:
+    """Let an ended job's worker (a ``WorkerProcess``, or a ``RankGroup``'s launcher and ranks) exit:
+    up to ``wait_s`` seconds to tear down by itself after its final event, then SIGTERM and SIGKILL
+    after ``grace_s``; then remove the staging folders of saves it did not finish. Done before the
+    job counts as ended, so no process of a finished job is left for the interpreter's exit to kill
+    (a CLI run ends right after), and a new Start never shares the machine with the last one's
+    teardown."""
+    worker.join(wait_s)
+    worker.terminate(grace_s)
+    remove_partial_saves_logged(output_dir)

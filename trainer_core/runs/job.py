@@ -24,7 +24,7 @@ from trainer_core.process.context import wait_until_ready, warm_in_background
 from trainer_core.process.standby import TRAINING_STACK, Standby, launch_worker, spawn_standby, usable_or_none
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.clock import RunClock
-from trainer_core.runs.ending import Settled, cancelled_message, end_reason, remove_partial_saves_logged, settle_run
+from trainer_core.runs.ending import Settled, cancelled_message, end_reason, reap, settle_run
 from trainer_core.runs.folders import OutputDirError
 from trainer_core.runs.metrics import MetricsHistory
 from trainer_core.runs.opening import open_run
@@ -277,7 +277,7 @@ class JobRunner:
             final = (Phase.error, "The job failed to run.", str(exc))
         finally:
             if worker is not None and worker.pid is not None:
-                _reap(worker, output_dir)  # the job ends when its processes have
+                reap(worker, output_dir, REAP_S, CANCEL_GRACE_S)  # the job ends when its processes have
             ending = self._settle(final[0])  # outside the state lock: it may hash the dataset files
             with self._state:  # one step for readers: not running <=> a new start is accepted
                 self._finish(*final, ending)
@@ -302,20 +302,15 @@ class JobRunner:
                 return final
 
     def _estimate_early(self) -> None:
-        """``eta_check_seconds`` in the details: the training time the check would estimate from
-        this machine's earlier runs (``preflight.timing.early_eta``), for the time left before the
-        run's own steps are timed. Nothing when there is no such history; never fails the job."""
+        """``eta_check_seconds`` in the details: the check's estimate from this machine's earlier
+        runs (``preflight.timing.early_eta_logged``); nothing without such history."""
         if self.store is None or self._request is None:
             return
-        try:
-            from trainer_core.preflight.timing import early_eta
+        from trainer_core.preflight.timing import early_eta_logged
 
-            with self._state:
-                details = dict(self._details)
-            seconds = early_eta(self._request, details, self.store.list_runs(limit=200))
-        except Exception:  # noqa: BLE001 - an estimate is a nicety: the run goes on without it
-            log.exception("could not estimate the run's time from earlier runs")
-            return
+        with self._state:
+            details = dict(self._details)
+        seconds = early_eta_logged(self._request, details, lambda: self.store.list_runs(limit=200))
         if seconds is not None:
             with self._state:
                 self._details["eta_check_seconds"] = round(seconds, 1)
@@ -394,14 +389,3 @@ class JobRunner:
             fn(*args)
         except sqlite3.Error:  # a full disk must not kill the job thread; the live view goes on
             log.exception("could not write the run history")
-
-
-def _reap(worker: WorkerProcess | RankGroup, output_dir: Path) -> None:
-    """Let an ended job's worker (or launcher and ranks) exit: up to REAP_S seconds to tear down by
-    itself after its final event, then SIGTERM / SIGKILL; then remove the staging folders of saves
-    it did not finish. Done before the job counts as ended, so no process of a finished job is left
-    for the interpreter's exit to kill (a CLI run ends right after), and a new Start never shares
-    the machine with the last one's teardown."""
-    worker.join(REAP_S)
-    worker.terminate(CANCEL_GRACE_S)
-    remove_partial_saves_logged(output_dir)
