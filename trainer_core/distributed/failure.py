@@ -88,3 +88,32 @@ def resume_hint(run_folder: Path) -> str:
         return ""
     last = max(saved, key=lambda p: int(p.name.split("-")[-1]))
     return f" Its last checkpoint, {last.name}, can be resumed (Resume from checkpoint)."
+
+
+def launcher_ended(launcher: str, code: Optional[int], log_text: str) -> str:
+    """Why a run ended when its launcher (``launcher``: torchrun, accelerate launch, Ray Train) exited
+    with ``code`` before the training ended, no process having failed first: its last log lines."""
+    tail = last_lines(log_text)
+    return (
+        f"{launcher} exited with code {code} before the training ended"
+        + (f": {tail}" if tail else "")
+        + ". See launcher.log in the run folder."
+    )
+
+
+def results_not_copied(launcher: str, code: Optional[int], log_text: str) -> str:
+    """Why a ``ray_storage_path`` run that trained to its end is an error: its driver exited with
+    ``code`` without copying the results from the storage into the run folder."""
+    tail = last_lines(log_text, count=2)
+    return (
+        f"The training ended, but the results were not copied from ray_storage_path into the run "
+        f"folder ({launcher} exited with code {code}{': ' + tail if tail else ''}); see launcher.log"
+    )
+
+
+def first_ray_death(text: str, pids: dict[int, int], said_bye: set[int]) -> Optional[tuple[int, str]]:
+    """(rank, exit detail) of the first of a group's processes (``pids``: rank -> pid) that Ray's
+    raylet reported dead in ``text`` (``ray_deaths``) without having said goodbye (a killed worker;
+    a process that failed with an error says goodbye first), or None."""
+    ranks = {pid: rank for rank, pid in pids.items() if rank not in said_bye}
+    return next(((ranks[pid], detail) for pid, detail in ray_deaths(text) if pid in ranks), None)

@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 import psutil
 
-from trainer_core.distributed.failure import last_lines, log_tail, ray_deaths, resume_hint, root_cause
+from trainer_core.distributed import failure
 from trainer_core.distributed.launch import (
     Devices,
     launcher_command,
@@ -324,19 +324,20 @@ class RankGroup:
         A launcher killed from outside (no summary of its own) is named instead of a rank."""
         launcher_code = self.exitcode
         self.terminate()
-        cause = root_cause(log_tail(self.log_path))
+        hint = failure.resume_hint(Path(self._job[2]))  # the checkpoints left once every process has ended
+        cause = failure.root_cause(failure.log_tail(self.log_path))
         if cause is None and launcher_code is not None and launcher_code < 0:
             reason = self.evidence.reason(launcher_code, worker=f"{self.launcher} launcher (pid {self.pid})")
             raise WorkerExited(launcher_code, f"{reason} The studio ended the training processes.")
         messages = dict(reversed(self._errors))  # each rank's first error
-        died = self._ray_death(log_tail(self.log_path)) if cause is None else None
+        died = self._ray_death(failure.log_tail(self.log_path)) if cause is None else None
         if died is not None:
             rank, detail = died
             worker = f"training process of rank {rank} (of {self.size}, pid {self.pids[rank]})"
             raise WorkerExited(
                 None,
                 f"The {worker} died on the Ray cluster ({detail or 'no reason given'} It was killed, ran out of "
-                f"memory or crashed); {self.launcher} ended the others.{resume_hint(Path(self._job[2]))} "
+                f"memory or crashed); {self.launcher} ended the others.{hint} "
                 f"See launcher.log in the run folder.",
             )
         # no account from the launcher: a process that died without a word came first (the others' errors,
@@ -352,13 +353,11 @@ class RankGroup:
         if exitcode is None:
             raise WorkerExited(
                 None,
-                f"The {worker} ended without a word; {self.launcher} ended the others.{resume_hint(Path(self._job[2]))} "
+                f"The {worker} ended without a word; {self.launcher} ended the others.{hint} "
                 f"See launcher.log in the run folder.",
             )
         reason = self.evidence.reason(exitcode, worker=worker)
-        raise WorkerExited(
-            exitcode, f"{reason} {self.launcher} ended the other processes.{resume_hint(Path(self._job[2]))}"
-        )
+        raise WorkerExited(exitcode, f"{reason} {self.launcher} ended the other processes.{hint}")
 
     def _release_done(self) -> Event:
         """The held "done" once the driver has ended: as sent when it copied the results in (exit 0),
@@ -366,31 +365,22 @@ class RankGroup:
         held, self._held = self._held, None
         if self.exitcode == 0:
             return held
-        tail = last_lines(log_tail(self.log_path), count=2)
         return ERROR, {
-            "message": f"The training ended, but the results were not copied from ray_storage_path into the run "
-            f"folder ({self.launcher} exited with code {self.exitcode}{': ' + tail if tail else ''}); see launcher.log"
+            "message": failure.results_not_copied(self.launcher, self.exitcode, failure.log_tail(self.log_path))
         }
 
     def _ray_death(self, text: str) -> Optional[tuple[int, str]]:
-        """(rank, Ray's exit detail) of the first of this group's processes that Ray's raylet reported
-        dead without a goodbye (a killed worker; a process that failed with an error says goodbye first),
-        or None (not a Ray run, or no such report)."""
+        """(rank, Ray's exit detail) of the first process Ray's raylet reported dead without a
+        goodbye (``failure.first_ray_death``), or None (not a Ray run, or no such report)."""
         if self.launcher != "Ray Train":
             return None
-        ranks = {pid: rank for rank, pid in self.pids.items() if rank not in self._said_bye}
-        return next(((ranks[pid], detail) for pid, detail in ray_deaths(text) if pid in ranks), None)
+        return failure.first_ray_death(text, self.pids, self._said_bye)
 
     def _launcher_ended(self) -> Event:
         """The launcher ended and every process is gone, with no final event and no failure seen."""
         self.terminate()
-        code = self.exitcode
-        tail = last_lines(log_tail(self.log_path))
         raise WorkerExited(
-            code,
-            f"{self.launcher} exited with code {code} before the training ended"
-            + (f": {tail}" if tail else "")
-            + ". See launcher.log in the run folder.",
+            self.exitcode, failure.launcher_ended(self.launcher, self.exitcode, failure.log_tail(self.log_path))
         )
 
 
