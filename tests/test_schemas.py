@@ -3,7 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest
+from trainer_core.request.model import DEFAULT_MODEL
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.status import new_job_id
 from trainer_core.vocabulary import Phase, TrainingType
 
