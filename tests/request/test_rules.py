@@ -73,3 +73,35 @@ def test_rules_that_complete_a_setting():
 def test_training_data_missing_is_one_rule_for_every_door(files, hub, missing):
     problem = rules.training_data_missing(files, hub, "give --dataset FILE")
     assert problem == ("no training data: give --dataset FILE" if missing else None)
+
+
+def test_no_training_data_is_said_once_and_every_door_says_it():
+    from tests.request.sources import string_literals
+
+    said = {path for path, text in string_literals() if "no training data" in text}
+    assert said == {"trainer_core/request/rules.py"}
+    with pytest.raises(ValidationError, match="no training data: give local_datasets"):
+        TrainingStartRequest()
+
+
+@pytest.mark.parametrize("method", list(TrainingMethod))
+def test_a_methods_defaults_are_read_from_one_table(method):
+    from trainer_core.configs.commands import changed_settings
+    from trainer_core.fieldmeta import method_default
+
+    request = TrainingStartRequest(**DATA, training_method=method)
+    for name in ("learning_rate", "beta", "lora_r", "batch_size"):
+        assert getattr(request, name) == method_default(name, method.value)  # what the form and preview compare to
+    assert set(changed_settings(request.public_dict())) == {"local_datasets", "training_method"} - (
+        {"training_method"} if method == TrainingMethod.sft else set()
+    )
+
+
+def test_the_method_defaults_table_is_read_by_the_request_and_fieldmeta_alone():
+    from tests.request.sources import names_used
+
+    assert names_used("METHOD_DEFAULTS") == {
+        "trainer_core/vocabulary.py",
+        "trainer_core/fieldmeta.py",
+        "trainer_core/request/rules.py",
+    }

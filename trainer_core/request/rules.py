@@ -128,9 +128,9 @@ def has_training_data(request: Request) -> None:
 def method_defaults(request: Request) -> None:
     """A field the request does not set takes its method's own default (``METHOD_DEFAULTS``: a
     preference or GRPO run's learning rate, GRPO's beta)."""
-    for name in ("learning_rate", "beta"):
-        if (name, request.training_method.value) in METHOD_DEFAULTS and name not in request.model_fields_set:
-            setattr(request, name, METHOD_DEFAULTS[(name, request.training_method.value)])
+    for (name, method), value in METHOD_DEFAULTS.items():
+        if method == request.training_method.value and name not in request.model_fields_set:
+            setattr(request, name, value)
 
 
 def rewards_are_grpo(request: Request) -> None:
