@@ -31,12 +31,12 @@ from trainer_core.data.preview_tokenizer import local_model_folder
 from trainer_core.process.parent import exit_normally_on_sigterm
 from trainer_core.queue.dispatcher import JobQueue
 from trainer_core.queue.store import QueueStore
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.runs.folders import record_files
 from trainer_core.runs.integrity import HistoryUnreadable
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.reimport import import_runs
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings, get_settings
 from trainer_core.tasks.export_models import ExportModels

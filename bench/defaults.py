@@ -102,7 +102,7 @@ def load(adapter: Path | None) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM
 
     from trainer_core.models.loading import load_tokenizer, resolve_model_path
-    from trainer_core.schemas import DEFAULT_MODEL
+    from trainer_core.request.model import DEFAULT_MODEL
     from trainer_core.settings import get_settings
 
     path = resolve_model_path(DEFAULT_MODEL, None, get_settings().models_dir)

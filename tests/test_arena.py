@@ -125,3 +125,17 @@ def test_elo_and_win_rates_by_hand():
     assert sum(s.elo for s in board.standings) == pytest.approx(3000.0)  # Elo moves points, never makes them
     pair = leaderboard(votes, {}, models=["a", "b"])  # the model set {a, b}: their 3 battles only
     assert pair.battles == 3 and {s.model for s in pair.standings} == {"a", "b"}
+
+
+def test_the_tabs_token_box_reads_its_default_and_bounds_from_the_schema(arena):
+    import gradio as gr
+
+    from trainer_core.serving.schemas import GenerationSettings
+    from ui.arena_tab import build
+
+    with gr.Blocks() as page:
+        build(arena)
+    (box,) = [c for c in page.blocks.values() if isinstance(c, gr.Number)]
+    field = GenerationSettings.model_fields["max_new_tokens"]
+    limits = {type(m).__name__: m for m in field.metadata}
+    assert (box.value, box.minimum, box.maximum) == (field.default, limits["Ge"].ge, limits["Le"].le)

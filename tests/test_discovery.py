@@ -14,7 +14,7 @@ import pytest
 from tests.fake_hub_cache import fake_hub_repo
 from trainer_core.models import discovery, loading
 from trainer_core.models.discovery import LocalModel, ModelSource, local_models
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.settings import Settings
 
 CONFIG = b'{"model_type": "llama"}'

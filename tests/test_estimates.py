@@ -14,8 +14,10 @@ from transformers import LlamaConfig
 from trainer_core.preflight import parameters, timing
 from trainer_core.preflight.estimates import estimate_memory, estimate_time
 from trainer_core.preflight.memory import activation_elements
+from trainer_core.request.lora import LLAMA_PROJECTIONS
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.runs.store import RunRecord
-from trainer_core.schemas import DEFAULT_MODEL, LLAMA_PROJECTIONS, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import Phase
 
 # SmolLM2-135M-Instruct's config.json

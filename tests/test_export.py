@@ -21,7 +21,7 @@ from trainer_core.export.gguf_meta import GgufMeta, compare_meta
 from trainer_core.export.hub_push import HubPushError, _explain, operations, push_export, repo_id_problem
 from trainer_core.export.schemas import CheckResult, ExportRequest, PushRequest
 from trainer_core.export.start import export_refusal, start_export, start_push
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.tasks.runner import TaskRefused
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord

@@ -6,7 +6,8 @@ import pytest
 
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, looks_like_path
 from trainer_core.paths import PathNotAllowed
-from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest
+from trainer_core.request.model import DEFAULT_MODEL
+from trainer_core.schemas import TrainingStartRequest
 
 
 def test_paths_and_hub_ids_are_told_apart():

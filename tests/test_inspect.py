@@ -19,7 +19,7 @@ from trainer_core.data.formats import normalize
 from trainer_core.data.inspect import inspect_dataset, load_preview_tokenizer, placeholder_advice, token_lengths
 from trainer_core.data.placeholders import find_placeholders
 from trainer_core.data.tokenization import tokenize_dataset
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.settings import Settings
 from trainer_core.vocabulary import FormatType
 

@@ -3,7 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest
+from trainer_core.request.model import DEFAULT_MODEL
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.status import new_job_id
 from trainer_core.vocabulary import Phase, TrainingType
 
@@ -192,3 +193,39 @@ def test_the_help_text_says_each_methods_own_default_from_the_one_table():
         for method in TrainingMethod:
             assert said.get(method.value) == METHOD_DEFAULTS.get((field, method.value)), (field, method, text)
     assert "a GRPO run 2e-4" in TrainingStartRequest.model_fields["learning_rate"].description  # the case
+
+
+# The request's fields in order, by form section (as on main before the schema was split into field
+# groups): the form, the CLI's flags, YAML files and fieldmeta.FIELDS follow this order.
+FIELD_ORDER = [
+    ("model", ["model_name", "training_type", "trust_remote_code", "use_lora", "load_in_4bit", "max_seq_length", "hf_token"]),
+    ("method", ["training_method", "beta", "loss_type", "desirable_weight", "undesirable_weight", "num_generations",
+                "max_completion_length", "temperature", "grpo_loss_type", "rewards", "reward_file", "adapter_name_or_path"]),
+    ("data", ["hf_dataset", "local_datasets", "local_eval_datasets", "format_type", "default_chat_template",
+              "custom_format_mapping", "subset", "train_split", "eval_split", "val_size", "eval_steps",
+              "dataset_slice_start", "dataset_slice_end"]),
+    ("training", ["num_epochs", "max_steps", "learning_rate", "embedding_learning_rate", "batch_size",
+                  "gradient_accumulation_steps", "warmup_steps", "warmup_ratio", "save_steps", "weight_decay",
+                  "max_grad_norm", "random_seed", "packing", "optim", "lr_scheduler_type", "gradient_checkpointing",
+                  "mixed_precision", "early_stopping_patience", "early_stopping_threshold", "stop_on_divergence",
+                  "train_on_completions"]),
+    ("data", ["is_dataset_image", "vision_image_size"]),
+    ("lora", ["lora_r", "lora_alpha", "lora_dropout", "target_modules", "modules_to_save", "use_loftq",
+              "finetune_attention_modules", "finetune_language_layers", "finetune_vision_layers",
+              "finetune_mlp_modules", "use_rslora"]),
+    ("output", ["output_dir", "resume_from_checkpoint"]),
+    ("distributed", ["num_processes", "gpu_ids", "num_nodes", "node_rank", "rdzv_endpoint", "distributed", "compute",
+                     "ray_address", "num_workers", "resources_per_worker", "use_gpu", "ray_storage_path",
+                     "distributed_config"]),
+    ("output", ["report_to", "enable_tensorboard", "tensorboard_dir", "enable_wandb", "wandb_project", "wandb_token"]),
+]  # fmt: skip
+
+
+def test_field_order_and_sections_are_pinned():
+    from trainer_core.fieldmeta import group
+
+    names = [name for _, block in FIELD_ORDER for name in block]
+    assert list(TrainingStartRequest.model_fields) == names and len(names) == 87
+    assert list(TrainingStartRequest.model_json_schema()["properties"]) == names
+    assert [(group(name), name) for name in names] == [(section, n) for section, block in FIELD_ORDER for n in block]
+    assert TrainingStartRequest.model_config["extra"] == "forbid"

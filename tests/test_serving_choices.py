@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.choices import list_choices, model_key, resolve_choice
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.settings import Settings

@@ -7,7 +7,7 @@ import pytest
 
 from trainer_core.cli import build_parser, main
 from trainer_core.cli.chat import choice_for, settings_from
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.serving.schemas import GenerationSettings
 
 

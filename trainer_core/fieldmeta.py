@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from trainer_core.schemas import TrainingStartRequest
+from trainer_core.vocabulary import METHOD_DEFAULTS
 
 FIELDS: dict[str, FieldInfo] = TrainingStartRequest.model_fields
 
@@ -43,7 +44,7 @@ def bounds(info: FieldInfo) -> dict[str, float]:
 
 
 def group(name: str) -> str:
-    """The form section of field ``name`` (model, method, data, training, lora, output)."""
+    """The form section of field ``name`` (a key of ``request.sections.SECTIONS``)."""
     return (FIELDS[name].json_schema_extra or {}).get("group", "training")
 
 
@@ -68,6 +69,13 @@ def default(name: str) -> Any:
     """The field's default value, with enum members as their plain values."""
     value = FIELDS[name].get_default(call_default_factory=True)
     return value.value if isinstance(value, enum.Enum) else value
+
+
+def method_default(name: str, method: str) -> Any:
+    """Field ``name``'s default in a run of training ``method`` (a method value such as ``"grpo"``):
+    the method's own (``vocabulary.METHOD_DEFAULTS``: what the request applies when the field is not
+    set), else the field's. The form's method panel and the command preview compare against it."""
+    return METHOD_DEFAULTS.get((name, method), default(name))
 
 
 def explain(error: ValidationError) -> str:

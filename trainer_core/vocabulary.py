@@ -1,4 +1,4 @@
-"""The closed vocabularies of the request and status models (``schemas.py`` re-exports them all):
+"""The closed vocabularies of the request and status models (every module imports them from here):
 training types and methods, dataset layouts, job phases and end reasons, the names transformers,
 TRL and torch accept for optimizers, schedules, trackers, DPO losses and distributed strategies,
 and the whole-number type of every request model's integer fields."""

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from trainer_core.arena.battle import Arena, ArenaError
 from trainer_core.arena.schemas import BattleRequest, Vote
+from trainer_core.fieldmeta import bounds
 from trainer_core.serving.errors import ChatInputError, ChatUnavailable
 from trainer_core.serving.schemas import GenerationSettings
 from ui.chat_handlers import _choice_label
@@ -58,10 +59,12 @@ def standings(arena: Arena) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+TOKENS = GenerationSettings.model_fields["max_new_tokens"]  # its default and bounds, once, in the schema
+TOKENS_LABEL = "Max new tokens"
 LABELS = {
     "prompt": "Prompt",
-    "settings": "Max new tokens",
-    "max_new_tokens": "Max new tokens",
+    "settings": TOKENS_LABEL,
+    "max_new_tokens": TOKENS_LABEL,
     "models": "First model / Second model",
 }
 
@@ -69,7 +72,7 @@ LABELS = {
 def _field_error(exc: Exception) -> str:
     """A refused battle's settings, each problem named by the field's label on the tab."""
     if not isinstance(exc, ValidationError):
-        return f"Max new tokens: {exc}"
+        return f"{TOKENS_LABEL}: {exc}"
     return "; ".join(
         f"{LABELS.get(str(e['loc'][0]), e['loc'][0]) if e['loc'] else 'Battle'}: {e['msg']}" for e in exc.errors()
     )
@@ -89,7 +92,7 @@ def battle(arena: Arena, first: Any, second: Any, prompt: Any, max_new_tokens: A
         return
     picked = [m for m in (first, second) if isinstance(m, str) and m]  # one: the other at random
     try:
-        settings = GenerationSettings(max_new_tokens=int(max_new_tokens or 256))
+        settings = GenerationSettings(max_new_tokens=int(max_new_tokens or TOKENS.default))
         request = BattleRequest(prompt=prompt, models=picked, settings=settings)
     except (ValueError, TypeError) as exc:
         yield (*keep, notice_html(_field_error(exc), "Not started"), gr.skip(), *_buttons(False))
@@ -137,7 +140,7 @@ def build(arena: Arena) -> None:
             refresh = gr.Button("Refresh", size="sm", scale=0)
         prompt = gr.Textbox(label="Prompt", lines=3, elem_id="arena-prompt")
         with gr.Row():
-            tokens = gr.Number(label="Max new tokens", value=256, precision=0, minimum=1, maximum=4096, scale=1)
+            tokens = gr.Number(label=TOKENS_LABEL, value=TOKENS.default, precision=0, scale=1, **bounds(TOKENS))
             start = gr.Button("Battle", variant="primary", elem_id="arena-battle", scale=2)
         with gr.Row():
             left = gr.Textbox(label="Model A", lines=8, interactive=False, elem_id="arena-left")

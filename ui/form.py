@@ -14,7 +14,8 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
 from trainer_core.fieldmeta import base_type, bounds, choices, default, explain, parse_mapping
-from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
+from trainer_core.request.lora import LLAMA_PROJECTIONS
+from trainer_core.schemas import TrainingStartRequest
 from ui.refusals import label_of
 from ui.refused import Refused
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import gradio as gr
 
-from trainer_core.fieldmeta import default, field_methods, group
+from trainer_core.fieldmeta import default, field_methods, group, method_default
+from trainer_core.request.sections import SECTIONS
 from trainer_core.reward_schemas import RewardSpec, reward_line
-from trainer_core.vocabulary import METHOD_DEFAULTS, Phase, TrainingMethod
+from trainer_core.vocabulary import Phase, TrainingMethod
 from ui.form import FORM_FIELDS, make_widget
 
 NEW_ADAPTER = ("none: a new adapter", "")
@@ -48,7 +49,7 @@ def build(store: Any = None) -> dict[str, gr.components.Component]:
     methods than the default hidden; *Start from adapter* lists the adapters of ``store``'s runs
     (``adapter_choices``) and takes any typed folder."""
     adapters = adapter_choices(store.list_runs(limit=200) if store is not None else [])
-    with gr.Accordion("Training method", open=True, elem_id="section-method"):
+    with gr.Accordion(SECTIONS["method"].form, open=True, elem_id="section-method"):
         widgets = {}
         for name in (name for name in FORM_FIELDS if group(name) == "method"):
             if name == "rewards":  # the library's picker just above the box it fills
@@ -102,12 +103,6 @@ def method_visibility(method: str) -> dict[str, bool]:
     return {name: method in methods for name in FORM_FIELDS if (methods := field_methods(name))}
 
 
-def method_default(name: str, method: str) -> Any:
-    """Field ``name``'s default under training ``method`` (``vocabulary.METHOD_DEFAULTS``, else the
-    schema's)."""
-    return METHOD_DEFAULTS.get((name, method), default(name))
-
-
 def _follow(name: str, method: str, value: Any) -> Any:
     """An update to ``method``'s default when ``value`` is still some method's default; a value the
     user set stays (``gr.skip``)."""
@@ -123,8 +118,8 @@ def method_rate(method: str, learning_rate: Any) -> Any:
 
 def method_beta(method: str, beta: Any) -> Any:
     """The user chose another training method: a beta still at a method default (the preference
-    methods' 0.1, GRPO's KL weight 0.04) becomes the new method's; one the user set stays, and SFT
-    (which has no beta) leaves it alone."""
+    methods' beta, GRPO's KL weight: ``fieldmeta.method_default``) becomes the new method's; one the
+    user set stays, and SFT (which has no beta) leaves it alone."""
     return gr.skip() if method == "sft" else _follow("beta", method, beta)
 
 

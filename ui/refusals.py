@@ -13,16 +13,13 @@ import re
 from dataclasses import dataclass
 
 from trainer_core.fieldmeta import FIELDS, group
+from trainer_core.request.sections import SECTIONS
 from ui.uploads import UPLOAD_LABEL
 
 EVAL_UPLOAD_LABEL = "Evaluation dataset (upload, optional)"
-SECTION_TITLES = {
-    "data": "Data options",
-    "training": "Hyperparameters",
-    "lora": "LoRA",
-    "output": "Output",
-    "distributed": "Devices and processes",
-}
+# The sections a refusal names beside a field's label: those closed on the page (the model's main
+# fields and the training method are in view; Model options opens without being named).
+SECTION_TITLES = {key: section.form for key, section in SECTIONS.items() if key not in ("model", "method")}
 # The model fields always on screen (in a row); the model group's others are in Model options.
 MODEL_FIRST = ("model_name", "training_type", "max_seq_length")
 # The dataset fields are two widgets each (an upload and a path box); elem ids set in ui.train_widgets.

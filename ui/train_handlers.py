@@ -17,6 +17,8 @@ import pandas as pd
 from gradio.components.plot import PlotData
 
 from trainer_core.admission.admit import REFUSALS, admit
+from trainer_core.request.rules import training_data_missing
+from trainer_core.request.sections import SECTIONS
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.metrics import ChartPoints
 from trainer_core.schemas import TrainingStartRequest
@@ -177,6 +179,9 @@ def start(
     yield from start_request(ctx, request, session)
 
 
+NO_DATA_FIX = f"upload a file or type its path on the server (or name a Hub dataset under {SECTIONS['data'].form})"
+
+
 def form_request(
     ctx: Context, upload: Optional[str], paths_text: str, eval_upload: Optional[str], eval_text: str, values: tuple
 ) -> TrainingStartRequest:
@@ -184,11 +189,9 @@ def form_request(
     order) as a validated request. Raises ``gr.Error`` naming the field (no training data, a bad
     upload, an invalid setting)."""
     train_files = dataset_paths(upload, paths_text, ctx.settings)
-    if not train_files and not str(dict(zip(FORM_FIELDS, values)).get("hf_dataset") or "").strip():
-        raise Refused(
-            "local_datasets: no training data: upload a file or type its path on the server "
-            "(or name a Hub dataset under Data options)"
-        )
+    hub = dict(zip(FORM_FIELDS, values)).get("hf_dataset")
+    if problem := training_data_missing(train_files, hub, NO_DATA_FIX):
+        raise Refused(f"local_datasets: {problem}")
     eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
     return build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
 

@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from trainer_core.fieldmeta import group
+from trainer_core.request.sections import SECTIONS
 from ui import config_panel, placeholder_panel, preflight_panel, queue_panel
 from ui import train_handlers as handlers
 from ui.context import Context
@@ -21,13 +22,7 @@ from ui.uploads import DATASET_TYPES, UPLOAD_LABEL
 FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap
 
 
-SECTIONS = (  # (schema group, accordion title)
-    ("data", "Data options"),
-    ("training", "Hyperparameters"),
-    ("lora", "LoRA"),
-    ("output", "Output"),
-    ("distributed", "Devices and processes"),
-)
+OWN_BUILDERS = ("model", "method")  # sections placed by model_group and method_panel.build
 
 
 def model_group(models: list[tuple[str, str]]) -> dict[str, gr.components.Component]:
@@ -40,17 +35,18 @@ def model_group(models: list[tuple[str, str]]) -> dict[str, gr.components.Compon
     with gr.Row(equal_height=True):
         for name in (n for n in names if n in MODEL_FIRST and n != "model_name"):
             widgets[name] = make_widget(name)
-    with gr.Accordion("Model options", open=False, elem_id="section-model"):
+    with gr.Accordion(SECTIONS["model"].form, open=False, elem_id="section-model"):
         for name in (n for n in names if n not in MODEL_FIRST):
             widgets[name] = make_widget(name)
     return widgets
 
 
 def sections() -> dict[str, gr.components.Component]:
-    """The other settings in closed sections (ids ``section-<group>``, which a refusal opens)."""
+    """The other settings in closed sections (ids ``section-<group>``, which a refusal opens), in
+    ``SECTIONS``' order under its titles."""
     widgets = {}
-    for section, title in SECTIONS:
-        with gr.Accordion(title, open=False, elem_id=f"section-{section}"):
+    for section in (key for key in SECTIONS if key not in OWN_BUILDERS):
+        with gr.Accordion(SECTIONS[section].form, open=False, elem_id=f"section-{section}"):
             for name in (n for n in FORM_FIELDS if group(n) == section):
                 widgets[name] = make_widget(name)
     return widgets
@@ -133,7 +129,7 @@ def data_inputs() -> tuple[gr.File, gr.Textbox, gr.File, gr.Textbox, gr.Markdown
         label="...or evaluation dataset paths on the server (optional)",
         elem_id="eval-paths",
         info="Comma-separated; evaluated every Eval steps. Or set the validation fraction "
-        "(Data options) to split them off the training rows.",
+        f"({SECTIONS['data'].form}) to split them off the training rows.",
     )
     return upload, paths, eval_upload, eval_paths, detected, table, fill
 

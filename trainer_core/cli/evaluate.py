@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from trainer_core.evaluation.schemas import EvaluateRequest
 from trainer_core.fieldmeta import explain
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 
 FIELDS = EvaluateRequest.model_fields
 

@@ -20,7 +20,9 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from trainer_core.configs.yaml_files import read_config_file
-from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
+from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, group, parse_mapping
+from trainer_core.request.rules import training_data_missing
+from trainer_core.request.sections import SECTIONS
 from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.status import TrainingStatus
@@ -46,8 +48,9 @@ def _item_choices(annotation: Any) -> Optional[list[str]]:
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """Register ``train`` on ``sub`` with one flag per request field (defaults left to the schema);
-    returns its parser (``check`` takes the same flags)."""
+    """Register ``train`` on ``sub`` with one flag per request field (defaults left to the schema),
+    grouped in ``--help`` under the form's section titles; returns its parser (``check`` takes the
+    same flags)."""
     train = sub.add_parser("train", help="Fine-tune a model and save the result.")
     train.add_argument(
         "--dataset",
@@ -63,20 +66,21 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="RUN_JSON",
         help="Rerun the run this run.json records, into a new folder (--config and flags override it).",
     )
+    sections = {key: train.add_argument_group(section.title) for key, section in SECTIONS.items()}
     for name, info in FIELDS.items():
         if name in SKIP:
             continue
-        flag, kind = "--" + name.replace("_", "-"), _flag_type(info.annotation)
+        flag, kind, where = "--" + name.replace("_", "-"), _flag_type(info.annotation), sections[group(name)]
         help_text = f"{info.description} (default: {default(name)!s})".replace("%", "%%")
         if kind == "bool":
-            train.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+            where.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif kind == "list":
             pairs = "; give ours=theirs pairs" if typing.get_origin(base_type(info.annotation)) is dict else ""
-            train.add_argument(
+            where.add_argument(
                 flag, nargs="+", default=None, choices=_item_choices(info.annotation), help=help_text + pairs
             )
         else:
-            train.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
+            where.add_argument(flag, type=kind, default=None, choices=choices(info.annotation), help=help_text)
     return train
 
 
@@ -99,10 +103,9 @@ def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
         values["custom_format_mapping"] = parse_mapping(",".join(values["custom_format_mapping"]))
     for name, given in (("local_datasets", args.dataset), ("local_eval_datasets", args.eval_dataset)):
         values[name] = [str(Path(p).resolve()) for p in (given or values.get(name) or [])]
-    if not values["local_datasets"] and not values.get("hf_dataset"):
-        raise ValueError(
-            "no training data: give --dataset FILE (or local_datasets / hf_dataset in --config or --from-run)"
-        )
+    fix = "give --dataset FILE (or local_datasets / hf_dataset in --config or --from-run)"
+    if problem := training_data_missing(values["local_datasets"], values.get("hf_dataset"), fix):
+        raise ValueError(problem)
     return TrainingStartRequest(**values)
 
 

@@ -13,9 +13,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from trainer_core.fieldmeta import FIELDS, base_type, default, for_compute
+from trainer_core.fieldmeta import FIELDS, base_type, default, for_compute, method_default
 from trainer_core.schemas import SECRET_FIELDS
-from trainer_core.vocabulary import METHOD_DEFAULTS
 
 PATH_FLAGS = {"local_datasets": "--dataset", "local_eval_datasets": "--eval-dataset"}  # repeated flags in cli.py
 
@@ -33,7 +32,7 @@ def changed_settings(settings: dict[str, Any]) -> dict[str, Any]:
         name: value
         for name, value in typed.items()
         if name not in SECRET_FIELDS
-        and value != METHOD_DEFAULTS.get((name, method), default(name))
+        and value != method_default(name, method)
         and not (name == "rewards" and not value)
         and for_compute(name) in (None, compute)
     }

@@ -13,6 +13,8 @@ import yaml
 from pydantic import ValidationError
 
 from trainer_core.fieldmeta import FIELDS, explain, group
+from trainer_core.request.rules import NO_TRAINING_DATA
+from trainer_core.request.sections import SECTIONS
 from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
 
 SECRET_HINTS = {
@@ -20,16 +22,6 @@ SECRET_HINTS = {
     "wandb_token": "the server's own wandb login (WANDB_API_KEY) is used",
 }
 MAX_CONFIG_BYTES = 256 * 1024  # a settings file is a few KB; anything far larger is not one
-GROUP_TITLES = {
-    "model": "Model",
-    "method": "Training method",
-    "data": "Data",
-    "training": "Hyperparameters",
-    "lora": "LoRA",
-    "output": "Output",
-    "distributed": "Devices and processes",
-}
-NO_DATA = "no training data"  # the one check a settings file without datasets may fail
 
 
 class ConfigFileError(ValueError):
@@ -44,15 +36,15 @@ def request_to_yaml(settings: dict[str, Any]) -> str:
         "# Finetune Studio training settings: load them in the Train tab, or run\n"
         "#   python -m trainer_core train --config THIS_FILE\n"
     ]
-    for section, title in GROUP_TITLES.items():
+    for key, section in SECTIONS.items():
         values = {
             name: settings[name]
             for name in FIELDS
-            if group(name) == section and name in settings and name not in SECRET_FIELDS
+            if group(name) == key and name in settings and name not in SECRET_FIELDS
         }
         if values:
             blocks.append(
-                f"# --- {title} ---\n"
+                f"# --- {section.title} ---\n"
                 + yaml.safe_dump(values, sort_keys=False, allow_unicode=True, default_flow_style=False)
             )
     return "\n".join(blocks)
@@ -122,7 +114,9 @@ def parse_config_text(
             raise ConfigFileError(
                 f"{source} cannot be read as settings ({type(exc).__name__}): it is not a settings file"
             ) from None
-        problems = [e for e in exc.errors() if not str(e["msg"]).removeprefix("Value error, ").startswith(NO_DATA)]
+        problems = [
+            e for e in exc.errors() if not str(e["msg"]).removeprefix("Value error, ").startswith(NO_TRAINING_DATA)
+        ]
         if problems:
             raise ConfigFileError(
                 f"{source}: {explain(ValidationError.from_exception_data(exc.title, problems))}"

@@ -27,6 +27,7 @@ from trainer_core.data.prompt_fit import fitting_prompts
 from trainer_core.data.prompts import canonical_prompts
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
 from trainer_core.data.vision_data import reads_images, with_image_columns
+from trainer_core.request.rules import NO_TRAINING_DATA
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import get_settings
 from trainer_core.vocabulary import FormatType, TrainingMethod
@@ -111,7 +112,7 @@ def _sources(request: TrainingStartRequest, eval: bool) -> list[tuple[str, datas
         raise DatasetError(
             "no evaluation data: give local_eval_datasets or an eval_split"
             if eval
-            else "no training data: give local_datasets or hf_dataset"
+            else f"{NO_TRAINING_DATA}: give local_datasets or hf_dataset"
         )
     return sources
 

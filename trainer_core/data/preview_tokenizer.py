@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from trainer_core.models import hub
 from trainer_core.paths import PathNotAllowed, confine
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from trainer_core.settings import Settings

@@ -6,7 +6,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainer_core.schemas import MAX_FILES, PathText
+from trainer_core.request.base import MAX_FILES, PathText
 from trainer_core.vocabulary import OptionalWholeNumber, WholeNumber
 
 CPU_DEFAULT_ROWS = 50

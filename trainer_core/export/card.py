@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.export.schemas import CheckResult, GGUFFile
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.serving.schemas import ModelChoice
 
 SETTINGS = (

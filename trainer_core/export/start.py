@@ -19,7 +19,7 @@ from trainer_core.export.gguf_convert import gguf_problem, missing_message
 from trainer_core.export.schemas import QUANTISED, ExportRequest, PushRequest
 from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
 from trainer_core.models.hub import looks_like_path
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord

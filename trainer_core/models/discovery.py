@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional
 
 from trainer_core.models.vision_family import FAMILY_NAMES
 from trainer_core.paths import PathNotAllowed, is_within, resolve
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from trainer_core.settings import Settings

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 from trainer_core.hub_ids import hub_id_problem
 from trainer_core.paths import PathNotAllowed, confine, shown
-from trainer_core.schemas import DEFAULT_MODEL
+from trainer_core.request.model import DEFAULT_MODEL
 
 log = logging.getLogger(__name__)
 REACHABLE_TTL_S = 30.0  # how long one "is the Hub reachable?" answer is reused

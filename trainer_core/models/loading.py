@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.models import hub
-from trainer_core.schemas import DEFAULT_MODEL, TrainingStartRequest
+from trainer_core.request.model import DEFAULT_MODEL
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import TrainingType
 
 log = logging.getLogger(__name__)

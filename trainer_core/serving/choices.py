@@ -17,8 +17,8 @@ from typing import Optional
 
 from trainer_core.models.hub import looks_like_path
 from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.runs.store import RunRecord, RunStore
-from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import BASE_MODEL_ID, ModelChoice
 from trainer_core.settings import Settings

@@ -1,7 +1,7 @@
 """Models shared by the chat tab, the OpenAI-compatible routes, share links and the CLI's ``chat``.
 
 Every generation setting carries its description, default and bounds once, here (as the training
-request's fields do in ``trainer_core.schemas``); the UI builds its widgets from them.
+request's fields do in their groups, ``trainer_core.request``); the UI builds its widgets from them.
 """
 
 from __future__ import annotations

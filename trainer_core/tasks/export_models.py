@@ -19,8 +19,8 @@ from typing import Optional
 
 from trainer_core.llamacpp.build import missing_message
 from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.runs.store import RunStore
-from trainer_core.schemas import DEFAULT_MODEL
 from trainer_core.serving.choices import has_weights
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import ModelChoice

@@ -1,0 +1,1 @@
+"""The training request by concern: its field groups (model, method, data, hyperparameters, images, LoRA, output and trackers, devices) and its cross-field rules; ``trainer_core.schemas`` composes them into ``TrainingStartRequest``."""
