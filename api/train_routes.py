@@ -86,11 +86,11 @@ def preflight(body: TrainingStartRequest, request: Request, runner: JobRunner = 
     without loading model weights: rows read / kept / dropped per file, truncation, trained tokens,
     steps, memory and time estimates, warnings and errors (``trainer_core.preflight``). Paths obey
     the same rules as ``/start`` (a 400 names the field). Runs while a job trains, in the check's
-    own worker process (``trainer_core.preflight.isolation``: a check that needs more memory than
+    own worker process (``trainer_core.admission.check_worker``: a check that needs more memory than
     its limit is a report with that error)."""
     try:
         checked = checked_for_preflight(body, request.app.state.settings, runner.store)
-        from trainer_core.preflight.isolation import check_report
+        from trainer_core.admission.check_worker import check_report
 
         return check_report(checked, request.app.state.settings, runner.store)
     except MissingPaths as exc:

@@ -86,7 +86,7 @@ class Settings(BaseSettings):
         4096,
         ge=256,
         description="Resident memory (MB) the pre-flight check's worker process may use; past it the worker is "
-        "ended and the check answers why (preflight.isolation).",
+        "ended and the check answers why (admission.check_worker).",
     )
 
     @model_validator(mode="after")

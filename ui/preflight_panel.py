@@ -1,6 +1,6 @@
 """The Check button beside Start: the pre-flight check of the form as it is (``trainer_core.
 preflight.check.run_preflight``: tokenizer only, no weights, in the check's worker process:
-``preflight.isolation``), shown as a report and a token-length histogram. It never takes the job
+``admission.check_worker``), shown as a report and a token-length histogram. It never takes the job
 lock, so it runs while a job trains."""
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ def _report(
     """The pre-flight report of the form's settings and data, or the notice HTML (a str) that says
     why it could not be made: a setting or path that cannot be used (with the field's label, as
     Start would say it) or a failed check. The check runs in its own worker process
-    (``preflight.isolation``)."""
+    (``admission.check_worker``)."""
     try:
         train_files = dataset_paths(upload, paths_text, ctx.settings)
         eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
         request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
         request = checked_for_preflight(request, ctx.settings, ctx.runner.store)
-        from trainer_core.preflight.isolation import check_report
+        from trainer_core.admission.check_worker import check_report
 
         return check_report(request, ctx.settings, ctx.runner.store)
     except gr.Error as exc:

@@ -158,7 +158,7 @@ def test_a_100_mb_row_is_refused_by_row_in_the_check_worker_and_a_check_over_its
     stays put, and at /start (400; sent as JSON lines, refused by the line scan before it is
     parsed); and a check that outgrows the worker's memory limit is ended and answered at both,
     after which the next check runs in a fresh worker."""
-    from trainer_core.preflight.isolation import checker
+    from trainer_core.admission.check_worker import checker
 
     settings, runner, url = studio
     folder = settings.data_dir / "big-rows"

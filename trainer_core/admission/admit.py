@@ -4,7 +4,7 @@ answered "queued": one function, so every door refuses the same things with the 
 Each check is cheap (well under a second for data files of a few MB, about one second for a Hub
 lookup, about two seconds to tokenize 1,000 Alpaca rows); what needs the model's weights is left to
 the worker. The data checks are the pre-flight check's (``preflight.check.start_issues``, run in the
-check's worker process: ``preflight.isolation``), so Start refuses with the same messages as the
+check's worker process: ``admission.check_worker``), so Start refuses with the same messages as the
 Check button.
 """
 
@@ -73,7 +73,7 @@ def admit(request: TrainingStartRequest, settings: Settings, store: Optional[Run
     if checked.hf_dataset:
         check_hub_dataset(checked.hf_dataset, token)
     admitted = checked.model_copy(update=updates)
-    from trainer_core.preflight.isolation import check_start_issues
+    from trainer_core.admission.check_worker import check_start_issues
 
     errors = check_start_issues(admitted, settings)  # in the check's worker process, never in the app's
     if errors:

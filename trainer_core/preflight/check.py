@@ -5,7 +5,7 @@ Measured here (2 CPU cores shared with other work, load average 8): 999 Alpaca r
 2.3-4.0 s with the tokenizer in memory (estimates included; 2.5 s without), of which tokenizing is
 ~1.7 s and reading the file (twice: rows, then ``reading_notes``) most of the rest. A fresh process
 adds ~11 s of imports and ~4 s to load the tokenizer. Start's share (``start_issues``): 1.9-2.4 s.
-The app runs both in its check worker (``preflight.isolation``), which has the imports and the
+The app runs both in its check worker (``admission.check_worker``), which has the imports and the
 tokenizers warm; the CLI runs them in its own process.
 """
 
