@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
 from trainer_core.hub_ids import hub_id_problem
-from trainer_core.reward_schemas import RewardSpec, json_text, parse_reward
+from trainer_core.rewards.schemas import RewardSpec, json_text, parse_reward
 from trainer_core.vocabulary import (
     METHOD_DEFAULTS,
     Compute,

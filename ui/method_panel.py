@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from trainer_core.fieldmeta import default, field_methods, group
-from trainer_core.reward_schemas import RewardSpec, reward_line
+from trainer_core.rewards.schemas import RewardSpec, reward_line
 from trainer_core.vocabulary import METHOD_DEFAULTS, Phase, TrainingMethod
 from ui.form import FORM_FIELDS, make_widget
 
@@ -89,7 +89,7 @@ def add_reward(choice: Any, current: Any) -> tuple[Any, Any]:
     picker cleared for the next pick."""
     if not choice:
         return gr.skip(), gr.skip()
-    from trainer_core.reward_schemas import parse_reward
+    from trainer_core.rewards.schemas import parse_reward
 
     line = reward_line(RewardSpec(**parse_reward(choice)))
     text = (current or "").rstrip("\n")
