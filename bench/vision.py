@@ -62,11 +62,11 @@ def _log(sink: list[dict]) -> Any:
 
 
 def _ours(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) -> Any:
+    from trainer_core.kinds.vision.prepare import prepare_vision_data
+    from trainer_core.kinds.vision.processor import load_processor
     from trainer_core.models.loading import load_model
     from trainer_core.schemas import TrainingStartRequest
     from trainer_core.training.trainer import build_trainer
-    from trainer_core.vision.prepare import prepare_vision_data
-    from trainer_core.vision.processor import load_processor
 
     request = TrainingStartRequest(model_name=model_dir, local_datasets=[dataset], max_steps=steps, **SETTINGS)
     processor = load_processor(Path(model_dir))
@@ -81,7 +81,7 @@ def _trl(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) 
     from transformers import AutoModelForImageTextToText
     from trl import SFTConfig, SFTTrainer
 
-    from trainer_core.vision.processor import load_processor
+    from trainer_core.kinds.vision.processor import load_processor
 
     folder = Path(dataset).parent
     rows = datasets.load_dataset("json", data_files=dataset, split="train")

@@ -12,12 +12,12 @@ import pytest
 
 from trainer_core.data.prepare import load_conversations
 from trainer_core.data.tokenization import IGNORE
+from trainer_core.kinds.vision.collator import VisionCollator, image_token_ids
+from trainer_core.kinds.vision.prepare import prepare_vision_rows
+from trainer_core.kinds.vision.processor import load_processor
 from trainer_core.models.lora_plan import lora_plan
 from trainer_core.models.targets import TargetError
 from trainer_core.schemas import TrainingStartRequest
-from trainer_core.vision.collator import VisionCollator, image_token_ids
-from trainer_core.vision.prepare import prepare_vision_rows
-from trainer_core.vision.processor import load_processor
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ VISION_FIELDS = tuple(name for name in FORM_FIELDS if for_vision(name))
 
 def family_of(model_name: Any, settings: Any) -> Optional[Any]:
     """The ``VisionFamily`` of the model named in the picker, or None (text-only, not here, empty)."""
-    from trainer_core.data.vision_data import named_family
+    from trainer_core.kinds.vision.data import named_family
 
     return named_family(model_name, settings)
 

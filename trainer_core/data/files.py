@@ -248,8 +248,8 @@ def reading_notes(
     as preference data for a ``method`` other than sft). Raises DatasetError when the data cannot
     be used."""
     from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
-    from trainer_core.data.image_rows import has_images
     from trainer_core.data.preference import detect_preference_format, normalize_preference
+    from trainer_core.kinds.vision.rows import has_images
     from trainer_core.vocabulary import TrainingMethod
 
     folder = Path(path).expanduser()

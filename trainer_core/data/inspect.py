@@ -21,7 +21,6 @@ import pandas as pd
 from trainer_core.data.files import DatasetError, read_file, read_head, rows_dataset
 from trainer_core.data.folders import plan_folder
 from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
-from trainer_core.data.image_rows import base_folder, has_images, normalize_vision
 from trainer_core.data.images import thumbnail
 from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, placeholder_advice
 from trainer_core.data.preference import canonical_preference
@@ -30,6 +29,7 @@ from trainer_core.data.preview_tokenizer import load_preview_tokenizer
 from trainer_core.data.prompt_tokens import is_prompt_rows, prompt_length
 from trainer_core.data.prompts import canonical_prompts
 from trainer_core.data.tokenization import _render
+from trainer_core.kinds.vision.rows import base_folder, has_images, normalize_vision
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import get_settings
 from trainer_core.vocabulary import FormatType, TrainingMethod

@@ -18,7 +18,7 @@ from typing import Any
 import datasets
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.models.vision_family import VISION_MODELS
+from trainer_core.kinds.vision.family import VISION_MODELS
 
 MEDIA_COLUMNS = {"images": "image", "videos": "video", "audios": "audio"}  # column -> kind
 MEDIA_FEATURES = {"Image": "image", "Audio": "audio", "Video": "video"}  # datasets feature type -> kind

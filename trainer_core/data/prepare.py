@@ -21,12 +21,12 @@ import pandas as pd
 from trainer_core.data.files import DatasetError, read_file, read_head, read_parts, reading_notes, rows_dataset
 from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
 from trainer_core.data.hub_data import read_hub
-from trainer_core.data.image_rows import base_folder, normalize_vision
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.prompt_fit import fitting_prompts
 from trainer_core.data.prompts import canonical_prompts
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
-from trainer_core.data.vision_data import reads_images, with_image_columns
+from trainer_core.kinds.vision.data import reads_images, with_image_columns
+from trainer_core.kinds.vision.rows import base_folder, normalize_vision
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import get_settings
 from trainer_core.vocabulary import FormatType, TrainingMethod

@@ -120,8 +120,8 @@ def _own_data(choice: ModelChoice, roots: Optional[list[Path]]) -> dict[str, Any
 def reads_images(choice: ModelChoice) -> bool:
     """Whether ``choice`` is a vision-language model (its folder's config, else its base model's),
     so that held-out files keep their images (``data.vision_data``)."""
-    from trainer_core.data.vision_data import checked_family
-    from trainer_core.models.vision_family import folder_family
+    from trainer_core.kinds.vision.data import checked_family
+    from trainer_core.kinds.vision.family import folder_family
 
     if choice.path and not choice.adapter and (Path(choice.path) / "config.json").is_file():
         return folder_family(Path(choice.path)) is not None

@@ -26,7 +26,7 @@ from trainer_core.evaluation.rows import EvalRow, to_rows
 from trainer_core.evaluation.schemas import CPU_DEFAULT_ROWS, EvaluateRequest, EvaluationResult
 from trainer_core.evaluation.scoring import score_answers
 from trainer_core.evaluation.sources import read_plan
-from trainer_core.evaluation.vision_rows import prompt_length, vision_answers, vision_loss
+from trainer_core.kinds.vision.evaluate import prompt_length, vision_answers, vision_loss
 
 log = logging.getLogger(__name__)
 Progress = Callable[[float, str], None]  # (fraction 0..1, message)

@@ -143,7 +143,7 @@ def mmproj_problem(config: dict, folder: Path) -> Optional[str]:
     """Why llama.cpp's converter in ``folder`` cannot write the ``mmproj`` file (vision tower and
     projector) of a vision-language model with this config.json, or None (also None for a
     text-only model, or when the registry cannot be read)."""
-    from trainer_core.models.vision_family import vision_family
+    from trainer_core.kinds.vision.family import vision_family
 
     family = vision_family(config)
     known = supported_architectures(folder, "MMPROJ_MODEL_MAP")

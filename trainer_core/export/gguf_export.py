@@ -43,9 +43,9 @@ from trainer_core.export.llamacpp_check import llama_check
 from trainer_core.export.modelfile import trained_system, write_modelfile
 from trainer_core.export.schemas import QUANTISED, CheckResult, ExportResult, GGUFFile
 from trainer_core.export.weights import base_dir, load_causal_lm, load_run, merge, save_model
+from trainer_core.kinds.vision.family import vision_family
 from trainer_core.llamacpp import build as llamacpp_build
 from trainer_core.llamacpp.client import run_probe
-from trainer_core.models.vision_family import vision_family
 
 MERGED_DIR = ".merged"
 WRITING = re.compile(r"Writing:\s+(\d+)%")

@@ -95,8 +95,8 @@ def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
     folder (``models.vision_family``). Raises ModelLoadError naming the folder."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
+    from trainer_core.kinds.vision.family import folder_family
     from trainer_core.models.loading import ModelLoadError, remote_code
-    from trainer_core.models.vision_family import folder_family
 
     vision = "gguf_file" not in kwargs and folder_family(Path(path)) is not None
     kwargs = {**remote_code(path), **kwargs}  # a model that ships code loads only where the server allows it
@@ -111,8 +111,8 @@ def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
 
 def load_run(choice: ModelChoice, models_dir: Path, qlora: bool = False) -> RunWeights:
     """The run as trained, in float32 (see the module docstring). Raises ModelLoadError."""
+    from trainer_core.kinds.vision.family import folder_family
     from trainer_core.models.loading import ModelLoadError, load_tokenizer, remote_code
-    from trainer_core.models.vision_family import folder_family
     from trainer_core.serving.loader import _tokenizer_folder  # where chat finds the run's tokenizer too
 
     base = base_dir(choice, models_dir) if choice.adapter else None
@@ -128,7 +128,7 @@ def load_run(choice: ModelChoice, models_dir: Path, qlora: bool = False) -> RunW
         model = load_causal_lm(Path(choice.path))
     folder = _tokenizer_folder(choice, base)
     if folder_family(base if choice.adapter else Path(choice.path)) is not None:
-        from trainer_core.vision.processor import load_processor
+        from trainer_core.kinds.vision.processor import load_processor
 
         processor = load_processor(folder, **remote_code(folder))
         return RunWeights(choice, model, processor.tokenizer, folder, base, qlora, processor)

@@ -26,7 +26,7 @@ def model_class(config: Any) -> Any:
     not map it."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-    from trainer_core.models.vision_family import vision_family
+    from trainer_core.kinds.vision.family import vision_family
 
     auto_class = AutoModelForImageTextToText if vision_family(config) else AutoModelForCausalLM
     try:

@@ -14,7 +14,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from trainer_core.models.vision_family import FAMILY_NAMES
+from trainer_core.kinds.vision.family import FAMILY_NAMES
 from trainer_core.paths import PathNotAllowed, is_within, resolve
 from trainer_core.schemas import DEFAULT_MODEL
 

@@ -203,9 +203,9 @@ def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, BitsAndBytesConfig
 
     from trainer_core.distributed.env import device_for_rank
+    from trainer_core.kinds.vision.family import folder_family
     from trainer_core.models.attention_choice import load_attention
     from trainer_core.models.precision import request_precision, torch_dtype
-    from trainer_core.models.vision_family import folder_family
 
     precision = request_precision(request, device)
     dtype, weights = torch_dtype(precision.dtype), torch_dtype(precision.weights)

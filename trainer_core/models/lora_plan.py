@@ -41,7 +41,7 @@ def lora_plan(model: Any, request: Any) -> LoraPlan:
 
 
 def _is_vision(model: Any) -> bool:
-    from trainer_core.models.vision_family import vision_family
+    from trainer_core.kinds.vision.family import vision_family
 
     return vision_family(getattr(model, "config", None) or {}) is not None
 
@@ -50,7 +50,7 @@ def _vision_targets(model: Any, request: Any) -> Any:
     """A vision model's targets with ``["all-linear"]``: the language blocks' (when
     ``finetune_language_layers``) plus the tower and projector (when ``finetune_vision_layers``);
     None for an explicit ``target_modules`` list (matched as for any model)."""
-    from trainer_core.models.vision_targets import vision_paths
+    from trainer_core.kinds.vision.targets import vision_paths
 
     if list(request.target_modules) != [ALL_LINEAR]:
         return None

@@ -20,6 +20,7 @@ import numpy as np
 
 from trainer_core.data.files import DatasetError
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer, local_model_folder
+from trainer_core.kinds.vision.check import vision_summary
 from trainer_core.preflight import rules
 from trainer_core.preflight.gather import Gathered, gather
 from trainer_core.preflight.grpo import grpo_summary
@@ -27,7 +28,6 @@ from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, Pre
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
 from trainer_core.preflight.structure import model_structure
-from trainer_core.preflight.vision import vision_summary
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 from trainer_core.vocabulary import TrainingMethod

@@ -198,7 +198,7 @@ def vision_parameters(config: Any) -> int:
     """Parameters of a vision-language model's vision tower and projector (every parameter outside
     the language model, counted on the model built on the ``meta`` device); 0 for a text-only
     config or one transformers cannot build."""
-    from trainer_core.models.vision_family import vision_family
+    from trainer_core.kinds.vision.family import vision_family
 
     if isinstance(config, dict) or vision_family(config) is None:
         return 0

@@ -55,11 +55,11 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
+    from trainer_core.kinds.vision.family import vision_family
     from trainer_core.models.attention_choice import attention_note, load_attention
     from trainer_core.models.lora_plan import lora_plan
     from trainer_core.models.remote_code import RemoteCodeError, load_kwargs
     from trainer_core.models.targets import TargetError
-    from trainer_core.models.vision_family import vision_family
 
     try:
         own_code = load_kwargs(folder, request.trust_remote_code, settings.allow_remote_code)

@@ -84,8 +84,8 @@ class ChatEngine:
         """True when ``model_id`` is a vision-language model's base, run or checkpoint (its config,
         where it is on this machine: ``models.vision_family``); False for text-only models, GGUF
         files (their projector is not served) and unknown ids."""
-        from trainer_core.data.vision_data import named_family
-        from trainer_core.models.vision_family import folder_family
+        from trainer_core.kinds.vision.data import named_family
+        from trainer_core.kinds.vision.family import folder_family
 
         try:
             choice = self.resolve(model_id)

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_core.kinds.vision.prompt import text_only, vision_inputs
 from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.loader import LoadedModel
 from trainer_core.serving.schemas import GenerationSettings
-from trainer_core.serving.vision_prompt import text_only, vision_inputs
 
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")  # ChatML, Llama 3, Phi-3, Gemma
 

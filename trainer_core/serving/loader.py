@@ -96,8 +96,8 @@ def _load_causal_lm(path: Path, device: str) -> Any:
     ``device`` in eval mode. Raises ModelLoadError."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
+    from trainer_core.kinds.vision.family import folder_family
     from trainer_core.models.loading import ModelLoadError, compute_dtype, remote_code
-    from trainer_core.models.vision_family import folder_family
 
     own_code = remote_code(path)  # a model that ships code loads only where the server allows it
     auto_class = AutoModelForImageTextToText if folder_family(path) else AutoModelForCausalLM
@@ -120,8 +120,8 @@ def _tokenizer_folder(choice: ModelChoice, base: Optional[Path]) -> Path:
 
 def load_choice(choice: ModelChoice, models_dir: Path, device: Optional[str] = None) -> LoadedModel:
     """Load ``choice`` (see the module docstring). Raises ModelLoadError naming what failed."""
+    from trainer_core.kinds.vision.family import folder_family
     from trainer_core.models import loading
-    from trainer_core.models.vision_family import folder_family
 
     began = time.monotonic()
     device = device or loading.pick_device()
@@ -139,7 +139,7 @@ def load_choice(choice: ModelChoice, models_dir: Path, device: Optional[str] = N
     folder = _tokenizer_folder(choice, base)
     extra: dict[str, Any] = {}
     if folder_family(Path(choice.path) if choice.path and not choice.adapter else base):
-        from trainer_core.vision.processor import load_processor
+        from trainer_core.kinds.vision.processor import load_processor
 
         extra["processor"] = load_processor(folder, **loading.remote_code(folder))  # images + tokenizer
         tokenizer = extra["processor"].tokenizer

@@ -116,7 +116,7 @@ def build_trainer(
     vision = is_processor(tokenizer)
     collator = None
     if vision:  # rows with images: padded batches made by our collator (vision.collator)
-        from trainer_core.vision.collator import VisionCollator
+        from trainer_core.kinds.vision.collator import VisionCollator
 
         collator = VisionCollator(
             tokenizer, request.max_seq_length, request.train_on_completions, request.vision_image_size

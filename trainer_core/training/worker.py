@@ -113,8 +113,8 @@ def _rows(done: int, total: int, what: str) -> dict[str, Any]:
 def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, str]:
     from trainer_core.data import progress
     from trainer_core.data.prepare import prepare_data
+    from trainer_core.kinds.vision.family import folder_family
     from trainer_core.models import loading as models
-    from trainer_core.models.vision_family import folder_family
     from trainer_core.settings import get_settings
 
     _phase(events, Phase.loading_model, f"Loading {request.model_name}")
@@ -123,8 +123,8 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     device = models.pick_device()
     family = folder_family(path)
     if family is not None:  # an image-and-text model: its processor (images + tokenizer) and image rows
-        from trainer_core.vision.prepare import prepare_vision_data
-        from trainer_core.vision.processor import load_processor
+        from trainer_core.kinds.vision.prepare import prepare_vision_data
+        from trainer_core.kinds.vision.processor import load_processor
 
         tokenizer = load_processor(path, **models.remote_code(path, request))
     else:

@@ -10,14 +10,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional
 
-from trainer_core.data.image_rows import MARKER
 from trainer_core.evaluation.generation import Answer, Generated, cut_at_stop
 from trainer_core.evaluation.loss import LossResult
 from trainer_core.evaluation.rows import EvalRow
+from trainer_core.kinds.vision.collator import VisionCollator
+from trainer_core.kinds.vision.prompt import vision_inputs
+from trainer_core.kinds.vision.rows import MARKER
 from trainer_core.serving.generate import generate_kwargs
 from trainer_core.serving.schemas import GenerationSettings
-from trainer_core.serving.vision_prompt import vision_inputs
-from trainer_core.vision.collator import VisionCollator
 
 
 def with_images(turns: list[dict[str, str]], images: list[str]) -> list[dict[str, Any]]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainer_core.data.errors import RowError
-from trainer_core.data.image_rows import MARKER
 from trainer_core.data.images import open_image
+from trainer_core.kinds.vision.collator import part_messages
+from trainer_core.kinds.vision.rows import MARKER
 from trainer_core.serving.errors import ChatInputError
-from trainer_core.vision.collator import part_messages
 
 MAX_SIDE = 1024  # longest image side given to the processor in chat (pixels)
 

@@ -9,8 +9,8 @@ from typing import Optional
 
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.preview_tokenizer import local_model_folder
+from trainer_core.kinds.vision.family import folder_family
 from trainer_core.models.loading import ModelLoadError
-from trainer_core.models.vision_family import folder_family
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 from trainer_core.vocabulary import TrainingMethod
@@ -37,10 +37,10 @@ def vision_summary(request: TrainingStartRequest, settings: Settings) -> Optiona
     if request.training_method != TrainingMethod.sft or request.hf_dataset:
         return line
     from trainer_core.data.prepare import load_conversations
+    from trainer_core.kinds.vision.collator import VisionCollator
+    from trainer_core.kinds.vision.prepare import prepare_vision_rows
+    from trainer_core.kinds.vision.processor import load_processor
     from trainer_core.models.loading import remote_code
-    from trainer_core.vision.collator import VisionCollator
-    from trainer_core.vision.prepare import prepare_vision_rows
-    from trainer_core.vision.processor import load_processor
 
     try:
         processor = load_processor(folder, **remote_code(folder, request))

@@ -24,9 +24,9 @@ from __future__ import annotations
 import difflib
 from typing import Any, Optional
 
-from trainer_core.data.image_rows import MARKER
 from trainer_core.data.images import open_image
 from trainer_core.data.tokenization import IGNORE, render_with_spans, span_labels
+from trainer_core.kinds.vision.rows import MARKER
 
 
 def part_messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:

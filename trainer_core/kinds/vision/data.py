@@ -17,10 +17,10 @@ from typing import Any, Optional
 import datasets
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.data.image_rows import has_images
 from trainer_core.data.preview_tokenizer import local_model_folder
+from trainer_core.kinds.vision.family import VisionFamily, folder_family
+from trainer_core.kinds.vision.rows import has_images
 from trainer_core.models import hub
-from trainer_core.models.vision_family import VisionFamily, folder_family
 
 
 def named_family(model_name: Any, settings: Any = None) -> Optional[VisionFamily]:

@@ -19,7 +19,7 @@ import datasets
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.images import open_image
 from trainer_core.data.tokenization import IGNORE, TokenizationStats
-from trainer_core.vision.collator import VisionCollator, carry_labels
+from trainer_core.kinds.vision.collator import VisionCollator, carry_labels
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Kinds of model, one folder a kind: ``vision/`` (image-and-text models)."""
