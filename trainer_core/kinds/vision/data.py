@@ -1,8 +1,8 @@
-"""Whether a request's rows keep their images: the one decision, taken from the model's config
-(``models.vision_family``) and the request's ``is_dataset_image``, so the preview, the Check,
-Start and the worker agree.
+"""Whether a request's rows keep their images: the one decision, taken from the model's kind
+(``data.local_kind``: its config) and the request's ``is_dataset_image``, so the preview, the
+Check, Start and the worker agree (``VISION.keeps_media`` / ``join_media``, asked for every request).
 
-- A vision-language model and data with images: the rows keep them (``image_rows``).
+- A vision-language model and data with images: the rows keep them (``rows``).
 - A text-only model and data with images: refused by file and row (``media.refuse_media``), naming
   vision models to pick instead.
 - ``is_dataset_image`` on: the model must be a vision model and some row must hold an image;
@@ -11,53 +11,20 @@ Start and the worker agree.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import datasets
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.data.preview_tokenizer import local_model_folder
-from trainer_core.kinds.vision.family import VisionFamily, folder_family
 from trainer_core.kinds.vision.rows import has_images
-from trainer_core.models import hub
 
 
-def named_family(model_name: Any, settings: Any = None) -> Optional[VisionFamily]:
-    """``folder_family`` of the model ``model_name`` names, where it is on this machine (a folder in
-    the allowed folders, the Hub cache, the bundled default: ``preview_tokenizer.local_model_folder``);
-    None when it is text-only, empty or not here yet (the worker decides again once it has the
-    model). ``settings``: the app's (default: ``get_settings()``)."""
-    from trainer_core.settings import get_settings
-
-    if not isinstance(model_name, str) or not model_name.strip():
-        return None
-    return folder_family(local_model_folder(model_name.strip(), settings or get_settings()))
-
-
-def model_family(request: Any) -> Optional[VisionFamily]:
-    """The vision family of the request's model where it is on this machine, else None
-    (``checked_family``)."""
-    return checked_family(request.model_name)
-
-
-def checked_family(model_name: str) -> Optional[VisionFamily]:
-    """``named_family`` for a model name a door has already checked: a folder path is read as it is
-    (Start's admission and the pre-flight confine ``model_name``: ``hub.check_model``; the worker
-    and evaluation read a run's admitted request)."""
-    name = model_name.strip()
-    if hub.looks_like_path(name):
-        return folder_family(Path(name).expanduser())
-    return named_family(name)
-
-
-def reads_images(request: Any, dataset: datasets.Dataset, vision: Optional[bool] = None) -> bool:
+def reads_images(request: Any, dataset: datasets.Dataset, reads: bool) -> bool:
     """True when this source's images are to be kept: it has some, the model reads images
-    (``vision``; None: ``model_family``) and ``is_dataset_image`` is not off. Raises DatasetError
-    naming ``is_dataset_image`` when it is on and the model is text-only (or not here yet)."""
+    (``reads``) and ``is_dataset_image`` is not off. Raises DatasetError naming
+    ``is_dataset_image`` when it is on and the model is text-only (or not here yet)."""
     if request.is_dataset_image is False:
         return False
-    reads = model_family(request) is not None if vision is None else vision
     if request.is_dataset_image and not reads:
         raise DatasetError(
             f"is_dataset_image: it is on, but {request.model_name} is not a vision-language model on this machine: "
