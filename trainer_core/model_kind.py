@@ -34,7 +34,7 @@ class ModelKind:
     suggestion = ""
     auto_class = "AutoModelForCausalLM"
 
-    # Detect: cheap, from config.json (the picker imports neither torch nor transformers).
+    # Detect, from config.json; ``picker_note`` from the JSON alone (listing models imports no torch).
     def family(self, config: Any) -> Optional[str]:
         """The family's display name (e.g. "Qwen2-VL") when ``config`` (a ``PretrainedConfig`` or
         the config.json dict) is this kind's; None when it is not."""

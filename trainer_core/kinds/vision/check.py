@@ -36,7 +36,7 @@ def vision_summary(
         if request.vision_image_size
         else "images as the files are (within the processor's own pixel budget)"
     )
-    line = f"vision-language: {family.name}; padded batches (image rows are not packed); {size}"
+    line = f"{kind.label}: {family.name}; padded batches (image rows are not packed); {size}"
     if request.training_method != TrainingMethod.sft or request.hf_dataset:
         return line
     from trainer_core.data.prepare import load_conversations
