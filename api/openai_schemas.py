@@ -15,7 +15,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.openai_errors import OpenAIError, param_name
-from trainer_core.data.image_rows import MARKER
+from trainer_core.data.images import MARKER
 from trainer_core.serving.schemas import MAX_IMAGE_URL_CHARS, ChatMessage, GenerationSettings, ModelChoice, StreamEvent
 from trainer_core.vocabulary import OptionalWholeNumber
 

@@ -98,8 +98,8 @@ def _trl(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) 
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from trainer_core.reward_schemas import RewardSpec
     from trainer_core.rewards.library import make_reward
+    from trainer_core.rewards.schemas import RewardSpec
 
     rows = datasets.load_dataset("json", data_files=dataset, split="train")
     rows = rows.map(lambda r: {"prompt": [{"role": "user", "content": r["prompt"]}]})

@@ -9,8 +9,8 @@ models folder: no Qwen2-VL checkpoint can be downloaded here) with its processor
 dropout 0.05 on the language model's seven projections, batch 2, learning rate 1e-4 constant,
 fp32, no activation checkpointing, seed 42, for ``--steps`` optimizer steps.
 
-- ours: the studio's own path (``vision.prepare.prepare_vision_data`` reads and checks the rows,
-  ``training.trainer.build_trainer`` builds the trainer with ``vision.collator``: answer-only
+- ours: the studio's own path (``kinds.vision.prepare.prepare_vision_data`` reads and checks the rows,
+  ``training.trainer.build_trainer`` builds the trainer with ``kinds.vision.collator``: answer-only
   labels, image tokens never scored);
 - TRL: a bare script as TRL's docs write it for images: the ``images`` paths cast to a
   ``datasets.Image`` list, the ``<image>`` markers taken out (TRL places the images at the start of
@@ -62,16 +62,15 @@ def _log(sink: list[dict]) -> Any:
 
 
 def _ours(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) -> Any:
+    from trainer_core.kinds.vision.kind import VISION
     from trainer_core.models.loading import load_model
     from trainer_core.schemas import TrainingStartRequest
     from trainer_core.training.trainer import build_trainer
-    from trainer_core.vision.prepare import prepare_vision_data
-    from trainer_core.vision.processor import load_processor
 
     request = TrainingStartRequest(model_name=model_dir, local_datasets=[dataset], max_steps=steps, **SETTINGS)
-    processor = load_processor(Path(model_dir))
+    processor = VISION.load_processor(Path(model_dir))
     model = load_model(Path(model_dir), request, "cpu")
-    data = prepare_vision_data(request, processor)
+    data = VISION.prepare_data(request, processor)
     return build_trainer(request, model, processor, data.train, None, out, "cpu", [_log(logs)])
 
 
@@ -81,7 +80,7 @@ def _trl(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) 
     from transformers import AutoModelForImageTextToText
     from trl import SFTConfig, SFTTrainer
 
-    from trainer_core.vision.processor import load_processor
+    from trainer_core.kinds.vision.processor import load_processor
 
     folder = Path(dataset).parent
     rows = datasets.load_dataset("json", data_files=dataset, split="train")

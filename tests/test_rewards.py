@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from trainer_core.reward_schemas import RewardSpec, parse_reward, reward_line
 from trainer_core.rewards.answers import final_answer, marked_answer, same_answer
 from trainer_core.rewards.build import RewardError, chosen_rewards, labels, reward_functions
 from trainer_core.rewards.code_file import RewardCodeError, check_reward_code, public_functions
 from trainer_core.rewards.library import make_reward
+from trainer_core.rewards.schemas import RewardSpec, parse_reward, reward_line
 from trainer_core.schemas import TrainingStartRequest
 
 

@@ -102,7 +102,7 @@ def _request_bodies() -> list[tuple[type, dict]]:
     from api.openai_schemas import ChatCompletionRequest
     from api.queue_routes import MoveRequest
     from trainer_core.evaluation.schemas import EvaluateRequest
-    from trainer_core.reward_schemas import RewardSpec
+    from trainer_core.rewards.schemas import RewardSpec
     from trainer_core.serving.schemas import GenerationSettings
 
     return [

@@ -17,8 +17,8 @@ from tests import bad_images
 from trainer_core.data import images as image_files
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.files import read_file
-from trainer_core.data.image_rows import has_images, normalize_vision
 from trainer_core.data.prepare import load_conversations
+from trainer_core.kinds.vision.rows import has_images, normalize_vision
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import FormatType
 

@@ -62,10 +62,10 @@ def cli(env: dict, *args: str) -> subprocess.CompletedProcess:
 def test_the_merged_export_keeps_the_processor_and_answers_about_an_image(vision_run, tmp_path, datasets_dir):
     from transformers import AutoModelForImageTextToText
 
+    from trainer_core.kinds.vision.processor import load_processor
     from trainer_core.serving.generate import generate
     from trainer_core.serving.loader import load_choice
     from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice
-    from trainer_core.vision.processor import load_processor
 
     run, env = vision_run
     exported = cli(env, "export", str(run), "--format", "merged", "--dtype", "float32", "--output", str(tmp_path / "m"))

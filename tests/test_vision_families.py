@@ -13,11 +13,12 @@ import pytest
 from tests.vision_families import VISION_FAMILIES, build_vision_family
 from trainer_core.data.prepare import load_conversations
 from trainer_core.data.tokenization import IGNORE
+from trainer_core.kinds.vision.collator import VisionCollator, image_token_ids
+from trainer_core.kinds.vision.family import folder_family
+from trainer_core.kinds.vision.kind import VISION
+from trainer_core.kinds.vision.processor import load_processor
 from trainer_core.models.lora_plan import lora_plan
-from trainer_core.models.vision_family import folder_family
 from trainer_core.schemas import TrainingStartRequest
-from trainer_core.vision.collator import VisionCollator, image_token_ids
-from trainer_core.vision.processor import load_processor
 
 pytestmark = pytest.mark.slow  # three models built and trained: about 20 s
 NAMES = {"llava": "LLaVA", "gemma3": "Gemma 3", "idefics3": "Idefics3"}
@@ -40,7 +41,7 @@ def test_each_family_trains_on_the_demo_images_with_answers_only(family_dir, dat
     request = TrainingStartRequest(
         model_name=str(folder), local_datasets=[str(datasets_dir / "mllm_demo.json")], max_steps=2, batch_size=2
     )
-    rows = load_conversations(request, vision=True)[0]
+    rows = load_conversations(request, kind=VISION)[0]
     batch = VisionCollator(processor, 2048, train_on_completions=True)([rows[0], rows[1]])
     images = image_token_ids(processor)
     for i, row in enumerate([rows[0], rows[1]]):
@@ -55,7 +56,7 @@ def test_each_family_trains_on_the_demo_images_with_answers_only(family_dir, dat
     model = AutoModelForImageTextToText.from_pretrained(folder)
     vision = lora_plan(model, request.model_copy(update={"finetune_vision_layers": True})).targets
     assert vision.vision and vision.modules, (family, vision)
-    from trainer_core.vision.prepare import prepare_vision_rows
+    from trainer_core.kinds.vision.prepare import prepare_vision_rows
 
     train, _, _ = prepare_vision_rows(rows, VisionCollator(processor, 512, True), 512)
     logs: list[float] = []

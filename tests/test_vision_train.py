@@ -12,12 +12,13 @@ import pytest
 
 from trainer_core.data.prepare import load_conversations
 from trainer_core.data.tokenization import IGNORE
+from trainer_core.kinds.vision.collator import VisionCollator, image_token_ids
+from trainer_core.kinds.vision.kind import VISION
+from trainer_core.kinds.vision.prepare import prepare_vision_rows
+from trainer_core.kinds.vision.processor import load_processor
 from trainer_core.models.lora_plan import lora_plan
 from trainer_core.models.targets import TargetError
 from trainer_core.schemas import TrainingStartRequest
-from trainer_core.vision.collator import VisionCollator, image_token_ids
-from trainer_core.vision.prepare import prepare_vision_rows
-from trainer_core.vision.processor import load_processor
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,7 @@ def processor(tiny_vl_dir):
 @pytest.fixture(scope="module")
 def demo_rows(datasets_dir, tiny_vl_dir):
     request = TrainingStartRequest(model_name=str(tiny_vl_dir), local_datasets=[str(datasets_dir / "mllm_demo.json")])
-    return load_conversations(request, vision=True)[0]
+    return load_conversations(request, kind=VISION)[0]
 
 
 def test_the_trained_tokens_are_the_answers_and_never_an_image(processor, demo_rows):

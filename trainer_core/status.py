@@ -10,7 +10,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from trainer_core.reward_schemas import CompletionSample
+from trainer_core.rewards.schemas import CompletionSample
 from trainer_core.vocabulary import Phase
 
 

@@ -86,7 +86,7 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
         return gr.Dropdown(choices=allowed, value=value, **common)
     if typing.get_origin(kind) is list and (allowed := choices(typing.get_args(kind)[0])) is not None:
         return gr.Dropdown(choices=allowed, value=value, multiselect=True, **common)  # e.g. report_to
-    if name == "rewards":  # one reward per line in the short form (reward_schemas.parse_reward)
+    if name == "rewards":  # one reward per line in the short form (rewards.schemas.parse_reward)
         return gr.Textbox(
             value="", lines=3, placeholder="numeric_match column=answer weight=1\nformat weight=0.5", **common
         )
@@ -142,7 +142,7 @@ def _clean(name: str, value: Any) -> Any:
         return parse_mapping(value, name)
     if name == "rewards" and isinstance(value, str):  # one reward a line (the short form), or a JSON list
         if value.strip().startswith("["):
-            from trainer_core.reward_schemas import json_text
+            from trainer_core.rewards.schemas import json_text
 
             return json_text(value, "Rewards")
         return [line.strip() for line in value.splitlines() if line.strip()]
@@ -181,7 +181,7 @@ def widget_value(name: str, value: Any) -> Any:
     if typing.get_origin(base_type(REQUEST_FIELDS[name].annotation)) is dict:
         return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (value or {}).items())
     if name == "rewards":
-        from trainer_core.reward_schemas import RewardSpec, reward_line
+        from trainer_core.rewards.schemas import RewardSpec, reward_line
 
         return "\n".join(reward_line(RewardSpec(**spec) if isinstance(spec, dict) else spec) for spec in value or [])
     kind = base_type(REQUEST_FIELDS[name].annotation)

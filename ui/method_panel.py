@@ -12,7 +12,7 @@ import gradio as gr
 
 from trainer_core.fieldmeta import default, field_methods, group, method_default
 from trainer_core.request.sections import SECTIONS
-from trainer_core.reward_schemas import RewardSpec, reward_line
+from trainer_core.rewards.schemas import RewardSpec, reward_line
 from trainer_core.vocabulary import Phase, TrainingMethod
 from ui.form import FORM_FIELDS, make_widget
 
@@ -90,7 +90,7 @@ def add_reward(choice: Any, current: Any) -> tuple[Any, Any]:
     picker cleared for the next pick."""
     if not choice:
         return gr.skip(), gr.skip()
-    from trainer_core.reward_schemas import parse_reward
+    from trainer_core.rewards.schemas import parse_reward
 
     line = reward_line(RewardSpec(**parse_reward(choice)))
     text = (current or "").rstrip("\n")

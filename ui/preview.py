@@ -58,9 +58,9 @@ def preview(
         model = model_name if isinstance(model_name, str) and model_name.strip() else default("model_name")
         tokenizer = load_preview_tokenizer(model, ctx.settings)
         method = TrainingMethod(training_method or default("training_method"))
-        vision = vision_panel.family_of(model, ctx.settings) is not None
+        kind = vision_panel.model_kind(model, ctx.settings)  # its rows keep the media it reads (images)
         found = inspect_dataset(
-            first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length, method=method, vision=vision
+            first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length, method=method, kind=kind
         )
     except gr.Error as exc:
         return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy(), *none

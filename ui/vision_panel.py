@@ -1,11 +1,11 @@
 """The Train form's image settings (``is_dataset_image``, ``vision_image_size``,
 ``finetune_vision_layers``: ``vision`` in their schema metadata), shown only while the chosen model
-reads images (``models.vision_family``: from its config where it is on this machine), with a note
-under the model picker naming the family."""
+reads images (its model kind, from its config where it is on this machine: ``data.local_kind``),
+with a note under the model picker naming the family."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import gradio as gr
 
@@ -15,11 +15,11 @@ from ui.form import FORM_FIELDS
 VISION_FIELDS = tuple(name for name in FORM_FIELDS if for_vision(name))
 
 
-def family_of(model_name: Any, settings: Any) -> Optional[Any]:
-    """The ``VisionFamily`` of the model named in the picker, or None (text-only, not here, empty)."""
-    from trainer_core.data.vision_data import named_family
+def model_kind(model_name: Any, settings: Any) -> Any:
+    """The ``ModelKind`` of the model named in the picker (the text LM when it is not here or empty)."""
+    from trainer_core.data.local_kind import named_kind
 
-    return named_family(model_name, settings)
+    return named_kind(model_name, settings)
 
 
 def hide(widgets: dict[str, gr.components.Component]) -> None:
@@ -33,7 +33,7 @@ def wire(widgets: dict[str, gr.components.Component], settings: Any) -> None:
     otherwise (also when a settings file or a run fills the form)."""
 
     def show(model_name: Any) -> list[Any]:
-        reads_images = family_of(model_name, settings) is not None
+        reads_images = "image" in model_kind(model_name, settings).media
         return [gr.update(visible=reads_images) for _ in VISION_FIELDS]
 
     widgets["model_name"].change(

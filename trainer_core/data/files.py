@@ -248,8 +248,8 @@ def reading_notes(
     as preference data for a ``method`` other than sft). Raises DatasetError when the data cannot
     be used."""
     from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
-    from trainer_core.data.image_rows import has_images
     from trainer_core.data.preference import detect_preference_format, normalize_preference
+    from trainer_core.model_kind import media_kind
     from trainer_core.vocabulary import TrainingMethod
 
     folder = Path(path).expanduser()
@@ -268,8 +268,8 @@ def reading_notes(
             if fmt not in (FormatType.preference, FormatType.unpaired):
                 continue  # the data layer refuses the pairing, in its words (data.preference)
             found = normalize_preference(dataset, fmt, name)[1]
-        elif has_images(dataset):
-            continue  # image rows: kept for a vision model, refused for a text-only one (data.prepare)
+        elif media_kind(dataset) is not None:
+            continue  # rows with images: kept for a vision model, refused for a text-only one (data.prepare)
         else:
             fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
             found = normalize_with_notes(dataset, fmt, name)[1]

@@ -29,6 +29,14 @@ from trainer_core.paths import PathNotAllowed, confine
 
 MAX_PIXELS = int(os.environ.get("STUDIO_MAX_IMAGE_PIXELS", 64_000_000))  # 8,000 x 8,000
 DATA_URL = "data:"
+MARKER = "<image>"  # where an image goes in a canonical row's (or a chat turn's) text
+
+
+def base_folder(path: str) -> Path:
+    """The folder a data file's relative image paths are read from: the file's own folder, or the
+    folder itself for a folder of data files (LLaMA-Factory's ``dataset_dir``)."""
+    given = Path(path).expanduser()
+    return given if given.is_dir() else given.parent
 
 
 def resolve_reference(reference: Any, base: Optional[Path], roots: Iterable[Path]) -> str:

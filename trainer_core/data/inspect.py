@@ -21,8 +21,7 @@ import pandas as pd
 from trainer_core.data.files import DatasetError, read_file, read_head, rows_dataset
 from trainer_core.data.folders import plan_folder
 from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
-from trainer_core.data.image_rows import base_folder, has_images, normalize_vision
-from trainer_core.data.images import thumbnail
+from trainer_core.data.images import base_folder, thumbnail
 from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, placeholder_advice
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
@@ -30,8 +29,8 @@ from trainer_core.data.preview_tokenizer import load_preview_tokenizer
 from trainer_core.data.prompt_tokens import is_prompt_rows, prompt_length
 from trainer_core.data.prompts import canonical_prompts
 from trainer_core.data.tokenization import _render
+from trainer_core.model_kind import ModelKind
 from trainer_core.schemas import TrainingStartRequest
-from trainer_core.settings import get_settings
 from trainer_core.vocabulary import FormatType, TrainingMethod
 
 log = logging.getLogger(__name__)
@@ -106,7 +105,7 @@ def inspect_dataset(
     rows: int = 5,
     check_rows: int = CHECK_ROWS,
     method: TrainingMethod = TrainingMethod.sft,
-    vision: bool = False,
+    kind: Optional[ModelKind] = None,
 ) -> DatasetInspection:
     """Inspect the local data file ``path`` (already confined to the allowed folders by the caller).
 
@@ -120,9 +119,10 @@ def inspect_dataset(
     A preference ``method`` (dpo / orpo / kto) reads the rows as preference data (``data.preference``:
     the sample shows prompt and answers; a row's length is its prompt plus its longer answer).
 
-    ``vision`` (the chosen model reads images): rows with images keep them (``image_rows``: each
-    image checked, the sample gets an ``images`` column of file names); their token counts need the
-    model's processor, so no truncation report is made for them.
+    ``kind`` (the chosen model's, ``data.local_kind``): rows holding its media keep them
+    (``ModelKind.media_rows``; a vision model's images each checked, the sample gets an ``images``
+    column of file names); their token counts need the model's processor, so no truncation report
+    is made for them.
 
     Raises DatasetError for an unreadable file, columns matching no layout (or not fitting
     ``method``), a bad row among the first ``check_rows`` (naming it), or a chat template that
@@ -142,10 +142,9 @@ def inspect_dataset(
         (canonical, fmt), notes = canonical_preference(checked, request, name), []
     else:
         fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
-        if vision and has_images(checked):
-            roots = get_settings().allowed_roots
-            canonical, notes = normalize_vision(checked, fmt, name, base_folder(path), roots)
-            tokenizer = None  # image tokens are the processor's to count (vision.prepare)
+        if kind is not None and kind.holds_media(checked):
+            canonical, notes = kind.media_rows(checked, fmt, name, base_folder(path))
+            tokenizer = None  # image tokens are the processor's to count (the kind's prepare_data)
         else:
             canonical, notes = normalize_with_notes(checked, fmt, name)
     if Path(path).expanduser().is_dir():

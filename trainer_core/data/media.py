@@ -7,8 +7,9 @@ The layouts people bring media in:
 - OpenAI-style content parts (``{"type": "image_url", ...}``), refused where turns are made text
   (``text_values.content_text``).
 
-The models trained here read text only: such a row would be trained with its markers left in as
-text and its pictures never seen. It is refused by file and row instead, with the way out.
+A text-only model would train such a row with its markers left in as text and its pictures never
+seen. It is refused by file and row instead, with the way out: the model kind that reads the
+medium (``model_kind.reader_of``: an image-and-text model for images), where there is one.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import datasets
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.models.vision_family import VISION_MODELS
+from trainer_core.model_kind import reader_of
 
 MEDIA_COLUMNS = {"images": "image", "videos": "video", "audios": "audio"}  # column -> kind
 MEDIA_FEATURES = {"Image": "image", "Audio": "audio", "Video": "video"}  # datasets feature type -> kind
@@ -55,11 +56,8 @@ def refuse_media(dataset: datasets.Dataset, source: str, first_row: int = 1) -> 
             count = _count(row[name][0])
             if count:
                 plural = f"{count} {kind}s" if count != 1 else f"1 {kind}"
-                way_out = (
-                    f"choose an image-and-text model (e.g. {', '.join(VISION_MODELS[:3])})"
-                    if kind == "image"
-                    else f"{kind} is not trained here"
-                )
+                reader = reader_of(kind)  # the model kind whose rows carry this medium
+                way_out = f"choose {reader.suggestion}" if reader is not None else f"{kind} is not trained here"
                 raise DatasetError(
                     f"{source}, row {first_row + index}: it holds {plural} (column {name!r}), and this model reads "
                     f"text only: the {kind}s would never be seen and their <{kind}> markers would be trained as "

@@ -21,15 +21,15 @@ import pandas as pd
 from trainer_core.data.files import DatasetError, read_file, read_head, read_parts, reading_notes, rows_dataset
 from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
 from trainer_core.data.hub_data import read_hub
-from trainer_core.data.image_rows import base_folder, normalize_vision
+from trainer_core.data.images import base_folder
+from trainer_core.data.local_kind import request_kind
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.prompt_fit import fitting_prompts
 from trainer_core.data.prompts import canonical_prompts
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
-from trainer_core.data.vision_data import reads_images, with_image_columns
+from trainer_core.model_kind import ModelKind, joined_media, media_keeper
 from trainer_core.request.rules import NO_TRAINING_DATA
 from trainer_core.schemas import TrainingStartRequest
-from trainer_core.settings import get_settings
 from trainer_core.vocabulary import FormatType, TrainingMethod
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class PreparedData:
     stats: TokenizationStats
     eval_stats: Optional[TokenizationStats]
     system_message: Optional[str] = None  # the one system message every training row has (run.json)
-    images: Any = None  # a vision run's image counts (``vision.prepare.ImageStats``)
+    images: Any = None  # a vision run's image counts (``kinds.vision.prepare.ImageStats``)
 
 
 def has_eval_data(request: TrainingStartRequest) -> bool:
@@ -145,11 +145,12 @@ def _canonical(
     request: TrainingStartRequest,
     first_row: int,
     base: Optional[Path] = None,
-    vision: Optional[bool] = None,
+    kind: Optional[ModelKind] = None,
 ) -> tuple[datasets.Dataset, FormatType]:
     """One source mapped, detected (unless the request fixes the format) and normalised; rows with
-    images for a vision-language model (``vision_data.reads_images``) keep them (``data.image_rows``,
-    relative paths read from ``base``)."""
+    media that a kind keeps for the request's model of ``kind`` (``model_kind.media_keeper``: images
+    for a vision-language model) keep them (``ModelKind.media_rows``, relative paths read from
+    ``base``)."""
     if request.custom_format_mapping:
         dataset = apply_mapping(dataset, request.custom_format_mapping, name)
     if request.training_method == TrainingMethod.grpo:
@@ -168,21 +169,22 @@ def _canonical(
             "(or another format_type for SFT)"
         )
     log.info("%s: format %s, %d rows", name, fmt.value, len(dataset))
-    if reads_images(request, dataset, vision):
-        return normalize_vision(dataset, fmt, name, base, get_settings().allowed_roots, first_row)[0], fmt
+    keeper = media_keeper(request, dataset, kind or request_kind(request))
+    if keeper is not None:
+        return keeper.media_rows(dataset, fmt, name, base, first_row)[0], fmt
     return normalize(dataset, fmt, name, first_row=first_row), fmt
 
 
 def load_conversations(
-    request: TrainingStartRequest, eval: bool = False, vision: Optional[bool] = None
+    request: TrainingStartRequest, eval: bool = False, kind: Optional[ModelKind] = None
 ) -> tuple[datasets.Dataset, FormatType]:
     """The request's training (or, with ``eval``, evaluation) rows in canonical form (column
     ``messages`` or ``text``) and the layout of the first source. The training rows are cut to
     ``dataset_slice_start:dataset_slice_end`` across all sources taken in order.
 
-    ``vision``: whether the model reads images (the worker knows it once the model is loaded);
-    None: found from the model's config where it is on this machine (``vision_data.reads_images``).
-    Rows with images for a vision model keep them (column ``images``, ``image_rows``).
+    ``kind``: the model's kind (the worker knows it once the model is loaded); None: found from the
+    model's config where it is on this machine (``data.local_kind.request_kind``). Rows with images
+    for a vision model keep them (column ``images``, ``ModelKind.media_rows``).
 
     Raises DatasetError for anything wrong with the data (see ``datafiles`` and ``formats``), a
     slice beyond the data, or sources that mix raw text with conversations.
@@ -193,9 +195,9 @@ def load_conversations(
     else:
         parts = _slice(sources, request.dataset_slice_start, request.dataset_slice_end or None)
     normalised = [
-        (name, *_canonical(name, dataset, request, first_row, base, vision)) for name, dataset, first_row, base in parts
+        (name, *_canonical(name, dataset, request, first_row, base, kind)) for name, dataset, first_row, base in parts
     ]
-    normalised = with_image_columns(normalised, request)
+    normalised = joined_media(normalised, request)
     first_name, first, first_fmt = normalised[0]
     for name, dataset, _ in normalised[1:]:
         _check_joinable(first_name, first.column_names, name, dataset.column_names)

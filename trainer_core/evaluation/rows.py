@@ -15,7 +15,7 @@ import datasets
 
 from trainer_core.data.files import DatasetError
 from trainer_core.data.formats import message_lines
-from trainer_core.data.image_rows import MARKER
+from trainer_core.data.images import MARKER
 
 
 @dataclass

@@ -21,11 +21,13 @@ import datasets
 from pydantic import ValidationError
 
 from trainer_core.data.files import DatasetError
+from trainer_core.data.local_kind import checked_kind
 from trainer_core.data.preference import preferred_conversations
 from trainer_core.data.preference_tokens import is_preference_rows
 from trainer_core.data.prepare import eval_conversations, load_conversations
 from trainer_core.evaluation.rows import to_rows
 from trainer_core.fieldmeta import explain
+from trainer_core.model_kind import ModelKind, kind_for_folder, kind_named, reader_of
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.serving.schemas import ModelChoice
@@ -82,8 +84,9 @@ def read_plan(plan: dict[str, Any]) -> datasets.Dataset:
     """The planned rows in canonical form (called at the start and in the worker); a preference run's
     own rows as the conversations of its preferred answers (``preferred_conversations``). Raises
     DatasetError."""
-    if "files" in plan:  # rows with images kept for a vision-language model (``vision`` in the plan)
-        return load_conversations(TrainingStartRequest(local_datasets=plan["files"]), vision=plan.get("vision"))[0]
+    if "files" in plan:  # rows with images kept for a model that reads them (``vision`` in the plan)
+        kind = reader_of("image") if plan.get("vision") else kind_named(None)
+        return load_conversations(TrainingStartRequest(local_datasets=plan["files"]), kind=kind)[0]
     rows = eval_conversations(TrainingStartRequest.model_validate(plan["run_request"]))
     if is_preference_rows(rows.column_names):  # a DPO / ORPO / KTO run: scored on the answers it prefers
         return preferred_conversations(rows)
@@ -117,15 +120,12 @@ def _own_data(choice: ModelChoice, roots: Optional[list[Path]]) -> dict[str, Any
     return {"run_request": request.public_dict(), "source": source, "max_seq_length": request.max_seq_length}
 
 
-def reads_images(choice: ModelChoice) -> bool:
-    """Whether ``choice`` is a vision-language model (its folder's config, else its base model's),
-    so that held-out files keep their images (``data.vision_data``)."""
-    from trainer_core.data.vision_data import checked_family
-    from trainer_core.models.vision_family import folder_family
-
+def choice_kind(choice: ModelChoice) -> ModelKind:
+    """The model kind of ``choice`` (its folder's config, else its base model's), so that held-out
+    files keep the media it reads (a vision-language model's images: ``data.local_kind``)."""
     if choice.path and not choice.adapter and (Path(choice.path) / "config.json").is_file():
-        return folder_family(Path(choice.path)) is not None
-    return checked_family(choice.base_model) is not None  # a run's base, as its admitted request names it
+        return kind_for_folder(Path(choice.path))
+    return checked_kind(choice.base_model)  # a run's base, as its admitted request names it
 
 
 def plan_data(choice: ModelChoice, paths: list[str], roots: Optional[list[Path]]) -> dict[str, Any]:
@@ -142,7 +142,7 @@ def plan_data(choice: ModelChoice, paths: list[str], roots: Optional[list[Path]]
             "files": files,
             "source": ", ".join(Path(p).name for p in files),
             "max_seq_length": max_seq_length,
-            "vision": reads_images(choice),
+            "vision": "image" in choice_kind(choice).media,
         }
     else:
         plan = _own_data(choice, roots)

@@ -26,7 +26,6 @@ from trainer_core.evaluation.rows import EvalRow, to_rows
 from trainer_core.evaluation.schemas import CPU_DEFAULT_ROWS, EvaluateRequest, EvaluationResult
 from trainer_core.evaluation.scoring import score_answers
 from trainer_core.evaluation.sources import read_plan
-from trainer_core.evaluation.vision_rows import prompt_length, vision_answers, vision_loss
 
 log = logging.getLogger(__name__)
 Progress = Callable[[float, str], None]  # (fraction 0..1, message)
@@ -62,16 +61,18 @@ class _Bar:
         self.progress(LOAD_SHARE + (1 - LOAD_SHARE - WRITE_SHARE) * min(units / self.units, 1.0), message)
 
 
-def _fitting(rows: list[EvalRow], loaded: Any, max_new_tokens: int) -> tuple[list[EvalRow], list[list[int]], int]:
+def _fitting(
+    rows: list[EvalRow], loaded: Any, max_new_tokens: int, evaluator: Any
+) -> tuple[list[EvalRow], list[list[int]], int]:
     """(rows whose prompt leaves room for max_new_tokens in the model's context, their prompt ids
-    (a vision model's rows: empty, their inputs are made with their images per row), rows left out)."""
+    (rows the model kind's ``evaluator`` reads, e.g. with images: empty, their inputs are made per
+    row), rows left out)."""
     from trainer_core.serving.generate import render_prompt
 
-    processor = loaded.extra.get("processor")
     kept, prompts = [], []
     for row in rows:
-        if processor is not None:
-            ids, length = [], prompt_length(processor, row)
+        if evaluator is not None:
+            ids, length = [], evaluator.prompt_length(row)
         else:
             ids = render_prompt(loaded.tokenizer, row.prompt)
             length = len(ids)
@@ -91,8 +92,10 @@ def _run_model(
     request: EvaluateRequest,
     bar: _Bar,
     should_stop: Callable[[], bool],
+    evaluator: Any = None,
 ) -> Optional[Outcome]:
-    """Loss, answers and scores of one model (None when stopped)."""
+    """Loss, answers and scores of one model (None when stopped): in the text path's batches, or
+    row by row through the model kind's ``evaluator`` (``ModelKind.evaluator``: e.g. with images)."""
     from trainer_core.serving.generate import stop_token_ids
 
     def loss_batch(done: int, total: int) -> None:
@@ -111,47 +114,26 @@ def _run_model(
             f"{name}: generating, batch {batch}/{batches}, {new} of at most {request.max_new_tokens} new tokens",
         )
 
-    processor = loaded.extra.get("processor")
-    if processor is not None:  # a vision-language model: each row with its images (evaluation.vision_rows)
-        loss = vision_loss(model, processor, rows, loaded.device, request.batch_size, should_stop, loss_batch)
-        if loss is None:
-            return None
-        generated = vision_answers(
-            model,
-            processor,
-            rows,
-            request.max_new_tokens,
-            stop_token_ids(loaded.tokenizer, model),
-            loaded.device,
-            should_stop,
-            lambda done, total: bar.step(
-                per_batch * batches / max(total, 1), f"{name}: generating, row {done}/{total}"
-            ),
-        )
-        if generated is None:
-            return None
-        return Outcome(loss, generated, score_answers([a.text for a in generated.answers], [r.reference for r in rows]))
-    loss = answer_loss(
-        model, encoded, loaded.tokenizer.pad_token_id, loaded.device, request.batch_size, should_stop, loss_batch
-    )
+    def answer_row(done: int, total: int) -> None:  # the kind's rows: all answers count as the batches would
+        bar.step(per_batch * batches / max(total, 1), f"{name}: generating, row {done}/{total}")
+
+    device, pad, stops = loaded.device, loaded.tokenizer.pad_token_id, stop_token_ids(loaded.tokenizer, model)
+    if evaluator is not None:
+        loss = evaluator.loss(model, rows, device, request.batch_size, should_stop, loss_batch)
+    else:
+        loss = answer_loss(model, encoded, pad, device, request.batch_size, should_stop, loss_batch)
     if loss is None:
         return None
-    generated = generate_answers(
-        model,
-        loaded.tokenizer,
-        prompts,
-        request.max_new_tokens,
-        request.batch_size,
-        stop_token_ids(loaded.tokenizer, model),
-        loaded.device,
-        should_stop,
-        answer_batch,
-        answer_tokens,
-    )
+    if evaluator is not None:
+        generated = evaluator.answers(model, rows, request.max_new_tokens, stops, device, should_stop, answer_row)
+    else:
+        generated = generate_answers(
+            model, loaded.tokenizer, prompts, request.max_new_tokens, request.batch_size, stops, device, should_stop,
+            answer_batch, answer_tokens,
+        )  # fmt: skip
     if generated is None:
         return None
-    text = score_answers([a.text for a in generated.answers], [row.reference for row in rows])
-    return Outcome(loss, generated, text)
+    return Outcome(loss, generated, score_answers([a.text for a in generated.answers], [r.reference for r in rows]))
 
 
 def _notes(
@@ -206,13 +188,14 @@ def evaluate(
     progress(0.01, f"Loading {choice.id}")
     loaded = load_choice(choice, Path(context["models_dir"]))
     limit, notes = row_limit(req.max_rows, len(all_rows), loaded.device)
-    rows, prompts, too_long = _fitting(all_rows[:limit], loaded, req.max_new_tokens)
+    evaluator = loaded.kind.evaluator(loaded.extra.get("processor"))  # None: the text path's batches
+    rows, prompts, too_long = _fitting(all_rows[:limit], loaded, req.max_new_tokens, evaluator)
     if not rows:
         raise DatasetError(
             f"no row's prompt fits the model's context of {loaded.context_tokens} tokens with "
             f"max_new_tokens={req.max_new_tokens}: lower max_new_tokens"
         )
-    if "processor" in loaded.extra:  # image rows are encoded batch by batch with their images
+    if evaluator is not None:  # the kind's rows are encoded batch by batch (with their images)
         encoded, truncated, dropped = None, 0, 0
     else:
         encoded, truncated, dropped = tokenize_rows(rows, loaded.tokenizer, plan["max_seq_length"])
@@ -222,7 +205,7 @@ def evaluate(
     outcomes: dict[str, Outcome] = {}
     for name, use_adapter in sides:
         with loaded.weights(use_adapter) as model:
-            outcome = _run_model(model, name, loaded, encoded, prompts, rows, req, bar, should_stop)
+            outcome = _run_model(model, name, loaded, encoded, prompts, rows, req, bar, should_stop, evaluator)
         if outcome is None:
             return None
         outcomes[name] = outcome

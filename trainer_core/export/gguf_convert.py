@@ -134,25 +134,12 @@ def architecture_problem(architectures: list[str], folder: Path) -> Optional[str
 
 def gguf_problem(config: dict, folder: Path) -> Optional[str]:
     """Why a model with this config.json (a dict) cannot be exported as GGUF, or None: the
-    converter in ``folder`` must know its ``architectures`` (``architecture_problem``), and for a
-    vision-language model also write its projector file (``mmproj_problem``)."""
-    return architecture_problem(config.get("architectures") or [], folder) or mmproj_problem(config, folder)
+    converter in ``folder`` must know its ``architectures`` (``architecture_problem``), and what the
+    model's kind needs besides (``ModelKind.gguf_problem``: a vision-language model's projector)."""
+    from trainer_core.model_kind import kind_of
 
-
-def mmproj_problem(config: dict, folder: Path) -> Optional[str]:
-    """Why llama.cpp's converter in ``folder`` cannot write the ``mmproj`` file (vision tower and
-    projector) of a vision-language model with this config.json, or None (also None for a
-    text-only model, or when the registry cannot be read)."""
-    from trainer_core.models.vision_family import vision_family
-
-    family = vision_family(config)
-    known = supported_architectures(folder, "MMPROJ_MODEL_MAP")
-    architectures = config.get("architectures") or []
-    if family is None or not known or not architectures or architectures[0] in known:
-        return None
-    return (
-        f"GGUF export of {family.name} needs llama.cpp's projector file (mmproj) for its images, and llama.cpp's "
-        f"converter cannot write one for {architectures[0]}; export the merged model or the adapter instead"
+    return architecture_problem(config.get("architectures") or [], folder) or kind_of(config).gguf_problem(
+        config, folder
     )
 
 

@@ -45,7 +45,7 @@ from trainer_core.export.schemas import QUANTISED, CheckResult, ExportResult, GG
 from trainer_core.export.weights import base_dir, load_causal_lm, load_run, merge, save_model
 from trainer_core.llamacpp import build as llamacpp_build
 from trainer_core.llamacpp.client import run_probe
-from trainer_core.models.vision_family import vision_family
+from trainer_core.model_kind import kind_of
 
 MERGED_DIR = ".merged"
 WRITING = re.compile(r"Writing:\s+(\d+)%")
@@ -75,13 +75,11 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     job.progress.begin("load", 0.02, f"Loading {job.choice.id} in float32")
     run = load_run(job.choice, job.models_dir, qlora=job.qlora)
     readable = gguf_convert.readable_back(config)
-    vision = vision_family(config)
-    if vision is not None:  # llama-cpp-python evaluates text with 1-D positions; M-RoPE models need llama.cpp's mtmd
-        job.notes.append(
-            f"{vision.name}: llama.cpp runs the language model with its projector (llama-mtmd-cli or llama-server "
-            "with --mmproj); the answers are not compared here, only each file's metadata"
-        )
-    ref = jobs.reference(job, run.model, run.tokenizer) if (readable or not llama_missing) and vision is None else None
+    kind = kind_of(config)
+    note = kind.gguf_note(config)  # set where the answers cannot be compared here
+    if note is not None:
+        job.notes.append(note)
+    ref = jobs.reference(job, run.model, run.tokenizer) if (readable or not llama_missing) and note is None else None
     job.progress.begin("merge", 0.25, "Merging the adapter into the base (float32)")
     model, notes = merge(run, "float32")
     job.notes.extend(notes)
@@ -90,7 +88,7 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     targets = {t: job.out / f"{job.stem}-{t}.gguf" for t in types}
     by_llama = [t for t in types if t not in ("f16", "bf16")] if not llama_missing else []
     source = targets.get("f16", job.out / MERGED_DIR / f"{job.stem}-f16.gguf")
-    projector = job.out / f"{job.stem}-mmproj-f16.gguf" if vision is not None else None
+    projector = job.out / f"{job.stem}-mmproj-f16.gguf" if kind.gguf_projector else None
     try:
         save_model(model, run.tokenizer, merged, run.processor)
         add_converter_keys(merged)  # the names llama.cpp's converter still reads (export.converter_config)

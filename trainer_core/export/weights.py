@@ -91,18 +91,17 @@ def base_dir(choice: ModelChoice, models_dir: Path) -> Path:
 
 def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
     """A causal LM from ``path`` in ``dtype`` on the CPU, in eval mode (``kwargs`` go to
-    ``from_pretrained``, e.g. ``gguf_file``); an image-text-to-text model for a vision-language
-    folder (``models.vision_family``). Raises ModelLoadError naming the folder."""
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
-
+    ``from_pretrained``, e.g. ``gguf_file``); the class of the folder's model kind
+    (``ModelKind.model_class``: an image-text-to-text model for a vision-language folder). Raises
+    ModelLoadError naming the folder."""
+    from trainer_core.model_kind import kind_for_folder
     from trainer_core.models.loading import ModelLoadError, remote_code
-    from trainer_core.models.vision_family import folder_family
 
-    vision = "gguf_file" not in kwargs and folder_family(Path(path)) is not None
+    kind = kind_for_folder(None if "gguf_file" in kwargs else Path(path))  # a GGUF file: the text LM
     kwargs = {**remote_code(path), **kwargs}  # a model that ships code loads only where the server allows it
     try:
         # transformers' own choice: sdpa where the architecture has it, else eager (Gemma 2, gpt-oss)
-        auto_class = AutoModelForImageTextToText if vision else AutoModelForCausalLM
+        auto_class = kind.model_class()
         model = auto_class.from_pretrained(path, dtype=torch_dtype(dtype), **kwargs)
     except (OSError, ValueError, ImportError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(f"could not load the model from {path}: {exc}") from exc
@@ -111,8 +110,8 @@ def load_causal_lm(path: Path, dtype: str = "float32", **kwargs: Any) -> Any:
 
 def load_run(choice: ModelChoice, models_dir: Path, qlora: bool = False) -> RunWeights:
     """The run as trained, in float32 (see the module docstring). Raises ModelLoadError."""
+    from trainer_core.model_kind import kind_for_folder
     from trainer_core.models.loading import ModelLoadError, load_tokenizer, remote_code
-    from trainer_core.models.vision_family import folder_family
     from trainer_core.serving.loader import _tokenizer_folder  # where chat finds the run's tokenizer too
 
     base = base_dir(choice, models_dir) if choice.adapter else None
@@ -127,10 +126,10 @@ def load_run(choice: ModelChoice, models_dir: Path, qlora: bool = False) -> RunW
     else:
         model = load_causal_lm(Path(choice.path))
     folder = _tokenizer_folder(choice, base)
-    if folder_family(base if choice.adapter else Path(choice.path)) is not None:
-        from trainer_core.vision.processor import load_processor
-
-        processor = load_processor(folder, **remote_code(folder))
+    processor = kind_for_folder(base if choice.adapter else Path(choice.path)).load_processor(
+        folder, **remote_code(folder)
+    )
+    if processor is not None:  # e.g. a vision-language model's: images + tokenizer
         return RunWeights(choice, model, processor.tokenizer, folder, base, qlora, processor)
     return RunWeights(choice, model, load_tokenizer(folder, **remote_code(folder)), folder, base, qlora)
 

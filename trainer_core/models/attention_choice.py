@@ -21,14 +21,12 @@ SDPA, EAGER, FLASH = "sdpa", "eager", "flash_attention_2"
 
 
 def model_class(config: Any) -> Any:
-    """The ``AutoModelForCausalLM`` class for ``config`` (a ``PretrainedConfig``; the
-    ``AutoModelForImageTextToText`` class for a vision-language model); None when transformers does
-    not map it."""
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+    """The model class for ``config`` (a ``PretrainedConfig``) in its kind's auto class
+    (``ModelKind.model_class``: ``AutoModelForCausalLM``, ``AutoModelForImageTextToText`` for a
+    vision-language model); None when transformers does not map it."""
+    from trainer_core.model_kind import kind_of
 
-    from trainer_core.models.vision_family import vision_family
-
-    auto_class = AutoModelForImageTextToText if vision_family(config) else AutoModelForCausalLM
+    auto_class = kind_of(config).model_class()
     try:
         return auto_class._model_mapping[type(config)]
     except KeyError:

@@ -5,7 +5,6 @@ transformers, no network), with the folder scan capped so a large allowed folder
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from trainer_core.models.vision_family import FAMILY_NAMES
+from trainer_core.model_kind import folder_config, picker_note
 from trainer_core.paths import PathNotAllowed, is_within, resolve
 from trainer_core.request.model import DEFAULT_MODEL
 
@@ -64,27 +63,22 @@ def local_models(settings: Settings) -> list[LocalModel]:
         seen_folders.add(bundled)
     for repo_id, snapshot in cached_hub_models():
         if repo_id not in seen_values:
-            found.append(LocalModel(repo_id, f"{repo_id} · HF cache{_reads_images(snapshot)}", ModelSource.hf_cache))
+            found.append(LocalModel(repo_id, f"{repo_id} · HF cache{_kind_note(snapshot)}", ModelSource.hf_cache))
             seen_values.add(repo_id)
         seen_folders.add(snapshot)
     roots = [*settings.allowed_roots, settings.models_dir]
     for folder in sorted(set(model_folders(roots)) - seen_folders)[:MAX_FOLDER_MODELS]:
-        label = f"{folder.name} · {folder.parent}{_reads_images(folder)}"
+        label = f"{folder.name} · {folder.parent}{_kind_note(folder)}"
         found.append(LocalModel(str(folder), label, ModelSource.folder))
     return found
 
 
-def _reads_images(folder: Path) -> str:
-    """`` · vision (Qwen2-VL)`` for a folder whose config.json has a vision tower, else ``""``: read
-    from the JSON alone (listing models imports neither torch nor transformers; Start and the check
-    ask ``vision_family`` itself)."""
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
-    if not isinstance(config, dict) or not config.get("vision_config"):
-        return ""
-    return f" · vision ({FAMILY_NAMES.get(config.get('model_type'), config.get('model_type'))})"
+def _kind_note(folder: Path) -> str:
+    """What the folder's model kind adds to its label (e.g. `` · vision (Qwen2-VL)``,
+    ``ModelKind.picker_note``), read from config.json alone (listing models imports neither torch
+    nor transformers; Start and the check ask the kind's ``family`` itself); "" for a text LM."""
+    config = folder_config(folder)
+    return picker_note(config) if config is not None else ""
 
 
 def _bundled(settings: Settings) -> Optional[Path]:

@@ -195,18 +195,18 @@ def load_tokenizer(path: Path, default_template: str = "auto", **kwargs: Any) ->
 
 
 def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
-    """Causal LM from ``path`` on ``device`` (an image-text-to-text model, e.g. Qwen2-VL, when its
-    config says it reads images: ``models.vision_family``): weights in the dtype
+    """Causal LM from ``path`` on ``device`` (loaded by its model kind's class: an
+    image-text-to-text model, e.g. Qwen2-VL, when its config says it reads images): weights in the dtype
     ``models.precision.request_precision`` chooses (bf16 frozen weights for a bf16 LoRA run, fp32
     master weights for full fine-tuning on a CPU), NF4 4-bit for qlora (bitsandbytes; works on CPU and CUDA), with the attention its architecture supports
     (``attention_choice.load_attention``). In a group of processes on GPUs, ``cuda`` is this
     process's GPU (``cuda:<LOCAL_RANK>``). Raises ModelLoadError when loading fails."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, BitsAndBytesConfig
+    from transformers import AutoConfig, BitsAndBytesConfig
 
     from trainer_core.distributed.env import device_for_rank
+    from trainer_core.model_kind import kind_for_folder
     from trainer_core.models.attention_choice import load_attention
     from trainer_core.models.precision import request_precision, torch_dtype
-    from trainer_core.models.vision_family import folder_family
 
     precision = request_precision(request, device)
     dtype, weights = torch_dtype(precision.dtype), torch_dtype(precision.weights)
@@ -224,7 +224,7 @@ def load_model(path: Path, request: TrainingStartRequest, device: str) -> Any:
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype, bnb_4bit_use_double_quant=True
         )
         kwargs["device_map"] = {"": device}
-    auto_class = AutoModelForImageTextToText if folder_family(path) else AutoModelForCausalLM
+    auto_class = kind_for_folder(path).model_class()
     try:
         model = auto_class.from_pretrained(path, **kwargs)
     except (OSError, ValueError, ImportError) as exc:

@@ -20,6 +20,7 @@ import numpy as np
 
 from trainer_core.data.files import DatasetError
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer, local_model_folder
+from trainer_core.model_kind import kind_for_folder
 from trainer_core.preflight import rules
 from trainer_core.preflight.gather import Gathered, gather
 from trainer_core.preflight.grpo import grpo_summary
@@ -27,7 +28,6 @@ from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, Pre
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
 from trainer_core.preflight.structure import model_structure
-from trainer_core.preflight.vision import vision_summary
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 from trainer_core.vocabulary import TrainingMethod
@@ -106,7 +106,8 @@ def run_preflight(
     if structure is not None:
         report.architecture, report.attention = structure.architecture, structure.attention
         report.adapted_modules, report.adapted_count = structure.adapted, structure.adapted_count
-    report.vision = vision_summary(request, settings)
+    folder = local_model_folder(request.model_name, settings)
+    report.vision = kind_for_folder(folder).check_line(request, settings, folder)  # the model kind's line
     report.method = grpo_summary(request, found.train.column_names)
     report.precision = precision_summary(request)
     if tokenizer is None:

@@ -23,8 +23,8 @@ LoRA targets are matched as PEFT does (``peft.tuners.tuners_utils.check_target_m
 module's name equals a target or ends with ``.target``; ``"all-linear"``: every linear layer but
 the output layer). A test checks both counts against the real SmolLM2 model and PEFT.
 
-A vision-language config (``models.vision_family``) adds its vision tower and projector
-(``vision_parameters``: counted on the model built on the ``meta`` device, no memory) to ``total``
+A vision-language config adds its vision tower and projector (the model kind's
+``extra_parameters``, counted on the model built on the ``meta`` device, no memory) to ``total``
 (weights held in memory); they are frozen unless ``finetune_vision_layers`` adapts them.
 """
 
@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
+
+from trainer_core.model_kind import kind_of
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
@@ -187,33 +189,11 @@ def count_parameters(config: Any, target_modules: list[str], lora_r: int, lora: 
         bias += (2 * s.intermediate + s.hidden) * bool(getattr(text, "mlp_bias", False))
     tied = getattr(config, "tie_word_embeddings", getattr(text, "tie_word_embeddings", True))
     embeddings = s.vocab * s.hidden * (1 if tied else 2)
-    vision = vision_parameters(config)
+    vision = kind_of(config).extra_parameters(config)  # a vision tower and projector
     total = block_linear + extra + s.layers * (bias + norms) + s.hidden + embeddings + vision
     return ParameterCounts(
         total=total, block_linear=block_linear, lora=adapters, lora_modules=modules, active_linear=active, vision=vision
     )
-
-
-def vision_parameters(config: Any) -> int:
-    """Parameters of a vision-language model's vision tower and projector (every parameter outside
-    the language model, counted on the model built on the ``meta`` device); 0 for a text-only
-    config or one transformers cannot build."""
-    from trainer_core.models.vision_family import vision_family
-
-    if isinstance(config, dict) or vision_family(config) is None:
-        return 0
-    import torch
-    from transformers import AutoModelForImageTextToText
-
-    try:
-        with torch.device("meta"):
-            model = AutoModelForImageTextToText.from_config(config)
-    except (ValueError, KeyError, TypeError, ImportError):
-        return 0
-    language = model.get_decoder() if hasattr(model, "get_decoder") else None
-    inside = {id(p) for p in language.parameters()} if language is not None else set()
-    inside |= {id(p) for p in model.get_output_embeddings().parameters()} if model.get_output_embeddings() else set()
-    return sum(p.numel() for p in model.parameters() if id(p) not in inside)
 
 
 def _moe_counts(s: Shapes, text: Any, attention: int, modules: tuple[str, ...], r: int) -> tuple[int, int, int, int]:

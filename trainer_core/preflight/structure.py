@@ -53,13 +53,13 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
     if folder is None:
         return None, []
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers import AutoConfig
 
+    from trainer_core.model_kind import kind_of
     from trainer_core.models.attention_choice import attention_note, load_attention
     from trainer_core.models.lora_plan import lora_plan
     from trainer_core.models.remote_code import RemoteCodeError, load_kwargs
     from trainer_core.models.targets import TargetError
-    from trainer_core.models.vision_family import vision_family
 
     try:
         own_code = load_kwargs(folder, request.trust_remote_code, settings.allow_remote_code)
@@ -67,7 +67,7 @@ def model_structure(request: TrainingStartRequest, settings: Settings) -> tuple[
         return None, [Issue(level="error", code="remote_code", message=str(exc), fields=["trust_remote_code"])]
     try:
         config = AutoConfig.from_pretrained(str(folder), local_files_only=True, **own_code)
-        auto_class = AutoModelForImageTextToText if vision_family(config) else AutoModelForCausalLM
+        auto_class = kind_of(config).model_class()  # the model kind's auto class
         with torch.device("meta"):
             model = auto_class.from_config(config, **own_code)
     except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:

@@ -9,7 +9,7 @@ from typing import Any, Optional
 from pydantic import Field, field_validator, model_validator
 
 from trainer_core.request.base import MAX_PATH_CHARS, FieldGroup, blank_is_none, in_section
-from trainer_core.reward_schemas import RewardSpec, json_text, parse_reward
+from trainer_core.rewards.schemas import RewardSpec, json_text, parse_reward
 from trainer_core.vocabulary import DpoLoss, GrpoLoss, TrainingMethod, WholeNumber, method_defaults_text
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Optional
 
-from trainer_core.reward_schemas import RewardSpec
 from trainer_core.rewards.code_file import RewardCodeError, check_reward_code, load_functions
 from trainer_core.rewards.library import make_reward
+from trainer_core.rewards.schemas import RewardSpec
 
 DEFAULT_COLUMN = "answer"
 

@@ -18,8 +18,8 @@ from typing import Any, Optional
 
 import regex
 
-from trainer_core.reward_schemas import RewardSpec, checked_schema
 from trainer_core.rewards.answers import same_answer
+from trainer_core.rewards.schemas import RewardSpec, checked_schema
 
 RewardFunction = Callable[..., list[Optional[float]]]
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ def parsed_json(text: str) -> Any:
 
 def make_json(schema_text: Optional[str], name: str = "json") -> RewardFunction:
     """1.0 where the completion is valid JSON (``parsed_json``) and, with ``schema_text`` (a JSON
-    schema, checked by ``reward_schemas.checked_schema``: references inside it only), matches it
+    schema, checked by ``rewards.schemas.checked_schema``: references inside it only), matches it
     (the ``jsonschema`` library, with an empty ``referencing.Registry``: nothing is ever fetched or
     read to resolve a reference); else 0.0."""
     validator = None

@@ -81,11 +81,11 @@ class ChatEngine:
         return [*runs, *(self._models.list() if self._models is not None else [])]
 
     def reads_images(self, model_id: str) -> bool:
-        """True when ``model_id`` is a vision-language model's base, run or checkpoint (its config,
-        where it is on this machine: ``models.vision_family``); False for text-only models, GGUF
-        files (their projector is not served) and unknown ids."""
-        from trainer_core.data.vision_data import named_family
-        from trainer_core.models.vision_family import folder_family
+        """True when ``model_id`` is the base, run or checkpoint of a model kind that reads images
+        (its config, where it is on this machine: ``data.local_kind``); False for text-only models,
+        GGUF files (their projector is not served) and unknown ids."""
+        from trainer_core.data.local_kind import named_kind
+        from trainer_core.model_kind import kind_for_folder
 
         try:
             choice = self.resolve(model_id)
@@ -94,8 +94,8 @@ class ChatEngine:
         if choice.kind == "gguf":
             return False
         if choice.path and not choice.adapter and (Path(choice.path) / "config.json").is_file():
-            return folder_family(Path(choice.path)) is not None
-        return named_family(choice.base_model, self._settings) is not None
+            return "image" in kind_for_folder(Path(choice.path)).media
+        return "image" in named_kind(choice.base_model, self._settings).media
 
     def resolve(self, model_id: str) -> ModelChoice:
         """The choice ``model_id`` names; raises UnknownModel or ChatInputError (see ``choices``)."""

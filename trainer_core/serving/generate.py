@@ -17,9 +17,20 @@ from typing import Any
 from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.loader import LoadedModel
 from trainer_core.serving.schemas import GenerationSettings
-from trainer_core.serving.vision_prompt import text_only, vision_inputs
 
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")  # ChatML, Llama 3, Phi-3, Gemma
+
+
+def text_only(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """``messages`` without the ``images`` key, for a text-only model. Raises ChatInputError when a
+    message has an image (the model would never see it)."""
+    for i, message in enumerate(messages):
+        if message.get("images"):
+            raise ChatInputError(
+                f"messages[{i}]: it holds an image and this model reads text only: choose a vision-language model's "
+                "run, or send text"
+            )
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
 @dataclass
@@ -128,15 +139,14 @@ def generate(
     use_adapter: bool = True,
 ) -> Finish:
     """Answer ``messages`` with ``loaded``, calling ``on_text`` with each new piece of text. Seeds
-    torch with ``settings.seed`` first. A vision-language model reads the messages' images
-    (``vision_prompt``); a text-only one refuses them. Raises ChatInputError when the prompt plus
+    torch with ``settings.seed`` first. A model kind with inputs of its own makes them
+    (``ModelKind.chat_inputs``: a vision-language model reads the messages' images); a text-only
+    model refuses images (``text_only``). Raises ChatInputError when the prompt plus
     ``max_new_tokens`` exceeds the model's context, the template fails or an image cannot be used."""
     import torch
 
-    processor = loaded.extra.get("processor")
-    if processor is not None:  # a vision-language model: images (if any) and text through its processor
-        inputs = vision_inputs(processor, messages, loaded.device)
-    else:
+    inputs = loaded.kind.chat_inputs(loaded.extra.get("processor"), messages, loaded.device)
+    if inputs is None:  # the text path
         ids = render_prompt(loaded.tokenizer, text_only(messages))
         inputs = {"input_ids": torch.tensor([ids], device=loaded.device)}  # (1, T)
     prompt = inputs["input_ids"][0].tolist()

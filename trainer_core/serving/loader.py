@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from trainer_core.model_kind import ModelKind, kind_for_folder, kind_of
 from trainer_core.serving.schemas import ModelChoice
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,13 @@ class LoadedModel:
     models_dir: Path
     context_tokens: int
     load_seconds: float
-    # "base": a full fine-tune's base; "stops": stop ids; "processor": a vision-language model's processor
+    # "base": a full fine-tune's base; "stops": stop ids; "processor": the model kind's processor (images)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> ModelKind:
+        """The model's kind (``model_kind.kind_of`` its config; the text LM where it has none)."""
+        return kind_of(getattr(self.model, "config", None))
 
     @contextlib.contextmanager
     def weights(self, use_adapter: bool = True) -> Iterator[Any]:
@@ -92,15 +98,12 @@ def _base_path(name: str, models_dir: Path) -> Path:
 
 
 def _load_causal_lm(path: Path, device: str) -> Any:
-    """A causal LM (an image-text-to-text model for a vision-language config) from ``path`` on
-    ``device`` in eval mode. Raises ModelLoadError."""
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
-
+    """A causal LM (in its kind's auto class: an image-text-to-text model for a vision-language
+    config) from ``path`` on ``device`` in eval mode. Raises ModelLoadError."""
     from trainer_core.models.loading import ModelLoadError, compute_dtype, remote_code
-    from trainer_core.models.vision_family import folder_family
 
     own_code = remote_code(path)  # a model that ships code loads only where the server allows it
-    auto_class = AutoModelForImageTextToText if folder_family(path) else AutoModelForCausalLM
+    auto_class = kind_for_folder(path).model_class()
     try:
         # transformers' own choice: sdpa where the architecture has it, else eager (Gemma 2, gpt-oss)
         model = auto_class.from_pretrained(path, dtype=compute_dtype(device), **own_code)
@@ -121,7 +124,6 @@ def _tokenizer_folder(choice: ModelChoice, base: Optional[Path]) -> Path:
 def load_choice(choice: ModelChoice, models_dir: Path, device: Optional[str] = None) -> LoadedModel:
     """Load ``choice`` (see the module docstring). Raises ModelLoadError naming what failed."""
     from trainer_core.models import loading
-    from trainer_core.models.vision_family import folder_family
 
     began = time.monotonic()
     device = device or loading.pick_device()
@@ -138,11 +140,11 @@ def load_choice(choice: ModelChoice, models_dir: Path, device: Optional[str] = N
         model = _load_causal_lm(Path(choice.path) if choice.path else base, device)
     folder = _tokenizer_folder(choice, base)
     extra: dict[str, Any] = {}
-    if folder_family(Path(choice.path) if choice.path and not choice.adapter else base):
-        from trainer_core.vision.processor import load_processor
-
-        extra["processor"] = load_processor(folder, **loading.remote_code(folder))  # images + tokenizer
-        tokenizer = extra["processor"].tokenizer
+    kind = kind_for_folder(Path(choice.path) if choice.path and not choice.adapter else base)
+    processor = kind.load_processor(folder, **loading.remote_code(folder))
+    if processor is not None:  # e.g. a vision-language model's: images + tokenizer
+        extra["processor"] = processor
+        tokenizer = processor.tokenizer
     else:
         tokenizer = loading.load_tokenizer(folder, **loading.remote_code(folder))
     text_config = getattr(model.config, "text_config", None) or model.config

@@ -87,16 +87,17 @@ def build_sft_config(
     has_eval: bool,
     run_name: Optional[str] = None,
     rows_apart: bool = True,
-    vision: bool = False,
+    collated: bool = False,
     liger: bool = False,
 ) -> Any:
     """``trl.SFTConfig`` for ``request``: ``training_args`` plus padding-free batches of rows our data
     layer has already tokenized, masked and cut (``tokenization.py``; packing is left to TRL).
     ``rows_apart`` False (the model lets packed rows attend to each other:
     ``packed_rows.keeps_packed_rows_apart``): padded batches instead, and ``packing`` is refused
-    with a ValueError naming the field. ``vision`` (rows with images, made into batches by
-    ``vision.collator``): padded batches of canonical rows, as TRL allows for images (it refuses
-    padding-free and packed image batches); ``packing`` refused naming the field."""
+    with a ValueError naming the field. ``collated`` (rows the model kind's collator makes into
+    batches, ``ModelKind.collator``: rows with images): padded batches of canonical rows, as TRL
+    allows for images (it refuses padding-free and packed image batches); ``packing`` refused naming
+    the field."""
     import torch
     from trl import SFTConfig
 
@@ -110,13 +111,13 @@ def build_sft_config(
             "packing: this model's attention lets packed rows see each other (its masks ignore the rows' "
             "position_ids), so packed rows would train on contexts that never occur; turn packing off"
         )
-    if vision:
+    if collated:
         if request.packing:
             raise ValueError("packing: rows with images cannot be packed (TRL refuses it); turn packing off")
         return SFTConfig(
             **training_args(request, output_dir, device, has_eval, run_name),
             padding_free=False,
-            max_length=None,  # the collator cuts rows (vision.prepare left out those it could not cut)
+            max_length=None,  # the collator cuts rows (the kind's prepare_data left out those it could not cut)
             packing=False,
             include_num_input_tokens_seen="non_padding",
             remove_unused_columns=False,  # the collator reads messages and images

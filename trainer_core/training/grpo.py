@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.reward_schemas import CompletionSample
+from trainer_core.rewards.schemas import CompletionSample
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.status import TrainingProgress
 from trainer_core.training.config import training_args

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from transformers import EarlyStoppingCallback, Trainer
 from trl import SFTTrainer
 
+from trainer_core.model_kind import kind_of
 from trainer_core.models.precision import request_precision
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.training.attention import register_varlen_sdpa
@@ -111,16 +112,10 @@ def build_trainer(
     repeats the initialisation, the data order and the dropout masks.) ``run_name`` (the job id) names
     the run in the trackers of ``request.report_to`` (set up first: ``trackers.prepare_trackers``).
     A ``model`` that already carries an adapter (``adapter_name_or_path``) trains it; no new one.
-    A processor as ``tokenizer`` (a vision model) trains canonical image rows in padded batches made
-    by ``vision.collator.VisionCollator``."""
-    vision = is_processor(tokenizer)
-    collator = None
-    if vision:  # rows with images: padded batches made by our collator (vision.collator)
-        from trainer_core.vision.collator import VisionCollator
-
-        collator = VisionCollator(
-            tokenizer, request.max_seq_length, request.train_on_completions, request.vision_image_size
-        )
+    A model kind with a collator of its own (``ModelKind.collator``: a vision model, whose processor
+    is ``tokenizer``) trains canonical rows in padded batches that collator makes."""
+    collator = kind_of(getattr(model, "config", None)).collator(tokenizer, request)
+    if collator is not None:  # the kind's rows (e.g. with images): padded batches made by its collator
         rows_apart = True
     else:
         precision = request_precision(request, device)
@@ -128,7 +123,7 @@ def build_trainer(
             model, fp32=device == "cpu" and precision.dtype == "bf16" and precision.attention == "fp32"
         )
         rows_apart = keeps_packed_rows_apart(model)
-    liger = not vision and liger_applies(model, device)
+    liger = collator is None and liger_applies(model, device)
     args = build_sft_config(
         request,
         output_dir,
@@ -136,7 +131,7 @@ def build_trainer(
         has_eval=eval_split is not None,
         run_name=run_name,
         rows_apart=rows_apart,
-        vision=vision,
+        collated=collator is not None,
         liger=liger,
     )
     peft_config = new_lora(request, model)
@@ -151,13 +146,6 @@ def build_trainer(
         callbacks=run_callbacks(request, callbacks, eval_split is not None),
     )
     return finish(trainer, request, device, peft_config is not None)
-
-
-def is_processor(processing_class: Any) -> bool:
-    """True for a multimodal processor (a vision model's), False for a tokenizer."""
-    from transformers import ProcessorMixin
-
-    return isinstance(processing_class, ProcessorMixin)
 
 
 def early_stop_reason(trainer: Trainer) -> Optional[str]:

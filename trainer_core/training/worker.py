@@ -111,54 +111,55 @@ def _rows(done: int, total: int, what: str) -> dict[str, Any]:
 
 
 def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, str]:
+    """(model, tokenizer or the kind's processor, prepared data, device) for ``request``, loaded as
+    the model's kind has them (``model_kind``: its processor and data where it has its own)."""
     from trainer_core.data import progress
     from trainer_core.data.prepare import prepare_data
+    from trainer_core.model_kind import folder_config, kind_of
     from trainer_core.models import loading as models
-    from trainer_core.models.vision_family import folder_family
     from trainer_core.settings import get_settings
 
     _phase(events, Phase.loading_model, f"Loading {request.model_name}")
     token = request.hf_token.get_secret_value() if request.hf_token else None
     path = models.resolve_model_path(request.model_name, token, get_settings().models_dir)
     device = models.pick_device()
-    family = folder_family(path)
-    if family is not None:  # an image-and-text model: its processor (images + tokenizer) and image rows
-        from trainer_core.vision.prepare import prepare_vision_data
-        from trainer_core.vision.processor import load_processor
-
-        tokenizer = load_processor(path, **models.remote_code(path, request))
-    else:
+    config = folder_config(path)
+    kind = kind_of(config)
+    tokenizer = kind.load_processor(path, **models.remote_code(path, request))  # e.g. images + tokenizer
+    if tokenizer is None:  # the text path: the tokenizer alone
         tokenizer = models.load_tokenizer(path, request.default_chat_template, **models.remote_code(path, request))
     model = models.load_model(path, request, device)
     _phase(events, Phase.loading_dataset, "Reading and tokenizing the dataset")
     progress.listen(lambda done, total, what: events.put((EventKind.PHASE_PROGRESS, _rows(done, total, what))))
     try:
-        data = prepare_vision_data(request, tokenizer) if family is not None else prepare_data(request, tokenizer)
+        data = kind.prepare_data(request, tokenizer)
+        if data is None:  # the text path
+            data = prepare_data(request, tokenizer)
     finally:
         progress.listen(None)
+    events.put((EventKind.INFO, _data_line(request, data, device, kind.data_note(kind.family(config), data))))
+    return model, tokenizer, data, device
+
+
+def _data_line(request: TrainingStartRequest, data: Any, device: str, note: tuple[str, dict]) -> dict[str, Any]:
+    """The ``INFO`` event about the prepared data: rows, tokens, truncation and the model kind's
+    ``note`` (its words, its details: e.g. a vision run's images)."""
     stats = data.stats
     rows = {TrainingMethod.sft: "rows", TrainingMethod.kto: "KTO rows", TrainingMethod.grpo: "prompts"}.get(
         request.training_method, "preference pairs"
     )
-    events.put(
-        (
-            EventKind.INFO,
-            {
-                "message": f"{stats.rows} {rows}, {stats.total_tokens} tokens ({stats.trained_tokens} trained); "
-                f"{stats.truncated_rows} rows truncated to {stats.max_seq_length} tokens"
-                + (f"; {family.name}: {data.images.line()}" if family is not None else ""),
-                "details": {
-                    "format": data.format.value,
-                    **({"vision": family.name, "images": data.images.images} if family is not None else {}),
-                    "device": device,
-                    **vars(stats),
-                    "num_processes": world_size(),
-                    "global_batch_size": request.batch_size * request.gradient_accumulation_steps * world_size(),
-                },
-            },
-        )
-    )
-    return model, tokenizer, data, device
+    return {
+        "message": f"{stats.rows} {rows}, {stats.total_tokens} tokens ({stats.trained_tokens} trained); "
+        f"{stats.truncated_rows} rows truncated to {stats.max_seq_length} tokens" + note[0],
+        "details": {
+            "format": data.format.value,
+            **note[1],
+            "device": device,
+            **vars(stats),
+            "num_processes": world_size(),
+            "global_batch_size": request.batch_size * request.gradient_accumulation_steps * world_size(),
+        },
+    }
 
 
 def train(

@@ -1,4 +1,5 @@
-"""Which models read images: found from the model's ``config.json``, never from its name.
+"""Which models read images (the kind's detection): found from the model's ``config.json``, never
+from its name.
 
 A vision-language model is one whose ``model_type`` transformers maps to an image-text-to-text
 class (``MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES``: Qwen2-VL, Qwen2.5-VL, Gemma 3, Idefics3,
@@ -8,10 +9,11 @@ is text-only (``gemma3_text``) and stays on the text path.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
+
+from trainer_core.model_kind import folder_config
 
 # Display names of the families people fine-tune most; others show their model_type.
 FAMILY_NAMES = {
@@ -65,10 +67,5 @@ def vision_family(config: Any) -> Optional[VisionFamily]:
 def folder_family(folder: Optional[Path]) -> Optional[VisionFamily]:
     """``vision_family`` of the model saved in ``folder`` (its ``config.json``); None for None, a
     folder without a readable config, or a text-only model."""
-    if folder is None:
-        return None
-    try:
-        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return vision_family(config) if isinstance(config, dict) else None
+    config = folder_config(folder)
+    return vision_family(config) if config is not None else None

@@ -1,8 +1,8 @@
 """Evaluation of a vision-language model on held-out image rows: the loss on the answers and the
-greedy answers, with each row's images, as training and chat make their inputs
-(``vision.collator`` for the loss: answers scored, image tokens never; ``serving.vision_prompt``
-for the prompts). One row at a time for generation (processors pad image rows unevenly across
-families); ``batch_size`` rows per forward pass for the loss."""
+greedy answers, with each row's images, as training and chat make their inputs (``collator`` for
+the loss: answers scored, image tokens never; ``prompt`` for the prompts). One row at a time for
+generation (processors pad image rows unevenly across families); ``batch_size`` rows per forward
+pass for the loss. ``VisionEvaluator`` is what the kind gives ``evaluation.worker``."""
 
 from __future__ import annotations
 
@@ -10,19 +10,19 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional
 
-from trainer_core.data.image_rows import MARKER
+from trainer_core.data.images import MARKER
 from trainer_core.evaluation.generation import Answer, Generated, cut_at_stop
 from trainer_core.evaluation.loss import LossResult
 from trainer_core.evaluation.rows import EvalRow
+from trainer_core.kinds.vision.collator import VisionCollator
+from trainer_core.kinds.vision.prompt import vision_inputs
 from trainer_core.serving.generate import generate_kwargs
 from trainer_core.serving.schemas import GenerationSettings
-from trainer_core.serving.vision_prompt import vision_inputs
-from trainer_core.vision.collator import VisionCollator
 
 
 def with_images(turns: list[dict[str, str]], images: list[str]) -> list[dict[str, Any]]:
     """``turns`` each given the images its ``<image>`` markers stand for, in order (chat's
-    messages: ``serving.vision_prompt.placed``)."""
+    messages: ``prompt.placed``)."""
     out, left = [], list(images)
     for turn in turns:
         count = turn["content"].count(MARKER)
@@ -99,3 +99,26 @@ def vision_answers(
             result.tokens += len(kept)
             on_batch(done, len(rows))
     return result
+
+
+class VisionEvaluator:
+    """``ModelKind.evaluator`` of a vision-language model: the functions above with its ``processor``."""
+
+    def __init__(self, processor: Any) -> None:
+        self.processor = processor
+
+    def prompt_length(self, row: EvalRow) -> int:
+        """Tokens of ``row``'s prompt with its images (``prompt_length``)."""
+        return prompt_length(self.processor, row)
+
+    def loss(
+        self, model: Any, rows: list[EvalRow], device: str, batch_size: int, *callbacks: Any
+    ) -> Optional[LossResult]:
+        """``vision_loss``; ``callbacks``: its ``should_stop`` and ``on_batch``."""
+        return vision_loss(model, self.processor, rows, device, batch_size, *callbacks)
+
+    def answers(
+        self, model: Any, rows: list[EvalRow], max_new_tokens: int, stops: list[int], device: str, *callbacks: Any
+    ) -> Optional[Generated]:
+        """``vision_answers``; ``callbacks``: its ``should_stop`` and ``on_batch``."""
+        return vision_answers(model, self.processor, rows, max_new_tokens, stops, device, *callbacks)

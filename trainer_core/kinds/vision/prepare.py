@@ -2,7 +2,7 @@
 tokens they make, and the rows a run cannot use left out (with counts, as the text path's
 ``tokenization.TokenizationStats`` has them).
 
-The rows stay canonical (``messages`` + ``images``): the collator (``vision.collator``) makes the
+The rows stay canonical (``messages`` + ``images``): the collator (``collator``) makes the
 tensors batch by batch, as TRL does for images (pixels of a whole dataset would not fit in memory).
 A row longer than ``max_seq_length`` is cut on the right only when the cut falls after its last
 image token (a cut image would not match its features); otherwise it is left out and counted.
@@ -19,7 +19,7 @@ import datasets
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.images import open_image
 from trainer_core.data.tokenization import IGNORE, TokenizationStats
-from trainer_core.vision.collator import VisionCollator, carry_labels
+from trainer_core.kinds.vision.collator import VisionCollator, carry_labels
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +106,11 @@ def prepare_vision_rows(
     return (rows if len(kept) == len(rows) else rows.select(kept)), stats, images
 
 
-def prepare_vision_data(request: Any, processor: Any) -> Any:
+def prepare_vision_data(request: Any, processor: Any, kind: Any) -> Any:
     """``data.prepare.prepare_data`` for a vision-language model: the request's rows (with their
-    images, ``data.image_rows``; text rows get an empty image list), split as for text, made ready
-    by ``prepare_vision_rows``. Returns a ``PreparedData`` whose splits are canonical rows
+    images, ``rows``; text rows get an empty image list), split as for text, made ready
+    by ``prepare_vision_rows``. ``kind``: the vision kind (``kind.VISION``), whose rows are read.
+    Returns a ``PreparedData`` whose splits are canonical rows
     (``messages``, ``images``) and whose ``images`` are the training split's ``ImageStats``.
     Raises DatasetError."""
     from trainer_core.data.prepare import (
@@ -123,12 +124,12 @@ def prepare_vision_data(request: Any, processor: Any) -> Any:
     collator = VisionCollator(
         processor, request.max_seq_length, request.train_on_completions, request.vision_image_size
     )
-    train_rows, fmt = load_conversations(request, vision=True)
+    train_rows, fmt = load_conversations(request, kind=kind)
     eval_rows = None
     if request.val_size > 0:
         train_rows, eval_rows = split_validation(train_rows, request)
     elif has_eval_data(request):
-        eval_rows, _ = load_conversations(request, eval=True, vision=True)
+        eval_rows, _ = load_conversations(request, eval=True, kind=kind)
     train_rows, eval_rows = (_with_images(rows) for rows in (train_rows, eval_rows))
     train, stats, images = prepare_vision_rows(train_rows, collator, request.max_seq_length)
     eval_split, eval_stats = None, None

@@ -26,21 +26,13 @@ import datasets
 
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import MESSAGE_FEATURES, normalize_with_notes
-from trainer_core.data.images import check_image, resolve_reference
+from trainer_core.data.images import MARKER, check_image, resolve_reference
 from trainer_core.data.media import MEDIA_FEATURES, media_columns, refuse_media
 from trainer_core.vocabulary import FormatType
 
-MARKER = "<image>"
 IMAGE_PART_TYPES = ("image_url", "image", "input_image")
 TURN_COLUMNS = {"messages": "content", "conversations": "value"}  # turn list column -> its text key
 VISION_FEATURES = datasets.Features({**MESSAGE_FEATURES, "images": datasets.List(datasets.Value("string"))})
-
-
-def base_folder(path: str) -> Path:
-    """The folder a data file's relative image paths are read from: the file's own folder, or the
-    folder itself for a folder of data files (LLaMA-Factory's ``dataset_dir``)."""
-    given = Path(path).expanduser()
-    return given if given.is_dir() else given.parent
 
 
 def image_columns(dataset: datasets.Dataset) -> list[str]:

@@ -1,5 +1,6 @@
-"""A conversation with images made into a vision-language model's inputs, as training made its rows
-(``vision.collator``: the processor's chat template over content parts, one image part per
+"""A conversation with images made into a vision-language model's inputs (the kind's
+``chat_inputs``), as training made its rows
+(``collator``: the processor's chat template over content parts, one image part per
 ``<image>`` marker; images opened with the pixel limit of ``data.images``)."""
 
 from __future__ import annotations
@@ -7,10 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from trainer_core.data.errors import RowError
-from trainer_core.data.image_rows import MARKER
-from trainer_core.data.images import open_image
+from trainer_core.data.images import MARKER, open_image
+from trainer_core.kinds.vision.collator import part_messages
 from trainer_core.serving.errors import ChatInputError
-from trainer_core.vision.collator import part_messages
 
 MAX_SIDE = 1024  # longest image side given to the processor in chat (pixels)
 
@@ -33,18 +33,6 @@ def placed(messages: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[s
         turns.append({"role": message["role"], "content": content})
         images.extend(pictures)
     return turns, images
-
-
-def text_only(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """``messages`` without the ``images`` key, for a text-only model. Raises ChatInputError when a
-    message has an image (the model would never see it)."""
-    for i, message in enumerate(messages):
-        if message.get("images"):
-            raise ChatInputError(
-                f"messages[{i}]: it holds an image and this model reads text only: choose a vision-language model's "
-                "run, or send text"
-            )
-    return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
 def vision_inputs(processor: Any, messages: list[dict[str, Any]], device: str) -> dict[str, Any]:

@@ -24,8 +24,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Optional
 
-from trainer_core.data.image_rows import MARKER
-from trainer_core.data.images import open_image
+from trainer_core.data.images import MARKER, open_image
 from trainer_core.data.tokenization import IGNORE, render_with_spans, span_labels
 
 
@@ -61,7 +60,7 @@ class VisionCollator:
     and the model's extras such as ``image_grid_thw``) plus ``labels`` (B, T), for rows with
     ``messages`` and ``images`` (``rows.VISION_FEATURES``). ``max_side``: the longest image side in
     pixels (``vision_image_size``; None: as the files are). ``max_length`` cuts rows on the right;
-    prepared data has no row whose cut would fall inside its images (``vision.prepare``)."""
+    prepared data has no row whose cut would fall inside its images (``prepare``)."""
 
     def __init__(
         self, processor: Any, max_length: Optional[int], train_on_completions: bool, max_side: Optional[int] = None

@@ -1,0 +1,222 @@
+"""What differs by kind of model (a causal text LM, an image-and-text model, ...): the
+``ModelKind`` interface each kind implements, and the one registry every layer asks which kind a
+model is, from its ``config.json`` (never from its name).
+
+A kind overrides only what differs; every method's default is the text LM's way, and a hook that
+returns None (or False, 0, "") leaves its step to the shared layers (``data/``, ``models/``,
+``training/``, ``serving/``, ``evaluation/``, ``export/``), which every kind uses. The kinds live in
+``trainer_core.kinds``, one folder a kind, above the layers they use; this registry imports that
+package by name the first time it is asked (as transformers' auto classes import a model's module
+by name), so that any layer can ask here without importing a kind's code. ``docs/ARCHITECTURE.md``
+says who calls each method.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+BUILT_IN = "trainer_core.kinds"  # the package whose ``KINDS`` are the built-in kinds, most specific first
+
+
+class ModelKind:
+    """One kind of model. Attributes: ``name`` (stable id, carried in plans), ``label`` (words for
+    people), ``media`` (what its rows carry besides text, e.g. ``("image",)``), ``suggestion`` (how
+    a refusal of such rows names this kind's models) and ``auto_class`` (the transformers class that
+    loads its weights). Defaults: the causal text LM."""
+
+    name = "causal"
+    label = "text"
+    media: tuple[str, ...] = ()
+    suggestion = ""
+    auto_class = "AutoModelForCausalLM"
+
+    # Detect, from config.json; ``picker_note`` from the JSON alone (listing models imports no torch).
+    def family(self, config: Any) -> Optional[str]:
+        """The family's display name (e.g. "Qwen2-VL") when ``config`` (a ``PretrainedConfig`` or
+        the config.json dict) is this kind's; None when it is not."""
+        return None
+
+    def picker_note(self, config: dict) -> str:
+        """What the model picker adds to a local model's label (e.g. " · vision (Qwen2-VL)"),
+        from the config.json dict alone; "" for nothing."""
+        return ""
+
+    # Load.
+    def model_class(self) -> Any:
+        """The transformers auto class that loads this kind's weights (``auto_class``)."""
+        import transformers
+
+        return getattr(transformers, self.auto_class)
+
+    def load_processor(self, path: Path, **kwargs: Any) -> Any:
+        """The processor saved with the model in ``path`` (``kwargs``: ``from_pretrained``'s); None
+        when the tokenizer alone reads the model's inputs (``models.loading.load_tokenizer``)."""
+        return None
+
+    # Data: the shapes the kind reads, and their refusals.
+    def holds_media(self, dataset: Any) -> bool:
+        """True when ``dataset`` (a ``datasets.Dataset`` of one source) holds this kind's media."""
+        return False
+
+    def keeps_media(self, request: Any, dataset: Any, kind: ModelKind) -> bool:
+        """True when this source's media are kept for ``request``, whose model is of ``kind``
+        (``media_rows`` then reads the source). Asked of every kind, so that a kind's own switches
+        (``is_dataset_image``) are refused with a DatasetError for a model of another kind."""
+        return False
+
+    def media_rows(
+        self, dataset: Any, fmt: Any, source: str, base: Optional[Path], first_row: int = 1
+    ) -> tuple[Any, list[str]]:
+        """(canonical rows with their media, reading notes) of one source; raises DatasetError
+        naming ``source`` and the row. Only asked where ``holds_media`` or ``keeps_media`` is True."""
+        raise NotImplementedError(f"{self.name} models read no media")
+
+    def join_media(self, normalised: list[tuple], request: Any) -> list[tuple]:
+        """The normalised (name, rows, format) sources of one split, made joinable (e.g. an empty
+        media column where another source has media). Asked of every kind. Raises DatasetError."""
+        return normalised
+
+    def prepare_data(self, request: Any, processor: Any) -> Any:
+        """The ``data.prepare.PreparedData`` of ``request`` for this kind's ``processor``; None:
+        the text path (``data.prepare.prepare_data``). Raises DatasetError."""
+        return None
+
+    def data_note(self, family: Optional[str], data: Any) -> tuple[str, dict]:
+        """(what the worker's data line adds, e.g. "; Qwen2-VL: 6 images, ...", the details it
+        adds to the event) for prepared ``data``."""
+        return "", {}
+
+    # Train.
+    def collator(self, processor: Any, request: Any) -> Any:
+        """The collator that makes this kind's rows into padded batches with labels (B, T); None:
+        the trainer's own batches of tokenized rows."""
+        return None
+
+    def lora_targets(self, model: Any, request: Any) -> Any:
+        """``models.targets.Targets`` for ``request`` on ``model`` where the kind adds layers of its
+        own (a vision tower); None: matched as for a text LM. Raises ``TargetError``."""
+        return None
+
+    def extra_parameters(self, config: Any) -> int:
+        """Parameters outside the language model (a vision tower and projector) of ``config``."""
+        return 0
+
+    # Evaluate and serve.
+    def evaluator(self, processor: Any) -> Any:
+        """An object with ``prompt_length(row)``, ``loss(...)`` and ``answers(...)`` that evaluates
+        this kind's rows one by one with ``processor``; None: the text path's batches."""
+        return None
+
+    def chat_inputs(self, processor: Any, messages: list[dict], device: str) -> Optional[dict]:
+        """The model's inputs (``input_ids`` (1, T) and the kind's extras) for chat ``messages``
+        plus the generation prompt, on ``device``; None: the text path (``serving.generate``).
+        Raises ChatInputError."""
+        return None
+
+    # Export.
+    gguf_projector = False  # its GGUF export writes a projector file too (``mmproj``, llama.cpp's --mmproj)
+
+    def gguf_problem(self, config: dict, converter: Path) -> Optional[str]:
+        """Why llama.cpp's converter in ``converter`` cannot export this model to GGUF, or None."""
+        return None
+
+    def gguf_note(self, config: dict) -> Optional[str]:
+        """The GGUF export's note where the file's answers cannot be compared with the model's
+        (None: they are compared)."""
+        return None
+
+    # Check.
+    def check_line(self, request: Any, settings: Any, folder: Optional[Path]) -> Optional[str]:
+        """The pre-flight check's line about the model in ``folder`` and its data; None: no line."""
+        return None
+
+
+_lock = threading.Lock()
+_kinds: list[ModelKind] = []
+_added: list[ModelKind] = []  # registered kinds, newest first
+
+
+def kinds() -> tuple[ModelKind, ...]:
+    """Every kind, most specific first: the registered ones (newest first), then the built-in
+    kinds, the causal text LM last (the fallback)."""
+    with _lock:
+        if not _kinds:
+            _kinds.extend(importlib.import_module(BUILT_IN).KINDS)
+        return (*_added, *_kinds)
+
+
+def register(kind: ModelKind) -> ModelKind:
+    """Add ``kind`` ahead of every other kind (it is asked first) and return it."""
+    with _lock:
+        _added.insert(0, kind)
+    return kind
+
+
+def unregister(kind: ModelKind) -> None:
+    """Take a registered ``kind`` out again (a test's toy kind); raises ValueError if not there."""
+    with _lock:
+        _added.remove(kind)
+
+
+def kind_of(config: Any) -> ModelKind:
+    """The kind of ``config`` (a ``PretrainedConfig`` or the config.json dict; None: the fallback)."""
+    every = kinds()
+    if config is None:
+        return every[-1]
+    return next((kind for kind in every if kind.family(config) is not None), every[-1])
+
+
+def folder_config(folder: Optional[Path]) -> Optional[dict]:
+    """The config.json dict of the model saved in ``folder``; None for None, a folder without a
+    readable config, or one that is not a JSON object."""
+    if folder is None:
+        return None
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def kind_for_folder(folder: Optional[Path]) -> ModelKind:
+    """The kind of the model saved in ``folder`` (the fallback where its config cannot be read)."""
+    return kind_of(folder_config(folder))
+
+
+def kind_named(name: Optional[str]) -> ModelKind:
+    """The kind whose ``name`` is ``name`` (as a plan carries it); the fallback for None or an
+    unknown name."""
+    every = kinds()
+    return next((kind for kind in every if kind.name == name), every[-1])
+
+
+def media_keeper(request: Any, dataset: Any, kind: ModelKind) -> Optional[ModelKind]:
+    """The kind that keeps this source's media for ``request`` (its model of ``kind``), or None:
+    read as text. Every kind is asked (``ModelKind.keeps_media``); raises DatasetError as it does."""
+    return next((other for other in kinds() if other.keeps_media(request, dataset, kind)), None)
+
+
+def joined_media(normalised: list[tuple], request: Any) -> list[tuple]:
+    """``normalised`` passed through every kind's ``join_media``. Raises DatasetError."""
+    for kind in kinds():
+        normalised = kind.join_media(normalised, request)
+    return normalised
+
+
+def picker_note(config: dict) -> str:
+    """The model picker's note for a config.json dict: the first kind's that has one, else ""."""
+    return next((note for note in (kind.picker_note(config) for kind in kinds()) if note), "")
+
+
+def media_kind(dataset: Any) -> Optional[ModelKind]:
+    """The kind whose media ``dataset`` holds (its rows need that kind of model), or None."""
+    return next((kind for kind in kinds() if kind.holds_media(dataset)), None)
+
+
+def reader_of(media: str) -> Optional[ModelKind]:
+    """The kind whose rows carry ``media`` ("image", "audio", ...), or None when none does."""
+    return next((kind for kind in kinds() if media in kind.media), None)
