@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
 from trainer_core.hub_ids import hub_id_problem
+from trainer_core.refusals import Refusal
 from trainer_core.reward_schemas import RewardSpec, json_text, parse_reward
 from trainer_core.vocabulary import (
     METHOD_DEFAULTS,
@@ -723,23 +724,30 @@ class TrainingStartRequest(BaseModel):
         ddp or deepspeed); one machine: node_rank 0, no address."""
         if self.num_nodes == 1:
             if self.node_rank or self.rdzv_endpoint:
-                raise ValueError(
-                    "node_rank and rdzv_endpoint are read only with num_nodes > 1: set num_nodes, or clear them"
+                raise Refusal(
+                    "node_rank and rdzv_endpoint are read only with num_nodes > 1: set num_nodes, or clear them",
+                    fields=("node_rank", "rdzv_endpoint", "num_nodes"),
                 )
             return
         if not self.rdzv_endpoint:
-            raise ValueError("num_nodes > 1 needs rdzv_endpoint: machine 0's host:port, the same on every machine")
+            raise Refusal(
+                "num_nodes > 1 needs rdzv_endpoint: machine 0's host:port, the same on every machine",
+                fields=("num_nodes", "rdzv_endpoint"),
+            )
         if self.node_rank >= self.num_nodes:
-            raise ValueError(
-                f"node_rank {self.node_rank} is not below num_nodes {self.num_nodes}: number the machines 0 to {self.num_nodes - 1}"
+            raise Refusal(
+                f"node_rank {self.node_rank} is not below num_nodes {self.num_nodes}: number the machines 0 to {self.num_nodes - 1}",
+                fields=("node_rank", "num_nodes"),
             )
         if self.compute != "local":
-            raise ValueError(
-                "num_nodes counts torchrun's machines; a Ray cluster places its workers itself: set num_nodes 1 with compute ray"
+            raise Refusal(
+                "num_nodes counts torchrun's machines; a Ray cluster places its workers itself: set num_nodes 1 with compute ray",
+                fields=("num_nodes", "compute"),
             )
         if self.distributed == "fsdp":
-            raise ValueError(
-                "num_nodes > 1 runs torchrun on each machine: choose ddp or deepspeed (fsdp goes through accelerate launch on one machine)"
+            raise Refusal(
+                "num_nodes > 1 runs torchrun on each machine: choose ddp or deepspeed (fsdp goes through accelerate launch on one machine)",
+                fields=("num_nodes", "distributed"),
             )
 
     def _check_ray(self) -> None:
@@ -747,23 +755,31 @@ class TrainingStartRequest(BaseModel):
         group's size everywhere: the global batch, the steps, the launcher)."""
         if self.compute != "ray":
             if self.ray_address or self.ray_storage_path:
-                raise ValueError(
-                    "ray_address and ray_storage_path are read only with compute ray: choose ray, or clear them"
+                raise Refusal(
+                    "ray_address and ray_storage_path are read only with compute ray: choose ray, or clear them",
+                    fields=("ray_address", "ray_storage_path", "compute"),
                 )
             return
         if not self.ray_address:
-            raise ValueError(
-                "compute ray needs ray_address: the head's host:port (ray start --head prints it) or ray://host:10001"
+            raise Refusal(
+                "compute ray needs ray_address: the head's host:port (ray start --head prints it) or ray://host:10001",
+                fields=("compute", "ray_address"),
             )
         if "num_processes" in self.model_fields_set and self.num_processes not in (1, self.num_workers):
-            raise ValueError("num_processes counts this machine's processes; with compute ray set num_workers instead")
+            raise Refusal(
+                "num_processes counts this machine's processes; with compute ray set num_workers instead",
+                fields=("num_processes", "num_workers"),
+            )
         if self.gpu_ids or self.distributed != "ddp":
-            raise ValueError(
+            raise Refusal(
                 "compute ray runs ddp workers that Ray places (use_gpu and resources_per_worker choose their GPUs): "
-                "clear gpu_ids and choose distributed ddp"
+                "clear gpu_ids and choose distributed ddp",
+                fields=("use_gpu", "resources_per_worker", "gpu_ids", "distributed"),
             )
         if any(value < 0 for value in self.resources_per_worker.values()):
-            raise ValueError("resources_per_worker: amounts must be 0 or more, e.g. CPU=2, GPU=1")
+            raise Refusal(
+                "resources_per_worker: amounts must be 0 or more, e.g. CPU=2, GPU=1", fields=("resources_per_worker",)
+            )
         self.num_processes = self.num_workers
 
     @field_validator("ray_address", "rdzv_endpoint")
@@ -833,7 +849,9 @@ class TrainingStartRequest(BaseModel):
     @classmethod
     def _hub_dataset_id(cls, value: Optional[str]) -> Optional[str]:
         if value is not None and value.strip() and (problem := hub_id_problem(value.strip())):
-            raise ValueError(f"'{value[:80]}' {problem}; files on the server go in local_datasets")
+            raise Refusal(
+                f"'{value[:80]}' {problem}; files on the server go in local_datasets", fields=("local_datasets",)
+            )
         return value.strip() if value and value.strip() else None
 
     @model_validator(mode="after")
@@ -846,7 +864,10 @@ class TrainingStartRequest(BaseModel):
             given = [name for name in settings if getattr(self, name) is not None]
             if on is False and (tracker in self.report_to or given):
                 other = f"report_to {tracker}" if tracker in self.report_to else given[0]
-                raise ValueError(f"{switch} false disagrees with {other}: set {switch} true, or drop {other}")
+                raise Refusal(
+                    f"{switch} false disagrees with {other}: set {switch} true, or drop {other}",
+                    fields=(switch, "report_to" if tracker in self.report_to else given[0]),
+                )
             if (on or given) and tracker not in self.report_to:
                 self.report_to = [*self.report_to, tracker]
         return self
@@ -857,85 +878,104 @@ class TrainingStartRequest(BaseModel):
             if "training_type" not in self.model_fields_set:
                 self.training_type = TrainingType.lora if self.use_lora else TrainingType.full
             elif self.use_lora != (self.training_type != TrainingType.full):
-                raise ValueError(
+                raise Refusal(
                     f"use_lora ({str(self.use_lora).lower()}) disagrees with training_type "
                     f"({self.training_type.value}): drop use_lora, or choose training_type "
-                    f"{'lora or qlora' if self.use_lora else 'full'}"
+                    f"{'lora or qlora' if self.use_lora else 'full'}",
+                    fields=("use_lora", "training_type"),
                 )
         if self.num_epochs == 0 and self.max_steps == 0:
-            raise ValueError("num_epochs and max_steps are both 0: set num_epochs > 0 or max_steps > 0")
+            raise Refusal(
+                "num_epochs and max_steps are both 0: set num_epochs > 0 or max_steps > 0",
+                fields=("num_epochs", "max_steps"),
+            )
         if self.training_type == TrainingType.qlora:
             self.load_in_4bit = True
         elif self.load_in_4bit:
-            raise ValueError(
-                "load_in_4bit is only used with training_type='qlora': choose qlora or turn load_in_4bit off"
+            raise Refusal(
+                "load_in_4bit is only used with training_type='qlora': choose qlora or turn load_in_4bit off",
+                fields=("load_in_4bit", "training_type"),
             )
         if 0 < self.dataset_slice_end <= self.dataset_slice_start:
-            raise ValueError(
-                f"dataset_slice_end ({self.dataset_slice_end}) must be after dataset_slice_start ({self.dataset_slice_start})"
+            raise Refusal(
+                f"dataset_slice_end ({self.dataset_slice_end}) must be after dataset_slice_start ({self.dataset_slice_start})",
+                fields=("dataset_slice_end", "dataset_slice_start"),
             )
         if self.val_size > 0 and (self.local_eval_datasets or self.eval_split):
             given = "local_eval_datasets" if self.local_eval_datasets else "eval_split"
-            raise ValueError(
+            raise Refusal(
                 f"val_size ({self.val_size}) and {given} both name evaluation data: split the training rows "
-                f"with val_size, or give {given}, not both (set val_size to 0 to use {given})"
+                f"with val_size, or give {given}, not both (set val_size to 0 to use {given})",
+                fields=("val_size", given),
             )
         self._check_hub_parts()
         if self.warmup_steps > 0 and self.warmup_ratio > 0:
-            raise ValueError("set either warmup_steps or warmup_ratio, not both")
+            raise Refusal("set either warmup_steps or warmup_ratio, not both", fields=("warmup_steps", "warmup_ratio"))
         if self.early_stopping_patience > 0 and not (
             self.val_size > 0 or self.local_eval_datasets or (self.hf_dataset and self.eval_split)
         ):
-            raise ValueError(
+            raise Refusal(
                 f"early_stopping_patience ({self.early_stopping_patience}) needs evaluation data: set val_size "
-                "(e.g. 0.1) or give local_eval_datasets (or a Hub eval_split), or set early_stopping_patience to 0"
+                "(e.g. 0.1) or give local_eval_datasets (or a Hub eval_split), or set early_stopping_patience to 0",
+                fields=("early_stopping_patience", "val_size", "local_eval_datasets", "eval_split"),
             )
         if not self.hf_dataset and not self.local_datasets:
-            raise ValueError("no training data: give local_datasets (files) or hf_dataset (a hub id)")
+            raise Refusal(
+                "no training data: give local_datasets (files) or hf_dataset (a hub id)",
+                fields=("local_datasets", "hf_dataset"),
+                code="no_training_data",
+            )
         for name in ("learning_rate", "beta"):  # the method's own defaults (METHOD_DEFAULTS)
             if (name, self.training_method.value) in METHOD_DEFAULTS and name not in self.model_fields_set:
                 setattr(self, name, METHOD_DEFAULTS[(name, self.training_method.value)])
         self._check_grpo()
         if self.training_method != TrainingMethod.sft and self.packing:
-            raise ValueError(
+            raise Refusal(
                 f"packing joins rows for SFT; training_method {self.training_method.value!r} compares whole "
-                "answers: turn packing off"
+                "answers: turn packing off",
+                fields=("packing", "training_method"),
             )
         if self.adapter_name_or_path and self.training_type == TrainingType.full:
-            raise ValueError(
+            raise Refusal(
                 "adapter_name_or_path continues a LoRA adapter: choose training_type lora or qlora "
-                "(or merge the adapter into a model and give that model for full training)"
+                "(or merge the adapter into a model and give that model for full training)",
+                fields=("adapter_name_or_path", "training_type"),
             )
         self._check_ray()
         self._check_nodes()
         if self.distributed != "ddp" and not (self.distributed_config and self.num_processes > 1):
-            raise ValueError(
+            raise Refusal(
                 f"distributed {self.distributed!r} needs num_processes > 1 and distributed_config (your "
-                f"{'accelerate FSDP YAML' if self.distributed == 'fsdp' else 'DeepSpeed JSON'}): set both, or choose ddp"
+                f"{'accelerate FSDP YAML' if self.distributed == 'fsdp' else 'DeepSpeed JSON'}): set both, or choose ddp",
+                fields=("distributed", "num_processes", "distributed_config"),
             )
         if self.distributed_config and self.distributed == "ddp":
-            raise ValueError(
-                "distributed_config is read only with distributed fsdp or deepspeed: choose one, or clear the file"
+            raise Refusal(
+                "distributed_config is read only with distributed fsdp or deepspeed: choose one, or clear the file",
+                fields=("distributed_config", "distributed"),
             )
         if self.modules_to_save and self.training_type == TrainingType.full:
-            raise ValueError(
-                "modules_to_save picks modules to train in full beside LoRA; with training_type full every weight trains: clear modules_to_save"
+            raise Refusal(
+                "modules_to_save picks modules to train in full beside LoRA; with training_type full every weight trains: clear modules_to_save",
+                fields=("modules_to_save", "training_type"),
             )
         if (
             self.embedding_learning_rate is not None
             and self.training_type != TrainingType.full
             and not self.modules_to_save
         ):
-            raise ValueError(
+            raise Refusal(
                 "embedding_learning_rate applies to embeddings that train: list them in modules_to_save "
-                "(e.g. embed_tokens, lm_head), choose training_type full, or clear embedding_learning_rate"
+                "(e.g. embed_tokens, lm_head), choose training_type full, or clear embedding_learning_rate",
+                fields=("embedding_learning_rate", "modules_to_save", "training_type"),
             )
         if self.use_loftq and self.training_type != TrainingType.qlora:
-            raise ValueError(
-                "use_loftq initialises adapters against a 4-bit base: choose training_type qlora or turn use_loftq off"
+            raise Refusal(
+                "use_loftq initialises adapters against a 4-bit base: choose training_type qlora or turn use_loftq off",
+                fields=("use_loftq", "training_type"),
             )
         if self.lora_r > 0 and any(not m.strip() for m in self.target_modules):
-            raise ValueError("target_modules contains an empty name")
+            raise Refusal("target_modules contains an empty name", fields=("target_modules",))
         return self
 
     @model_validator(mode="before")
@@ -954,9 +994,10 @@ class TrainingStartRequest(BaseModel):
         beside local_eval_datasets (the files would win). Raises ValueError naming the field."""
         if self.hf_dataset:
             if self.eval_split and self.local_eval_datasets:
-                raise ValueError(
+                raise Refusal(
                     f"eval_split ({self.eval_split[:40]!r}) and local_eval_datasets both name evaluation data: "
-                    "give the Hub split or the files, not both"
+                    "give the Hub split or the files, not both",
+                    fields=("eval_split", "local_eval_datasets"),
                 )
             return
         for name, value in (
@@ -970,9 +1011,10 @@ class TrainingStartRequest(BaseModel):
                     "train_split": "leave train_split at 'train'",
                     "eval_split": "clear eval_split and give evaluation files in local_eval_datasets (or a val_size)",
                 }[name]
-                raise ValueError(
+                raise Refusal(
                     f"{name} ({value[:40]!r}) picks a part of a Hub dataset (hf_dataset); local files are read "
-                    f"whole: {fix}, or give hf_dataset"
+                    f"whole: {fix}, or give hf_dataset",
+                    fields=(name, "hf_dataset", *(("local_eval_datasets", "val_size") if name == "eval_split" else ())),
                 )
 
     def _check_grpo(self) -> None:
@@ -980,21 +1022,28 @@ class TrainingStartRequest(BaseModel):
         only for GRPO. Raises ValueError naming the field."""
         if self.training_method != TrainingMethod.grpo:
             if self.rewards or self.reward_file:
-                raise ValueError(
+                raise Refusal(
                     f"rewards and reward_file are read by training_method grpo, not {self.training_method.value}: "
-                    "choose grpo, or clear them"
+                    "choose grpo, or clear them",
+                    fields=("rewards", "reward_file", "training_method"),
                 )
             if self.beta == 0:
-                raise ValueError(f"beta must be above 0 for training_method {self.training_method.value}")
+                raise Refusal(
+                    f"beta must be above 0 for training_method {self.training_method.value}",
+                    fields=("beta", "training_method"),
+                )
             return
         if self.packing:
-            raise ValueError("packing joins rows for SFT; GRPO samples answers to prompts: turn packing off")
+            raise Refusal(
+                "packing joins rows for SFT; GRPO samples answers to prompts: turn packing off", fields=("packing",)
+            )
         per_step = self.batch_size * self.gradient_accumulation_steps
         if per_step % self.num_generations:
-            raise ValueError(
+            raise Refusal(
                 f"batch_size x gradient_accumulation_steps ({per_step}) must be a multiple of num_generations "
                 f"({self.num_generations}): each step trains whole groups of answers to a prompt; e.g. set "
-                f"batch_size to {self.num_generations}"
+                f"batch_size to {self.num_generations}",
+                fields=("batch_size", "gradient_accumulation_steps", "num_generations"),
             )
 
     def public_dict(self) -> dict[str, Any]:

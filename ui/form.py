@@ -13,7 +13,8 @@ import gradio as gr
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
-from trainer_core.fieldmeta import base_type, bounds, choices, default, explain, parse_mapping
+from trainer_core.fieldmeta import base_type, bounds, choices, default, parse_mapping
+from trainer_core.refusals import explain
 from trainer_core.schemas import LLAMA_PROJECTIONS, TrainingStartRequest
 from ui.refusals import label_of
 from ui.refused import Refused

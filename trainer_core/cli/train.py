@@ -20,7 +20,8 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from trainer_core.configs.yaml_files import read_config_file
-from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, parse_mapping
+from trainer_core.fieldmeta import FIELDS, base_type, choices, default, parse_mapping
+from trainer_core.refusals import explain
 from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.status import TrainingStatus

@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from trainer_core.fieldmeta import FIELDS, explain, group
+from trainer_core.fieldmeta import FIELDS, group
+from trainer_core.refusals import Refusal, explain
 from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
 
 SECRET_HINTS = {
@@ -32,8 +33,10 @@ GROUP_TITLES = {
 NO_DATA = "no training data"  # the one check a settings file without datasets may fail
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(Refusal):
     """A settings file that cannot be used; the message names the file, the key and the fix."""
+
+    code = "config_file_invalid"
 
 
 def request_to_yaml(settings: dict[str, Any]) -> str:

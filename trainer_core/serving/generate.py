@@ -46,7 +46,7 @@ def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     except (TemplateError, ValueError, TypeError) as exc:
         raise ChatInputError(
-            f"messages: the chat template of this model cannot render the conversation: {exc}"
+            f"messages: the chat template of this model cannot render the conversation: {exc}", fields=("messages",)
         ) from None
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
@@ -145,7 +145,8 @@ def generate(
         raise ChatInputError(
             f"the conversation is {len(prompt)} tokens long; with max_new_tokens={settings.max_new_tokens} the model's "
             f"context of {loaded.context_tokens} tokens leaves room for {max(room, 0)}: clear the chat, shorten the "
-            "messages or lower max_new_tokens"
+            "messages or lower max_new_tokens",
+            fields=("max_new_tokens",),
         )
     input_ids = inputs.pop("input_ids")
     inputs.pop("attention_mask", None)
