@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from trainer_core.fieldmeta import FIELDS, group
-from trainer_core.refusals import Refusal, explain
+from trainer_core.refusals import Refusal, error_code, explain, validation_fields
 from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
 
 SECRET_HINTS = {
@@ -30,11 +30,12 @@ GROUP_TITLES = {
     "output": "Output",
     "distributed": "Devices and processes",
 }
-NO_DATA = "no training data"  # the one check a settings file without datasets may fail
+NO_DATA = "no_training_data"  # the code of the one check a settings file without datasets may fail
 
 
 class ConfigFileError(Refusal):
-    """A settings file that cannot be used; the message names the file, the key and the fix."""
+    """A settings file that cannot be used; the message names the file, the key and the fix, and
+    ``fields`` the settings the schema refused."""
 
     code = "config_file_invalid"
 
@@ -125,11 +126,10 @@ def parse_config_text(
             raise ConfigFileError(
                 f"{source} cannot be read as settings ({type(exc).__name__}): it is not a settings file"
             ) from None
-        problems = [e for e in exc.errors() if not str(e["msg"]).removeprefix("Value error, ").startswith(NO_DATA)]
+        problems = [e for e in exc.errors() if error_code(e) != NO_DATA]
         if problems:
-            raise ConfigFileError(
-                f"{source}: {explain(ValidationError.from_exception_data(exc.title, problems))}"
-            ) from None
+            refused = ValidationError.from_exception_data(exc.title, problems)
+            raise ConfigFileError(f"{source}: {explain(refused)}", fields=validation_fields(refused)) from None
     return values, notes
 
 
