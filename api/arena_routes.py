@@ -1,18 +1,18 @@
 """The blind arena over HTTP (``/api/arena``): start a battle (two models answer one prompt, names
 hidden), vote on it (names shown), read a battle, the latest battles and the leaderboard. Every
 route needs the API token. 409 while a training job runs (nothing is loaded), 400 for models that
-cannot battle, 404 for an unknown battle or model, 409 for a second vote."""
+cannot battle, 404 for an unknown battle or model, 409 for a second vote: each a refusal answered by
+``api.errors`` (``{"detail", "fields", "code"}``)."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from api.auth import require_token
-from trainer_core.arena.battle import Arena, ArenaError, UnknownBattle
+from trainer_core.arena.battle import Arena
 from trainer_core.arena.schemas import Battle, BattleRequest, Leaderboard, ModelId, VoteRequest
-from trainer_core.serving.errors import ChatInputError, ChatUnavailable, UnknownModel
 
 router = APIRouter(prefix="/api/arena", tags=["arena"], dependencies=[Depends(require_token)])
 REFUSED = {
@@ -31,34 +31,19 @@ def _arena(request: Request) -> Arena:
 def start_battle(body: BattleRequest, arena: Arena = Depends(_arena)) -> Battle:
     """Both models (``models``, or two at random) answer ``prompt`` one after the other; the answer
     is the battle with the two answers as ``left`` / ``right`` and no names until a vote."""
-    try:
-        return arena.battle(body)
-    except ChatUnavailable as exc:
-        raise HTTPException(409, str(exc)) from None
-    except UnknownModel as exc:
-        raise HTTPException(404, str(exc)) from None
-    except (ArenaError, ChatInputError) as exc:
-        raise HTTPException(400, str(exc)) from None
+    return arena.battle(body)
 
 
 @router.post("/battles/{battle_id}/vote", response_model=Battle, responses=REFUSED)
 def vote(battle_id: str, body: VoteRequest, arena: Arena = Depends(_arena)) -> Battle:
     """Record the vote (``left``, ``right``, ``tie``, ``both_bad``) once; the answer shows the names."""
-    try:
-        return arena.vote(battle_id, body.vote)
-    except UnknownBattle as exc:
-        raise HTTPException(404, str(exc)) from None
-    except ArenaError as exc:
-        raise HTTPException(409, str(exc)) from None
+    return arena.vote(battle_id, body.vote)
 
 
 @router.get("/battles/{battle_id}", response_model=Battle, responses=REFUSED)
 def get_battle(battle_id: str, arena: Arena = Depends(_arena)) -> Battle:
     """One battle (names only once voted)."""
-    try:
-        return arena.get(battle_id)
-    except UnknownBattle as exc:
-        raise HTTPException(404, str(exc)) from None
+    return arena.get(battle_id)
 
 
 @router.get("/battles", response_model=list[Battle])
@@ -75,7 +60,4 @@ def get_leaderboard(
     """Standings over the voted battles between models of the set: win rate (ties half) with its
     95 % Wilson interval, and Elo (``trainer_core.arena.leaderboard``). A model of the set that no
     vote names and this server does not have is 404 (a model it has stands with 0 battles)."""
-    try:
-        return arena.leaderboard(models or None)
-    except UnknownModel as exc:
-        raise HTTPException(404, str(exc)) from None
+    return arena.leaderboard(models or None)

@@ -1,6 +1,14 @@
-"""Error answers of the HTTP API: a 422 that names each bad field without echoing secrets, never a
-500 for a body FastAPI's default handler cannot encode (``NaN`` / ``Infinity``), and a 507 for any
-write that found the disk full (``process.disk_full``)."""
+"""Error answers of the HTTP API, one handler per kind, never a try/except per route.
+
+Every refusal (``trainer_core.refusals.Refusal``, raised by the engine or a route) is answered as
+JSON ``{"detail": <message>, "fields": [<request fields>], "code": <stable code>}`` with the
+refusal's 4xx status (400 a request that cannot be used, 404 an unknown id, 409 busy, 422 a value
+refused); a missing dataset file keeps its ``detail`` object (``{"message", "missing"}``). A body
+that does not validate is FastAPI's 422 (``detail``: the list of problems, without secrets) with the
+same ``fields`` and ``code`` (``invalid_setting``) beside it; never a 500 for a body FastAPI's default
+handler cannot encode (``NaN`` / ``Infinity``). A write that found the disk full is a 507 with code
+``disk_full`` (``process.disk_full``). The OpenAI-compatible routes answer in OpenAI's shape
+instead (``api.openai_errors``)."""
 
 from __future__ import annotations
 
@@ -16,7 +24,9 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 
+from trainer_core.admission.request_paths import MissingPaths
 from trainer_core.process.disk_full import DISK_FULL_CODE, storage_refusal
+from trainer_core.refusals import INVALID_SETTING, Refusal, error_fields
 
 log = logging.getLogger("finetune_studio.api")
 
@@ -61,8 +71,26 @@ def json_response(status_code: int, content: Any) -> Response:
 
 
 async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-    """422 with FastAPI's shape (``detail``: list of {loc, msg, type, input}) minus any secret."""
-    return json_response(422, {"detail": [_safe_error(e) for e in exc.errors()]})
+    """422 with FastAPI's shape (``detail``: list of {loc, msg, type, input}) minus any secret, and
+    the request fields concerned (``fields``) with code ``invalid_setting``."""
+    errors = exc.errors()
+    fields = list(dict.fromkeys(name for error in errors for name in error_fields(error)))
+    return json_response(422, {"detail": [_safe_error(e) for e in errors], "fields": fields, "code": INVALID_SETTING})
+
+
+def refusal_body(exc: Refusal) -> dict[str, Any]:
+    """``{"detail", "fields", "code"}`` of a refusal (a missing dataset file's ``detail`` is the
+    object the API has always answered: ``{"message", "missing"}``)."""
+    detail: Any = str(exc)
+    if isinstance(exc, MissingPaths):
+        detail = {"message": "dataset files not found", "missing": exc.paths}
+    return {"detail": detail, "fields": list(exc.fields), "code": exc.code}
+
+
+async def refused(request: Request, exc: Refusal) -> Response:
+    """A refusal as ``refusal_body`` with its status (a 4xx)."""
+    log.info("%s %s refused (%s, %d)", request.method, request.url.path, exc.code, exc.status)
+    return json_response(exc.status, refusal_body(exc))
 
 
 async def storage_failure(request: Request, exc: Exception) -> Response:
@@ -75,12 +103,13 @@ async def storage_failure(request: Request, exc: Exception) -> Response:
     if message is None:
         raise exc
     log.warning("%s %s refused: %s", request.method, request.url.path, message)
-    return json_response(507, {"detail": message, "code": DISK_FULL_CODE})
+    return json_response(507, {"detail": message, "fields": [], "code": DISK_FULL_CODE})
 
 
 def install(app: Any) -> None:
     """Register the handlers on ``app`` (ours, and the mounted Gradio app, whose own 422s would
     echo a secret sent in an event's data)."""
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(Refusal, refused)
     for error in (sqlite3.OperationalError, OSError):
         app.add_exception_handler(error, storage_failure)

@@ -7,14 +7,13 @@ when its turn comes.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Request
+from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import require_token
-from trainer_core.admission.admit import REFUSALS
-from trainer_core.admission.request_paths import MissingPaths
 from trainer_core.queue.dispatcher import JobQueue
-from trainer_core.queue.store import MAX_ENTRIES, QueueEntry, QueueFull
+from trainer_core.queue.store import MAX_ENTRIES, QueueEntry
+from trainer_core.refusals import Refusal
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import WholeNumber
 
@@ -50,15 +49,9 @@ def _queue(request: Request) -> JobQueue:
 def add(body: TrainingStartRequest, queue: JobQueue = Depends(_queue)) -> QueueEntry:
     """Check the request as ``/start`` does and queue it: it starts when every job before it has
     ended (completed, stopped or error), at once when the machine is free. The token (``hf_token``)
-    is kept in memory only; everything else is stored and survives a restart."""
-    try:
-        return queue.add(body)
-    except MissingPaths as exc:
-        raise HTTPException(400, {"message": "dataset files not found", "missing": exc.paths}) from None
-    except QueueFull as exc:
-        raise HTTPException(409, str(exc)) from None
-    except REFUSALS as exc:
-        raise HTTPException(400, str(exc)) from None
+    is kept in memory only; everything else is stored and survives a restart. A refusal is a 400
+    naming the fields, a full queue a 409 (``api.errors``)."""
+    return queue.add(body)
 
 
 @router.get("", response_model=list[QueueEntry])
@@ -72,7 +65,12 @@ def entries(queue: JobQueue = Depends(_queue)) -> list[QueueEntry]:
 def remove(queue_id: str = QUEUE_ID, queue: JobQueue = Depends(_queue)) -> RemovedResponse:
     """Take a job out of the queue (a job already started is a run: stop it with ``/stop``)."""
     if not queue.remove(queue_id):
-        raise HTTPException(404, f"no queued job {queue_id} (it may have started: see /api/train/status)")
+        raise Refusal(
+            f"no queued job {queue_id} (it may have started: see /api/train/status)",
+            fields=("queue_id",),
+            code="unknown_queue_entry",
+            status=404,
+        )
     return RemovedResponse(removed=queue_id)
 
 
@@ -81,5 +79,7 @@ def move(body: MoveRequest, queue_id: str = QUEUE_ID, queue: JobQueue = Depends(
     """Reorder: put a waiting job at ``position`` (1 = next to run)."""
     moved = queue.move(queue_id, body.position)
     if moved is None:
-        raise HTTPException(404, f"no waiting job {queue_id} in the queue")
+        raise Refusal(
+            f"no waiting job {queue_id} in the queue", fields=("queue_id",), code="unknown_queue_entry", status=404
+        )
     return moved

@@ -36,7 +36,6 @@ from trainer_core.serving.share import (
     ShareLink,
     ShareLinkError,
     ShareLinks,
-    UnknownShareLink,
     expiry_problem,
 )
 
@@ -87,14 +86,11 @@ def create_link(body: ShareRequest, request: Request, links: ShareLinks = Depend
     """A signed link to one run's final weights or one checkpoint. Its ``url_path`` is the chat
     page, its ``api_base_path`` an OpenAI client's ``base_url``."""
     try:
-        engine_of(request).resolve(body.model)
-        return links.create(body.model, body.expires_in_hours)
-    except UnknownModel as exc:
-        raise HTTPException(404, str(exc)) from None
-    except (ChatInputError, ValueError) as exc:
-        raise HTTPException(400, str(exc)) from None
-    except OpenAIError as exc:
+        engine = engine_of(request)
+    except OpenAIError as exc:  # chat is not set up on this server
         raise HTTPException(exc.status, exc.message) from None
+    engine.resolve(body.model)  # an unknown model is a 404 refusal, one without weights a 400 (api.errors)
+    return links.create(body.model, body.expires_in_hours)
 
 
 @manage.get("/share", response_model=list[ShareLink])
@@ -106,10 +102,7 @@ def list_links(model: Optional[str] = None, links: ShareLinks = Depends(links_of
 @manage.delete("/share/{link_id}", response_model=ShareLink, responses={404: {"description": "Unknown link"}})
 def revoke_link(link_id: str, links: ShareLinks = Depends(links_of)) -> ShareLink:
     """Revoke a link: its token stops working at once."""
-    try:
-        return links.revoke(link_id)
-    except UnknownShareLink as exc:
-        raise HTTPException(404, str(exc)) from None
+    return links.revoke(link_id)  # an unknown link: a 404 refusal (api.errors)
 
 
 def shared_model(token: str, request: Request) -> ModelChoice:

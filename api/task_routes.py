@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Optional
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel
 
@@ -18,7 +18,8 @@ from api.zip_stream import stream_zip
 from trainer_core.evaluation.schemas import EvaluateRequest
 from trainer_core.export.schemas import ExportRequest, PushRequest
 from trainer_core.paths import PathNotAllowed, confine, is_within
-from trainer_core.tasks.runner import TaskRefused, TaskRunner
+from trainer_core.refusals import Refusal
+from trainer_core.tasks.runner import TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskRecord
 
 router = APIRouter(prefix="/api/train", tags=["export and evaluate"], dependencies=[Depends(require_token)])
@@ -41,13 +42,6 @@ def _tasks(request: Request) -> TaskRunner:
     return request.app.state.tasks
 
 
-def _started(start, tasks: TaskRunner, body) -> TaskRecord:
-    try:
-        return start(tasks, body)
-    except TaskRefused as exc:
-        raise HTTPException(exc.status, str(exc)) from None
-
-
 @router.post("/export", response_model=TaskRecord, responses=REFUSED)
 def export(body: ExportRequest, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
     """Start exporting a run or checkpoint (adapter zip, merged safetensors, GGUF f16 / q8_0); the
@@ -55,7 +49,7 @@ def export(body: ExportRequest, tasks: TaskRunner = Depends(_tasks)) -> TaskReco
     result lists the files, their sizes and the check against the adapter model."""
     from trainer_core.export.start import start_export
 
-    return _started(start_export, tasks, body)
+    return start_export(tasks, body)
 
 
 @router.post("/evaluate", response_model=TaskRecord, responses=REFUSED)
@@ -64,7 +58,7 @@ def evaluate(body: EvaluateRequest, tasks: TaskRunner = Depends(_tasks)) -> Task
     ROUGE-L, BLEU, exact match; predictions as JSONL)."""
     from trainer_core.evaluation.start import start_evaluation
 
-    return _started(start_evaluation, tasks, body)
+    return start_evaluation(tasks, body)
 
 
 @router.post("/push", response_model=TaskRecord, responses=REFUSED)
@@ -73,7 +67,7 @@ def push(body: PushRequest, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
     used for this push only and never stored, logged or returned."""
     from trainer_core.export.start import start_push
 
-    return _started(start_push, tasks, body)
+    return start_push(tasks, body)
 
 
 @router.get("/tasks", response_model=list[TaskRecord])
@@ -89,7 +83,7 @@ def task(task_id: str, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
     """One task: phase, progress (0..1), message, result or error."""
     found = tasks.get(task_id)
     if found is None:
-        raise HTTPException(404, f"no task {task_id}")
+        raise Refusal(f"no task {task_id}", fields=("task_id",), code="unknown_task", status=404)
     return found
 
 
@@ -103,9 +97,9 @@ def cancel(task_id: str, tasks: TaskRunner = Depends(_tasks)) -> CancelResponse:
 
 def task_file(tasks: TaskRunner, task_id: str, name: str) -> Path:
     """The file ``name`` of a finished task, if the task listed it and it lies in the task's folder
-    inside the allowed folders. Raises HTTPException 404 otherwise (never saying more)."""
+    inside the allowed folders. Raises a 404 refusal otherwise (never saying more)."""
     record = tasks.get(task_id)
-    missing = HTTPException(404, f"task {task_id} has no file {name!r}")
+    missing = Refusal(f"task {task_id} has no file {name!r}", fields=("name",), code="unknown_file", status=404)
     if record is None or name not in record.file_names():
         raise missing
     try:
@@ -138,7 +132,7 @@ def download_zip(task_id: str, tasks: TaskRunner = Depends(_tasks)) -> Streaming
     record = tasks.get(task_id)
     files = [(name, task_file(tasks, task_id, name)) for name in (record.file_names() if record else [])]
     if not files:
-        raise HTTPException(404, f"task {task_id} has no files to download")
+        raise Refusal(f"task {task_id} has no files to download", code="unknown_file", status=404)
     disposition = f'attachment; filename="{task_id}.zip"'
     return StreamingResponse(
         stream_zip(files), media_type="application/zip", headers={"Content-Disposition": disposition}

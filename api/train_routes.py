@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import require_token
 from api.sse import progress_stream
-from trainer_core.admission.admit import REFUSALS, admit, checked_for_preflight
-from trainer_core.admission.request_paths import MissingPaths
+from trainer_core.admission.admit import admit, checked_for_preflight
 from trainer_core.hardware import HardwareSnapshot, snapshot
 from trainer_core.preflight.report import PreflightReport
+from trainer_core.refusals import Refusal
 from trainer_core.runs import compare
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, RunDetail, RunRecord, RunStore
@@ -66,14 +66,9 @@ def _store(request: Request) -> RunStore:
 )
 def start(body: TrainingStartRequest, request: Request, runner: JobRunner = Depends(_runner)) -> TrainingJobResponse:
     """Start a job (``queued``), or ``error`` with "already in progress" while one runs. Everything
-    that can be checked cheaply is checked first (``trainer_core.admission.admit``): a 400 names the field."""
-    try:
-        checked = admit(body, request.app.state.settings, runner.store)
-    except MissingPaths as exc:
-        raise HTTPException(400, {"message": "dataset files not found", "missing": exc.paths}) from None
-    except REFUSALS as exc:
-        raise HTTPException(400, str(exc)) from None
-    return runner.start(checked)
+    that can be checked cheaply is checked first (``trainer_core.admission.admit``): a refusal is a
+    400 naming the fields (``api.errors``)."""
+    return runner.start(admit(body, request.app.state.settings, runner.store))
 
 
 @router.post(
@@ -88,15 +83,10 @@ def preflight(body: TrainingStartRequest, request: Request, runner: JobRunner = 
     the same rules as ``/start`` (a 400 names the field). Runs while a job trains, in the check's
     own worker process (``trainer_core.admission.check_worker``: a check that needs more memory than
     its limit is a report with that error)."""
-    try:
-        checked = checked_for_preflight(body, request.app.state.settings, runner.store)
-        from trainer_core.admission.check_worker import check_report
+    from trainer_core.admission.check_worker import check_report
 
-        return check_report(checked, request.app.state.settings, runner.store)
-    except MissingPaths as exc:
-        raise HTTPException(400, {"message": "dataset files not found", "missing": exc.paths}) from None
-    except REFUSALS as exc:
-        raise HTTPException(400, str(exc)) from None
+    checked = checked_for_preflight(body, request.app.state.settings, runner.store)
+    return check_report(checked, request.app.state.settings, runner.store)
 
 
 @router.post("/stop", response_model=StopResponse)
@@ -112,7 +102,7 @@ def stop(body: StopRequest = StopRequest(), runner: JobRunner = Depends(_runner)
 def reset(runner: JobRunner = Depends(_runner)) -> ResetResponse:
     """Back to idle; 409 while a job runs, unless a cancel was asked for (then the worker is ended)."""
     if not runner.reset(end_cancelled=True):
-        raise HTTPException(409, "a training job is running: stop or cancel it first")
+        raise Refusal("a training job is running: stop or cancel it first", code="busy", status=409)
     return ResetResponse(message="reset to idle")
 
 
@@ -200,14 +190,16 @@ class RunLabel(BaseModel):
 )
 def label_run(job_id: str, body: RunLabel, store: RunStore = Depends(_store)) -> RunRecord:
     """Set a run's name and / or note; returns the run (without its metrics)."""
-    try:
-        found = store.set_label(job_id, name=body.name, note=body.note)
-    except ValueError as exc:
-        raise HTTPException(422, str(exc)) from None
+    found = store.set_label(job_id, name=body.name, note=body.note)  # a bad label: a 422 Refusal
     record = store.get_record(job_id) if found else None
     if record is None:
-        raise HTTPException(404, f"no run {job_id}")
+        raise unknown_run(job_id)
     return record
+
+
+def unknown_run(job_id: str) -> Refusal:
+    """The 404 refusal of a job id no run has."""
+    return Refusal(f"no run {job_id}", fields=("job_id",), code="unknown_run", status=404)
 
 
 class CompareResponse(BaseModel):
@@ -235,11 +227,11 @@ def compare_runs(
     differ with final loss, best eval loss, training time and tokens/s."""
     ids = list(dict.fromkeys(j.strip() for j in job_ids.split(",") if j.strip()))
     if not 1 <= len(ids) <= compare.MAX_RUNS:
-        raise HTTPException(422, f"give 1 to {compare.MAX_RUNS} job ids, comma-separated")
+        raise Refusal(f"give 1 to {compare.MAX_RUNS} job ids, comma-separated", fields=("job_ids",), status=422)
     runs = [store.get_record(j) for j in ids]
     missing = [j for j, r in zip(ids, runs) if r is None]
     if missing:
-        raise HTTPException(404, f"no run {missing[0][:60]}")
+        raise Refusal(f"no run {missing[0][:60]}", fields=("job_ids",), code="unknown_run", status=404)
     columns, rows = compare.config_diff(runs)
     return CompareResponse(
         columns=columns, rows=rows, curves=compare.curves(compare.SHARED.load(store, runs, x_axis), smoothing)
@@ -251,5 +243,5 @@ def run(job_id: str, store: RunStore = Depends(_store)) -> RunDetail:
     """One run with its settings and per-step metrics."""
     found = store.get_run(job_id)
     if found is None:
-        raise HTTPException(404, f"no run {job_id}")
+        raise unknown_run(job_id)
     return found

@@ -65,3 +65,17 @@ def test_grpo_rewards_from_flags_and_yaml(tmp_path):
     flags = ["train", "--dataset", "a.json", "--training-method", "grpo", "--rewards", "length target_length=20"]
     request = request_from_args(build_parser().parse_args([*flags, "--grpo-loss-type", "dr_grpo"]))
     assert request.rewards[0].target_length == 20 and request.grpo_loss_type == "dr_grpo"
+
+
+def test_train_and_check_pass_the_admission_of_the_page_and_the_api(tmp_path, capsys):
+    """``train`` goes through ``admission.admit`` and ``check`` through ``checked_for_preflight``, with
+    every folder of the machine allowed (the data lies outside the studio's folders): a model name
+    that is neither a Hub id nor a folder is refused in the API's words with exit 2, before any
+    worker (the training worker used to find it)."""
+    from trainer_core.cli import main
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"instruction": "hi", "output": "hello"}\n')
+    for command in ("train", "check"):
+        assert main([command, "--dataset", str(data), "--model-name", "not a model"]) == 2
+        assert capsys.readouterr().err.startswith("error: model_name: 'not a model' is not a Hub id"), command

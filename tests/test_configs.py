@@ -122,3 +122,15 @@ def test_the_forms_preview_of_a_local_run_has_no_ray_settings_and_typed_amounts(
     ray = preview(compute="ray", ray_address="10.0.0.1:6379", resources_per_worker="CPU=2, GPU=1")
     assert ray["resources_per_worker"] == {"CPU": 2.0, "GPU": 1.0} and ray["compute"] == "ray"
     assert TrainingStartRequest(**ray).resources_per_worker == {"CPU": 2.0, "GPU": 1.0}
+
+
+def test_a_file_without_data_is_told_apart_by_the_rules_code_and_refusals_carry_their_fields():
+    """The loader drops the one problem a file may have, the ``no_training_data`` rule, by its code
+    (whatever its words); what remains is refused with its fields, so the page marks them."""
+    assert parse_config_text("max_steps: 3\n")[0] == {"max_steps": 3}
+    with pytest.raises(ConfigFileError) as refused:
+        parse_config_text("warmup_steps: 3\nwarmup_ratio: 0.1\nbatch_size: 0\n", "x.yaml")
+    assert refused.value.fields == ("batch_size",) and refused.value.code == "config_file_invalid"
+    with pytest.raises(ConfigFileError) as rule:
+        parse_config_text("warmup_steps: 3\nwarmup_ratio: 0.1\n", "x.yaml")
+    assert rule.value.fields == ("warmup_steps", "warmup_ratio") and str(rule.value).startswith("x.yaml: settings: ")

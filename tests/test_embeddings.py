@@ -146,7 +146,7 @@ def test_loftq_is_refused_by_the_check_on_a_cpu_machine(tiny_model_dir, tmp_path
     assert [(e.code, e.fields) for e in errors if e.code == "loftq_device"] == [("loftq_device", ["use_loftq"])]
     with pytest.raises(PreflightError, match="^use_loftq: ") as refused:  # Start refuses it before any worker
         admit(request, settings, None)
-    assert describe(str(refused.value)).fields == ("use_loftq",)
+    assert describe(refused.value).fields == ("use_loftq",)
     assert loftq_refusal("cuda") is None and "turn use_loftq off" in loftq_refusal("cpu")
     with pytest.raises(ValueError, match="^use_loftq: "):
         apply_loftq(object(), "cpu")

@@ -164,7 +164,7 @@ def test_check_and_start_name_the_attention_and_the_adapted_modules_and_refuse_a
     with pytest.raises(PreflightError) as refused:  # Start refuses it too, before any worker
         admit(llama_names, settings, None)
     assert str(refused.value).startswith("target_modules: q_proj, k_proj, v_proj matched nothing")
-    assert describe(str(refused.value)).fields == ("target_modules",)
+    assert describe(refused.value).fields == ("target_modules",)
     admit(request, settings, None)  # the defaults are admitted
     full = run_preflight(request.model_copy(update={"training_type": TrainingType.full}), settings, estimates=False)
     assert full.adapted_modules is None and full.adapted_count == 0

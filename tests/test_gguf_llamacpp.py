@@ -20,9 +20,9 @@ from trainer_core.export.gguf_meta import read_meta
 from trainer_core.export.schemas import ExportRequest
 from trainer_core.export.start import export_refusal
 from trainer_core.export.worker import export as export_worker
-from trainer_core.fieldmeta import explain
 from trainer_core.llamacpp import build as tools
 from trainer_core.llamacpp.client import LlamaCppFailed, LlamaCppMissing, run_probe
+from trainer_core.refusals import explain
 from trainer_core.serving.choices import weights_choice
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.settings import get_settings

@@ -243,7 +243,7 @@ def test_start_and_the_check_refuse_a_missing_tracker_in_the_users_words(tmp_pat
     assert [issue.code for issue in refused.value.issues] == ["tracker_not_installed"]
     assert "`pip install wandb`" in str(refused.value)
     assert [e.code for e in run_preflight(request, settings, estimates=False).errors] == ["tracker_not_installed"]
-    shown = describe(str(refused.value))
+    shown = describe(refused.value)
     assert shown.fields == ("report_to",) and shown.text.startswith("Report to (trackers) (Output): wandb is not")
     admit(request.model_copy(update={"report_to": ["tensorboard"]}), settings, None)  # installed: admitted
 

@@ -7,9 +7,9 @@ import types
 import typing
 from typing import Any, Optional
 
-from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
+from trainer_core.refusals import Refusal
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import METHOD_DEFAULTS
 
@@ -78,24 +78,15 @@ def method_default(name: str, method: str) -> Any:
     return METHOD_DEFAULTS.get((name, method), default(name))
 
 
-def explain(error: ValidationError) -> str:
-    """All problems on one line, each as ``field: message`` (no pydantic boilerplate)."""
-    lines = []
-    for item in error.errors():
-        field = ".".join(str(p) for p in item["loc"]) or "settings"
-        lines.append(f"{field}: {item['msg'].removeprefix('Value error, ')}")
-    return "; ".join(lines)
-
-
 def parse_mapping(text: str, field: str = "custom_format_mapping") -> dict[str, str]:
     """``"a=b, c=d"`` -> ``{"a": "b", "c": "d"}`` (the text form of a mapping field such as
-    ``custom_format_mapping`` or ``resources_per_worker``); raises ValueError naming ``field`` and
-    the bad pair."""
+    ``custom_format_mapping`` or ``resources_per_worker``); raises a ``Refusal`` naming ``field``
+    and the bad pair."""
     mapping: dict[str, str] = {}
     shape = "our_column=file_column" if field == "custom_format_mapping" else "name=value"
     for pair in filter(None, (p.strip() for p in (text or "").split(","))):
         ours, sep, theirs = (s.strip() for s in pair.partition("="))
         if not sep or not ours or not theirs:
-            raise ValueError(f"{field}: '{pair}' is not '{shape}'")
+            raise Refusal(f"{field}: '{pair}' is not '{shape}'", fields=(field,))
         mapping[ours] = theirs
     return mapping

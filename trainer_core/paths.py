@@ -7,14 +7,24 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from trainer_core.refusals import Refusal
+
 MAX_SHOWN_CHARS = 120  # a path echoed in an error is cut to this many characters
 NAME_MAX_BYTES = 255  # longest file or folder name on Linux file systems
 PATH_MAX_BYTES = 4095  # longest path the kernel takes (PATH_MAX 4096, with its NUL)
 
 
-class PathNotAllowed(ValueError):
+class PathNotAllowed(Refusal):
     """A path resolves (after ``..`` and symlinks) outside every allowed root, or cannot be a path
     at all (empty, a NUL byte, too long for the file system)."""
+
+    code = "path_not_allowed"
+
+
+def _named(field: str) -> tuple[str, ...]:
+    """``(field,)`` when ``field`` is a request field's name; none for a description such as
+    ``"allowed folder"``."""
+    return (field,) if field.isidentifier() else ()
 
 
 def shown(path: str) -> str:
@@ -29,19 +39,28 @@ def resolve(path: str | os.PathLike, field: str) -> Path:
     than Linux allows: 255 bytes a name, 4,096 a path)."""
     text = os.fspath(path)
     if not text.strip() or "\x00" in text:
-        raise PathNotAllowed(f"{field}: '{shown(text)}' is not a valid path")
+        raise PathNotAllowed(f"{field}: '{shown(text)}' is not a valid path", fields=_named(field))
     try:
         resolved = Path(os.path.realpath(Path(text).expanduser()))
     except (OSError, ValueError, RuntimeError) as exc:  # symlink loops, odd encodings
-        raise PathNotAllowed(f"{field}: '{shown(text)}' is not a usable path ({exc.__class__.__name__})") from None
+        raise PathNotAllowed(
+            f"{field}: '{shown(text)}' is not a usable path ({exc.__class__.__name__})", fields=_named(field)
+        ) from None
     if any(len(part.encode("utf-8", "surrogatepass")) > NAME_MAX_BYTES for part in resolved.parts):
-        raise PathNotAllowed(f"{field}: '{shown(text)}' has a file or folder name longer than {NAME_MAX_BYTES} bytes")
+        raise PathNotAllowed(
+            f"{field}: '{shown(text)}' has a file or folder name longer than {NAME_MAX_BYTES} bytes",
+            fields=_named(field),
+        )
     if len(str(resolved).encode("utf-8", "surrogatepass")) > PATH_MAX_BYTES:
-        raise PathNotAllowed(f"{field}: '{shown(text)}' is longer than {PATH_MAX_BYTES + 1} bytes once resolved")
+        raise PathNotAllowed(
+            f"{field}: '{shown(text)}' is longer than {PATH_MAX_BYTES + 1} bytes once resolved", fields=_named(field)
+        )
     try:
         str(resolved).encode("utf-8")
     except UnicodeEncodeError:
-        raise PathNotAllowed(f"{field}: the path holds characters that are not valid text (lone surrogates)") from None
+        raise PathNotAllowed(
+            f"{field}: the path holds characters that are not valid text (lone surrogates)", fields=_named(field)
+        ) from None
     return resolved
 
 
@@ -62,5 +81,6 @@ def confine(path: str | os.PathLike, roots: Iterable[Path], field: str) -> Path:
     raise PathNotAllowed(
         f"{field}: {shown(os.fspath(path))} is outside the allowed folders ({names}); put it in one of them (the form's upload fields do that for "
         "data files), or add "
-        "its folder to STUDIO_ALLOWED_PATHS"
+        "its folder to STUDIO_ALLOWED_PATHS",
+        fields=_named(field),
     )

@@ -104,7 +104,7 @@ def settings_from(values: tuple) -> GenerationSettings:
     """The generation settings widgets' values -> ``GenerationSettings`` (field-named errors)."""
     from pydantic import ValidationError
 
-    from trainer_core.fieldmeta import explain
+    from trainer_core.refusals import explain
 
     try:
         data = {name: value for name, value in zip(SETTINGS_FIELDS, values) if value is not None}

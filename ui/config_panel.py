@@ -18,8 +18,8 @@ from trainer_core.configs.commands import cli_command, curl_command
 from trainer_core.configs.yaml_files import MAX_CONFIG_BYTES, ConfigFileError, parse_config_text, request_to_yaml
 from ui.context import Context, dataset_paths
 from ui.form import FORM_FIELDS, clean_values, form_values
-from ui.refusals import EVAL_UPLOAD_LABEL, Refusal, notice_html
-from ui.uploads import received_upload
+from ui.refusals import Notice, describe, message_and_fields, notice_html
+from ui.uploads import EVAL_UPLOAD_LABEL, received_upload
 
 log = logging.getLogger(__name__)
 LOAD_LABEL = "Load settings (YAML)"
@@ -49,10 +49,9 @@ def save(
         settings, _ = form_settings(ctx, upload, paths_text, eval_upload, eval_text, values)
         text = request_to_yaml(settings)
         parse_config_text(text, "the form")
-    except gr.Error as exc:
-        return gr.skip(), notice_html(exc.message, "Not saved")
-    except ValueError as exc:
-        return gr.skip(), notice_html(str(exc).removeprefix("the form: "), "Not saved")
+    except (gr.Error, ValueError) as exc:
+        message, fields = message_and_fields(exc)
+        return gr.skip(), describe(message.removeprefix("the form: "), fields).html("Not saved")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]  # the same settings saved twice: one file
     folder = Path(tempfile.gettempdir()) / "studio-settings" / digest
     folder.mkdir(parents=True, exist_ok=True)
@@ -77,11 +76,11 @@ def load(ctx: Context, file: Optional[str]) -> list[Any]:
             )
         values, notes = parse_config_text(path.read_bytes().decode("utf-8"), path.name)
     except gr.Error as exc:
-        return [*keep, notice_html(exc.message, "Not loaded")]
+        return [*keep, notice_html(exc, "Not loaded")]
     except UnicodeDecodeError:
-        return [*keep, Refusal(f"{path.name} is not UTF-8 text: save it as UTF-8", ()).html("Not loaded")]
+        return [*keep, Notice(f"{path.name} is not UTF-8 text: save it as UTF-8", ()).html("Not loaded")]
     except (ConfigFileError, OSError) as exc:  # in the file's own words: its keys, not the form's labels
-        return [*keep, Refusal(str(exc), ()).html("Not loaded")]
+        return [*keep, Notice(str(exc), ()).html("Not loaded")]
     paths, eval_paths, *widgets = form_values(values)
     uploads = [
         None if values.get("local_datasets") else gr.skip(),

@@ -16,7 +16,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from trainer_core.evaluation.schemas import EvaluateRequest
-from trainer_core.fieldmeta import explain
+from trainer_core.refusals import explain
 from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord

@@ -15,8 +15,8 @@ from pydantic import SecretStr, ValidationError
 
 from trainer_core.export import gguf_convert
 from trainer_core.export.schemas import EXPORT_FORMATS, GGUF_TYPES, QUANTISED, ExportRequest, PushRequest
-from trainer_core.fieldmeta import explain
 from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
+from trainer_core.refusals import explain
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 from ui.tables import fit_table

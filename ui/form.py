@@ -10,10 +10,10 @@ import typing
 from typing import Any, Optional
 
 import gradio as gr
-from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic import BaseModel, SecretStr
 
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
-from trainer_core.fieldmeta import base_type, bounds, choices, default, explain, parse_mapping
+from trainer_core.fieldmeta import base_type, bounds, choices, default, parse_mapping
 from trainer_core.request.lora import LLAMA_PROJECTIONS
 from trainer_core.schemas import TrainingStartRequest
 from ui.refusals import label_of
@@ -54,7 +54,8 @@ class FieldNumber(gr.Number):
         except (TypeError, ValueError):
             raise Refused(
                 f"{label_of(self.field) if self.field in REQUEST_FIELDS else self.field}: "
-                f"'{str(payload)[:40]}' is not a number"
+                f"'{str(payload)[:40]}' is not a number",
+                fields=(self.field,),
             ) from None
 
 
@@ -166,13 +167,13 @@ def clean_values(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_request(values: dict[str, Any], train_files: list[str], eval_files: list[str]) -> TrainingStartRequest:
-    """Form values (by field name) + dataset paths -> a validated request. Raises ``gr.Error``
-    naming the field for any invalid setting."""
+    """Form values (by field name) + dataset paths -> a validated request. Raises ``Refused``
+    naming the field for any invalid setting (its ``fields``: the widgets to mark)."""
     try:
         data = clean_values(values)
         return TrainingStartRequest(**data, local_datasets=train_files, local_eval_datasets=eval_files)
-    except ValueError as exc:  # ValidationError is a ValueError
-        raise Refused(explain(exc) if isinstance(exc, ValidationError) else str(exc)) from None
+    except ValueError as exc:  # ValidationError is a ValueError, and so is a Refusal
+        raise Refused.of(exc) from None
 
 
 def widget_value(name: str, value: Any) -> Any:

@@ -68,7 +68,7 @@ def _source(ctx: Any, upload: Optional[str], typed: list[str]) -> tuple[Path, bo
     if received is not None:
         return received, False
     if not typed:
-        raise Refused("local_datasets: choose a dataset file first")
+        raise Refused("local_datasets: choose a dataset file first", fields=("local_datasets",))
     return Path(confine_dataset(typed[0], list(ctx.settings.allowed_roots), "dataset path")), True
 
 
@@ -99,5 +99,6 @@ def gate(names: Optional[list[str]], as_is: bool) -> None:
         listed = ", ".join(f"{{{{{name}}}}}" for name in names)
         raise Refused(
             f"local_datasets: the data still holds template placeholders {listed}: type their values "
-            f"under the dataset preview and press Fill in, or tick “{AS_IS_LABEL}”"
+            f"under the dataset preview and press Fill in, or tick “{AS_IS_LABEL}”",
+            fields=("local_datasets",),
         )

@@ -11,11 +11,13 @@ from typing import Any, Optional
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from trainer_core.admission.admit import REFUSALS, checked_for_preflight
+from trainer_core.admission.admit import checked_for_preflight
+from trainer_core.refusals import Refusal
 from ui.context import Context, dataset_paths
 from ui.form import FORM_FIELDS, build_request
 from ui.preflight_view import histogram_figure, report_html
-from ui.refusals import EVAL_UPLOAD_LABEL, notice_html
+from ui.refusals import notice_html
+from ui.uploads import EVAL_UPLOAD_LABEL
 
 log = logging.getLogger(__name__)
 TITLE = "Pre-flight check"
@@ -36,10 +38,8 @@ def _report(
         from trainer_core.admission.check_worker import check_report
 
         return check_report(request, ctx.settings, ctx.runner.store)
-    except gr.Error as exc:
-        return notice_html(exc.message, "Not checked")
-    except REFUSALS as exc:
-        return notice_html(str(exc), "Not checked")
+    except (gr.Error, Refusal) as exc:
+        return notice_html(exc, "Not checked")
     except Exception as exc:  # noqa: BLE001 - the page says what went wrong, never a traceback
         log.exception("pre-flight check failed")
         return notice_html(f"the check failed ({type(exc).__name__}: {exc})", "Not checked")

@@ -24,7 +24,7 @@ def _issues(report: Any) -> tuple[str, tuple[str, ...]]:
     """(HTML list of errors then warnings, widget ids to mark): each message in the form's labels."""
     items, ids = [], []
     for issue in [*report.errors, *report.warnings]:
-        said = describe(issue.message)
+        said = describe(issue.message, issue.fields)
         ids += said.element_ids
         label = "Error" if issue.level == "error" else "Warning"
         items.append(

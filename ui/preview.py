@@ -14,6 +14,7 @@ from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.data.fill import fill_record
 from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
+from trainer_core.refusals import Refusal
 from trainer_core.vocabulary import FormatType, TrainingMethod
 from ui import placeholder_panel, vision_panel
 from ui.context import Context
@@ -51,7 +52,9 @@ def preview(
         limits = bounds(FIELDS["max_seq_length"])
         low, high = limits["minimum"], limits["maximum"]
         if not low <= length <= high:
-            raise ValueError(f"max_seq_length: {length} is outside {low}..{high}; Start would refuse it")
+            raise Refusal(
+                f"max_seq_length: {length} is outside {low}..{high}; Start would refuse it", fields=("max_seq_length",)
+            )
         import_data_stack()
         from trainer_core.data.inspect import inspect_dataset, load_preview_tokenizer
 
@@ -65,7 +68,7 @@ def preview(
     except gr.Error as exc:
         return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy(), *none
     except (DatasetError, ValueError, TypeError, OverflowError, OSError) as exc:
-        return f"**Cannot use this dataset:** {markdown_text(describe(str(exc)).text)}", EMPTY_PREVIEW.copy(), *none
+        return f"**Cannot use this dataset:** {markdown_text(describe(exc).text)}", EMPTY_PREVIEW.copy(), *none
     summary = preview_summary(found, Path(first).name, length, tokenizer is not None)
     filled = fill_record(ctx.settings.uploads_dir / Path(first).name, content=received) if received else None
     if filled:

@@ -17,9 +17,9 @@ from typing import Any, Optional
 import gradio as gr
 import pandas as pd
 
-from trainer_core.admission.admit import REFUSALS
 from trainer_core.process.disk_full import storage_refusal
-from trainer_core.queue.store import QueueFull, QueueState
+from trainer_core.queue.store import QueueState
+from trainer_core.refusals import Refusal
 from ui.context import Context
 from ui.follow import tab_bound
 from ui.form import FORM_FIELDS
@@ -89,10 +89,8 @@ def add(
             placeholder_gate(*placeholders)
         request = form_request(ctx, upload, paths_text, eval_upload, eval_text, values)
         entry = ctx.queue.add(request)
-    except gr.Error as exc:
-        return (*queue_table(ctx), _refusal(exc.message))
-    except (QueueFull, *REFUSALS) as exc:
-        return (*queue_table(ctx), _refusal(str(exc)))
+    except (gr.Error, Refusal) as exc:  # a setting, path or file refused, or the queue full
+        return (*queue_table(ctx), _refusal(exc))
     except Exception as exc:  # noqa: BLE001 - the page says what went wrong, never a traceback
         full = storage_refusal(exc, ctx.settings.data_dir)  # a full disk: nothing was queued
         if full is None:
@@ -103,8 +101,9 @@ def add(
     return (*queue_table(ctx), NOTICE_CLEAR)
 
 
-def _refusal(message: str) -> str:
-    refusal = describe(message)
+def _refusal(refusal: BaseException | str) -> str:
+    """The notice (and a toast) of a refused add (``ui.refusals.describe``)."""
+    refusal = describe(refusal)
     gr.Warning(f"Not queued: {html.escape(refusal.text)}", duration=6)  # toasts render HTML
     return refusal.html("Not queued")
 

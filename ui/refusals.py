@@ -1,6 +1,7 @@
-"""A refused action (Start, Resume) said in the user's words: the request field names inside an
-engine message become the labels on screen, the widgets they name are listed for marking, and the
-message becomes an HTML notice shown beside the button until the next action.
+"""A refused action (Start, Resume) said in the user's words: the refusal's request ``fields``
+(``trainer_core.refusals.Refusal``, a ``Refused``, a pydantic error's locations) are listed for
+marking and their names in the message become the labels on screen; the message becomes an HTML
+notice shown beside the button until the next action. No field is guessed from the text.
 
 The marking itself is done in the browser (``ui.page_assets``): it reads ``data-fields`` of the
 notice and outlines those widgets, opening the form section that holds them.
@@ -10,13 +11,17 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+import gradio as gr
 
 from trainer_core.fieldmeta import FIELDS, group
+from trainer_core.refusals import as_refusal
 from trainer_core.request.sections import SECTIONS
-from ui.uploads import UPLOAD_LABEL
 
-EVAL_UPLOAD_LABEL = "Evaluation dataset (upload, optional)"
 # The sections a refusal names beside a field's label: those closed on the page (the model's main
 # fields and the training method are in view; Model options opens without being named).
 SECTION_TITLES = {key: section.form for key, section in SECTIONS.items() if key not in ("model", "method")}
@@ -47,26 +52,28 @@ def _where(name: str) -> str:
     return f"{label_of(name)} ({section})" if section else label_of(name)
 
 
-_NAMES = sorted([*FIELDS, *FILE_WIDGETS], key=len, reverse=True)
-# A name with an underscore is unmistakable anywhere; a one-word name (``packing``, ``subset``)
-# only where a message uses it as a field: ``name:``, ``name=`` or quoted.
-# Never inside a path or file name (``/data/learning_rate/x.json`` stays as typed).
-_PATTERN = re.compile(
-    "|".join(
-        rf"(?<![\w/\\.-]){re.escape(n)}(?![\w/\\-]|\.\w)"
-        if "_" in n
-        else rf"(?<![\w'`/\\.-]){re.escape(n)}(?=\s*[:=])|['`]{re.escape(n)}['`]"
-        for n in _NAMES
-    )
-)
+# How a field's name is found in the text it is replaced in: a name with an underscore anywhere; a
+# one-word name (``packing``, ``subset``) only where a message uses it as a field: ``name:``,
+# ``name=`` or quoted. Never inside a path or file name (``/data/learning_rate/x.json`` stays as typed).
+def _name_pattern(name: str) -> str:
+    if "_" in name:
+        return rf"(?<![\w/\\.-]){re.escape(name)}(?![\w/\\-]|\.\w)"
+    return rf"(?<![\w'`/\\.-]){re.escape(name)}(?=\s*[:=])|['`]{re.escape(name)}['`]"
+
+
+@lru_cache(maxsize=256)
+def _names_in_text(fields: tuple[str, ...]) -> re.Pattern:
+    """The pattern of ``fields``'s names (longest first), for ``describe``'s label swap."""
+    return re.compile("|".join(_name_pattern(n) for n in sorted(fields, key=len, reverse=True)))
+
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~!])")
-_UPLOADS = {UPLOAD_LABEL: "local_datasets", EVAL_UPLOAD_LABEL: "local_eval_datasets"}
 
 
 @dataclass(frozen=True)
-class Refusal:
-    """``text``: the message with field names replaced by their labels; ``fields``: the request
-    fields it names, in order of appearance (their widgets get marked)."""
+class Notice:
+    """``text``: the message with its fields' names replaced by their labels; ``fields``: the
+    request fields it concerns (their widgets get marked)."""
 
     text: str
     fields: tuple[str, ...]
@@ -94,22 +101,28 @@ class Refusal:
         )
 
 
-def describe(message: str) -> Refusal:
-    """``message`` (an engine or validation error) in the page's words. Each request field name it
-    contains becomes "Label (Section)" and is collected; an upload field's label counts as its field."""
-    found: list[str] = []
+def message_and_fields(refusal: BaseException | str) -> tuple[str, tuple[str, ...]]:
+    """The message and request fields of ``refusal``: an engine ``Refusal`` or a ``Refused`` (its
+    own fields), a pydantic ``ValidationError`` (``refusals.from_validation``), any other error
+    (another ``gr.Error`` included) or a plain message (no fields)."""
+    if isinstance(refusal, gr.Error):
+        return refusal.message, tuple(getattr(refusal, "fields", ()))
+    found = as_refusal(refusal) if isinstance(refusal, BaseException) else None
+    if found is not None:
+        return str(found), found.fields
+    return str(refusal), ()
 
-    def swap(match: re.Match) -> str:
-        name = match.group(0).strip("'`")
-        if name not in found:
-            found.append(name)
-        return _where(name)
 
-    text = _PATTERN.sub(swap, message.removeprefix("settings: "))  # a whole-request problem, said plainly
-    for label, name in _UPLOADS.items():
-        if label in text and name not in found:
-            found.append(name)
-    return Refusal(text=text, fields=tuple(found))
+def describe(refusal: BaseException | str, fields: Optional[Iterable[str]] = None) -> Notice:
+    """``refusal`` (see ``message_and_fields``) in the page's words: the request fields it concerns
+    (``fields`` when given, else its own; only those of the Train form) are listed for marking, and
+    each of their names in the message becomes "Label (Section)". No field is read from the text."""
+    message, own = message_and_fields(refusal)
+    names = tuple(n for n in (own if fields is None else fields) if n in FIELDS or n in FILE_WIDGETS)
+    text = message.removeprefix("settings: ")  # a whole-request problem, said plainly
+    if names:
+        text = _names_in_text(names).sub(lambda match: _where(match.group(0).strip("'`")), text)
+    return Notice(text=text, fields=tuple(dict.fromkeys(names)))
 
 
 def markdown_text(text: str) -> str:
@@ -119,18 +132,19 @@ def markdown_text(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
 
 
-def notice_html(message: str, action: str = "Not started") -> str:
-    """The HTML notice of a refusal ``message`` (see ``describe``), headed by ``action``."""
-    return describe(message).html(action)
+def notice_html(refusal: BaseException | str, action: str = "Not started") -> str:
+    """The HTML notice of ``refusal`` (a refusal, an error or a message; see ``describe``), headed by
+    ``action``."""
+    return describe(refusal).html(action)
 
 
 __all__ = [
-    "EVAL_UPLOAD_LABEL",
     "MODEL_FIRST",
-    "Refusal",
+    "Notice",
     "describe",
     "label_of",
     "markdown_text",
+    "message_and_fields",
     "notice_html",
     "widget_ids",
 ]

@@ -10,9 +10,12 @@ instead of a traceback per click or per raw call.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import gradio as gr
+
+from trainer_core.refusals import INVALID_SETTING, as_refusal
 
 log = logging.getLogger("finetune_studio.ui")
 
@@ -25,9 +28,27 @@ def one_line(text: str, limit: int = 300) -> str:
 
 class Refused(gr.Error):
     """``gr.Error`` without the printed traceback; same arguments (``message``, ``duration``,
-    ``visible``, ``title``)."""
+    ``visible``, ``title``), plus the refusal's request ``fields`` (the widgets the notice marks,
+    ``ui.refusals``) and its ``code`` (``trainer_core.refusals``)."""
 
-    def __init__(self, message: str = "Error raised.", *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        message: str = "Error raised.",
+        *args: Any,
+        fields: Iterable[str] = (),
+        code: str = INVALID_SETTING,
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("print_exception", False)
         super().__init__(message, *args, **kwargs)
+        self.fields, self.code = tuple(fields), code
         log.info("refused: %s", one_line(message))
+
+    @classmethod
+    def of(cls, error: BaseException) -> Refused:
+        """``error`` as a ``Refused``: an engine ``Refusal`` or a pydantic ``ValidationError`` with
+        its message, fields and code (``refusals.as_refusal``); anything else with its text alone."""
+        refusal = as_refusal(error)
+        if refusal is None:
+            return cls(str(error))
+        return cls(str(refusal), fields=refusal.fields, code=refusal.code)

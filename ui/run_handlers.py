@@ -282,7 +282,7 @@ def resume(ctx: Context, job_id: Optional[str], session: Optional[str] = None) -
     try:
         run = _get(ctx, job_id)
     except gr.Error as exc:
-        yield (*refused(ctx, exc.message, action)[:-1], gr.skip(), notice_html(exc.message, action), gr.skip())
+        yield (*refused(ctx, exc, action)[:-1], gr.skip(), notice_html(exc, action), gr.skip())
         return
     if run.phase not in RESUMABLE_PHASES or not run.last_checkpoint:
         message = (
@@ -349,10 +349,8 @@ def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:
         run = _get(ctx, job_id)
         folder = confine(run.output_dir, ctx.settings.allowed_roots, "output_dir")
         archive = run_bundle(folder, Path(tempfile.gettempdir()) / "studio-bundles" / run.job_id)
-    except gr.Error as exc:
-        return gr.skip(), notice_html(exc.message, action)
-    except (BundleError, PathNotAllowed, OSError) as exc:
-        return gr.skip(), notice_html(str(exc), action)
+    except (gr.Error, BundleError, PathNotAllowed, OSError) as exc:
+        return gr.skip(), notice_html(exc, action)
     return gr.File(value=str(archive), visible=True), NOTICE_CLEAR
 
 

@@ -16,7 +16,8 @@ import gradio as gr
 import pandas as pd
 from gradio.components.plot import PlotData
 
-from trainer_core.admission.admit import REFUSALS, admit
+from trainer_core.admission.admit import admit
+from trainer_core.refusals import Refusal
 from trainer_core.request.rules import training_data_missing
 from trainer_core.request.sections import SECTIONS
 from trainer_core.runs.job import JobRunner
@@ -29,8 +30,9 @@ from ui.follow import FOLLOWERS
 from ui.form import FORM_FIELDS, build_request, form_values
 from ui.monitor_text import status_line
 from ui.placeholder_panel import gate as placeholder_gate
-from ui.refusals import EVAL_UPLOAD_LABEL, describe
+from ui.refusals import describe
 from ui.refused import Refused
+from ui.uploads import EVAL_UPLOAD_LABEL
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (the times keep moving)
@@ -174,7 +176,7 @@ def start(
             placeholder_gate(*placeholders)
         request = form_request(ctx, upload, paths_text, eval_upload, eval_text, values)
     except gr.Error as exc:
-        yield refused(ctx, exc.message)
+        yield refused(ctx, exc)
         return
     yield from start_request(ctx, request, session)
 
@@ -191,15 +193,16 @@ def form_request(
     train_files = dataset_paths(upload, paths_text, ctx.settings)
     hub = dict(zip(FORM_FIELDS, values)).get("hf_dataset")
     if problem := training_data_missing(train_files, hub, NO_DATA_FIX):
-        raise Refused(f"local_datasets: {problem}")
+        raise Refused(f"local_datasets: {problem}", fields=("local_datasets",), code="no_training_data")
     eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
     return build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
 
 
-def refused(ctx: Context, message: str, action: str = "Not started") -> tuple:
-    """(*monitor, notice) of a refused start: the monitor untouched (its buttons set for the
-    current job), the notice naming the fields by their labels, and a toast."""
-    refusal = describe(message)
+def refused(ctx: Context, refusal: BaseException | str, action: str = "Not started") -> tuple:
+    """(*monitor, notice) of a refused start (a refusal, a ``Refused`` or a message): the monitor
+    untouched (its buttons set for the current job), the notice naming its fields by their labels
+    and marking them (``ui.refusals.describe``), and a toast."""
+    refusal = describe(refusal)
     gr.Warning(f"{action}: {html.escape(refusal.text)}", duration=6)  # toasts render HTML
     status = ctx.runner.status(with_history=False)
     return (*[gr.skip()] * MONITOR_VIEWS, *buttons(status), refusal.html(action))
@@ -208,19 +211,22 @@ def refused(ctx: Context, message: str, action: str = "Not started") -> tuple:
 MONITOR_VIEWS = 8  # status line, raw JSON, five charts, GRPO samples (then the three buttons)
 
 
-def begin(ctx: Context, request: TrainingStartRequest) -> Optional[str]:
+def begin(ctx: Context, request: TrainingStartRequest) -> Optional[Refusal]:
     """Check ``request`` as the API does (``admission.admit``) and start it: None once the job
-    started, else why it was refused (in the engine's words; ``describe`` puts them in the page's)."""
+    started, else why it was refused (a ``Refusal`` in the engine's words, with its fields;
+    ``describe`` puts them in the page's)."""
     try:
         checked = admit(request, ctx.settings, ctx.runner.store)
-    except REFUSALS as exc:
-        return str(exc)
+    except Refusal as exc:
+        return exc
     except Exception as exc:  # noqa: BLE001 - the page says what went wrong, never a traceback
         log.exception("checking a start failed")
-        return f"the settings could not be checked ({type(exc).__name__}: {exc}); try again"
+        return Refusal(
+            f"the settings could not be checked ({type(exc).__name__}: {exc}); try again", code="check_failed"
+        )
     response = ctx.runner.start(checked)
     if response.status == "error":
-        return f"{response.message} {response.error or ''}".strip()
+        return Refusal(f"{response.message} {response.error or ''}".strip(), code="busy", status=409)
     return None
 
 

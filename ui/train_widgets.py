@@ -15,9 +15,9 @@ from ui import config_panel, placeholder_panel, preflight_panel, queue_panel
 from ui import train_handlers as handlers
 from ui.context import Context
 from ui.form import FORM_FIELDS, make_widget
-from ui.refusals import EVAL_UPLOAD_LABEL, MODEL_FIRST
+from ui.refusals import MODEL_FIRST
 from ui.tables import fit_table
-from ui.uploads import DATASET_TYPES, UPLOAD_LABEL
+from ui.uploads import DATASET_TYPES, EVAL_UPLOAD_LABEL, UPLOAD_LABEL
 
 FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap
 

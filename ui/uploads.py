@@ -13,6 +13,8 @@ from trainer_core.settings import Settings
 from ui.refused import Refused
 
 UPLOAD_LABEL = "Training dataset (upload)"
+EVAL_UPLOAD_LABEL = "Evaluation dataset (upload, optional)"
+UPLOAD_FIELDS = {UPLOAD_LABEL: "local_datasets", EVAL_UPLOAD_LABEL: "local_eval_datasets"}  # the field each fills
 DATASET_TYPES = list(DATA_SUFFIXES)  # gr.File(file_types=...): .json ... .txt, and .json.gz, .jsonl.zst, ...
 
 
@@ -25,17 +27,19 @@ def received_upload(upload: Optional[str], settings: Settings, label: str = UPLO
     """The uploaded file, checked to be one this server received: inside Gradio's upload folder or
     our uploads folder (the same path rule as typed paths). A raw queue call can send any path in a
     FileData value, and Gradio does not check it when the Blocks are mounted, so we do. Raises
-    ``gr.Error`` naming the upload field (``label``); nothing is read or copied then."""
+    ``gr.Error`` naming the upload field (``label``; its request field, ``UPLOAD_FIELDS``, is
+    marked); nothing is read or copied then."""
     if not upload:
         return None
     from gradio.utils import get_upload_folder
 
+    fields = [UPLOAD_FIELDS[label]] if label in UPLOAD_FIELDS else []
     try:
         path = confine(str(upload), [Path(get_upload_folder()), settings.uploads_dir], label)
     except PathNotAllowed:
-        raise Refused(f"{label}: this file was not uploaded to this server; upload it again") from None
+        raise Refused(f"{label}: this file was not uploaded to this server; upload it again", fields=fields) from None
     if not path.is_file():
-        raise Refused(f"{label}: the upload is no longer on the server; upload it again")
+        raise Refused(f"{label}: the upload is no longer on the server; upload it again", fields=fields)
     return path
 
 

@@ -33,6 +33,6 @@ def test_yaml_comments_cli_groups_and_refusals_read_the_table():
     assert groups == [section.title for section in SECTIONS.values()]
     assert SECTION_TITLES == {key: SECTIONS[key].form for key in ("data", "training", "lora", "output", "distributed")}
     assert (
-        describe("num_processes: too many").text
+        describe("num_processes: too many", fields=("num_processes",)).text
         == f"Processes (num_processes) ({SECTIONS['distributed'].form}): too many"
     )

@@ -15,9 +15,10 @@ from typing import Optional
 
 from trainer_core.admission.request_paths import AdapterMissing, MissingPaths, checked_request
 from trainer_core.data.files import DatasetError
-from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_problem
+from trainer_core.distributed.launch import ScalingError, check_config_file, machine_devices, machine_refusal
 from trainer_core.models.hub import HubCheckError, check_hub_dataset, check_model, check_model_name
 from trainer_core.paths import PathNotAllowed
+from trainer_core.refusals import Refusal
 from trainer_core.rewards.code_file import RewardCodeError
 from trainer_core.runs.folders import OutputDirError
 from trainer_core.runs.records import RunRecord
@@ -28,16 +29,21 @@ from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 
 
-class PreflightError(ValueError):
+class PreflightError(Refusal):
     """The pre-flight check's errors (e.g. no trained token in the data); ``issues`` holds them
-    (``preflight.report.Issue``) and the message is theirs, joined."""
+    (``preflight.report.Issue``), the message is theirs, joined, and the fields theirs, in order."""
+
+    code = "preflight_failed"
 
     def __init__(self, issues: list) -> None:
         self.issues = list(issues)
-        super().__init__("; ".join(issue.message for issue in self.issues))
+        super().__init__(
+            "; ".join(issue.message for issue in self.issues),
+            fields=[name for issue in self.issues for name in issue.fields],
+        )
 
 
-# Every refusal is one of these (all ValueErrors); their messages name the field and the fix.
+# Every refusal of ``admit`` is one of these (all ``Refusal``s: message, fields, code).
 REFUSALS = (
     PathNotAllowed,
     MissingPaths,
@@ -113,8 +119,8 @@ def _resumed_run(store: Optional[RunStore], request: TrainingStartRequest) -> Op
 def check_devices(request: TrainingStartRequest) -> None:
     """The processes and GPUs ``request`` asks for exist on this machine, and its
     ``distributed_config`` (already confined) is of the right kind. Raises ScalingError."""
-    if problem := machine_problem(request, machine_devices()):
-        raise ScalingError(problem)
+    if refusal := machine_refusal(request, machine_devices()):
+        raise refusal
     check_config_file(request)
 
 

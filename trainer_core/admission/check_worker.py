@@ -99,7 +99,7 @@ def _answer(kind: str, args: tuple) -> dict[str, Any]:
             return {"result": check.run_preflight(request, settings, store, estimates)}
         return {"result": check.start_issues(*args)}
     except DatasetError as exc:
-        return {"data_error": str(exc)}
+        return {"data_error": str(exc), "fields": exc.fields}
     except Exception as exc:  # noqa: BLE001 - a bug: said to the app, which raises it there
         return {"failed": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
 
@@ -190,7 +190,7 @@ class CheckWorker:
             if self._rss(worker) > self._baseline + RECYCLE_MB * 2**20:
                 self._end()
         if "data_error" in answer:
-            raise DatasetError(answer["data_error"])
+            raise DatasetError(answer["data_error"], fields=answer["fields"])
         if "failed" in answer:
             log.error("the pre-flight check failed in its worker:\n%s", answer["trace"])
             raise CheckFailed(answer["failed"])

@@ -8,15 +8,18 @@ from pathlib import Path
 from trainer_core.distributed.launch import ScalingError
 from trainer_core.distributed.ray_storage import is_uri
 from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.refusals import Refusal
 from trainer_core.schemas import TrainingStartRequest
 
 
-class MissingPaths(ValueError):
+class MissingPaths(Refusal):
     """Dataset files or folders that do not exist; ``paths`` holds up to three of them, resolved."""
+
+    code = "missing_files"
 
     def __init__(self, paths: list[str]) -> None:
         self.paths = paths[:3]
-        super().__init__(f"local_datasets: file not found: {', '.join(self.paths)}")
+        super().__init__(f"local_datasets: file not found: {', '.join(self.paths)}", fields=("local_datasets",))
 
 
 def confine_dataset(path: str, roots: list[Path], field: str) -> str:
@@ -30,7 +33,9 @@ def confine_dataset(path: str, roots: list[Path], field: str) -> str:
         try:
             inside = folder_paths(resolved)
         except OSError as exc:
-            raise PathNotAllowed(f"{field}: the folder {resolved.name} cannot be listed ({exc.strerror})") from None
+            raise PathNotAllowed(
+                f"{field}: the folder {resolved.name} cannot be listed ({exc.strerror})", fields=(field,)
+            ) from None
         for file in inside:
             confine(file, roots, field)
     return str(resolved)
@@ -54,12 +59,16 @@ def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> Tra
     if request.ray_storage_path and not is_uri(request.ray_storage_path):  # a URI is the cluster's storage
         storage = confine(request.ray_storage_path, roots, "ray_storage_path")
         if storage.exists() and not storage.is_dir():
-            raise PathNotAllowed(f"ray_storage_path: {storage.name} is a file: give a folder (it is made if missing)")
+            raise PathNotAllowed(
+                f"ray_storage_path: {storage.name} is a file: give a folder (it is made if missing)",
+                fields=("ray_storage_path",),
+            )
         updates["ray_storage_path"] = str(storage)
     if request.distributed_config and not Path(updates["distributed_config"]).is_file():
         raise ScalingError(
             f"distributed_config: file not found: {updates['distributed_config']}: give the path of "
-            f"your {'accelerate FSDP YAML' if request.distributed == 'fsdp' else 'DeepSpeed JSON'} file"
+            f"your {'accelerate FSDP YAML' if request.distributed == 'fsdp' else 'DeepSpeed JSON'} file",
+            fields=("distributed_config",),
         )
     if request.adapter_name_or_path:
         updates["adapter_name_or_path"] = confine_adapter(request.adapter_name_or_path, roots)
@@ -77,13 +86,16 @@ def confine_adapter(path: str, roots: list[Path]) -> str:
     if not (resolved / "adapter_config.json").is_file():
         raise AdapterMissing(
             f"adapter_name_or_path: {resolved} holds no LoRA adapter (no adapter_config.json): "
-            "choose the output folder of a LoRA or QLoRA run (or one of its checkpoint-N folders)"
+            "choose the output folder of a LoRA or QLoRA run (or one of its checkpoint-N folders)",
+            fields=("adapter_name_or_path",),
         )
     return str(resolved)
 
 
-class AdapterMissing(ValueError):
+class AdapterMissing(Refusal):
     """``adapter_name_or_path`` names a folder without a PEFT adapter; the message says which."""
+
+    code = "adapter_missing"
 
 
 __all__ = ["AdapterMissing", "MissingPaths", "PathNotAllowed", "checked_request", "confine_dataset"]

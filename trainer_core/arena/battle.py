@@ -12,17 +12,22 @@ from typing import Any, Optional
 from trainer_core.arena.leaderboard import leaderboard
 from trainer_core.arena.schemas import Battle, BattleRequest, BattleSide, Leaderboard, Vote
 from trainer_core.arena.store import ArenaStore
+from trainer_core.refusals import Refusal
 from trainer_core.serving.errors import ChatInputError, ChatUnavailable, UnknownModel
 from trainer_core.serving.schemas import ChatMessage
 
 
-class ArenaError(ValueError):
+class ArenaError(Refusal):
     """An arena request that cannot be served (fewer than two models, the same model twice, an
-    unknown battle, a second vote); the message says what to do."""
+    unknown battle, a second vote: code ``already_voted``, status 409); the message says what to do."""
+
+    code = "arena_refused"
 
 
 class UnknownBattle(ArenaError):
     """No battle has this id."""
+
+    code, status = "unknown_battle", 404
 
 
 ARENA_BUSY = (
@@ -70,7 +75,11 @@ class Arena:
             raise UnknownBattle(f"battle {battle_id[:80]!r} does not exist: start a battle first")
         if not self.store.vote(battle_id, vote, time.time()):
             first = (self.store.get(battle_id) or found).get("vote")  # another vote may have won just now
-            raise ArenaError(f"battle {battle_id} has its vote already ({first}): start a new battle")
+            raise ArenaError(
+                f"battle {battle_id} has its vote already ({first}): start a new battle",
+                code="already_voted",
+                status=409,
+            )
         return self._shown(self.store.get(battle_id))
 
     def get(self, battle_id: str) -> Battle:
@@ -104,7 +113,7 @@ class Arena:
         """The two model ids to battle: ``models`` checked; one named: it and another picked at
         random; none: two picked at random."""
         if len(models) == 2 and models[0] == models[1]:
-            raise ArenaError("models: name two different models (or one, or none, for random ones)")
+            raise ArenaError("models: name two different models (or one, or none, for random ones)", fields=("models",))
         for model in models:
             self.engine.resolve(model)  # UnknownModel / ChatInputError name the id
         if len(models) == 2:

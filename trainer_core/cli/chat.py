@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from trainer_core.fieldmeta import base_type, explain
+from trainer_core.fieldmeta import base_type
+from trainer_core.refusals import explain
 from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.serving.choices import base_choice, weights_choice
 from trainer_core.serving.errors import ChatInputError

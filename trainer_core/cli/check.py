@@ -41,17 +41,16 @@ def use_colour(stream: TextIO) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Build the request as ``train`` does, check it, print; the exit code (0, 1 errors, 2 bad input)."""
-    from trainer_core.cli.train import checked_args
+    from trainer_core.cli.train import checked_args, operator_settings
 
-    request = checked_args(args)
-    if request is None:
-        return 2
+    request = checked_args(args, preflight=True)
+    if isinstance(request, int):
+        return request
     from trainer_core.data import import_data_stack
     from trainer_core.preflight.check import run_preflight
-    from trainer_core.settings import get_settings
 
     import_data_stack()
-    settings = get_settings()
+    settings = operator_settings()
     store = _store(settings)
     try:
         report = run_preflight(request, settings, store)

@@ -27,7 +27,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from trainer_core.evaluation.schemas import EvaluateRequest
-from trainer_core.fieldmeta import explain
+from trainer_core.refusals import explain
 from trainer_core.request.model import DEFAULT_MODEL
 
 FIELDS = EvaluateRequest.model_fields

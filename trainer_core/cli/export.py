@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from trainer_core.cli.chat import choice_for
     from trainer_core.export.start import export_refusal
     from trainer_core.export.worker import ExportError, export
-    from trainer_core.fieldmeta import explain
+    from trainer_core.refusals import explain
     from trainer_core.serving.errors import ChatInputError
     from trainer_core.serving.worker import quiet_libraries
     from trainer_core.settings import get_settings

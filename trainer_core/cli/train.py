@@ -4,12 +4,15 @@ or ``train --from-run RUN/run.json`` (the settings of an earlier run, into a new
 Flags are generated from ``TrainingStartRequest``'s fields (``--learning-rate``, ``--lora-r``, ...),
 with their help text and defaults; a run's ``run.json`` (``--from-run``), then a YAML config supply
 any of the same keys, and flags win.
-It runs the same job runner and worker process as the app, with a progress bar.
+The request passes the same admission as a Start from the page, the API or the queue
+(``admission.admit``, with every folder allowed: ``operator_settings``), then runs in the same job
+runner and worker process as the app, with a progress bar.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import typing
@@ -20,11 +23,13 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from trainer_core.configs.yaml_files import read_config_file
-from trainer_core.fieldmeta import FIELDS, base_type, choices, default, explain, group, parse_mapping
+from trainer_core.fieldmeta import FIELDS, base_type, choices, default, group, parse_mapping
+from trainer_core.refusals import Refusal, explain
 from trainer_core.request.rules import training_data_missing
 from trainer_core.request.sections import SECTIONS
 from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import TrainingStartRequest
+from trainer_core.settings import Settings, get_settings
 from trainer_core.status import TrainingStatus
 from trainer_core.training.manifest import rerun_values
 from trainer_core.vocabulary import Phase
@@ -105,35 +110,51 @@ def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
         values[name] = [str(Path(p).resolve()) for p in (given or values.get(name) or [])]
     fix = "give --dataset FILE (or local_datasets / hf_dataset in --config or --from-run)"
     if problem := training_data_missing(values["local_datasets"], values.get("hf_dataset"), fix):
-        raise ValueError(problem)
+        raise Refusal(problem, fields=("local_datasets", "hf_dataset"), code="no_training_data")
     return TrainingStartRequest(**values)
 
 
-def checked_args(args: argparse.Namespace) -> Optional[TrainingStartRequest]:
-    """``request_from_args`` with its dataset paths present and its processes possible on this
-    machine, for ``train`` and ``check``; None after printing the one-line error (bad settings,
-    config, run.json, a missing dataset path, more processes than devices, a wrong config file)."""
-    try:
-        request = request_from_args(args)
-    except ValidationError as exc:
-        print(f"error: {explain(exc)}", file=sys.stderr)
-        return None
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return None
-    missing = [p for p in request.local_datasets + request.local_eval_datasets if not Path(p).exists()]
-    if missing:
-        print(f"error: dataset file not found: {', '.join(missing)}", file=sys.stderr)
-        return None
-    from trainer_core.admission.admit import check_devices
-    from trainer_core.distributed.launch import ScalingError
+def operator_settings() -> Settings:
+    """The command's settings: the environment's (``Settings``), with every folder allowed and
+    reward code on. The operator runs it on their own machine with their own rights, so a path
+    anywhere and a ``reward_file`` are theirs (the two switches guard a server from its remote
+    users); a path is still resolved and checked as the app checks it (files present, output
+    folders new or empty and not the studio's, ...)."""
+    settings = get_settings()
+    roots = os.pathsep.join(filter(None, [settings.allowed_paths, "/"]))
+    return settings.model_copy(update={"allowed_paths": roots, "allow_reward_code": True})
+
+
+def checked_args(args: argparse.Namespace, preflight: bool = False) -> TrainingStartRequest | int:
+    """``request_from_args`` passed through the same admission as the page, the API and the queue
+    with ``operator_settings``: ``admission.admit`` for ``train`` (paths, output folders, model,
+    Hub dataset, devices, reward code, the check's errors), ``checked_for_preflight`` for
+    ``check`` (``preflight``). A refusal is printed as one line (its message; a missing dataset
+    file in this command's words) and its exit code returned instead: 1 for what the data check
+    found (``PreflightError``, ``DatasetError``: as ``check`` and a run that failed on its data
+    exit), 2 for any other bad input (settings, config, run.json, a path, a device, the model)."""
+    from trainer_core.admission.admit import PreflightError, admit, checked_for_preflight
+    from trainer_core.admission.request_paths import MissingPaths
+    from trainer_core.data.errors import DatasetError
+    from trainer_core.admission.check_worker import checker
 
     try:
-        check_devices(request)
-    except ScalingError as exc:
+        request = request_from_args(args)
+        if preflight:
+            return checked_for_preflight(request, operator_settings())
+        return admit(request, operator_settings(), None)
+    except ValidationError as exc:
+        print(f"error: {explain(exc)}", file=sys.stderr)
+    except MissingPaths as exc:
+        print(f"error: dataset file not found: {', '.join(exc.paths)}", file=sys.stderr)
+    except (PreflightError, DatasetError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return None
-    return request
+        return 1
+    except (ValueError, OSError) as exc:  # any other Refusal (a ValueError), a bad config or run.json
+        print(f"error: {exc}", file=sys.stderr)
+    finally:
+        checker().close()  # admission's check worker: its memory is the training's now
+    return 2
 
 
 def follow(runner: JobRunner) -> TrainingStatus:
@@ -172,8 +193,8 @@ def run(args: argparse.Namespace) -> int:
     the worker (or the launcher and its ranks) has exited and partial saves are cleaned before the
     interpreter's exit could end them."""
     request = checked_args(args)
-    if request is None:
-        return 2
+    if isinstance(request, int):
+        return request
     runner = JobRunner()
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` cancels like Ctrl-C: the worker goes too
     response = runner.start(request)

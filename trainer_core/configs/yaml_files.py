@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from trainer_core.fieldmeta import FIELDS, explain, group
-from trainer_core.request.rules import NO_TRAINING_DATA
+from trainer_core.fieldmeta import FIELDS, group
+from trainer_core.refusals import Refusal, error_code, explain, validation_fields
 from trainer_core.request.sections import SECTIONS
 from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
 
@@ -22,10 +22,14 @@ SECRET_HINTS = {
     "wandb_token": "the server's own wandb login (WANDB_API_KEY) is used",
 }
 MAX_CONFIG_BYTES = 256 * 1024  # a settings file is a few KB; anything far larger is not one
+NO_DATA = "no_training_data"  # the code of the one check a settings file without datasets may fail
 
 
-class ConfigFileError(ValueError):
-    """A settings file that cannot be used; the message names the file, the key and the fix."""
+class ConfigFileError(Refusal):
+    """A settings file that cannot be used; the message names the file, the key and the fix, and
+    ``fields`` the settings the schema refused."""
+
+    code = "config_file_invalid"
 
 
 def request_to_yaml(settings: dict[str, Any]) -> str:
@@ -114,13 +118,10 @@ def parse_config_text(
             raise ConfigFileError(
                 f"{source} cannot be read as settings ({type(exc).__name__}): it is not a settings file"
             ) from None
-        problems = [
-            e for e in exc.errors() if not str(e["msg"]).removeprefix("Value error, ").startswith(NO_TRAINING_DATA)
-        ]
+        problems = [e for e in exc.errors() if error_code(e) != NO_DATA]
         if problems:
-            raise ConfigFileError(
-                f"{source}: {explain(ValidationError.from_exception_data(exc.title, problems))}"
-            ) from None
+            refused = ValidationError.from_exception_data(exc.title, problems)
+            raise ConfigFileError(f"{source}: {explain(refused)}", fields=validation_fields(refused)) from None
     return values, notes
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from trainer_core.refusals import Refusal
 
-class DatasetError(ValueError):
-    """Training data that cannot be used; the message names the file (row, column) and the fix."""
+
+class DatasetError(Refusal):
+    """Training data that cannot be used; the message names the file (row, column) and the fix,
+    ``fields`` the request fields it names (often none: the file itself is the problem)."""
+
+    code = "dataset_unusable"
 
 
 class RowError(ValueError):

@@ -72,7 +72,8 @@ def _join(parts: list[tuple[str, datasets.Dataset]]) -> datasets.Dataset:
         if set(part.column_names) != set(first.column_names):
             raise DatasetError(
                 f"{first_name} has columns {first.column_names} but {name} has "
-                f"{part.column_names}: give files of one layout together, or map columns with custom_format_mapping"
+                f"{part.column_names}: give files of one layout together, or map columns with custom_format_mapping",
+                fields=("custom_format_mapping",),
             )
     try:
         return datasets.concatenate_datasets(

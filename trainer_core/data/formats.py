@@ -57,14 +57,16 @@ def detect_format(columns: list[str], source: str) -> FormatType:
         raise DatasetError(
             f"{source} holds preference pairs (columns 'chosen'/'rejected', DPO data), which are not supported "
             "for supervised fine-tuning: choose training_method dpo, orpo or kto to train on them, or use a file of "
-            "conversations or instruction/output pairs for sft"
+            "conversations or instruction/output pairs for sft",
+            fields=("training_method",),
         )
     for fmt, required in REQUIRED.items():
         if names.issuperset(required):
             return fmt
     raise DatasetError(
         f"{source} has columns {list(columns)}, which match no known layout; expected {LAYOUTS}. "
-        'Rename the columns, or map them with custom_format_mapping, e.g. {"instruction": "question", "output": "answer"}'
+        'Rename the columns, or map them with custom_format_mapping, e.g. {"instruction": "question", "output": "answer"}',
+        fields=("custom_format_mapping",),
     )
 
 
@@ -77,7 +79,8 @@ def apply_mapping(dataset: datasets.Dataset, mapping: dict[str, str], source: st
         if theirs not in dataset.column_names:
             raise DatasetError(
                 f"custom_format_mapping maps {ours!r} to column {theirs!r}, but {source} has no such column; "
-                f"its columns are {dataset.column_names}"
+                f"its columns are {dataset.column_names}",
+                fields=("custom_format_mapping",),
             )
     shadowed = [name for name in renames.values() if name in dataset.column_names and name not in renames]
     return dataset.remove_columns(shadowed).rename_columns(renames) if renames else dataset
@@ -112,7 +115,8 @@ def normalize_with_notes(
     if missing:
         raise DatasetError(
             f"format {fmt.value} needs column(s) {missing}, but {source} has {dataset.column_names}: "
-            "choose another format_type or map the columns with custom_format_mapping"
+            "choose another format_type or map the columns with custom_format_mapping",
+            fields=("format_type", "custom_format_mapping"),
         )
     build = _ROW_BUILDERS[fmt]
     wanted = [name for name in (*REQUIRED[fmt], *_OPTIONAL.get(fmt, ())) if name in dataset.column_names]

@@ -29,7 +29,8 @@ def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str])
 
     if hub_id_problem(name) or Path(name).exists():  # datasets would read a local folder of that name
         raise DatasetError(
-            f"hf_dataset: '{name[:120]}' is not a Hub dataset id; files on the server go in local_datasets"
+            f"hf_dataset: '{name[:120]}' is not a Hub dataset id; files on the server go in local_datasets",
+            fields=("hf_dataset", "local_datasets"),
         )
     if not constants.HF_HUB_OFFLINE and not hub_reachable():
         raise DatasetError(
@@ -39,7 +40,8 @@ def read_hub(name: str, subset: Optional[str], split: str, token: Optional[str])
         dataset = datasets.load_dataset(name, subset, split=split, token=token)
     except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError) as exc:
         raise DatasetError(
-            f"dataset {name} was not found on the Hub (or is private or gated: accept its terms and give an hf_token)"
+            f"dataset {name} was not found on the Hub (or is private or gated: accept its terms and give an hf_token)",
+            fields=("hf_token",),
         ) from exc
     except ConnectionError as exc:
         why = (

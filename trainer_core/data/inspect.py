@@ -175,7 +175,7 @@ def _read(path: str, check_rows: int) -> tuple[datasets.Dataset, Optional[int]]:
     try:
         return rows_dataset(head), None
     except DatasetError as exc:
-        raise DatasetError(f"{file.name}: {exc}") from None
+        raise DatasetError(f"{file.name}: {exc}", fields=exc.fields) from None
 
 
 def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:

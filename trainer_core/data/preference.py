@@ -73,7 +73,8 @@ def detect_preference_format(columns: list[str], method: TrainingMethod, source:
         raise DatasetError(
             f"{source} holds unpaired rows with a 'label' (KTO data), but {method_name} trains on pairs "
             f"of a chosen and a rejected answer: use training_method 'kto' for this file, or give "
-            f"{method_name} pairs ({PAIR_LAYOUTS})"
+            f"{method_name} pairs ({PAIR_LAYOUTS})",
+            fields=("training_method",),
         )
     wanted = (
         f"pairs ({PAIR_LAYOUTS})"
@@ -83,7 +84,8 @@ def detect_preference_format(columns: list[str], method: TrainingMethod, source:
     raise DatasetError(
         f"{source} has columns {list(columns)}: supervised (SFT) data, with no chosen/rejected answers. "
         f"{method_name} needs {wanted}. Train on this file with training_method 'sft', or map your "
-        "columns with custom_format_mapping"
+        "columns with custom_format_mapping",
+        fields=("training_method", "custom_format_mapping"),
     )
 
 
@@ -243,12 +245,14 @@ def canonical_preference(
         raise DatasetError(
             f"format_type {fmt.value!r} is {'GRPO' if fmt == FormatType.prompt_only else 'SFT'} data, but "
             f"training_method {method.value!r} needs "
-            "preference data: set format_type to auto, preference or unpaired"
+            "preference data: set format_type to auto, preference or unpaired",
+            fields=("format_type", "training_method"),
         )
     elif fmt == FormatType.unpaired and method != TrainingMethod.kto:
         raise DatasetError(
             f"format_type 'unpaired' (rows with a label) is KTO data: {METHOD_NAMES[method]} needs "
-            "pairs (format_type preference), or choose training_method kto"
+            "pairs (format_type preference), or choose training_method kto",
+            fields=("format_type", "training_method"),
         )
     rows, notes = normalize_preference(dataset, fmt, source, first_row)
     for note in notes:

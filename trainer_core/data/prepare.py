@@ -77,7 +77,8 @@ def split_validation(
     except ValueError as exc:
         raise DatasetError(
             f"val_size={request.val_size} cannot split {len(rows)} training rows ({exc}): "
-            "give more rows or set val_size to 0"
+            "give more rows or set val_size to 0",
+            fields=("val_size",),
         ) from None
     log.info(
         "val_size %.3f: %d training rows, %d held out for evaluation (seed %d)",
@@ -112,7 +113,8 @@ def _sources(request: TrainingStartRequest, eval: bool) -> list[tuple[str, datas
         raise DatasetError(
             "no evaluation data: give local_eval_datasets or an eval_split"
             if eval
-            else f"{NO_TRAINING_DATA}: give local_datasets or hf_dataset"
+            else f"{NO_TRAINING_DATA}: give local_datasets or hf_dataset",
+            fields=("local_eval_datasets", "eval_split") if eval else ("local_datasets", "hf_dataset"),
         )
     return sources
 
@@ -126,7 +128,8 @@ def _slice(
     if start >= total or (end is not None and end > total):
         raise DatasetError(
             f"dataset_slice_start={start}, dataset_slice_end={end} reaches beyond the training data, which has {total} rows: "
-            f"use a start below {total} and an end of at most {total} (or empty)"
+            f"use a start below {total} and an end of at most {total} (or empty)",
+            fields=("dataset_slice_start", "dataset_slice_end"),
         )
     end = total if end is None else end
     out, offset = [], 0
@@ -161,12 +164,14 @@ def _canonical(
     if fmt == FormatType.prompt_only:
         raise DatasetError(
             "format_type 'prompt_only' is prompts without answers: choose training_method grpo to learn from "
-            "rewards (or another format_type for SFT)"
+            "rewards (or another format_type for SFT)",
+            fields=("format_type", "training_method"),
         )
     if fmt in (FormatType.preference, FormatType.unpaired):
         raise DatasetError(
             f"format_type {fmt.value!r} is preference data: choose training_method dpo, orpo or kto "
-            "(or another format_type for SFT)"
+            "(or another format_type for SFT)",
+            fields=("format_type", "training_method"),
         )
     log.info("%s: format %s, %d rows", name, fmt.value, len(dataset))
     keeper = media_keeper(request, dataset, kind or request_kind(request))
@@ -236,7 +241,8 @@ def _check_joinable(first_name: str, first: list[str], name: str, columns: list[
     differ = "; ".join(f"{', '.join(names)} only in {where}" for names, where in only if names)
     raise DatasetError(
         f"{first_name} and {name} hold {ours} with different columns ({differ}): give both files the same "
-        "columns (map them with custom_format_mapping), or train on them in separate runs"
+        "columns (map them with custom_format_mapping), or train on them in separate runs",
+        fields=("custom_format_mapping",),
     )
 
 

@@ -22,7 +22,8 @@ def fitting_prompts(rows: datasets.Dataset, tokenizer: Any, max_len: int) -> tup
     if not keep:
         raise DatasetError(
             f"every prompt is longer than max_seq_length ({max_len} tokens; the shortest has {min(lengths)}): "
-            "raise max_seq_length"
+            "raise max_seq_length",
+            fields=("max_seq_length",),
         )
     kept = rows if len(keep) == len(rows) else rows.select(keep)
     stats = TokenizationStats(

@@ -48,7 +48,8 @@ def prompt_layout(columns: list[str], source: str) -> str:
             return name
     raise DatasetError(
         f"{source} has no prompt for GRPO (its columns: {', '.join(columns) or 'none'}): give {PROMPT_LAYOUTS}, "
-        "or map your column with custom_format_mapping (e.g. prompt -> problem)"
+        "or map your column with custom_format_mapping (e.g. prompt -> problem)",
+        fields=("custom_format_mapping",),
     )
 
 

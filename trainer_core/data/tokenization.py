@@ -225,7 +225,8 @@ def _encode_conversations(
         encoding = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
     except NotImplementedError as exc:  # slow (Python) tokenizers have no offsets
         raise DatasetError(
-            f"train_on_completions needs a fast tokenizer, and {tokenizer.name_or_path} has none: set train_on_completions=False"
+            f"train_on_completions needs a fast tokenizer, and {tokenizer.name_or_path} has none: set train_on_completions=False",
+            fields=("train_on_completions",),
         ) from exc
     ids_rows = encoding["input_ids"]
     label_rows = [
@@ -330,7 +331,8 @@ def _prefix(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: b
         raise DatasetError(
             f"row {row}: the chat template of {tokenizer.name_or_path} renders the conversation cut after {len(messages)} turn(s) "
             "differently from the whole conversation, so the assistant turns cannot be located; set train_on_completions=False "
-            "or use a model whose template renders conversations turn by turn"
+            "or use a model whose template renders conversations turn by turn",
+            fields=("train_on_completions",),
         )
     return text
 

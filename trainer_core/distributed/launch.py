@@ -26,6 +26,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional
 
+from trainer_core.refusals import Refusal
 from trainer_core.schemas import TrainingStartRequest
 
 RANK_MODULE = "trainer_core.training.rank_main"
@@ -37,9 +38,11 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MAX_CONFIG_BYTES = 1_000_000
 
 
-class ScalingError(ValueError):
+class ScalingError(Refusal):
     """A ``num_processes`` / ``gpu_ids`` / ``distributed`` setting this machine cannot run, or a
     ``distributed_config`` file that cannot be used; the message names the field and the fix."""
+
+    code = "devices_unavailable"
 
 
 def uses_launcher(request: TrainingStartRequest) -> bool:
@@ -74,58 +77,85 @@ RAY_INSTALL = 'pip install "finetune-studio[ray]"'
 
 
 def ray_problem(request: TrainingStartRequest, timeout_s: float = 3.0) -> Optional[str]:
+    """Why a ``compute: ray`` run cannot start from here (``ray_refusal``'s message), or None."""
+    refusal = ray_refusal(request, timeout_s)
+    return str(refusal) if refusal else None
+
+
+def ray_refusal(request: TrainingStartRequest, timeout_s: float = 3.0) -> Optional[ScalingError]:
     """Why a ``compute: ray`` run cannot start from here: Ray not installed (naming the command), or
     nothing answering at ``ray_address`` (one TCP connection, no Ray call); None when it can try.
     Whether the cluster has the resources asked for is checked by the launcher
     (``ray_driver``), which ends the run with the reason instead of waiting for them."""
     if find_spec("ray") is None:
-        return f"compute: ray needs Ray on this server: {RAY_INSTALL} (or choose compute local)"
+        return ScalingError(
+            f"compute: ray needs Ray on this server: {RAY_INSTALL} (or choose compute local)", fields=("compute",)
+        )
     host, _, port = str(request.ray_address).removeprefix("ray://").rpartition(":")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
             return None
     except (OSError, ValueError) as exc:
-        return (
+        return ScalingError(
             f"ray_address: nothing answers at {request.ray_address} ({getattr(exc, 'strerror', None) or exc}); start "
-            "the cluster's head there (ray start --head --port PORT) or give the address it printed"
+            "the cluster's head there (ray start --head --port PORT) or give the address it printed",
+            fields=("ray_address",),
         )
 
 
 def machine_problem(request: TrainingStartRequest, devices: Devices) -> Optional[str]:
+    """Why ``devices`` cannot run ``request``'s processes (``machine_refusal``'s message), or None."""
+    refusal = machine_refusal(request, devices)
+    return str(refusal) if refusal else None
+
+
+def machine_refusal(request: TrainingStartRequest, devices: Devices) -> Optional[ScalingError]:
     """Why ``devices`` cannot run ``request``'s processes, naming the field and the fix; None when
-    they can. A Ray run's processes run on the cluster: ``ray_problem``."""
+    they can. A Ray run's processes run on the cluster: ``ray_refusal``."""
     if request.compute == "ray":
-        return ray_problem(request)
+        return ray_refusal(request)
     n, gpus = request.num_processes, gpu_list(request.gpu_ids)
     if gpus and devices.gpu_count == 0:
-        return "gpu_ids: this machine has no CUDA GPU; leave GPU ids empty to train on the CPU"
+        return ScalingError(
+            "gpu_ids: this machine has no CUDA GPU; leave GPU ids empty to train on the CPU", fields=("gpu_ids",)
+        )
     if gpus:
         missing = [g for g in gpus if g >= devices.gpu_count]
         if missing:
-            return (
+            return ScalingError(
                 f"gpu_ids: GPU {missing[0]} does not exist; this machine has {devices.gpu_count} GPU(s), "
-                f"numbered 0 to {devices.gpu_count - 1}"
+                f"numbered 0 to {devices.gpu_count - 1}",
+                fields=("gpu_ids",),
             )
         if len(set(gpus)) != len(gpus):
-            return "gpu_ids: a GPU is listed twice; list each GPU once"
+            return ScalingError("gpu_ids: a GPU is listed twice; list each GPU once", fields=("gpu_ids",))
         if n > len(gpus):
-            return (
+            return ScalingError(
                 f"num_processes ({n}) is more than the {len(gpus)} GPU(s) in gpu_ids: one process per GPU; "
-                f"list more GPUs or lower num_processes"
+                f"list more GPUs or lower num_processes",
+                fields=("num_processes", "gpu_ids"),
             )
     elif devices.gpu_count and n > devices.gpu_count:
-        return f"num_processes ({n}) is more than the {devices.gpu_count} GPU(s) of this machine: one process per GPU"
+        return ScalingError(
+            f"num_processes ({n}) is more than the {devices.gpu_count} GPU(s) of this machine: one process per GPU",
+            fields=("num_processes",),
+        )
     elif not devices.gpu_count and n > devices.cpu_count:
-        return (
+        return ScalingError(
             f"num_processes ({n}) is more than the {devices.cpu_count} CPU core(s) of this machine: "
-            f"each process needs at least one core; lower num_processes"
+            f"each process needs at least one core; lower num_processes",
+            fields=("num_processes",),
         )
     if request.distributed != "ddp" and not devices.gpu_count:
-        return (
-            f"distributed: {request.distributed} shards the model across CUDA GPUs; this machine has none: choose ddp"
+        return ScalingError(
+            f"distributed: {request.distributed} shards the model across CUDA GPUs; this machine has none: choose ddp",
+            fields=("distributed",),
         )
     if request.distributed == "deepspeed" and find_spec("deepspeed") is None:
-        return "distributed: deepspeed is not installed on this server (pip install deepspeed): choose ddp or fsdp"
+        return ScalingError(
+            "distributed: deepspeed is not installed on this server (pip install deepspeed): choose ddp or fsdp",
+            fields=("distributed",),
+        )
     return None
 
 
@@ -138,16 +168,19 @@ def check_config_file(request: TrainingStartRequest) -> None:
     if request.distributed == "ddp" or not request.distributed_config:
         return
     path = Path(request.distributed_config)
-    where = f"distributed_config: {path.name}"
+    where, field = f"distributed_config: {path.name}", ("distributed_config",)
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # a folder, a pipe or a device: never opened
-            raise ScalingError(f"{where} is not a regular file: give your config file's path")
+            raise ScalingError(f"{where} is not a regular file: give your config file's path", fields=field)
         if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ScalingError(f"{where} is over {MAX_CONFIG_BYTES // 1000} kB; a config file is a few lines")
+            raise ScalingError(
+                f"{where} is over {MAX_CONFIG_BYTES // 1000} kB; a config file is a few lines", fields=field
+            )
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ScalingError(
-            f"{where} cannot be read ({getattr(exc, 'strerror', None) or exc}): choose a readable text file"
+            f"{where} cannot be read ({getattr(exc, 'strerror', None) or exc}): choose a readable text file",
+            fields=field,
         ) from None
     if request.distributed == "fsdp":
         import yaml
@@ -156,24 +189,27 @@ def check_config_file(request: TrainingStartRequest) -> None:
             config = yaml.safe_load(text)
         except (yaml.YAMLError, RecursionError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else "nested too deeply"
-            raise ScalingError(f"{where} is not valid YAML ({first[:200]}): save it with `accelerate config`") from None
+            raise ScalingError(
+                f"{where} is not valid YAML ({first[:200]}): save it with `accelerate config`", fields=field
+            ) from None
         if not isinstance(config, dict) or str(config.get("distributed_type", "")).upper() != "FSDP":
             raise ScalingError(
                 f"{where} is not an accelerate FSDP config (it needs distributed_type: FSDP): "
-                "write one with `accelerate config`"
+                "write one with `accelerate config`",
+                fields=field,
             )
         return
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScalingError(
-            f"{where} is not valid JSON (line {exc.lineno}: {exc.msg}): give a DeepSpeed JSON config"
+            f"{where} is not valid JSON (line {exc.lineno}: {exc.msg}): give a DeepSpeed JSON config", fields=field
         ) from None
     except RecursionError:
-        raise ScalingError(f"{where} is not a DeepSpeed config (nested too deeply to read)") from None
+        raise ScalingError(f"{where} is not a DeepSpeed config (nested too deeply to read)", fields=field) from None
     if not isinstance(config, dict):
         raise ScalingError(
-            f'{where} is not a DeepSpeed config (a JSON object such as {{"zero_optimization": {{...}}}})'
+            f'{where} is not a DeepSpeed config (a JSON object such as {{"zero_optimization": {{...}}}})', fields=field
         )
 
 

@@ -26,9 +26,9 @@ from trainer_core.data.preference import preferred_conversations
 from trainer_core.data.preference_tokens import is_preference_rows
 from trainer_core.data.prepare import eval_conversations, load_conversations
 from trainer_core.evaluation.rows import to_rows
-from trainer_core.fieldmeta import explain
 from trainer_core.model_kind import ModelKind, kind_for_folder, kind_named, reader_of
 from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.refusals import Refusal, explain
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.serving.schemas import ModelChoice
 
@@ -36,8 +36,10 @@ DEFAULT_MAX_SEQ_LENGTH = TrainingStartRequest.model_fields["max_seq_length"].def
 FIELD = "datasets"
 
 
-class EvalDataError(ValueError):
+class EvalDataError(Refusal):
     """Evaluation data that cannot be used; the message names the ``datasets`` field and the fix."""
+
+    code = "eval_data_unusable"
 
 
 def run_folder(choice: ModelChoice) -> Optional[Path]:
@@ -60,7 +62,8 @@ def run_request(choice: ModelChoice) -> Optional[TrainingStartRequest]:
         why = explain(exc) if isinstance(exc, ValidationError) else str(exc)
         raise EvalDataError(
             f"{FIELD}: the training settings of {choice.id} cannot be read ({why}), so its own "
-            "evaluation data is unknown; give held-out files in datasets"
+            "evaluation data is unknown; give held-out files in datasets",
+            fields=(FIELD,),
         ) from None
 
 
@@ -71,10 +74,11 @@ def _checked_files(paths: Iterable[str], roots: Optional[list[Path]], whose: str
         try:
             resolved = confine(path, roots, FIELD) if roots is not None else Path(path).expanduser().resolve()
         except PathNotAllowed as exc:
-            raise EvalDataError(str(exc)) from None
+            raise EvalDataError(str(exc), fields=exc.fields) from None
         if not resolved.is_file():
             raise EvalDataError(
-                f"{FIELD}: {whose} file {path} was not found; give the path of an existing file (or upload it)"
+                f"{FIELD}: {whose} file {path} was not found; give the path of an existing file (or upload it)",
+                fields=(FIELD,),
             )
         files.append(str(resolved))
     return files
@@ -98,7 +102,8 @@ def _own_data(choice: ModelChoice, roots: Optional[list[Path]]) -> dict[str, Any
     request = run_request(choice)
     if request is None:
         raise EvalDataError(
-            f"{FIELD}: the base model has no evaluation data of its own; give one or more held-out files in datasets"
+            f"{FIELD}: the base model has no evaluation data of its own; give one or more held-out files in datasets",
+            fields=(FIELD,),
         )
     if request.local_eval_datasets:
         request.local_eval_datasets = _checked_files(request.local_eval_datasets, roots, "the run's evaluation")
@@ -115,7 +120,8 @@ def _own_data(choice: ModelChoice, roots: Optional[list[Path]]) -> dict[str, Any
     else:
         raise EvalDataError(
             f"{FIELD}: {choice.id} was trained without evaluation data (no local_eval_datasets, "
-            "eval_split or val_size); give held-out files in datasets"
+            "eval_split or val_size); give held-out files in datasets",
+            fields=(FIELD,),
         )
     return {"run_request": request.public_dict(), "source": source, "max_seq_length": request.max_seq_length}
 
@@ -150,5 +156,5 @@ def plan_data(choice: ModelChoice, paths: list[str], roots: Optional[list[Path]]
         try:
             to_rows(read_plan(plan), plan["source"])
         except DatasetError as exc:
-            raise EvalDataError(f"{FIELD}: {exc}") from None
+            raise EvalDataError(f"{FIELD}: {exc}", fields=(FIELD,)) from None
     return plan

@@ -19,6 +19,6 @@ def start_evaluation(tasks: TaskRunner, request: EvaluateRequest) -> TaskRecord:
     try:
         plan = plan_data(choice, list(request.datasets), tasks.settings.allowed_roots)
     except EvalDataError as exc:
-        raise TaskRefused(str(exc), 400) from None
+        raise TaskRefused(str(exc), 400, code=exc.code, fields=exc.fields) from None
     stored = request.model_dump(mode="json")
     return tasks.start(TaskKind.evaluate, choice, stored, run_evaluation, context={"data": plan})

@@ -19,6 +19,7 @@ from typing import Any, Optional
 from trainer_core.export import check as checks
 from trainer_core.export.gguf_convert import Cancelled
 from trainer_core.export.schemas import CheckResult, ExportedFile, ExportRequest, ExportResult, GGUFFile
+from trainer_core.refusals import Refusal
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.tasks.schemas import TaskEvent
 
@@ -26,9 +27,11 @@ log = logging.getLogger(__name__)
 MESSAGE_EVERY_S = 0.5
 
 
-class ExportInputError(ValueError):
+class ExportInputError(Refusal):
     """The export cannot be made from this input (unsupported architecture, no converter, ...);
     the message says why and what to do instead."""
+
+    code = "export_input_unusable"
 
 
 class Progress:

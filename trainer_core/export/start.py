@@ -36,7 +36,7 @@ def start_export(tasks: TaskRunner, request: ExportRequest) -> TaskRecord:
     settings = tasks.settings
     refusal = export_refusal(choice, request, settings.gguf_converter_dir, settings.models_dir, settings.llama_cpp_dir)
     if refusal:
-        raise TaskRefused(refusal, 400)
+        raise TaskRefused(refusal, 400, code="export_unavailable")
     context = {
         "converter_dir": str(settings.gguf_converter_dir),
         "llama_cpp_dir": str(settings.llama_cpp_dir),
@@ -123,16 +123,26 @@ def start_push(tasks: TaskRunner, request: PushRequest) -> TaskRecord:
 
     record = tasks.get(request.task_id)
     if record is None or record.kind != TaskKind.export:
-        raise TaskRefused(f"task {request.task_id!r}: no such export; export the run first", 404)
+        raise TaskRefused(
+            f"task {request.task_id!r}: no such export; export the run first",
+            404,
+            code="unknown_export",
+            fields=("task_id",),
+        )
     if record.phase != TaskPhase.completed or not (record.result or {}).get("passed", False):
         state = "did not pass its check" if record.phase == TaskPhase.failed and record.result else record.phase.value
         raise TaskRefused(
-            f"export {record.task_id} {state}: only a finished export that passed its check is pushed", 400
+            f"export {record.task_id} {state}: only a finished export that passed its check is pushed",
+            400,
+            code="export_not_passed",
+            fields=("task_id",),
         )
     if not record.output_dir or not Path(record.output_dir).is_dir():
-        raise TaskRefused(f"export {record.task_id}: its files were deleted; export the run again", 400)
+        raise TaskRefused(
+            f"export {record.task_id}: its files were deleted; export the run again", 400, code="export_deleted"
+        )
     if problem := repo_id_problem(request.repo_id):
-        raise TaskRefused(f"repo_id: {problem}", 400)
+        raise TaskRefused(f"repo_id: {problem}", 400, code="invalid_setting", fields=("repo_id",))
     choice = tasks.resolve(record.model)
     public = request.model_dump(mode="json", exclude={"token"})
     private = {**public, "token": request.token.get_secret_value() if request.token is not None else None}

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from trainer_core.hub_ids import hub_id_problem
 from trainer_core.paths import PathNotAllowed, confine, shown
+from trainer_core.refusals import Refusal
 from trainer_core.request.model import DEFAULT_MODEL
 
 log = logging.getLogger(__name__)
@@ -26,8 +27,10 @@ REACHABLE_TTL_S = 30.0  # how long one "is the Hub reachable?" answer is reused
 HUB_CALL_TIMEOUT_S = 10.0
 
 
-class HubCheckError(ValueError):
+class HubCheckError(Refusal):
     """A model or dataset named in a request cannot be had; the message names the field and the fix."""
+
+    code = "hub_check_failed"
 
 
 def hub_reachable(timeout_s: float = 3.0) -> bool:
@@ -74,10 +77,16 @@ def check_model_name(name: str, roots: Iterable[Path]) -> str:
     if looks_like_path(name):
         folder = confine(name, roots, "model_name")
         if not (folder / "config.json").is_file():
-            raise HubCheckError(f"model_name: {shown(name)} is not a saved transformers model folder (no config.json)")
+            raise HubCheckError(
+                f"model_name: {shown(name)} is not a saved transformers model folder (no config.json)",
+                fields=("model_name",),
+            )
         return str(folder)
     if problem := hub_id_problem(name):
-        raise HubCheckError(f"model_name: '{shown(name)}' {problem}, nor a folder path (start folders with / or ./)")
+        raise HubCheckError(
+            f"model_name: '{shown(name)}' {problem}, nor a folder path (start folders with / or ./)",
+            fields=("model_name",),
+        )
     return name
 
 
@@ -95,7 +104,8 @@ def check_model(name: str, roots: Iterable[Path], token: Optional[str] = None) -
     if not hub_reachable_cached():
         raise HubCheckError(
             f"model_name: {name} is not in the local cache and the Hugging Face Hub cannot be reached; "
-            "connect to the internet, or give the path of a model folder"
+            "connect to the internet, or give the path of a model folder",
+            fields=("model_name",),
         )
     _exists_on_hub(name, "model", token)
     return name
@@ -107,14 +117,16 @@ def check_hub_dataset(name: str, token: Optional[str] = None) -> None:
     if Path(name).exists() or Path(f"{name}.py").exists():
         raise HubCheckError(
             f"hf_dataset: '{name}' names a local file or folder here; hf_dataset is for Hub ids, "
-            "files on the server go in local_datasets"
+            "files on the server go in local_datasets",
+            fields=("hf_dataset", "local_datasets"),
         )
     if _in_cache(name, "dataset", token):
         return
     if not hub_reachable_cached():
         raise HubCheckError(
             f"hf_dataset: {name} is not in the local cache and the Hugging Face Hub cannot be reached; "
-            "connect to the internet, or upload the data as a file"
+            "connect to the internet, or upload the data as a file",
+            fields=("hf_dataset",),
         )
     _exists_on_hub(name, "dataset", token)
 
@@ -141,14 +153,16 @@ def _exists_on_hub(name: str, repo_type: str, token: Optional[str]) -> None:
         return  # the worker explains gated repos with the token in hand
     except RepositoryNotFoundError:
         raise HubCheckError(
-            f"{field}: {name} was not found on the Hugging Face Hub (or is private: give a Hugging Face token)"
+            f"{field}: {name} was not found on the Hugging Face Hub (or is private: give a Hugging Face token)",
+            fields=(field,),
         ) from None
     except HfHubHTTPError as exc:
         code = exc.response.status_code if exc.response is not None else None
         if code in (401, 403):
             raise HubCheckError(
                 f"{field}: the Hugging Face Hub refused the token for {name} (HTTP {code}); check the "
-                "Hugging Face token"
+                "Hugging Face token",
+                fields=(field,),
             ) from None
         log.info("could not confirm %s %s on the Hub (HTTP %s); the worker will try", repo_type, name, code)
     except OSError as exc:  # a timeout or a dropped connection: the worker tries again

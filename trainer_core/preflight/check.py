@@ -54,7 +54,7 @@ def run_preflight(
     try:
         found = gather(request, tokenizer)
     except DatasetError as exc:
-        return refused_report(request, [rules.data_error(str(exc))], started, tokenizer is not None, warnings)
+        return refused_report(request, [rules.data_error(exc)], started, tokenizer is not None, warnings)
     counts = found.train_counts
     rows = len(found.train)
     kept = counts.kept if counts is not None else np.ones(rows, dtype=bool)

@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from trainer_core.data.errors import DatasetError
 from trainer_core.preflight.report import Issue
 from trainer_core.preflight.tokens import RowCounts
 from trainer_core.schemas import TrainingStartRequest
@@ -46,9 +47,11 @@ PREFERENCE_LEARNING_RATES = {
 MAX_SEQ_LENGTH_LIMIT = 32768  # TrainingStartRequest.max_seq_length's bound
 
 
-def data_error(message: str) -> Issue:
-    """A file or row that cannot be used (the data layer's message names file, row and fix)."""
-    return Issue(level="error", code="data_error", message=message, fields=["local_datasets", "format_type"])
+def data_error(error: DatasetError) -> Issue:
+    """A file or row that cannot be used: the data layer's ``error`` (its message names file, row
+    and fix; its ``fields`` join the data's own)."""
+    named = list(dict.fromkeys(["local_datasets", "format_type", *error.fields]))
+    return Issue(level="error", code="data_error", message=str(error), fields=named)
 
 
 def no_trained_tokens(counts: RowCounts, where: Callable[[int], str], request: TrainingStartRequest) -> Optional[Issue]:

@@ -84,7 +84,8 @@ def check_slice(start: int, end: Optional[int], total: int) -> None:
     if start >= total or (end is not None and end > total):
         raise DatasetError(
             f"dataset_slice_start={start}, dataset_slice_end={end} reaches beyond the training data, which has {total} rows: "
-            f"use a start below {total} and an end of at most {total} (or empty)"
+            f"use a start below {total} and an end of at most {total} (or empty)",
+            fields=("dataset_slice_start", "dataset_slice_end"),
         )
 
 

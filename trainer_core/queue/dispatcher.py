@@ -19,8 +19,8 @@ from typing import Optional
 from pydantic import SecretStr, ValidationError
 
 from trainer_core.admission.admit import REFUSALS, admit
-from trainer_core.fieldmeta import explain
 from trainer_core.queue.store import QueueEntry, QueueState, QueueStore
+from trainer_core.refusals import explain
 from trainer_core.runs.job import JobRunner
 from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
 from trainer_core.settings import Settings

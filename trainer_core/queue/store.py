@@ -20,6 +20,8 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, computed_field
 
+from trainer_core.refusals import Refusal
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue (
     queue_id TEXT PRIMARY KEY,
@@ -77,8 +79,10 @@ class QueueEntry(BaseModel):
         return " · ".join([model, ", ".join(data) or "-", method, length, f"lr {request.get('learning_rate')}"])
 
 
-class QueueFull(ValueError):
+class QueueFull(Refusal):
     """The queue already holds ``MAX_ENTRIES`` entries."""
+
+    code, status = "queue_full", 409
 
 
 def new_queue_id() -> str:

@@ -8,6 +8,7 @@ from typing import Optional
 from pydantic import Field, field_validator
 
 from trainer_core.hub_ids import hub_id_problem
+from trainer_core.refusals import Refusal
 from trainer_core.request.base import (
     MAX_FILES,
     MAX_NAME_CHARS,
@@ -112,5 +113,7 @@ class DataFields(FieldGroup):
     @classmethod
     def _hub_dataset_id(cls, value: Optional[str]) -> Optional[str]:
         if value is not None and value.strip() and (problem := hub_id_problem(value.strip())):
-            raise ValueError(f"'{value[:80]}' {problem}; files on the server go in local_datasets")
+            raise Refusal(
+                f"'{value[:80]}' {problem}; files on the server go in local_datasets", fields=("local_datasets",)
+            )
         return value.strip() if value and value.strip() else None

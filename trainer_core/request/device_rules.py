@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from trainer_core.refusals import Refusal
+
 # A TrainingStartRequest (trainer_core.schemas composes it from the field groups, above this module)
 Request = Any
 
@@ -14,14 +16,18 @@ Request = Any
 def ray_settings_need_ray(request: Request) -> None:
     """ray_address and ray_storage_path are read with compute ray alone."""
     if request.compute != "ray" and (request.ray_address or request.ray_storage_path):
-        raise ValueError("ray_address and ray_storage_path are read only with compute ray: choose ray, or clear them")
+        raise Refusal(
+            "ray_address and ray_storage_path are read only with compute ray: choose ray, or clear them",
+            fields=("ray_address", "ray_storage_path", "compute"),
+        )
 
 
 def ray_needs_address(request: Request) -> None:
     """compute ray needs the cluster's address."""
     if request.compute == "ray" and not request.ray_address:
-        raise ValueError(
-            "compute ray needs ray_address: the head's host:port (ray start --head prints it) or ray://host:10001"
+        raise Refusal(
+            "compute ray needs ray_address: the head's host:port (ray start --head prints it) or ray://host:10001",
+            fields=("compute", "ray_address"),
         )
 
 
@@ -32,22 +38,28 @@ def ray_counts_workers(request: Request) -> None:
         and "num_processes" in request.model_fields_set
         and request.num_processes not in (1, request.num_workers)
     ):
-        raise ValueError("num_processes counts this machine's processes; with compute ray set num_workers instead")
+        raise Refusal(
+            "num_processes counts this machine's processes; with compute ray set num_workers instead",
+            fields=("num_processes", "num_workers"),
+        )
 
 
 def ray_places_ddp_workers(request: Request) -> None:
     """Ray places ddp workers itself: no local GPU ids, distributed ddp."""
     if request.compute == "ray" and (request.gpu_ids or request.distributed != "ddp"):
-        raise ValueError(
+        raise Refusal(
             "compute ray runs ddp workers that Ray places (use_gpu and resources_per_worker choose their GPUs): "
-            "clear gpu_ids and choose distributed ddp"
+            "clear gpu_ids and choose distributed ddp",
+            fields=("use_gpu", "resources_per_worker", "gpu_ids", "distributed"),
         )
 
 
 def ray_resources_not_negative(request: Request) -> None:
     """A Ray worker reserves 0 or more of each resource."""
     if request.compute == "ray" and any(value < 0 for value in request.resources_per_worker.values()):
-        raise ValueError("resources_per_worker: amounts must be 0 or more, e.g. CPU=2, GPU=1")
+        raise Refusal(
+            "resources_per_worker: amounts must be 0 or more, e.g. CPU=2, GPU=1", fields=("resources_per_worker",)
+        )
 
 
 def ray_processes_are_workers(request: Request) -> None:
@@ -60,21 +72,28 @@ def ray_processes_are_workers(request: Request) -> None:
 def one_machine_alone(request: Request) -> None:
     """On one machine there is no node_rank or rendezvous address."""
     if request.num_nodes == 1 and (request.node_rank or request.rdzv_endpoint):
-        raise ValueError("node_rank and rdzv_endpoint are read only with num_nodes > 1: set num_nodes, or clear them")
+        raise Refusal(
+            "node_rank and rdzv_endpoint are read only with num_nodes > 1: set num_nodes, or clear them",
+            fields=("node_rank", "rdzv_endpoint", "num_nodes"),
+        )
 
 
 def machines_need_rendezvous(request: Request) -> None:
     """num_nodes > 1 needs machine 0's rendezvous address."""
     if request.num_nodes > 1 and not request.rdzv_endpoint:
-        raise ValueError("num_nodes > 1 needs rdzv_endpoint: machine 0's host:port, the same on every machine")
+        raise Refusal(
+            "num_nodes > 1 needs rdzv_endpoint: machine 0's host:port, the same on every machine",
+            fields=("num_nodes", "rdzv_endpoint"),
+        )
 
 
 def node_rank_below_nodes(request: Request) -> None:
     """Machines are numbered 0 to num_nodes - 1."""
     if request.num_nodes > 1 and request.node_rank >= request.num_nodes:
-        raise ValueError(
+        raise Refusal(
             f"node_rank {request.node_rank} is not below num_nodes {request.num_nodes}: number the machines 0 to "
-            f"{request.num_nodes - 1}"
+            f"{request.num_nodes - 1}",
+            fields=("node_rank", "num_nodes"),
         )
 
 
@@ -84,32 +103,36 @@ def machines_are_torchrun(request: Request) -> None:
     if request.num_nodes == 1:
         return
     if request.compute != "local":
-        raise ValueError(
+        raise Refusal(
             "num_nodes counts torchrun's machines; a Ray cluster places its workers itself: set num_nodes 1 with "
-            "compute ray"
+            "compute ray",
+            fields=("num_nodes", "compute"),
         )
     if request.distributed == "fsdp":
-        raise ValueError(
+        raise Refusal(
             "num_nodes > 1 runs torchrun on each machine: choose ddp or deepspeed (fsdp goes through accelerate "
-            "launch on one machine)"
+            "launch on one machine)",
+            fields=("num_nodes", "distributed"),
         )
 
 
 def sharding_needs_config(request: Request) -> None:
     """fsdp and deepspeed need several processes and their config file."""
     if request.distributed != "ddp" and not (request.distributed_config and request.num_processes > 1):
-        raise ValueError(
+        raise Refusal(
             f"distributed {request.distributed!r} needs num_processes > 1 and distributed_config (your "
             f"{'accelerate FSDP YAML' if request.distributed == 'fsdp' else 'DeepSpeed JSON'}): set both, or "
-            "choose ddp"
+            "choose ddp",
+            fields=("distributed", "num_processes", "distributed_config"),
         )
 
 
 def config_needs_sharding(request: Request) -> None:
     """distributed_config is read by fsdp and deepspeed alone."""
     if request.distributed_config and request.distributed == "ddp":
-        raise ValueError(
-            "distributed_config is read only with distributed fsdp or deepspeed: choose one, or clear the file"
+        raise Refusal(
+            "distributed_config is read only with distributed fsdp or deepspeed: choose one, or clear the file",
+            fields=("distributed_config", "distributed"),
         )
 
 

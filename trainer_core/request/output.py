@@ -8,6 +8,7 @@ from typing import Optional
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
+from trainer_core.refusals import Refusal
 from trainer_core.request.base import MAX_PATH_CHARS, FieldGroup, blank_is_none, in_section
 from trainer_core.vocabulary import Tracker
 
@@ -124,7 +125,10 @@ class TrackerFields(FieldGroup):
             given = [name for name in settings if getattr(self, name) is not None]
             if on is False and (tracker in self.report_to or given):
                 other = f"report_to {tracker}" if tracker in self.report_to else given[0]
-                raise ValueError(f"{switch} false disagrees with {other}: set {switch} true, or drop {other}")
+                raise Refusal(
+                    f"{switch} false disagrees with {other}: set {switch} true, or drop {other}",
+                    fields=(switch, "report_to" if tracker in self.report_to else given[0]),
+                )
             if (on or given) and tracker not in self.report_to:
                 self.report_to = [*self.report_to, tracker]
         return self

@@ -21,14 +21,17 @@ from pathlib import Path
 from typing import Optional
 
 from trainer_core.paths import PathNotAllowed, confine, is_within, resolve, shown
+from trainer_core.refusals import Refusal
 
 log = logging.getLogger(__name__)
 MARKER = ".finetune-studio-run.json"
 
 
-class OutputDirError(ValueError):
+class OutputDirError(Refusal):
     """A folder that a run may not write into; the message names the field (``output_dir``,
     ``tensorboard_dir``, ``ray_storage_path``) and the fix."""
+
+    code = "output_dir_taken"
 
 
 def _protected_problem(folder: Path, protected: Iterable[Path]) -> Optional[str]:
@@ -73,22 +76,26 @@ def check_new_folder(
     folder = confine(path, roots, field)
     for raw in no_runs_inside:
         if is_within(folder, resolve(raw, "uploads folder")):
-            raise OutputDirError(f"{field}: {shown(folder)} is inside the uploads folder; choose a folder outside it")
+            raise OutputDirError(
+                f"{field}: {shown(folder)} is inside the uploads folder; choose a folder outside it", fields=(field,)
+            )
     if problem := _protected_problem(folder, protected):
         fix = (
             f"a new folder for this run (or leave {field} empty for {EMPTY_MEANS[field]})"
             if field in EMPTY_MEANS
             else "another folder"
         )
-        raise OutputDirError(f"{field}: {shown(folder)} {problem}; choose {fix}")
+        raise OutputDirError(f"{field}: {shown(folder)} {problem}; choose {fix}", fields=(field,))
     if folder.exists() and not folder.is_dir():
-        raise OutputDirError(f"{field}: {shown(folder)} is a file; choose a new or empty folder")
+        raise OutputDirError(f"{field}: {shown(folder)} is a file; choose a new or empty folder", fields=(field,))
     runs = [(job_id, resolve(other, "run folder")) for job_id, other in runs]
     _refuse_inside(field, folder, [(job_id, other) for job_id, other in runs if other in folder.parents])
     if not may_hold_files and folder.exists() and any(folder.iterdir()):
         owner = read_marker(folder)
         whose = f" of run {owner['job_id']}" if owner else ""
-        raise OutputDirError(f"{field}: {shown(folder)} already holds files{whose}; choose a new or empty folder")
+        raise OutputDirError(
+            f"{field}: {shown(folder)} already holds files{whose}; choose a new or empty folder", fields=(field,)
+        )
     _refuse_inside(field, folder, [(job_id, other) for job_id, other in runs if other == folder])
     return folder
 
@@ -98,7 +105,8 @@ def _refuse_inside(field: str, folder: Path, owners: list[tuple[str, Path]]) -> 
     if owners:
         raise OutputDirError(
             f"{field}: {shown(folder)} is inside the folder of another run ({owners[0][0]}); "
-            "choose a new or empty folder outside it"
+            "choose a new or empty folder outside it",
+            fields=(field,),
         )
 
 
@@ -120,14 +128,18 @@ def claim(folder: Path, job_id: str, field: str = "output_dir") -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         if any(folder.iterdir()):
-            raise OutputDirError(f"{field}: {shown(folder)} already holds files; choose a new or empty folder")
+            raise OutputDirError(
+                f"{field}: {shown(folder)} already holds files; choose a new or empty folder", fields=(field,)
+            )
         with (folder / MARKER).open("x", encoding="utf-8") as fh:  # "x": fails if a racer wrote one
             json.dump({"job_id": job_id}, fh)
     except FileExistsError:
-        raise OutputDirError(f"{field}: {shown(folder)} was just taken by another run; choose another folder") from None
+        raise OutputDirError(
+            f"{field}: {shown(folder)} was just taken by another run; choose another folder", fields=(field,)
+        ) from None
     except OSError as exc:
         raise OutputDirError(
-            f"{field}: {shown(folder)} cannot be created ({exc.strerror}); choose another folder"
+            f"{field}: {shown(folder)} cannot be created ({exc.strerror}); choose another folder", fields=(field,)
         ) from None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import unicodedata
 from typing import TYPE_CHECKING, Optional
 
+from trainer_core.refusals import Refusal
 from trainer_core.vocabulary import EndReason, Phase
 
 if TYPE_CHECKING:  # the store imports this module
@@ -42,18 +43,24 @@ def matches(run: RunRecord, name: Optional[str], status: Optional[str], dataset:
 
 
 def label_text(field: str, text: str, limit: int) -> Optional[str]:
-    """``text`` stripped (None when blank) for label ``field`` ("name" or "note"); ``ValueError``
-    naming the field when it is longer than ``limit`` characters or holds a control character (a
+    """``text`` stripped (None when blank) for label ``field`` ("name" or "note"); a ``Refusal``
+    (code ``invalid_label``, status 422) naming the field when it is longer than ``limit`` characters or holds a control character (a
     note may hold line breaks and tabs, a name may not)."""
     text = text.strip()
     if len(text) > limit:
-        raise ValueError(f"{field} is {len(text)} characters long; at most {limit} are allowed")
+        raise Refusal(f"{field} is {len(text)} characters long; at most {limit} are allowed", **_invalid(field))
     allowed = "" if field == "name" else "\n\t"
     # Cc: controls (C0, DEL, C1 such as U+0085), Cf: format characters (U+202E right-to-left override,
     # zero-width ones) that make one name look like another, Zl / Zp: line and paragraph separators.
     if any(c not in allowed and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
-        raise ValueError(
+        raise Refusal(
             f"{field} holds a control or invisible formatting character"
-            + ("" if allowed else " (a line break?): keep it to one line")
+            + ("" if allowed else " (a line break?): keep it to one line"),
+            **_invalid(field),
         )
     return text or None
+
+
+def _invalid(field: str) -> dict:
+    """The refusal's fields, code and status for a bad ``field`` label."""
+    return {"fields": (field,), "code": "invalid_label", "status": 422}

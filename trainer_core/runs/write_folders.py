@@ -101,7 +101,8 @@ def _tensorboard_folder(
     if own is not None and is_within(resolve(own, "run folder"), folder):
         raise OutputDirError(
             f"tensorboard_dir: {shown(folder)} holds the run's output_dir; choose a folder inside the run folder "
-            "or beside it"
+            "or beside it",
+            fields=("tensorboard_dir", "output_dir"),
         )
     return folder
 

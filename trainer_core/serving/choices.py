@@ -227,10 +227,13 @@ def resolve_choice(model_id: str, store: Optional[RunStore], settings: Settings)
     if run is None:
         raise UnknownModel(
             f"model {model_id[:120]!r}: no such model; use 'base', a run's job id, JOB_ID/checkpoint-N, or an "
-            "export's EXPORT_TASK_ID (merged) or EXPORT_TASK_ID/TYPE (GGUF), as GET /v1/models lists"
+            "export's EXPORT_TASK_ID (merged) or EXPORT_TASK_ID/TYPE (GGUF), as GET /v1/models lists",
+            fields=("model",),
         )
     if sub and not (m := CHECKPOINT.match(sub)):
-        raise UnknownModel(f"model {model_id[:120]!r}: {sub[:80]!r} is not a checkpoint name (checkpoint-N)")
+        raise UnknownModel(
+            f"model {model_id[:120]!r}: {sub[:80]!r} is not a checkpoint name (checkpoint-N)", fields=("model",)
+        )
     folder = _run_folder(run, settings)
     if not sub:
         return _final(run, folder, settings)
@@ -238,5 +241,7 @@ def resolve_choice(model_id: str, store: Optional[RunStore], settings: Settings)
         raise ChatInputError(f"run {run.job_id} is still training; talk to its checkpoints when it has finished")
     checkpoint = folder / sub
     if not (checkpoint / "trainer_state.json").is_file():
-        raise ChatInputError(f"model {model_id[:120]!r}: run {job_id} has no complete {sub} (deleted, or never saved)")
+        raise ChatInputError(
+            f"model {model_id[:120]!r}: run {job_id} has no complete {sub} (deleted, or never saved)", fields=("model",)
+        )
     return _checkpoint(run, checkpoint, int(m.group(1)), _losses(store, job_id), settings)

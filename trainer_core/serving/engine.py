@@ -21,8 +21,8 @@ from typing import Any, Optional, Protocol
 
 from pydantic import ValidationError
 
-from trainer_core.fieldmeta import explain
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
+from trainer_core.refusals import explain
 from trainer_core.runs.job import JobRunner
 from trainer_core.serving.choices import list_choices, resolve_choice
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
@@ -315,11 +315,13 @@ def _checked(messages: list[ChatMessage]) -> list[dict[str, str]]:
         try:
             turns.append(message if isinstance(message, ChatMessage) else ChatMessage.model_validate(message))
         except ValidationError as exc:
-            raise ChatInputError(f"messages[{i}].{explain(exc)}") from None
+            raise ChatInputError(f"messages[{i}].{explain(exc)}", fields=("messages",)) from None
     if not turns:
-        raise ChatInputError("messages: give at least one message (the user's)")
+        raise ChatInputError("messages: give at least one message (the user's)", fields=("messages",))
     if any(m.role == "system" for m in turns[1:]):
-        raise ChatInputError("messages: a system message may only come first")
+        raise ChatInputError("messages: a system message may only come first", fields=("messages",))
     if turns[-1].role != "user":
-        raise ChatInputError(f"messages: the last message must be the user's (role 'user'), not '{turns[-1].role}'")
+        raise ChatInputError(
+            f"messages: the last message must be the user's (role 'user'), not '{turns[-1].role}'", fields=("messages",)
+        )
     return [m.model_dump() for m in turns]

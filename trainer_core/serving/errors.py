@@ -9,16 +9,24 @@ base, a prompt longer than the model's context, malformed messages); ``UnknownMo
 
 from __future__ import annotations
 
+from trainer_core.refusals import Refusal
+
 TRAINING_BUSY = "A training job is running and has the machine; chat again when it ends (or stop it)."
 
 
-class ChatUnavailable(RuntimeError):
+class ChatUnavailable(Refusal, RuntimeError):
     """Chat is refused now (not the request's fault); the message says why and what to do."""
 
+    code, status = "chat_unavailable", 409
 
-class ChatInputError(ValueError):
+
+class ChatInputError(Refusal):
     """The request cannot be served: the message names what is wrong and the fix."""
+
+    code = "chat_input_invalid"
 
 
 class UnknownModel(ChatInputError):
     """No model, run or checkpoint has this id."""
+
+    code, status = "unknown_model", 404

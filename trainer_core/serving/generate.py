@@ -28,7 +28,8 @@ def text_only(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
         if message.get("images"):
             raise ChatInputError(
                 f"messages[{i}]: it holds an image and this model reads text only: choose a vision-language model's "
-                "run, or send text"
+                "run, or send text",
+                fields=("messages",),
             )
     return [{"role": m["role"], "content": m["content"]} for m in messages]
 
@@ -57,7 +58,7 @@ def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     except (TemplateError, ValueError, TypeError) as exc:
         raise ChatInputError(
-            f"messages: the chat template of this model cannot render the conversation: {exc}"
+            f"messages: the chat template of this model cannot render the conversation: {exc}", fields=("messages",)
         ) from None
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
@@ -155,7 +156,8 @@ def generate(
         raise ChatInputError(
             f"the conversation is {len(prompt)} tokens long; with max_new_tokens={settings.max_new_tokens} the model's "
             f"context of {loaded.context_tokens} tokens leaves room for {max(room, 0)}: clear the chat, shorten the "
-            "messages or lower max_new_tokens"
+            "messages or lower max_new_tokens",
+            fields=("max_new_tokens",),
         )
     input_ids = inputs.pop("input_ids")
     inputs.pop("attention_mask", None)

@@ -100,7 +100,7 @@ def prompt_ids(llm: Any, template: Any, messages: list[dict[str, str]]) -> list[
         text = template.apply_chat_template(messages, add_generation_prompt=True)
     except (TemplateError, ValueError, TypeError) as exc:
         raise ChatInputError(
-            f"messages: the chat template of this model cannot render the conversation: {exc}"
+            f"messages: the chat template of this model cannot render the conversation: {exc}", fields=("messages",)
         ) from None
     return template.ids(text)
 
@@ -115,7 +115,8 @@ def generate(llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, shou
     if len(ids) + limit > n_ctx:
         raise ChatInputError(
             f"the conversation is {len(ids)} tokens and max_new_tokens {limit}: together over this GGUF's "
-            f"context of {n_ctx} tokens; clear the chat or lower max_new_tokens"
+            f"context of {n_ctx} tokens; clear the chat or lower max_new_tokens",
+            fields=("max_new_tokens",),
         )
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

@@ -29,6 +29,7 @@ from typing import Optional
 
 from pydantic import BaseModel, Field, computed_field
 
+from trainer_core.refusals import Refusal
 from trainer_core.runs.store import SCHEMA as RUNS_SCHEMA
 from trainer_core.serving.schemas import BASE_MODEL_ID
 from trainer_core.settings import Settings
@@ -87,28 +88,40 @@ class ShareLink(BaseModel):
         return f"/s/{self.token}/v1"
 
 
-class ShareLinkError(ValueError):
+class ShareLinkError(Refusal):
     """A token that grants nothing now; the message says why, and never echoes the token."""
+
+    code, status = "invalid_share_link", 403
 
 
 class InvalidShareLink(ShareLinkError):
     """Malformed, or a signature this server did not make."""
 
+    code = "invalid_share_link"
+
 
 class RevokedShareLink(ShareLinkError):
     """The owner revoked the link."""
+
+    code = "revoked_share_link"
 
 
 class ExpiredShareLink(ShareLinkError):
     """The link's time is up."""
 
+    code = "expired_share_link"
+
 
 class GoneShareLink(ShareLinkError):
     """Correctly signed, but its run (and with it the link) was deleted."""
 
+    code, status = "share_link_gone", 404
 
-class UnknownShareLink(LookupError):
+
+class UnknownShareLink(Refusal, LookupError):
     """No link with that id (revoke)."""
+
+    code, status = "unknown_share_link", 404
 
 
 def expiry_problem(expires_in_hours: Optional[float]) -> Optional[str]:
@@ -174,22 +187,26 @@ class ShareLinks:
 
     def create(self, model_id: str, expires_in_hours: Optional[float] = None) -> ShareLink:
         """A new active link to ``model_id`` (a job id or ``JOB_ID/checkpoint-N`` of a run in the
-        history). Raises ``ValueError`` naming the setting; whether the weights load is the
+        history). Raises ``Refusal`` naming the setting; whether the weights load is the
         engine's business (the routes ask it first)."""
         match = MODEL_ID_RE.fullmatch(model_id or "")
         if model_id == BASE_MODEL_ID:
-            raise ValueError("model: the base model cannot be shared; share a run or one of its checkpoints")
+            raise Refusal(
+                "model: the base model cannot be shared; share a run or one of its checkpoints",
+                fields=("model",),
+                code="model_not_shareable",
+            )
         if match is None:
-            raise ValueError("model: expected a job id or JOB_ID/checkpoint-N")
+            raise Refusal("model: expected a job id or JOB_ID/checkpoint-N", fields=("model",))
         problem = expiry_problem(expires_in_hours)
         if problem:
-            raise ValueError(f"expires_in_hours: {problem}")
+            raise Refusal(f"expires_in_hours: {problem}", fields=("expires_in_hours",))
         job_id, link_id, now = match["job"], secrets.token_hex(8), self._clock()
         expires_at = None if expires_in_hours is None else now + expires_in_hours * 3600
         self._sign(link_id)  # the secret's file is made first: a full disk then stores no link the caller never got
         with self._lock, self._db:
             if not self._db.execute("SELECT 1 FROM runs WHERE job_id = ?", (job_id,)).fetchone():
-                raise ValueError(f"model: no run {job_id} in the history")
+                raise Refusal(f"model: no run {job_id} in the history", fields=("model",), code="unknown_run")
             self._db.execute(
                 "INSERT INTO share_links (id, job_id, model_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
                 (link_id, job_id, model_id, now, expires_at),

@@ -153,7 +153,8 @@ class ExportModels:
         task = self._tasks.get(task_id)
         if task is None or task.kind != TaskKind.export:
             raise UnknownModel(
-                f"model {model_id[:120]!r}: no such export; use EXPORT_TASK_ID/TYPE as GET /v1/models lists"
+                f"model {model_id[:120]!r}: no such export; use EXPORT_TASK_ID/TYPE as GET /v1/models lists",
+                fields=("model",),
             )
         if task.phase == TaskPhase.running:
             raise ChatInputError(f"export {task_id} is still running; talk to it when it has finished")
@@ -162,12 +163,15 @@ class ExportModels:
             if gguf_type or merged is None:
                 raise ChatInputError(
                     f"model {model_id[:120]!r}: export {task_id} is a merged model"
-                    + (f" (use the id {task_id})" if merged else " whose files were deleted; export the run again")
+                    + (f" (use the id {task_id})" if merged else " whose files were deleted; export the run again"),
+                    fields=("model",),
                 )
             return merged
         problem = missing_message(self._settings.llama_cpp_dir)
         if problem:
-            raise ChatInputError(f"model {model_id[:120]!r}: chatting with a GGUF runs it in llama.cpp. {problem}")
+            raise ChatInputError(
+                f"model {model_id[:120]!r}: chatting with a GGUF runs it in llama.cpp. {problem}", fields=("model",)
+            )
         choices = _file_choices(task, self._runs, self._settings)
         if not choices:
             raise ChatInputError(
@@ -180,4 +184,6 @@ class ExportModels:
             if choice.gguf_type == gguf_type:
                 return choice
         have = ", ".join(c.gguf_type or "" for c in choices)
-        raise UnknownModel(f"model {model_id[:120]!r}: export {task_id} has no {gguf_type!r} file (it has {have})")
+        raise UnknownModel(
+            f"model {model_id[:120]!r}: export {task_id} has no {gguf_type!r} file (it has {have})", fields=("model",)
+        )

@@ -16,11 +16,12 @@ import secrets
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
+from trainer_core.refusals import Refusal
 from trainer_core.runs.folders import record_files
 from trainer_core.runs.job import JobRunner
 from trainer_core.serving.schemas import ModelChoice
@@ -35,13 +36,18 @@ CANCEL_GRACE_S = 2.0
 FOLDERS = {TaskKind.export: "exports", TaskKind.evaluate: "evaluations"}
 
 
-class TaskRefused(ValueError):
+class TaskRefused(Refusal):
     """A task that cannot start now; ``status`` is the HTTP status that fits (409 busy, 400 bad
-    input, 404 unknown model or task) and the message says why and what to do."""
+    input, 404 unknown model or task) and the message says why and what to do. Its code, unless
+    given: ``busy`` (409), ``not_found`` (404), else ``task_refused``."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
+    code = "task_refused"
+
+    def __init__(
+        self, message: str, status: int = 400, *, code: Optional[str] = None, fields: Iterable[str] = ()
+    ) -> None:
+        code = code or {409: "busy", 404: "not_found"}.get(status)
+        super().__init__(message, fields=fields, code=code, status=status)
 
 
 Target = Callable[..., None]  # target(request: dict, context: dict, events, stop)
@@ -102,9 +108,9 @@ class TaskRunner:
         try:
             return resolve_choice(model_id, self._jobs.store, self._settings)
         except UnknownModel as exc:
-            raise TaskRefused(str(exc), 404) from None
+            raise TaskRefused(str(exc), 404, code=exc.code, fields=exc.fields) from None
         except ChatInputError as exc:
-            raise TaskRefused(str(exc), 400) from None
+            raise TaskRefused(str(exc), 400, code=exc.code, fields=exc.fields) from None
 
     @property
     def run_store(self) -> Any:

@@ -28,7 +28,8 @@ def reads_images(request: Any, dataset: datasets.Dataset, reads: bool) -> bool:
     if request.is_dataset_image and not reads:
         raise DatasetError(
             f"is_dataset_image: it is on, but {request.model_name} is not a vision-language model on this machine: "
-            "choose one (e.g. Qwen/Qwen2-VL-2B-Instruct, HuggingFaceTB/SmolVLM-256M-Instruct) or turn it off"
+            "choose one (e.g. Qwen/Qwen2-VL-2B-Instruct, HuggingFaceTB/SmolVLM-256M-Instruct) or turn it off",
+            fields=("is_dataset_image",),
         )
     return reads and has_images(dataset)
 
@@ -41,7 +42,8 @@ def with_image_columns(normalised: list[tuple[str, datasets.Dataset, Any]], requ
     if request.is_dataset_image and not with_images:
         raise DatasetError(
             "is_dataset_image: it is on, but no row of the data holds an image (an images column, a Hub Image column "
-            "or image content parts): give image data or leave it empty"
+            "or image content parts): give image data or leave it empty",
+            fields=("is_dataset_image",),
         )
     if not with_images:
         return normalised

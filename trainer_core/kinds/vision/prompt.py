@@ -26,7 +26,8 @@ def placed(messages: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[s
         if pictures and markers and markers != len(pictures):
             raise ChatInputError(
                 f"messages[{i}]: it has {markers} {MARKER} marker(s) and {len(pictures)} image(s): give one marker "
-                "per image, or none (the images then come before the text)"
+                "per image, or none (the images then come before the text)",
+                fields=("messages",),
             )
         if pictures and not markers:
             content = MARKER * len(pictures) + content
@@ -45,12 +46,12 @@ def vision_inputs(processor: Any, messages: list[dict[str, Any]], device: str) -
     try:
         pictures = [open_image(image, MAX_SIDE) for image in images]
     except RowError as exc:
-        raise ChatInputError(f"messages: {exc}") from None
+        raise ChatInputError(f"messages: {exc}", fields=("messages",)) from None
     try:
         text = processor.apply_chat_template(part_messages(turns), tokenize=False, add_generation_prompt=True)
     except (TemplateError, ValueError, TypeError) as exc:
         raise ChatInputError(
-            f"messages: the chat template of this model cannot render the conversation: {exc}"
+            f"messages: the chat template of this model cannot render the conversation: {exc}", fields=("messages",)
         ) from None
     inputs = processor(
         text=[text], images=[pictures] if pictures else None, add_special_tokens=False, return_tensors="pt"

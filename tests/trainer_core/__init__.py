@@ -1,0 +1,1 @@
+"""Unit tests of ``trainer_core``, one file per module."""
