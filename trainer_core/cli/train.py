@@ -134,9 +134,9 @@ def checked_args(args: argparse.Namespace, preflight: bool = False) -> TrainingS
     found (``PreflightError``, ``DatasetError``: as ``check`` and a run that failed on its data
     exit), 2 for any other bad input (settings, config, run.json, a path, a device, the model)."""
     from trainer_core.admission.admit import PreflightError, admit, checked_for_preflight
+    from trainer_core.admission.check_worker import checker
     from trainer_core.admission.request_paths import MissingPaths
     from trainer_core.data.errors import DatasetError
-    from trainer_core.admission.check_worker import checker
 
     try:
         request = request_from_args(args)
