@@ -1,4 +1,4 @@
-"""Every model family end to end with the defaults, on tiny random models (``tests/families.py``:
+"""Every model family end to end with the defaults, on tiny random models (``tests/support/families.py``:
 hidden 64, 2 layers, the bundled tokenizer): 2 LoRA steps through the real worker, a greedy chat
 answer through the chat engine (tuned and base), and a merged float32 export with its check
 (greedy tokens and teacher-forced predictions of the merged model against the adapter model).
@@ -30,7 +30,7 @@ def one_family(family: str, root: Path) -> dict[str, Any]:
     """Train, chat and export ``family`` under ``root``; its figures (``error`` on a failure)."""
     import threading
 
-    from tests.families import build_family_model
+    from tests.support.families import build_family_model
     from trainer_core.export.schemas import ExportRequest
     from trainer_core.export.worker import export
     from trainer_core.models.loading import materialize_default_model
@@ -120,7 +120,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> list[dict[str, Any]]:
-    from tests.families import FAMILIES
+    from tests.support.families import FAMILIES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))

@@ -27,11 +27,11 @@ def _share_the_cores() -> None:
 
 
 _share_the_cores()
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 # Fixtures shared by several test modules (the page's app and browser; the chat studio over a fake
 # engine), and the lanes' time summary.
-pytest_plugins = ["tests.e2e.page_tools", "tests.e2e.chat_server", "tests.lanes"]
+pytest_plugins = ["tests.support.page_tools", "tests.support.chat_server", "tests.support.lanes"]
 
 
 LANE_FIXTURES = {"real_model": {"model_dir"}, "browser": {"browser", "page"}}
@@ -107,12 +107,12 @@ def model_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    """A tiny random SmolLM2 (``tests/tiny_model.py``: hidden 64, 2 layers, the real tokenizer and
+    """A tiny random SmolLM2 (``tests/support/tiny_model.py``: hidden 64, 2 layers, the real tokenizer and
     chat template), built once per test process (about 1 s) in a folder of its own: allow
     ``tiny_model_dir.parent`` where a test's settings confine model paths. Its outputs are noise.
     (It reads the real model's folder without the ``model_dir`` fixture, which marks a test
     ``real_model``.)"""
-    from tests.tiny_model import build_tiny_model
+    from tests.support.tiny_model import build_tiny_model
     from trainer_core.models.loading import materialize_default_model
 
     real = materialize_default_model(get_settings().models_dir)

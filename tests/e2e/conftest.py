@@ -185,7 +185,7 @@ def outside(tmp_path_factory) -> Path:
 def studio(tmp_path_factory, datasets_dir):
     """(settings, runner, url) of the whole app with login + token, a fake stepping worker."""
     from server import build_app
-    from tests import fake_workers
+    from tests.support import fake_workers
     from trainer_core.runs.job import JobRunner
     from trainer_core.runs.store import RunStore
     from trainer_core.settings import Settings
@@ -245,9 +245,9 @@ def alpaca(datasets_dir: Path) -> str:
 
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[str]:
-    """The address of a local Ray head (``tests/e2e/ray_head.py``), one per test process; mark the
+    """The address of a local Ray head (``tests/support/ray_head.py``), one per test process; mark the
     tests that use it ``xdist_group("ray")`` so they share it."""
-    from tests.e2e.ray_head import local_ray_head
+    from tests.support.ray_head import local_ray_head
 
     yield from local_ray_head(free_port())
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.audit.audit_hook import audit_env, read_events, touched_inside, touched_outside
-from tests.e2e.api_server import AppProcess, sse_events
 from tests.e2e.conftest import allowed, free_port, wait_for
+from tests.support.api_server import AppProcess, sse_events
+from tests.support.audit.audit_hook import audit_env, read_events, touched_inside, touched_outside
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-api-token-5f2c9a"
@@ -25,7 +25,7 @@ STEPS = 40  # the tiny model: about 3 s of training, long enough to be seen runn
 
 def _app(folder: Path, datasets_dir: Path, tiny_model_dir: Path) -> AppProcess:
     """The app with its data in ``folder / "data"``, its log in ``folder / "app.log"`` and the audit
-    hook (``tests/audit``) logging every file change of the app and its workers to ``folder /
+    hook (``tests/support/audit``) logging every file change of the app and its workers to ``folder /
     "audit.jsonl"``."""
     env = {
         "STUDIO_DATA_DIR": str(folder / "data"),
@@ -230,7 +230,7 @@ def _snapshot(folders: list[Path]) -> dict[str, int]:
 
 
 def test_every_write_path_field_refuses_another_runs_folder_and_the_studios(app_proc, datasets_dir, tiny_model_dir):
-    """Issue 46, as the attacker did it: each field naming a folder the studio writes into, with
+    """As the attacker did it: each field naming a folder the studio writes into, with
     another run's folder (and its checkpoint), the data dir and the allowed root (and, for
     tensorboard_dir, runs/, uploads/, a non-empty models folder and a file) at Start and at the
     check: 400 naming the field, and the audit log of the app and its workers shows nothing
@@ -319,7 +319,7 @@ def test_public_bind_without_credentials_is_refused(tmp_path):
     import subprocess
     import sys
 
-    from tests.e2e.api_server import REPO
+    from tests.support.api_server import REPO
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIO_")}
     result = subprocess.run(

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import ServerThread, allowed, wait_for
-from tests.e2e.page_tools import ARGS, CHROMIUM, start_job, table_rows
+from tests.support.page_tools import ARGS, CHROMIUM, start_job, table_rows
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-arena-token-9c4e2b"

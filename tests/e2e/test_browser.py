@@ -25,7 +25,7 @@ ARGS = [
 def test_conversations_that_open_with_the_assistant_train_every_assistant_turn(
     app_server, studio_settings, model_dir, tmp_path
 ):
-    """Issue 11 item 7, through the page with the real model: rows whose first turn is the
+    """Through the page with the real model: rows whose first turn is the
     assistant's (some with no other assistant turn) are previewed turn by turn and trained, none
     dropped, and the leading turns' tokens count as trained."""
     import json

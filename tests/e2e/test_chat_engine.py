@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from tests import fake_workers
 from tests.conftest import REPO
+from tests.support import fake_workers
 from trainer_core.runs.job import JobRunner
 from trainer_core.runs.store import RunStore
 from trainer_core.schemas import TrainingStartRequest

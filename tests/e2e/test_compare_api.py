@@ -1,4 +1,4 @@
-"""Issue 13's new doors on the whole app with login and token: ``GET /api/train/runs`` filters,
+"""The Runs doors on the whole app with login and token: ``GET /api/train/runs`` filters,
 ``PATCH /api/train/runs/{job_id}`` (name, note), and the Runs tab's ``compare_runs``, ``run_label``
 and filtered ``runs`` events called raw, as an attacker would: unknown or hostile job ids, over-long
 names, HTML in a note (kept as text, never markup), bad smoothing; nothing answers with a traceback."""
@@ -10,7 +10,7 @@ import json
 import httpx
 
 from tests.e2e.conftest import AUTH, api, logged_in
-from tests.e2e.raw_gradio import RawGradio, error_text
+from tests.support.raw_gradio import RawGradio, error_text
 from trainer_core.status import TrainingProgress
 
 HOSTILE = "<img src=x onerror=alert(1)>"

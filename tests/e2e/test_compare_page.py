@@ -1,4 +1,4 @@
-"""Issue 13 in a real browser (headless Chromium, the real app, ``fake_workers.page_worker``): name a
+"""Comparing runs in a real browser (headless Chromium, the real app, ``fake_workers.page_worker``): name a
 run in the Runs tab and see the name in the table (as text), pick two runs under "Compare runs" and
 see both runs' curves in one figure and the setting that differs (learning_rate) in the diff table,
 then filter the list by the name."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.conftest import wait_for
-from tests.e2e.page_tools import shot, start_job, table_rows
+from tests.support.page_tools import shot, start_job, table_rows
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Issue 12 section 4: the form saved as YAML and loaded back, and the command preview, through the
+"""The form saved as YAML and loaded back, and the command preview, through the
 page's own events (raw Gradio queue calls with a login, as the page sends them), attacker cases
 included: a file value the server never received, a file outside, a secret typed in the form."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from tests.e2e.conftest import CANARY, alpaca, form_args, logged_in
-from tests.e2e.raw_gradio import RawGradio, error_text, file_value
+from tests.support.raw_gradio import RawGradio, error_text, file_value
 from trainer_core.fieldmeta import default
 from ui.form import FORM_FIELDS
 

@@ -16,9 +16,9 @@ import httpx
 import psutil
 import pytest
 
-from tests.e2e.api_server import AppProcess
 from tests.e2e.conftest import allowed, form_args, free_port, statuses
-from tests.e2e.train_api import start_job, wait_end, wait_step
+from tests.support.api_server import AppProcess
+from tests.support.train_api import start_job, wait_end, wait_step
 from trainer_core.vocabulary import Phase
 
 pytestmark = pytest.mark.slow

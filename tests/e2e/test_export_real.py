@@ -218,7 +218,7 @@ def test_q4_k_m_and_q8_0_in_one_task_are_checked_by_llama_cpp(choice, tmp_path):
     assert q8.check.forced_tokens_equal + len(q8.check.near_ties) == 60 and q8.second_opinion.passed
     assert q4.size_bytes < 0.8 * q8.size_bytes < 0.8 * 150e6  # 105 MB and 145 MB here
     print("q4_k_m:", q4.check.summary, "| q8_0:", q8.check.summary)
-    from tests.test_modelfile import CHAT, _template, render_go
+    from tests.trainer_core.export.test_modelfile import CHAT, _template, render_go
     from trainer_core.models.loading import load_tokenizer
 
     tokenizer = load_tokenizer(Path(choice.path))

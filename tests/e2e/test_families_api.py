@@ -1,7 +1,7 @@
 """Every family through the HTTP API of the real app process, with the defaults: Start trains 2
 LoRA steps, the run's run.json names the adapted projections, and for the families with unusual
 layouts the OpenAI-compatible ``/v1`` answers through the real ``openai`` client (the fixtures carry
-the bundled ChatML template; template quirks are tested in ``tests/test_template_fit.py``)."""
+the bundled ChatML template; template quirks are tested in ``tests/trainer_core/data/test_template_fit.py``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e.api_server import AppProcess
 from tests.e2e.conftest import allowed, free_port, wait_for
-from tests.families import FAMILIES, build_family_model, family_model
+from tests.support.api_server import AppProcess
+from tests.support.families import FAMILIES, build_family_model, family_model
 from trainer_core.models.targets import resolve_targets
 
 pytestmark = pytest.mark.slow
@@ -57,7 +57,9 @@ def test_each_family_trains_over_http_with_the_defaults(app_proc, datasets_dir, 
     status = api.get("/api/train/status").json()
     assert status["phase"] == "completed", (status["message"], status["error"])
     structure = json.loads((Path(status["details"]["output_dir"]) / "run.json").read_text())["model_structure"]
-    expected = resolve_targets(family_model(family), ["all-linear"])  # every block projection (tests/test_families.py)
+    expected = resolve_targets(
+        family_model(family), ["all-linear"]
+    )  # every block projection (tests/trainer_core/models/test_targets.py)
     assert structure["adapted"]["modules"] == list(expected.modules)
     assert sorted(structure["adapted"]["parameters"]) == sorted(expected.parameters)
     assert structure["adapted"]["count"] == expected.count

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import CANARY, alpaca, api, assert_no_canary, form_args, idle, logged_in, snapshot
-from tests.e2e.raw_gradio import PREVIEW_OUTPUTS, RawGradio, error_text, file_value
+from tests.support.raw_gradio import PREVIEW_OUTPUTS, RawGradio, error_text, file_value
 
 CASES = 200
 SEED = 8
@@ -175,7 +175,7 @@ def random_input(rng: random.Random, paths: list[str], job_ids: list[str]) -> An
 
 
 def test_two_hundred_random_values_through_the_task_queue_share_and_v1_doors(studio, outside, datasets_dir, capfd):
-    """The same fuzz at the doors issue 25 names: /v1 (chat, model lookup), share links (API, the
+    """The same fuzz at the doors that serve and export: /v1 (chat, model lookup), share links (API, the
     scoped /s/ routes, the page's share events), export and evaluate (API and page), and the queue
     (API add / remove / move, the page's queue add): raw HTTP and raw Gradio queue calls."""
     settings, runner, url = studio

@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from tests.e2e.conftest import ServerThread
-from tests.e2e.page_tools import browser as browser  # the fixture (headless Chromium)
+from tests.support.page_tools import browser as browser  # the fixture (headless Chromium)
 from trainer_core.llamacpp import build as tools
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import ChatMessage, GenerationSettings

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from bench.arith_prompts import write_rows
-from tests.e2e.api_server import AppProcess, sse_events
 from tests.e2e.conftest import allowed, free_port, wait_for
+from tests.support.api_server import AppProcess, sse_events
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-grpo-token-51b9"

@@ -10,7 +10,7 @@ import pytest
 
 from bench.arith_prompts import write_rows
 from tests.e2e.conftest import screenshot
-from tests.e2e.page_tools import ARGS, CHROMIUM, open_studio, start_and_finish
+from tests.support.page_tools import ARGS, CHROMIUM, open_studio, start_and_finish
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]  # Chromium launched here, not by the fixture
 

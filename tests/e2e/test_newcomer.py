@@ -1,4 +1,4 @@
-"""Issue 27's walk, as a newcomer in a real browser at 1280x800: upload identity.json, fill its two
+"""A newcomer's walk in a real browser at 1280x800: upload identity.json, fill its two
 placeholders on the page, Check, Start (max steps reduced), watch it finish, export a GGUF,
 evaluate on the default settings, chat with the run beside the base model, train a second run and
 compare the two. At every stage: no refusal, no error badge, every table's columns inside its box,
@@ -19,7 +19,7 @@ import shutil
 import pytest
 
 from tests.e2e.conftest import screenshot, wait_for
-from tests.e2e.page_tools import ARGS, CHROMIUM, set_number, start_and_finish, table_rows
+from tests.support.page_tools import ARGS, CHROMIUM, set_number, start_and_finish, table_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 WIDTH, HEIGHT = 1280, 800

@@ -1,4 +1,4 @@
-"""Issue 46, item 6: nonsense the API used to accept, tried over raw HTTP on the whole app (login and
+"""Nonsense the API used to accept, tried over raw HTTP on the whole app (login and
 token, a fake stepping worker): each is refused naming the field (422 as the neighbouring refusals
 of the route), or, for a blank ``resume_from_checkpoint``, taken as "not set" so the run starts fresh.
 And every door's refusal is one JSON shape, ``{"detail", "fields", "code"}`` with its 4xx

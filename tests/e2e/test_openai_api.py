@@ -9,8 +9,8 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e.chat_server import CHECKPOINT, JOB, OTHER_JOB, chat_body, sse_data
 from tests.e2e.conftest import TOKEN, wait_for
+from tests.support.chat_server import CHECKPOINT, JOB, OTHER_JOB, chat_body, sse_data
 
 SECRET = "sk-SecretThatMustNeverEcho-42"
 

@@ -1,5 +1,5 @@
 """The OpenAI-compatible routes over the real ``ChatEngine`` (its inference worker replaced by
-``tests.fake_chat_workers.echo_worker``): answers, a killed worker, worker errors, chat refused
+``tests.support.fake_chat_workers.echo_worker``): answers, a killed worker, worker errors, chat refused
 during training, and a client that leaves mid-stream freeing the engine for the next request."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import httpx
 import openai
 import pytest
 
-from tests import fake_chat_workers, fake_workers
-from tests.e2e.chat_server import api_app
 from tests.e2e.conftest import TOKEN, ServerThread, wait_for
+from tests.support import fake_chat_workers, fake_workers
+from tests.support.chat_server import api_app
 
 RUN = "job_20250105_090000_3a3b3c3d"
 

@@ -8,8 +8,8 @@ import openai
 import pytest
 from pydantic import SecretStr
 
-from tests.e2e.chat_server import api_app
 from tests.e2e.conftest import TOKEN, ServerThread
+from tests.support.chat_server import api_app
 
 pytestmark = pytest.mark.slow
 QUESTION = [{"role": "user", "content": "Who are you?"}]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import wait_for
-from tests.e2e.page_tools import (
+from tests.support.page_tools import (
     dataset,
     enabled,
     figure,
@@ -98,7 +98,7 @@ def test_errors_use_the_on_screen_label_and_mark_the_field(page, datasets_dir):
 
 
 def test_ray_settings_show_with_compute_ray_and_an_address_nobody_answers_is_refused(page, datasets_dir):
-    """Issue 30: the Ray settings are hidden while Compute is local, shown once it is ray; Start with
+    """The Ray settings are hidden while Compute is local, shown once it is ray; Start with
     an address where nothing listens is refused beside the button naming the field by its label."""
     from tests.e2e.conftest import free_port
 
@@ -373,7 +373,7 @@ def test_layout_sticky_monitor_readable_help_hardware_and_model_picker(page, pag
 
 def test_a_run_selected_while_it_trains_shows_its_end_without_another_click(page, page_app, datasets_dir, tmp_path):
     """The Runs tab's view follows the selected run: when it completes, its summary, buttons and
-    the weights to export appear by themselves (issue 27, item 3)."""
+    the weights to export appear by themselves."""
     _, runner, _ = page_app
     job_id = start_job(runner, datasets_dir, max_steps=80)  # 20 s: the clicks below fit under load
     page.get_by_role("tab", name="Runs").click()
@@ -431,15 +431,15 @@ def test_placeholders_are_filled_on_the_page(page, page_app, datasets_dir, tmp_p
     record = runner.store.get_run(runner.status().job_id)
     (trained,) = record.request["local_datasets"]
     assert Path(trained).parent == settings.uploads_dir.resolve()  # the kept copy, which run.json records
-    filled = fill_record(trained)  # (data.fill; run.json's "filled_from": tests/test_fill_placeholders.py)
+    filled = fill_record(trained)  # (data.fill; run.json's "filled_from": tests/trainer_core/data/test_fill.py)
     assert filled["values"] == {"author": "Orbit Labs", "name": "Nova"} and filled["source"] == "identity.json"
 
 
 def test_the_monitor_counts_up_and_shows_the_stage_before_the_first_step(page, page_app, datasets_dir):
-    """Issue 46: between Start and the first step the monitor names the stage (of the four), counts
+    """Between Start and the first step the monitor names the stage (of the four), counts
     the seconds in it and since Start every second, and shows the stage's own progress (rows
     tokenized) with a bar."""
-    from tests.fake_workers import SLOW_START_STEPS
+    from tests.support.fake_workers import SLOW_START_STEPS
 
     dataset(page, datasets_dir / "identity.json")
     set_number(page, "max_steps", str(SLOW_START_STEPS))  # the fake worker tokenizes for 6 s

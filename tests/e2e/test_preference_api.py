@@ -15,8 +15,8 @@ import httpx
 import pytest
 from safetensors.torch import load_file
 
-from tests.e2e.api_server import AppProcess, sse_events
 from tests.e2e.conftest import allowed, free_port, wait_for
+from tests.support.api_server import AppProcess, sse_events
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-preference-token-7d1e"

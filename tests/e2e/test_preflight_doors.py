@@ -1,4 +1,4 @@
-"""Issue 12's new doors tried as an attacker would, on the whole app with login and token (fake
+"""The pre-flight check's doors tried as an attacker would, on the whole app with login and token (fake
 stepping worker): ``POST /api/train/preflight``, the page's ``check`` event and the Runs tab's
 ``download_run`` event. Nothing outside the allowed folders is read or reported, no secret comes
 back, and the happy path returns what it should."""
@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from tests.e2e.conftest import CANARY, alpaca, api, assert_no_canary, form_args, idle, logged_in, snapshot, wait_for
-from tests.e2e.raw_gradio import RawGradio, error_text, file_value
+from tests.support.raw_gradio import RawGradio, error_text, file_value
 
 HF_TOKEN = "hf_PreflightSecretNeverEchoed9"
 
@@ -152,7 +152,7 @@ class RssPeak:
 def test_a_100_mb_row_is_refused_by_row_in_the_check_worker_and_a_check_over_its_memory_is_ended(
     studio, datasets_dir, monkeypatch
 ):
-    """Issue 46's reproduction: a one-row Alpaca file whose ``output`` is 100 MB grew the app to
+    """a one-row Alpaca file whose ``output`` is 100 MB grew the app to
     17 GB in /preflight and the kernel killed it. Now the row is refused by file and row at
     /preflight (a report), read in the check's worker process while the app (this test process)
     stays put, and at /start (400; sent as JSON lines, refused by the line scan before it is

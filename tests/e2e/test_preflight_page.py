@@ -1,4 +1,4 @@
-"""Issue 12 in a real browser: the Check button's report and histogram, Start refusing what the
+"""The pre-flight check in a real browser: the Check button's report and histogram, Start refusing what the
 check calls an error with the same words, the settings saved as YAML and loaded back into the form,
 and the command preview following the fields."""
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.e2e.page_tools import dataset, set_number, shot
+from tests.support.page_tools import dataset, set_number, shot
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,7 @@ def test_start_refuses_what_the_check_calls_an_error(page, page_app, tmp_path, d
 
 def test_the_folded_report_describes_the_settings_started(page, page_app, datasets_dir):
     """Check, then a change (Max steps 8), then Start: the folded report is re-made for what was
-    started, and its title says what it found (issue 27: it kept the earlier Check's "No problems
+    started, and its title says what it found (it kept the earlier Check's "No problems
     found ... 69 steps")."""
     _, runner, _ = page_app
     dataset(page, datasets_dir / "alpaca_en_demo.json")

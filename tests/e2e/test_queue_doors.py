@@ -1,4 +1,4 @@
-"""Issue 13's queue doors on the whole app with login and token (fake stepping worker): the
+"""The queue's doors on the whole app with login and token (fake stepping worker): the
 ``/api/train/queue`` routes and the page's ``queue_add`` / ``queue_up`` / ``queue_down`` /
 ``queue_remove`` events, tried with the happy client and as an attacker would (no token, paths
 outside the allowed folders, odd ids, extra fields, a token that must not be stored)."""
@@ -10,7 +10,7 @@ import json
 import httpx
 
 from tests.e2e.conftest import CANARY, alpaca, api, assert_no_canary, form_args, idle, logged_in, snapshot, wait_for
-from tests.e2e.raw_gradio import RawGradio, error_text
+from tests.support.raw_gradio import RawGradio, error_text
 
 HF_TOKEN = "hf_QueueDoorSecretNeverEchoed7"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.page_tools import dataset, set_number, shot, start_job, table_rows, wait_status
+from tests.support.page_tools import dataset, set_number, shot, start_job, table_rows, wait_status
 
 pytestmark = pytest.mark.slow
 

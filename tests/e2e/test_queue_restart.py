@@ -9,8 +9,8 @@ import signal
 import httpx
 import pytest
 
-from tests.e2e.api_server import AppProcess
 from tests.e2e.conftest import allowed, free_port, wait_for
+from tests.support.api_server import AppProcess
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-queue-token-77c1"

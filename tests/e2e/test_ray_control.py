@@ -16,9 +16,9 @@ import httpx
 import psutil
 import pytest
 
-from tests.e2e.api_server import AppProcess
 from tests.e2e.conftest import allowed, free_port
-from tests.e2e.train_api import start_job, wait_end, wait_step
+from tests.support.api_server import AppProcess
+from tests.support.train_api import start_job, wait_end, wait_step
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 pytest.importorskip("ray")

@@ -43,7 +43,7 @@ def test_two_ray_workers_train_like_two_torchrun_processes(
     train in scratch folders of their own on those copies and report each checkpoint and the final
     folder through Ray Train, and the run folder gets them (checkpoints with both ranks' parts); the
     run's record keeps the user's paths. The storage's copy is a folder of the run's own, named
-    from its job id: a user's folder in the storage named like the run folder (issue 46: it was
+    from its job id: a user's folder in the storage named like the run folder (it was
     deleted) is left as it was. (Without a storage path: tests/e2e/test_ray_control.py.)"""
     storage = tmp_path / "storage"
     (storage / "decoyrun" / "sub").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Issue 8, tried as an attacker would: raw HTTP and raw Gradio queue calls against the whole app
+"""The app's doors tried as an attacker would: raw HTTP and raw Gradio queue calls against the whole app
 (API + UI, login and token on), with a fake worker so each test takes seconds. A canary file outside
 every allowed folder must never be read, copied or reported; studio folders are never deleted."""
 
@@ -28,7 +28,7 @@ from tests.e2e.conftest import (
     snapshot,
     wait_for,
 )
-from tests.e2e.raw_gradio import PREVIEW_OUTPUTS, RawGradio, error_text, file_value
+from tests.support.raw_gradio import PREVIEW_OUTPUTS, RawGradio, error_text, file_value
 
 HF_TOKEN = "hf_SecretThatMustNeverEcho42"
 
@@ -379,8 +379,8 @@ def test_token_only_setup_still_guards_the_page(tmp_path, datasets_dir):
 
 @pytest.mark.slow
 def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp_path):
-    from tests.e2e.api_server import AppProcess
     from tests.e2e.conftest import free_port
+    from tests.support.api_server import AppProcess
 
     env = {
         "STUDIO_DATA_DIR": str(tmp_path / "data"),
@@ -420,7 +420,7 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
     assert "Traceback" not in log and "InvalidPathError" not in log  # one line, not Gradio's traceback
 
 
-# Issue 9's events, tried as an attacker would (raw Gradio queue calls) --------------------------
+# The chat and share events, tried as an attacker would (raw Gradio queue calls) --------------------------
 def test_chat_and_share_events_refuse_ids_that_point_outside(studio, outside, datasets_dir):
     settings, runner, url = studio
     store = runner.store
@@ -477,7 +477,7 @@ def app_engine(url: str, studio) -> object:
     return studio[1].before_start.__self__
 
 
-# Issue 15: the devices and processes settings, at every door ---------------------------------------
+# The devices and processes settings, at every door ---------------------------------------
 def test_the_seed_tensorboard_dir_obeys_the_path_rules(studio, outside, datasets_dir):
     settings, runner, url = studio
     client = api(url)
@@ -538,7 +538,7 @@ def test_distributed_settings_are_checked_at_every_door(studio, outside, dataset
     assert runner.status().job_id == last_job and not runner.status().is_training_running  # nothing was started
 
 
-# Issue 30: the Ray and multi-machine settings, at every door ------------------------------------
+# The Ray and multi-machine settings, at every door ------------------------------------
 def test_ray_and_machine_settings_are_checked_at_every_door(studio, outside, datasets_dir):
     settings, runner, url = studio
     client, raw = api(url), RawGradio(logged_in(url))

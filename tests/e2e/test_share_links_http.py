@@ -10,7 +10,7 @@ import shutil
 import openai
 import pytest
 
-from tests.e2e.chat_server import CHECKPOINT, JOB, LABEL, OTHER_JOB, chat_body, sse_data
+from tests.support.chat_server import CHECKPOINT, JOB, LABEL, OTHER_JOB, chat_body, sse_data
 
 
 def share(studio, model: str = JOB, **extra) -> dict:

@@ -9,9 +9,9 @@ import time
 
 import httpx
 
-from tests.e2e.chat_server import CHECKPOINT, JOB, OTHER_JOB, api_app, chat_body
 from tests.e2e.conftest import TOKEN, ServerThread, logged_in, wait_for
-from tests.fake_engine import FakeEngine
+from tests.support.chat_server import CHECKPOINT, JOB, OTHER_JOB, api_app, chat_body
+from tests.support.fake_engine import FakeEngine
 
 
 def share(studio, model: str = JOB, **extra) -> dict:

@@ -1,5 +1,5 @@
-"""Issue 10's doors tried as an attacker would (raw HTTP, login and token on): the task routes need
-the token, downloads need the token or a page login and serve only files a finished task listed in
+"""The task doors (export, evaluate) tried as an attacker would (raw HTTP, login and token on): the
+task routes need the token, downloads need the token or a page login and serve only files a finished task listed in
 its own folder, and a Hub token sent for a push is never stored or echoed. Fake task workers keep
 each test to seconds; the real export and evaluation are tested in test_export_*/test_evaluation_*."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests import fake_task_workers, fake_workers
 from tests.e2e.conftest import CANARY, PASSWORD, TOKEN, USER, ServerThread, api, logged_in, wait_for
+from tests.support import fake_task_workers, fake_workers
 from trainer_core.runs.folders import claim
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.tasks.schemas import TaskKind
@@ -190,7 +190,7 @@ def test_raw_queue_calls_to_the_panels_read_nothing_outside(app_with_tasks, outs
     """The Evaluate and Export events called by hand: an upload value naming a server file, typed
     paths outside the allowed folders, model ids that climb out: refused in the panel's status, the
     canary never read or copied, no task started."""
-    from tests.e2e.raw_gradio import RawGradio, file_value
+    from tests.support.raw_gradio import RawGradio, file_value
 
     settings, tasks, url, _ = app_with_tasks
     raw = RawGradio(logged_in(url))
@@ -219,7 +219,7 @@ def test_an_evaluation_file_can_be_uploaded_on_the_train_form(app_with_tasks, ou
     """The Train form's evaluation upload: a real upload is kept and trained with as the eval set;
     a file value naming a server file is refused before it is read."""
     from tests.e2e.conftest import form_args
-    from tests.e2e.raw_gradio import RawGradio, error_text, file_value
+    from tests.support.raw_gradio import RawGradio, error_text, file_value
 
     settings, tasks, url, _ = app_with_tasks
     client = logged_in(url)

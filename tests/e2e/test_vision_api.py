@@ -1,4 +1,4 @@
-"""A vision-language run through the HTTP API of the real app process (issue 28): the pre-flight
+"""A vision-language run through the HTTP API of the real app process: the pre-flight
 names the family and what the images cost, Start trains 3 steps of the tiny Qwen2-VL on
 ``mllm_demo.json``, and image references that point out of the allowed folders (a relative
 ``../`` path, an absolute path, a symlink) or at something that is no image are refused by file
@@ -15,9 +15,9 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e.api_server import AppProcess
 from tests.e2e.conftest import CANARY, allowed, free_port, wait_for
-from tests.e2e.raw_gradio import RawGradio, file_value
+from tests.support.api_server import AppProcess
+from tests.support.raw_gradio import RawGradio, file_value
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-vision-token-51c2"
@@ -136,13 +136,13 @@ def test_image_paths_out_of_the_allowed_folders_are_refused_by_row(app_proc, tin
 
 
 def test_a_decompression_bomb_and_a_truncated_jpeg_are_refused_by_row_in_every_kind(app_proc, tiny_vl_dir):
-    """Issue 46: a 30,000 x 30,000 PNG (~110 KB) as a path, as Hub-style ``{"bytes": ...}`` in a
+    """A 30,000 x 30,000 PNG (~110 KB) as a path, as Hub-style ``{"bytes": ...}`` in a
     Parquet file and as a ``data:`` URL gave a 500 at /preflight, /start and /queue (PIL's own bomb error);
     a truncated JPEG passed both and failed in training. Each is now refused by file and row."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tests import bad_images
+    from tests.support import bad_images
 
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=120)
     data = app_proc.data

@@ -1,5 +1,5 @@
 """A vision-language run from the page, in a real browser (headless Chromium via Playwright) on the
-tiny Qwen2-VL (issue 28): the image settings appear only once the model picker names a vision
+tiny Qwen2-VL: the image settings appear only once the model picker names a vision
 model, the preview shows each row's images as thumbnails, Start trains 3 steps on ``mllm_demo.json``, and the
 Chat tab takes an uploaded picture for that run (its box hidden for a text-only model) and answers
 with the picture's tokens in the prompt."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.conftest import screenshot
-from tests.e2e.page_tools import ARGS, CHROMIUM, open_studio, set_number, start_and_finish
+from tests.support.page_tools import ARGS, CHROMIUM, open_studio, set_number, start_and_finish
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]  # Chromium launched here, not by the fixture
 

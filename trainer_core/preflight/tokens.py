@@ -4,7 +4,7 @@ reason a row would be dropped, which ``tokenize_dataset`` sums up and removes.
 
 The per-row encoders are the data layer's own (``_encode_conversations`` / ``_encode_texts``, run
 with the same ``Dataset.map`` settings), so masks, truncation and leading assistant turns are the
-training ones; ``tests/test_preflight.py`` checks the sums against ``tokenize_dataset``'s stats.
+training ones; ``tests/trainer_core/preflight/test_check.py`` checks the sums against ``tokenize_dataset``'s stats.
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ def _ema_state(x: np.ndarray, weight: float) -> np.ndarray:
     Python loop per value: within blocks of B values, ``last_k = (1 - w) * w**k * cumsum(x_j *
     w**-j)`` (B chosen so ``w**-B <= 1e15``: relative error about B * 1e-16), then each block adds
     the previous block's final state times ``w**k`` (a loop per block). Agrees with the loop to
-    1e-12 relative (``tests/test_compare.py``)."""
+    1e-12 relative (``tests/trainer_core/runs/test_compare.py``)."""
     n = x.size
     block = max(1, min(n, int(15 / -math.log10(weight))))
     blocks = -(-n // block)

@@ -1,0 +1,73 @@
+"""Time left: a smoothed step time with its spread for training, the average
+pace for tasks, and how the page says them."""
+
+from __future__ import annotations
+
+from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+from trainer_core.training.eta import StepTimes
+from ui.monitor_text import eta_text, progress_bar
+from ui.task_progress import status_line, time_left
+
+
+def test_the_first_step_is_left_out_and_three_are_needed():
+    steps = StepTimes()
+    for now in (
+        30.0,
+        40.0,
+        50.0,
+        60.0,
+    ):  # step 1 ends after a 30 s warm-up (its length is not counted), then 10 s steps
+        steps.step_ended(now)
+    assert steps.estimate(100) == (1000.0, 1000.0, 1000.0)
+    early = StepTimes()
+    for now in (30.0, 40.0, 50.0):
+        early.step_ended(now)
+    assert early.estimate(100) is None
+
+
+def test_the_estimate_is_the_median_of_recent_steps_with_their_spread():
+    steps = StepTimes()
+    clock = 0.0
+    steps.step_ended(clock)
+    for seconds in [10.0] * 30 + [20.0, 20.0, 20.0, 20.0, 20.0, 20.0, 20.0, 20.0] + [10.0] * 12:
+        clock += seconds
+        steps.step_ended(clock)
+    eta, low, high = steps.estimate(60)  # window: the last 20 steps, 8 of them slow
+    assert eta == 600.0 and low == 600.0 and high == 1200.0
+    assert eta_text({"eta_seconds": eta, "eta_low_seconds": low, "eta_high_seconds": high}) == (
+        "ETA 10m 00s (10m 00s – 20m 00s)"
+    )
+    assert eta_text({"eta_seconds": None}) == "ETA after 3 steps"
+    assert eta_text({"eta_seconds": 65.0, "eta_low_seconds": 65.0, "eta_high_seconds": 65.0}) == "ETA 1m 05s"
+
+
+def test_a_task_shows_a_bar_and_its_time_left_once_under_way():
+    record = TaskRecord(task_id="t1", kind=TaskKind.evaluate, model="base", progress=0.25, created_at=1000.0)
+    assert time_left(record, now=1030.0) == 90.0  # 30 s for a quarter: 90 s for the rest
+    assert time_left(record, now=1003.0) is None  # too early to say
+    assert time_left(record.model_copy(update={"progress": 0.01}), now=1030.0) is None
+    assert time_left(record.model_copy(update={"phase": TaskPhase.completed}), now=1030.0) is None
+    line = status_line(record.model_copy(update={"created_at": 0.0}))
+    assert "25%" in line and "left" in line and '<progress class="run-progress" value="0.250"' in line
+    assert progress_bar(1.7).startswith('<progress class="run-progress" value="1.000"')
+
+
+def test_before_three_steps_the_check_estimate_from_earlier_runs_is_shown():
+    from types import SimpleNamespace
+
+    from trainer_core.preflight.timing import early_eta
+    from trainer_core.schemas import TrainingStartRequest
+
+    request = TrainingStartRequest(local_datasets=["data.json"], max_steps=0, num_epochs=3.0)
+    earlier = SimpleNamespace(
+        request=request.model_dump(mode="json"),
+        tokens_per_second=500.0,
+        training_seconds=600.0,
+        wall_seconds=640.0,
+        created_at=1.0,
+    )
+    details = {"total_tokens": 20_000, "rows": 91, "global_batch_size": 4}
+    assert early_eta(request, details, [earlier]) == 120.0  # 3 passes x 20,000 tokens at 500 tokens/s
+    assert early_eta(request.model_copy(update={"max_steps": 10}), details, [earlier]) == 20_000 * 40 / 91 / 500
+    assert early_eta(request, details, []) is None
+    assert eta_text({"eta_check_seconds": 120.0, "elapsed_seconds": 15.0}) == "ETA ~1m 45s (earlier runs' speed)"
