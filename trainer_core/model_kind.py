@@ -40,6 +40,17 @@ class ModelKind:
         the config.json dict) is this kind's; None when it is not."""
         return None
 
+    def claims_folder(self, folder: Path) -> bool:
+        """True when the model saved in ``folder`` is this kind's whatever its config.json says
+        (e.g. a sentence-transformers folder, whose config is its encoder's); asked before
+        ``family``. From the folder's files alone (no torch)."""
+        return False
+
+    def claims_request(self, request: Any) -> bool:
+        """True when ``request`` asks for this kind whatever its model is (e.g. ``is_embedding``:
+        a causal LM trained as an embedder); asked before the model's folder."""
+        return False
+
     def picker_note(self, config: dict) -> str:
         """What the model picker adds to a local model's label (e.g. " · vision (Qwen2-VL)"),
         from the config.json dict alone; "" for nothing."""
@@ -183,8 +194,20 @@ def folder_config(folder: Optional[Path]) -> Optional[dict]:
 
 
 def kind_for_folder(folder: Optional[Path]) -> ModelKind:
-    """The kind of the model saved in ``folder`` (the fallback where its config cannot be read)."""
+    """The kind of the model saved in ``folder``: the first kind that claims the folder
+    (``ModelKind.claims_folder``), else by its config (the fallback where it cannot be read)."""
+    if folder is not None:
+        claimed = next((kind for kind in kinds() if kind.claims_folder(Path(folder))), None)
+        if claimed is not None:
+            return claimed
     return kind_of(folder_config(folder))
+
+
+def kind_for_request(request: Any, folder: Optional[Path]) -> ModelKind:
+    """The kind a training ``request`` trains its model (saved in ``folder``) as: the first kind
+    that claims the request (``ModelKind.claims_request``), else ``kind_for_folder``."""
+    claimed = next((kind for kind in kinds() if kind.claims_request(request)), None)
+    return claimed if claimed is not None else kind_for_folder(folder)
 
 
 def kind_named(name: Optional[str]) -> ModelKind:

@@ -1,0 +1,33 @@
+"""The text-embedding kind (``EMBEDDING``): each ``ModelKind`` method answered by this folder's
+modules, imported when first used (listing models must import neither torch nor transformers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from trainer_core.model_kind import ModelKind
+
+MODULES = "modules.json"  # as ``loading.MODULES``; kept here so that detection imports nothing heavy
+
+
+class EmbeddingKind(ModelKind):
+    """A text-embedding model: a sentence-transformers folder (``modules.json``), or any causal LM
+    a request trains as an embedder (``is_embedding``: last-token pooling, see ``loading``)."""
+
+    name = "embedding"
+    label = "text embedding"
+    suggestion = "an embedding model (a sentence-transformers folder, or a text model with is_embedding)"
+    auto_class = "AutoModel"
+
+    def claims_folder(self, folder: Path) -> bool:
+        return (Path(folder) / MODULES).is_file()
+
+    def claims_request(self, request: Any) -> bool:
+        return getattr(request, "is_embedding", None) is True
+
+    def family(self, config: Any) -> Optional[str]:
+        return None  # config.json alone never says "embedding": the folder (modules.json) or the request does
+
+
+EMBEDDING = EmbeddingKind()
