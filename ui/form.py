@@ -140,6 +140,8 @@ def number_widgets(
 
 def _clean(name: str, value: Any) -> Any:
     if typing.get_origin(base_type(REQUEST_FIELDS[name].annotation)) is dict and isinstance(value, str):
+        if not value.strip() and REQUEST_FIELDS[name].default is None:
+            return None  # an optional mapping left empty (embedding_columns)
         return parse_mapping(value, name)
     if name == "rewards" and isinstance(value, str):  # one reward a line (the short form), or a JSON list
         if value.strip().startswith("["):
