@@ -83,7 +83,15 @@ def build_decoder_embedder(base: Path, target: Path) -> Path:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
-    body = Transformer(str(base), max_seq_length=256, processor_kwargs={"padding_side": "left"})
+    from trainer_core.kinds.embedding.loading import TEXT_ONLY
+
+    body = Transformer(
+        str(base),
+        max_seq_length=256,
+        processor_kwargs={"padding_side": "left"},
+        modality_config=TEXT_ONLY,
+        module_output_name="token_embeddings",
+    )
     if body.tokenizer.pad_token is None:
         body.tokenizer.pad_token = body.tokenizer.eos_token
     pooling = Pooling(body.get_embedding_dimension(), pooling_mode="lasttoken")

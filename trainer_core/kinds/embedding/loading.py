@@ -19,6 +19,10 @@ from typing import Any, Optional
 
 MODULES = "modules.json"
 ADAPTER_CONFIG = "adapter_config.json"
+# The decoder head reads plain text: sentence-transformers 6 gives a tokenizer with a chat template a
+# "message" modality too and renders each string through the template (SmolLM2's adds its system
+# prompt), which no embedding user (nor llama.cpp's embed) does.
+TEXT_ONLY = {"text": {"method": "forward", "method_output_name": "last_hidden_state"}}
 MAX_SEQ_LENGTH = 512  # the decoder head's default; sentence-transformers folders keep their own
 
 
@@ -75,7 +79,12 @@ def embedder_of(path: Path, device: str = "cpu", max_seq_length: int = MAX_SEQ_L
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
     body = Transformer(
-        str(path), max_seq_length=max_seq_length, model_kwargs=kwargs or None, processor_kwargs={"padding_side": "left"}
+        str(path),
+        max_seq_length=max_seq_length,
+        model_kwargs=kwargs or None,
+        processor_kwargs={"padding_side": "left"},
+        modality_config=TEXT_ONLY,  # never the "message" modality: it would wrap each text in the chat template
+        module_output_name="token_embeddings",
     )
     tokenizer = body.tokenizer
     if tokenizer.pad_token is None:

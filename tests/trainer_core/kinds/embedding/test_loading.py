@@ -46,12 +46,17 @@ def test_a_lora_run_folder_holds_the_adapter_alone_and_reloads_to_the_same_vecto
     assert np.abs(untouched - before).max() > 1e-3  # the adapter changed the vectors
 
 
-def test_a_causal_lm_gets_last_token_pooling_with_left_padding(tiny_model_dir):
+def test_a_causal_lm_gets_last_token_pooling_with_left_padding_over_the_plain_text(tiny_model_dir, tmp_path):
     model = load_embedder(tiny_model_dir)
     assert model[1].pooling_mode == "lasttoken" and model[0].tokenizer.padding_side == "left"
     one = model.encode(TEXTS[:1])
     padded = model.encode(TEXTS)[:1]  # the same text beside longer ones: left padding keeps its last token
     assert np.abs(one - padded).max() < 1e-4
+    features = model.preprocess(TEXTS[:1])
+    assert model[0].tokenizer.decode(features["input_ids"][0]) == TEXTS[0]  # the text itself, no chat template
+    saved = tmp_path / "embedder"
+    model.save(str(saved))
+    assert load_embedder(saved).preprocess(TEXTS[:1])["input_ids"].tolist() == features["input_ids"].tolist()
 
 
 def test_the_folder_or_the_request_makes_a_model_an_embedder(tiny_encoder_dir, tiny_model_dir, tmp_path):
