@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from trainer_core.process.tool_output import Cancelled, follow
 
@@ -156,12 +156,16 @@ def architecture_problem(architectures: list[str], folder: Path) -> Optional[str
     )
 
 
-def gguf_problem(config: dict, folder: Path) -> Optional[str]:
+def gguf_problem(config: dict, folder: Path, kind: Any = None) -> Optional[str]:
     """Why a model with this config.json (a dict) cannot be exported as GGUF, or None: the
     converter in ``folder`` must know its ``architectures`` (``architecture_problem``), and what the
-    model's kind needs besides (``ModelKind.gguf_problem``: a vision-language model's projector)."""
+    model's kind needs besides (``ModelKind.gguf_problem``: a vision-language model's projector).
+    ``kind``: the run's own kind where its folder says it (an embedding model's config.json is its
+    encoder's), asked first."""
     from trainer_core.model_kind import kind_of
 
+    if kind is not None and (problem := kind.gguf_problem(config, folder)):
+        return problem
     return architecture_problem(config.get("architectures") or [], folder) or kind_of(config).gguf_problem(
         config, folder
     )

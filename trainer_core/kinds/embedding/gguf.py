@@ -59,12 +59,24 @@ def pooling_mode(folder: Path) -> Optional[str]:
     return None
 
 
+def architecture_problem(config: dict, converter: Path) -> Optional[str]:
+    """Why llama.cpp's converter in ``converter`` cannot write the embedding model whose config.json
+    is ``config`` (its architecture unknown to it), or None (``EmbeddingKind.gguf_problem``)."""
+    problem = gguf_convert.architecture_problem(config.get("architectures") or [], converter)
+    if problem:
+        return (
+            f"{problem}. llama.cpp embeds BERT-style encoders (BertModel, XLMRobertaModel, ModernBertModel, ...) "
+            "and decoder LLMs; the merged export is a sentence-transformers folder"
+        )
+    return None
+
+
 def gguf_problem(folder: Path, config: dict, converter: Path) -> Optional[str]:
     """Why the embedding model whose module files are in ``folder`` (config.json ``config``) cannot
     be a llama.cpp GGUF, or None (see the module docstring)."""
-    problem = gguf_convert.gguf_problem(config, converter)
+    problem = architecture_problem(config, converter)
     if problem:
-        return f"{problem}. llama.cpp embeds BERT-style encoders (BertModel, XLMRobertaModel, ModernBertModel, ...) and decoder LLMs"
+        return problem
     try:
         modules = json.loads((Path(folder) / MODULES).read_text(encoding="utf-8"))
         mode = pooling_mode(folder)

@@ -14,12 +14,14 @@ import numpy as np
 import pytest
 
 from trainer_core.export.schemas import ExportRequest
+from trainer_core.export.start import export_refusal
 from trainer_core.export.worker import ExportError
 from trainer_core.export.worker import export as export_worker
 from trainer_core.kinds.embedding.export import CHECK_SENTENCES, cosines, model_files
 from trainer_core.kinds.embedding.gguf import gguf_problem, pooling_mode
 from trainer_core.kinds.embedding.loading import load_embedder, save_embedder
 from trainer_core.serving.choices import weights_choice
+from trainer_core.serving.schemas import ModelChoice
 from trainer_core.settings import get_settings
 
 METRICS = [
@@ -171,6 +173,20 @@ def test_what_llama_cpp_cannot_embed_is_refused_before_converting(encoder_run, t
     dense = json.loads((folder / "modules.json").read_text()) + [{"path": "2_Dense", "type": "x.Dense"}]
     (folder / "modules.json").write_text(json.dumps(dense))
     assert "Dense module" in gguf_problem(folder, config, converter)
+
+
+def test_the_start_of_a_gguf_export_refuses_an_encoder_llama_cpp_cannot_write(encoder_run, tmp_path):
+    settings = get_settings()
+    base = tmp_path / "all-mpnet-base-v2"
+    base.mkdir()
+    (base / "config.json").write_text(json.dumps({"architectures": ["MPNetModel"], "model_type": "mpnet"}))
+    choice = ModelChoice(id="job_emb", label="job_emb", kind="final", base_model=str(base), path=str(encoder_run))
+    choice.adapter = True
+    problem = export_refusal(
+        choice, ExportRequest(model="job_emb", format="gguf-f16"), settings.gguf_converter_dir, settings.models_dir
+    )
+    assert problem.startswith("GGUF export does not support the architecture MPNetModel")
+    assert "llama.cpp embeds BERT-style encoders" in problem  # the embedding kind's words (its folder says so)
 
 
 def test_cosines_are_row_wise_and_zero_for_mismatched_shapes():
