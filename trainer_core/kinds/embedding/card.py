@@ -90,11 +90,12 @@ def render(
         f"- loss: `{req.get('embedding_loss') or DEFAULT_LOSS}`",
     ]
     lines += [f"- {k}: `{req[k]}`" for k in EMBEDDING_SETTINGS[1:] if req.get(k)]
-    lines += ["", "## Files", "", *(f"- `{name}`" for name in files), ""]
+    lines += ["", "## Files", "", *(f"- `{name}`" for name in files)]
     lines += [
         f"- `{g.name}` ({g.type}, {g.size_bytes / 1e6:.1f} MB): {g.check.summary if g.check else 'not checked'}"
         for g in gguf
     ]
+    lines.append("")
     lines += _data(facts) + _results(facts, metrics) + _check(check) + _usage(facts, fmt, files)
     if notes:
         lines += ["## Notes", "", *(f"- {n}" for n in notes), ""]

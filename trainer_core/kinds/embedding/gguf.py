@@ -14,8 +14,8 @@ module kept in a subfolder (the converter reads the folder's root). llama.cpp mu
 check is its own vectors.
 
 Stages: load the run (float32), embed ``export.CHECK_SENTENCES`` (the reference), merge and save the
-float32 folder into ``.merged``, convert (f16 / bf16 / q8_0), quantize the other
-types from f16 with llama.cpp, then per file: llama.cpp's vectors (``llamacpp.probe``'s ``embed``)
+float32 folder into ``.merged``, convert (f16 / bf16), quantize the other
+types (q8_0 ... q4_0) from f16 with llama.cpp, then per file: llama.cpp's vectors (``llamacpp.probe``'s ``embed``)
 against the reference, cosine >= ``GGUF_COSINE`` (f16 / bf16: required 0.99; quantised types: a
 floor that only a broken file misses, the figure stated in the summary and the card).
 """
@@ -32,8 +32,9 @@ from typing import Any, Optional
 from trainer_core.export import gguf_convert
 from trainer_core.export import job as jobs
 from trainer_core.export.converter_config import add_converter_keys
+from trainer_core.export.gguf_export import gguf_name
 from trainer_core.export.gguf_meta import file_type_name
-from trainer_core.export.schemas import QUANTISED, ExportResult, GGUFFile
+from trainer_core.export.schemas import ExportResult, GGUFFile
 from trainer_core.kinds.embedding import export as exports
 from trainer_core.kinds.embedding.loading import MODULES
 from trainer_core.llamacpp import build as llamacpp_build
@@ -118,7 +119,7 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
     job.notes.extend(notes)
     merged = job.out / MERGED_DIR
     targets = {t: job.out / f"{job.stem}-{t}.gguf" for t in types}
-    by_llama = [t for t in types if t in QUANTISED]
+    by_llama = [t for t in types if t not in ("f16", "bf16")]  # q8_0 too: llama.cpp is here (checked above)
     source = targets.get("f16", merged / f"{job.stem}-f16.gguf")
     try:
         exports.save_whole(model, merged, None)
@@ -128,7 +129,9 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
         for outtype in [t for t in types if t not in by_llama] + (["f16"] if by_llama and "f16" not in types else []):
             target = targets.get(outtype, source)
             job.progress.begin("convert", 0.4, f"Converting to GGUF {outtype}")
-            gguf_convert.convert(merged, target, outtype, job.converter_dir, lambda line: None, job.progress.cancelled)
+            gguf_convert.convert(
+                merged, target, outtype, job.converter_dir, lambda line: None, job.progress.cancelled, gguf_name(job)
+            )
         for gguf_type in by_llama:
             job.progress.begin("quantize", 0.6, f"Quantising to {gguf_type} with llama.cpp")
             run_probe(

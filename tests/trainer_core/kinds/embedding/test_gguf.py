@@ -43,7 +43,7 @@ def test_the_tiny_encoders_f16_and_q8_0_embed_in_llama_cpp_as_the_run_does(tiny_
     assert q8.check.summary.startswith("q8_0 in llama.cpp: 4/4 sentences, lowest cosine 0.9")
     assert f"`{q8.name}` (q8_0, " in card and q8.check.summary in card
     assert "llama-server -m job_emb-f16.gguf --embedding" in card
-    assert "Converting to GGUF q8_0" in messages and "Embedding the check in llama.cpp: q8_0" in messages
+    assert "Quantising to q8_0 with llama.cpp" in messages and "Embedding the check in llama.cpp: q8_0" in messages
 
 
 def text_embedder(base: Path, target: Path) -> Path:
