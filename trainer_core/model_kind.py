@@ -131,6 +131,12 @@ class ModelKind:
     # Export.
     gguf_projector = False  # its GGUF export writes a projector file too (``mmproj``, llama.cpp's --mmproj)
 
+    def exporter(self, fmt: str) -> Any:
+        """The function that makes export format ``fmt`` ("adapter", "merged", "gguf-f16", ...) of a
+        run of this kind: ``(export.job.ExportJob) -> export.schemas.ExportResult``, raising what
+        the text path's exporters raise; None: the text path (``export.worker.exporter``)."""
+        return None
+
     def gguf_problem(self, config: dict, converter: Path) -> Optional[str]:
         """Why llama.cpp's converter in ``converter`` cannot export this model to GGUF, or None."""
         return None

@@ -29,5 +29,19 @@ class EmbeddingKind(ModelKind):
     def family(self, config: Any) -> Optional[str]:
         return None  # config.json alone never says "embedding": the folder (modules.json) or the request does
 
+    def gguf_problem(self, config: dict, converter: Path) -> Optional[str]:
+        from trainer_core.kinds.embedding.gguf import architecture_problem
+
+        return architecture_problem(config, converter)
+
+    def exporter(self, fmt: str) -> Any:
+        if fmt in ("adapter", "merged"):
+            from trainer_core.kinds.embedding import export
+
+            return export.export_adapter if fmt == "adapter" else export.export_merged
+        from trainer_core.kinds.embedding.gguf import export_gguf
+
+        return export_gguf
+
 
 EMBEDDING = EmbeddingKind()
