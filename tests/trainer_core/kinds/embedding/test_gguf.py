@@ -46,34 +46,11 @@ def test_the_tiny_encoders_f16_and_q8_0_embed_in_llama_cpp_as_the_run_does(tiny_
     assert "Quantising to q8_0 with llama.cpp" in messages and "Embedding the check in llama.cpp: q8_0" in messages
 
 
-def text_embedder(base: Path, target: Path) -> Path:
-    """The causal LM in ``base`` as a last-token embedder of plain text in ``target``.
-    ``tiny_embedder_dir`` is not used: sentence-transformers 6.3 gives a tokenizer with a chat
-    template the "message" modality and renders each text through the template (SmolLM2's adds its
-    system prompt), which llama.cpp's ``embed`` does not; Qwen3-Embedding-style models embed the
-    text itself."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-
-    text_only = {"text": {"method": "forward", "method_output_name": "last_hidden_state"}}
-    body = Transformer(
-        str(base),
-        max_seq_length=256,
-        processor_kwargs={"padding_side": "left"},
-        modality_config=text_only,
-        module_output_name="token_embeddings",
-    )
-    body.tokenizer.pad_token = body.tokenizer.pad_token or body.tokenizer.eos_token
-    pooling = Pooling(body.get_embedding_dimension(), pooling_mode="lasttoken")
-    SentenceTransformer(modules=[body, pooling, Normalize()], device="cpu").save(str(target))
-    return target
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_a_decoder_embedder_gets_last_token_pooling_in_its_gguf(tiny_model_dir, tmp_path):
+def test_a_decoder_embedder_gets_last_token_pooling_in_its_gguf(tiny_embedder_dir, tmp_path):
     _llama_cpp()
-    base = text_embedder(tiny_model_dir, tmp_path / "SmolLM2-tiny-embedder")
+    base = tiny_embedder_dir
     run = make_run(base, tmp_path / "job_emb")
     result, _ = run_export(run, base, "gguf-f16", tmp_path / "out")
     (f16,) = result.gguf
