@@ -19,6 +19,7 @@ class EmbeddingKind(ModelKind):
     label = "text embedding"
     suggestion = "an embedding model (a sentence-transformers folder, or a text model with is_embedding)"
     auto_class = "AutoModel"
+    serves = "embeddings"
 
     def claims_folder(self, folder: Path) -> bool:
         return (Path(folder) / MODULES).is_file()
@@ -28,6 +29,11 @@ class EmbeddingKind(ModelKind):
 
     def family(self, config: Any) -> Optional[str]:
         return None  # config.json alone never says "embedding": the folder (modules.json) or the request does
+
+    def load_server(self, choice: Any, models_dir: Path) -> Any:
+        from trainer_core.kinds.embedding.serve import EmbeddingServer
+
+        return EmbeddingServer(choice, models_dir)
 
 
 EMBEDDING = EmbeddingKind()
