@@ -222,12 +222,6 @@ def test_embeddings_come_from_embedding_models_only_and_refusals_name_the_field(
     with pytest.raises(ChatInputError, match="a chat model, not an embedding model") as wrong:
         engine.embed("run1", ["a"])
     assert (wrong.value.code, wrong.value.fields) == ("not_an_embedding_model", ("model",))
-    for texts, message in (
-        ([], "give a text"),
-        (["a", " "], r"input\[1\]: give a non-empty text"),
-        (["x"] * 2049, "at most 2048 texts"),
-        (["y" * 40_000], r"input\[0\]: at most 32,768"),
-    ):
-        with pytest.raises(ChatInputError, match=message) as refused:
-            engine.embed("emb1", texts)
-        assert refused.value.fields == ("input",)
+    with pytest.raises(ChatInputError, match="give a text") as empty:  # checked before the worker (test_inputs.py)
+        engine.embed("emb1", [])
+    assert empty.value.fields == ("input",)
