@@ -128,6 +128,16 @@ class ModelKind:
         Raises ChatInputError."""
         return None
 
+    # Serve: what the inference worker answers with this kind's models.
+    serves = "chat"  # "chat" (POST /v1/chat/completions) or "embeddings" (POST /v1/embeddings)
+
+    def load_server(self, choice: Any, models_dir: Path) -> Any:
+        """In the inference worker: this kind's loaded ``choice`` (a ``serving.schemas.ModelChoice``
+        whose ``serves`` is this kind's), an object with ``answer(request: dict) -> dict`` (the
+        ``done`` event's payload) and ``device``, ``load_seconds``; None: the text path
+        (``serving.loader.load_choice``). Raises ModelLoadError or ChatInputError."""
+        return None
+
     # Export.
     gguf_projector = False  # its GGUF export writes a projector file too (``mmproj``, llama.cpp's --mmproj)
 
@@ -239,6 +249,13 @@ def joined_media(normalised: list[tuple], request: Any) -> list[tuple]:
 def picker_note(config: dict) -> str:
     """The model picker's note for a config.json dict: the first kind's that has one, else ""."""
     return next((note for note in (kind.picker_note(config) for kind in kinds()) if note), "")
+
+
+def serving_kind(serves: str) -> ModelKind:
+    """The kind that serves ``serves`` ("chat", "embeddings": ``ModelChoice.serves``): the first
+    kind whose ``serves`` it is; the fallback (the text path) for anything else."""
+    every = kinds()
+    return next((kind for kind in every if kind.serves == serves), every[-1])
 
 
 def media_kind(dataset: Any) -> Optional[ModelKind]:

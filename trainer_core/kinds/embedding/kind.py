@@ -19,6 +19,7 @@ class EmbeddingKind(ModelKind):
     label = "text embedding"
     suggestion = "an embedding model (a sentence-transformers folder, or a text model with is_embedding)"
     auto_class = "AutoModel"
+    serves = "embeddings"
 
     def claims_folder(self, folder: Path) -> bool:
         return (Path(folder) / MODULES).is_file()
@@ -42,6 +43,11 @@ class EmbeddingKind(ModelKind):
         from trainer_core.kinds.embedding.gguf import export_gguf
 
         return export_gguf
+
+    def load_server(self, choice: Any, models_dir: Path) -> Any:
+        from trainer_core.kinds.embedding.serve import EmbeddingServer
+
+        return EmbeddingServer(choice, models_dir)
 
 
 EMBEDDING = EmbeddingKind()
