@@ -63,6 +63,17 @@ class ModelKind:
 
         return getattr(transformers, self.auto_class)
 
+    def load_model(self, path: Path, request: Any, device: str) -> Any:
+        """This kind's model of ``path`` trained as ``request`` asks, on ``device`` (e.g. a
+        ``SentenceTransformer``); None: the text path (``models.loading.load_model``). Raises
+        Refusal / ModelLoadError."""
+        return None
+
+    def inner_model(self, model: Any) -> Any:
+        """The transformers model inside ``model`` as this kind loads it (its ``config``, its
+        adapters: what ``run.json`` records); None: ``model`` is one."""
+        return None
+
     def load_processor(self, path: Path, **kwargs: Any) -> Any:
         """The processor saved with the model in ``path`` (``kwargs``: ``from_pretrained``'s); None
         when the tokenizer alone reads the model's inputs (``models.loading.load_tokenizer``)."""
@@ -110,6 +121,21 @@ class ModelKind:
     def lora_targets(self, model: Any, request: Any) -> Any:
         """``models.targets.Targets`` for ``request`` on ``model`` where the kind adds layers of its
         own (a vision tower); None: matched as for a text LM. Raises ``TargetError``."""
+        return None
+
+    def build_trainer(
+        self,
+        request: Any,
+        model: Any,
+        data: Any,
+        output_dir: Path,
+        device: str,
+        callbacks: list[Any],
+        run_name: Optional[str] = None,
+    ) -> Any:
+        """The trainer of this kind's ``model`` on prepared ``data`` (a transformers ``Trainer``
+        with ``save_final``, running ``callbacks`` and the studio's own: divergence guard, early
+        stopping); None: the text path's trainer for ``request.training_method``. Raises Refusal."""
         return None
 
     def extra_parameters(self, config: Any) -> int:

@@ -29,5 +29,47 @@ class EmbeddingKind(ModelKind):
     def family(self, config: Any) -> Optional[str]:
         return None  # config.json alone never says "embedding": the folder (modules.json) or the request does
 
+    def load_processor(self, path: Path, **kwargs: Any) -> Any:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(path), **kwargs)  # counts the texts' tokens; the model has its own
+
+    def load_model(self, path: Path, request: Any, device: str) -> Any:
+        from trainer_core.kinds.embedding.trainer import load_embedding_model
+
+        return load_embedding_model(path, request, device)
+
+    def inner_model(self, model: Any) -> Any:
+        return model[0].model
+
+    def prepare_data(self, request: Any, processor: Any) -> Any:
+        from trainer_core.kinds.embedding.data import prepare_embedding_data
+
+        return prepare_embedding_data(request, processor)
+
+    def data_note(self, family: Optional[str], data: Any) -> tuple[str, dict]:
+        stats = data.stats
+        details = {
+            "embedding_shape": data.format.value,
+            "columns": list(data.train.column_names),
+            "duplicate_anchors": stats.duplicate_anchors,
+            "duplicate_positives": stats.duplicate_positives,
+        }
+        return f"; {data.format.value} ({', '.join(data.train.column_names)})", details
+
+    def build_trainer(
+        self,
+        request: Any,
+        model: Any,
+        data: Any,
+        output_dir: Path,
+        device: str,
+        callbacks: list[Any],
+        run_name: Optional[str] = None,
+    ) -> Any:
+        from trainer_core.kinds.embedding.trainer import build_embedding_trainer
+
+        return build_embedding_trainer(request, model, data, output_dir, device, callbacks, run_name)
+
 
 EMBEDDING = EmbeddingKind()
