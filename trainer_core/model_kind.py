@@ -167,6 +167,13 @@ class ModelKind:
         return None
 
     # Check.
+    def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
+        """The whole pre-flight report (``preflight.report.PreflightReport``; its errors are what
+        Start refuses on) of ``request`` for this kind's model in ``folder``, where the kind reads its
+        data its own way (e.g. embedding pairs); ``tokenizer``: the preview tokenizer or None;
+        ``started``: the check's ``time.perf_counter()``. None: the text path's check."""
+        return None
+
     def check_line(self, request: Any, settings: Any, folder: Optional[Path]) -> Optional[str]:
         """The pre-flight check's line about the model in ``folder`` and its data; None: no line."""
         return None

@@ -57,6 +57,11 @@ class EmbeddingKind(ModelKind):
         }
         return f"; {data.format.value} ({', '.join(data.train.column_names)})", details
 
+    def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
+        from trainer_core.kinds.embedding.check import embedding_report
+
+        return embedding_report(request, folder, tokenizer, started)
+
     def build_trainer(
         self,
         request: Any,
