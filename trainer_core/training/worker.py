@@ -275,10 +275,13 @@ def _write_manifest(
         log.exception("could not write run.json")
 
 
-def _structure(trainer: Any, model: Any) -> dict[str, Any]:
+def _structure(trainer: Any, model: Any = None) -> dict[str, Any]:
     """The attention implementation, whether batches are padding-free (``packed_rows``) and the
-    adapted modules (``models.targets.adapted``; None where the model has no block list)."""
+    adapted modules (``models.targets.adapted``; None where the model has no block list) of
+    ``model``, the transformers model trained (default: ``trainer.model``)."""
     from trainer_core.models.targets import TargetError, adapted
+
+    model = trainer.model if model is None else model
 
     try:
         found = adapted(model)
