@@ -63,6 +63,17 @@ class ModelKind:
 
         return getattr(transformers, self.auto_class)
 
+    def load_model(self, path: Path, request: Any, device: str) -> Any:
+        """This kind's model of ``path`` trained as ``request`` asks, on ``device`` (e.g. a
+        ``SentenceTransformer``); None: the text path (``models.loading.load_model``). Raises
+        Refusal / ModelLoadError."""
+        return None
+
+    def inner_model(self, model: Any) -> Any:
+        """The transformers model inside ``model`` as this kind loads it (its ``config``, its
+        adapters: what ``run.json`` records); None: ``model`` is one."""
+        return None
+
     def load_processor(self, path: Path, **kwargs: Any) -> Any:
         """The processor saved with the model in ``path`` (``kwargs``: ``from_pretrained``'s); None
         when the tokenizer alone reads the model's inputs (``models.loading.load_tokenizer``)."""
@@ -112,6 +123,21 @@ class ModelKind:
         own (a vision tower); None: matched as for a text LM. Raises ``TargetError``."""
         return None
 
+    def build_trainer(
+        self,
+        request: Any,
+        model: Any,
+        data: Any,
+        output_dir: Path,
+        device: str,
+        callbacks: list[Any],
+        run_name: Optional[str] = None,
+    ) -> Any:
+        """The trainer of this kind's ``model`` on prepared ``data`` (a transformers ``Trainer``
+        with ``save_final``, running ``callbacks`` and the studio's own: divergence guard, early
+        stopping); None: the text path's trainer for ``request.training_method``. Raises Refusal."""
+        return None
+
     def extra_parameters(self, config: Any) -> int:
         """Parameters outside the language model (a vision tower and projector) of ``config``."""
         return 0
@@ -157,6 +183,13 @@ class ModelKind:
         return None
 
     # Check.
+    def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
+        """The whole pre-flight report (``preflight.report.PreflightReport``; its errors are what
+        Start refuses on) of ``request`` for this kind's model in ``folder``, where the kind reads its
+        data its own way (e.g. embedding pairs); ``tokenizer``: the preview tokenizer or None;
+        ``started``: the check's ``time.perf_counter()``. None: the text path's check."""
+        return None
+
     def check_line(self, request: Any, settings: Any, folder: Optional[Path]) -> Optional[str]:
         """The pre-flight check's line about the model in ``folder`` and its data; None: no line."""
         return None

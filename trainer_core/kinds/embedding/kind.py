@@ -49,5 +49,52 @@ class EmbeddingKind(ModelKind):
 
         return EmbeddingServer(choice, models_dir)
 
+    def load_processor(self, path: Path, **kwargs: Any) -> Any:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(path), **kwargs)  # counts the texts' tokens; the model has its own
+
+    def load_model(self, path: Path, request: Any, device: str) -> Any:
+        from trainer_core.kinds.embedding.trainer import load_embedding_model
+
+        return load_embedding_model(path, request, device)
+
+    def inner_model(self, model: Any) -> Any:
+        return model[0].model
+
+    def prepare_data(self, request: Any, processor: Any) -> Any:
+        from trainer_core.kinds.embedding.data import prepare_embedding_data
+
+        return prepare_embedding_data(request, processor)
+
+    def data_note(self, family: Optional[str], data: Any) -> tuple[str, dict]:
+        stats = data.stats
+        details = {
+            "embedding_shape": data.format.value,
+            "columns": list(data.train.column_names),
+            "duplicate_anchors": stats.duplicate_anchors,
+            "duplicate_positives": stats.duplicate_positives,
+        }
+        return f"; {data.format.value} ({', '.join(data.train.column_names)})", details
+
+    def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
+        from trainer_core.kinds.embedding.check import embedding_report
+
+        return embedding_report(request, folder, tokenizer, started)
+
+    def build_trainer(
+        self,
+        request: Any,
+        model: Any,
+        data: Any,
+        output_dir: Path,
+        device: str,
+        callbacks: list[Any],
+        run_name: Optional[str] = None,
+    ) -> Any:
+        from trainer_core.kinds.embedding.trainer import build_embedding_trainer
+
+        return build_embedding_trainer(request, model, data, output_dir, device, callbacks, run_name)
+
 
 EMBEDDING = EmbeddingKind()
