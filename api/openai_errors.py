@@ -26,7 +26,7 @@ log = logging.getLogger("finetune_studio.openai")
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"description": what}
     for code, what in (
-        (400, "Bad messages or settings"),
+        (400, "Bad messages, input or settings; a chat model asked for embeddings or the other way round"),
         (401, "Missing or wrong API token"),
         (404, "Unknown model"),
         (409, "A training job runs: chat is unavailable until it ends"),
@@ -74,7 +74,7 @@ def from_engine(exc: BaseException, training: bool = False, public: bool = False
     if isinstance(exc, UnknownModel):
         return OpenAIError(404, text, param="model", code="model_not_found")
     if isinstance(exc, ChatInputError):
-        return OpenAIError(400, text)
+        return OpenAIError(400, text, param=exc.fields[0] if exc.fields else None, code=exc.code)
     if isinstance(exc, ChatUnavailable) and training:
         return OpenAIError(
             409,

@@ -1,6 +1,7 @@
-"""The OpenAI-compatible API: ``GET /v1/models`` and ``POST /v1/chat/completions`` over the chat
-engine at ``app.state.engine``, behind the API token (the rule of ``/api/train/*``). Answers and
-streams: ``api/openai_answer.py``; errors in OpenAI's shape: ``api/openai_errors.py``.
+"""The OpenAI-compatible API: ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST
+/v1/embeddings`` over the chat engine at ``app.state.engine``, behind the API token (the rule of
+``/api/train/*``). Answers and streams: ``api/openai_answer.py``; embeddings:
+``api/openai_embeddings.py``; errors in OpenAI's shape: ``api/openai_errors.py``.
 
 ``install(app)`` adds these routes and the share links' (``api/share_routes.py``) to the app.
 """
@@ -14,6 +15,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from api import share_routes
 from api.auth import require_token
 from api.openai_answer import CHAT_SLOTS, ChatSlots, answer, engine_of
+from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, OpenAIRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
 
@@ -48,6 +50,14 @@ def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
     if not body.model:
         raise OpenAIError(400, "model: required (see GET /v1/models)", param="model")
     return answer(request, body, body.model)
+
+
+@router.post("/embeddings", response_model=EmbeddingList, responses=ERRORS)
+def create_embeddings(body: EmbeddingRequest, request: Request) -> EmbeddingList:
+    """Vectors of ``input`` in OpenAI's ``list`` of ``embedding`` objects, from an embedding model."""
+    if not body.model:
+        raise OpenAIError(400, "model: required (see GET /v1/models)", param="model")
+    return embeddings(request, body, body.model)
 
 
 def install(app: FastAPI, engine: Optional[ChatEngine] = None) -> None:

@@ -186,11 +186,14 @@ class ModelObject(BaseModel):
     object: Literal["model"] = "model"
     created: int
     owned_by: str = "finetune-studio"
+    serves: Literal["chat", "embeddings"] = Field(
+        "chat", description="Extra: chat (POST /v1/chat/completions) or embeddings (POST /v1/embeddings)."
+    )
 
     @classmethod
     def of(cls, choice: ModelChoice) -> ModelObject:
         """From an engine choice (``created`` is its run's start, 0 for the base model)."""
-        return cls(id=choice.id, created=int(choice.created_at or 0))
+        return cls(id=choice.id, created=int(choice.created_at or 0), serves=choice.serves)
 
 
 class ModelList(BaseModel):

@@ -4,7 +4,8 @@
   create, list and revoke links (the API token, like every ``/api/train`` route).
 - ``GET /s/<token>``: a small chat page for the link's one model (no login: the token is the key).
 - ``/s/<token>/v1``: ``base_url`` of an OpenAI client for that one model: ``GET models`` lists only
-  it, ``POST chat/completions`` answers only for it (any other ``model`` is 404).
+  it, ``POST chat/completions`` (a chat model) or ``POST embeddings`` (an embedding model) answers
+  only for it (any other ``model`` is 404).
 
 A forged, revoked or expired token is 403, a deleted run's 404, before anything else is done; the
 token opens nothing else (it is not an API token and sets no cookie).
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.auth import require_token
 from api.openai_answer import answer, engine_of
+from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, SharedRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
 from trainer_core.serving.errors import ChatInputError, UnknownModel
@@ -142,6 +144,19 @@ def shared_chat(body: ChatCompletionRequest, request: Request, choice: ModelChoi
         raise _other_model(choice)
     try:
         return answer(request, body, choice.id, public=True)
+    except UnknownModel:  # deleted between the check and the answer
+        raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
+
+
+@scoped.post("/embeddings", response_model=EmbeddingList, responses=ERRORS)
+def shared_embeddings(
+    body: EmbeddingRequest, request: Request, choice: ModelChoice = Depends(shared_model)
+) -> EmbeddingList:
+    """Embed with the link's model (``model`` must be its id, or omitted)."""
+    if body.model not in (None, choice.id):
+        raise _other_model(choice)
+    try:
+        return embeddings(request, body, choice.id, public=True)
     except UnknownModel:  # deleted between the check and the answer
         raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
 

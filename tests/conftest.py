@@ -130,6 +130,25 @@ def tiny_vl_dir(tmp_path_factory, tiny_model_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_encoder_dir(tmp_path_factory) -> Path:
+    """A tiny random BERT-style sentence-transformers model (``bench/embedding_model.py``: hidden
+    64, 2 layers, a WordPiece tokenizer trained offline, mean pooling, normalize), built once per
+    test process (a few seconds) in a folder of its own: allow ``tiny_encoder_dir.parent``."""
+    from bench.embedding_model import build_tiny_encoder
+
+    return build_tiny_encoder(tmp_path_factory.mktemp("tiny-encoder") / "bert-tiny-embedder")
+
+
+@pytest.fixture(scope="session")
+def tiny_embedder_dir(tmp_path_factory, tiny_model_dir: Path) -> Path:
+    """The tiny SmolLM2 as a decoder embedder (``bench/embedding_model.py``: last-token pooling,
+    left padding, normalize), as Qwen3-Embedding is built; allow ``tiny_embedder_dir.parent``."""
+    from bench.embedding_model import build_decoder_embedder
+
+    return build_decoder_embedder(tiny_model_dir, tmp_path_factory.mktemp("tiny-embedder") / "SmolLM2-tiny-embedder")
+
+
+@pytest.fixture(scope="session")
 def tokenizer(tiny_model_dir: Path):
     """The real SmolLM2 tokenizer (ChatML template, eos/pad = <|im_end|>), read from the tiny
     model's folder (the same files), so a test that needs only the tokenizer is not ``real_model``."""

@@ -40,6 +40,17 @@ class ModelKind:
         the config.json dict) is this kind's; None when it is not."""
         return None
 
+    def claims_folder(self, folder: Path) -> bool:
+        """True when the model saved in ``folder`` is this kind's whatever its config.json says
+        (e.g. a sentence-transformers folder, whose config is its encoder's); asked before
+        ``family``. From the folder's files alone (no torch)."""
+        return False
+
+    def claims_request(self, request: Any) -> bool:
+        """True when ``request`` asks for this kind whatever its model is (e.g. ``is_embedding``:
+        a causal LM trained as an embedder); asked before the model's folder."""
+        return False
+
     def picker_note(self, config: dict) -> str:
         """What the model picker adds to a local model's label (e.g. " · vision (Qwen2-VL)"),
         from the config.json dict alone; "" for nothing."""
@@ -51,6 +62,17 @@ class ModelKind:
         import transformers
 
         return getattr(transformers, self.auto_class)
+
+    def load_model(self, path: Path, request: Any, device: str) -> Any:
+        """This kind's model of ``path`` trained as ``request`` asks, on ``device`` (e.g. a
+        ``SentenceTransformer``); None: the text path (``models.loading.load_model``). Raises
+        Refusal / ModelLoadError."""
+        return None
+
+    def inner_model(self, model: Any) -> Any:
+        """The transformers model inside ``model`` as this kind loads it (its ``config``, its
+        adapters: what ``run.json`` records); None: ``model`` is one."""
+        return None
 
     def load_processor(self, path: Path, **kwargs: Any) -> Any:
         """The processor saved with the model in ``path`` (``kwargs``: ``from_pretrained``'s); None
@@ -101,6 +123,21 @@ class ModelKind:
         own (a vision tower); None: matched as for a text LM. Raises ``TargetError``."""
         return None
 
+    def build_trainer(
+        self,
+        request: Any,
+        model: Any,
+        data: Any,
+        output_dir: Path,
+        device: str,
+        callbacks: list[Any],
+        run_name: Optional[str] = None,
+    ) -> Any:
+        """The trainer of this kind's ``model`` on prepared ``data`` (a transformers ``Trainer``
+        with ``save_final``, running ``callbacks`` and the studio's own: divergence guard, early
+        stopping); None: the text path's trainer for ``request.training_method``. Raises Refusal."""
+        return None
+
     def extra_parameters(self, config: Any) -> int:
         """Parameters outside the language model (a vision tower and projector) of ``config``."""
         return 0
@@ -117,8 +154,24 @@ class ModelKind:
         Raises ChatInputError."""
         return None
 
+    # Serve: what the inference worker answers with this kind's models.
+    serves = "chat"  # "chat" (POST /v1/chat/completions) or "embeddings" (POST /v1/embeddings)
+
+    def load_server(self, choice: Any, models_dir: Path) -> Any:
+        """In the inference worker: this kind's loaded ``choice`` (a ``serving.schemas.ModelChoice``
+        whose ``serves`` is this kind's), an object with ``answer(request: dict) -> dict`` (the
+        ``done`` event's payload) and ``device``, ``load_seconds``; None: the text path
+        (``serving.loader.load_choice``). Raises ModelLoadError or ChatInputError."""
+        return None
+
     # Export.
     gguf_projector = False  # its GGUF export writes a projector file too (``mmproj``, llama.cpp's --mmproj)
+
+    def exporter(self, fmt: str) -> Any:
+        """The function that makes export format ``fmt`` ("adapter", "merged", "gguf-f16", ...) of a
+        run of this kind: ``(export.job.ExportJob) -> export.schemas.ExportResult``, raising what
+        the text path's exporters raise; None: the text path (``export.worker.exporter``)."""
+        return None
 
     def gguf_problem(self, config: dict, converter: Path) -> Optional[str]:
         """Why llama.cpp's converter in ``converter`` cannot export this model to GGUF, or None."""
@@ -130,6 +183,13 @@ class ModelKind:
         return None
 
     # Check.
+    def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
+        """The whole pre-flight report (``preflight.report.PreflightReport``; its errors are what
+        Start refuses on) of ``request`` for this kind's model in ``folder``, where the kind reads its
+        data its own way (e.g. embedding pairs); ``tokenizer``: the preview tokenizer or None;
+        ``started``: the check's ``time.perf_counter()``. None: the text path's check."""
+        return None
+
     def check_line(self, request: Any, settings: Any, folder: Optional[Path]) -> Optional[str]:
         """The pre-flight check's line about the model in ``folder`` and its data; None: no line."""
         return None
@@ -183,8 +243,20 @@ def folder_config(folder: Optional[Path]) -> Optional[dict]:
 
 
 def kind_for_folder(folder: Optional[Path]) -> ModelKind:
-    """The kind of the model saved in ``folder`` (the fallback where its config cannot be read)."""
+    """The kind of the model saved in ``folder``: the first kind that claims the folder
+    (``ModelKind.claims_folder``), else by its config (the fallback where it cannot be read)."""
+    if folder is not None:
+        claimed = next((kind for kind in kinds() if kind.claims_folder(Path(folder))), None)
+        if claimed is not None:
+            return claimed
     return kind_of(folder_config(folder))
+
+
+def kind_for_request(request: Any, folder: Optional[Path]) -> ModelKind:
+    """The kind a training ``request`` trains its model (saved in ``folder``) as: the first kind
+    that claims the request (``ModelKind.claims_request``), else ``kind_for_folder``."""
+    claimed = next((kind for kind in kinds() if kind.claims_request(request)), None)
+    return claimed if claimed is not None else kind_for_folder(folder)
 
 
 def kind_named(name: Optional[str]) -> ModelKind:
@@ -210,6 +282,13 @@ def joined_media(normalised: list[tuple], request: Any) -> list[tuple]:
 def picker_note(config: dict) -> str:
     """The model picker's note for a config.json dict: the first kind's that has one, else ""."""
     return next((note for note in (kind.picker_note(config) for kind in kinds()) if note), "")
+
+
+def serving_kind(serves: str) -> ModelKind:
+    """The kind that serves ``serves`` ("chat", "embeddings": ``ModelChoice.serves``): the first
+    kind whose ``serves`` it is; the fallback (the text path) for anything else."""
+    every = kinds()
+    return next((kind for kind in every if kind.serves == serves), every[-1])
 
 
 def media_kind(dataset: Any) -> Optional[ModelKind]:

@@ -15,6 +15,7 @@ from pydantic import ConfigDict, model_validator
 
 from trainer_core.request.data import DataFields
 from trainer_core.request.devices import DeviceFields
+from trainer_core.request.embedding import EmbeddingFields
 from trainer_core.request.hyperparameters import HyperparameterFields
 from trainer_core.request.images import ImageFields
 from trainer_core.request.lora import LoraFields
@@ -28,7 +29,7 @@ SECRET_FIELDS = ("hf_token", "wandb_token")
 
 
 # The groups in reverse: pydantic orders the fields from the last base to the first, so the fields
-# read model, method, data, hyperparameters, images, LoRA, output, devices, trackers (the form's order).
+# read model, method, data, embedding, hyperparameters, images, LoRA, output, devices, trackers (the form's order).
 class TrainingStartRequest(
     TrackerFields,
     DeviceFields,
@@ -36,6 +37,7 @@ class TrainingStartRequest(
     LoraFields,
     ImageFields,
     HyperparameterFields,
+    EmbeddingFields,
     DataFields,
     MethodFields,
     ModelFields,

@@ -79,6 +79,18 @@ class TrainingProgress(BaseModel):
         None, description="GRPO: share of tokens whose probability ratio was clipped (0..1)."
     )
     eval_reward: Optional[float] = None
+    # embedding runs: sentence-transformers' evaluators on the held-out rows (cosine similarity)
+    eval_ndcg_at_10: Optional[float] = Field(None, description="Embedding: held-out retrieval nDCG@10 (0..1).")
+    eval_mrr_at_10: Optional[float] = Field(None, description="Embedding: held-out retrieval MRR@10 (0..1).")
+    eval_recall_at_1: Optional[float] = Field(
+        None, description="Embedding: share of held-out queries whose passage ranks first (0..1)."
+    )
+    eval_recall_at_10: Optional[float] = Field(
+        None, description="Embedding: share of held-out queries whose passage is in the top 10 (0..1)."
+    )
+    eval_spearman: Optional[float] = Field(
+        None, description="Embedding: Spearman correlation of cosine similarity with the held-out scores (-1..1)."
+    )
     samples: list[CompletionSample] = Field(
         default_factory=list, description="GRPO: a few of the step's completions with their rewards."
     )
@@ -86,6 +98,7 @@ class TrainingProgress(BaseModel):
 
 PREFERENCE_SERIES = ("rewards_chosen", "rewards_rejected", "rewards_margins", "rewards_accuracies", "kl")
 GRPO_SERIES = ("reward", "reward_std", "completion_length", "clip_ratio")
+EMBEDDING_EVAL_SERIES = ("eval_ndcg_at_10", "eval_mrr_at_10", "eval_recall_at_1", "eval_recall_at_10", "eval_spearman")
 
 
 class MetricHistory(BaseModel):

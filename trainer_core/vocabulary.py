@@ -91,6 +91,25 @@ def method_defaults_text(field: str) -> str:
     return ", ".join(parts)
 
 
+class EmbeddingLoss(str, Enum):
+    """The loss an embedding run trains with: sentence-transformers' loss classes, by their names
+    (https://sbert.net/docs/sentence_transformer/loss_overview.html). Chosen from the data's shape
+    when not set: (anchor, positive[, negative...]) ``MultipleNegativesRankingLoss``, (sentence1,
+    sentence2, score) ``CoSENTLoss``, (text, label) ``BatchSemiHardTripletLoss``."""
+
+    MultipleNegativesRankingLoss = "MultipleNegativesRankingLoss"
+    CachedMultipleNegativesRankingLoss = "CachedMultipleNegativesRankingLoss"
+    CoSENTLoss = "CoSENTLoss"
+    CosineSimilarityLoss = "CosineSimilarityLoss"
+    BatchSemiHardTripletLoss = "BatchSemiHardTripletLoss"
+    BatchAllTripletLoss = "BatchAllTripletLoss"
+
+
+# The column roles of embedding data, as sentence-transformers' docs name them; ``query`` /
+# ``document`` are read as ``anchor`` / ``positive``.
+EMBEDDING_ROLES = ("anchor", "positive", "negative", "sentence1", "sentence2", "score", "text", "label")
+
+
 class FormatType(str, Enum):
     """Dataset layouts we can read; ``auto`` detects one from the columns. ``preference``: chosen /
     rejected pairs (DPO, ORPO, KTO); ``unpaired``: answers with a true/false ``label`` (KTO);

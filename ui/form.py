@@ -33,6 +33,8 @@ FORM_FIELDS = tuple(
 # An optional switch (e.g. is_dataset_image): empty leaves it to the studio.
 TRI_STATE = [("found from the data", ""), ("yes", "yes"), ("no", "no")]
 TRI_VALUES = {"yes": True, "no": False}
+# The empty choice of an optional list of choices (e.g. embedding_loss): the studio chooses.
+AUTOMATIC = ("automatic", "")
 
 
 class FieldNumber(gr.Number):
@@ -84,6 +86,8 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
         listed = suggestions if value in known or not value else [(value, value), *suggestions]
         return gr.Dropdown(choices=listed, value=value, allow_custom_value=True, filterable=True, **common)
     if (allowed := choices(kind)) is not None:
+        if info.default is None:  # an optional choice (embedding_loss): empty leaves it to the studio
+            return gr.Dropdown(choices=[AUTOMATIC, *allowed], value=widget_value(name, value), **common)
         return gr.Dropdown(choices=allowed, value=value, **common)
     if typing.get_origin(kind) is list and (allowed := choices(typing.get_args(kind)[0])) is not None:
         return gr.Dropdown(choices=allowed, value=value, multiselect=True, **common)  # e.g. report_to
@@ -140,6 +144,8 @@ def number_widgets(
 
 def _clean(name: str, value: Any) -> Any:
     if typing.get_origin(base_type(REQUEST_FIELDS[name].annotation)) is dict and isinstance(value, str):
+        if not value.strip() and REQUEST_FIELDS[name].default is None:
+            return None  # an optional mapping left empty (embedding_columns)
         return parse_mapping(value, name)
     if name == "rewards" and isinstance(value, str):  # one reward a line (the short form), or a JSON list
         if value.strip().startswith("["):
@@ -147,8 +153,8 @@ def _clean(name: str, value: Any) -> Any:
 
             return json_text(value, "Rewards")
         return [line.strip() for line in value.splitlines() if line.strip()]
-    if isinstance(value, str) and not value.strip() and REQUEST_FIELDS[name].default is None:
-        return None
+    if (isinstance(value, str) and not value.strip() or value == []) and REQUEST_FIELDS[name].default is None:
+        return None  # an optional text or list left empty
     kind = base_type(REQUEST_FIELDS[name].annotation)
     if value == 0 and REQUEST_FIELDS[name].default is None and kind in (int, float) and not isinstance(value, bool):
         return None  # the browser sends an emptied number box as 0: an optional rate or size left unset
@@ -186,6 +192,8 @@ def widget_value(name: str, value: Any) -> Any:
 
         return "\n".join(reward_line(RewardSpec(**spec) if isinstance(spec, dict) else spec) for spec in value or [])
     kind = base_type(REQUEST_FIELDS[name].annotation)
+    if value is None and typing.get_origin(kind) is list:
+        return []  # an empty multiselect (matryoshka_dims unset)
     if value is None and kind in (int, float):
         return None  # an empty number box (e.g. embedding_learning_rate unset), not the text ""
     if kind is bool and REQUEST_FIELDS[name].default is None:

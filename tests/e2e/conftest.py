@@ -17,7 +17,7 @@ import pytest
 
 from trainer_core.fieldmeta import default
 from trainer_core.vocabulary import Phase
-from ui.form import FORM_FIELDS
+from ui.form import FORM_FIELDS, widget_value
 
 PORTS_PER_PROCESS = 1000
 _next_port = itertools.count()
@@ -102,26 +102,7 @@ def client(app_server):
 
 def form_args(dataset: str, **overrides: Any) -> list[Any]:
     """Positional inputs of the ``/start`` endpoint, as the page would send them."""
-    values = {name: default(name) for name in FORM_FIELDS}
-    values.update(
-        hf_token="",
-        custom_format_mapping="",
-        hf_dataset="",
-        subset="",
-        eval_split="",
-        output_dir="",
-        resume_from_checkpoint="",
-        adapter_name_or_path="",
-        gpu_ids="",
-        distributed_config="",
-        is_dataset_image="",  # the empty one of its three choices (ui.form.TRI_STATE)
-        rewards="",  # a text box of reward lines
-        reward_file="",
-        ray_address="",
-        rdzv_endpoint="",
-        ray_storage_path="",
-        resources_per_worker="CPU=1",  # a mapping's text box (ui.form.widget_value)
-    )
+    values = {name: widget_value(name, default(name)) for name in FORM_FIELDS}  # as the page shows a new form
     values.update(overrides)
     return [None, dataset, None, "", *(values[name] for name in FORM_FIELDS)]
 

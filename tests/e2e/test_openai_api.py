@@ -30,10 +30,11 @@ def test_models_list_in_openai_shape(chat_studio):
     assert body["object"] == "list"
     assert [m["id"] for m in body["data"]] == ["base", JOB, CHECKPOINT, OTHER_JOB]
     for model in body["data"]:
-        assert set(model) == {"id", "object", "created", "owned_by"}
+        assert set(model) == {"id", "object", "created", "owned_by", "serves"}  # serves: our extra
         assert (
             model["object"] == "model" and model["owned_by"] == "finetune-studio" and isinstance(model["created"], int)
         )
+        assert model["serves"] == "chat"
     one = chat_studio.api().get(f"/v1/models/{CHECKPOINT}")
     assert one.status_code == 200 and one.json()["id"] == CHECKPOINT
     missing = chat_studio.api().get("/v1/models/job_nope")

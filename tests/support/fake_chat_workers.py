@@ -4,7 +4,9 @@ must import them.
 
 ``echo_worker`` answers with the words of the last message, one delta per word every ``DELAY_S``
 seconds, each prefixed once with ``[choice id]``; special messages: ``die`` (SIGKILL itself, as
-the OOM killer would), ``too long`` (an input error), ``boom`` (an internal error)."""
+the OOM killer would), ``too long`` (an input error), ``boom`` (an internal error). An embeddings
+command (``{"input": [...]}``) is answered with unit vectors of [characters, words] per text; ``dimensions``
+above 2 is the model's input error."""
 
 import os
 import signal
@@ -17,6 +19,9 @@ def echo_worker(choice, models_dir, commands, events, stop):
     events.put(("loaded", {"seconds": 0.01, "device": "cpu", "context_tokens": 64}))
     while (command := commands.get()) is not None:
         gen_id, request = command
+        if "input" in request:  # an embeddings command: (N, 2) vectors [characters, words], unit length
+            _embed(gen_id, request, events)
+            continue
         text = request["messages"][-1]["content"]
         if text == "die":
             os.kill(os.getpid(), signal.SIGKILL)
@@ -53,3 +58,16 @@ def dying_loader(choice, models_dir, commands, events, stop):
     """Killed while loading."""
     time.sleep(0.2)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _embed(gen_id, request, events):
+    import numpy as np
+
+    if (request.get("dimensions") or 0) > 2:
+        refusal = {"code": "dimensions_too_large", "fields": ["dimensions"]}
+        events.put(("error", {"id": gen_id, "kind": "input", "message": "dimensions: at most 2", **refusal}))
+        return
+    raw = np.array([[len(t), len(t.split())] for t in request["input"]], dtype=np.float32)
+    vectors = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    words = sum(len(t.split()) for t in request["input"])
+    events.put(("done", {"id": gen_id, "vectors": vectors, "prompt_tokens": words}))

@@ -196,7 +196,7 @@ def test_the_help_text_says_each_methods_own_default_from_the_one_table():
 
 
 # The request's fields in order, by form section (as on main before the schema was split into field
-# groups): the form, the CLI's flags, YAML files and fieldmeta.FIELDS follow this order.
+# groups; then the embedding fields): the form, the CLI's flags, YAML files and fieldmeta.FIELDS follow this order.
 FIELD_ORDER = [
     ("model", ["model_name", "training_type", "trust_remote_code", "use_lora", "load_in_4bit", "max_seq_length", "hf_token"]),
     ("method", ["training_method", "beta", "loss_type", "desirable_weight", "undesirable_weight", "num_generations",
@@ -204,6 +204,8 @@ FIELD_ORDER = [
     ("data", ["hf_dataset", "local_datasets", "local_eval_datasets", "format_type", "default_chat_template",
               "custom_format_mapping", "subset", "train_split", "eval_split", "val_size", "eval_steps",
               "dataset_slice_start", "dataset_slice_end"]),
+    ("model", ["is_embedding"]),
+    ("embedding", ["embedding_loss", "embedding_columns", "matryoshka_dims", "query_prompt", "mini_batch_size"]),
     ("training", ["num_epochs", "max_steps", "learning_rate", "embedding_learning_rate", "batch_size",
                   "gradient_accumulation_steps", "warmup_steps", "warmup_ratio", "save_steps", "weight_decay",
                   "max_grad_norm", "random_seed", "packing", "optim", "lr_scheduler_type", "gradient_checkpointing",
@@ -225,7 +227,7 @@ def test_field_order_and_sections_are_pinned():
     from trainer_core.fieldmeta import group
 
     names = [name for _, block in FIELD_ORDER for name in block]
-    assert list(TrainingStartRequest.model_fields) == names and len(names) == 87
+    assert list(TrainingStartRequest.model_fields) == names and len(names) == 93
     assert list(TrainingStartRequest.model_json_schema()["properties"]) == names
     assert [(group(name), name) for name in names] == [(section, n) for section, block in FIELD_ORDER for n in block]
     assert TrainingStartRequest.model_config["extra"] == "forbid"

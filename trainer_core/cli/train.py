@@ -104,8 +104,9 @@ def request_from_args(args: argparse.Namespace) -> TrainingStartRequest:
         value = getattr(args, name, None)
         if value is not None:
             values[name] = value
-    if isinstance(values.get("custom_format_mapping"), list):
-        values["custom_format_mapping"] = parse_mapping(",".join(values["custom_format_mapping"]))
+    for name in ("custom_format_mapping", "embedding_columns"):  # the mapping flags: name=column pairs
+        if isinstance(values.get(name), list):
+            values[name] = parse_mapping(",".join(values[name]), name)
     for name, given in (("local_datasets", args.dataset), ("local_eval_datasets", args.eval_dataset)):
         values[name] = [str(Path(p).resolve()) for p in (given or values.get(name) or [])]
     fix = "give --dataset FILE (or local_datasets / hf_dataset in --config or --from-run)"

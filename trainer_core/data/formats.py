@@ -43,6 +43,11 @@ REQUIRED = {
     FormatType.prompt_completion: ["prompt", "completion"],
     FormatType.text: ["text"],
 }
+EMBEDDING_SHAPES = (  # sentence-transformers' column names of an embedding model's data
+    ("anchor", "positive"),
+    ("query", "document"),
+    ("sentence1", "sentence2", "score"),
+)
 LAYOUTS = (
     "conversations (ShareGPT), messages (role/content chat), instruction + output (Alpaca), "
     "prompt + completion, or text (raw text)"
@@ -63,6 +68,15 @@ def detect_format(columns: list[str], source: str) -> FormatType:
     for fmt, required in REQUIRED.items():
         if names.issuperset(required):
             return fmt
+    pairs = next((" / ".join(shape) for shape in EMBEDDING_SHAPES if names.issuperset(shape)), None)
+    if pairs:
+        raise DatasetError(
+            f"{source} holds embedding data (columns {pairs}), which trains an embedding model, not a text "
+            "generator: set is_embedding to train this model as an embedder, or pick an embedding model "
+            "(a sentence-transformers folder)",
+            fields=("is_embedding", "model_name"),
+            code="embedding_data_for_generator",
+        )
     raise DatasetError(
         f"{source} has columns {list(columns)}, which match no known layout; expected {LAYOUTS}. "
         'Rename the columns, or map them with custom_format_mapping, e.g. {"instruction": "question", "output": "answer"}',

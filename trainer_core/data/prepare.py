@@ -41,6 +41,7 @@ __all__ = [
     "load_conversations",
     "prepare_data",
     "preview",
+    "raw_sources",
     "reading_notes",
     "split_validation",
 ]
@@ -140,6 +141,17 @@ def _slice(
             out.append((name, rows, lo + 1, base))
         offset += len(dataset)
     return out
+
+
+def raw_sources(request: TrainingStartRequest, eval: bool = False) -> list[tuple[str, datasets.Dataset]]:
+    """(name, raw rows as read) of each training source cut to ``dataset_slice_start:dataset_slice_end``
+    (with ``eval``: each evaluation source whole), for a kind that reads its own columns (an
+    embedding model's pairs). Raises DatasetError as ``load_conversations`` does."""
+    sources = _sources(request, eval)
+    if eval:
+        return [(name, dataset) for name, dataset, _ in sources]
+    start, end = request.dataset_slice_start, request.dataset_slice_end or None
+    return [(name, dataset) for name, dataset, _, _ in _slice(sources, start, end)]
 
 
 def _canonical(

@@ -5,7 +5,12 @@ subprocess on a merged model folder.
 code below puts that folder first on ``sys.path`` of the converter's process only (its bundled
 ``gguf``, the version it was written against, wins there; the app keeps its own pin), and gives the
 converter the union of ``AutoConfig``'s settings and ``config.json``'s: transformers 5 drops old
-names the converter still reads (``rotary_pct``; ``export.converter_config`` writes them). Its
+names the converter still reads (``rotary_pct``; ``export.converter_config`` writes them). Two
+more gaps are closed there for embedding models: a WordPiece vocabulary (BERT) whose pre-tokenizer
+hash it does not know gets "default" (llama.cpp's WordPiece tokenizer has one pre-tokenizer whatever
+the name; it refuses the conversion otherwise), and a sentence-transformers folder (``modules.json``)
+gets ``<arch>.pooling_type`` from its Pooling module where the architecture's converter does not
+write it (e.g. Llama, SmolLM2: llama.cpp would return one vector a token). Its
 ``--outtype`` offers f32, f16, bf16, q8_0 and ternary types; we use f16, bf16 and q8_0 (no q4: it
 has none; llama.cpp's quantizer makes those, ``llamacpp``). Measured here on SmolLM2-135M: ~7-15 s
 per file (2 CPU cores).
@@ -25,7 +30,7 @@ import sys
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from trainer_core.process.tool_output import Cancelled, follow
 
@@ -64,6 +69,25 @@ def load_hparams(dir_model, is_mistral_format, loaded=ModelBase and ModelBase.lo
     return config
 if ModelBase is not None:
     ModelBase.load_hparams = staticmethod(load_hparams)
+try:
+    from conversion.base import TextModel
+except ImportError:
+    TextModel = None
+def get_vocab_base_pre(self, tokenizer, known=TextModel and TextModel.get_vocab_base_pre):
+    try:
+        return known(self, tokenizer)
+    except NotImplementedError:
+        if type(getattr(tokenizer, "backend_tokenizer", None) and tokenizer.backend_tokenizer.model).__name__ != "WordPiece":
+            raise
+        return "default"  # llama.cpp's WordPiece tokenizer (WPM) has one pre-tokenizer whatever the name
+def prepare_metadata(self, vocab_only, prepared=TextModel and TextModel.prepare_metadata):
+    prepared(self, vocab_only=vocab_only)
+    written = any(key.endswith(".pooling_type") for kv in self.gguf_writer.kv_data for key in kv)
+    if not written and (self.dir_model / "modules.json").is_file():
+        self._try_set_pooling_type()  # a sentence-transformers folder pools as its Pooling module says
+if TextModel is not None:
+    TextModel.get_vocab_base_pre = get_vocab_base_pre
+    TextModel.prepare_metadata = prepare_metadata
 sys.argv[0] = os.path.join(folder, "convert_hf_to_gguf.py")
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -132,12 +156,16 @@ def architecture_problem(architectures: list[str], folder: Path) -> Optional[str
     )
 
 
-def gguf_problem(config: dict, folder: Path) -> Optional[str]:
+def gguf_problem(config: dict, folder: Path, kind: Any = None) -> Optional[str]:
     """Why a model with this config.json (a dict) cannot be exported as GGUF, or None: the
     converter in ``folder`` must know its ``architectures`` (``architecture_problem``), and what the
-    model's kind needs besides (``ModelKind.gguf_problem``: a vision-language model's projector)."""
+    model's kind needs besides (``ModelKind.gguf_problem``: a vision-language model's projector).
+    ``kind``: the run's own kind where its folder says it (an embedding model's config.json is its
+    encoder's), asked first."""
     from trainer_core.model_kind import kind_of
 
+    if kind is not None and (problem := kind.gguf_problem(config, folder)):
+        return problem
     return architecture_problem(config.get("architectures") or [], folder) or kind_of(config).gguf_problem(
         config, folder
     )

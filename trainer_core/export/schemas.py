@@ -92,6 +92,11 @@ class CheckResult(BaseModel):
         default_factory=list,
         description="Per prompt: the prompt and both models' answers as text (prompt, adapter, exported).",
     )
+    cosine_min: Optional[float] = Field(
+        None,
+        description="An embedding model's export: the lowest cosine similarity between the exported model's "
+        "vector and the run's for the check sentences (1.0: the same direction).",
+    )
     first_difference: list[Optional[int]] = Field(
         default_factory=list,
         description="Per prompt: the 0-based position of the first token that differs (None: all equal).",

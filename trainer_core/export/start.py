@@ -18,6 +18,7 @@ from typing import Any, Optional
 from trainer_core.export.gguf_convert import gguf_problem, missing_message
 from trainer_core.export.schemas import QUANTISED, ExportRequest, PushRequest
 from trainer_core.llamacpp.build import missing_message as llama_cpp_missing
+from trainer_core.model_kind import kind_for_folder
 from trainer_core.models.hub import looks_like_path
 from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.serving.schemas import ModelChoice
@@ -72,7 +73,7 @@ def export_refusal(
             return f"GGUF {', '.join(quantised)}: {llama_missing}"
         config = model_config(choice, models_dir)
         if config is not None:
-            return gguf_problem(config, converter_dir)
+            return gguf_problem(config, converter_dir, kind_for_folder(Path(choice.path)))
     return None
 
 

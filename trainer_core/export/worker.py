@@ -22,6 +22,7 @@ from trainer_core.export.gguf_convert import Cancelled, ConversionFailed
 from trainer_core.export.job import ExportInputError, ExportJob, Progress
 from trainer_core.export.schemas import ExportRequest, ExportResult
 from trainer_core.llamacpp.client import LlamaCppFailed, LlamaCppMissing
+from trainer_core.model_kind import kind_for_folder
 from trainer_core.process.disk_full import free_bytes, is_disk_full
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.tasks.schemas import TaskEvent
@@ -39,7 +40,7 @@ class ExportError(RuntimeError):
 
 
 def exporter(fmt: str) -> Callable[[ExportJob], ExportResult]:
-    """The function that makes format ``fmt``."""
+    """The function that makes format ``fmt`` of a text run (a kind's own: ``ModelKind.exporter``)."""
     if fmt == "adapter":
         from trainer_core.export.adapter_zip import export_adapter
 
@@ -70,8 +71,10 @@ def export(request: ExportRequest, context: dict[str, Any], events: Any, stop: A
         progress=Progress(events, stop),
         run_info=context.get("run"),
     )
+    kind = kind_for_folder(Path(job.choice.path)) if job.choice.path else None  # the run's own folder
+    made = (kind.exporter(request.format) if kind is not None else None) or exporter(request.format)
     try:
-        return exporter(request.format)(job)
+        return made(job)
     except Cancelled:
         raise
     except (ExportInputError, LlamaCppMissing) as exc:

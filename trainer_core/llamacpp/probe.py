@@ -20,6 +20,10 @@ Requests:
   ``template_ids`` the ids of ``messages`` rendered by the chat template stored in the GGUF
   (llama-cpp-python's ``Jinja2ChatFormatter``, what its server uses) and tokenized by llama.cpp's
   tokenizer; ``end_of_turn_is_eog`` whether llama.cpp stops generation at the run's end-of-turn id.
+- ``{"op": "embed", "gguf": PATH, "texts": [str], "threads": N}`` -> ``{"vectors": [[float]],
+  "pooling_type": N, "file_type": N}``: the embedding of each text as llama.cpp makes it for an embedding model
+  (llama-cpp-python's ``Llama(embedding=True).embed``, what its server's ``/v1/embeddings`` runs),
+  pooled by the file's own ``pooling_type`` (1 mean, 2 cls, 3 last), not normalized.
 - ``{"op": "generate", "gguf": PATH, "prompt": [ids], "max_tokens": N, "threads": N}`` ->
   ``{"tokens": [ids], "seconds", "load_seconds"}``: greedy generation (top-1) until an
   end-of-generation token or ``max_tokens``; ``seconds`` from the prompt's evaluation to the last
@@ -98,6 +102,29 @@ def check(request: dict) -> dict:
     }
 
 
+def embed(request: dict) -> dict:
+    """Embed the texts as described in the module docstring."""
+    import llama_cpp
+
+    threads = int(request.get("threads") or 1)
+    llm = llama_cpp.Llama(
+        model_path=str(request["gguf"]),
+        embedding=True,
+        n_ctx=512,
+        n_batch=512,
+        n_ubatch=512,
+        n_threads=threads,
+        n_threads_batch=threads,
+        n_gpu_layers=0,
+        verbose=True,  # llama.cpp's log on stderr: the client quotes its error line
+    )
+    pooling = int(llama_cpp.llama_pooling_type(llm.ctx))
+    vectors = [[float(x) for x in llm.embed(text, normalize=False)] for text in request["texts"]]
+    file_type = int(llm.metadata.get("general.file_type", -1))
+    llm.close()
+    return {"vectors": vectors, "pooling_type": pooling, "file_type": file_type}
+
+
 def generate(request: dict) -> dict:
     """Greedy generation as described in the module docstring."""
     import time
@@ -149,7 +176,7 @@ def main() -> int:
     sys.path.append(sys.argv[1])
     request = json.loads(sys.stdin.read())
     try:
-        answer = {"quantize": quantize, "check": check, "generate": generate}[request["op"]](request)
+        answer = {"quantize": quantize, "check": check, "embed": embed, "generate": generate}[request["op"]](request)
     except Exception as exc:  # noqa: BLE001 - the process boundary: the client reports it
         print("RESULT " + json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
         return 1

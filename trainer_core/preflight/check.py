@@ -20,7 +20,7 @@ import numpy as np
 
 from trainer_core.data.files import DatasetError
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer, local_model_folder
-from trainer_core.model_kind import kind_for_folder
+from trainer_core.model_kind import kind_for_folder, kind_for_request
 from trainer_core.preflight import rules
 from trainer_core.preflight.gather import Gathered, gather
 from trainer_core.preflight.grpo import grpo_summary
@@ -50,6 +50,12 @@ def run_preflight(
     this machine's measured speed). Never raises for bad data; raises only for bugs."""
     started = time.perf_counter()
     tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
+    folder = local_model_folder(request.model_name, settings)
+    own = kind_for_request(request, folder).check_report(request, folder, tokenizer, started)
+    if own is not None:  # a kind that reads its data its own way (embedding pairs)
+        own.precision = precision_summary(request)
+        own.check_seconds = round(time.perf_counter() - started, 3)
+        return own
     warnings: list[Issue] = [] if tokenizer is not None else [rules.tokenizer_missing(request.model_name)]
     try:
         found = gather(request, tokenizer)
@@ -65,6 +71,7 @@ def run_preflight(
             rules.trackers_missing(request),
             _no_tokens(found, request),
             rules.rewards_unusable(request, found.train.column_names),
+            rules.embedding_fields_unused(request),
         )
         if issue
     ]
@@ -106,7 +113,6 @@ def run_preflight(
     if structure is not None:
         report.architecture, report.attention = structure.architecture, structure.attention
         report.adapted_modules, report.adapted_count = structure.adapted, structure.adapted_count
-    folder = local_model_folder(request.model_name, settings)
     report.vision = kind_for_folder(folder).check_line(request, settings, folder)  # the model kind's line
     report.method = grpo_summary(request, found.train.column_names)
     report.precision = precision_summary(request)
@@ -136,12 +142,20 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     missing = rules.trackers_missing(request)
     if missing:
         return [missing]
+    folder = local_model_folder(request.model_name, settings)
+    tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
+    own = kind_for_request(request, folder).check_report(request, folder, tokenizer, time.perf_counter())
+    if own is not None:  # a kind that reads its data its own way (embedding pairs)
+        return own.errors
     _, structure_errors = model_structure(request, settings)
     if structure_errors or request.hf_dataset:
         return structure_errors
-    tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
     found = gather(request, tokenizer, notes=False)
-    checks = (_no_tokens(found, request), rules.rewards_unusable(request, found.train.column_names))
+    checks = (
+        _no_tokens(found, request),
+        rules.rewards_unusable(request, found.train.column_names),
+        rules.embedding_fields_unused(request),
+    )
     return [issue for issue in checks if issue]
 
 

@@ -291,3 +291,20 @@ def rewards_unusable(request: TrainingStartRequest, columns: list[str]) -> Optio
             level="error", code="rewards_unusable", message=str(exc), fields=["rewards", "custom_format_mapping"]
         )
     return None
+
+
+def embedding_fields_unused(request: TrainingStartRequest) -> Optional[Issue]:
+    """Error when a run that trains a text generator (its model is no embedding model and
+    ``is_embedding`` is empty) is given embedding settings (``request.rules.EMBEDDING_FIELDS``)."""
+    from trainer_core.request.rules import EMBEDDING_FIELDS
+
+    given = [name for name in EMBEDDING_FIELDS if getattr(request, name) is not None]
+    if not given:
+        return None
+    return Issue(
+        level="error",
+        code="embedding_fields_without_embedding",
+        message=f"{', '.join(given)}: embedding settings, but {request.model_name} is a text generator: turn "
+        "is_embedding on to train it as an embedder, pick an embedding model, or clear them",
+        fields=[*given, "is_embedding"],
+    )

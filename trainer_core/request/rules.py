@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from trainer_core.refusals import Refusal
 from trainer_core.request.device_rules import DEVICE_RULES
-from trainer_core.vocabulary import METHOD_DEFAULTS, TrainingMethod, TrainingType
+from trainer_core.vocabulary import METHOD_DEFAULTS, EmbeddingLoss, TrainingMethod, TrainingType
 
 # A TrainingStartRequest (trainer_core.schemas composes it from the field groups, above this module)
 Request = Any
@@ -247,6 +247,49 @@ def target_names_not_empty(request: Request) -> None:
 
 # The order matters twice: the first broken rule is the refusal, and a rule may read what an earlier
 # one completed (use_lora's training type, a method's beta).
+EMBEDDING_FIELDS = ("embedding_loss", "embedding_columns", "matryoshka_dims", "query_prompt", "mini_batch_size")
+
+
+def embedding_fields_need_embedding(request: Request) -> None:
+    """The embedding settings are read by an embedding run alone: refused with ``is_embedding``
+    off (empty: the model's folder decides, checked at Start: ``kinds.embedding.check``)."""
+    given = [name for name in EMBEDDING_FIELDS if getattr(request, name) is not None]
+    if request.is_embedding is False and given:
+        raise Refusal(
+            f"{', '.join(given)}: embedding settings, but is_embedding is off: turn is_embedding on (or leave it "
+            "empty for an embedding model), or clear them",
+            fields=(*given, "is_embedding"),
+            code="embedding_fields_without_embedding",
+        )
+
+
+def embedding_is_sft(request: Request) -> None:
+    """An embedding run learns from pairs with its own losses: no preference or GRPO method."""
+    if request.is_embedding and request.training_method != TrainingMethod.sft:
+        raise Refusal(
+            f"training_method {request.training_method.value} trains a text generator, not an embedding model: "
+            "leave training_method sft for an embedding run (its loss is embedding_loss), or turn is_embedding off",
+            fields=("training_method", "is_embedding"),
+            code="embedding_method",
+        )
+
+
+def mini_batch_size_is_cached(request: Request) -> None:
+    """``mini_batch_size`` is read by CachedMultipleNegativesRankingLoss alone."""
+    loss = request.embedding_loss
+    if (
+        request.mini_batch_size is not None
+        and loss is not None
+        and loss != EmbeddingLoss.CachedMultipleNegativesRankingLoss
+    ):
+        raise Refusal(
+            f"mini_batch_size is read by embedding_loss {EmbeddingLoss.CachedMultipleNegativesRankingLoss.value}, not {loss.value}: choose that loss, "
+            "or clear mini_batch_size",
+            fields=("mini_batch_size", "embedding_loss"),
+            code="mini_batch_size_without_cached_loss",
+        )
+
+
 RULES: tuple[Callable[[Request], None], ...] = (
     use_lora_agrees,
     some_training,
@@ -269,6 +312,9 @@ RULES: tuple[Callable[[Request], None], ...] = (
     embedding_rate_needs_embeddings,
     loftq_is_qlora,
     target_names_not_empty,
+    embedding_fields_need_embedding,
+    embedding_is_sft,
+    mini_batch_size_is_cached,
 )
 
 

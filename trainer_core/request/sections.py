@@ -22,6 +22,7 @@ SECTIONS: dict[str, Section] = {
     "model": Section("Model", "Model options"),
     "method": Section("Training method", "Training method"),
     "data": Section("Data", "Data options"),
+    "embedding": Section("Embedding", "Embedding options"),
     "training": Section("Hyperparameters", "Hyperparameters"),
     "lora": Section("LoRA", "LoRA"),
     "output": Section("Output", "Output"),

@@ -15,6 +15,7 @@ import logging
 from pathlib import Path
 from typing import Optional
 
+from trainer_core.model_kind import kind_for_folder
 from trainer_core.models.hub import looks_like_path
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.request.model import DEFAULT_MODEL
@@ -100,6 +101,7 @@ def weights_choice(
         job_id=job_id,
         adapter=adapter,
         created_at=folder.stat().st_mtime,
+        serves=kind_for_folder(folder).serves,  # an embedding run's folder holds its modules.json, adapter or not
     )
 
 
@@ -177,9 +179,12 @@ def _checkpoint(run: RunRecord, folder: Path, step: int, losses: dict[int, float
     return _confined_base(choice, settings)
 
 
-def base_choice(model: str) -> ModelChoice:
-    """The ``base`` entry for base model ``model``."""
-    return ModelChoice(id=BASE_MODEL_ID, label=f"Base model ({short_name(model)})", kind="base", base_model=model)
+def base_choice(model: str, serves: str = "chat") -> ModelChoice:
+    """The ``base`` entry for base model ``model``, serving what its run serves (``serves``: the
+    base of an embedding run embeds, even where it is a causal LM)."""
+    return ModelChoice(
+        id=BASE_MODEL_ID, label=f"Base model ({short_name(model)})", kind="base", base_model=model, serves=serves
+    )
 
 
 def list_choices(store: Optional[RunStore], settings: Settings) -> list[ModelChoice]:
@@ -194,8 +199,9 @@ def list_choices(store: Optional[RunStore], settings: Settings) -> list[ModelCho
         except ChatInputError:
             continue
         found.extend(_run_choices(store, run, folder, settings))
-    base = found[0].base_model if found else DEFAULT_MODEL
-    return [base_choice(base), *found]
+    if not found:
+        return [base_choice(DEFAULT_MODEL)]
+    return [base_choice(found[0].base_model, found[0].serves), *found]
 
 
 def _run_choices(store: RunStore, run: RunRecord, folder: Path, settings: Settings) -> list[ModelChoice]:

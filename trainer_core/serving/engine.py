@@ -11,6 +11,7 @@ lock); ``_turns`` orders loads and generations.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
@@ -19,15 +20,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
-from pydantic import ValidationError
-
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
-from trainer_core.refusals import explain
 from trainer_core.runs.job import JobRunner
 from trainer_core.serving.choices import list_choices, resolve_choice
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
 from trainer_core.serving.gguf_worker import BASE_REFUSAL, serve_gguf
-from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
+from trainer_core.serving.inputs import checked_inputs, checked_messages
+from trainer_core.serving.schemas import ChatMessage, Embeddings, GenerationSettings, ModelChoice, StreamEvent
 from trainer_core.serving.turns import Turns
 from trainer_core.serving.worker import EventKind, serve
 from trainer_core.settings import Settings
@@ -129,9 +128,20 @@ class ChatEngine:
         here at once; the rest while iterating. Closing the iterator early stops the generation."""
         self._refuse_while_training()
         choice = self.resolve(model_id)
+        if choice.serves != "chat":
+            raise ChatInputError(
+                f"{model_id}: an embedding model: it answers embeddings (POST /v1/embeddings, the Search "
+                "playground), not chat; choose a chat model",
+                fields=("model",),
+                code="embedding_model",
+            )
         if choice.kind == "gguf" and not use_adapter:
             raise ChatInputError(f"{model_id}: {BASE_REFUSAL}")
-        request = {"messages": _checked(messages), "settings": settings.model_dump(), "use_adapter": use_adapter}
+        request = {
+            "messages": checked_messages(messages),
+            "settings": settings.model_dump(),
+            "use_adapter": use_adapter,
+        }
         return self._stream(choice, request)
 
     def complete(
@@ -143,6 +153,30 @@ class ChatEngine:
             pieces.append(event.delta)
             last = event
         return last.model_copy(update={"delta": "".join(pieces)})
+
+    def embed(
+        self, model_id: str, texts: list[str], dimensions: Optional[int] = None, use_adapter: bool = True
+    ) -> Embeddings:
+        """The unit-length vectors of ``texts`` (N, D) from embedding model ``model_id``, cut to
+        ``dimensions`` and re-normalised where given, and the tokens read; ``use_adapter=False``: its
+        base model's (see ``stream``). Loads the model on demand and waits for its turn. Raises
+        ChatUnavailable, UnknownModel, or ChatInputError (a chat model; no texts, too many, an empty
+        or too long one: ``fields`` ``input``; ``dimensions`` above the model's size)."""
+        self._refuse_while_training()
+        choice = self.resolve(model_id)
+        if choice.serves != "embeddings":
+            raise ChatInputError(
+                f"{model_id}: a chat model, not an embedding model; embed with one that GET /v1/models "
+                'lists with "serves": "embeddings"',
+                fields=("model",),
+                code="not_an_embedding_model",
+            )
+        request = {"input": checked_inputs(texts), "dimensions": dimensions, "use_adapter": use_adapter}
+        with self._turns.turn():
+            self._ensure_loaded(choice)
+            with contextlib.closing(self._exchange(request)) as events:
+                done = next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
+        return Embeddings(vectors=done["vectors"], prompt_tokens=done["prompt_tokens"])
 
     def stop_generation(self) -> bool:
         """Stop the generation in progress at its next token (it ends with ``cancelled``); False
@@ -255,6 +289,22 @@ class ChatEngine:
 
     def _generate(self, request: dict[str, Any]) -> Iterator[StreamEvent]:
         """Send one generation to the loaded worker and relay its events (the caller holds a turn)."""
+        with contextlib.closing(self._exchange(request)) as events:
+            for kind, payload in events:
+                if kind == EventKind.DELTA:
+                    yield StreamEvent(delta=payload["text"])
+                    continue
+                yield StreamEvent(
+                    finish_reason=payload["finish_reason"],
+                    prompt_tokens=payload["prompt_tokens"],
+                    completion_tokens=payload["completion_tokens"],
+                )
+                return
+
+    def _exchange(self, request: dict[str, Any]) -> Iterator[tuple[str, dict]]:
+        """Send one command to the loaded worker and relay its ``delta`` events, then its ``done``
+        (the caller holds a turn); its error event raised as ChatInputError (with its ``code`` and
+        ``fields``) or ChatUnavailable. Closed early, it stops the command."""
         gen_id = next(self._ids)
         with self._lock:
             worker, epoch = self._worker, self._epoch
@@ -270,18 +320,14 @@ class ChatEngine:
                 if payload.get("id") != gen_id:
                     continue
                 if kind == EventKind.DELTA:
-                    yield StreamEvent(delta=payload["text"])
+                    yield kind, payload
                     continue
                 finished = True
                 if kind == EventKind.DONE:
-                    yield StreamEvent(
-                        finish_reason=payload["finish_reason"],
-                        prompt_tokens=payload["prompt_tokens"],
-                        completion_tokens=payload["completion_tokens"],
-                    )
+                    yield kind, payload
                     return
                 if payload["kind"] in ("input", "load"):
-                    raise ChatInputError(payload["message"])
+                    raise ChatInputError(payload["message"], fields=payload.get("fields", ()), code=payload.get("code"))
                 raise ChatUnavailable(payload["message"])
         finally:
             with self._lock:
@@ -305,23 +351,3 @@ class ChatEngine:
                 return
         log.warning("an abandoned generation did not stop within %.0f s; ending the chat worker", ABANDON_S)
         self._forget(worker)
-
-
-def _checked(messages: list[ChatMessage]) -> list[dict[str, str]]:
-    """``messages`` as plain dicts; ChatInputError unless there is at least one message, a system
-    message comes only first, and the last message is the user's."""
-    turns = []
-    for i, message in enumerate(messages or []):
-        try:
-            turns.append(message if isinstance(message, ChatMessage) else ChatMessage.model_validate(message))
-        except ValidationError as exc:
-            raise ChatInputError(f"messages[{i}].{explain(exc)}", fields=("messages",)) from None
-    if not turns:
-        raise ChatInputError("messages: give at least one message (the user's)", fields=("messages",))
-    if any(m.role == "system" for m in turns[1:]):
-        raise ChatInputError("messages: a system message may only come first", fields=("messages",))
-    if turns[-1].role != "user":
-        raise ChatInputError(
-            f"messages: the last message must be the user's (role 'user'), not '{turns[-1].role}'", fields=("messages",)
-        )
-    return [m.model_dump() for m in turns]

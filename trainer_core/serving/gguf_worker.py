@@ -170,12 +170,14 @@ def serve_gguf(choice: dict[str, Any], tools_dir: str, commands: Any, events: An
         return
     events.put((EventKind.LOADED, {"seconds": seconds, "device": "cpu (llama.cpp)", "context_tokens": n_ctx}))
 
-    def answer(request: dict, on_text: Any) -> tuple[str, int, int]:
+    def answer(request: dict, on_text: Any) -> dict[str, Any]:
         if not request.get("use_adapter", True):
             raise ChatInputError(BASE_REFUSAL)
+        if "messages" not in request:
+            raise ChatInputError(f"{choice['id']} is a chat model: it answers chat, not embeddings", fields=("model",))
         ids = prompt_ids(llm, template, request["messages"])
         reason, count = generate(llm, n_ctx, ids, request["settings"], on_text=on_text, should_stop=stop.is_set)
-        return reason, len(ids), count
+        return {"finish_reason": reason, "prompt_tokens": len(ids), "completion_tokens": count}
 
     answer_commands(commands, events, answer)
     llm.close()

@@ -6,7 +6,8 @@ request's fields do in their groups, ``trainer_core.request``); the UI builds it
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from dataclasses import dataclass
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -90,6 +91,9 @@ class ModelChoice(BaseModel):
     adapter: bool = False
     created_at: Optional[float] = None
     gguf_type: Optional[str] = Field(None, description="For a GGUF export: its type, e.g. q4_k_m.")
+    serves: Literal["chat", "embeddings"] = Field(
+        "chat", description="What it answers: chat, or embeddings (an embedding model: POST /v1/embeddings)."
+    )
 
 
 class StreamEvent(BaseModel):
@@ -101,3 +105,18 @@ class StreamEvent(BaseModel):
     finish_reason: Optional[Literal["stop", "length", "cancelled"]] = None
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
+
+
+MAX_EMBEDDING_INPUTS = 2048  # texts in one embeddings request (OpenAI's bound)
+MAX_EMBEDDING_INPUT_CHARS = 32_768  # characters in one text; the model truncates to its max_seq_length tokens
+MAX_EMBEDDING_DIMENSIONS = 65_536  # the largest ``dimensions`` a request may name (the model's own size bounds it too)
+
+
+@dataclass
+class Embeddings:
+    """The vectors of one embeddings request: ``vectors`` a float32 numpy array (N, D), rows of
+    unit length (cut to ``dimensions`` and re-normalised where asked), and ``prompt_tokens``, the
+    tokens the model read (special tokens included, after truncation)."""
+
+    vectors: Any
+    prompt_tokens: int

@@ -2,7 +2,9 @@
 exit. Runs in a spawned child supervised by the chat engine (``process.supervisor``), so a crash or
 an out-of-memory kill costs the chat model, never the app.
 
-Commands in (``None`` = exit): ``(gen_id, {"messages": [...], "settings": {...}, "use_adapter": bool})``.
+Commands in (``None`` = exit): ``(gen_id, {"messages": [...], "settings": {...}, "use_adapter": bool})``,
+or for a model whose kind serves something else (``ModelKind.load_server``: an embedding model) that
+kind's request (``{"input": [...], ...}``).
 Events out, payloads plain dicts (``EventKind``). The stop ``Event`` set = end the running
 generation at the next token (the engine clears it before each command).
 """
@@ -26,7 +28,9 @@ class EventKind:
     LOADED = "loaded"  # {"seconds": float, "device": str, "context_tokens": int}
     DELTA = "delta"  # {"id": gen_id, "text": str}
     DONE = "done"  # {"id": gen_id, "finish_reason": str, "prompt_tokens": int, "completion_tokens": int}
-    ERROR = "error"  # {"id": gen_id or None, "kind": "load" | "input" | "internal", "message": str}
+    # (an embedding model's: {"id": gen_id, "vectors": float32 array (N, D), "prompt_tokens": int})
+    ERROR = "error"  # {"id": gen_id or None, "kind": "load" | "input" | "internal", "message": str,
+    #                   and for an input error "code": str, "fields": [str, ...]}
 
 
 def failure_message(exc: BaseException) -> str:
@@ -55,19 +59,29 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
 
     exit_with_parent()
     try:
+        from trainer_core.model_kind import serving_kind
         from trainer_core.models.loading import ModelLoadError
         from trainer_core.serving.generate import generate, warm_up
         from trainer_core.serving.loader import load_choice
         from trainer_core.serving.schemas import GenerationSettings, ModelChoice
 
         quiet_libraries()
-        loaded = load_choice(ModelChoice(**choice), Path(models_dir))
-        warm_up(loaded)
+        picked = ModelChoice(**choice)
+        server = serving_kind(picked.serves).load_server(picked, Path(models_dir))
+        if server is None:
+            loaded = load_choice(picked, Path(models_dir))
+            warm_up(loaded)
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
         log.error("loading %s failed:\n%s", choice.get("id"), traceback.format_exc())
         known = type(exc).__name__ in ("ModelLoadError", "ChatInputError")
         events.put(
             (EventKind.ERROR, {"id": None, "kind": "load", "message": str(exc) if known else failure_message(exc)})
+        )
+        return
+    if server is not None:  # another kind's model (an embedder): its own answers
+        events.put((EventKind.LOADED, {"seconds": server.load_seconds, "device": server.device, "context_tokens": 0}))
+        answer_commands(
+            commands, events, lambda request, on_text: server.answer(request), load_errors=(ModelLoadError,)
         )
         return
     events.put(
@@ -77,7 +91,9 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
         )
     )
 
-    def answer(request: dict, on_text: Callable[[str], None]) -> tuple[str, int, int]:
+    def answer(request: dict, on_text: Callable[[str], None]) -> dict[str, Any]:
+        if "messages" not in request:
+            raise ChatInputError(f"{picked.id} is a chat model: it answers chat, not embeddings", fields=("model",))
         finish = generate(
             loaded,
             request["messages"],
@@ -86,7 +102,11 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
             should_stop=stop.is_set,
             use_adapter=request.get("use_adapter", True),
         )
-        return finish.reason, finish.prompt_tokens, finish.completion_tokens
+        return {
+            "finish_reason": finish.reason,
+            "prompt_tokens": finish.prompt_tokens,
+            "completion_tokens": finish.completion_tokens,
+        }
 
     answer_commands(commands, events, answer, load_errors=(ModelLoadError,))  # a full fine-tune's base: on first use
 
@@ -94,22 +114,24 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
 def answer_commands(
     commands: Any,
     events: Any,
-    answer: Callable[[dict, Callable[[str], None]], tuple[str, int, int]],
+    answer: Callable[[dict, Callable[[str], None]], dict[str, Any]],
     load_errors: tuple[type[BaseException], ...] = (),
 ) -> None:
-    """Answer generation commands until told to exit (``None``); shared by both inference workers.
-    ``answer(request, on_text)`` streams the text through ``on_text`` and returns ``(finish_reason,
-    prompt_tokens, completion_tokens)``. Its ChatInputError is an ``input`` error event, one of
+    """Answer commands until told to exit (``None``); shared by every inference worker.
+    ``answer(request, on_text)`` streams any text through ``on_text`` and returns the ``done``
+    event's payload (``EventKind.DONE``). Its ChatInputError is an ``input`` error event (with its
+    ``code`` and ``fields``), one of
     ``load_errors`` a ``load`` one, anything else an ``internal`` one (logged with its traceback);
     the process then waits for the next command."""
     while (command := commands.get()) is not None:
         gen_id, request = command
         try:
-            reason, prompt_tokens, completion_tokens = answer(
+            done = answer(
                 request, lambda text, gen_id=gen_id: events.put((EventKind.DELTA, {"id": gen_id, "text": text}))
             )
         except ChatInputError as exc:
-            events.put((EventKind.ERROR, {"id": gen_id, "kind": "input", "message": str(exc)}))
+            refusal = {"code": exc.code, "fields": list(exc.fields)}
+            events.put((EventKind.ERROR, {"id": gen_id, "kind": "input", "message": str(exc), **refusal}))
             continue
         except load_errors as exc:
             events.put((EventKind.ERROR, {"id": gen_id, "kind": "load", "message": str(exc)}))
@@ -118,5 +140,4 @@ def answer_commands(
             log.error("generation failed:\n%s", traceback.format_exc())
             events.put((EventKind.ERROR, {"id": gen_id, "kind": "internal", "message": failure_message(exc)}))
             continue
-        done = {"finish_reason": reason, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
         events.put((EventKind.DONE, {"id": gen_id, **done}))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from trainer_core.llamacpp.build import missing_message
+from trainer_core.model_kind import kind_for_folder
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.runs.store import RunStore
@@ -79,6 +80,7 @@ def _merged_choice(task: TaskRecord, runs: Optional[RunStore], settings: Setting
         path=str(folder),
         job_id=task.job_id,
         created_at=task.finished_at or task.created_at,
+        serves=kind_for_folder(folder).serves,  # a merged embedder (sentence-transformers folder) embeds
     )
 
 

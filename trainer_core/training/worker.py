@@ -22,7 +22,7 @@ from trainer_core.distributed.env import is_main, node_rank, rank, world_size
 from trainer_core.process.disk_full import DiskFullError, disk_full_message, is_disk_full
 from trainer_core.process.parent import exit_with_parent
 from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
-from trainer_core.status import TrainingProgress
+from trainer_core.status import EMBEDDING_EVAL_SERIES, TrainingProgress
 from trainer_core.training.checkpoints import remove_partial_saves
 from trainer_core.vocabulary import Phase, TrainingMethod
 
@@ -90,6 +90,7 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
                 num_tokens=int(state.num_input_tokens_seen) if state.num_input_tokens_seen else None,
                 **preference_values(logs),
                 **grpo_values(logs),
+                **{name: _finite(logs.get(name)) for name in EMBEDDING_EVAL_SERIES},
                 samples=self.samples if "loss" in logs else [],
             )
             if state.is_world_process_zero:  # several processes: rank 0 writes the run folder
@@ -110,12 +111,13 @@ def _rows(done: int, total: int, what: str) -> dict[str, Any]:
     return {"done": done, "total": total, "unit": f"rows {what}"}
 
 
-def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, str]:
-    """(model, tokenizer or the kind's processor, prepared data, device) for ``request``, loaded as
-    the model's kind has them (``model_kind``: its processor and data where it has its own)."""
+def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, str, Any]:
+    """(model, tokenizer or the kind's processor, prepared data, device, the ``ModelKind`` it is
+    trained as) for ``request``, loaded as the kind has them (``model_kind.kind_for_request``: its
+    model, processor and data where it has its own)."""
     from trainer_core.data import progress
     from trainer_core.data.prepare import prepare_data
-    from trainer_core.model_kind import folder_config, kind_of
+    from trainer_core.model_kind import folder_config, kind_for_request
     from trainer_core.models import loading as models
     from trainer_core.settings import get_settings
 
@@ -124,11 +126,13 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     path = models.resolve_model_path(request.model_name, token, get_settings().models_dir)
     device = models.pick_device()
     config = folder_config(path)
-    kind = kind_of(config)
+    kind = kind_for_request(request, path)
     tokenizer = kind.load_processor(path, **models.remote_code(path, request))  # e.g. images + tokenizer
     if tokenizer is None:  # the text path: the tokenizer alone
         tokenizer = models.load_tokenizer(path, request.default_chat_template, **models.remote_code(path, request))
-    model = models.load_model(path, request, device)
+    model = kind.load_model(path, request, device)  # e.g. an embedder
+    if model is None:  # the text path
+        model = models.load_model(path, request, device)
     _phase(events, Phase.loading_dataset, "Reading and tokenizing the dataset")
     progress.listen(lambda done, total, what: events.put((EventKind.PHASE_PROGRESS, _rows(done, total, what))))
     try:
@@ -138,7 +142,7 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     finally:
         progress.listen(None)
     events.put((EventKind.INFO, _data_line(request, data, device, kind.data_note(kind.family(config), data))))
-    return model, tokenizer, data, device
+    return model, tokenizer, data, device, kind
 
 
 def _data_line(request: TrainingStartRequest, data: Any, device: str, note: tuple[str, dict]) -> dict[str, Any]:
@@ -183,23 +187,36 @@ def train(
     from trainer_core.training.preference import build_preference_trainer
     from trainer_core.training.trainer import build_trainer, early_stop_reason
 
-    model, tokenizer, data, device = _load(request, events)
+    model, tokenizer, data, device, kind = _load(request, events)
     _phase(events, Phase.configuring, "Building the trainer")
     notices = _prepare_trackers(request, output_dir, events)
     callback = make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")
-    build = {TrainingMethod.sft: build_trainer, TrainingMethod.grpo: build_grpo_trainer}.get(
-        request.training_method, build_preference_trainer
-    )
-    trainer = build(
-        request, model, tokenizer, data.train, data.eval, output_dir, device, [callback, *callbacks], run_name=job_id
-    )
+    trainer = kind.build_trainer(request, model, data, output_dir, device, [callback, *callbacks], run_name=job_id)
+    if trainer is None:  # the text path
+        build = {TrainingMethod.sft: build_trainer, TrainingMethod.grpo: build_grpo_trainer}.get(
+            request.training_method, build_preference_trainer
+        )
+        trainer = build(
+            request,
+            model,
+            tokenizer,
+            data.train,
+            data.eval,
+            output_dir,
+            device,
+            [callback, *callbacks],
+            run_name=job_id,
+        )
     if stop.is_set():
         return Phase.stopped.value, None
     precision = request_precision(request, device)
     if is_main():  # several processes: rank 0 writes the run folder
         if request.resume_from_checkpoint:
             _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
-        _write_manifest(recorded or request, job_id, output_dir, trainer, data.system_message, precision.model_dump())
+        inner = kind.inner_model(trainer.model) or trainer.model
+        _write_manifest(
+            recorded or request, job_id, output_dir, trainer, inner, data.system_message, precision.model_dump()
+        )
     where = f"Training on {device} in {'bf16 mixed precision' if precision.dtype == 'bf16' else 'fp32'}"
     _phase(events, Phase.training, where + "".join(f"; {notice}" for notice in notices))
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
@@ -232,16 +249,18 @@ def _write_manifest(
     job_id: str,
     output_dir: Path,
     trainer: Any,
+    model: Any,
     system_message: Optional[str],
     precision: dict[str, Any],
 ) -> None:
-    """``run.json`` with the resolved TRL and PEFT configs, the data's shared system message and the
+    """``run.json`` with the resolved TRL and PEFT configs (PEFT's of ``model``, the transformers
+    model trained: ``ModelKind.inner_model``), the data's shared system message and the
     precision used (``models.precision.Precision``, under ``model_structure``; see
     ``training.manifest``); a failure to
     write it is logged, not fatal (the job thread writes it again at the end)."""
     from trainer_core.training.manifest import begin_manifest
 
-    peft_config = getattr(trainer.model, "peft_config", None) or {}
+    peft_config = getattr(model, "peft_config", None) or {}
     try:
         begin_manifest(
             output_dir,
@@ -249,19 +268,21 @@ def _write_manifest(
             job_id,
             trainer.args,
             next(iter(peft_config.values()), None),
-            {**_structure(trainer), "precision": precision},
+            {**_structure(trainer, model), "precision": precision},
             system_message,
         )
     except OSError:
         log.exception("could not write run.json")
 
 
-def _structure(trainer: Any) -> dict[str, Any]:
+def _structure(trainer: Any, model: Any = None) -> dict[str, Any]:
     """The attention implementation, whether batches are padding-free (``packed_rows``) and the
-    adapted modules (``models.targets.adapted``; None where the model has no block list)."""
+    adapted modules (``models.targets.adapted``; None where the model has no block list) of
+    ``model``, the transformers model trained (default: ``trainer.model``)."""
     from trainer_core.models.targets import TargetError, adapted
 
-    model = trainer.model
+    model = trainer.model if model is None else model
+
     try:
         found = adapted(model)
     except TargetError:  # a full fine-tune of a model without block lists: nothing adapted to list
@@ -285,12 +306,13 @@ def _user_message(exc: BaseException, out: Optional[Path] = None) -> str:
     from trainer_core.data.files import DatasetError
     from trainer_core.models.loading import ModelLoadError
     from trainer_core.models.targets import TargetError
+    from trainer_core.refusals import Refusal
 
     # Not imported here: a failed import of the training stack must still be reported, and a
     # DivergenceError can only come from an already loaded trainer module.
     saves = sys.modules.get("trainer_core.training.safe_saves")
     rewards = sys.modules.get("trainer_core.rewards.build")
-    if isinstance(exc, (DatasetError, ModelLoadError, TargetError)) or (
+    if isinstance(exc, (DatasetError, ModelLoadError, TargetError, Refusal)) or (
         (saves and isinstance(exc, saves.DivergenceError))
         or (rewards and isinstance(exc, (rewards.RewardError, rewards.RewardCodeError)))
     ):

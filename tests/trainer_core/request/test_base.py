@@ -6,6 +6,7 @@ import pytest
 from trainer_core.request.base import FieldGroup, in_section
 from trainer_core.request.data import DataFields
 from trainer_core.request.devices import DeviceFields
+from trainer_core.request.embedding import EmbeddingFields
 from trainer_core.request.hyperparameters import HyperparameterFields
 from trainer_core.request.images import ImageFields
 from trainer_core.request.lora import LoraFields
@@ -18,6 +19,7 @@ GROUPS = (
     ModelFields,
     MethodFields,
     DataFields,
+    EmbeddingFields,
     HyperparameterFields,
     ImageFields,
     LoraFields,

@@ -19,7 +19,13 @@ def test_every_field_is_in_a_section_and_every_section_has_fields():
 def test_no_module_types_a_section_title_again():
     titles = {section.form for section in SECTIONS.values()} | {section.title for section in SECTIONS.values()}
     distinctive = {title for title in titles if " " in title or title == "Hyperparameters"} - {"Training method"}
-    assert distinctive == {"Model options", "Data options", "Hyperparameters", "Devices and processes"}
+    assert distinctive == {
+        "Model options",
+        "Data options",
+        "Embedding options",
+        "Hyperparameters",
+        "Devices and processes",
+    }
     copies = [(path, text) for path, text in string_literals() for title in distinctive if title in text]
     assert {path for path, _ in copies} == {"trainer_core/request/sections.py"}  # the table alone
 
@@ -31,7 +37,9 @@ def test_yaml_comments_cli_groups_and_refusals_read_the_table():
     train = add_parser(argparse.ArgumentParser().add_subparsers())
     groups = [g.title for g in train._action_groups][2:]  # after positionals and options
     assert groups == [section.title for section in SECTIONS.values()]
-    assert SECTION_TITLES == {key: SECTIONS[key].form for key in ("data", "training", "lora", "output", "distributed")}
+    assert SECTION_TITLES == {
+        key: SECTIONS[key].form for key in ("data", "embedding", "training", "lora", "output", "distributed")
+    }
     assert (
         describe("num_processes: too many", fields=("num_processes",)).text
         == f"Processes (num_processes) ({SECTIONS['distributed'].form}): too many"

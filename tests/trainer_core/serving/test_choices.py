@@ -137,3 +137,13 @@ def test_model_key_matches_hub_ids_cache_snapshots_and_the_materialized_default(
     materialized = tmp_path / "models" / DEFAULT_MODEL.split("/")[-1]
     assert model_key(str(materialized), tmp_path / "models") == model_key(DEFAULT_MODEL)
     assert model_key(str(tmp_path / "a")) != model_key(str(tmp_path / "b"))
+
+
+def test_an_embedding_run_and_its_base_serve_embeddings(store, settings):
+    _run(store, settings, "chat")
+    assert [c.serves for c in list_choices(store, settings)] == ["chat", "chat"]
+    folder = _run(store, settings, "emb")
+    (folder / "modules.json").write_text("[]")  # what save_embedder writes beside an embedder's adapter
+    choices = list_choices(store, settings)
+    assert [(c.id, c.serves) for c in choices] == [("base", "embeddings"), ("emb", "embeddings"), ("chat", "chat")]
+    assert resolve_choice("emb", store, settings).serves == "embeddings"

@@ -199,3 +199,29 @@ def test_chat_is_refused_while_training_and_start_unloads_the_model(engine, stud
     runner.stop(save=False)
     assert runner.wait(10)
     assert engine.complete("base", _user("after"), SETTINGS).delta == "[base] after "
+
+
+def test_embeddings_come_from_embedding_models_only_and_refusals_name_the_field(engine, studio):
+    settings, runner = studio
+    folder = settings.runs_dir / "emb1"
+    folder.mkdir()
+    (folder / "modules.json").write_text("[]")
+    (folder / "adapter_model.safetensors").write_bytes(b"w")
+    (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "org/base"}))
+    runner.store.create_run("emb1", {"model_name": "org/base"}, str(folder), "completed")
+    got = engine.embed("emb1", ["one two three", "four"])
+    assert got.prompt_tokens == 4 and got.vectors.shape == (2, 2)
+    assert abs(got.vectors[0][0] - 13 / (13**2 + 3**2) ** 0.5) < 1e-6
+    with pytest.raises(ChatInputError, match="dimensions: at most 2") as too_big:
+        engine.embed("emb1", ["a"], dimensions=3)
+    assert (too_big.value.fields, too_big.value.code) == (("dimensions",), "dimensions_too_large")
+    assert engine.embed("emb1", ["a"]).prompt_tokens == 1  # the worker still serves
+    with pytest.raises(ChatInputError, match="an embedding model") as chat:
+        engine.complete("emb1", _user("hi"), SETTINGS)
+    assert chat.value.code == "embedding_model"
+    with pytest.raises(ChatInputError, match="a chat model, not an embedding model") as wrong:
+        engine.embed("run1", ["a"])
+    assert (wrong.value.code, wrong.value.fields) == ("not_an_embedding_model", ("model",))
+    with pytest.raises(ChatInputError, match="give a text") as empty:  # checked before the worker (test_inputs.py)
+        engine.embed("emb1", [])
+    assert empty.value.fields == ("input",)

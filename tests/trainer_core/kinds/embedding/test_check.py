@@ -1,0 +1,47 @@
+"""The pre-flight check of an embedding run (``kinds.embedding.check``): rows, the loss chosen,
+lengths in tokens, truncation and duplicate anchors / positives in its line; a loss or Matryoshka
+sizes that cannot apply as errors naming their field."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from transformers import AutoTokenizer
+
+from trainer_core.kinds.embedding.check import embedding_dimension, embedding_report
+from trainer_core.schemas import TrainingStartRequest
+
+ROWS = [
+    {"query": "how to reset a password", "document": "Open settings and choose reset password."},
+    {"query": "how to reset a password", "document": "Use the link in the email."},  # a duplicate anchor
+    {"query": "capital of france", "document": "Paris is the capital of France. " * 40},  # long: cut at 32
+    {"query": "boiling point of water", "document": "Water boils at 100 degrees Celsius."},
+]
+
+
+def _report(tiny_encoder_dir, tmp_path, **fields):
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("\n".join(json.dumps(row) for row in ROWS), encoding="utf-8")
+    request = TrainingStartRequest(
+        model_name=str(tiny_encoder_dir), local_datasets=[str(data)], max_seq_length=32, batch_size=2, **fields
+    )
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    return embedding_report(request, tiny_encoder_dir, tokenizer, time.perf_counter())
+
+
+def test_the_check_line_counts_rows_truncation_and_false_negatives(tiny_encoder_dir, tmp_path):
+    report = _report(tiny_encoder_dir, tmp_path, num_epochs=1)
+    assert report.errors == []
+    assert report.rows_kept == 4 and report.rows_truncated == 1 and report.total_steps == 2
+    line = report.vision
+    assert line.startswith("Embedding pairs (anchor, positive): 4 rows; loss MultipleNegativesRankingLoss")
+    assert "1 rows (25.0 %) cut at 32" in line and "1 duplicate anchors, 0 duplicate positives" in line
+
+
+def test_a_loss_or_sizes_that_cannot_apply_are_errors_naming_their_field(tiny_encoder_dir, tmp_path):
+    assert embedding_dimension(tiny_encoder_dir) == 64
+    loss = _report(tiny_encoder_dir, tmp_path, embedding_loss="CoSENTLoss").errors
+    assert [(e.code, e.fields) for e in loss] == [("embedding_loss_mismatch", ["embedding_loss"])]
+    dims = _report(tiny_encoder_dir, tmp_path, matryoshka_dims=[128, 32]).errors
+    assert [(e.code, e.fields) for e in dims] == [("matryoshka_dims_too_large", ["matryoshka_dims"])]

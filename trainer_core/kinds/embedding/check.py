@@ -1,0 +1,110 @@
+"""The pre-flight check of an embedding run (and the errors Start refuses on): its rows read as
+training reads them (``data.prepare_embedding_data``), the loss they choose, the Matryoshka sizes
+against the model's embedding size, and one line: rows, loss, text lengths in tokens, truncation
+share and duplicates that would be false in-batch negatives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+from trainer_core.data.errors import DatasetError
+from trainer_core.kinds.embedding.data import EmbeddingData, prepare_embedding_data
+from trainer_core.kinds.embedding.losses import IN_BATCH, batch_sampler, check_dims, chosen_loss
+from trainer_core.preflight.check import refused_report
+from trainer_core.preflight.report import Issue
+from trainer_core.preflight.rules import data_error, tokenizer_missing
+from trainer_core.preflight.steps import plan_steps
+from trainer_core.refusals import Refusal
+from trainer_core.vocabulary import TrainingMethod
+
+POOLING_CONFIG = "1_Pooling/config.json"  # a sentence-transformers folder's pooling: its embedding size
+
+
+def embedding_dimension(folder: Optional[Path]) -> Optional[int]:
+    """The embedding size of the model in ``folder`` from its files alone: the pooling module's
+    ``word_embedding_dimension``, else config.json's ``hidden_size``; None when unknown."""
+    if folder is None:
+        return None
+    for name, key in ((POOLING_CONFIG, "word_embedding_dimension"), ("config.json", "hidden_size")):
+        try:
+            value = json.loads((Path(folder) / name).read_text(encoding="utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> None:
+    """Raise Refusal for what the data and model make impossible: a generation method, a loss that
+    does not fit the columns, Matryoshka sizes above the model's embedding size."""
+    if request.training_method != TrainingMethod.sft:
+        raise Refusal(
+            f"training_method {request.training_method.value} trains a text generator, but {request.model_name} is an "
+            "embedding model: leave training_method sft (its loss is embedding_loss), or pick a text model",
+            fields=("training_method", "model_name"),
+            code="embedding_method",
+        )
+    chosen_loss(request, data.format)
+    dimension = embedding_dimension(folder)
+    if dimension is not None:
+        check_dims(request, dimension)
+
+
+def check_line(request: Any, data: EmbeddingData) -> str:
+    """The check's line, e.g. "Embedding pairs (anchor, positive): 950 rows (50 held out); loss
+    MultipleNegativesRankingLoss, no_duplicates batches; texts up to 692 tokens, 14 rows (1.5 %) cut
+    at 512; 3 duplicate anchors, 0 duplicate positives (false in-batch negatives)"."""
+    stats, loss = data.stats, chosen_loss(request, data.format)
+    held = f" ({len(data.eval)} held out)" if data.eval is not None else ""
+    share = 100.0 * stats.truncated_rows / max(stats.rows, 1)
+    line = (
+        f"Embedding {data.format.value} ({', '.join(data.train.column_names)}): {stats.rows} rows{held}; loss "
+        f"{loss.value}{' in MatryoshkaLoss' if request.matryoshka_dims else ''}, {batch_sampler(loss)} batches; "
+        f"texts up to {stats.longest_tokens} tokens, mean {stats.total_tokens / max(stats.rows, 1):.0f} a row, "
+        f"{stats.truncated_rows} rows ({share:.1f} %) cut at {stats.max_seq_length}"
+    )
+    if loss in IN_BATCH:
+        line += (
+            f"; {stats.duplicate_anchors} duplicate anchors, {stats.duplicate_positives} duplicate positives "
+            "(false in-batch negatives)"
+        )
+    return line
+
+
+def embedding_report(request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
+    """The ``PreflightReport`` of an embedding run (``started``: the check's ``perf_counter``):
+    rows, tokens, steps and the kind's line (``vision``: the model kind's line), or the refusal as
+    its error (codes as the refusals': ``data_error`` for data, else the Refusal's own)."""
+    if tokenizer is None:  # a Hub model not on this machine: the worker reads the data
+        return refused_report(request, [], started, False, [tokenizer_missing(request.model_name)])
+    if request.hf_dataset:  # Hub data: read by the worker, as for text
+        return refused_report(request, [], started)
+    try:
+        data = prepare_embedding_data(request, tokenizer)
+        check_request(request, data, folder)
+    except DatasetError as exc:
+        return refused_report(request, [data_error(exc)], started)
+    except Refusal as exc:
+        issue = Issue(level="error", code=exc.code, message=str(exc), fields=list(exc.fields))
+        return refused_report(request, [issue], started)
+    stats = data.stats
+    plan = plan_steps(stats.rows, request)
+    report = refused_report(request, [], started)
+    return report.model_copy(
+        update=dict(
+            rows_read=stats.rows + (len(data.eval) if data.eval is not None else 0),
+            rows_kept=stats.rows,
+            rows_truncated=stats.truncated_rows,
+            rows_truncated_share=stats.truncated_rows / max(stats.rows, 1),
+            tokens_total=stats.total_tokens,
+            tokens_trained=stats.trained_tokens,
+            eval_rows=len(data.eval) if data.eval is not None else 0,
+            steps_per_epoch=plan.steps_per_epoch,
+            total_steps=plan.total_steps,
+            epochs=plan.epochs,
+            vision=check_line(request, data),
+        )
+    )

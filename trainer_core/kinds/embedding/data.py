@@ -1,0 +1,209 @@
+"""An embedding run's data: the request's sources read as for text (``data.prepare.raw_sources``:
+JSON / JSONL / CSV / Parquet / a Hub split), their columns named as sentence-transformers names
+them (or mapped with ``embedding_columns``), one shape for the run, the ``val_size`` split, and
+token counts of the texts.
+
+Shapes (sentence-transformers' column names, in the order its trainer reads them): ``pairs``
+(anchor, positive), ``triplets`` (anchor, positive, negative[, negative_1...]), ``scored``
+(sentence1, sentence2, score) and ``labelled`` (text, label). ``query`` / ``document`` read as
+anchor / positive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Optional
+
+import datasets
+
+from trainer_core.data.errors import DatasetError
+from trainer_core.data.prepare import has_eval_data, raw_sources, split_validation
+
+ALIASES = {"query": "anchor", "document": "positive"}  # the other names sentence-transformers' docs use
+GENERATION = (  # columns of a text generator's data, and the mapping a refusal suggests for them
+    (("instruction", "output"), '{"anchor": "instruction", "positive": "output"}'),
+    (("prompt", "completion"), '{"anchor": "prompt", "positive": "completion"}'),
+    (("messages",), None),
+    (("conversations",), None),
+    (("chosen", "rejected"), None),
+)
+
+
+class Shape(str, Enum):
+    """The layout of an embedding run's rows (sentence-transformers' column names)."""
+
+    pairs = "pairs"
+    triplets = "triplets"
+    scored = "scored"
+    labelled = "labelled"
+
+
+TEXT_COLUMNS = {Shape.scored: ("sentence1", "sentence2"), Shape.labelled: ("text",)}
+
+
+@dataclass
+class EmbeddingStats:
+    """Token counts of one split's texts: ``rows``; ``total_tokens`` (= ``trained_tokens``: every
+    token of a text is embedded); ``truncated_rows`` (rows with a text longer than
+    ``max_seq_length`` tokens); ``longest_tokens``; ``duplicate_anchors`` / ``duplicate_positives``
+    (rows whose anchor / positive another row has too: false in-batch negatives)."""
+
+    rows: int
+    total_tokens: int
+    trained_tokens: int
+    truncated_rows: int
+    max_seq_length: int
+    longest_tokens: int = 0
+    duplicate_anchors: int = 0
+    duplicate_positives: int = 0
+
+
+@dataclass
+class EmbeddingData:
+    """The prepared splits (sentence-transformers' columns) with their shape and token counts; the
+    attributes the worker reads of ``data.prepare.PreparedData`` (``format`` is the ``Shape``)."""
+
+    train: datasets.Dataset
+    eval: Optional[datasets.Dataset]
+    format: Shape
+    stats: EmbeddingStats
+    eval_stats: Optional[EmbeddingStats]
+    system_message: Optional[str] = None
+
+
+def text_columns(shape: Shape, columns: list[str]) -> tuple[str, ...]:
+    """The columns of ``shape`` that hold texts (the embedded ones), in order."""
+    return TEXT_COLUMNS.get(shape, tuple(columns))
+
+
+def _shape(columns: list[str], source: str, mapped: bool) -> Shape:
+    """The shape ``columns`` (already renamed) make; raises DatasetError saying what they are."""
+    names = set(columns)
+    if {"anchor", "positive"} <= names:
+        return Shape.triplets if any(c.startswith("negative") for c in names) else Shape.pairs
+    if {"sentence1", "sentence2", "score"} <= names:
+        return Shape.scored
+    if {"text", "label"} <= names:
+        return Shape.labelled
+    for needed, mapping in GENERATION:
+        if set(needed) <= names and not mapped:
+            how = f", e.g. embedding_columns {mapping}" if mapping else " into anchor / positive columns"
+            raise DatasetError(
+                f"{source} is a text generator's data (columns {', '.join(needed)}), not embedding pairs: an embedding "
+                f"model learns from (anchor, positive) pairs, scored sentence pairs or labelled texts. Map its "
+                f"columns with embedding_columns{how}, or pick a text model and turn is_embedding off",
+                fields=("embedding_columns", "is_embedding"),
+                code="generation_data_for_embedding",
+            )
+    raise DatasetError(
+        f"{source}: columns {', '.join(columns)} make no embedding data: give anchor / positive (and negative) "
+        "columns, query / document, sentence1 / sentence2 / score, or text / label, or map yours with "
+        'embedding_columns (e.g. {"anchor": "question", "positive": "answer"})',
+        fields=("embedding_columns",),
+        code="no_embedding_columns",
+    )
+
+
+def embedding_rows(dataset: datasets.Dataset, columns: Optional[dict[str, str]], source: str) -> tuple[Any, Shape]:
+    """(``dataset`` with only its embedding columns, renamed and ordered as sentence-transformers
+    reads them; its ``Shape``). ``columns``: the request's ``embedding_columns`` (part -> column).
+    Raises DatasetError naming a mapped column ``source`` lacks, or columns that make no shape."""
+    if columns:
+        missing = [column for column in columns.values() if column not in dataset.column_names]
+        if missing:
+            raise DatasetError(
+                f"{source} has no column {', '.join(missing)} (embedding_columns); its columns: "
+                + ", ".join(dataset.column_names),
+                fields=("embedding_columns",),
+                code="embedding_column_missing",
+            )
+        dataset = dataset.select_columns(list(columns.values())).rename_columns({v: k for k, v in columns.items()})
+    else:
+        aliases = {old: new for old, new in ALIASES.items() if old in dataset.column_names}
+        if aliases and not set(aliases.values()) & set(dataset.column_names):
+            dataset = dataset.rename_columns(aliases)
+    shape = _shape(dataset.column_names, source, bool(columns))
+    if shape in (Shape.pairs, Shape.triplets):
+        negatives = sorted(c for c in dataset.column_names if c.startswith("negative"))
+        order = ["anchor", "positive", *negatives]
+    else:
+        order = [*TEXT_COLUMNS[shape], "score" if shape == Shape.scored else "label"]
+    dataset = dataset.select_columns(order)
+    for column in text_columns(shape, order):
+        if dataset.features[column].dtype != "string":
+            dataset = dataset.cast_column(column, datasets.Value("string"))
+    if shape == Shape.scored:
+        dataset = dataset.cast_column("score", datasets.Value("float32"))
+    return dataset, shape
+
+
+def _read(request: Any, eval: bool) -> tuple[datasets.Dataset, Shape]:
+    """The request's training (or evaluation) rows joined; raises DatasetError when sources differ."""
+    parts = [
+        (name, *embedding_rows(rows, request.embedding_columns, name)) for name, rows in raw_sources(request, eval)
+    ]
+    first_name, first, shape = parts[0]
+    for name, rows, other in parts[1:]:
+        if other != shape or rows.column_names != first.column_names:
+            raise DatasetError(
+                f"{first_name} holds {shape.value} ({', '.join(first.column_names)}) but {name} holds {other.value} "
+                f"({', '.join(rows.column_names)}): give them the same columns, or train on them in separate runs",
+                fields=("embedding_columns",),
+            )
+    if len(parts) == 1:
+        return first, shape
+    return datasets.concatenate_datasets([rows for _, rows, _ in parts]), shape
+
+
+def count_tokens(rows: datasets.Dataset, shape: Shape, tokenizer: Any, max_seq_length: int) -> EmbeddingStats:
+    """Token counts of ``rows``' texts by ``tokenizer`` (with its special tokens)."""
+    columns = text_columns(shape, rows.column_names)
+    lengths = [
+        [len(ids) for ids in tokenizer([str(t) for t in rows[column]], add_special_tokens=True)["input_ids"]]
+        for column in columns
+    ]
+    per_row = list(zip(*lengths)) or [()]
+    total = sum(sum(row) for row in per_row)
+    duplicates = {}
+    for role in ("anchor", "positive"):
+        if role in rows.column_names:
+            values = rows[role]
+            duplicates[role] = len(values) - len(set(values))
+    return EmbeddingStats(
+        rows=len(rows),
+        total_tokens=total,
+        trained_tokens=total,
+        truncated_rows=sum(1 for row in per_row if row and max(row) > max_seq_length),
+        max_seq_length=max_seq_length,
+        longest_tokens=max((max(row) for row in per_row if row), default=0),
+        duplicate_anchors=duplicates.get("anchor", 0),
+        duplicate_positives=duplicates.get("positive", 0),
+    )
+
+
+def prepare_embedding_data(request: Any, tokenizer: Any) -> EmbeddingData:
+    """The request's embedding rows: training rows, the evaluation rows (its ``val_size`` split of
+    the training rows, or its evaluation files / Hub split), their shape and token counts (texts
+    longer than ``max_seq_length``, or the tokenizer's own limit where lower, are cut by the model
+    when embedded). Raises DatasetError."""
+    train, shape = _read(request, eval=False)
+    evaluation = None
+    if request.val_size > 0:
+        train, evaluation = split_validation(train, request)
+    elif has_eval_data(request):
+        evaluation, eval_shape = _read(request, eval=True)
+        if eval_shape != shape:
+            raise DatasetError(
+                f"the evaluation data holds {eval_shape.value} but the training data {shape.value}: give both the "
+                "same columns",
+                fields=("local_eval_datasets", "eval_split"),
+            )
+    length = min(request.max_seq_length, getattr(tokenizer, "model_max_length", None) or request.max_seq_length)
+    return EmbeddingData(
+        train=train,
+        eval=evaluation,
+        format=shape,
+        stats=count_tokens(train, shape, tokenizer, length),
+        eval_stats=count_tokens(evaluation, shape, tokenizer, length) if evaluation is not None else None,
+    )
