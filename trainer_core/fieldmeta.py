@@ -59,6 +59,12 @@ def for_vision(name: str) -> bool:
     return bool((FIELDS[name].json_schema_extra or {}).get("vision"))
 
 
+def for_embedding(name: str) -> bool:
+    """True for the fields that apply to embedding models only (``embedding`` in their metadata: the
+    form shows them only when the chosen model is an embedder or is_embedding is on)."""
+    return bool((FIELDS[name].json_schema_extra or {}).get("embedding"))
+
+
 def for_compute(name: str) -> Optional[str]:
     """The ``compute`` value field ``name`` applies to alone (``"ray"`` for the Ray settings: the form
     shows them only then), or None for a field of every compute."""

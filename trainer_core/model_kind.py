@@ -279,8 +279,14 @@ def joined_media(normalised: list[tuple], request: Any) -> list[tuple]:
     return normalised
 
 
-def picker_note(config: dict) -> str:
-    """The model picker's note for a config.json dict: the first kind's that has one, else ""."""
+def picker_note(config: dict, folder: Optional[Path] = None) -> str:
+    """The model picker's note for a config.json dict (of the model in ``folder``): the note of the
+    kind that claims the folder (``ModelKind.claims_folder``; " · <its name>" where it has none),
+    else the first kind's that has one, else ""."""
+    if folder is not None:
+        claimed = next((kind for kind in kinds() if kind.claims_folder(Path(folder))), None)
+        if claimed is not None:
+            return claimed.picker_note(config) or f" · {claimed.name}"
     return next((note for note in (kind.picker_note(config) for kind in kinds()) if note), "")
 
 

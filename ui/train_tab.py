@@ -16,6 +16,7 @@ import gradio as gr
 from ui import (
     compute_panel,
     config_panel,
+    embedding_panel,
     method_panel,
     placeholder_panel,
     preflight_panel,
@@ -53,6 +54,7 @@ class TrainTab:
     notice: gr.HTML
     hardware: gr.Markdown
     preflight: dict
+    blocks: dict
 
     @property
     def form(self) -> list:
@@ -68,13 +70,14 @@ class TrainTab:
                 widgets = train_widgets.model_group(models)  # model and data first: the first screen
                 upload, paths, eval_upload, eval_paths, detected, table, fill = train_widgets.data_inputs()
                 widgets.update(method_panel.build(ctx.runner.store))
-                widgets.update(train_widgets.sections())
+                blocks: dict = {}
+                widgets.update(train_widgets.sections(blocks))
                 config = train_widgets.config_block()
                 queued = queue_panel.build(ctx) if ctx.queue is not None else None
             monitor, notice, hardware, preflight = train_widgets.monitor_column(ctx)
         return cls(
             widgets, upload, paths, eval_upload, eval_paths, detected, table, fill, config, queued, monitor, notice,
-            hardware, preflight,
+            hardware, preflight, blocks,
         )  # fmt: skip
 
     @property
@@ -140,12 +143,13 @@ class TrainTab:
         return refresh
 
     def _wire_panels(self, ctx: Context, demo: gr.Blocks) -> None:
-        """The sections that show, hide or fill themselves: method, images, compute, adapters."""
+        """The sections that show, hide or fill themselves: method, images, embedding, compute, adapters."""
         method_panel.wire(self.widgets)
         vision_panel.hide(self.widgets)
         compute_panel.hide(self.widgets)
         compute_panel.wire(self.widgets)
         vision_panel.wire(self.widgets, ctx.settings)
+        embedding_panel.wire(self.widgets, self.blocks[embedding_panel.SECTION], ctx.settings)
         demo.load(
             partial(method_panel.refresh_adapters, ctx.runner.store),
             None,

@@ -11,7 +11,7 @@ import gradio as gr
 
 from trainer_core.fieldmeta import group
 from trainer_core.request.sections import SECTIONS
-from ui import config_panel, placeholder_panel, preflight_panel, queue_panel
+from ui import config_panel, embedding_panel, placeholder_panel, preflight_panel, queue_panel
 from ui import train_handlers as handlers
 from ui.context import Context
 from ui.form import FORM_FIELDS, make_widget
@@ -41,14 +41,17 @@ def model_group(models: list[tuple[str, str]]) -> dict[str, gr.components.Compon
     return widgets
 
 
-def sections() -> dict[str, gr.components.Component]:
+def sections(blocks: dict[str, gr.Accordion]) -> dict[str, gr.components.Component]:
     """The other settings in closed sections (ids ``section-<group>``, which a refusal opens), in
-    ``SECTIONS``' order under its titles."""
+    ``SECTIONS``' order under its titles; each section's accordion goes into ``blocks`` (by its key),
+    *Embedding options* hidden at first (``ui.embedding_panel`` shows it for an embedder)."""
     widgets = {}
     for section in (key for key in SECTIONS if key not in OWN_BUILDERS):
-        with gr.Accordion(SECTIONS[section].form, open=False, elem_id=f"section-{section}"):
+        visible = section != embedding_panel.SECTION
+        with gr.Accordion(SECTIONS[section].form, open=False, visible=visible, elem_id=f"section-{section}") as block:
             for name in (n for n in FORM_FIELDS if group(n) == section):
                 widgets[name] = make_widget(name)
+        blocks[section] = block
     return widgets
 
 

@@ -125,6 +125,25 @@ def test_ray_settings_show_with_compute_ray_and_an_address_nobody_answers_is_ref
     page.locator("#field-ray_address").wait_for(state="hidden", timeout=30_000)
 
 
+def test_embedding_options_show_only_for_an_embedding_run(page):
+    """*Embedding options* are hidden for the default text model, shown once *Train as an embedding
+    model* says yes (their loss offers "automatic" and sentence-transformers' losses), hidden again at no."""
+    section = page.locator("#section-embedding")
+    assert section.is_hidden()
+    page.locator("#section-model button.label-wrap").click()
+    page.locator("#field-is_embedding input").click()
+    page.get_by_role("option", name="yes", exact=True).click()
+    section.wait_for(state="visible", timeout=30_000)
+    section.locator("button.label-wrap").click()
+    page.locator("#field-embedding_loss input").click()
+    options = [text.split("\n")[-1] for text in page.get_by_role("option").all_inner_texts()]  # "✓\nautomatic": chosen
+    assert options[:2] == ["automatic", "MultipleNegativesRankingLoss"] and "CoSENTLoss" in options, options
+    page.keyboard.press("Escape")
+    page.locator("#field-is_embedding input").click()
+    page.get_by_role("option", name="no", exact=True).click()
+    section.wait_for(state="hidden", timeout=30_000)
+
+
 def test_buttons_follow_the_phase_and_no_gradio_overlay_sits_on_the_monitor(page, page_app, datasets_dir, tmp_path):
     """Item 9: Start only when idle (disabled at once while starting), Stop only while training,
     Cancel while live; Gradio's progress overlay never shows on the monitor."""

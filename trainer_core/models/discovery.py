@@ -74,11 +74,11 @@ def local_models(settings: Settings) -> list[LocalModel]:
 
 
 def _kind_note(folder: Path) -> str:
-    """What the folder's model kind adds to its label (e.g. `` · vision (Qwen2-VL)``,
-    ``ModelKind.picker_note``), read from config.json alone (listing models imports neither torch
+    """What the folder's model kind adds to its label (e.g. `` · vision (Qwen2-VL)``, `` · embedding``:
+    ``ModelKind.picker_note``), read from config.json and the folder's file names alone (listing models imports neither torch
     nor transformers; Start and the check ask the kind's ``family`` itself); "" for a text LM."""
     config = folder_config(folder)
-    return picker_note(config) if config is not None else ""
+    return picker_note(config, folder) if config is not None else ""
 
 
 def _bundled(settings: Settings) -> Optional[Path]:

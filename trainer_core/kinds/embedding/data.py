@@ -160,7 +160,10 @@ def count_tokens(rows: datasets.Dataset, shape: Shape, tokenizer: Any, max_seq_l
     """Token counts of ``rows``' texts by ``tokenizer`` (with its special tokens)."""
     columns = text_columns(shape, rows.column_names)
     lengths = [
-        [len(ids) for ids in tokenizer([str(t) for t in rows[column]], add_special_tokens=True)["input_ids"]]
+        [
+            len(ids)
+            for ids in tokenizer([str(t) for t in rows[column]], add_special_tokens=True, verbose=False)["input_ids"]
+        ]
         for column in columns
     ]
     per_row = list(zip(*lengths)) or [()]

@@ -101,14 +101,17 @@ def save_embedder(model: Any, folder: Path) -> None:
     folder = Path(folder)
     body = model[0]
     if not isinstance(body.model, PeftModel):
-        model.save_pretrained(str(folder))
+        model.save_pretrained(str(folder), create_model_card=False)
         return
     peft_model = body.model
     body.model = peft_model.get_base_model()
     try:
-        model.save_pretrained(str(folder))  # module files, config, tokenizer (and base weights, dropped below)
+        model.save_pretrained(
+            str(folder), create_model_card=False
+        )  # module files, config, tokenizer (and base weights, dropped below)
     finally:
         body.model = peft_model
     for weights in (*folder.glob("model*.safetensors"), *folder.glob("model.safetensors.index.json")):
         weights.unlink()
     peft_model.save_pretrained(str(folder))  # adapter_config.json (with the base's path) + adapter weights
+    (folder / "README.md").unlink(missing_ok=True)  # PEFT's blank card; an export writes the real one

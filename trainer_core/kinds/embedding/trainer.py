@@ -5,6 +5,7 @@ transformer (PEFT ``FEATURE_EXTRACTION``, targets found as for text), and senten
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
@@ -31,6 +32,18 @@ class EmbeddingTrainer(SafeSaves, SentenceTransformerTrainer):
     """``SentenceTransformerTrainer`` whose saves (checkpoints and the final folder) are
     ``loading.save_embedder``'s (a LoRA run: module files and the adapter alone), staged and checked
     by ``SafeSaves``; its evaluators' metrics are logged again under the progress events' names."""
+
+    def add_model_card_callback(self, default_args_dict: dict[str, Any]) -> None:
+        """None: the library's model-card callback (its "widget examples" computed at train begin,
+        a README.md in every save) is left out; the studio writes the card when it exports
+        (``kinds.embedding.card``)."""
+
+    def save_final(self, output_dir: Path) -> None:
+        """``SafeSaves.save_final``, then the empty ``eval/`` folder the library's evaluation makes
+        (its evaluators write no CSV here) taken away."""
+        super().save_final(output_dir)
+        with contextlib.suppress(OSError):  # absent, or not empty: left as it is
+            (Path(output_dir) / "eval").rmdir()
 
     def _save(self, output_dir: Optional[str] = None, state_dict: Any = None) -> None:  # noqa: D102
         folder = Path(output_dir or self.args.output_dir)

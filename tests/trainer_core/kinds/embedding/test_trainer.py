@@ -62,6 +62,7 @@ def test_a_lora_run_evaluates_retrieval_and_saves_a_folder_that_reloads_changed(
     files = {p.name for p in out.iterdir()}
     assert {"modules.json", "adapter_config.json", "adapter_model.safetensors", "run.json"} <= files
     assert "model.safetensors" not in files
+    assert not {"README.md", "eval"} & files  # the library's own card and empty eval folder are left out
     manifest = json.loads((out / "run.json").read_text())
     assert manifest["model_structure"]["adapted"]["count"] > 0  # BERT's linear layers found
     assert manifest["lora_config"]["task_type"] == "FEATURE_EXTRACTION"

@@ -1,0 +1,42 @@
+"""The Train form's *Embedding options*: shown for a sentence-transformers folder picked in the model
+picker (which marks it " · embedding") or for any model with *Train as an embedding model* on; hidden
+for a text model and whenever the switch says no; hidden at first in the built page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import huggingface_hub
+import pytest
+
+from trainer_core.models.discovery import local_models
+from trainer_core.settings import Settings
+from ui.embedding_panel import SECTION, shown
+
+
+@pytest.fixture
+def settings(tiny_encoder_dir: Path, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    roots = f"{tiny_encoder_dir.parent},{tiny_model_dir.parent}"
+    return Settings(data_dir=tmp_path / "data", models_dir=tmp_path / "models", allowed_paths=roots)
+
+
+def test_the_options_follow_the_picked_model_and_the_switch(settings, tiny_encoder_dir, tiny_model_dir):
+    encoder, text = str(tiny_encoder_dir), str(tiny_model_dir)
+    assert shown(encoder, "", settings) and not shown(text, "", settings)
+    assert shown(text, "yes", settings) and not shown(encoder, "no", settings)
+    assert not shown("", "", settings) and not shown(None, "", settings)
+    labels = {m.value: m.label for m in local_models(settings)}
+    assert labels[encoder].endswith(" · embedding") and "embedding" not in labels[text]
+
+
+def test_the_built_form_hides_the_embedding_section_at_first():
+    import gradio as gr
+
+    from ui import train_widgets
+
+    blocks: dict = {}
+    with gr.Blocks():
+        widgets = train_widgets.sections(blocks)
+    assert blocks[SECTION].visible is False and "embedding_loss" in widgets
+    assert all(block.visible for key, block in blocks.items() if key != SECTION)
