@@ -28,6 +28,7 @@ from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, Pre
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
 from trainer_core.preflight.structure import model_structure
+from trainer_core.preflight.token_issues import default_template_note, no_tokens, template_shaping
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 from trainer_core.vocabulary import TrainingMethod
@@ -69,7 +70,7 @@ def run_preflight(
         issue
         for issue in (
             rules.trackers_missing(request),
-            _no_tokens(found, request),
+            no_tokens(found, request),
             rules.rewards_unusable(request, found.train.column_names),
             rules.embedding_fields_unused(request),
         )
@@ -83,8 +84,8 @@ def run_preflight(
             rules.evaluations(request, plan.total_steps, found.eval is not None),
             rules.placeholders(found.sources),
             rules.learning_rate(request),
-            _template_shaping(found, tokenizer, request),
-            _default_template(found, tokenizer, request),
+            template_shaping(found, tokenizer, request),
+            default_template_note(found, tokenizer, request),
         )
         if issue
     ]
@@ -152,7 +153,7 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
         return structure_errors
     found = gather(request, tokenizer, notes=False)
     checks = (
-        _no_tokens(found, request),
+        no_tokens(found, request),
         rules.rewards_unusable(request, found.train.column_names),
         rules.embedding_fields_unused(request),
     )
@@ -172,54 +173,6 @@ def precision_summary(request: TrainingStartRequest) -> str:
         return "bf16 mixed precision where this GPU supports bf16 (else fp32)"
     chosen = request_precision(request, "cpu")
     return f"{'bf16 mixed precision' if chosen.dtype == 'bf16' else 'fp32'}: {chosen.reason}"
-
-
-def _no_tokens(found: Gathered, request: TrainingStartRequest) -> Optional[Issue]:
-    """The zero-trained-tokens error for the training rows, or for the evaluation rows (training
-    stops there too: ``tokenize_dataset`` refuses a split without a trained token)."""
-    if found.train_counts is not None:
-        issue = rules.no_trained_tokens(found.train_counts, found.where, request)
-        if issue:
-            return issue
-    if found.eval_counts is not None and len(found.eval_counts.trained) and not found.eval_counts.kept.any():
-        return Issue(
-            level="error",
-            code="no_eval_tokens",
-            fields=["max_seq_length", "local_eval_datasets", "val_size"],
-            message=f"no evaluation row keeps an answer token within max_seq_length={request.max_seq_length}, "
-            "so evaluation would fail: raise max_seq_length or give other evaluation rows",
-        )
-    return None
-
-
-def _template_shaping(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[Issue]:
-    """Warning when the chat template refuses some rows as written and they are shaped to fit
-    (``data.template_fit``: Gemma's system text, Mistral's repeated turns)."""
-    from trainer_core.data.template_fit import fit_note, shaped_count, template_fit
-
-    if tokenizer is None or "messages" not in found.train.column_names or not tokenizer.chat_template:
-        return None
-    fit = template_fit(tokenizer)
-    note = fit_note(request.model_name, fit, shaped_count(found.train["messages"], fit)) if fit.shapes else None
-    return Issue(level="warning", code="template_shaped", message=note, fields=["model_name"]) if note else None
-
-
-def _default_template(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[Issue]:
-    """Warning that the model has no chat template of its own, so conversations are written with
-    the default (``models.templates``), shown with an example; the field chooses another."""
-    name = getattr(tokenizer, "studio_default_template", None)
-    if not name or "messages" not in found.train.column_names:
-        return None
-    from trainer_core.models.templates import template_example
-
-    return Issue(
-        level="warning",
-        code="default_chat_template",
-        fields=["default_chat_template"],
-        message=f"{request.model_name} has no chat template of its own: conversations are written with the "
-        f"{name} template, e.g. {template_example(tokenizer)!r}; chat and export use it too "
-        "(choose chatml, zephyr or alpaca in default_chat_template)",
-    )
 
 
 def _eval_rows(found: Gathered) -> int:

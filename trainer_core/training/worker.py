@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.distributed.env import is_main, node_rank, rank, world_size
-from trainer_core.process.disk_full import DiskFullError, disk_full_message, is_disk_full
 from trainer_core.process.parent import exit_with_parent
-from trainer_core.schemas import SECRET_FIELDS, TrainingStartRequest
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.status import EMBEDDING_EVAL_SERIES, TrainingProgress
 from trainer_core.training.checkpoints import remove_partial_saves
+from trainer_core.training.failure_words import redact, user_message
 from trainer_core.vocabulary import Phase, TrainingMethod
 
 log = logging.getLogger(__name__)
@@ -294,50 +294,6 @@ def _structure(trainer: Any, model: Any = None) -> dict[str, Any]:
     }
 
 
-def _redact(text: str, request: TrainingStartRequest) -> str:
-    for name in SECRET_FIELDS:
-        secret = getattr(request, name)
-        if secret is not None and secret.get_secret_value():
-            text = text.replace(secret.get_secret_value(), "***")
-    return text
-
-
-def _user_message(exc: BaseException, out: Optional[Path] = None) -> str:
-    from trainer_core.data.files import DatasetError
-    from trainer_core.models.loading import ModelLoadError
-    from trainer_core.models.targets import TargetError
-    from trainer_core.refusals import Refusal
-
-    # Not imported here: a failed import of the training stack must still be reported, and a
-    # DivergenceError can only come from an already loaded trainer module.
-    saves = sys.modules.get("trainer_core.training.safe_saves")
-    rewards = sys.modules.get("trainer_core.rewards.build")
-    if isinstance(exc, (DatasetError, ModelLoadError, TargetError, Refusal)) or (
-        (saves and isinstance(exc, saves.DivergenceError))
-        or (rewards and isinstance(exc, (rewards.RewardError, rewards.RewardCodeError)))
-    ):
-        return str(exc)
-    if isinstance(exc, DiskFullError):
-        return str(exc)
-    if is_disk_full(exc, out):  # a write outside the checkpoint saves (data cache, logs, run.json)
-        return disk_full_message(
-            f"a file ({_first_lines(str(exc), 1, 200)})",
-            out or Path.cwd(),
-            "The saved checkpoints are kept",
-            "resume the run from its newest checkpoint",
-        )
-    text = str(exc)
-    if "out of memory" in text.lower() or "can't allocate memory" in text.lower():
-        return f"Out of memory: {_first_lines(text)} Lower batch_size or max_seq_length, or use qlora."
-    return f"{type(exc).__name__}: {_first_lines(text)}"
-
-
-def _first_lines(text: str, lines: int = 3, chars: int = 600) -> str:
-    """The head of a long error (e.g. hundreds of size-mismatch lines); the rest is in worker.log."""
-    kept = "\n".join(text.strip().splitlines()[:lines])[:chars]
-    return kept if kept == text.strip() else kept + " ... (more in worker.log)"
-
-
 def _trim_metrics(metrics_path: Path, checkpoint: str) -> None:
     """On resume, drop logged steps after the checkpoint's step: they are about to be redone."""
     state = json.loads((Path(checkpoint) / "trainer_state.json").read_text(encoding="utf-8"))
@@ -395,8 +351,8 @@ def run_worker(
     try:
         phase, stop_reason = train(request, job_id, out, events, stop, callbacks, recorded)
     except BaseException as exc:  # noqa: BLE001 - the process boundary: report everything
-        log.error("training failed:\n%s", _redact(traceback.format_exc(), request))
-        events.put((EventKind.ERROR, {"message": _redact(_user_message(exc, out), request)}))
+        log.error("training failed:\n%s", redact(traceback.format_exc(), request))
+        events.put((EventKind.ERROR, {"message": redact(user_message(exc, out), request)}))
         return
     verb = "stopped and saved" if phase == Phase.stopped.value else "completed"
     done = {"phase": phase, "message": f"Training {verb}; output in {out}", "output_dir": str(out)}

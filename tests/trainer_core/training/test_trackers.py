@@ -136,7 +136,8 @@ def test_the_seed_fields_map_onto_report_to_and_the_key_is_a_secret(tmp_path):
 def test_the_worker_gets_the_seed_settings_and_the_key_in_its_environment_only(tmp_path, monkeypatch, caplog):
     import queue
 
-    from trainer_core.training.worker import _prepare_trackers, _redact
+    from trainer_core.training.failure_words import redact as _redact
+    from trainer_core.training.worker import _prepare_trackers
 
     monkeypatch.setattr(os, "environ", {"WANDB_PROJECT": "server-default"})
     monkeypatch.setattr(trackers, "host_reachable", lambda host, port: True)

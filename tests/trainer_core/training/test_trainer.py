@@ -237,8 +237,8 @@ def test_finite_weight_check_names_a_bad_parameter():
 
 
 def test_the_worker_reports_a_divergence_as_written():
+    from trainer_core.training.failure_words import user_message as _user_message
     from trainer_core.training.safe_saves import divergence_message
-    from trainer_core.training.worker import _user_message
 
     message = divergence_message(3, "grad_norm is nan")
     assert _user_message(DivergenceError(message)) == message

@@ -1,0 +1,59 @@
+"""The check's findings about how the rows become tokens: no trained token left (training or
+evaluation rows), rows shaped to fit a chat template, and a model written with the default template."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from trainer_core.preflight import rules
+from trainer_core.preflight.gather import Gathered
+from trainer_core.preflight.report import Issue
+from trainer_core.schemas import TrainingStartRequest
+
+
+def no_tokens(found: Gathered, request: TrainingStartRequest) -> Optional[Issue]:
+    """The zero-trained-tokens error for the training rows, or for the evaluation rows (training
+    stops there too: ``tokenize_dataset`` refuses a split without a trained token)."""
+    if found.train_counts is not None:
+        issue = rules.no_trained_tokens(found.train_counts, found.where, request)
+        if issue:
+            return issue
+    if found.eval_counts is not None and len(found.eval_counts.trained) and not found.eval_counts.kept.any():
+        return Issue(
+            level="error",
+            code="no_eval_tokens",
+            fields=["max_seq_length", "local_eval_datasets", "val_size"],
+            message=f"no evaluation row keeps an answer token within max_seq_length={request.max_seq_length}, "
+            "so evaluation would fail: raise max_seq_length or give other evaluation rows",
+        )
+    return None
+
+
+def template_shaping(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[Issue]:
+    """Warning when the chat template refuses some rows as written and they are shaped to fit
+    (``data.template_fit``: Gemma's system text, Mistral's repeated turns)."""
+    from trainer_core.data.template_fit import fit_note, shaped_count, template_fit
+
+    if tokenizer is None or "messages" not in found.train.column_names or not tokenizer.chat_template:
+        return None
+    fit = template_fit(tokenizer)
+    note = fit_note(request.model_name, fit, shaped_count(found.train["messages"], fit)) if fit.shapes else None
+    return Issue(level="warning", code="template_shaped", message=note, fields=["model_name"]) if note else None
+
+
+def default_template_note(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[Issue]:
+    """Warning that the model has no chat template of its own, so conversations are written with
+    the default (``models.templates``), shown with an example; the field chooses another."""
+    name = getattr(tokenizer, "studio_default_template", None)
+    if not name or "messages" not in found.train.column_names:
+        return None
+    from trainer_core.models.templates import template_example
+
+    return Issue(
+        level="warning",
+        code="default_chat_template",
+        fields=["default_chat_template"],
+        message=f"{request.model_name} has no chat template of its own: conversations are written with the "
+        f"{name} template, e.g. {template_example(tokenizer)!r}; chat and export use it too "
+        "(choose chatml, zephyr or alpaca in default_chat_template)",
+    )
