@@ -38,6 +38,12 @@ def pending(picture: Any) -> tuple[Optional[str], str]:
         return None, notice_html(str(exc), "Not taken")
 
 
+def taken(picture: Any) -> Optional[str]:
+    """The uploaded ``picture``'s data: URL as a send takes it (None: no picture, or one over the
+    pixel limit, which ``pending`` has already said is not taken)."""
+    return pending(picture)[0]
+
+
 def data_url(picture: Any) -> Optional[str]:
     """A PNG ``data:`` URL of the uploaded ``picture`` (a PIL image; None: no image). Raises Refused
     naming the box for an image over ``data.images.MAX_PIXELS`` pixels."""

@@ -116,9 +116,14 @@ class ChatTab:
         inputs = [self.model, compare, system, message, chat, base_chat, *settings, held, images]
         outputs = [message, chat, base_chat, state, notice, images]
         sent = (lambda text: None if text == "" else gr.skip(), message, image)  # the image went with it
-        send = send_btn.click(partial(chat_handlers.send, engine), inputs, outputs, api_name="chat", **FREE)
+        # the picture is taken again as the send's first step: a Send pressed before the upload's own
+        # change event has run still carries it
+        taken = (chat_images.taken, image, held)
+        send = send_btn.click(*taken, api_name=False, **FREE)
+        send = send.then(partial(chat_handlers.send, engine), inputs, outputs, api_name="chat", **FREE)
         send.then(*sent, api_name=False, **FREE)
-        submit = message.submit(partial(chat_handlers.send, engine), inputs, outputs, api_name=False, **FREE)
+        submit = message.submit(*taken, api_name=False, **FREE)
+        submit = submit.then(partial(chat_handlers.send, engine), inputs, outputs, api_name=False, **FREE)
         submit.then(*sent, api_name=False, **FREE)
         stop_btn.click(partial(chat_handlers.stop, engine), None, None, api_name="chat_stop", **FREE)
         clear_btn.click(chat_handlers.clear, None, [chat, base_chat, message, notice, images, image], api_name=False)
