@@ -1,6 +1,6 @@
 """Export of a real trained LoRA run of SmolLM2-135M (a copy of the session's ``trained_run``):
-merged float32 and GGUF f16 answer the check prompts like the adapter model, q8_0 reports its
-agreement, a GGUF whose chat template and EOS were tampered with fails the check, the adapter zip
+merged float32 and GGUF f16 answer the check prompts like the adapter model, q4_k_m and q8_0 made
+in one task report their agreement, a GGUF whose chat template and EOS were tampered with fails the check, the adapter zip
 holds what it should, the CLI's exit codes; and an export + push through a real TaskRunner (of the
 tiny model's run: what is tested there is the task, not the weights)."""
 
@@ -185,16 +185,6 @@ def test_gguf_f16_answers_like_the_adapter_model_with_template_and_eos(gguf_f16,
     assert any("GGUF f16:" in e[1]["message"] for e in events), "the converter's output is streamed"
 
 
-def test_gguf_q8_0_reports_its_agreement(merged, reference, tmp_path):
-    ref, tokenizer = reference
-    target = tmp_path / "model-q8_0.gguf"
-    gguf_convert.convert(merged[1], target, "q8_0", _converter(), lambda line: None)
-    check = check_gguf(target, "q8_0", ref, tokenizer)
-    assert check.summary.startswith("q8_0: ") and check.tokens_total == 60
-    assert check.passed, check
-    print("q8_0:", check.summary, "forced", check.forced_tokens_equal)
-
-
 def test_q4_k_m_and_q8_0_in_one_task_are_checked_by_llama_cpp(choice, tmp_path):
     """One conversion, two quantisations by llama.cpp; each file run in llama.cpp: its template
     renders a 3-turn chat with a system message to the tokenizer's ids, <|im_end|> ends generation,
@@ -206,7 +196,8 @@ def test_q4_k_m_and_q8_0_in_one_task_are_checked_by_llama_cpp(choice, tmp_path):
     out.mkdir()
     context = {"choice": choice.model_dump(), "output_dir": str(out), "models_dir": str(get_settings().models_dir)}
     request = ExportRequest(model=choice.id, format="gguf-q4_k_m", gguf_types=["q8_0"])
-    result = export(request, context, Events(), threading.Event())
+    events = Events()
+    result = export(request, context, events, threading.Event())
     assert result.passed and [(g.type, g.file_type) for g in result.gguf] == [
         ("q4_k_m", "MOSTLY_Q4_K_M"),
         ("q8_0", "MOSTLY_Q8_0"),
@@ -217,6 +208,17 @@ def test_q4_k_m_and_q8_0_in_one_task_are_checked_by_llama_cpp(choice, tmp_path):
     assert q4.check.forced_tokens_equal >= 45 and "next-token predictions agree" in q4.check.summary, q4.check
     assert q8.check.forced_tokens_equal + len(q8.check.near_ties) == 60 and q8.second_opinion.passed
     assert q4.size_bytes < 0.8 * q8.size_bytes < 0.8 * 150e6  # 105 MB and 145 MB here
+    assert sorted(p.name for p in out.glob("*.gguf")) == sorted(g.name for g in result.gguf)  # no f16 left
+    assert not (out / ".merged").exists() and "quantize" in result.stage_seconds and result.check == q4.check
+    for g in (q4, q8):
+        meta = read_meta(out / g.name)
+        assert meta.file_type == {"q4_k_m": 15, "q8_0": 7}[g.type] and g.size_bytes == (out / g.name).stat().st_size
+        assert meta.name == f"{choice.base_model.rstrip('/').split('/')[-1]} ({choice.id})"
+        assert g.check.tokens_total == 60 and len(g.check.samples) == 3
+    messages = [e[1]["message"] for e in events]
+    assert "Quantising to q4_k_m with llama.cpp" in messages and "Converting to GGUF f16" in messages
+    assert not [m for m in messages if "llama_" in m or "INFO" in m or "blk." in m]  # words, not the tools' logs
+    _listed_and_carded(out, request, result, choice)
     print("q4_k_m:", q4.check.summary, "| q8_0:", q8.check.summary)
     from tests.trainer_core.export.test_modelfile import CHAT, _template, render_go
     from trainer_core.models.loading import load_tokenizer
@@ -228,6 +230,30 @@ def test_q4_k_m_and_q8_0_in_one_task_are_checked_by_llama_cpp(choice, tmp_path):
         assert modelfile.startswith(f"# Ollama: ollama create NAME -f {Path(g.name).stem}.Modelfile\nFROM ./{g.name}\n")
         assert render_go(_template(modelfile), CHAT) == want and 'PARAMETER stop "<|im_end|>"' in modelfile
     _chat_with_the_export(tmp_path, out, result, choice)
+
+
+def _listed_and_carded(out: Path, request: ExportRequest, result: ExportResult, choice) -> None:
+    """The Export tab lists each file with its check; the export's card names each file and its Modelfile."""
+    from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+    from ui.export_panel import _links as exports_links
+
+    record = TaskRecord(
+        task_id="export-1",
+        kind=TaskKind.export,
+        model=choice.id,
+        phase=TaskPhase.completed,
+        request=request.model_dump(),
+        result=result.model_dump(),
+        output_dir=str(out),
+    )
+    listed = exports_links(record)
+    assert f"folder: `{out}`" in listed
+    for g in result.gguf:
+        assert f"`{g.name}`: {g.file_type}, " in listed
+    assert "llama.cpp passed: q4_k_m in llama.cpp" in listed and "second opinion (transformers) agrees: q8_0" in listed
+    card = (out / "README.md").read_text()
+    for g in result.gguf:
+        assert f"| `{g.name}` | {g.type} | {g.file_type} |" in card and f"{Path(g.name).stem}.Modelfile" in card
 
 
 def _chat_with_the_export(data_dir: Path, out: Path, result: ExportResult, choice) -> None:
