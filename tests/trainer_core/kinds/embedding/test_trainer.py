@@ -102,3 +102,24 @@ def test_evaluator_metrics_are_logged_again_under_the_progress_names():
     named = progress_metrics(logs)
     assert named["eval_ndcg_at_10"] == 0.7 and named["eval_recall_at_1"] == 0.4 and named["eval_spearman"] == 0.2
     assert named["eval_cosine_ndcg@10"] == 0.7 and progress_metrics({"loss": 1.0}) == {"loss": 1.0}
+
+
+def test_early_stopping_ends_an_embedding_run_and_keeps_its_best_adapter(tiny_encoder_dir, datasets_dir, tmp_path):
+    """Patience 1 and a threshold no evaluation can beat: the run ends at its second evaluation
+    with the reason said, and the best checkpoint (an adapter) is loaded back before the final save."""
+    request = _request(
+        tiny_encoder_dir,
+        datasets_dir,
+        max_steps=20,
+        val_size=0.25,
+        eval_steps=1,
+        early_stopping_patience=1,
+        early_stopping_threshold=100.0,
+    )
+    out = tmp_path / "run"
+    phase, reason = train(request, "job-early", out, queue.Queue(), threading.Event())
+    assert phase == "completed" and reason.startswith("Stopped early at step 2: eval_loss did not improve"), reason
+    assert "(best " in reason and "at step 1)" in reason
+    assert (out / "adapter_model.safetensors").is_file() and "model.safetensors" not in {p.name for p in out.iterdir()}
+    logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert max(r["step"] for r in logged) == 2
