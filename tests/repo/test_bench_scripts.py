@@ -213,3 +213,15 @@ def test_compile_steps_bench_measures_a_break_even(capsys, tiny_model_dir):
     assert len(report["runs"]["on"]["step_s"]) == len(report["runs"]["off"]["step_s"]) == 4
     assert report["compile_cost_s"] > 0 and report["max_loss_gap"] < 0.05
     assert "pays after" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_embedding_bench_quick(capsys, tiny_encoder_dir):
+    """On the tiny encoder: one A B pair of 2 steps (each side's process start); the quality part
+    (retrieval before and after training) is run by hand for docs/BENCHMARKS.md."""
+    from bench import embedding
+
+    report = embedding.main(["speed", "--quick", "--model", str(tiny_encoder_dir)])
+    assert report["ours"]["median_samples_per_s"] > 0 and report["bare"]["median_samples_per_s"] > 0
+    assert report["loss_gap"] < 0.02  # the same batches, loss and settings on both sides
+    assert "samples/s" in capsys.readouterr().out
