@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+from trainer_core.fieldmeta import group
 from ui.form import TRI_VALUES
 from ui.vision_panel import model_kind
 
@@ -21,6 +22,15 @@ def shown(model_name: Any, is_embedding: Any, settings: Any) -> bool:
     if is_embedding in TRI_VALUES:
         return TRI_VALUES[is_embedding]
     return model_kind(model_name, settings).name == "embedding"
+
+
+def applied(values: dict[str, Any], settings: Any) -> dict[str, Any]:
+    """The form's ``values`` (by field name) as the run takes them: while the section is hidden
+    (``shown`` is False) its fields are left empty, so a setting the user cannot see neither applies
+    nor draws a refusal that points at a hidden section."""
+    if shown(values.get("model_name"), values.get("is_embedding"), settings):
+        return values
+    return {name: None if group(name) == SECTION else value for name, value in values.items()}
 
 
 def wire(widgets: dict[str, gr.components.Component], block: gr.Accordion, settings: Any) -> None:

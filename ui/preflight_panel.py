@@ -13,6 +13,7 @@ from gradio.components.plot import PlotData
 
 from trainer_core.admission.admit import checked_for_preflight
 from trainer_core.refusals import Refusal
+from ui import embedding_panel
 from ui.context import Context, dataset_paths
 from ui.form import FORM_FIELDS, build_request
 from ui.preflight_view import histogram_figure, report_html
@@ -33,7 +34,8 @@ def _report(
     try:
         train_files = dataset_paths(upload, paths_text, ctx.settings)
         eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
-        request = build_request(dict(zip(FORM_FIELDS, values)), train_files, eval_files)
+        form = embedding_panel.applied(dict(zip(FORM_FIELDS, values)), ctx.settings)
+        request = build_request(form, train_files, eval_files)
         request = checked_for_preflight(request, ctx.settings, ctx.runner.store)
         from trainer_core.admission.check_worker import check_report
 

@@ -40,3 +40,21 @@ def test_the_built_form_hides_the_embedding_section_at_first():
         widgets = train_widgets.sections(blocks)
     assert blocks[SECTION].visible is False and "embedding_loss" in widgets
     assert all(block.visible for key, block in blocks.items() if key != SECTION)
+
+
+def test_hidden_options_neither_apply_nor_draw_a_refusal(settings, tiny_encoder_dir, tiny_model_dir, datasets_dir):
+    """Matryoshka sizes typed for the encoder, then the switch set to no (the section hides): Start's
+    request leaves them out instead of refusing them by a label the user cannot see; shown, they apply."""
+    from ui.embedding_panel import applied
+    from trainer_core.fieldmeta import default
+    from ui.form import FORM_FIELDS, build_request, widget_value
+
+    defaults = {name: widget_value(name, default(name)) for name in FORM_FIELDS}
+    typed = {**defaults, "model_name": str(tiny_encoder_dir), "matryoshka_dims": [32, 16]}
+    files = [str(datasets_dir / "alpaca_en_demo.json")]
+    assert build_request(applied(typed, settings), files, []).matryoshka_dims == [32, 16]
+    hidden = {**typed, "is_embedding": "no"}
+    request = build_request(applied(hidden, settings), files, [])
+    assert request.is_embedding is False and request.matryoshka_dims is None
+    text = {**typed, "model_name": str(tiny_model_dir)}
+    assert build_request(applied(text, settings), files, []).matryoshka_dims is None
