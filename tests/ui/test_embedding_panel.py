@@ -45,8 +45,8 @@ def test_the_built_form_hides_the_embedding_section_at_first():
 def test_hidden_options_neither_apply_nor_draw_a_refusal(settings, tiny_encoder_dir, tiny_model_dir, datasets_dir):
     """Matryoshka sizes typed for the encoder, then the switch set to no (the section hides): Start's
     request leaves them out instead of refusing them by a label the user cannot see; shown, they apply."""
-    from ui.embedding_panel import applied
     from trainer_core.fieldmeta import default
+    from ui.embedding_panel import applied
     from ui.form import FORM_FIELDS, build_request, widget_value
 
     defaults = {name: widget_value(name, default(name)) for name in FORM_FIELDS}
