@@ -156,7 +156,7 @@ def _final(run: RunRecord, folder: Path, settings: Settings) -> ModelChoice:
         )
     model = run.request.get("model_name") or DEFAULT_MODEL
     choice = weights_choice(folder, "final", run.job_id, model, settings.models_dir, run.job_id)
-    choice.step, choice.loss = run.last_step, run.final_loss
+    choice.step, choice.loss, choice.query_prompt = run.last_step, run.final_loss, run.request.get("query_prompt")
     choice.label = _label(choice, model)
     return _confined_base(choice, settings)
 
@@ -174,7 +174,7 @@ def _checkpoint_folders(folder: Path) -> list[tuple[int, Path]]:
 def _checkpoint(run: RunRecord, folder: Path, step: int, losses: dict[int, float], settings: Settings) -> ModelChoice:
     model = run.request.get("model_name") or DEFAULT_MODEL
     choice = weights_choice(folder, "checkpoint", f"{run.job_id}/{folder.name}", model, settings.models_dir, run.job_id)
-    choice.step, choice.loss = step, losses.get(step)
+    choice.step, choice.loss, choice.query_prompt = step, losses.get(step), run.request.get("query_prompt")
     choice.label = _label(choice, model)
     return _confined_base(choice, settings)
 
