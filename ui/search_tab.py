@@ -18,7 +18,7 @@ import pandas as pd
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.refusals import Refusal
 from trainer_core.serving.engine import ChatEngine, ChatInputError
-from trainer_core.serving.search import MAX_SEARCH_PASSAGES, SearchResult, search
+from trainer_core.serving.search import MAX_SEARCH_PASSAGES, SearchResult, checked, search
 from trainer_core.settings import Settings
 from ui.refusals import markdown_text, notice_html
 
@@ -153,12 +153,12 @@ def run_search(
         if not model_id or not isinstance(model_id, str):
             raise ChatInputError("model: choose an embedding model", fields=("model",))
         passages = passages_of(text, file, settings)
-        choice = engine.resolve(model_id)
-        problem = engine.refusal()  # a training job has the machine: said before anything loads
+        choice = checked(engine, model_id, query, passages, bool(compare))  # all said before anything loads
+        problem = engine.refusal()  # a training job has the machine
         if problem:
             raise Refusal(problem)
         label = markdown_text(choice.label)
-        if engine.state().get("loaded") != model_id and choice.serves == "embeddings":
+        if engine.state().get("loaded") != model_id:
             yield gr.skip(), f"Loading **{label}**…", ""
         began = time.monotonic()
         result = search(engine, model_id, query, passages, compare=bool(compare))

@@ -88,16 +88,15 @@ def checked_passages(passages: Any) -> list[str]:
     return passages
 
 
-def search(engine: Embedder, model_id: str, query: str, passages: list[str], compare: bool = False) -> SearchResult:
-    """Rank ``passages`` against ``query`` with embedding model ``model_id`` (and, ``compare``, with
-    its base model). Raises ChatInputError naming ``query``, ``passages`` or ``model`` (a chat
-    model, ``base`` compared with itself), UnknownModel, or ChatUnavailable (a training job has
-    the machine)."""
+def checked(engine: Embedder, model_id: str, query: Any, passages: Any, compare: bool = False) -> ModelChoice:
+    """The embedding model a search of ``query`` against ``passages`` can run on; ChatInputError
+    naming ``query``, ``passages``, ``model`` (a chat model) or ``compare`` (``base`` beside
+    itself), or UnknownModel, otherwise. Nothing is loaded or embedded."""
     if not isinstance(query, str) or not query.strip():
         raise ChatInputError("query: type what to search for", fields=("query",))
     if len(query) > MAX_EMBEDDING_INPUT_CHARS // 2:
         raise ChatInputError(f"query: at most {MAX_EMBEDDING_INPUT_CHARS // 2:,} characters", fields=("query",))
-    passages = checked_passages(passages)
+    checked_passages(passages)
     choice = engine.resolve(model_id)
     if choice.serves != "embeddings":
         raise ChatInputError(
@@ -111,6 +110,14 @@ def search(engine: Embedder, model_id: str, query: str, passages: list[str], com
             "compare: the base model beside itself; choose a run or checkpoint to compare with its base model",
             fields=("compare",),
         )
+    return choice
+
+
+def search(engine: Embedder, model_id: str, query: str, passages: list[str], compare: bool = False) -> SearchResult:
+    """Rank ``passages`` against ``query`` with embedding model ``model_id`` (and, ``compare``, with
+    its base model). Raises what ``checked`` raises, and ChatUnavailable (a training job has the
+    machine, the model's process ended)."""
+    choice = checked(engine, model_id, query, passages, compare)
     texts = [(choice.query_prompt or "") + query, *passages]  # the prompt: at most 1,000 characters
     tuned = _ranked(engine.embed(choice.id, texts))
     base = _ranked(engine.embed(choice.id, texts, use_adapter=False)) if compare else None
