@@ -157,17 +157,18 @@ def run_search(
         problem = engine.refusal()  # a training job has the machine
         if problem:
             raise Refusal(problem)
-        label = markdown_text(choice.label)
-        if engine.state().get("loaded") != model_id:
+        label, loading = markdown_text(choice.label), engine.state().get("loaded") != model_id
+        if loading:
             yield gr.skip(), f"Loading **{label}**…", ""
         began = time.monotonic()
         result = search(engine, model_id, query, passages, compare=bool(compare))
     except Refusal as exc:
         yield gr.skip(), _loaded_words(engine), notice_html(in_words(exc), "Not searched")
         return
+    loaded_in = (engine.state().get("load_seconds") or 0.0) if loading else 0.0
+    took = f"{time.monotonic() - began - loaded_in:.1f} s" + (f" (loading it: {loaded_in:.1f} s)" if loading else "")
     prompt = f"; the run's query prompt {result.query_prompt!r} went before the query" if result.query_prompt else ""
-    took = time.monotonic() - began
-    words = f"**{label}** ranked {len(passages)} passages in {took:.1f} s{markdown_text(prompt)}."
+    words = f"**{label}** ranked {len(passages)} passages in {took}{markdown_text(prompt)}."
     yield table(result, passages), words, ""
 
 
