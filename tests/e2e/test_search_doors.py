@@ -10,11 +10,12 @@ from types import SimpleNamespace
 
 import httpx
 
-from tests.e2e.conftest import CANARY, assert_no_canary, logged_in
+from tests.e2e.conftest import CANARY, api, assert_no_canary, logged_in
 from tests.support.raw_gradio import RawGradio
 
 CHAT = "job_20250105_090000_5a5b5c5d"  # fake adapter files: never loaded
 EMB = "job_20250106_090000_4a4b4c4d"  # a sentence-transformers run folder (modules.json): never loaded
+PROMPT = "</script><script>alert(1)</script>& query: "  # the run's query prompt, as the share page carries it
 
 
 def _runs(settings, store) -> None:
@@ -26,7 +27,8 @@ def _runs(settings, store) -> None:
         for name, text in files.items():
             (folder / name).write_text(text)
         if store.get_run(job) is None:
-            store.create_run(job, {"model_name": "org/base"}, str(folder), "completed")
+            request = {"model_name": "org/base", "query_prompt": PROMPT if files else None}
+            store.create_run(job, request, str(folder), "completed")
 
 
 def _notice(raw: RawGradio, data: list) -> str:
@@ -81,3 +83,16 @@ def test_raw_search_calls_are_refused_with_notices(studio, outside, datasets_dir
         patched.setattr(runner, "status", lambda **_: SimpleNamespace(is_training_running=True))
         busy = _notice(raw, [EMB, True, "q", "a", ""])
     assert "A training job is running and has the machine" in busy
+
+
+def test_an_embedding_runs_share_page_is_the_search_page(studio):
+    settings, runner, url = studio
+    _runs(settings, runner.store)
+    made = api(url).post("/api/train/share", json={"model": EMB})
+    assert made.status_code == 201, made.text
+    page = httpx.get(url + made.json()["url_path"], timeout=30)
+    assert page.status_code == 200 and "search only" in page.text and "/v1/embeddings" in page.text
+    assert "<script>alert(1)" not in page.text and "\\u003c/script>\\u003cscript>alert(1)" in page.text
+    assert '"max_passages": 1000' in page.text and "script-src 'nonce-" in page.headers["content-security-policy"]
+    chat = api(url).post("/api/train/share", json={"model": CHAT}).json()["url_path"]
+    assert "chat only" in httpx.get(url + chat, timeout=30).text  # a chat run keeps its chat page
