@@ -165,8 +165,7 @@ def run_search(
     except Refusal as exc:
         yield gr.skip(), _loaded_words(engine), notice_html(in_words(exc), "Not searched")
         return
-    loaded_in = (engine.state().get("load_seconds") or 0.0) if loading else 0.0
-    took = f"{time.monotonic() - began - loaded_in:.1f} s" + (f" (loading it: {loaded_in:.1f} s)" if loading else "")
+    took = f"{time.monotonic() - began:.1f} s" + (", loading the model included" if loading else "")
     prompt = f"; the run's query prompt {result.query_prompt!r} went before the query" if result.query_prompt else ""
     words = f"**{label}** ranked {len(passages)} passages in {took}{markdown_text(prompt)}."
     yield table(result, passages), words, ""
