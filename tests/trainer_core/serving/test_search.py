@@ -107,6 +107,7 @@ def test_ties_keep_the_passages_order_and_ranks_count_from_one():
         ("job_plain", "q", ["a" * 40_000], False, "passages", "passage 1 has 40,000 characters"),
         ("job_plain", "q" * 20_000, ["a"], False, "query", "at most 16,384 characters"),
     ],
+    ids=["chat", "unknown", "base-compared", "no-query", "no-passages", "empty", "too-many", "too-long", "long-query"],
 )
 def test_each_refusal_names_its_field(engine, model, query, passages, compare, field, words):
     fake, _ = engine
