@@ -2,7 +2,9 @@
 
 - ``POST /api/train/share`` / ``GET /api/train/share`` / ``DELETE /api/train/share/{link_id}``:
   create, list and revoke links (the API token, like every ``/api/train`` route).
-- ``GET /s/<token>``: a small chat page for the link's one model (no login: the token is the key).
+- ``GET /s/<token>``: a small page for the link's one model (no login: the token is the key): a chat
+  page, or for an embedding model a search page (a query ranked against passages by cosine, through
+  ``/s/<token>/v1/embeddings``; the run's query prompt before the query).
 - ``/s/<token>/v1``: ``base_url`` of an OpenAI client for that one model: ``GET models`` lists only
   it, ``POST chat/completions`` (a chat model) or ``POST embeddings`` (an embedding model) answers
   only for it (any other ``model`` is 404).
@@ -31,6 +33,7 @@ from api.openai_errors import ERRORS, OpenAIError, SharedRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import ModelChoice
+from trainer_core.serving.search import MAX_SEARCH_PASSAGES
 from trainer_core.serving.share import (
     MAX_EXPIRES_IN_HOURS,
     MIN_EXPIRES_IN_HOURS,
@@ -45,6 +48,7 @@ manage = APIRouter(prefix="/api/train", tags=["share links"], dependencies=[Depe
 scoped = APIRouter(prefix="/s/{token}/v1", tags=["shared model"], route_class=SharedRoute)
 page = APIRouter(include_in_schema=False)
 PAGE_TEMPLATE = Path(__file__).with_name("share_page.html")
+SEARCH_TEMPLATE = Path(__file__).with_name("share_search.html")  # the page of an embedding model
 SLOT = re.compile(r"\{\{([A-Z]+)\}\}")
 ERROR_PAGE = (
     "<!doctype html><html lang=en><head><meta charset=utf-8><meta name=robots content=noindex>"
@@ -170,13 +174,19 @@ def _other_model(choice: ModelChoice) -> OpenAIError:
 @page.get("/s/{token}", response_class=HTMLResponse)
 @page.get("/s/{token}/", response_class=HTMLResponse)
 def chat_page(token: str, request: Request) -> HTMLResponse:
-    """The chat page of a link, or a short page saying why the link does not work."""
+    """The chat page of a link (the search page for an embedding model), or a short page saying why
+    the link does not work."""
     try:
         choice = shared_model(token, request)
     except OpenAIError as exc:
         return _page(exc.status, ERROR_PAGE, TITLE="Link not available", MESSAGE=html.escape(exc.message))
-    config = json.dumps({"model": choice.id}).replace("<", "\\u003c").replace("&", "\\u0026")
-    return _page(200, PAGE_TEMPLATE.read_text(encoding="utf-8"), TITLE=html.escape(choice.label), CONFIG=config)
+    facts: dict[str, Any] = {"model": choice.id}
+    template = PAGE_TEMPLATE
+    if choice.serves == "embeddings":  # an embedder answers searches, not chat
+        facts.update(query_prompt=choice.query_prompt or "", max_passages=MAX_SEARCH_PASSAGES)
+        template = SEARCH_TEMPLATE
+    config = json.dumps(facts).replace("<", "\\u003c").replace("&", "\\u0026")
+    return _page(200, template.read_text(encoding="utf-8"), TITLE=html.escape(choice.label), CONFIG=config)
 
 
 def _page(status: int, template: str, **values: str) -> HTMLResponse:

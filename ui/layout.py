@@ -1,5 +1,6 @@
 """The page (Gradio Blocks): the Train tab (``ui.train_tab``), the Runs tab (``ui.runs_tab``), Chat
-(``ui.chat_tab``) and the Arena (``ui.arena_tab``), over one runner, chat engine and task runner."""
+(``ui.chat_tab``), Search (``ui.search_tab``) and the Arena (``ui.arena_tab``), over one runner,
+chat engine and task runner."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from trainer_core.runs.job import JobRunner
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRunner
-from ui import arena_tab, runs_tab
+from ui import arena_tab, runs_tab, search_tab
 from ui.chat_tab import ChatTab
 from ui.context import Context
 from ui.quiet_errors import quiet_errors
@@ -42,6 +43,7 @@ def build_ui(
             with gr.Tab("Train", id="train"):
                 train = TrainTab.build(ctx, models)
             chat = ChatTab(engine)
+            search_tab.build(engine, settings)  # embedding models: a query ranked against passages
             preview_after = runs_tab.build(
                 ctx, [train.paths, train.eval_paths, *train.form], train.monitor, train.notice, tabs, chat
             )

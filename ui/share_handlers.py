@@ -1,5 +1,6 @@
-"""The Runs tab's share links: create a signed, optionally expiring link that opens a chat page for
-one run's model (and serves as an OpenAI ``base_url`` for it alone), list them, revoke one.
+"""The Runs tab's share links: create a signed, optionally expiring link that opens a chat page (a
+search page for an embedding model) for one run's model (and serves as an OpenAI ``base_url`` for
+it alone), list them, revoke one.
 
 (No ``from __future__ import annotations``: Gradio finds the ``gr.Request`` parameter by its
 evaluated annotation.)"""
@@ -64,9 +65,10 @@ def create(
         if link.expires_at is None
         else f"expires {datetime.fromtimestamp(link.expires_at):%Y-%m-%d %H:%M}"
     )
+    use, page = ("search with", "search page") if choice.serves == "embeddings" else ("chat with", "chat page")
     text = (
-        f"Share link for **{choice.label}** ({until}); anyone with it can chat with this model and nothing else:\n\n"
-        f"- chat page: `{base}{link.url_path}`\n- OpenAI `base_url`: `{base}{link.api_base_path}` (model `{choice.id}`)"
+        f"Share link for **{choice.label}** ({until}); anyone with it can {use} this model and nothing else:\n\n"
+        f"- {page}: `{base}{link.url_path}`\n- OpenAI `base_url`: `{base}{link.api_base_path}` (model `{choice.id}`)"
     )
     return text, links_table(links, job_id, request)
 

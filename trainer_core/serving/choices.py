@@ -2,7 +2,8 @@
 
 Ids: ``base``; a job id (the run's final weights, in its output folder); ``JOB_ID/checkpoint-N``.
 ``base`` is the base model of the newest run that has weights to talk to (the model the user is
-most likely comparing against), or the default model when there is none. Run folders come from the
+most likely comparing against), or the default model when there is none; it serves what its own
+folder serves where it is on this machine, not what that run trained it as. Run folders come from the
 run history and are confined to the allowed folders (``paths.confine``), like every path a
 user can name. A LoRA / QLoRA folder holds an adapter (``adapter_model.safetensors``) on the base
 named by its ``adapter_config.json``; a full fine-tune holds a whole model (``model*.safetensors``).
@@ -15,6 +16,7 @@ import logging
 from pathlib import Path
 from typing import Optional
 
+from trainer_core.data.preview_tokenizer import local_model_folder
 from trainer_core.model_kind import kind_for_folder
 from trainer_core.models.hub import looks_like_path
 from trainer_core.paths import PathNotAllowed, confine
@@ -156,7 +158,7 @@ def _final(run: RunRecord, folder: Path, settings: Settings) -> ModelChoice:
         )
     model = run.request.get("model_name") or DEFAULT_MODEL
     choice = weights_choice(folder, "final", run.job_id, model, settings.models_dir, run.job_id)
-    choice.step, choice.loss = run.last_step, run.final_loss
+    choice.step, choice.loss, choice.query_prompt = run.last_step, run.final_loss, run.request.get("query_prompt")
     choice.label = _label(choice, model)
     return _confined_base(choice, settings)
 
@@ -174,14 +176,15 @@ def _checkpoint_folders(folder: Path) -> list[tuple[int, Path]]:
 def _checkpoint(run: RunRecord, folder: Path, step: int, losses: dict[int, float], settings: Settings) -> ModelChoice:
     model = run.request.get("model_name") or DEFAULT_MODEL
     choice = weights_choice(folder, "checkpoint", f"{run.job_id}/{folder.name}", model, settings.models_dir, run.job_id)
-    choice.step, choice.loss = step, losses.get(step)
+    choice.step, choice.loss, choice.query_prompt = step, losses.get(step), run.request.get("query_prompt")
     choice.label = _label(choice, model)
     return _confined_base(choice, settings)
 
 
 def base_choice(model: str, serves: str = "chat") -> ModelChoice:
-    """The ``base`` entry for base model ``model``, serving what its run serves (``serves``: the
-    base of an embedding run embeds, even where it is a causal LM)."""
+    """The ``base`` entry for base model ``model``, serving ``serves`` (what the model's folder
+    serves: a sentence-transformers folder embeds, a causal LM chats, whatever its newest run
+    trained it as)."""
     return ModelChoice(
         id=BASE_MODEL_ID, label=f"Base model ({short_name(model)})", kind="base", base_model=model, serves=serves
     )
@@ -201,7 +204,15 @@ def list_choices(store: Optional[RunStore], settings: Settings) -> list[ModelCho
         found.extend(_run_choices(store, run, folder, settings))
     if not found:
         return [base_choice(DEFAULT_MODEL)]
-    return [base_choice(found[0].base_model, found[0].serves), *found]
+    return [base_choice(found[0].base_model, _base_serves(found[0], settings)), *found]
+
+
+def _base_serves(newest: ModelChoice, settings: Settings) -> str:
+    """What ``base`` serves: what the base model's own folder serves where it is on this machine (a
+    sentence-transformers folder embeds, a causal LM chats, whatever ``newest``, the newest run,
+    trained it as), else what ``newest`` serves."""
+    folder = local_model_folder(newest.base_model, settings)
+    return kind_for_folder(folder).serves if folder is not None else newest.serves
 
 
 def _run_choices(store: RunStore, run: RunRecord, folder: Path, settings: Settings) -> list[ModelChoice]:

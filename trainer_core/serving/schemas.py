@@ -94,6 +94,9 @@ class ModelChoice(BaseModel):
     serves: Literal["chat", "embeddings"] = Field(
         "chat", description="What it answers: chat, or embeddings (an embedding model: POST /v1/embeddings)."
     )
+    query_prompt: Optional[str] = Field(
+        None, description="An embedding run's query_prompt: the text its searches put before each query."
+    )
 
 
 class StreamEvent(BaseModel):

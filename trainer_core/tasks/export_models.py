@@ -53,9 +53,14 @@ def _folder(task: TaskRecord, settings: Settings) -> Path:
         raise ChatInputError(f"export {task.task_id}: {exc}") from None
 
 
-def _base(task: TaskRecord, runs: Optional[RunStore]) -> str:
+def _request(task: TaskRecord, runs: Optional[RunStore]) -> dict:
+    """The request of the run ``task`` exported ({} when it is gone from the history)."""
     run = runs.get_run(task.job_id) if runs is not None and task.job_id else None
-    return (run.request.get("model_name") if run is not None else None) or DEFAULT_MODEL
+    return run.request if run is not None else {}
+
+
+def _base(task: TaskRecord, runs: Optional[RunStore]) -> str:
+    return _request(task, runs).get("model_name") or DEFAULT_MODEL
 
 
 def _finished(task: TaskRecord) -> bool:
@@ -72,15 +77,17 @@ def _merged_choice(task: TaskRecord, runs: Optional[RunStore], settings: Setting
     if not folder.is_dir() or has_weights(folder) is not False:
         return None
     check = "check did not pass" if task.phase == TaskPhase.failed or result.get("passed") is False else "check passed"
+    request = _request(task, runs)
     return ModelChoice(
         id=task.task_id,
         label=f"{task.model} · merged {result.get('dtype') or ''} ({check})".replace("  ", " "),
         kind="merged",
-        base_model=_base(task, runs),
+        base_model=request.get("model_name") or DEFAULT_MODEL,
         path=str(folder),
         job_id=task.job_id,
         created_at=task.finished_at or task.created_at,
         serves=kind_for_folder(folder).serves,  # a merged embedder (sentence-transformers folder) embeds
+        query_prompt=request.get("query_prompt"),
     )
 
 

@@ -147,3 +147,15 @@ def test_an_embedding_run_and_its_base_serve_embeddings(store, settings):
     choices = list_choices(store, settings)
     assert [(c.id, c.serves) for c in choices] == [("base", "embeddings"), ("emb", "embeddings"), ("chat", "chat")]
     assert resolve_choice("emb", store, settings).serves == "embeddings"
+
+
+def test_base_serves_what_its_own_folder_serves(store, settings):
+    lm, encoder = settings.models_dir / "lm", settings.models_dir / "encoder"
+    for folder in (lm, encoder):
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+    (encoder / "modules.json").write_text("[]")
+    (_run(store, settings, "emb", model=str(lm)) / "modules.json").write_text("[]")  # a causal LM trained to embed
+    assert [(c.id, c.serves) for c in list_choices(store, settings)] == [("base", "chat"), ("emb", "embeddings")]
+    _run(store, settings, "chat", model=str(encoder))  # newer: its base folder is a sentence-transformers model
+    assert list_choices(store, settings)[0].serves == "embeddings"
