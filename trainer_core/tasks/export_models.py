@@ -8,7 +8,9 @@ Listed: exports that finished with a result (``completed``, or ``failed`` when t
 pass: the files are kept and the label says so), whose files still exist, whose task folder lies in
 the allowed folders (``paths.confine``), and, for GGUF, whose name is a plain ``.gguf`` file name in
 it. No GGUF file is listed, and such an id is refused naming the setup command, while llama.cpp is
-not built here (``llamacpp.build.missing_message``); merged models need no llama.cpp.
+not built here (``llamacpp.build.missing_message``); merged models need no llama.cpp. An embedding
+run's GGUF files are not listed (llama.cpp's ``llama-embedding`` / ``llama-server --embedding`` serve
+them; this engine chats with GGUF files); its merged folder is, serving embeddings.
 """
 
 from __future__ import annotations
@@ -63,6 +65,16 @@ def _base(task: TaskRecord, runs: Optional[RunStore]) -> str:
     return _request(task, runs).get("model_name") or DEFAULT_MODEL
 
 
+def _embeds(task: TaskRecord, runs: Optional[RunStore]) -> bool:
+    """True when the exported run trained an embedding model: its request says so, or (left empty)
+    its base model's folder is one (``ModelKind.serves``)."""
+    request = _request(task, runs)
+    if request.get("is_embedding") is not None:
+        return bool(request["is_embedding"])
+    base = request.get("model_name")
+    return bool(base) and Path(base).is_dir() and kind_for_folder(Path(base)).serves == "embeddings"
+
+
 def _finished(task: TaskRecord) -> bool:
     return task.kind == TaskKind.export and task.phase in (TaskPhase.completed, TaskPhase.failed)
 
@@ -94,7 +106,7 @@ def _merged_choice(task: TaskRecord, runs: Optional[RunStore], settings: Setting
 def _file_choices(task: TaskRecord, runs: Optional[RunStore], settings: Settings) -> list[ModelChoice]:
     """One choice per GGUF file of ``task`` (see the module docstring); ChatInputError when the
     task's folder is outside the allowed folders or gone."""
-    if not _finished(task):
+    if not _finished(task) or _embeds(task, runs):  # an embedder's GGUF is llama.cpp's, not a chat model
         return []
     entries = [e for e in ((task.result or {}).get("gguf") or []) if isinstance(e, dict)]
     if not entries or not task.output_dir:
