@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
 from trainer_core.kinds.embedding.data import EmbeddingData, prepare_embedding_data
+from trainer_core.kinds.embedding.loading import EmbedderLoadError, checked_modules, is_sentence_transformers_folder
 from trainer_core.kinds.embedding.losses import IN_BATCH, batch_sampler, check_dims, chosen_loss
 from trainer_core.preflight.check import refused_report
 from trainer_core.preflight.report import Issue
@@ -38,8 +39,9 @@ def embedding_dimension(folder: Optional[Path]) -> Optional[int]:
 
 
 def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> None:
-    """Raise Refusal for what the data and model make impossible: a generation method, a loss that
-    does not fit the columns, Matryoshka sizes above the model's embedding size."""
+    """Raise Refusal for what the data and model make impossible: a generation method, a module
+    read from outside the model's folder (``loading.checked_modules``), a loss that does not fit the
+    columns, Matryoshka sizes above the model's embedding size."""
     if request.training_method != TrainingMethod.sft:
         raise Refusal(
             f"training_method {request.training_method.value} trains a text generator, but {request.model_name} is an "
@@ -47,6 +49,11 @@ def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> 
             fields=("training_method", "model_name"),
             code="embedding_method",
         )
+    if is_sentence_transformers_folder(folder):
+        try:
+            checked_modules(folder)
+        except EmbedderLoadError as exc:
+            raise Refusal(str(exc), fields=("model_name",), code="embedding_modules_outside") from None
     chosen_loss(request, data.format)
     dimension = embedding_dimension(folder)
     if dimension is not None:
