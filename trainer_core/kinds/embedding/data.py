@@ -12,6 +12,7 @@ anchor / positive.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Optional
@@ -182,6 +183,21 @@ def _scalar(value: Any, row: int, column: str, source: str) -> Any:
     return value
 
 
+def grouped_labels(rows: datasets.Dataset, what: str, fields: tuple[str, ...]) -> None:
+    """Raise DatasetError (``fields``) unless 2 or more labels have 2 or more of ``rows`` each: the
+    batch-triplet losses' ``group_by_label`` batches need a positive and a negative for each text."""
+    counts = Counter(rows["label"])
+    grouped = sum(1 for n in counts.values() if n >= 2)
+    if grouped < 2:
+        raise DatasetError(
+            f"{what} ({len(rows)}) hold {len(counts)} labels, {grouped} of them on 2 or more rows: labelled texts "
+            "train in batches grouped by label, which need at least 2 labels with 2 or more texts each; add rows "
+            "(or, for the held-out rows, raise val_size)",
+            fields=fields,
+            code="embedding_labels_too_few",
+        )
+
+
 def label_ids(*splits: Optional[datasets.Dataset]) -> list[Optional[datasets.Dataset]]:
     """Labelled ``splits`` with each ``label`` as a whole-number class id (one numbering across the
     splits, in order of first appearance) where any label is not one already; the losses stack
@@ -265,6 +281,9 @@ def prepare_embedding_data(request: Any, tokenizer: Any) -> EmbeddingData:
             )
     if shape == Shape.labelled:
         train, evaluation = label_ids(train, evaluation)
+        grouped_labels(train, "the training rows", ("local_datasets", "embedding_columns"))
+        if evaluation is not None:
+            grouped_labels(evaluation, "the held-out rows", ("val_size", "local_eval_datasets"))
     length = min(request.max_seq_length, getattr(tokenizer, "model_max_length", None) or request.max_seq_length)
     return EmbeddingData(
         train=train,

@@ -170,3 +170,30 @@ def test_numbers_in_text_columns_become_texts_and_odd_labels_class_ids(tmp_path)
     assert train.column_names == ["text", "label"] and train.features["label"].dtype == "int64"
     ints = datasets.Dataset.from_dict({"text": ["a"], "label": [5]})
     assert label_ids(ints, None)[0]["label"] == [5]  # whole-number labels kept as they are
+
+
+def test_labelled_rows_that_cannot_fill_label_grouped_batches_are_refused(tiny_encoder_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    from trainer_core.kinds.embedding.data import prepare_embedding_data
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+
+    def prepared(labels, **fields):
+        import json
+
+        path = tmp_path / "labelled.jsonl"
+        path.write_text("\n".join(json.dumps({"text": f"text {i}", "label": x}) for i, x in enumerate(labels)))
+        return prepare_embedding_data(
+            TrainingStartRequest(model_name="m", local_datasets=[str(path)], **fields), tokenizer
+        )
+
+    with pytest.raises(DatasetError) as unique:
+        prepared(list(range(8)))  # each label once: no positive for any text
+    assert unique.value.code == "embedding_labels_too_few" and "12" not in str(unique.value)
+    assert "hold 8 labels, 0 of them on 2 or more rows" in str(unique.value)
+    with pytest.raises(DatasetError) as held:
+        prepared(["red", "blue"] * 6, val_size=0.25)  # 3 held-out rows: one label at most twice
+    assert held.value.fields == ("val_size", "local_eval_datasets") and "the held-out rows (3)" in str(held.value)
+    data = prepared(["red", "blue", "green"] * 4)
+    assert data.train["label"] == [0, 1, 2] * 4
