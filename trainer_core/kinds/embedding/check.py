@@ -18,6 +18,7 @@ from trainer_core.preflight.report import Issue
 from trainer_core.preflight.rules import data_error, tokenizer_missing
 from trainer_core.preflight.steps import plan_steps
 from trainer_core.refusals import Refusal
+from trainer_core.request.rules import mini_batch_size_is_cached
 from trainer_core.vocabulary import TrainingMethod
 
 POOLING_CONFIG = "1_Pooling/config.json"  # a sentence-transformers folder's pooling: its embedding size
@@ -41,7 +42,8 @@ def embedding_dimension(folder: Optional[Path]) -> Optional[int]:
 def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> None:
     """Raise Refusal for what the data and model make impossible: a generation method, a module
     read from outside the model's folder (``loading.checked_modules``), a loss that does not fit the
-    columns, Matryoshka sizes above the model's embedding size."""
+    columns, ``mini_batch_size`` with a loss that does not read it (also one the data chose),
+    Matryoshka sizes above the model's embedding size."""
     if request.training_method != TrainingMethod.sft:
         raise Refusal(
             f"training_method {request.training_method.value} trains a text generator, but {request.model_name} is an "
@@ -54,7 +56,8 @@ def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> 
             checked_modules(folder)
         except EmbedderLoadError as exc:
             raise Refusal(str(exc), fields=("model_name",), code="embedding_modules_outside") from None
-    chosen_loss(request, data.format)
+    loss = chosen_loss(request, data.format)
+    mini_batch_size_is_cached(request.model_copy(update={"embedding_loss": loss}))  # also for a loss the data chose
     dimension = embedding_dimension(folder)
     if dimension is not None:
         check_dims(request, dimension)

@@ -45,6 +45,12 @@ def test_a_loss_or_sizes_that_cannot_apply_are_errors_naming_their_field(tiny_en
     assert [(e.code, e.fields) for e in loss] == [("embedding_loss_mismatch", ["embedding_loss"])]
     dims = _report(tiny_encoder_dir, tmp_path, matryoshka_dims=[128, 32]).errors
     assert [(e.code, e.fields) for e in dims] == [("matryoshka_dims_too_large", ["matryoshka_dims"])]
+    unread = _report(tiny_encoder_dir, tmp_path, mini_batch_size=8).errors  # pairs chose the uncached loss
+    assert [(e.code, e.fields) for e in unread] == [
+        ("mini_batch_size_without_cached_loss", ["mini_batch_size", "embedding_loss"])
+    ]
+    cached = _report(tiny_encoder_dir, tmp_path, mini_batch_size=8, embedding_loss="CachedMultipleNegativesRankingLoss")
+    assert cached.errors == []
 
 
 def test_a_module_folder_linked_out_of_the_model_is_an_error_naming_model_name(tiny_encoder_dir, tmp_path):
