@@ -51,6 +51,8 @@ def test_a_loss_or_sizes_that_cannot_apply_are_errors_naming_their_field(tiny_en
     ]
     cached = _report(tiny_encoder_dir, tmp_path, mini_batch_size=8, embedding_loss="CachedMultipleNegativesRankingLoss")
     assert cached.errors == []
+    qlora = _report(tiny_encoder_dir, tmp_path, training_type="qlora").errors  # the check says what Start would
+    assert [(e.code, e.fields) for e in qlora] == [("qlora_embedding", ["training_type"])]
 
 
 def test_a_module_folder_linked_out_of_the_model_is_an_error_naming_model_name(tiny_encoder_dir, tmp_path):
