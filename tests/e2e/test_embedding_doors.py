@@ -14,6 +14,8 @@ import pytest
 
 from tests.e2e.conftest import CANARY, TOKEN, ServerThread, allowed, api
 
+pytestmark = pytest.mark.slow  # the app's check worker: a process
+
 
 @pytest.fixture(scope="module")
 def doors(tmp_path_factory, tiny_encoder_dir):
