@@ -10,9 +10,10 @@ import json
 import os
 import shutil
 
+import httpx
 import pytest
 
-from tests.e2e.conftest import CANARY, TOKEN, ServerThread, allowed, api
+from tests.e2e.conftest import AUTH, CANARY, TOKEN, ServerThread, allowed
 
 pytestmark = pytest.mark.slow  # the app's check worker: a process
 
@@ -35,7 +36,8 @@ def doors(tmp_path_factory, tiny_encoder_dir):
         worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=RunStore(settings.db_path)
     )
     with ServerThread(build_app(settings, runner)) as server:
-        yield api(server.url.rstrip("/")), runner, inside, outside
+        # the first Start waits for the check worker's start (torch imported): minutes on a loaded machine
+        yield httpx.Client(base_url=server.url.rstrip("/"), headers=AUTH, timeout=300), runner, inside, outside
         runner.stop(save=False)
         runner.wait(10)
 
