@@ -121,15 +121,16 @@ def param_name(loc: tuple[Any, ...]) -> Optional[str]:
     return name or None
 
 
-def from_validation(exc: RequestValidationError) -> OpenAIError:
-    """400 naming the first bad field (pydantic's message, never the value sent)."""
+def from_validation(exc: RequestValidationError, needed: str = "messages") -> OpenAIError:
+    """400 naming the first bad field (pydantic's message, never the value sent); ``needed``: the
+    field the route needs beside ``model`` (``messages``, or ``input`` for embeddings)."""
     errors = exc.errors()
     first = errors[0] if errors else {}
     param = param_name(tuple(first.get("loc", ())))
     message = first.get("msg", "invalid request").removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
     if param is None and first.get("type") in ("json_invalid", "model_attributes_type", "dict_type", "missing"):
-        message = "the body must be a JSON object with at least model and messages"
+        message = f"the body must be a JSON object with at least model and {needed}"
     return OpenAIError(400, f"{param}: {message}{more}" if param else f"{message}{more}", param=param)
 
 
@@ -158,7 +159,8 @@ class OpenAIRoute(APIRoute):
             try:
                 return await handler(request)
             except RequestValidationError as exc:
-                return from_validation(exc).response()
+                needed = "input" if request.url.path.endswith("/embeddings") else "messages"
+                return from_validation(exc, needed).response()
             except HTTPException as exc:
                 return from_http(exc).response()
             except Exception as exc:  # engine refusals, OpenAIError, crashes: never a traceback

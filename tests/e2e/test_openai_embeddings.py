@@ -143,6 +143,9 @@ def test_refusals_are_4xx_in_openai_shape(embedded):
     assert tokens["code"] == "token_input_not_supported" and "send the text" in tokens["message"]
     too_many = _error(post({"model": EMB, "input": ["x"] * 2049}), 400)
     assert "at most 2048 texts" in too_many["message"]
+    surrogate = json.dumps({"model": EMB, "input": ["ok", "a\ud800b"]}).encode()  # JSON's escape: valid JSON
+    lone = _error(httpx.post(f"{url}/v1/embeddings", headers=auth, content=surrogate, timeout=30), 400)
+    assert lone["message"] == "the body must be a JSON object with at least model and input"  # refused as it is read
     not_json = httpx.post(f"{url}/v1/embeddings", headers=auth, content=b"{nope", timeout=30)
     assert _error(not_json, 400)
     deep = httpx.post(f"{url}/v1/embeddings", headers=auth, content=b"[" * 100_000 + b"]" * 100_000, timeout=30)

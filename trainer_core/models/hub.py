@@ -8,6 +8,7 @@ the local cache first, then (when the Hub answers) with one metadata call.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
@@ -81,6 +82,7 @@ def check_model_name(name: str, roots: Iterable[Path]) -> str:
                 f"model_name: {shown(name)} is not a saved transformers model folder (no config.json)",
                 fields=("model_name",),
             )
+        confine_adapter_base(folder, roots)
         return str(folder)
     if problem := hub_id_problem(name):
         raise HubCheckError(
@@ -88,6 +90,26 @@ def check_model_name(name: str, roots: Iterable[Path]) -> str:
             fields=("model_name",),
         )
     return name
+
+
+def confine_adapter_base(folder: Path, roots: Iterable[Path]) -> None:
+    """A model ``folder`` that holds a LoRA adapter loads its base from ``adapter_config.json``'s
+    ``base_model_name_or_path``: where that is a local path it must lie in ``roots`` too (else the
+    folder would open a model outside the allowed folders). Raises PathNotAllowed naming model_name;
+    an unreadable config is left to the loader's own message."""
+    try:
+        base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8")).get("base_model_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        return
+    if isinstance(base, str) and base and (looks_like_path(base) or Path(base).is_absolute()):
+        try:
+            confine(base, roots, "model_name")
+        except PathNotAllowed:
+            raise PathNotAllowed(
+                f"model_name: {shown(str(folder))} holds an adapter whose base ({shown(base)}, its adapter_config.json's "
+                "base_model_name_or_path) is outside the allowed folders: put the base model in one of them",
+                fields=("model_name",),
+            ) from None
 
 
 def check_model(name: str, roots: Iterable[Path], token: Optional[str] = None) -> str:

@@ -15,7 +15,7 @@ from trainer_core.serving.schemas import MAX_EMBEDDING_INPUT_CHARS, MAX_EMBEDDIN
 def checked_inputs(texts: Any) -> list[str]:
     """``texts`` as a list of strings; ChatInputError naming ``input`` (and the text's index) unless
     there are 1 to ``MAX_EMBEDDING_INPUTS`` texts, each a non-empty string of at most
-    ``MAX_EMBEDDING_INPUT_CHARS`` characters."""
+    ``MAX_EMBEDDING_INPUT_CHARS`` characters that UTF-8 can write (no lone surrogates)."""
     if not isinstance(texts, list) or not texts:
         raise ChatInputError("input: give a text or a list of 1 or more texts", fields=("input",))
     if len(texts) > MAX_EMBEDDING_INPUTS:
@@ -26,6 +26,13 @@ def checked_inputs(texts: Any) -> list[str]:
     for i, text in enumerate(texts):
         if not isinstance(text, str) or not text.strip():
             raise ChatInputError(f"input[{i}]: give a non-empty text", fields=("input",))
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # JSON's "\ud800" escapes: no tokenizer reads them
+            raise ChatInputError(
+                f"input[{i}]: the text holds characters that are not valid text (lone surrogates); send UTF-8 text",
+                fields=("input",),
+            ) from None
         if len(text) > MAX_EMBEDDING_INPUT_CHARS:
             raise ChatInputError(
                 f"input[{i}]: at most {MAX_EMBEDDING_INPUT_CHARS:,} characters a text, not {len(text):,}; split it",

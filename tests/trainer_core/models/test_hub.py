@@ -52,3 +52,27 @@ def test_hf_dataset_never_names_a_local_folder(tmp_path, monkeypatch):
     for value in ("/some/folder", "../up", "a/b/c", "./data"):
         with pytest.raises(ValueError, match="hf_dataset"):
             TrainingStartRequest(hf_dataset=value)
+
+
+def test_an_adapter_folder_whose_base_lies_outside_the_roots_is_refused(tmp_path):
+    import json
+
+    from trainer_core.models.hub import check_model_name
+
+    root, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
+    (root / "run").mkdir(parents=True)
+    (root / "base").mkdir()
+    (root / "run" / "config.json").write_text("{}")
+
+    def adapter(base):
+        (root / "run" / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": base}))
+        return check_model_name(str(root / "run"), [root])
+
+    for outside in (str(elsewhere), "/etc", f"{root}/../elsewhere"):
+        with pytest.raises(PathNotAllowed) as refused:
+            adapter(outside)
+        assert refused.value.fields == ("model_name",) and "base_model_name_or_path" in str(refused.value)
+    assert adapter(str(root / "base")) == str((root / "run").resolve())  # a base in the roots
+    assert adapter("HuggingFaceTB/SmolLM2-135M") == str((root / "run").resolve())  # a Hub id: the Hub's rules
+    (root / "run" / "adapter_config.json").write_text("[not json")  # unreadable: the loader says so
+    assert check_model_name(str(root / "run"), [root]) == str((root / "run").resolve())

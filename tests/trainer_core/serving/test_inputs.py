@@ -22,6 +22,7 @@ def test_texts_within_the_limits_pass_as_they_are():
         (["a", None], r"input\[1\]: give a non-empty text"),
         (["x"] * 2049, "input: at most 2048 texts in one request, not 2049"),
         (["y" * 40_000], r"input\[0\]: at most 32,768 characters a text, not 40,000"),
+        (["ok", "a\ud800b"], r"input\[1\]: the text holds characters that are not valid text \(lone surrogates\)"),
     ],
 )
 def test_bad_texts_are_refused_naming_input(texts, message):

@@ -11,13 +11,15 @@ from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
 from trainer_core.kinds.embedding.data import EmbeddingData, prepare_embedding_data
+from trainer_core.kinds.embedding.loading import EmbedderLoadError, checked_modules, is_sentence_transformers_folder
 from trainer_core.kinds.embedding.losses import IN_BATCH, batch_sampler, check_dims, chosen_loss
 from trainer_core.preflight.check import refused_report
 from trainer_core.preflight.report import Issue
 from trainer_core.preflight.rules import data_error, tokenizer_missing
 from trainer_core.preflight.steps import plan_steps
 from trainer_core.refusals import Refusal
-from trainer_core.vocabulary import TrainingMethod
+from trainer_core.request.rules import mini_batch_size_is_cached
+from trainer_core.vocabulary import TrainingMethod, TrainingType
 
 POOLING_CONFIG = "1_Pooling/config.json"  # a sentence-transformers folder's pooling: its embedding size
 
@@ -37,9 +39,22 @@ def embedding_dimension(folder: Optional[Path]) -> Optional[int]:
     return None
 
 
+def check_training_type(request: Any) -> None:
+    """Raise Refusal (field ``training_type``) for qlora: no 4-bit loading for embedders."""
+    if request.training_type == TrainingType.qlora:
+        raise Refusal(
+            "training_type qlora: 4-bit loading is not offered for embedding models (their weights are small); "
+            "choose lora or full",
+            fields=("training_type",),
+            code="qlora_embedding",
+        )
+
+
 def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> None:
-    """Raise Refusal for what the data and model make impossible: a generation method, a loss that
-    does not fit the columns, Matryoshka sizes above the model's embedding size."""
+    """Raise Refusal for what the data and model make impossible: a generation method, qlora, a module
+    read from outside the model's folder (``loading.checked_modules``), a loss that does not fit the
+    columns, ``mini_batch_size`` with a loss that does not read it (also one the data chose),
+    Matryoshka sizes above the model's embedding size."""
     if request.training_method != TrainingMethod.sft:
         raise Refusal(
             f"training_method {request.training_method.value} trains a text generator, but {request.model_name} is an "
@@ -47,7 +62,14 @@ def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> 
             fields=("training_method", "model_name"),
             code="embedding_method",
         )
-    chosen_loss(request, data.format)
+    if is_sentence_transformers_folder(folder):
+        try:
+            checked_modules(folder)
+        except EmbedderLoadError as exc:
+            raise Refusal(str(exc), fields=("model_name",), code="embedding_modules_outside") from None
+    check_training_type(request)
+    loss = chosen_loss(request, data.format)
+    mini_batch_size_is_cached(request.model_copy(update={"embedding_loss": loss}))  # also for a loss the data chose
     dimension = embedding_dimension(folder)
     if dimension is not None:
         check_dims(request, dimension)

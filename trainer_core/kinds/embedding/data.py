@@ -11,6 +11,8 @@ anchor / positive.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Optional
@@ -129,13 +131,88 @@ def embedding_rows(dataset: datasets.Dataset, columns: Optional[dict[str, str]],
         order = ["anchor", "positive", *negatives]
     else:
         order = [*TEXT_COLUMNS[shape], "score" if shape == Shape.scored else "label"]
-    dataset = dataset.select_columns(order)
+    return checked_values(dataset.select_columns(order), shape, source), shape
+
+
+def _refuse(source: str, message: str, code: str) -> DatasetError:
+    return DatasetError(f"{source}: {message}", fields=("local_datasets", "embedding_columns"), code=code)
+
+
+def checked_values(dataset: datasets.Dataset, shape: Shape, source: str) -> datasets.Dataset:
+    """``dataset`` (already in ``shape``'s columns) with its texts as strings and its scores as
+    float32. Raises DatasetError naming the column and the row (counted from 1 in ``source``) where
+    a text is missing, empty or a list / object, a score is not a finite number, or a label is
+    missing or not one value."""
+    order = dataset.column_names
     for column in text_columns(shape, order):
-        if dataset.features[column].dtype != "string":
-            dataset = dataset.cast_column(column, datasets.Value("string"))
+        texts = [_scalar(value, row, column, source) for row, value in enumerate(dataset[column], 1)]
+        if not isinstance(dataset.features[column], datasets.Value) or dataset.features[column].dtype != "string":
+            dataset = dataset.remove_columns(column).add_column(column, [str(text) for text in texts])
     if shape == Shape.scored:
+        for row, score in enumerate(dataset["score"], 1):
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+                raise _refuse(
+                    source,
+                    f"row {row}: score {score!r} is not a number: give each pair a finite similarity score "
+                    "(e.g. 0.0 to 1.0)",
+                    "embedding_score_not_number",
+                )
         dataset = dataset.cast_column("score", datasets.Value("float32"))
-    return dataset, shape
+    if shape == Shape.labelled:
+        for row, label in enumerate(dataset["label"], 1):
+            _scalar(label, row, "label", source)
+    return dataset.select_columns(order)
+
+
+def _scalar(value: Any, row: int, column: str, source: str) -> Any:
+    """``value`` when it is one text / number; raises DatasetError naming ``row`` and ``column``
+    when it is missing, an empty text, a list or an object."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise _refuse(
+            source,
+            f"row {row}: column {column} is empty: every row needs it (remove the row or fill it in)",
+            "embedding_value_missing",
+        )
+    if not isinstance(value, (str, int, float, bool)):
+        raise _refuse(
+            source,
+            f"row {row}: column {column} holds a {type(value).__name__}, not one text or value: give one a row, or map "
+            "another column with embedding_columns",
+            "embedding_value_not_text",
+        )
+    return value
+
+
+def grouped_labels(rows: datasets.Dataset, what: str, fields: tuple[str, ...]) -> None:
+    """Raise DatasetError (``fields``) unless 2 or more labels have 2 or more of ``rows`` each: the
+    batch-triplet losses' ``group_by_label`` batches need a positive and a negative for each text."""
+    counts = Counter(rows["label"])
+    grouped = sum(1 for n in counts.values() if n >= 2)
+    if grouped < 2:
+        raise DatasetError(
+            f"{what} ({len(rows)}) hold {len(counts)} labels, {grouped} of them on 2 or more rows: labelled texts "
+            "train in batches grouped by label, which need at least 2 labels with 2 or more texts each; add rows "
+            "(or, for the held-out rows, raise val_size)",
+            fields=fields,
+            code="embedding_labels_too_few",
+        )
+
+
+def label_ids(*splits: Optional[datasets.Dataset]) -> list[Optional[datasets.Dataset]]:
+    """Labelled ``splits`` with each ``label`` as a whole-number class id (one numbering across the
+    splits, in order of first appearance) where any label is not one already; the losses stack
+    labels into a tensor, which strings, floats or mixed types cannot make. Others as they are."""
+    present = [s for s in splits if s is not None]
+    if all(getattr(s.features["label"], "dtype", "").startswith(("int", "uint")) for s in present):
+        return list(splits)
+    ids: dict[Any, int] = {}
+    out = []
+    for split in splits:
+        if split is not None:
+            numbered = [ids.setdefault(label, len(ids)) for label in split["label"]]
+            split = split.remove_columns("label").add_column("label", numbered)
+        out.append(split)
+    return out
 
 
 def _read(request: Any, eval: bool) -> tuple[datasets.Dataset, Shape]:
@@ -202,6 +279,11 @@ def prepare_embedding_data(request: Any, tokenizer: Any) -> EmbeddingData:
                 "same columns",
                 fields=("local_eval_datasets", "eval_split"),
             )
+    if shape == Shape.labelled:
+        train, evaluation = label_ids(train, evaluation)
+        grouped_labels(train, "the training rows", ("local_datasets", "embedding_columns"))
+        if evaluation is not None:
+            grouped_labels(evaluation, "the held-out rows", ("val_size", "local_eval_datasets"))
     length = min(request.max_seq_length, getattr(tokenizer, "model_max_length", None) or request.max_seq_length)
     return EmbeddingData(
         train=train,

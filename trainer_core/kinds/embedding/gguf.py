@@ -36,7 +36,7 @@ from trainer_core.export.gguf_export import gguf_name
 from trainer_core.export.gguf_meta import file_type_name
 from trainer_core.export.schemas import ExportResult, GGUFFile
 from trainer_core.kinds.embedding import export as exports
-from trainer_core.kinds.embedding.loading import MODULES
+from trainer_core.kinds.embedding.loading import MODULES, EmbedderLoadError, checked_modules
 from trainer_core.llamacpp import build as llamacpp_build
 from trainer_core.llamacpp.client import run_probe
 
@@ -79,8 +79,10 @@ def gguf_problem(folder: Path, config: dict, converter: Path) -> Optional[str]:
     if problem:
         return problem
     try:
-        modules = json.loads((Path(folder) / MODULES).read_text(encoding="utf-8"))
+        modules = checked_modules(folder)  # each module's files inside the run folder
         mode = pooling_mode(folder)
+    except EmbedderLoadError as exc:
+        return str(exc)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"{Path(folder) / MODULES}: its modules cannot be read ({exc})"
     if any(str(m.get("type", "")).endswith("Dense") for m in modules):

@@ -35,6 +35,46 @@ def is_sentence_transformers_folder(folder: Optional[Path]) -> bool:
     return folder is not None and (Path(folder) / MODULES).is_file()
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    """True when ``path`` (symlinks followed) lies in ``folder``, or, for a Hub cache snapshot
+    (``models--org--name/snapshots/<rev>``), in that model's own ``blobs`` (where its links point)."""
+    resolved, root = path.resolve(), folder.resolve()
+    roots = [root]
+    if root.parent.name == "snapshots":
+        roots.append(root.parent.parent / "blobs")
+    return any(resolved == r or r in resolved.parents for r in roots)
+
+
+def checked_modules(folder: Path) -> list[dict]:
+    """The module list of the sentence-transformers ``folder`` (``modules.json``), each module's
+    folder and its files inside ``folder`` (a link out of it, or a path with ``..`` or rooted,
+    refused: loading them would read files outside the allowed folders). Raises EmbedderLoadError
+    naming ``modules.json`` and the module."""
+    path = Path(folder) / MODULES
+    try:
+        modules = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EmbedderLoadError(f"{path}: cannot be read as a module list ({exc})") from exc
+    if not isinstance(modules, list) or not modules or not all(isinstance(m, dict) for m in modules):
+        raise EmbedderLoadError(f"{path}: not a sentence-transformers module list (a list of modules)")
+    for i, module in enumerate(modules):
+        sub, kind = module.get("path"), module.get("type")
+        if not isinstance(sub, str) or not isinstance(kind, str):
+            raise EmbedderLoadError(f'{path}: module {i} needs a "path" and a "type" (texts)')
+        place = Path(folder) / sub
+        files = [p for p in place.rglob("*") if p.is_file() or p.is_symlink()] if place.is_dir() and sub else []
+        if (
+            Path(sub).is_absolute()
+            or ".." in Path(sub).parts
+            or not all(_inside(p, Path(folder)) for p in [place, *files])
+        ):
+            raise EmbedderLoadError(
+                f"{path}: module {i} ({kind.rsplit('.', 1)[-1]}) is read from {sub!r}, outside the model's folder "
+                "(a link or a path out of it): keep each module's files inside the model folder"
+            )
+    return modules
+
+
 def adapter_base(folder: Path) -> Optional[Path]:
     """The base model folder of a LoRA run saved in ``folder`` (``adapter_config.json``'s
     ``base_model_name_or_path``), or None when ``folder`` holds whole weights. Raises
@@ -61,7 +101,12 @@ def load_embedder(folder: Path, device: str = "cpu", base: Optional[Path] = None
 
     model = embedder_of(base, device, **kwargs)
     body = model[0]
-    body.model = PeftModel.from_pretrained(body.model, str(folder), is_trainable=False)
+    try:
+        body.model = PeftModel.from_pretrained(body.model, str(folder), is_trainable=False)
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # a config PEFT cannot read, weights that do not fit
+        raise EmbedderLoadError(
+            f"{folder / ADAPTER_CONFIG}: the adapter cannot be loaded on {base} ({exc!r:.300})"
+        ) from exc
     return model
 
 
@@ -75,6 +120,7 @@ def embedder_of(path: Path, device: str = "cpu", max_seq_length: int = MAX_SEQ_L
     if not (path / "config.json").is_file() and not is_sentence_transformers_folder(path):
         raise EmbedderLoadError(f"{path}: no model here (neither {MODULES} nor config.json)")
     if is_sentence_transformers_folder(path):
+        checked_modules(path)
         return SentenceTransformer(str(path), device=device, model_kwargs=kwargs or None)
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 

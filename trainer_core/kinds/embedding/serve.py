@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
+
 from trainer_core.kinds.embedding.loading import EmbedderLoadError, embedder_of, load_embedder
 from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.schemas import ModelChoice
@@ -77,6 +79,13 @@ class EmbeddingServer:
         with self._weights(request.get("use_adapter", True)) as model:
             vectors = model.encode(texts, batch_size=BATCH_SIZE, convert_to_numpy=True)  # (N, D)
             tokens = int(model.tokenize(texts)["attention_mask"].sum()) if texts else 0
+        if not np.isfinite(vectors).all():  # JSON cannot carry them, and no search can use them
+            raise ChatInputError(
+                f"{self.choice.id} makes vectors with NaN or infinite values: its weights are broken (e.g. a run "
+                "that diverged); embed with another run or its base",
+                fields=("model",),
+                code="vectors_not_finite",
+            )
         return {"vectors": unit_rows(vectors, dimensions), "prompt_tokens": tokens}
 
     @contextlib.contextmanager

@@ -16,10 +16,10 @@ from sentence_transformers.sentence_transformer.trainer import SentenceTransform
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 from transformers.trainer import TRAINING_ARGS_NAME
 
+from trainer_core.kinds.embedding.check import check_training_type
 from trainer_core.kinds.embedding.evaluators import build_evaluator, progress_metrics
 from trainer_core.kinds.embedding.loading import ADAPTER_CONFIG, load_embedder, save_embedder
 from trainer_core.kinds.embedding.losses import batch_sampler, build_loss, chosen_loss
-from trainer_core.refusals import Refusal
 from trainer_core.training.config import build_lora_config, training_args
 from trainer_core.training.safe_saves import SafeSaves
 from trainer_core.training.wiring import finish, run_callbacks
@@ -73,13 +73,7 @@ def load_embedding_model(path: Path, request: Any, device: str) -> Any:
     (field ``training_type``)."""
     from trainer_core.models.precision import request_precision, torch_dtype
 
-    if request.training_type == TrainingType.qlora:
-        raise Refusal(
-            "training_type qlora: 4-bit loading is not offered for embedding models (their weights are small); "
-            "choose lora or full",
-            fields=("training_type",),
-            code="qlora_embedding",
-        )
+    check_training_type(request)
     weights = request_precision(request, device).weights if request.training_type == TrainingType.lora else "fp32"
     model = load_embedder(path, device, dtype=torch_dtype(weights))
     model.max_seq_length = min(request.max_seq_length, model.max_seq_length or request.max_seq_length)

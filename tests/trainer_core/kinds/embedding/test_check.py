@@ -45,3 +45,24 @@ def test_a_loss_or_sizes_that_cannot_apply_are_errors_naming_their_field(tiny_en
     assert [(e.code, e.fields) for e in loss] == [("embedding_loss_mismatch", ["embedding_loss"])]
     dims = _report(tiny_encoder_dir, tmp_path, matryoshka_dims=[128, 32]).errors
     assert [(e.code, e.fields) for e in dims] == [("matryoshka_dims_too_large", ["matryoshka_dims"])]
+    unread = _report(tiny_encoder_dir, tmp_path, mini_batch_size=8).errors  # pairs chose the uncached loss
+    assert [(e.code, e.fields) for e in unread] == [
+        ("mini_batch_size_without_cached_loss", ["mini_batch_size", "embedding_loss"])
+    ]
+    cached = _report(tiny_encoder_dir, tmp_path, mini_batch_size=8, embedding_loss="CachedMultipleNegativesRankingLoss")
+    assert cached.errors == []
+    qlora = _report(tiny_encoder_dir, tmp_path, training_type="qlora").errors  # the check says what Start would
+    assert [(e.code, e.fields) for e in qlora] == [("qlora_embedding", ["training_type"])]
+
+
+def test_a_module_folder_linked_out_of_the_model_is_an_error_naming_model_name(tiny_encoder_dir, tmp_path):
+    import os
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_encoder_dir, folder)
+    shutil.rmtree(folder / "1_Pooling")
+    os.symlink(tmp_path, folder / "1_Pooling")  # outside the model's folder
+    errors = _report(folder, tmp_path).errors
+    assert [(e.code, e.fields) for e in errors] == [("embedding_modules_outside", ["model_name"])]
+    assert "module 1 (Pooling) is read from '1_Pooling', outside the model's folder" in errors[0].message

@@ -113,3 +113,87 @@ def test_the_schema_refuses_embedding_settings_that_cannot_apply(fields, named):
     with pytest.raises(ValidationError) as refused:
         _request(**fields)
     assert named in str(refused.value)
+
+
+BAD_ROWS = [  # (rows of a user's JSONL file, the code, words of the refusal): as a careless user brings them
+    ([{"anchor": ["a", "b"], "positive": "p"}], "embedding_value_not_text", "row 1: column anchor holds a list"),
+    ([{"anchor": "a", "positive": {"t": 1}}], "embedding_value_not_text", "row 1: column positive holds a dict"),
+    ([{"anchor": "a", "positive": "p"}, {"anchor": 3, "positive": [1]}], "embedding_value_not_text", "row 2"),
+    ([{"anchor": "a", "positive": "p", "negative_1": ["n"]}], "embedding_value_not_text", "column negative_1"),
+    ([{"anchor": "a", "positive": "p"}, {"anchor": None, "positive": "p"}], "embedding_value_missing", "row 2"),
+    ([{"anchor": "a", "positive": "p"}, {"anchor": "b"}], "embedding_value_missing", "row 2: column positive"),
+    ([{"anchor": "  ", "positive": "p"}], "embedding_value_missing", "row 1: column anchor is empty"),
+    ([{"sentence1": "a", "sentence2": "b", "score": "high"}], "embedding_score_not_number", "score 'high'"),
+    (
+        [{"sentence1": "a", "sentence2": "b", "score": 0.5}, {"sentence1": "a", "sentence2": "b", "score": None}],
+        "embedding_score_not_number",
+        "row 2: score None",
+    ),
+    ([{"sentence1": "a", "sentence2": "b", "score": True}], "embedding_score_not_number", "row 1"),
+    ([{"text": "a", "label": 1}, {"text": "b", "label": None}], "embedding_value_missing", "row 2: column label"),
+    ([{"text": "a", "label": 1}, {"text": "b", "label": [1]}], "embedding_value_not_text", "row 2: column label"),
+]
+
+
+def _jsonl(tmp_path, rows, name="rows.jsonl"):
+    import json
+
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
+    return datasets.load_dataset("json", data_files=str(path), split="train")
+
+
+@pytest.mark.parametrize("rows,code,words", BAD_ROWS)
+def test_rows_that_cannot_be_embedded_are_refused_naming_the_row_and_column(tmp_path, rows, code, words):
+    with pytest.raises(DatasetError) as refused:
+        embedding_rows(_jsonl(tmp_path, rows), None, "mine.jsonl")
+    assert refused.value.code == code and str(refused.value).startswith("mine.jsonl: ")
+    assert words in str(refused.value) and "embedding_columns" in refused.value.fields
+
+
+def test_numbers_in_text_columns_become_texts_and_odd_labels_class_ids(tmp_path):
+    from trainer_core.kinds.embedding.data import label_ids
+
+    pairs, shape = embedding_rows(
+        _jsonl(tmp_path, [{"anchor": 7, "positive": "p"}, {"anchor": "x", "positive": 2.5}]), None, "f"
+    )
+    assert shape == Shape.pairs and pairs["anchor"] == ["7", "x"] and pairs["positive"] == ["p", "2.5"]
+    rows = [
+        {"text": f"t{i}", "label": label} for i, label in enumerate(["x", 2, "x", 0.5])
+    ]  # mixed types: a Json column
+    labelled, _ = embedding_rows(_jsonl(tmp_path, rows), None, "f")
+    held, _ = embedding_rows(
+        _jsonl(tmp_path, [{"text": "u", "label": 2}, {"text": "v", "label": "new"}], "e.jsonl"), None, "e"
+    )
+    train, evaluation = label_ids(labelled, held)
+    assert train["label"] == [0, 1, 0, 2] and evaluation["label"] == [1, 3]  # one numbering across the splits
+    assert train.column_names == ["text", "label"] and train.features["label"].dtype == "int64"
+    ints = datasets.Dataset.from_dict({"text": ["a"], "label": [5]})
+    assert label_ids(ints, None)[0]["label"] == [5]  # whole-number labels kept as they are
+
+
+def test_labelled_rows_that_cannot_fill_label_grouped_batches_are_refused(tiny_encoder_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    from trainer_core.kinds.embedding.data import prepare_embedding_data
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+
+    def prepared(labels, **fields):
+        import json
+
+        path = tmp_path / "labelled.jsonl"
+        path.write_text("\n".join(json.dumps({"text": f"text {i}", "label": x}) for i, x in enumerate(labels)))
+        return prepare_embedding_data(
+            TrainingStartRequest(model_name="m", local_datasets=[str(path)], **fields), tokenizer
+        )
+
+    with pytest.raises(DatasetError) as unique:
+        prepared(list(range(8)))  # each label once: no positive for any text
+    assert unique.value.code == "embedding_labels_too_few" and "12" not in str(unique.value)
+    assert "hold 8 labels, 0 of them on 2 or more rows" in str(unique.value)
+    with pytest.raises(DatasetError) as held:
+        prepared(["red", "blue"] * 6, val_size=0.25)  # 3 held-out rows: one label at most twice
+    assert held.value.fields == ("val_size", "local_eval_datasets") and "the held-out rows (3)" in str(held.value)
+    data = prepared(["red", "blue", "green"] * 4)
+    assert data.train["label"] == [0, 1, 2] * 4

@@ -173,6 +173,11 @@ def test_what_llama_cpp_cannot_embed_is_refused_before_converting(encoder_run, t
     dense = json.loads((folder / "modules.json").read_text()) + [{"path": "2_Dense", "type": "x.Dense"}]
     (folder / "modules.json").write_text(json.dumps(dense))
     assert "Dense module" in gguf_problem(folder, config, converter)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "config.json").write_text(json.dumps({"pooling_mode": "secret-value"}))
+    (folder / "modules.json").write_text(json.dumps([dense[0], {**dense[1], "path": "../outside"}]))
+    outside = gguf_problem(folder, config, converter)  # never read: its value stays out of the message
+    assert "is read from '../outside', outside the model's folder" in outside and "secret" not in outside
 
 
 def test_the_start_of_a_gguf_export_refuses_an_encoder_llama_cpp_cannot_write(encoder_run, tmp_path):

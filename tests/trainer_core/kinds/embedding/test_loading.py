@@ -78,3 +78,81 @@ def test_a_run_folder_moved_with_its_base_loads_from_the_base_given(tiny_encoder
         np.abs(load_embedder(tmp_path / "run", base=Path(tiny_encoder_dir)).encode(TEXTS) - model.encode(TEXTS)).max()
         < 1e-5
     )
+
+
+def _module_list(folder: Path, modules) -> None:
+    import json
+
+    (folder / "modules.json").write_text(modules if isinstance(modules, str) else json.dumps(modules))
+
+
+@pytest.mark.parametrize(
+    "attack,words",
+    [
+        ("link", "module 1 (Pooling) is read from '1_Pooling', outside the model's folder"),
+        ("link_inside", "module 1 (Pooling) is read from '1_Pooling', outside"),
+        ("dotdot", "module 1 (Pooling) is read from '../outside'"),
+        ("rooted", "module 1 (Pooling) is read from '/"),
+        ("not_a_list", "not a sentence-transformers module list"),
+        ("empty", "not a sentence-transformers module list"),
+        ("garbage", "cannot be read as a module list"),
+        ("no_path", 'module 1 needs a "path" and a "type"'),
+    ],
+)
+def test_a_module_read_from_outside_the_folder_is_refused_before_anything_loads(
+    attack, words, tiny_encoder_dir, tmp_path
+):
+    import json
+    import os
+    import shutil
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config.json").write_text('{"pooling_mode": "cls", "word_embedding_dimension": 64}')
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_encoder_dir, folder)
+    modules = json.loads((folder / "modules.json").read_text())
+    pooling = folder / modules[1]["path"]
+    if attack == "link":  # the module folder a link out of the model folder
+        shutil.rmtree(pooling)
+        os.symlink(outside, pooling)
+    elif attack == "link_inside":  # a real folder, its config a link out
+        (pooling / "config.json").unlink()
+        os.symlink(outside / "config.json", pooling / "config.json")
+    elif attack in ("dotdot", "rooted"):
+        modules[1]["path"] = "../outside" if attack == "dotdot" else str(outside)
+        _module_list(folder, modules)
+    elif attack == "no_path":
+        modules[1]["path"] = 5
+        _module_list(folder, modules)
+    else:
+        _module_list(folder, {"not_a_list": "{}", "empty": "[]", "garbage": "nope"}[attack])
+    with pytest.raises(EmbedderLoadError) as refused:
+        load_embedder(folder)
+    assert str(refused.value).startswith(f"{folder / 'modules.json'}: ") and words in str(refused.value)
+
+
+def test_a_hub_cache_snapshot_whose_files_link_into_its_blobs_still_loads(tiny_encoder_dir, tmp_path):
+    import os
+    import shutil
+
+    repo = tmp_path / "hub" / "models--org--tiny"
+    snapshot = repo / "snapshots" / "0123abc"
+    shutil.copytree(tiny_encoder_dir, snapshot)
+    (repo / "blobs").mkdir()
+    for file in [p for p in snapshot.rglob("*") if p.is_file()]:  # as huggingface_hub lays a download out
+        blob = repo / "blobs" / f"{abs(hash(str(file))):x}"
+        file.rename(blob)
+        os.symlink(os.path.relpath(blob, file.parent), file)
+    got = load_embedder(snapshot).encode(["a cat"])
+    assert np.allclose(got, load_embedder(tiny_encoder_dir).encode(["a cat"]), atol=1e-6)
+
+
+def test_an_adapter_peft_cannot_read_is_a_load_error_naming_its_config(tiny_encoder_dir, tmp_path):
+    import json
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(tiny_encoder_dir)}))
+    with pytest.raises(EmbedderLoadError, match="adapter_config.json: the adapter cannot be loaded on .*peft_type"):
+        load_embedder(folder)

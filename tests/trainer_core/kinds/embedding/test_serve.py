@@ -72,3 +72,18 @@ def test_the_causal_base_of_an_embedding_run_embeds_with_the_last_token_head(tin
     assert np.abs(vectors - load_embedder(tiny_model_dir).encode(TEXTS)).max() < 1e-4
     with pytest.raises(ModelLoadError, match="could not load the embedding model job_x"):
         EMBEDDING.load_server(_choice(tmp_path, tmp_path, id="job_x", adapter=False), tmp_path)
+
+
+def test_a_model_whose_vectors_are_not_finite_is_refused_naming_the_model(tiny_encoder_dir, tmp_path):
+    import torch
+
+    from trainer_core.kinds.embedding.loading import save_embedder
+
+    model = load_embedder(tiny_encoder_dir)
+    with torch.no_grad():
+        next(model[0].model.parameters()).fill_(float("nan"))  # a run that diverged, saved whole
+    save_embedder(model, tmp_path / "broken")
+    server = EMBEDDING.load_server(_choice(tmp_path / "broken", tiny_encoder_dir, adapter=False), tmp_path)
+    with pytest.raises(ChatInputError, match="job_e makes vectors with NaN or infinite values") as refused:
+        server.answer({"input": TEXTS})
+    assert refused.value.fields == ("model",) and refused.value.code == "vectors_not_finite"

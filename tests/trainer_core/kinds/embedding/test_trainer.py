@@ -1,7 +1,7 @@
 """Embedding runs through the worker's own ``train()`` (load, data, SentenceTransformerTrainer, save):
 a LoRA run of the tiny encoder on Alpaca pairs (instruction -> anchor, output -> positive) that
 evaluates retrieval on held-out pairs and saves a folder ``load_embedder`` reloads; a full fine-tune;
-the tiny decoder as a last-token embedder; qlora refused."""
+the tiny decoder as a last-token embedder; texts labelled with words (class ids); qlora refused."""
 
 from __future__ import annotations
 
@@ -123,3 +123,18 @@ def test_early_stopping_ends_an_embedding_run_and_keeps_its_best_adapter(tiny_en
     assert (out / "adapter_model.safetensors").is_file() and "model.safetensors" not in {p.name for p in out.iterdir()}
     logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert max(r["step"] for r in logged) == 2
+
+
+def test_texts_labelled_with_words_train_as_class_ids(tiny_encoder_dir, tmp_path):
+    rows = [{"text": f"a {colour} thing, number {i}", "label": colour} for i, colour in enumerate(["red", "blue"] * 6)]
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("\n".join(json.dumps(row) for row in rows))
+    request = _request(
+        tiny_encoder_dir,
+        tmp_path,
+        local_datasets=[str(data)],
+        embedding_columns=None,
+        dataset_slice_end=12,
+        max_steps=1,
+    )
+    assert train(request, "job-labels", tmp_path / "run", queue.Queue(), threading.Event())[0] == "completed"
