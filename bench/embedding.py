@@ -102,11 +102,8 @@ def quality(model_dir: str, steps: int, max_seq_length: int) -> dict[str, Any]:
         ended = train(request, "bench-embedding", out, events, threading.Event())
         train_seconds = time.perf_counter() - began
         assert ended[0] == "completed", ended
-        losses = []
-        while not events.empty():
-            kind, payload = events.get()
-            if isinstance(payload, dict) and payload.get("loss") is not None:
-                losses.append(payload["loss"])
+        logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        losses = [row["loss"] for row in logged if row.get("loss") is not None]
         tuned = load_embedder(out)
         tuned.max_seq_length = max_seq_length
         after = _scores(evaluator, tuned)
