@@ -83,23 +83,14 @@ def output_folder(choice: Any, given: Optional[Path]) -> Path:
 
 
 def _print_scores(result: Any, path: Path) -> None:
-    rows = [
-        ("loss", "loss", "{:.4f}"),
-        ("perplexity", "perplexity", "{:.3f}"),
-        ("ROUGE-L F1", "rouge_l", "{:.4f}"),
-        ("BLEU", "bleu", "{:.2f}"),
-        ("exact match", "exact_match", "{:.1%}"),
-        ("tokens/s", "tokens_per_second", "{:.1f}"),
-    ]
-    sides = [("tuned", result.tuned)] + ([("base", result.base)] if result.base is not None else [])
+    from trainer_core.evaluation.report import TABLE_HEAD, score_table
+
     print(
         f"{result.rows_evaluated} of {result.rows_available} rows of {result.source} on {result.device} "
         f"in {result.seconds:.1f} s"
     )
-    print(f"{'':<14}" + "".join(f"{name:>12}" for name, _ in sides))
-    for label, key, form in rows:
-        values = [getattr(scores, key) for _, scores in sides]
-        print(f"{label:<14}" + "".join(f"{form.format(v) if v is not None else '-':>12}" for v in values))
+    for label, *values in [TABLE_HEAD, *score_table(result.tuned, result.base)]:
+        print(f"{label:<14}" + "".join(f"{value:>12}" for value in values))
     for note in result.notes:
         print(f"note: {note}")
     print(f"predictions: {path}")
