@@ -7,7 +7,8 @@ val_size split). It runs in this process with the same code as the app's evaluat
 (``evaluation.worker.evaluate``), shows a progress bar on stderr (Ctrl-C cancels and leaves
 nothing), writes ``predictions.jsonl`` and ``scores.json`` into ``--output`` (default: a new
 ``RUN_FOLDER/evaluations/<id>``, or ``<data dir>/evaluations/<id>`` for base) and prints the scores
-(``--json``: the result as one JSON object, with ``predictions_path``). Exit codes: 0 done, 1 the
+(``--json``: the result as one JSON object, with ``predictions_path``) as one table, metric | base |
+tuned | change (an embedding run: its retrieval metrics, ``kinds.embedding.evaluation``). Exit codes: 0 done, 1 the
 model could not be loaded or the evaluation failed, 2 bad input, 130 cancelled.
 """
 
@@ -35,7 +36,11 @@ FIELDS = EvaluateRequest.model_fields
 
 def add_parser(sub: Any) -> None:
     """Register the ``evaluate`` sub-command on ``sub`` (argparse sub-parsers)."""
-    ev = sub.add_parser("evaluate", help="Score a run, one of its checkpoints or the base model on held-out rows.")
+    ev = sub.add_parser(
+        "evaluate",
+        help="Score a run, one of its checkpoints or the base model on held-out rows (a text model: loss and "
+        "answers; an embedding model: nDCG@10, MRR@10, recall@1/@10, Spearman), beside its base.",
+    )
     ev.add_argument("run", metavar="RUN", help="A run's output folder, RUN_FOLDER/checkpoint-N, or 'base'.")
     ev.add_argument("--dataset", action="append", default=[], help=FIELDS["datasets"].description + " Repeatable.")
     for name in ("max_rows", "max_new_tokens", "batch_size"):

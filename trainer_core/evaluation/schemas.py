@@ -14,7 +14,9 @@ CPU_DEFAULT_ROWS = 50
 
 class EvaluateRequest(BaseModel):
     """Run a model over held-out rows: loss and perplexity on the answers, then greedy answers
-    scored against the references (ROUGE-L, BLEU, exact match), beside the base model's."""
+    scored against the references (ROUGE-L, BLEU, exact match), beside the base model's. An
+    embedding model is scored on retrieval instead (``max_new_tokens`` unused; ``batch_size``: texts
+    embedded at once; ``max_rows``: all rows when empty)."""
 
     model_config = ConfigDict(extra="forbid")
 
