@@ -28,7 +28,18 @@ def test_an_embedding_evaluation_shows_its_retrieval_rows_with_the_change(tmp_pa
     base = {"ndcg_at_10": 0.5, "mrr_at_10": 0.45, "recall_at_1": 0.25, "recall_at_10": 1.0}
     result = {"rows_evaluated": 4, "rows_available": 4, "seconds": 2.0, "tuned": tuned, "base": base}
     (tmp_path / "predictions.jsonl").write_text(
-        json.dumps({"index": 0, "anchor": "q", "positive": "p", "rank_tuned": 1, "rank_base": 3}) + "\n"
+        json.dumps(
+            {
+                "index": 0,
+                "anchor": "q",
+                "positive": "p",
+                "rank_tuned": 1,
+                "rank_base": 3,
+                "cosine_tuned": 0.9,
+                "cosine_base": 0.5,
+            }
+        )
+        + "\n"
     )
     lines = scores_text(_record(result)).splitlines()
     assert lines[0] == "4 of 4 rows evaluated in 2 s"
@@ -41,8 +52,8 @@ def test_an_embedding_evaluation_shows_its_retrieval_rows_with_the_change(tmp_pa
         "| recall@10 | 1.0000 | 1.0000 | +0.0000 |",
     ]
     frame = predictions_table(_record(result, tmp_path))
-    assert list(frame.columns) == ["anchor", "positive", "rank_tuned", "rank_base"]
-    assert frame.iloc[0].tolist() == ["q", "p", 1, 3]
+    assert list(frame.columns) == ["anchor", "positive", "rank_tuned", "rank_base", "cosine_tuned", "cosine_base"]
+    assert frame.iloc[0].tolist() == ["q", "p", 1, 3, 0.9, 0.5]
 
 
 def test_a_text_evaluation_without_base_shows_dashes():

@@ -10,7 +10,8 @@ fine-tune's base), each loaded with ``loading.load_embedder`` and reading at mos
 ``predictions.jsonl`` holds one object per held-out row: ``index``, the row's texts (``anchor``,
 ``positive``, ... or ``sentence1``, ``sentence2``, ``score``), and per model (``tuned``, ``base``:
 null when not compared) ``rank_<model>`` (pairs, triplets: the position of the row's own positive
-among all held-out passages by cosine similarity, 1 = first) or ``cosine_<model>`` (scored pairs).
+among all held-out passages by cosine similarity, 1 = first) and ``cosine_<model>`` (the cosine
+similarity of the row's anchor and positive, or of its two sentences).
 """
 
 from __future__ import annotations
@@ -72,9 +73,12 @@ def _metrics(model: Any, evaluator: Any) -> dict[str, float]:
     }
 
 
-def row_values(model: Any, rows: Any, shape: Shape, query_prompt: Optional[str], batch_size: int) -> list[float]:
-    """Per held-out row: the rank (1 = first) of its own positive among all the rows' passages by
-    cosine similarity (pairs, triplets), or the cosine similarity of its two sentences (scored)."""
+def row_values(
+    model: Any, rows: Any, shape: Shape, query_prompt: Optional[str], batch_size: int
+) -> dict[str, list[float]]:
+    """Per held-out row, by cosine similarity: ``rank`` (1 = first) of its own positive among all
+    the rows' passages and ``cosine`` of its anchor and positive (pairs, triplets), or ``cosine`` of
+    its two sentences (scored)."""
     import torch
     from sentence_transformers.util import cos_sim
 
@@ -83,14 +87,15 @@ def row_values(model: Any, rows: Any, shape: Shape, query_prompt: Optional[str],
 
     if shape == Shape.scored:
         pairs = torch.nn.functional.cosine_similarity(encode(rows["sentence1"]), encode(rows["sentence2"]))
-        return [round(float(v), 6) for v in pairs]
+        return {"cosine": [round(float(v), 6) for v in pairs]}
     ids: dict[str, int] = {}  # passage text -> column of the similarity matrix, as the evaluator's corpus
     for column in (c for c in rows.column_names if c != "anchor"):
         for text in rows[column]:
             ids.setdefault(text, len(ids))
     sims = cos_sim(encode(rows["anchor"], query_prompt), encode(list(ids)))  # (Q, P)
     own = sims[torch.arange(len(rows)), torch.tensor([ids[p] for p in rows["positive"]])]  # (Q,)
-    return [int(v) + 1 for v in (sims > own[:, None]).sum(dim=1)]
+    ranks = [int(v) + 1 for v in (sims > own[:, None]).sum(dim=1)]
+    return {"rank": ranks, "cosine": [round(float(v), 6) for v in own]}
 
 
 class EmbeddingEvaluation:
@@ -132,7 +137,7 @@ class EmbeddingEvaluation:
         evaluator = build_evaluator(rows, shape, plan.get("query_prompt"), req.batch_size)
         sides = [("tuned", True)] + ([("base", False)] if req.compare_base and choice.kind != "base" else [])
         scores: dict[str, Scores] = {}
-        values: dict[str, list[float]] = {}
+        values: dict[str, dict[str, list[float]]] = {}
         for k, (name, use_adapter) in enumerate(sides):
             if should_stop():
                 return None
@@ -145,12 +150,16 @@ class EmbeddingEvaluation:
             return None
         progress(0.97, f"Writing {PREDICTIONS_FILE}")
         folder = Path(context["output_dir"])
-        key = "cosine" if shape == Shape.scored else "rank"
+        keys = list(values["tuned"])  # rank and cosine, or cosine
         table = [
             {
                 "index": i,
                 **row,
-                **{f"{key}_{name}": values[name][i] if name in values else None for name in ("tuned", "base")},
+                **{
+                    f"{key}_{name}": values[name][key][i] if name in values else None
+                    for key in keys
+                    for name in ("tuned", "base")
+                },
             }
             for i, row in enumerate(rows)
         ]
