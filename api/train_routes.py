@@ -224,7 +224,8 @@ def compare_runs(
 ) -> CompareResponse:
     """What the Runs tab's comparison shows, for up to ``compare.MAX_RUNS`` runs: loss against
     steps or input tokens seen, smoothed with TensorBoard's EMA, downsampled; and the settings that
-    differ with final loss, best eval loss, training time and tokens/s."""
+    differ with final loss, best eval loss, training time and tokens/s (and an embedding run's last
+    retrieval metrics: eval_ndcg_at_10 ...; "—" for a run without them)."""
     ids = list(dict.fromkeys(j.strip() for j in job_ids.split(",") if j.strip()))
     if not 1 <= len(ids) <= compare.MAX_RUNS:
         raise Refusal(f"give 1 to {compare.MAX_RUNS} job ids, comma-separated", fields=("job_ids",), status=422)
@@ -232,7 +233,7 @@ def compare_runs(
     missing = [j for j, r in zip(ids, runs) if r is None]
     if missing:
         raise Refusal(f"no run {missing[0][:60]}", fields=("job_ids",), code="unknown_run", status=404)
-    columns, rows = compare.config_diff(runs)
+    columns, rows = compare.config_diff(runs, compare.final_values(store, runs))
     return CompareResponse(
         columns=columns, rows=rows, curves=compare.curves(compare.SHARED.load(store, runs, x_axis), smoothing)
     )

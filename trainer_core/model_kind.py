@@ -148,6 +148,15 @@ class ModelKind:
         this kind's rows one by one with ``processor``; None: the text path's batches."""
         return None
 
+    def evaluation(self) -> Any:
+        """This kind's own evaluation after training (the Evaluate tab, the CLI's ``evaluate``), run
+        in the same worker as the text path's: an object with ``plan(plan, run_request) -> dict``
+        (``evaluation.sources``' data plan completed with what the kind reads, its rows read once
+        now; ``run_request``: the run's ``TrainingStartRequest`` or None; raises DatasetError) and
+        ``run(request, context, progress, should_stop) -> EvaluationResult | None`` (None: stopped;
+        ``evaluation.worker.evaluate``'s arguments). None: the text path (loss, answers, scores)."""
+        return None
+
     def chat_inputs(self, processor: Any, messages: list[dict], device: str) -> Optional[dict]:
         """The model's inputs (``input_ids`` (1, T) and the kind's extras) for chat ``messages``
         plus the generation prompt, on ``device``; None: the text path (``serving.generate``).

@@ -124,6 +124,12 @@ class MetricHistory(BaseModel):
     clip_ratio: list[Optional[float]] = Field(default_factory=list)
     rewards: dict[str, list[Optional[float]]] = Field(default_factory=dict)
     samples: list[CompletionSample] = Field(default_factory=list, description="The latest step's sampled completions.")
+    # embedding runs only (empty otherwise): the held-out retrieval metrics, aligned with ``eval_steps``
+    eval_ndcg_at_10: list[Optional[float]] = Field(default_factory=list)
+    eval_mrr_at_10: list[Optional[float]] = Field(default_factory=list)
+    eval_recall_at_1: list[Optional[float]] = Field(default_factory=list)
+    eval_recall_at_10: list[Optional[float]] = Field(default_factory=list)
+    eval_spearman: list[Optional[float]] = Field(default_factory=list)
 
 
 class TrainingStatus(BaseModel):

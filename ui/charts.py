@@ -19,6 +19,7 @@ import math
 import plotly.graph_objects as go
 
 from trainer_core.runs.metrics import ChartPoints
+from trainer_core.status import EMBEDDING_EVAL_SERIES
 
 EMPTY_TEXT = "no steps yet"
 MAX_X_TICKS = 8
@@ -173,6 +174,44 @@ def preference_figure(points: ChartPoints) -> go.Figure:
         )
         figure.update_layout(
             yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1.05], showgrid=False),
+            margin=dict(l=50, r=50, t=40, b=40),
+        )
+    return figure
+
+
+def has_retrieval_points(points: ChartPoints) -> bool:
+    """Whether the run logged a held-out retrieval metric (an embedding run)."""
+    return any(points.get(name, ([], []))[0] for name in EMBEDDING_EVAL_SERIES)
+
+
+def retrieval_figure(points: ChartPoints) -> go.Figure:
+    """An embedding run's held-out evaluation per eval step: its retrieval metrics (nDCG@10, MRR@10,
+    recall@1 / @10, Spearman for scored pairs; sentence-transformers' evaluators, cosine similarity)
+    on the left axis, and eval_loss (nats) dotted on a right axis where logged."""
+    traces = [
+        (name.removeprefix("eval_"), *points.get(name, ([], [])), "lines+markers") for name in EMBEDDING_EVAL_SERIES
+    ]
+    figure = _figure(
+        "Held-out retrieval",
+        "metric",
+        traces,
+        hovertemplate="step %{x:d}<br>%{fullData.name} %{y:.4f}<extra></extra>",
+    )
+    ex, ey = points.get("eval_loss", ([], []))
+    if ex and figure.data:
+        figure.add_trace(
+            go.Scatter(
+                x=ex,
+                y=ey,
+                mode="lines+markers",
+                name="eval_loss",
+                yaxis="y2",
+                line=dict(dash="dot"),
+                hovertemplate="step %{x:d}<br>eval_loss %{y:.4f}<extra></extra>",
+            )
+        )
+        figure.update_layout(
+            yaxis2=dict(title="eval_loss", overlaying="y", side="right", showgrid=False),
             margin=dict(l=50, r=50, t=40, b=40),
         )
     return figure

@@ -84,14 +84,15 @@ def compare_runs(
 ) -> tuple[go.Figure, pd.DataFrame]:
     """(overlay figure, settings diff) of the chosen runs: loss and eval loss against steps or
     tokens seen, smoothed with TensorBoard's EMA (``compare.ema``), downsampled; the diff lists only
-    the settings that differ, then final loss, best eval loss, training time and tokens/s."""
+    the settings that differ, then final loss, best eval loss, training time and tokens/s (and an
+    embedding run's last retrieval metrics)."""
     if x_axis not in compare.X_AXES:
         raise Refused(f"The x axis must be one of {', '.join(compare.X_AXES)}, not '{_quoted(x_axis)}'.")
     weight = _smoothing(smoothing)
     runs = _runs(ctx, job_ids)
     series = compare.SHARED.load(ctx.runner.store, runs, x_axis)
     figure = compare_view.overlay_figure(compare.curves(series, weight), x_axis, weight)
-    return figure, compare_view.diff_frame(runs)
+    return figure, compare_view.diff_frame(runs, compare.final_values(ctx.runner.store, runs))
 
 
 def label_fields(ctx: Context, job_id: Optional[str]) -> tuple[str, str]:

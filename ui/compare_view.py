@@ -11,6 +11,7 @@ HTML tags in trace names, so names are escaped before they reach the figure.
 from __future__ import annotations
 
 import html
+from typing import Optional
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -102,9 +103,10 @@ def overlay_figure(curves: list[Curve], x_axis: XAxis = "step", smoothing: float
     return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 
-def diff_frame(runs: list[RunRecord]) -> pd.DataFrame:
-    """``compare.config_diff`` as a DataFrame (text cells); an empty table for no runs."""
+def diff_frame(runs: list[RunRecord], finals: Optional[list[dict[str, float]]] = None) -> pd.DataFrame:
+    """``compare.config_diff`` (with ``finals``: ``compare.final_values``) as a DataFrame (text
+    cells); an empty table for no runs."""
     if not runs:
         return EMPTY_DIFF
-    columns, rows = config_diff(runs)
+    columns, rows = config_diff(runs, finals)
     return pd.DataFrame(rows, columns=columns)

@@ -1,6 +1,6 @@
 """The Runs tab's Evaluate panel: run the selected run (a checkpoint, or the base model) over
-held-out rows in the background, then show loss, perplexity, ROUGE-L, BLEU and exact match beside
-the base model's, a sortable prompt / reference / base / tuned table, and the JSONL to download."""
+held-out rows in the background, then show loss, perplexity, ROUGE-L, BLEU and exact match (an
+embedding model: nDCG@10, MRR@10, recall@1 / @10, Spearman) beside the base model's, a sortable prompt / reference / base / tuned table, and the JSONL to download."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import gradio as gr
 import pandas as pd
 from pydantic import ValidationError
 
-from trainer_core.evaluation.schemas import EvaluateRequest
+from trainer_core.evaluation.report import TABLE_HEAD, score_table
+from trainer_core.evaluation.schemas import EvaluateRequest, Scores
 from trainer_core.refusals import explain
 from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
@@ -30,14 +31,6 @@ FIELDS = EvaluateRequest.model_fields
 UPLOAD_LABEL = "Held-out dataset (upload)"
 TABLE_COLUMNS = ["prompt", "reference", "base_answer", "tuned_answer", "rouge_l_base", "rouge_l_tuned"]
 MAX_TABLE_ROWS = 500
-SCORE_NAMES = (
-    ("loss", "loss", 4),
-    ("perplexity", "perplexity", 3),
-    ("rouge_l", "ROUGE-L", 4),
-    ("bleu", "BLEU", 2),
-    ("exact_match", "exact match", 3),
-    ("tokens_per_second", "tokens/s", 1),
-)
 
 
 def scores_text(record: Optional[TaskRecord]) -> str:
@@ -45,23 +38,20 @@ def scores_text(record: Optional[TaskRecord]) -> str:
     result = (record.result or {}) if record is not None else {}
     if not result.get("tuned"):
         return ""
-    models = [("tuned", result["tuned"])] + ([("base", result["base"])] if result.get("base") else [])
-    head = "| | " + " | ".join(label for _, label, _ in SCORE_NAMES) + " |"
-    rule = "|---" * (len(SCORE_NAMES) + 1) + "|"
-    rows = []
-    for name, scores in models:
-        cells = ["-" if scores.get(key) is None else f"{scores[key]:.{digits}f}" for key, _, digits in SCORE_NAMES]
-        rows.append(f"| **{name}** | " + " | ".join(cells) + " |")
+    tuned, base = Scores(**result["tuned"]), Scores(**result["base"]) if result.get("base") else None
+    lines = ["| " + " | ".join(cells) + " |" for cells in [TABLE_HEAD, *score_table(tuned, base)]]
+    lines.insert(1, "|---" * len(TABLE_HEAD) + "|")
     notes = "".join(f"\n\n{note}" for note in result.get("notes", []))
     return (
         f"{result.get('rows_evaluated')} of {result.get('rows_available')} rows evaluated in "
-        f"{result.get('seconds', 0):.0f} s\n\n" + "\n".join([head, rule, *rows]) + notes
+        f"{result.get('seconds', 0):.0f} s\n\n" + "\n".join(lines) + notes
     )
 
 
 def predictions_table(record: Optional[TaskRecord]) -> pd.DataFrame:
     """The first rows of the evaluation's predictions file, prompt / reference / base / tuned, the
-    ROUGE-L scores rounded to 3 decimals."""
+    ROUGE-L scores rounded to 3 decimals (an embedding model's: its rows with each model's rank or
+    cosine, ``kinds.embedding.evaluation``)."""
     if record is None or not record.result or not record.output_dir:
         return pd.DataFrame(columns=TABLE_COLUMNS)
     path = Path(record.output_dir) / record.result.get("predictions_file", "predictions.jsonl")
@@ -75,7 +65,8 @@ def predictions_table(record: Optional[TaskRecord]) -> pd.DataFrame:
     except (OSError, ValueError):
         return pd.DataFrame(columns=TABLE_COLUMNS)
     frame = pd.DataFrame(rows)
-    frame = frame[[c for c in TABLE_COLUMNS if c in frame.columns]]
+    # a text model's answers; else the file's own columns (an embedding model's rows with their ranks)
+    frame = frame[[c for c in TABLE_COLUMNS if c in frame.columns] or [c for c in frame.columns if c != "index"]]
     scores = [c for c in ("rouge_l_base", "rouge_l_tuned") if c in frame.columns]
     frame[scores] = frame[scores].round(3)  # 0.133, not 0.13333333333333333 (predictions.jsonl keeps all)
     return frame

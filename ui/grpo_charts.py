@@ -11,14 +11,25 @@ from typing import Any, Optional
 import plotly.graph_objects as go
 
 from trainer_core.runs.metrics import ChartPoints
-from ui.charts import _figure, _mode, _x_axis, has_preference_points, preference_figure
+from ui.charts import (
+    _figure,
+    _mode,
+    _x_axis,
+    has_preference_points,
+    has_retrieval_points,
+    preference_figure,
+    retrieval_figure,
+)
 
 _HOVER = "step %{x:d}<br>%{fullData.name} %{y:.4g}<extra></extra>"
 
 
 def rewards_figure(points: ChartPoints) -> Optional[go.Figure]:
-    """The rewards chart of a run's points: a GRPO run's rewards (``reward_figure``), a DPO / ORPO /
-    KTO run's preference rewards (``charts.preference_figure``), or None for a run with neither."""
+    """The run's own chart beside the three shared ones: a GRPO run's rewards (``reward_figure``), a
+    DPO / ORPO / KTO run's preference rewards (``charts.preference_figure``), an embedding run's
+    held-out retrieval metrics (``charts.retrieval_figure``), or None for a run with none of them."""
+    if has_retrieval_points(points):
+        return retrieval_figure(points)
     if has_grpo_points(points):
         return reward_figure(points)
     return preference_figure(points) if has_preference_points(points) else None

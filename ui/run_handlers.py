@@ -13,6 +13,7 @@ from typing import Any, Optional
 import gradio as gr
 import pandas as pd
 
+from trainer_core.runs.compare import FINAL_SERIES
 from trainer_core.runs.metrics import chart_points_of
 from trainer_core.runs.store import STATUS_WORDS, RunDetail, RunRecord, status_word
 from trainer_core.runs.write_folders import delete_run
@@ -58,13 +59,15 @@ def literal_markdown(text: str) -> str:
 
 
 def _eval_text(result: Optional[dict]) -> str:
-    """The newest evaluation's tuned scores in a few characters (perplexity, ROUGE-L)."""
+    """The newest evaluation's tuned scores in a few characters (perplexity, ROUGE-L; nDCG@10)."""
     tuned = (result or {}).get("tuned") or {}
     parts = []
     if tuned.get("perplexity") is not None:
         parts.append(f"ppl {tuned['perplexity']:.2f}")
     if tuned.get("rouge_l") is not None:
         parts.append(f"ROUGE-L {tuned['rouge_l']:.3f}")
+    if tuned.get("ndcg_at_10") is not None:  # an embedding model's retrieval
+        parts.append(f"nDCG@10 {tuned['ndcg_at_10']:.3f}")
     return " · ".join(parts)
 
 
@@ -221,16 +224,26 @@ def _label_lines(run: RunRecord) -> str:
     return text
 
 
+def _retrieval_line(events: list) -> str:
+    """An embedding run's last held-out retrieval metrics (``compare.FINAL_SERIES``) as a summary
+    line, "" for a run that logged none."""
+    last = next((e for e in reversed(events) if any(getattr(e, n) is not None for n in FINAL_SERIES)), None)
+    if last is None:
+        return ""
+    parts = [f"{name} {getattr(last, name):.4f}" for name in FINAL_SERIES if getattr(last, name) is not None]
+    return f"\n\nHeld-out retrieval at step {last.step}: " + " · ".join(parts)
+
+
 def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
     """Summary, settings, charts (loss, learning rate, grad norm, and the rewards of a GRPO or
-    preference run) and the four run buttons' states of run ``job_id`` (all blank and
+    preference run, or an embedding run's held-out retrieval metrics) and the four run buttons' states of run ``job_id`` (all blank and
     the buttons off when none is chosen). The summary (Markdown) starts with the run's name and
     note when set, escaped so they show as typed (``literal_markdown``)."""
     if not (job_id or "").strip():
         return (NO_RUN, None, None, None, None, gr.Plot(value=None, visible=False), *_run_buttons(ctx, None))
     run = _get(ctx, job_id.strip())
     points = chart_points_of(run.metrics)
-    rewards = grpo_charts.rewards_figure(points)  # a GRPO or preference run's rewards; hidden for SFT
+    rewards = grpo_charts.rewards_figure(points)  # a GRPO or preference run's rewards, an embedder's retrieval
     summary = _label_lines(run) + (
         f"**{run.job_id}** · {run_status(run)} · step {run.last_step} / {run.total_steps or '?'} · "
         f"training {_minutes(run.training_seconds)} · wall {_minutes(run.wall_seconds)}"
@@ -241,6 +254,7 @@ def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
         summary += f"\n\n★ **Best checkpoint:** `{run.best_checkpoint}`{loss}: the final weights are this checkpoint's"
     elif run.best_eval_loss is not None:
         summary += f"\n\nBest eval loss: {run.best_eval_loss:.4f}"
+    summary += _retrieval_line(run.metrics)
     if run.error:
         summary += f"\n\n**Error:** {run.error}"
     return (

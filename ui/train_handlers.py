@@ -63,8 +63,8 @@ def starting() -> tuple[Any, Any]:
 def render(status: TrainingStatus, points: ChartPoints, latest: Optional[Any] = None) -> tuple:
     """Outputs of every watcher: status line, raw status JSON (without the series), the three
     charts already serialised (``PlotData``, what ``gr.Plot`` would make of each figure), the
-    rewards chart (a DPO / ORPO / KTO run's preference rewards, or a GRPO run's rewards; hidden for
-    others), a GRPO run's completions chart and sampled completions (``latest``: the newest train
+    rewards chart (a DPO / ORPO / KTO run's preference rewards, a GRPO run's rewards, or an embedding
+    run's held-out retrieval metrics: ``grpo_charts.rewards_figure``; hidden for others), a GRPO run's completions chart and sampled completions (``latest``: the newest train
     event, ``ui.grpo_charts``; hidden for others) and the three buttons' states."""
     raw = status.model_dump(mode="json", exclude={"metric_history"})
     figures = (charts.loss_figure(points), charts.learning_rate_figure(points), charts.grad_norm_figure(points))

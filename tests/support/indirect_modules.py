@@ -39,8 +39,6 @@ INDIRECT: dict[str, str] = {
     "and the preference and GRPO runs in tests/e2e",
     "trainer_core.evaluation.loss": "the evaluation worker's loss; tests/e2e/test_evaluation.py compares it with "
     "the trainer's eval_loss",
-    "trainer_core.evaluation.report": "the evaluation worker's scores and predictions file; "
-    "tests/e2e/test_evaluation.py reads them",
     "trainer_core.export.adapter_zip": "the export worker's adapter zip; "
     "tests/e2e/test_export_real.py::test_adapter_zip_holds_adapter_tokenizer_and_card",
     # parts of a larger module that the tests import

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from trainer_core.runs.metrics import MetricsHistory, chart_points_of
+from trainer_core.runs.metrics import MetricsHistory, chart_points_of, series_of
 from trainer_core.runs.minmax import MinMaxSeries
 from trainer_core.status import TrainingProgress
-from ui import charts
+from ui import charts, grpo_charts
 
 
 def _series(values, max_points=500):
@@ -80,6 +80,29 @@ def test_figures_have_series():
     assert list(charts.learning_rate_figure(points).data[0].y) == [1e-4, 2e-4, 1e-4]
     assert list(charts.grad_norm_figure(points).data[0].x) == [1, 2]
     assert [t.name for t in charts.loss_figure({**points, "eval_loss": ([], [])}).data] == ["loss"]
+
+
+def test_an_embedding_runs_chart_shows_its_retrieval_metrics_and_eval_loss():
+    train = [
+        TrainingProgress(job_id="j", step=s, total_steps=4, loss=2.0 / s, learning_rate=1e-4) for s in (1, 2, 3, 4)
+    ]
+    evals = [
+        TrainingProgress(job_id="j", step=s, total_steps=4, eval_loss=loss, eval_ndcg_at_10=ndcg, eval_recall_at_1=r1)
+        for s, loss, ndcg, r1 in ((2, 1.8, 0.5, 0.25), (4, 1.6, 0.625, 0.5))
+    ]
+    events = [train[0], train[1], evals[0], train[2], train[3], evals[1]]
+    points = chart_points_of(events)
+    assert points["eval_ndcg_at_10"] == ([2, 4], [0.5, 0.625]) and points["eval_mrr_at_10"] == ([], [])
+    figure = grpo_charts.rewards_figure(points)  # the monitor's and the Runs tab's run-kind chart
+    assert [t.name for t in figure.data] == ["ndcg_at_10", "recall_at_1", "eval_loss"]
+    assert list(figure.data[0].y) == [0.5, 0.625] and list(figure.data[2].y) == [1.8, 1.6]
+    assert figure.data[2].yaxis == "y2" and figure.layout.title.text == "Held-out retrieval"
+    history = series_of(events)  # the API's /metrics and /status series
+    assert history.eval_steps == [2, 4] and history.eval_ndcg_at_10 == [0.5, 0.625]
+    assert history.eval_mrr_at_10 == [None, None] and history.loss == [2.0, 1.0, 2.0 / 3, 0.5]
+    text = chart_points_of(train + [TrainingProgress(job_id="j", step=4, total_steps=4, eval_loss=1.6)])
+    assert not charts.has_retrieval_points(text) and grpo_charts.rewards_figure(text) is None
+    assert series_of(train).eval_ndcg_at_10 == []
 
 
 # --- axes: integer step ticks, single-point ranges, empty state, readable learning rate --------------

@@ -7,7 +7,8 @@ val_size split). It runs in this process with the same code as the app's evaluat
 (``evaluation.worker.evaluate``), shows a progress bar on stderr (Ctrl-C cancels and leaves
 nothing), writes ``predictions.jsonl`` and ``scores.json`` into ``--output`` (default: a new
 ``RUN_FOLDER/evaluations/<id>``, or ``<data dir>/evaluations/<id>`` for base) and prints the scores
-(``--json``: the result as one JSON object, with ``predictions_path``). Exit codes: 0 done, 1 the
+(``--json``: the result as one JSON object, with ``predictions_path``) as one table, metric | base |
+tuned | change (an embedding run: its retrieval metrics, ``kinds.embedding.evaluation``). Exit codes: 0 done, 1 the
 model could not be loaded or the evaluation failed, 2 bad input, 130 cancelled.
 """
 
@@ -35,7 +36,11 @@ FIELDS = EvaluateRequest.model_fields
 
 def add_parser(sub: Any) -> None:
     """Register the ``evaluate`` sub-command on ``sub`` (argparse sub-parsers)."""
-    ev = sub.add_parser("evaluate", help="Score a run, one of its checkpoints or the base model on held-out rows.")
+    ev = sub.add_parser(
+        "evaluate",
+        help="Score a run, one of its checkpoints or the base model on held-out rows (a text model: loss and "
+        "answers; an embedding model: nDCG@10, MRR@10, recall@1/@10, Spearman), beside its base.",
+    )
     ev.add_argument("run", metavar="RUN", help="A run's output folder, RUN_FOLDER/checkpoint-N, or 'base'.")
     ev.add_argument("--dataset", action="append", default=[], help=FIELDS["datasets"].description + " Repeatable.")
     for name in ("max_rows", "max_new_tokens", "batch_size"):
@@ -83,23 +88,14 @@ def output_folder(choice: Any, given: Optional[Path]) -> Path:
 
 
 def _print_scores(result: Any, path: Path) -> None:
-    rows = [
-        ("loss", "loss", "{:.4f}"),
-        ("perplexity", "perplexity", "{:.3f}"),
-        ("ROUGE-L F1", "rouge_l", "{:.4f}"),
-        ("BLEU", "bleu", "{:.2f}"),
-        ("exact match", "exact_match", "{:.1%}"),
-        ("tokens/s", "tokens_per_second", "{:.1f}"),
-    ]
-    sides = [("tuned", result.tuned)] + ([("base", result.base)] if result.base is not None else [])
+    from trainer_core.evaluation.report import TABLE_HEAD, score_table
+
     print(
         f"{result.rows_evaluated} of {result.rows_available} rows of {result.source} on {result.device} "
         f"in {result.seconds:.1f} s"
     )
-    print(f"{'':<14}" + "".join(f"{name:>12}" for name, _ in sides))
-    for label, key, form in rows:
-        values = [getattr(scores, key) for _, scores in sides]
-        print(f"{label:<14}" + "".join(f"{form.format(v) if v is not None else '-':>12}" for v in values))
+    for label, *values in [TABLE_HEAD, *score_table(result.tuned, result.base)]:
+        print(f"{label:<14}" + "".join(f"{value:>12}" for value in values))
     for note in result.notes:
         print(f"note: {note}")
     print(f"predictions: {path}")

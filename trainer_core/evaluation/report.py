@@ -90,6 +90,37 @@ def prediction_rows(rows: list[EvalRow], tuned: Outcome, base: Optional[Outcome]
     ]
 
 
+SCORE_ROWS = (  # Scores' field, its label, decimals shown: the report table's rows, in order
+    ("loss", "loss", 4),
+    ("perplexity", "perplexity", 3),
+    ("rouge_l", "ROUGE-L F1", 4),
+    ("bleu", "BLEU", 2),
+    ("exact_match", "exact match", 3),
+    ("tokens_per_second", "tokens/s", 1),
+    ("ndcg_at_10", "nDCG@10", 4),
+    ("mrr_at_10", "MRR@10", 4),
+    ("recall_at_1", "recall@1", 4),
+    ("recall_at_10", "recall@10", 4),
+    ("spearman", "Spearman", 4),
+)
+TABLE_HEAD = ("metric", "base", "tuned", "change")
+
+
+def score_table(tuned: Scores, base: Optional[Scores]) -> list[tuple[str, str, str, str]]:
+    """The report's rows (metric, base, tuned, change = tuned - base, signed), one per score either
+    model has (a text model's loss ... tokens/s, an embedding model's nDCG@10 ... Spearman); "-"
+    where a model has no value (base: not compared)."""
+    table = []
+    for key, label, digits in SCORE_ROWS:
+        new, old = getattr(tuned, key), getattr(base, key) if base is not None else None
+        if new is None and old is None:
+            continue
+        change = f"{new - old:+.{digits}f}" if new is not None and old is not None else "-"
+        shown = ["-" if v is None else f"{v:.{digits}f}" for v in (old, new)]
+        table.append((label, *shown, change))
+    return table
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file."""
     tmp = path.with_name(path.name + ".tmp")

@@ -14,7 +14,9 @@ CPU_DEFAULT_ROWS = 50
 
 class EvaluateRequest(BaseModel):
     """Run a model over held-out rows: loss and perplexity on the answers, then greedy answers
-    scored against the references (ROUGE-L, BLEU, exact match), beside the base model's."""
+    scored against the references (ROUGE-L, BLEU, exact match), beside the base model's. An
+    embedding model is scored on retrieval instead (``max_new_tokens`` unused; ``batch_size``: texts
+    embedded at once; ``max_rows``: all rows when empty)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -43,7 +45,9 @@ class Scores(BaseModel):
     """Scores of one model over the evaluated rows. ``loss`` is the mean token cross-entropy over
     answer tokens (nats), ``perplexity`` = exp(loss); ``rouge_l`` is ROUGE-L F1 (rouge_score,
     stemmed) averaged over rows, 0..1; ``bleu`` is corpus BLEU (sacrebleu, 0..100); ``exact_match``
-    the share of answers equal to the reference after stripping whitespace, 0..1."""
+    the share of answers equal to the reference after stripping whitespace, 0..1. An embedding
+    model's scores are retrieval metrics instead (sentence-transformers' evaluators, cosine
+    similarity): ``ndcg_at_10`` .. ``recall_at_10`` 0..1, ``spearman`` -1..1 (scored pairs)."""
 
     loss: Optional[float] = None
     perplexity: Optional[float] = None
@@ -53,6 +57,17 @@ class Scores(BaseModel):
     answer_tokens: int = 0
     generated_tokens: int = 0
     tokens_per_second: Optional[float] = None
+    ndcg_at_10: Optional[float] = Field(None, description="Retrieval nDCG@10 over the held-out queries (0..1).")
+    mrr_at_10: Optional[float] = Field(None, description="Retrieval MRR@10 over the held-out queries (0..1).")
+    recall_at_1: Optional[float] = Field(
+        None, description="Share of held-out queries whose own passage ranks first (0..1)."
+    )
+    recall_at_10: Optional[float] = Field(
+        None, description="Share of held-out queries whose own passage is in the top 10 (0..1)."
+    )
+    spearman: Optional[float] = Field(
+        None, description="Spearman correlation of cosine similarity with the held-out scores (-1..1)."
+    )
 
 
 class EvaluationResult(BaseModel):

@@ -26,7 +26,7 @@ from trainer_core.data.preference import preferred_conversations
 from trainer_core.data.preference_tokens import is_preference_rows
 from trainer_core.data.prepare import eval_conversations, load_conversations
 from trainer_core.evaluation.rows import to_rows
-from trainer_core.model_kind import ModelKind, kind_for_folder, kind_named, reader_of
+from trainer_core.model_kind import ModelKind, kind_for_folder, kind_named, reader_of, serving_kind
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.refusals import Refusal, explain
 from trainer_core.schemas import TrainingStartRequest
@@ -127,17 +127,48 @@ def _own_data(choice: ModelChoice, roots: Optional[list[Path]]) -> dict[str, Any
 
 
 def choice_kind(choice: ModelChoice) -> ModelKind:
-    """The model kind of ``choice`` (its folder's config, else its base model's), so that held-out
-    files keep the media it reads (a vision-language model's images: ``data.local_kind``)."""
+    """The model kind of ``choice``: the kind that serves what it serves (an embedding run's folder
+    or its base: ``ModelChoice.serves``), else its folder's (its config, or a kind claims the folder),
+    else its base model's; so that held-out files keep the media it reads (a vision-language
+    model's images: ``data.local_kind``) and a kind evaluates its own models (``ModelKind.evaluation``)."""
+    if choice.serves != "chat":
+        return serving_kind(choice.serves)
     if choice.path and not choice.adapter and (Path(choice.path) / "config.json").is_file():
         return kind_for_folder(Path(choice.path))
     return checked_kind(choice.base_model)  # a run's base, as its admitted request names it
 
 
+def _kind_plan(
+    own: Any, kind: ModelKind, choice: ModelChoice, paths: list[str], roots: Optional[list[Path]]
+) -> dict[str, Any]:
+    """``plan_data`` for a kind with its own evaluation: the files (or the run's own data) planned
+    as for text, then completed and read by the kind (``own.plan``)."""
+    if paths:
+        try:
+            saved = run_request(choice)
+        except EvalDataError:  # the files are given: the run's settings only lend their column names
+            saved = None
+        files = _checked_files(paths, roots, "the")
+        length = getattr(saved, "max_seq_length", DEFAULT_MAX_SEQ_LENGTH)
+        plan = {"files": files, "source": ", ".join(Path(p).name for p in files), "max_seq_length": length}
+    else:
+        plan, saved = _own_data(choice, roots), run_request(choice)
+    try:
+        return {**own.plan(plan, saved), "kind": kind.name}
+    except DatasetError as exc:
+        raise EvalDataError(f"{FIELD}: {exc}", fields=(FIELD,)) from None
+
+
 def plan_data(choice: ModelChoice, paths: list[str], roots: Optional[list[Path]]) -> dict[str, Any]:
     """The data plan for evaluating ``choice`` on ``paths`` (empty: its own evaluation data), with
     every local file confined to ``roots`` (None: not confined) and read once now, so a bad file is
-    refused before the model loads (Hub data is left to the worker). Raises EvalDataError."""
+    refused before the model loads (Hub data is left to the worker); the plan's ``kind`` is the
+    choice's (``choice_kind``), whose own evaluation (``ModelKind.evaluation``) completes the plan
+    where it has one. Raises EvalDataError."""
+    kind = choice_kind(choice)
+    own = kind.evaluation()
+    if own is not None:
+        return _kind_plan(own, kind, choice, paths, roots)
     if paths:
         files = _checked_files(paths, roots, "the")
         try:
@@ -148,7 +179,7 @@ def plan_data(choice: ModelChoice, paths: list[str], roots: Optional[list[Path]]
             "files": files,
             "source": ", ".join(Path(p).name for p in files),
             "max_seq_length": max_seq_length,
-            "vision": "image" in choice_kind(choice).media,
+            "vision": "image" in kind.media,
         }
     else:
         plan = _own_data(choice, roots)

@@ -5,7 +5,8 @@ first ``max_rows`` rows (default: all on a GPU, the first ``CPU_DEFAULT_ROWS`` o
 chosen model and, with ``compare_base``, its base (the same weights with the adapter off): the loss
 on the answers (``loss``), greedy answers (``generation``) and their scores (``scoring``). Writes
 ``predictions.jsonl`` and ``scores.json`` into ``context["output_dir"]`` and returns an
-``EvaluationResult``. ``should_stop`` is checked between batches (and at each decoding step);
+``EvaluationResult``. A model kind with its own evaluation (``ModelKind.evaluation``; the plan's
+``kind``) runs that instead. ``should_stop`` is checked between batches (and at each decoding step);
 a stopped evaluation returns None and writes nothing.
 """
 
@@ -26,6 +27,7 @@ from trainer_core.evaluation.rows import EvalRow, to_rows
 from trainer_core.evaluation.schemas import CPU_DEFAULT_ROWS, EvaluateRequest, EvaluationResult
 from trainer_core.evaluation.scoring import score_answers
 from trainer_core.evaluation.sources import read_plan
+from trainer_core.model_kind import kind_named
 
 log = logging.getLogger(__name__)
 Progress = Callable[[float, str], None]  # (fraction 0..1, message)
@@ -181,6 +183,9 @@ def evaluate(
     from trainer_core.serving.loader import load_choice
     from trainer_core.serving.schemas import ModelChoice
 
+    own = kind_named(context["data"].get("kind")).evaluation()
+    if own is not None:  # the model kind evaluates its own way (an embedding model: retrieval metrics)
+        return own.run(request, context, progress, should_stop)
     began, req = time.monotonic(), EvaluateRequest.model_validate(request)
     choice, plan = ModelChoice(**context["choice"]), context["data"]
     progress(0.0, f"Reading {plan['source']}")

@@ -1,6 +1,7 @@
 """Comparing runs (pure functions, no UI): each run's loss and eval-loss series against steps or
 tokens seen, TensorBoard's debiased EMA smoothing, downsampling for charts, and the settings that
-differ between runs with their outcome (final loss, best eval loss, runtime, tokens/s).
+differ between runs with their outcome (final loss, best eval loss, runtime, tokens/s; an embedding
+run's last retrieval metrics).
 
 A finished run's series are read from its packed arrays (``RunStore.packed_series``, numpy arrays
 kept in the store when the run ended, ``series_store``); a live run's from the store's lean query
@@ -25,6 +26,7 @@ import numpy as np
 from trainer_core.runs.minmax import MAX_POINTS
 from trainer_core.runs.series_store import HAS_EVAL_LOSS, HAS_LOSS, HAS_TOKENS, LossRow, PackedSeries
 from trainer_core.runs.store import RunRecord, RunStore, status_word
+from trainer_core.status import EMBEDDING_EVAL_SERIES
 
 XAxis = Literal["step", "tokens"]
 X_AXES: tuple[str, ...] = ("step", "tokens")
@@ -32,6 +34,7 @@ MAX_RUNS = 10  # runs in one comparison
 MAX_SMOOTHING = 0.99
 COMPARE_POINTS = MAX_POINTS  # per series and run after downsampling, as the live charts
 SUMMARY_ROWS = ("final loss", "best eval loss", "training time (s)", "tokens/s")
+FINAL_SERIES = EMBEDDING_EVAL_SERIES  # logged metrics whose last value the table shows, where a run has one
 
 
 @dataclass
@@ -278,10 +281,20 @@ def _summary(run: RunRecord) -> list[str]:
     return [_shown(None if value is None else round(value, digits)) for value, digits in values]
 
 
-def config_diff(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
+def final_values(store: RunStore, runs: list[RunRecord]) -> list[dict[str, float]]:
+    """Per run, the last logged value of each ``FINAL_SERIES`` metric it has (an embedding run's
+    retrieval metrics; {} for a text run)."""
+    return [store.last_values(run.job_id, FINAL_SERIES) for run in runs]
+
+
+def config_diff(
+    runs: list[RunRecord], finals: Optional[list[dict[str, float]]] = None
+) -> tuple[list[str], list[list[str]]]:
     """(columns, rows) of a table with one column per run (``run_label``, job id beside a repeated
     name): the status, then only the settings whose values differ between the runs (a setting one
-    run lacks counts as differing), then ``SUMMARY_ROWS``. Every cell is text."""
+    run lacks counts as differing), then ``SUMMARY_ROWS``, then each ``FINAL_SERIES`` metric some
+    run logged (``finals``: ``final_values``), its last value ("—" for a run without it). Every
+    cell is text."""
     labels = [run_label(r) for r in runs]
     columns = ["setting"] + [
         f"{label} ({r.job_id})" if labels.count(label) > 1 else label for label, r in zip(labels, runs)
@@ -294,4 +307,7 @@ def config_diff(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
             rows.append([key, *map(_shown, values)])
     summaries = [_summary(r) for r in runs]
     rows.extend([name, *(s[i] for s in summaries)] for i, name in enumerate(SUMMARY_ROWS))
+    for name in FINAL_SERIES:
+        if any(name in final for final in finals or []):
+            rows.append([name, *(_shown(round(f[name], 4) if name in f else None) for f in finals or [])])
     return columns, rows

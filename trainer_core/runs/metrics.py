@@ -6,7 +6,7 @@ import threading
 from typing import Optional
 
 from trainer_core.runs.minmax import MinMaxSeries
-from trainer_core.status import GRPO_SERIES, PREFERENCE_SERIES, MetricHistory, TrainingProgress
+from trainer_core.status import EMBEDDING_EVAL_SERIES, GRPO_SERIES, PREFERENCE_SERIES, MetricHistory, TrainingProgress
 
 CHART_SERIES = (
     "loss",
@@ -15,6 +15,7 @@ CHART_SERIES = (
     "grad_norm",
     *PREFERENCE_SERIES,
     *GRPO_SERIES,
+    *EMBEDDING_EVAL_SERIES,
 )  # TrainingProgress fields charted; GRPO runs add "rewards/<name>" per reward function
 
 ChartPoints = dict[str, tuple[list[float], list[float]]]  # series name -> (steps, values), downsampled
@@ -134,10 +135,12 @@ def series_of(events: list[TrainingProgress]) -> MetricHistory:
     """Chart series: loss / learning_rate per train step, grad_norm and eval_loss where present; for a
     preference run (any event with a reward or kl) its ``PREFERENCE_SERIES`` per train step too; for
     a GRPO run (any event with a ``reward``) its ``GRPO_SERIES``, each reward function's series and
-    the latest step's sampled completions."""
+    the latest step's sampled completions; for an embedding run (any event with a retrieval metric)
+    its ``EMBEDDING_EVAL_SERIES`` per eval step."""
     history = MetricHistory()
     preference = any(getattr(e, name) is not None for e in events for name in PREFERENCE_SERIES)
     grpo = any(e.reward is not None for e in events)
+    retrieval = any(getattr(e, name) is not None for e in events for name in EMBEDDING_EVAL_SERIES)
     functions = list(dict.fromkeys(name for e in events for name in e.rewards)) if grpo else []
     for e in events:
         if e.loss is not None:
@@ -158,4 +161,6 @@ def series_of(events: list[TrainingProgress]) -> MetricHistory:
         if e.eval_loss is not None:
             history.eval_steps.append(e.step)
             history.eval_loss.append(e.eval_loss)
+            for name in EMBEDDING_EVAL_SERIES if retrieval else ():
+                getattr(history, name).append(getattr(e, name))
     return history

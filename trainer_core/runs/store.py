@@ -287,6 +287,24 @@ class RunStore:
         with self._lock, self._db:
             return series_store.packed(self._db, job_id)
 
+    def last_values(self, job_id: str, names: tuple[str, ...]) -> dict[str, float]:
+        """name -> the newest logged value of each of ``names`` (``TrainingProgress`` fields, e.g.
+        ``eval_ndcg_at_10``) in run ``job_id``'s events; a name never logged (or an unknown run) is
+        left out. Raises ValueError for a name that is no such field."""
+        unknown = [name for name in names if name not in TrainingProgress.model_fields]
+        if unknown:
+            raise ValueError(f"not a logged metric: {', '.join(unknown)}")
+        found = {}
+        for name in names:
+            rows = self._read(
+                "SELECT json_extract(progress_json, ?) AS value FROM metrics WHERE job_id = ? "
+                "AND json_extract(progress_json, ?) IS NOT NULL ORDER BY seq DESC LIMIT 1",
+                (f"$.{name}", job_id, f"$.{name}"),
+            )
+            if rows:
+                found[name] = float(rows[0]["value"])
+        return found
+
     def get_record(self, job_id: str) -> Optional[RunRecord]:
         """One run without its metrics, or None."""
         rows = self._read("SELECT * FROM runs WHERE job_id = ?", (job_id,))

@@ -17,7 +17,7 @@ from trainer_core.runs import compare
 from trainer_core.runs.minmax import MinMaxSeries
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, RunStore
 from trainer_core.status import TrainingProgress
-from ui import compare_panel, compare_view
+from ui import compare_panel, compare_view, run_handlers
 
 
 def _run(store, job_id, request, losses, evals=(), tokens_per_step=100, phase="completed", end_reason="completed"):
@@ -104,6 +104,33 @@ def test_config_diff_lists_only_differing_settings_then_outcomes(tmp_path):
     assert table["final loss"] == ["1.25", "0.5"] and table["best eval loss"] == ["1.4", "—"]
     assert table["training time (s)"] == ["3.0", "3.0"] and table["tokens/s"] == ["100.0", "100.0"]
     assert all(isinstance(cell, str) for row in rows for cell in row)
+
+
+def test_an_embedding_runs_last_retrieval_metrics_line_up_beside_a_text_run(tmp_path):
+    store = RunStore(tmp_path / "studio.db")
+    _run(store, "job_text", {"learning_rate": 1e-4}, [2.0, 1.0], evals=[(2, 1.1)])
+    _run(store, "job_emb", {"learning_rate": 1e-4, "is_embedding": True}, [2.0, 1.0])
+    for step, ndcg in ((1, 0.5), (2, 0.625)):  # the last logged value counts
+        store.add_metric(
+            TrainingProgress(
+                job_id="job_emb", step=step, total_steps=2, eval_loss=1.0, eval_ndcg_at_10=ndcg, eval_recall_at_1=0.25
+            )
+        )
+    runs = [store.get_record("job_text"), store.get_record("job_emb")]
+    finals = compare.final_values(store, runs)
+    assert finals == [{}, {"eval_ndcg_at_10": 0.625, "eval_recall_at_1": 0.25}]
+    table = {row[0]: row[1:] for row in compare.config_diff(runs, finals)[1]}
+    assert [name for name in table if name.startswith("eval_")] == ["eval_ndcg_at_10", "eval_recall_at_1"]
+    assert table["eval_ndcg_at_10"] == ["—", "0.625"] and table["eval_recall_at_1"] == ["—", "0.25"]
+    diff = compare_panel.compare_runs(_ctx(store), ["job_text", "job_emb"], "step", 0)[1]
+    assert diff.set_index("setting").loc["eval_ndcg_at_10"].tolist() == ["—", "0.625"]
+    idle = SimpleNamespace(is_training_running=False, job_id=None)
+    ctx = SimpleNamespace(runner=SimpleNamespace(store=store, status=lambda with_history=True: idle), tasks=None)
+    summary = run_handlers.show_run(ctx, "job_emb")[0]
+    assert "Held-out retrieval at step 2: eval_ndcg_at_10 0.6250 · eval_recall_at_1 0.2500" in summary
+    assert "Held-out retrieval" not in run_handlers.show_run(ctx, "job_text")[0]
+    with pytest.raises(ValueError, match="not a logged metric: progress_json"):
+        store.last_values("job_emb", ("progress_json",))
 
 
 def test_overlay_figure_one_colour_per_run_raw_faint_names_escaped():

@@ -233,6 +233,16 @@ def _read(request: Any, eval: bool) -> tuple[datasets.Dataset, Shape]:
     return datasets.concatenate_datasets([rows for _, rows, _ in parts]), shape
 
 
+def held_out_rows(request: Any) -> tuple[datasets.Dataset, Shape]:
+    """(the evaluation rows ``prepare_embedding_data`` gives ``request``: its ``val_size`` split of
+    the training rows, else its evaluation files / Hub split; with neither, its training rows (files
+    given to evaluate on); their shape). Raises DatasetError."""
+    if request.val_size > 0:
+        rows, shape = _read(request, eval=False)
+        return split_validation(rows, request)[1], shape
+    return _read(request, eval=has_eval_data(request))
+
+
 def count_tokens(rows: datasets.Dataset, shape: Shape, tokenizer: Any, max_seq_length: int) -> EmbeddingStats:
     """Token counts of ``rows``' texts by ``tokenizer`` (with its special tokens)."""
     columns = text_columns(shape, rows.column_names)

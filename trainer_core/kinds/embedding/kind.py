@@ -44,6 +44,11 @@ class EmbeddingKind(ModelKind):
 
         return export_gguf
 
+    def evaluation(self) -> Any:
+        from trainer_core.kinds.embedding.evaluation import EmbeddingEvaluation
+
+        return EmbeddingEvaluation()
+
     def load_server(self, choice: Any, models_dir: Path) -> Any:
         from trainer_core.kinds.embedding.serve import EmbeddingServer
 

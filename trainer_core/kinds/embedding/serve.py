@@ -76,7 +76,7 @@ class EmbeddingServer:
                 fields=("dimensions",),
                 code="dimensions_too_large",
             )
-        with self._weights(request.get("use_adapter", True)) as model:
+        with self.weights(request.get("use_adapter", True)) as model:
             vectors = model.encode(texts, batch_size=BATCH_SIZE, convert_to_numpy=True)  # (N, D)
             tokens = int(model.tokenize(texts)["attention_mask"].sum()) if texts else 0
         if not np.isfinite(vectors).all():  # JSON cannot carry them, and no search can use them
@@ -89,7 +89,7 @@ class EmbeddingServer:
         return {"vectors": unit_rows(vectors, dimensions), "prompt_tokens": tokens}
 
     @contextlib.contextmanager
-    def _weights(self, use_adapter: bool) -> Iterator[Any]:
+    def weights(self, use_adapter: bool) -> Iterator[Any]:
         """The tuned model, or (``use_adapter=False``) its base (ignored for the base choice)."""
         import torch
 
