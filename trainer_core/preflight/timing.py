@@ -129,15 +129,15 @@ def machine_gflops(device: str) -> float:
 
 
 def flops_per_token(
-    request: TrainingStartRequest, model_config: Any, row_tokens: float, training: bool = True
+    request: TrainingStartRequest, model_config: Any, row_tokens: float, training: bool = True, lm_head: bool = True
 ) -> float:
     """Model FLOPs per token: (6 N full / 4 N frozen weights; 2 N forward only) + (12 / 4) L d n,
     N = the weights every token passes (projections, a MoE model's k active experts, and the LM
-    head), n = tokens per row; in
+    head unless ``lm_head`` is False: an embedder pools hidden states), n = tokens per row; in
     training plus the method's no-grad forward passes per token (``EXTRA_FORWARDS``: DPO's
     reference model, KTO's reference and KL passes, GRPO's reference)."""
     s = shapes(model_config)
-    n_matmul = count_parameters(model_config, ["all-linear"], 1, False).active_linear + s.vocab * s.hidden
+    n_matmul = count_parameters(model_config, ["all-linear"], 1, False).active_linear + s.vocab * s.hidden * lm_head
     if not training:
         return 2.0 * n_matmul + 4.0 * s.layers * s.hidden * row_tokens
     factor = 6.0 if request.training_type == TrainingType.full else 4.0
@@ -249,6 +249,7 @@ def estimate_time(
     history: Optional[list[Any]],
     steps_per_epoch: Optional[int] = None,
     tokenize_seconds: Optional[float] = None,
+    lm_head: bool = True,
 ) -> TimeEstimate:
     """Estimated seconds from Start to completed for ``request`` on ``device``.
 
@@ -256,10 +257,11 @@ def estimate_time(
     optimizer steps of ``steps_per_epoch`` each (None: the run is taken as ``num_epochs`` epochs,
     which is right unless ``max_steps`` is set); ``eval_tokens`` tokens per evaluation, run
     ``evaluations`` times; ``history``: ``runs.store.RunRecord`` list of this machine (None: none);
-    ``tokenize_seconds``: what tokenizing the rows took the caller (None: estimated)."""
+    ``tokenize_seconds``: what tokenizing the rows took the caller (None: estimated); ``lm_head``:
+    False for a model that runs no LM head (an embedder)."""
     train_tokens = _trained_tokens(request, train_tokens_per_epoch, total_steps, steps_per_epoch)
     row_tokens = train_tokens / max(total_steps * request.batch_size * request.gradient_accumulation_steps, 1)
-    per_token = flops_per_token(request, model_config, row_tokens)
+    per_token = flops_per_token(request, model_config, row_tokens, lm_head=lm_head)
     weight_bytes = count_parameters(model_config, [], 1, False).total * dtype_bytes(device)
     startup = IMPORT_SECONDS + weight_bytes / LOAD_BYTES_PER_SECOND + BUILD_SECONDS
     tokenize = tokenize_seconds
@@ -278,7 +280,7 @@ def estimate_time(
             f"the {'bf16' if dtype_bytes(device) == 2 else 'fp32'} matmul rate measured on this machine (best sample, {rate:.0f} GFLOP/s) "
             f"x {share:.0%} over {per_token / 1e9:.2f} GFLOP per token (no earlier run of this model and method here)"
         )
-    eval_speed = speed * per_token / flops_per_token(request, model_config, row_tokens, training=False)
+    eval_speed = speed * per_token / flops_per_token(request, model_config, row_tokens, training=False, lm_head=lm_head)
     parts = {
         "startup": startup,
         "tokenize": tokenize,

@@ -1,7 +1,8 @@
 """The pre-flight check of an embedding run (and the errors Start refuses on): its rows read as
 training reads them (``data.prepare_embedding_data``), the loss they choose, the Matryoshka sizes
 against the model's embedding size, and one line: rows, loss, text lengths in tokens, truncation
-share and duplicates that would be false in-batch negatives."""
+share and duplicates that would be false in-batch negatives; the memory and time estimates
+(``estimates``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
 from trainer_core.kinds.embedding.data import EmbeddingData, prepare_embedding_data
+from trainer_core.kinds.embedding.estimates import estimates
 from trainer_core.kinds.embedding.loading import EmbedderLoadError, checked_modules, is_sentence_transformers_folder
 from trainer_core.kinds.embedding.losses import IN_BATCH, batch_sampler, check_dims, chosen_loss
 from trainer_core.preflight.check import refused_report
@@ -115,8 +117,12 @@ def embedding_report(request: Any, folder: Optional[Path], tokenizer: Any, start
     stats = data.stats
     plan = plan_steps(stats.rows, request)
     report = refused_report(request, [], started)
+    costs = estimates(request, folder, data, plan)
+    warning = costs.pop("warning", None)
     return report.model_copy(
         update=dict(
+            **costs,
+            warnings=[*report.warnings, warning] if warning else report.warnings,
             rows_read=stats.rows + (len(data.eval) if data.eval is not None else 0),
             rows_kept=stats.rows,
             rows_truncated=stats.truncated_rows,

@@ -39,6 +39,33 @@ def test_the_check_line_counts_rows_truncation_and_false_negatives(tiny_encoder_
     assert "1 rows (25.0 %) cut at 32" in line and "1 duplicate anchors, 0 duplicate positives" in line
 
 
+def test_memory_and_time_are_estimated_without_an_lm_head(tiny_encoder_dir, tmp_path):
+    """The estimates of the text models, fed with the encoder's config: the longest batch is 2 rows
+    of two texts cut at 32 tokens, no logits are held; a model folder without its config: none."""
+    from trainer_core.kinds.embedding.estimates import NOT_HERE
+
+    report = _report(tiny_encoder_dir, tmp_path, num_epochs=1)
+    assert report.no_estimates is None and report.memory is not None and report.time is not None
+    assert report.memory.parts_gib["logits"] == 0 and report.memory.parts_gib["activations"] > 0
+    assert report.memory_estimate_gib == round(report.memory.total_gib, 3) > 0
+    assert report.time_estimate_seconds == round(report.time.total_seconds, 1) > 0
+    assert report.time.tokens_per_second > 0 and "train_steps" in report.time.parts_seconds
+    assert "longest batch 128 tokens (0 trained)" in report.memory.basis  # 2 rows x 2 texts x 32
+    bare = tmp_path / "no-config"
+    bare.mkdir()
+    for name in ("modules.json", "tokenizer.json", "tokenizer_config.json"):
+        (bare / name).write_bytes((tiny_encoder_dir / name).read_bytes())
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    rows = tmp_path / "pairs.jsonl"
+    again = embedding_report(
+        TrainingStartRequest(model_name=str(tiny_encoder_dir), local_datasets=[str(rows)], max_seq_length=32),
+        bare,
+        tokenizer,
+        time.perf_counter(),
+    )
+    assert again.no_estimates == NOT_HERE and again.memory is None
+
+
 def test_a_loss_or_sizes_that_cannot_apply_are_errors_naming_their_field(tiny_encoder_dir, tmp_path):
     assert embedding_dimension(tiny_encoder_dir) == 64
     loss = _report(tiny_encoder_dir, tmp_path, embedding_loss="CoSENTLoss").errors
