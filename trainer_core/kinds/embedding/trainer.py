@@ -99,9 +99,13 @@ def training_arguments(
     request: Any, output_dir: Path, device: str, has_eval: bool, loss: Any, run_name: Optional[str]
 ) -> SentenceTransformerTrainingArguments:
     """``SentenceTransformerTrainingArguments``: the shared settings (``training_args``), the batch
-    sampler ``loss`` wants and ``query_prompt`` before each anchor."""
+    sampler ``loss`` wants and ``query_prompt`` before each anchor. With held-out rows a new run is
+    evaluated once before its first step (``eval_on_start``): the untrained model is the base (LoRA's
+    B starts at zero), so the eval chart's lines start at step 0 from the base's figures; the early
+    stopping and best-checkpoint bookkeeping count evaluations from the first save on, as before."""
     return SentenceTransformerTrainingArguments(
         **training_args(request, output_dir, device, has_eval, run_name),
+        eval_on_start=has_eval and not request.resume_from_checkpoint,
         batch_sampler=batch_sampler(loss),
         prompts={"anchor": request.query_prompt} if request.query_prompt else None,
     )

@@ -37,6 +37,16 @@ def _request(model: Path, datasets_dir: Path, **fields) -> TrainingStartRequest:
     return TrainingStartRequest(**{**base, **fields})
 
 
+def _base_scores(request: TrainingStartRequest, model: Path) -> dict[str, float]:
+    """The held-out retrieval of the untrained model, as the run's evaluator scores it."""
+    from trainer_core.kinds.embedding.data import prepare_embedding_data
+    from trainer_core.kinds.embedding.evaluators import build_evaluator
+
+    base = load_embedding_model(model, request, "cpu")
+    data = prepare_embedding_data(request, base.tokenizer)
+    return build_evaluator(data.eval, data.format, request.query_prompt, request.batch_size)(base)
+
+
 def _events(events: queue.Queue) -> list[tuple[str, dict]]:
     found = []
     while not events.empty():
@@ -53,7 +63,10 @@ def test_a_lora_run_evaluates_retrieval_and_saves_a_folder_that_reloads_changed(
     progress = [payload for kind, payload in _events(events) if kind == EventKind.PROGRESS]
     evaluated = [p for p in progress if p["eval_loss"] is not None]
     assert [p["step"] for p in progress if p["loss"] is not None] == [1, 2]
-    assert len(evaluated) == 1 and evaluated[0]["step"] == 2
+    assert [p["step"] for p in evaluated] == [0, 2]  # the base before the first step, then the run
+    base_scores = _base_scores(request, tiny_encoder_dir)
+    assert evaluated[0]["eval_ndcg_at_10"] == pytest.approx(base_scores["cosine_ndcg@10"], abs=1e-6)
+    evaluated = evaluated[1:]
     for name in ("eval_ndcg_at_10", "eval_mrr_at_10", "eval_recall_at_1", "eval_recall_at_10"):
         assert 0.0 <= evaluated[0][name] <= 1.0, name
     assert evaluated[0]["eval_recall_at_10"] >= evaluated[0]["eval_recall_at_1"]
