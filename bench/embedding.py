@@ -19,8 +19,9 @@ left out).
   ``build_trainer``), the bare side as sentence-transformers' docs write it (``SentenceTransformer``,
   ``MultipleNegativesRankingLoss``, ``SentenceTransformerTrainingArguments`` with the no-duplicates
   sampler, PEFT's ``get_peft_model`` on ``model[0].model``). Same model, LoRA, batch 4, max 128
-  tokens, learning rate 1e-3 cosine, fp32, seed 42. Reported per run: samples (pairs) / s and the mean
-  of the logged losses (target: within 0.02). ``--model tiny``: the random BERT-style encoder of
+  tokens, learning rate 1e-3 cosine, fp32, seed 42. Reported per run: samples (pairs) / s of the whole
+  ``train()`` and at steady state (after the first step), and the mean of the logged losses (target:
+  within 0.02). ``--model tiny``: the random BERT-style encoder of
   ``bench.embedding_model``.
 
 Prints one JSON line, then a human summary.
@@ -124,10 +125,11 @@ def quality(model_dir: str, steps: int, max_seq_length: int) -> dict[str, Any]:
 
 
 class LossLog:
-    """A ``TrainerCallback`` (built lazily) collecting the logged training losses."""
+    """A ``TrainerCallback`` (built lazily) collecting the logged training losses and the
+    ``perf_counter`` at each step's end (``ends``)."""
 
     @staticmethod
-    def make(sink: list[float]) -> Any:
+    def make(sink: list[float], ends: list[float]) -> Any:
         from transformers import TrainerCallback
 
         class Callback(TrainerCallback):
@@ -135,10 +137,13 @@ class LossLog:
                 if logs and "loss" in logs:
                     sink.append(logs["loss"])
 
+            def on_step_end(self, args, state, control, **kwargs):
+                ends.append(time.perf_counter())
+
         return Callback()
 
 
-def _ours(model_dir: str, steps: int, out: Path, losses: list[float]) -> Any:
+def _ours(model_dir: str, steps: int, out: Path, losses: list[float], ends: list[float]) -> Any:
     from trainer_core.kinds.embedding.data import prepare_embedding_data
     from trainer_core.kinds.embedding.kind import EMBEDDING
     from trainer_core.kinds.embedding.trainer import load_embedding_model
@@ -160,10 +165,10 @@ def _ours(model_dir: str, steps: int, out: Path, losses: list[float]) -> Any:
     )
     model = load_embedding_model(Path(model_dir), request, "cpu")
     data = prepare_embedding_data(request, model.tokenizer)
-    return EMBEDDING.build_trainer(request, model, data, out, "cpu", [LossLog.make(losses)])
+    return EMBEDDING.build_trainer(request, model, data, out, "cpu", [LossLog.make(losses, ends)])
 
 
-def _bare(model_dir: str, steps: int, out: Path, losses: list[float]) -> Any:
+def _bare(model_dir: str, steps: int, out: Path, losses: list[float], ends: list[float]) -> Any:
     """As sentence-transformers' training docs write it (with PEFT on the transformer)."""
     import datasets
     from peft import LoraConfig, get_peft_model
@@ -205,22 +210,27 @@ def _bare(model_dir: str, steps: int, out: Path, losses: list[float]) -> Any:
     )
     loss = MultipleNegativesRankingLoss(model)
     return SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=rows, loss=loss, callbacks=[LossLog.make(losses)]
+        model=model, args=args, train_dataset=rows, loss=loss, callbacks=[LossLog.make(losses, ends)]
     )
 
 
 def side(which: str, model_dir: str, steps: int) -> dict[str, Any]:
-    """One timed run of ``which`` ("ours" | "bare"): samples / s of ``trainer.train()`` alone."""
+    """One timed run of ``which`` ("ours" | "bare"): samples / s of ``trainer.train()`` alone, and at
+    steady state (from the first step's end to the last's: the steps after the first, without
+    either side's start-up inside ``train()``)."""
     losses: list[float] = []
+    ends: list[float] = []
     with tempfile.TemporaryDirectory() as scratch:
-        trainer = (_ours if which == "ours" else _bare)(model_dir, steps, Path(scratch) / "run", losses)
+        trainer = (_ours if which == "ours" else _bare)(model_dir, steps, Path(scratch) / "run", losses, ends)
         began = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - began
+    steady = (len(ends) - 1) * SPEED["batch_size"] / (ends[-1] - ends[0]) if len(ends) > 1 else None
     return {
         "side": which,
         "seconds": round(seconds, 2),
         "samples_per_s": round(steps * SPEED["batch_size"] / seconds, 2),
+        "steady_samples_per_s": round(steady, 2) if steady else None,
         "mean_loss": round(statistics.fmean(losses), 4) if losses else None,
         "losses": [round(x, 4) for x in losses],
     }
@@ -248,6 +258,7 @@ def speed(model_dir: str, steps: int, pairs: int) -> dict[str, Any]:
         summary[which] = {
             "median_samples_per_s": statistics.median(r["samples_per_s"] for r in mine),
             "samples_per_s": [r["samples_per_s"] for r in mine],
+            "steady_samples_per_s": [r["steady_samples_per_s"] for r in mine],
             "mean_loss": mine[0]["mean_loss"],
         }
     summary["ratio"] = round(summary["ours"]["median_samples_per_s"] / summary["bare"]["median_samples_per_s"], 3)
