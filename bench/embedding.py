@@ -15,7 +15,8 @@ left out).
   ``InformationRetrievalEvaluator`` (``kinds.embedding.evaluators``; each held-out instruction
   retrieves its own output among all held-out outputs): recall@1, nDCG@10, MRR@10, recall@10.
 - speed: A B A B, each run in a fresh process, only ``trainer.train()`` timed (and each step: the
-  median step time after the first is the figure least moved by other work on the machine); ours builds the
+  median step time after the first, and with ``--threads 1`` its CPU time, are the figures least
+  moved by other work on the machine); ours builds the
   trainer as the worker does (``load_embedding_model``, ``prepare_embedding_data``, the kind's
   ``build_trainer``), the bare side as sentence-transformers' docs write it (``SentenceTransformer``,
   ``MultipleNegativesRankingLoss``, ``SentenceTransformerTrainingArguments`` with the no-duplicates
@@ -127,7 +128,7 @@ def quality(model_dir: str, steps: int, max_seq_length: int) -> dict[str, Any]:
 
 class LossLog:
     """A ``TrainerCallback`` (built lazily) collecting the logged training losses and the
-    ``perf_counter`` at each step's end (``ends``)."""
+    ``perf_counter`` and ``process_time`` at each step's end (``ends``: (wall, CPU) seconds)."""
 
     @staticmethod
     def make(sink: list[float], ends: list[float]) -> Any:
@@ -139,7 +140,7 @@ class LossLog:
                     sink.append(logs["loss"])
 
             def on_step_end(self, args, state, control, **kwargs):
-                ends.append(time.perf_counter())
+                ends.append((time.perf_counter(), time.process_time()))
 
         return Callback()
 
@@ -226,10 +227,14 @@ def side(which: str, model_dir: str, steps: int) -> dict[str, Any]:
         began = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - began
-    steady = (len(ends) - 1) * SPEED["batch_size"] / (ends[-1] - ends[0]) if len(ends) > 1 else None
-    gaps = [b - a for a, b in zip(ends, ends[1:])]  # each step after the first, s
+    walls = [wall for wall, _ in ends]
+    steady = (len(ends) - 1) * SPEED["batch_size"] / (walls[-1] - walls[0]) if len(ends) > 1 else None
+    gaps = [b - a for a, b in zip(walls, walls[1:])]  # each step after the first, s
+    cpu = [b[1] - a[1] for a, b in zip(ends, ends[1:])]  # CPU seconds of this process (all its threads)
     return {
+        "threads": torch_threads(),
         "median_step_ms": round(1000 * statistics.median(gaps), 2) if gaps else None,
+        "median_step_cpu_ms": round(1000 * statistics.median(cpu), 2) if cpu else None,
         "side": which,
         "seconds": round(seconds, 2),
         "samples_per_s": round(steps * SPEED["batch_size"] / seconds, 2),
@@ -239,9 +244,17 @@ def side(which: str, model_dir: str, steps: int) -> dict[str, Any]:
     }
 
 
-def _spawn(which: str, model_dir: str, steps: int) -> dict[str, Any]:
+def torch_threads() -> int:
+    """torch's intra-op threads in this process."""
+    import torch
+
+    return torch.get_num_threads()
+
+
+def _spawn(which: str, model_dir: str, steps: int, threads: Optional[int]) -> dict[str, Any]:
+    given = ["--threads", str(threads)] if threads else []
     done = subprocess.run(
-        [sys.executable, "-m", "bench.embedding", "_side", which, "--model", model_dir, "--steps", str(steps)],
+        [sys.executable, "-m", "bench.embedding", "_side", which, "--model", model_dir, "--steps", str(steps), *given],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -252,9 +265,10 @@ def _spawn(which: str, model_dir: str, steps: int) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def speed(model_dir: str, steps: int, pairs: int) -> dict[str, Any]:
-    """``pairs`` A B rounds; per side the median samples / s and the mean logged loss."""
-    runs = [_spawn(which, model_dir, steps) for _ in range(pairs) for which in ("ours", "bare")]
+def speed(model_dir: str, steps: int, pairs: int, threads: Optional[int] = None) -> dict[str, Any]:
+    """``pairs`` A B rounds (each side with ``threads`` torch threads; None: torch's default); per
+    side the median samples / s, the median step time (wall and CPU) and the mean logged loss."""
+    runs = [_spawn(which, model_dir, steps, threads) for _ in range(pairs) for which in ("ours", "bare")]
     summary = {}
     for which in ("ours", "bare"):
         mine = [r for r in runs if r["side"] == which]
@@ -263,11 +277,14 @@ def speed(model_dir: str, steps: int, pairs: int) -> dict[str, Any]:
             "samples_per_s": [r["samples_per_s"] for r in mine],
             "steady_samples_per_s": [r["steady_samples_per_s"] for r in mine],
             "median_step_ms": [r["median_step_ms"] for r in mine],
+            "median_step_cpu_ms": [r["median_step_cpu_ms"] for r in mine],
             "mean_loss": mine[0]["mean_loss"],
         }
     summary["ratio"] = round(summary["ours"]["median_samples_per_s"] / summary["bare"]["median_samples_per_s"], 3)
     medians = {w: statistics.median(summary[w]["median_step_ms"]) for w in ("ours", "bare")}
     summary["step_ratio"] = round(medians["bare"] / medians["ours"], 3)  # > 1: ours steps faster
+    cpu = {w: statistics.median(summary[w]["median_step_cpu_ms"]) for w in ("ours", "bare")}
+    summary["step_cpu_ratio"] = round(cpu["bare"] / cpu["ours"], 3)
     summary["loss_gap"] = round(abs(summary["ours"]["mean_loss"] - summary["bare"]["mean_loss"]), 4)
     return {"model": model_dir, "steps": steps, "pairs": pairs, **summary}
 
@@ -281,10 +298,15 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     parser.add_argument("--steps", type=int)
     parser.add_argument("--pairs", type=int, default=2)
     parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--threads", type=int, help="torch threads per side (1: CPU time least moved by other work)")
     parser.add_argument("--quick", action="store_true", help="the tiny encoder, 2 steps, one A B pair (a smoke run)")
     args = parser.parse_args(argv)
     model = _tiny_encoder() if args.model == "tiny" or (args.quick and not args.model) else args.model
     if args.part == "_side":
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
         report = side(args.which, model, args.steps)
         print(json.dumps(report))
         return report
@@ -294,12 +316,12 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         print(json.dumps(report))
         print(f"held-out retrieval, {report['held_out_pairs']} pairs: base {report['base']} -> tuned {report['tuned']}")
     else:
-        report = speed(model, args.steps or (2 if args.quick else 8), 1 if args.quick else args.pairs)
+        report = speed(model, args.steps or (2 if args.quick else 8), 1 if args.quick else args.pairs, args.threads)
         print(json.dumps(report))
         print(
             f"ours {report['ours']['median_samples_per_s']} vs bare {report['bare']['median_samples_per_s']} samples/s"
             f" (x{report['ratio']}); median step {report['ours']['median_step_ms']} vs {report['bare']['median_step_ms']} ms"
-            f" (x{report['step_ratio']}); loss gap {report['loss_gap']}"
+            f" (x{report['step_ratio']}); CPU per step x{report['step_cpu_ratio']}; loss gap {report['loss_gap']}"
         )
     return report
 
