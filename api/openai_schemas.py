@@ -15,8 +15,16 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.openai_errors import OpenAIError, param_name
+from trainer_core.data.audio import MARKER as AUDIO_MARKER
 from trainer_core.data.images import MARKER
-from trainer_core.serving.schemas import MAX_IMAGE_URL_CHARS, ChatMessage, GenerationSettings, ModelChoice, StreamEvent
+from trainer_core.serving.schemas import (
+    MAX_AUDIO_URL_CHARS,
+    MAX_IMAGE_URL_CHARS,
+    ChatMessage,
+    GenerationSettings,
+    ModelChoice,
+    StreamEvent,
+)
 from trainer_core.vocabulary import OptionalWholeNumber
 
 MAX_MESSAGES = 1000
@@ -32,16 +40,30 @@ class ImageURL(BaseModel):
     url: str = Field(max_length=MAX_IMAGE_URL_CHARS)
 
 
+class InputAudio(BaseModel):
+    """OpenAI's ``input_audio`` object: the clip's bytes in base64 and its ``format`` (wav, mp3, ...)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    data: str = Field(max_length=MAX_AUDIO_URL_CHARS)
+    format: str = Field("wav", pattern=r"^[a-z0-9]{1,8}$")
+
+
+AUDIO_TYPES = {"mp3": "mpeg"}  # input_audio format -> the audio/ media type where they differ
+
+
 class ContentPart(BaseModel):
-    """One part of a message's content: ``{"type": "text", "text": ...}`` or, for a vision-language
+    """One part of a message's content: ``{"type": "text", "text": ...}``; for a vision-language
     model, ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` (an http(s)
-    URL only where the server fetches them: ``allow_remote_images``)."""
+    URL only where the server fetches them: ``allow_remote_images``); for an audio-in chat model,
+    ``{"type": "input_audio", "input_audio": {"data": <base64>, "format": "wav"}}``."""
 
     model_config = ConfigDict(extra="ignore")
 
     type: str
     text: Optional[str] = None
     image_url: Union[str, ImageURL, None] = None
+    input_audio: Optional[InputAudio] = None
 
 
 class RequestMessage(BaseModel):
@@ -151,6 +173,7 @@ def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str]
     if message.content is None:
         raise OpenAIError(400, f"{where}.content: a text content is required", param=f"{where}.content")
     images: list[str] = []
+    audios: list[str] = []
     if isinstance(message.content, str):
         text = message.content
     else:
@@ -160,18 +183,22 @@ def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str]
                 url = part.image_url if isinstance(part.image_url, str) else part.image_url.url
                 images.append(_image(url, f"{where}.content[{j}].image_url", fetch))
                 pieces.append(MARKER)
+            elif part.type == "input_audio" and part.input_audio is not None:
+                clip = part.input_audio
+                audios.append(f"data:audio/{AUDIO_TYPES.get(clip.format, clip.format)};base64,{clip.data}")
+                pieces.append(AUDIO_MARKER)
             elif part.type == "text" and part.text is not None:
                 pieces.append(part.text)
             else:
                 raise OpenAIError(
                     400,
-                    f'{where}.content[{j}]: only text parts ({{"type": "text", "text": ...}}) and image_url parts '
-                    "are supported",
+                    f'{where}.content[{j}]: only text parts ({{"type": "text", "text": ...}}), image_url parts '
+                    "and input_audio parts are supported",
                     param=f"{where}.content[{j}]",
                 )
         text = "".join(pieces)
     try:
-        return ChatMessage(role=role, content=text, images=images)
+        return ChatMessage(role=role, content=text, images=images, audios=audios)
     except ValidationError as exc:
         error = exc.errors()[0]
         param = f"{where}.{param_name(tuple(error['loc']))}"
