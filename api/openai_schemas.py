@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.openai_errors import OpenAIError, param_name
 from trainer_core.data.audio import MARKER as AUDIO_MARKER
+from trainer_core.data.audio import input_audio_url
+from trainer_core.data.errors import RowError
 from trainer_core.data.images import MARKER
 from trainer_core.serving.schemas import (
     MAX_AUDIO_URL_CHARS,
@@ -46,10 +48,7 @@ class InputAudio(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     data: str = Field(max_length=MAX_AUDIO_URL_CHARS)
-    format: str = Field("wav", pattern=r"^[a-z0-9]{1,8}$")
-
-
-AUDIO_TYPES = {"mp3": "mpeg"}  # input_audio format -> the audio/ media type where they differ
+    format: str = Field("wav", max_length=20)
 
 
 class ContentPart(BaseModel):
@@ -160,6 +159,15 @@ def _image(url: str, where: str, fetch: Optional[Callable[[str], str]]) -> str:
     raise OpenAIError(400, f"{where}: give a data:image/...;base64,... URL", param=where)
 
 
+def _audio(clip: InputAudio, where: str) -> str:
+    """The data: URL of an ``input_audio`` part (``audio.input_audio_url``); OpenAIError 400 naming
+    ``where`` when it has no data or a format that is not audio."""
+    try:
+        return input_audio_url({"input_audio": clip.model_dump()})
+    except RowError as exc:
+        raise OpenAIError(400, f"{where}: {exc}", param=where) from None
+
+
 def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str], str]] = None) -> ChatMessage:
     where = f"messages[{index}]"
     role = ROLES.get(message.role)
@@ -184,8 +192,7 @@ def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str]
                 images.append(_image(url, f"{where}.content[{j}].image_url", fetch))
                 pieces.append(MARKER)
             elif part.type == "input_audio" and part.input_audio is not None:
-                clip = part.input_audio
-                audios.append(f"data:audio/{AUDIO_TYPES.get(clip.format, clip.format)};base64,{clip.data}")
+                audios.append(_audio(part.input_audio, f"{where}.content[{j}].input_audio"))
                 pieces.append(AUDIO_MARKER)
             elif part.type == "text" and part.text is not None:
                 pieces.append(part.text)

@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import datasets
 
-from trainer_core.data.audio import MARKER, audio_info, resolve_audio
+from trainer_core.data.audio import MARKER, audio_info, input_audio_url, resolve_audio
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import MESSAGE_FEATURES, normalize_with_notes
 from trainer_core.data.media import media_columns, refuse_media
@@ -32,7 +32,6 @@ from trainer_core.data.media_rows import column_references, has_parts, lift_part
 from trainer_core.vocabulary import FormatType
 
 AUDIO_PART_TYPES = ("input_audio", "audio", "audio_url")
-AUDIO_FORMATS = {"wav": "audio/wav", "mp3": "audio/mpeg", "flac": "audio/flac", "ogg": "audio/ogg"}
 AUDIO_CHAT_FEATURES = datasets.Features({**MESSAGE_FEATURES, "audios": datasets.List(datasets.Value("string"))})
 
 
@@ -48,19 +47,20 @@ def has_audio(dataset: datasets.Dataset) -> bool:
 
 
 def part_reference(part: dict[str, Any]) -> Any:
-    """The reference an audio content part names: OpenAI's ``input_audio`` (base64 ``data`` and its
-    ``format``) as a ``data:audio/<format>;base64,`` URL; else the path / URL in ``audio`` /
-    ``audio_url`` (a string, or a dict with ``url`` / ``path``)."""
-    if part.get("type") == "input_audio" and isinstance(part.get("input_audio"), dict):
-        given = part["input_audio"]
-        data, fmt = given.get("data"), str(given.get("format") or "wav").lower()
-        if not isinstance(data, str) or not data:
-            return None
-        return data if data.startswith("data:") else f"data:{AUDIO_FORMATS.get(fmt, 'audio/' + fmt)};base64,{data}"
-    value = part.get(part.get("type")) if part.get("type") in part else part.get("audio", part.get("audio_url"))
+    """What an audio content part names: an OpenAI ``input_audio`` part as it is (made a ``data:`` URL
+    by ``audio.input_audio_url`` inside the row's checks, so its refusal names the row); else the
+    path / URL in ``audio`` / ``audio_url`` (a string, or a dict with ``url`` / ``path``)."""
+    if part.get("type") == "input_audio":
+        return part
+    value = part.get(part["type"]) if part.get("type") in part else part.get("audio", part.get("audio_url"))
     if isinstance(value, dict):
         value = value.get("url") or value.get("path")
     return value
+
+
+def _reference(ref: Any) -> Any:
+    """An ``input_audio`` part's ``data:`` URL (RowError when malformed); any other reference as it is."""
+    return input_audio_url(ref) if isinstance(ref, dict) and ref.get("type") == "input_audio" else ref
 
 
 def normalize_audio_chat(
@@ -87,7 +87,7 @@ def normalize_audio_chat(
     messages_out = []
     for index, messages in enumerate(canonical["messages"]):
         try:
-            refs = [resolve_audio(ref, base, roots) for ref in references[index] + part_refs[index]]
+            refs = [resolve_audio(_reference(ref), base, roots) for ref in references[index] + part_refs[index]]
             for ref in refs:
                 audio_info(ref)  # the header: an unreadable or non-audio file is refused here
             messages = place_markers(messages, len(refs), MARKER, "audio clip")
