@@ -71,6 +71,11 @@ class AudioChatKind(ModelKind):
 
         return audio_collator(processor, request)
 
+    def extra_parameters(self, config: Any) -> int:
+        from trainer_core.models.towers import outside_language_parameters
+
+        return outside_language_parameters(config, self.auto_class)  # the audio tower and projector
+
     def chat_inputs(self, processor: Any, messages: list[dict], device: str) -> Optional[dict]:
         from trainer_core.kinds.audio_chat.prompt import audio_chat_inputs
 
