@@ -15,8 +15,18 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.openai_errors import OpenAIError, param_name
+from trainer_core.data.audio import MARKER as AUDIO_MARKER
+from trainer_core.data.audio import input_audio_url
+from trainer_core.data.errors import RowError
 from trainer_core.data.images import MARKER
-from trainer_core.serving.schemas import MAX_IMAGE_URL_CHARS, ChatMessage, GenerationSettings, ModelChoice, StreamEvent
+from trainer_core.serving.schemas import (
+    MAX_AUDIO_URL_CHARS,
+    MAX_IMAGE_URL_CHARS,
+    ChatMessage,
+    GenerationSettings,
+    ModelChoice,
+    StreamEvent,
+)
 from trainer_core.vocabulary import OptionalWholeNumber
 
 MAX_MESSAGES = 1000
@@ -32,16 +42,27 @@ class ImageURL(BaseModel):
     url: str = Field(max_length=MAX_IMAGE_URL_CHARS)
 
 
+class InputAudio(BaseModel):
+    """OpenAI's ``input_audio`` object: the clip's bytes in base64 and its ``format`` (wav, mp3, ...)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    data: str = Field(max_length=MAX_AUDIO_URL_CHARS)
+    format: str = Field("wav", max_length=20)
+
+
 class ContentPart(BaseModel):
-    """One part of a message's content: ``{"type": "text", "text": ...}`` or, for a vision-language
+    """One part of a message's content: ``{"type": "text", "text": ...}``; for a vision-language
     model, ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` (an http(s)
-    URL only where the server fetches them: ``allow_remote_images``)."""
+    URL only where the server fetches them: ``allow_remote_images``); for an audio-in chat model,
+    ``{"type": "input_audio", "input_audio": {"data": <base64>, "format": "wav"}}``."""
 
     model_config = ConfigDict(extra="ignore")
 
     type: str
     text: Optional[str] = None
     image_url: Union[str, ImageURL, None] = None
+    input_audio: Optional[InputAudio] = None
 
 
 class RequestMessage(BaseModel):
@@ -138,6 +159,15 @@ def _image(url: str, where: str, fetch: Optional[Callable[[str], str]]) -> str:
     raise OpenAIError(400, f"{where}: give a data:image/...;base64,... URL", param=where)
 
 
+def _audio(clip: InputAudio, where: str) -> str:
+    """The data: URL of an ``input_audio`` part (``audio.input_audio_url``); OpenAIError 400 naming
+    ``where`` when it has no data or a format that is not audio."""
+    try:
+        return input_audio_url({"input_audio": clip.model_dump()})
+    except RowError as exc:
+        raise OpenAIError(400, f"{where}: {exc}", param=where) from None
+
+
 def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str], str]] = None) -> ChatMessage:
     where = f"messages[{index}]"
     role = ROLES.get(message.role)
@@ -151,6 +181,7 @@ def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str]
     if message.content is None:
         raise OpenAIError(400, f"{where}.content: a text content is required", param=f"{where}.content")
     images: list[str] = []
+    audios: list[str] = []
     if isinstance(message.content, str):
         text = message.content
     else:
@@ -160,18 +191,21 @@ def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str]
                 url = part.image_url if isinstance(part.image_url, str) else part.image_url.url
                 images.append(_image(url, f"{where}.content[{j}].image_url", fetch))
                 pieces.append(MARKER)
+            elif part.type == "input_audio" and part.input_audio is not None:
+                audios.append(_audio(part.input_audio, f"{where}.content[{j}].input_audio"))
+                pieces.append(AUDIO_MARKER)
             elif part.type == "text" and part.text is not None:
                 pieces.append(part.text)
             else:
                 raise OpenAIError(
                     400,
-                    f'{where}.content[{j}]: only text parts ({{"type": "text", "text": ...}}) and image_url parts '
-                    "are supported",
+                    f'{where}.content[{j}]: only text parts ({{"type": "text", "text": ...}}), image_url parts '
+                    "and input_audio parts are supported",
                     param=f"{where}.content[{j}]",
                 )
         text = "".join(pieces)
     try:
-        return ChatMessage(role=role, content=text, images=images)
+        return ChatMessage(role=role, content=text, images=images, audios=audios)
     except ValidationError as exc:
         error = exc.errors()[0]
         param = f"{where}.{param_name(tuple(error['loc']))}"

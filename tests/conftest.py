@@ -130,6 +130,17 @@ def tiny_vl_dir(tmp_path_factory, tiny_model_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_audio_chat_dir(tmp_path_factory, tiny_model_dir: Path) -> Path:
+    """A tiny random Qwen2-Audio (``bench/audio_chat_model.py``: hidden 64, 3 layers in the audio
+    encoder and the language model, a Whisper feature extractor, the SmolLM2 tokenizer plus
+    Qwen2-Audio's audio tokens and template), built once per test process (about 2 s) in a folder
+    of its own: allow ``tiny_audio_chat_dir.parent``. Its outputs are noise."""
+    from bench.audio_chat_model import build_tiny_qwen2_audio
+
+    return build_tiny_qwen2_audio(tiny_model_dir, tmp_path_factory.mktemp("tiny-audio-chat") / "Qwen2-Audio-tiny")
+
+
+@pytest.fixture(scope="session")
 def tiny_encoder_dir(tmp_path_factory) -> Path:
     """A tiny random BERT-style sentence-transformers model (``bench/embedding_model.py``: hidden
     64, 2 layers, a WordPiece tokenizer trained offline, mean pooling, normalize), built once per

@@ -125,9 +125,21 @@ def test_roles_and_text_parts(chat_studio):
             "does not fetch remote image URLs",
         ),
         (
-            {"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "x"}}]}]},
+            {"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_data": "x"}}]}]},
             "messages[0].content[0]",
             "only text parts",
+        ),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "input_audio", "input_audio": {"data": "x", "format": "exe"}}],
+                    }
+                ]
+            },
+            "messages[0].content[0].input_audio",
+            "input_audio format 'exe' is not one read here",
         ),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "/etc/passwd"}}]}]},

@@ -13,6 +13,7 @@ import pytest
 
 from trainer_core import model_kind
 from trainer_core.data.local_kind import named_kind, request_kind
+from trainer_core.kinds.audio_chat.kind import AUDIO_CHAT
 from trainer_core.kinds.causal.kind import CAUSAL
 from trainer_core.kinds.vision.kind import VISION
 from trainer_core.model_kind import ModelKind
@@ -59,14 +60,14 @@ def toy_folder(tmp_path: Path) -> Path:
     return folder.resolve()
 
 
-def test_the_built_in_kinds_are_vision_then_the_causal_fallback() -> None:
-    assert model_kind.kinds()[-2:] == (VISION, CAUSAL)
+def test_the_built_in_kinds_are_vision_audio_chat_then_the_causal_fallback() -> None:
+    assert model_kind.kinds()[-3:] == (VISION, AUDIO_CHAT, CAUSAL)
     assert model_kind.kind_of(QWEN2_VL) is VISION and VISION.family(QWEN2_VL) == "Qwen2-VL"
     assert model_kind.kind_of({"model_type": "llama"}) is CAUSAL and model_kind.kind_of(None) is CAUSAL
     assert model_kind.kind_of({"model_type": "gemma3_text"}) is CAUSAL  # text-only config of a vision family
     assert model_kind.kind_named("vision") is VISION and model_kind.kind_named("unknown") is CAUSAL
     assert model_kind.picker_note(QWEN2_VL) == " · vision (Qwen2-VL)" and model_kind.picker_note({}) == ""
-    assert model_kind.reader_of("image") is VISION and model_kind.reader_of("audio") is None
+    assert model_kind.reader_of("image") is VISION and model_kind.reader_of("audio") is AUDIO_CHAT
 
 
 def test_a_folder_without_a_readable_config_is_the_fallback(tmp_path: Path) -> None:

@@ -60,6 +60,7 @@ class PreparedData:
     eval_stats: Optional[TokenizationStats]
     system_message: Optional[str] = None  # the one system message every training row has (run.json)
     images: Any = None  # a vision run's image counts (``kinds.vision.prepare.ImageStats``)
+    audio: Any = None  # an audio chat run's clip counts (``kinds.audio_chat.prepare.AudioStats``)
 
 
 def has_eval_data(request: TrainingStartRequest) -> bool:

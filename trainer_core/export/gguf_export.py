@@ -108,7 +108,9 @@ def export_gguf(job: jobs.ExportJob) -> ExportResult:
                 model_name=gguf_name(job),
             )
         if projector is not None:  # the images' half: llama.cpp loads it with --mmproj beside the language model
-            job.progress.begin("convert", 0.55, "Converting the vision tower and projector to GGUF f16 (mmproj)")
+            job.progress.begin(
+                "convert", 0.55, "Converting the image or audio tower and its projector to GGUF f16 (mmproj)"
+            )
             gguf_convert.convert(
                 merged,
                 projector,
@@ -156,7 +158,7 @@ def projector_file(path: Path) -> GGUFFile:
         size_bytes=path.stat().st_size,
         check=CheckResult(
             passed=True,
-            summary="mmproj f16: the vision tower and projector, read back as a GGUF file; llama.cpp loads it "
+            summary="mmproj f16: the image or audio tower and its projector, read back as a GGUF file; llama.cpp loads it "
             "with --mmproj beside the language model's file",
             required="a readable GGUF file",
             checked_by="metadata",

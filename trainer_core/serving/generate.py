@@ -22,12 +22,18 @@ END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoft
 
 
 def text_only(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """``messages`` without the ``images`` key, for a text-only model. Raises ChatInputError when a
-    message has an image (the model would never see it)."""
+    """``messages`` without the ``images`` / ``audios`` keys, for a text-only model. Raises
+    ChatInputError when a message has an image or an audio clip (the model would never see it)."""
     for i, message in enumerate(messages):
         if message.get("images"):
             raise ChatInputError(
                 f"messages[{i}]: it holds an image and this model reads text only: choose a vision-language model's "
+                "run, or send text",
+                fields=("messages",),
+            )
+        if message.get("audios"):
+            raise ChatInputError(
+                f"messages[{i}]: it holds an audio clip and this model reads text only: choose an audio chat model's "
                 "run, or send text",
                 fields=("messages",),
             )

@@ -44,12 +44,15 @@ class GenerationSettings(BaseModel):
 
 MAX_IMAGES = 8  # images in one conversation
 MAX_IMAGE_URL_CHARS = 20_000_000  # a base64 data: URL of about 15 MB
+MAX_AUDIOS = 8  # audio clips in one conversation
+MAX_AUDIO_URL_CHARS = 20_000_000  # a base64 data: URL of about 15 MB (a 30 s 16-bit 48 kHz stereo wav is 5.8 MB)
 
 
 class ChatMessage(BaseModel):
     """One turn of a conversation. ``images``: for a vision-language model, the turn's images as
     ``data:image/...;base64,`` URLs, shown where the content has ``<image>`` markers (one each) or
-    else before its text."""
+    else before its text; ``audios``: for an audio-in chat model, its clips as ``data:audio/...;base64,``
+    URLs, placed the same way by ``<audio>`` markers."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -60,6 +63,22 @@ class ChatMessage(BaseModel):
         max_length=MAX_IMAGES,
         description="The turn's images as data: URLs (vision-language models only).",
     )
+
+    audios: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_AUDIOS,
+        description="The turn's audio clips as data: URLs (audio-in chat models only).",
+    )
+
+    @field_validator("audios")
+    @classmethod
+    def _audio_urls(cls, audios: list[str]) -> list[str]:
+        for audio in audios:
+            if not audio.startswith("data:audio/") or ";base64," not in audio[:100]:
+                raise ValueError("each audio clip must be a data:audio/...;base64,... URL")
+            if len(audio) > MAX_AUDIO_URL_CHARS:
+                raise ValueError(f"an audio data: URL may be at most {MAX_AUDIO_URL_CHARS:,} characters")
+        return audios
 
     @field_validator("images")
     @classmethod

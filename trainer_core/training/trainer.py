@@ -43,13 +43,17 @@ def answer_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = No
     ``labels`` of shape (1, T)), with logits computed only at the K positions t whose target
     ``labels[t + 1]`` is not -100. Divides the summed loss by ``num_items_in_batch`` (the labelled
     tokens of the whole accumulated batch, counted by ``Trainer``) when given, else by K.
-    Returns (loss, model outputs with logits of shape (1, K, vocab))."""
+    A model whose forward ignores ``logits_to_keep`` has its logits at those positions picked here.
+    Returns (loss, model outputs with logits of shape (1, K, vocab), or (1, T, vocab) for such a model)."""
     inputs = dict(inputs)
     labels = inputs.pop("labels")
     targets = labels[0, 1:]
     keep = (targets != -100).nonzero().squeeze(-1)
     outputs = model(**inputs, use_cache=False, logits_to_keep=keep)
-    total = F.cross_entropy(outputs.logits[0].float(), targets[keep], reduction="sum")
+    logits = outputs.logits[0]
+    if logits.shape[0] != keep.numel():  # a model that ignores logits_to_keep (Qwen2-Audio): every position
+        logits = logits[keep]
+    total = F.cross_entropy(logits.float(), targets[keep], reduction="sum")
     denominator = num_items_in_batch if num_items_in_batch is not None else max(keep.numel(), 1)
     return total / denominator, outputs
 

@@ -173,3 +173,15 @@ def test_a_full_fine_tune_loads_its_base_as_a_second_model_for_base_answers(toke
     assert "base" in loaded.extra  # loaded on the first base answer, kept for the next
     assert tuned_answer == _answer(_loaded(tuned, tokenizer))[0].text
     assert base_answer == _answer(_loaded(base, tokenizer))[0].text != tuned_answer
+
+
+def test_a_text_only_model_refuses_an_audio_clip_naming_the_message():
+    from trainer_core.serving.generate import text_only
+
+    messages = [
+        {"role": "user", "content": "Hi"},
+        {"role": "user", "content": "And?", "audios": ["data:audio/wav;base64,AA"]},
+    ]
+    with pytest.raises(ChatInputError, match=r"messages\[1\]: it holds an audio clip and this model reads text only"):
+        text_only(messages)
+    assert text_only(messages[:1]) == [{"role": "user", "content": "Hi"}]

@@ -32,7 +32,9 @@ def test_bad_texts_are_refused_naming_input(texts, message):
 
 
 def test_messages_end_with_the_users():
-    assert checked_messages([{"role": "user", "content": "hi"}]) == [{"role": "user", "content": "hi", "images": []}]
+    assert checked_messages([{"role": "user", "content": "hi"}]) == [
+        {"role": "user", "content": "hi", "images": [], "audios": []}
+    ]
     with pytest.raises(ChatInputError, match="the last message must be the user's") as refused:
         checked_messages([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
     assert refused.value.fields == ("messages",)

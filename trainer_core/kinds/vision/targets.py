@@ -22,6 +22,7 @@ from trainer_core.models.targets import (
     resolve_targets,
     strip_peft_prefix,
 )
+from trainer_core.models.towers import outside_language_parameters
 
 TOWER_WORDS = ("vision", "visual", "image")
 PROJECTOR_WORDS = ("merger", "projector", "connector", "multi_modal", "mm_proj", "aligner")
@@ -66,19 +67,7 @@ def vision_targets(model: Any, request: Any) -> Any:
 
 def tower_parameters(config: Any) -> int:
     """Parameters of a vision-language model's vision tower and projector (every parameter outside
-    the language model, counted on the model built on the ``meta`` device); 0 for the config.json
-    dict or a config transformers cannot build."""
-    if isinstance(config, dict):
-        return 0
-    import torch
-    from transformers import AutoModelForImageTextToText
-
-    try:
-        with torch.device("meta"):
-            model = AutoModelForImageTextToText.from_config(config)
-    except (ValueError, KeyError, TypeError, ImportError):
-        return 0
-    language = model.get_decoder() if hasattr(model, "get_decoder") else None
-    inside = {id(p) for p in language.parameters()} if language is not None else set()
-    inside |= {id(p) for p in model.get_output_embeddings().parameters()} if model.get_output_embeddings() else set()
-    return sum(p.numel() for p in model.parameters() if id(p) not in inside)
+    the language model, counted on the model built on the ``meta`` device:
+    ``towers.outside_language_parameters``); 0 for the config.json dict or a config transformers
+    cannot build."""
+    return outside_language_parameters(config, "AutoModelForImageTextToText")
