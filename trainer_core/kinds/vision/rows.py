@@ -76,7 +76,7 @@ def normalize_vision(
             items = value if isinstance(value, list) else [value]
             references[index].extend(item for item in items if item not in (None, ""))
     text_only = dataset.remove_columns(columns)
-    refuse_media(text_only, source, first_row)  # audio and video
+    refuse_media(text_only, source, first_row, reads="images and text")  # audio and video
     part_refs, text_only = _lift_parts(text_only, source, first_row)
     canonical, notes = normalize_with_notes(text_only, fmt, source, first_row)
     rows_images: list[list[str]] = []
