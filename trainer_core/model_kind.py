@@ -26,13 +26,16 @@ class ModelKind:
     """One kind of model. Attributes: ``name`` (stable id, carried in plans), ``label`` (words for
     people), ``media`` (what its rows carry besides text, e.g. ``("image",)``), ``suggestion`` (how
     a refusal of such rows names this kind's models) and ``auto_class`` (the transformers class that
-    loads its weights). Defaults: the causal text LM."""
+    loads its weights). Defaults: the causal text LM. ``form_fields``: request fields that only
+    this kind reads among a section's (e.g. ``language``, ``task`` for speech-to-text): the form shows
+    a field some kind names here only while the chosen model is of a kind that names it."""
 
     name = "causal"
     label = "text"
     media: tuple[str, ...] = ()
     suggestion = ""
     auto_class = "AutoModelForCausalLM"
+    form_fields: tuple[str, ...] = ()
 
     # Detect, from config.json; ``picker_note`` from the JSON alone (listing models imports no torch).
     def family(self, config: Any) -> Optional[str]:
@@ -314,3 +317,22 @@ def media_kind(dataset: Any) -> Optional[ModelKind]:
 def reader_of(media: str) -> Optional[ModelKind]:
     """The kind whose rows carry ``media`` ("image", "audio", ...), or None when none does."""
     return next((kind for kind in kinds() if media in kind.media), None)
+
+
+def readers_of(media: str) -> tuple[ModelKind, ...]:
+    """Every kind whose rows carry ``media`` ("image", "audio", ...), most specific first; () when
+    none does (e.g. audio: speech-to-text and audio chat models)."""
+    return tuple(kind for kind in kinds() if media in kind.media)
+
+
+def own_fields() -> frozenset[str]:
+    """The request fields some kind names in ``form_fields`` (read by that kind alone)."""
+    return frozenset(name for kind in kinds() for name in kind.form_fields)
+
+
+def way_out(media: str) -> str:
+    """How a refusal of rows with ``media`` names the models to pick instead, from the readers' own
+    ``suggestion``s: "choose a speech-to-text model (e.g. ...), or an audio chat model (e.g. ...)";
+    "<media> is not trained here" when no kind reads it."""
+    suggestions = list(dict.fromkeys(kind.suggestion or kind.label for kind in readers_of(media)))
+    return f"choose {', or '.join(suggestions)}" if suggestions else f"{media} is not trained here"

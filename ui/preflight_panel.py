@@ -13,7 +13,7 @@ from gradio.components.plot import PlotData
 
 from trainer_core.admission.admit import checked_for_preflight
 from trainer_core.refusals import Refusal
-from ui import embedding_panel
+from ui import audio_panel, embedding_panel
 from ui.context import Context, dataset_paths
 from ui.form import FORM_FIELDS, build_request
 from ui.preflight_view import histogram_figure, report_html
@@ -34,7 +34,7 @@ def _report(
     try:
         train_files = dataset_paths(upload, paths_text, ctx.settings)
         eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
-        form = embedding_panel.applied(dict(zip(FORM_FIELDS, values)), ctx.settings)
+        form = audio_panel.applied(embedding_panel.applied(dict(zip(FORM_FIELDS, values)), ctx.settings), ctx.settings)
         request = build_request(form, train_files, eval_files)
         request = checked_for_preflight(request, ctx.settings, ctx.runner.store)
         from trainer_core.admission.check_worker import check_report

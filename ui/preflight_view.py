@@ -125,6 +125,8 @@ def report_html(report: Any) -> str:
         totals.append(f"<li>Precision: {html.escape(report.precision)}</li>")
     if report.vision:
         totals.append(f"<li>{html.escape(report.vision[0].upper() + report.vision[1:])}</li>")
+    if report.audio:
+        totals.append(f"<li>{html.escape(report.audio[0].upper() + report.audio[1:])}</li>")
     if report.method:
         totals.append(f"<li>{html.escape(report.method)}</li>")
     samples = "".join(_sample(s) for s in report.samples)

@@ -18,6 +18,7 @@ from trainer_core.refusals import Refusal
 from trainer_core.vocabulary import FormatType, TrainingMethod
 from ui import placeholder_panel, vision_panel
 from ui.context import Context
+from ui.form import TRI_VALUES
 from ui.refusals import describe, markdown_text
 from ui.train_handlers import EMPTY_PREVIEW
 from ui.uploads import received_upload, split_paths
@@ -32,12 +33,16 @@ def preview(
     model_name: Optional[str] = None,
     max_seq_length: Optional[float] = None,
     training_method: Optional[str] = None,
+    is_dataset_audio: Any = "",
+    max_audio_seconds: Optional[float] = None,
 ) -> tuple[Any, ...]:
     """The dataset preview of the uploaded file or the first typed path (confined to the allowed
     folders): detected format, row count, rows longer than the Max seq length with the chosen
     model's chat template (when its tokenizer is on this machine), a warning with the fix for
     template placeholders left in the data, and the first rows turn by turn (for a preference
-    ``training_method``: prompt and answers). Problems are shown inline, naming the file. Returns
+    ``training_method``: prompt and answers; for a model that reads audio, or *Data has audio* on: a
+    player and the duration of each clip, a line on all the clips, clips over ``max_audio_seconds``
+    refused by row). Problems are shown inline, naming the file. Returns
     (summary, table, *``placeholder_panel.updates``): a field per placeholder found."""
     none = placeholder_panel.updates([])
     typed = split_paths(paths_text if isinstance(paths_text, str) else "")
@@ -63,7 +68,15 @@ def preview(
         method = TrainingMethod(training_method or default("training_method"))
         kind = vision_panel.model_kind(model, ctx.settings)  # its rows keep the media it reads (images)
         found = inspect_dataset(
-            first, FormatType(format_type), parse_mapping(mapping_text), tokenizer, length, method=method, kind=kind
+            first,
+            FormatType(format_type),
+            parse_mapping(mapping_text),
+            tokenizer,
+            length,
+            method=method,
+            kind=kind,
+            is_dataset_audio=TRI_VALUES.get(is_dataset_audio),
+            max_audio_seconds=default("max_audio_seconds") if max_audio_seconds is None else float(max_audio_seconds),
         )
     except gr.Error as exc:
         return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy(), *none

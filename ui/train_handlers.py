@@ -24,7 +24,7 @@ from trainer_core.runs.job import JobRunner
 from trainer_core.runs.metrics import ChartPoints
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.status import TrainingStatus
-from ui import charts, embedding_panel, grpo_charts
+from ui import audio_panel, charts, embedding_panel, grpo_charts
 from ui.context import Context, dataset_paths
 from ui.follow import FOLLOWERS
 from ui.form import FORM_FIELDS, build_request, form_values
@@ -195,7 +195,7 @@ def form_request(
     if problem := training_data_missing(train_files, hub, NO_DATA_FIX):
         raise Refused(f"local_datasets: {problem}", fields=("local_datasets",), code="no_training_data")
     eval_files = dataset_paths(eval_upload, eval_text, ctx.settings, EVAL_UPLOAD_LABEL)
-    form = embedding_panel.applied(dict(zip(FORM_FIELDS, values)), ctx.settings)
+    form = audio_panel.applied(embedding_panel.applied(dict(zip(FORM_FIELDS, values)), ctx.settings), ctx.settings)
     return build_request(form, train_files, eval_files)
 
 

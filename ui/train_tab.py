@@ -14,6 +14,7 @@ from typing import Any, Optional
 import gradio as gr
 
 from ui import (
+    audio_panel,
     compute_panel,
     config_panel,
     embedding_panel,
@@ -31,7 +32,15 @@ from ui.follow import tab_bound
 from ui.form import FORM_FIELDS
 
 HARDWARE_EVERY_S = 2.0  # the hardware panel's refresh period
-PREVIEW_FIELDS = ("format_type", "custom_format_mapping", "model_name", "max_seq_length", "training_method")
+PREVIEW_FIELDS = (
+    "format_type",
+    "custom_format_mapping",
+    "model_name",
+    "max_seq_length",
+    "training_method",
+    "is_dataset_audio",
+    "max_audio_seconds",
+)
 FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap
 
 
@@ -125,6 +134,9 @@ class TrainTab:
             length.submit,
             length.blur,
             widgets["training_method"].change,
+            widgets["is_dataset_audio"].change,
+            widgets["max_audio_seconds"].submit,
+            widgets["max_audio_seconds"].blur,
         ):
             trigger(on_preview, inputs, shown, api_name=False, **FREE)
 
@@ -143,13 +155,14 @@ class TrainTab:
         return refresh
 
     def _wire_panels(self, ctx: Context, demo: gr.Blocks) -> None:
-        """The sections that show, hide or fill themselves: method, images, embedding, compute, adapters."""
+        """The sections that show, hide or fill themselves: method, images, embedding, audio, compute, adapters."""
         method_panel.wire(self.widgets)
         vision_panel.hide(self.widgets)
         compute_panel.hide(self.widgets)
         compute_panel.wire(self.widgets)
         vision_panel.wire(self.widgets, ctx.settings)
         embedding_panel.wire(self.widgets, self.blocks[embedding_panel.SECTION], ctx.settings)
+        audio_panel.wire(self.widgets, self.blocks[audio_panel.SECTION], ctx.settings)
         demo.load(
             partial(method_panel.refresh_adapters, ctx.runner.store),
             None,

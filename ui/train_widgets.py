@@ -11,7 +11,7 @@ import gradio as gr
 
 from trainer_core.fieldmeta import group
 from trainer_core.request.sections import SECTIONS
-from ui import config_panel, embedding_panel, placeholder_panel, preflight_panel, queue_panel
+from ui import audio_panel, config_panel, embedding_panel, placeholder_panel, preflight_panel, queue_panel
 from ui import train_handlers as handlers
 from ui.context import Context
 from ui.form import FORM_FIELDS, make_widget
@@ -44,10 +44,11 @@ def model_group(models: list[tuple[str, str]]) -> dict[str, gr.components.Compon
 def sections(blocks: dict[str, gr.Accordion]) -> dict[str, gr.components.Component]:
     """The other settings in closed sections (ids ``section-<group>``, which a refusal opens), in
     ``SECTIONS``' order under its titles; each section's accordion goes into ``blocks`` (by its key),
-    *Embedding options* and *Audio options* hidden at first (shown for an embedder / an audio model)."""
+    *Embedding options* and *Audio options* hidden at first (``ui.embedding_panel`` shows the one for an
+    embedder, ``ui.audio_panel`` the other for a model that reads audio)."""
     widgets = {}
     for section in (key for key in SECTIONS if key not in OWN_BUILDERS):
-        visible = section not in (embedding_panel.SECTION, "audio")  # audio: shown by the audio panel (issue 49)
+        visible = section not in (embedding_panel.SECTION, audio_panel.SECTION)
         with gr.Accordion(SECTIONS[section].form, open=False, visible=visible, elem_id=f"section-{section}") as block:
             for name in (n for n in FORM_FIELDS if group(n) == section):
                 widgets[name] = make_widget(name)

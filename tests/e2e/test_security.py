@@ -45,7 +45,9 @@ def test_upload_value_must_be_a_received_upload(studio, outside, datasets_dir):
     link.symlink_to(outside / "canary.jsonl")
     for target in (outside / "canary.jsonl", license_file, link, settings.uploads_dir / ".." / ".." / "x.json"):
         shown = raw.call(
-            preview, [file_value(str(target)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"]
+            preview,
+            [file_value(str(target)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"],
+            pad=True,
         )
         text = json.dumps(shown)
         assert CANARY not in text and "not uploaded" in text, text[:500]
@@ -66,6 +68,7 @@ def test_a_real_upload_is_kept_under_a_content_name(studio, datasets_dir):
     shown = raw.call(
         raw.fn_index(inputs_like="start", outputs=PREVIEW_OUTPUTS),
         [file_value(uploaded), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"],
+        pad=True,
     )
     assert "Detected format: **alpaca**" in json.dumps(shown)
     started = raw.call(raw.fn_index("start"), [file_value(uploaded), *form_args("", max_steps=3)[1:]], pad=True)
@@ -410,6 +413,7 @@ def test_the_launched_app_ignores_forwarded_addresses_and_foreign_temp_files(tmp
         shown = raw.call(
             raw.fn_index(inputs_like="start", outputs=PREVIEW_OUTPUTS),
             [file_value(str(foreign)), "", "auto", "", "HuggingFaceTB/SmolLM2-135M-Instruct", 512, "sft"],
+            pad=True,
         )
         assert CANARY not in json.dumps(shown) and "not uploaded" in json.dumps(shown)
     finally:

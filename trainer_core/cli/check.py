@@ -129,10 +129,15 @@ def _parts(parts: dict[str, float], unit: str) -> str:
 def _structure(report: PreflightReport) -> list[str]:
     """The model's class, its attention and what LoRA adapts (when the model is on this machine)."""
     if report.architecture is None:
-        return ([f"Model: {report.vision}"] if report.vision else []) + ([report.method] if report.method else [])
+        audio = [report.audio[0].upper() + report.audio[1:]] if report.audio else []
+        return (
+            ([f"Model: {report.vision}"] if report.vision else []) + audio + ([report.method] if report.method else [])
+        )
     lines = [f"Model: {report.architecture}; attention {report.attention}"]
     if report.vision:
         lines.append(report.vision[0].upper() + report.vision[1:])
+    if report.audio:
+        lines.append(report.audio[0].upper() + report.audio[1:])
     if report.adapted_modules:
         lines.append(f"LoRA adapts {report.adapted_count} modules: {report.adapted_modules}")
     if report.precision:

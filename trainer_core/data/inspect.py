@@ -18,6 +18,7 @@ from typing import Any, Optional
 import datasets
 import pandas as pd
 
+from trainer_core.data.audio_preview import audio_sample
 from trainer_core.data.files import DatasetError, read_file, read_head, rows_dataset
 from trainer_core.data.folders import plan_folder
 from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
@@ -106,6 +107,8 @@ def inspect_dataset(
     check_rows: int = CHECK_ROWS,
     method: TrainingMethod = TrainingMethod.sft,
     kind: Optional[ModelKind] = None,
+    is_dataset_audio: Optional[bool] = None,
+    max_audio_seconds: Optional[float] = None,
 ) -> DatasetInspection:
     """Inspect the local data file ``path`` (already confined to the allowed folders by the caller).
 
@@ -122,7 +125,9 @@ def inspect_dataset(
     ``kind`` (the chosen model's, ``data.local_kind``): rows holding its media keep them
     (``ModelKind.media_rows``; a vision model's images each checked, the sample gets an ``images``
     column of file names); their token counts need the model's processor, so no truncation report
-    is made for them.
+    is made for them. A model that reads audio (or ``is_dataset_audio`` on): the sample gets an
+    ``audio`` column of players with each clip's duration, and a note on the clips
+    (``audio_preview.audio_sample``; clips over ``max_audio_seconds`` refused by row).
 
     Raises DatasetError for an unreadable file, columns matching no layout (or not fitting
     ``method``), a bad row among the first ``check_rows`` (naming it), or a chat template that
@@ -135,6 +140,7 @@ def inspect_dataset(
     if mapping:
         dataset = apply_mapping(dataset, mapping, name)
     checked = dataset.select(range(min(check_rows, len(dataset))))
+    audio = audio_sample(checked, name, base_folder(path), rows, kind, is_dataset_audio, max_audio_seconds, _escape)
     if method == TrainingMethod.grpo:  # prompts and the columns the rewards read
         canonical, fmt, notes = canonical_prompts(checked, name), FormatType.prompt_only, []
     elif method != TrainingMethod.sft:
@@ -153,10 +159,14 @@ def inspect_dataset(
     if tokenizer is not None:
         truncation = _truncation(canonical, tokenizer, max_seq_length, len(canonical) == rows_total)
     found = find_placeholders(dataset.to_list())
+    sample = sample_frame(canonical.select(range(min(rows, len(canonical)))))
+    if audio is not None:
+        cells = audio[0][: len(sample)]
+        sample["audio"], notes = cells + [""] * (len(sample) - len(cells)), [*notes, audio[1]]
     return DatasetInspection(
         format=fmt,
         rows_total=rows_total,
-        sample=sample_frame(canonical.select(range(min(rows, len(canonical))))),
+        sample=sample,
         truncation=truncation,
         placeholders=found,
         advice=placeholder_advice([p.name for p in found], path),

@@ -148,11 +148,19 @@ def raw_sources(request: TrainingStartRequest, eval: bool = False) -> list[tuple
     """(name, raw rows as read) of each training source cut to ``dataset_slice_start:dataset_slice_end``
     (with ``eval``: each evaluation source whole), for a kind that reads its own columns (an
     embedding model's pairs). Raises DatasetError as ``load_conversations`` does."""
+    return [(name, dataset) for name, dataset, _, _ in source_parts(request, eval)]
+
+
+def source_parts(
+    request: TrainingStartRequest, eval: bool = False
+) -> list[tuple[str, datasets.Dataset, int, Optional[Path]]]:
+    """(name, raw rows, file row number of the first, folder its relative media paths are read from)
+    of each training source cut to the slice (with ``eval``: each evaluation source whole). Raises
+    DatasetError as ``load_conversations`` does."""
     sources = _sources(request, eval)
     if eval:
-        return [(name, dataset) for name, dataset, _ in sources]
-    start, end = request.dataset_slice_start, request.dataset_slice_end or None
-    return [(name, dataset) for name, dataset, _, _ in _slice(sources, start, end)]
+        return [(name, dataset, 1, base) for name, dataset, base in sources]
+    return _slice(sources, request.dataset_slice_start, request.dataset_slice_end or None)
 
 
 def _canonical(
@@ -207,13 +215,9 @@ def load_conversations(
     Raises DatasetError for anything wrong with the data (see ``datafiles`` and ``formats``), a
     slice beyond the data, or sources that mix raw text with conversations.
     """
-    sources = _sources(request, eval)
-    if eval:
-        parts = [(name, dataset, 1, base) for name, dataset, base in sources]
-    else:
-        parts = _slice(sources, request.dataset_slice_start, request.dataset_slice_end or None)
     normalised = [
-        (name, *_canonical(name, dataset, request, first_row, base, kind)) for name, dataset, first_row, base in parts
+        (name, *_canonical(name, dataset, request, first_row, base, kind))
+        for name, dataset, first_row, base in source_parts(request, eval)
     ]
     normalised = joined_media(normalised, request)
     first_name, first, first_fmt = normalised[0]

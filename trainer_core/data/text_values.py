@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from trainer_core.data.errors import RowError
+from trainer_core.model_kind import way_out
 
 TEXT_PARTS = {
     "text": "text",
@@ -77,10 +78,11 @@ def content_text(content: Any, where: str) -> Any:
             continue
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in MEDIA_PARTS:
+            medium = MEDIA_PARTS[kind].split()[1]  # "an audio part" -> "audio"
+            instead = f", or {way_out(medium)}" if medium in ("image", "audio") else ""
             raise RowError(
                 f"{where}, content part {number} is {MEDIA_PARTS[kind]} (type {kind!r}); this model reads text only: "
-                "remove image, audio and file parts from the data, or choose an image-and-text model for images "
-                "(e.g. Qwen/Qwen2-VL-2B-Instruct)"
+                f"remove image, audio and file parts from the data{instead}"
             )
         if kind not in TEXT_PARTS or not isinstance(part.get(TEXT_PARTS[kind]), str):
             raise RowError(

@@ -22,6 +22,7 @@ from trainer_core.data.files import DatasetError
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer, local_model_folder
 from trainer_core.model_kind import kind_for_folder, kind_for_request
 from trainer_core.preflight import rules
+from trainer_core.preflight.audio import audio_check
 from trainer_core.preflight.gather import Gathered, gather
 from trainer_core.preflight.grpo import grpo_summary
 from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, PreflightReport
@@ -50,11 +51,14 @@ def run_preflight(
     memory and time estimates are added (``preflight.estimates``; ``store``'s run history gives
     this machine's measured speed). Never raises for bad data; raises only for bugs."""
     started = time.perf_counter()
-    tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
     folder = local_model_folder(request.model_name, settings)
+    audio, audio_errors = audio_check(request, settings, folder)  # every clip by file and row
+    if audio_errors:
+        return refused_report(request, audio_errors, started, folder is not None)
+    tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
     own = kind_for_request(request, folder).check_report(request, folder, tokenizer, started)
     if own is not None:  # a kind that reads its data its own way (embedding pairs)
-        own.precision = precision_summary(request)
+        own.precision, own.audio = precision_summary(request), audio
         own.check_seconds = round(time.perf_counter() - started, 3)
         return own
     warnings: list[Issue] = [] if tokenizer is not None else [rules.tokenizer_missing(request.model_name)]
@@ -115,6 +119,7 @@ def run_preflight(
         report.architecture, report.attention = structure.architecture, structure.attention
         report.adapted_modules, report.adapted_count = structure.adapted, structure.adapted_count
     report.vision = kind_for_folder(folder).check_line(request, settings, folder)  # the model kind's line
+    report.audio = audio
     report.method = grpo_summary(request, found.train.column_names)
     report.precision = precision_summary(request)
     if tokenizer is None:
@@ -144,6 +149,9 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     if missing:
         return [missing]
     folder = local_model_folder(request.model_name, settings)
+    audio_errors = audio_check(request, settings, folder)[1]
+    if audio_errors:
+        return audio_errors
     tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
     own = kind_for_request(request, folder).check_report(request, folder, tokenizer, time.perf_counter())
     if own is not None:  # a kind that reads its data its own way (embedding pairs)

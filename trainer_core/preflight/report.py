@@ -122,6 +122,11 @@ class PreflightReport(BaseModel):
         description="A vision-language model: its family, the image size and what the first rows' images cost in "
         "tokens (counted with its processor).",
     )
+    audio: Optional[str] = Field(
+        None,
+        description="Audio data: its clips, their total and longest duration, the sampling rates of the files and "
+        "the one they are read at, clips over max_audio_seconds, and is_dataset_audio (found from the data or set).",
+    )
     method: Optional[str] = Field(
         None, description="GRPO: completions sampled per step, their length, the rewards and the KL weight."
     )

@@ -32,7 +32,7 @@ def test_llama_factorys_image_file_is_refused_by_row_at_the_preview(datasets_dir
 
 
 def test_the_audio_file_names_audio(datasets_dir):
-    with pytest.raises(DatasetError, match=r"mllm_audio_demo.json, row 1: it holds 1 audio \(column 'audios'\)"):
+    with pytest.raises(DatasetError, match=r"mllm_audio_demo.json, row 1: it holds 1 audio clip \(column 'audios'\)"):
         inspect_dataset(str(datasets_dir / "mllm_audio_demo.json"))
 
 

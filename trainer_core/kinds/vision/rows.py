@@ -64,7 +64,7 @@ def normalize_vision(
     columns = image_columns(dataset)
     references = column_references(dataset, columns)
     text_only = dataset.remove_columns(columns)
-    refuse_media(text_only, source, first_row)  # audio and video
+    refuse_media(text_only, source, first_row, reads="images and text")  # audio and video
     part_refs, text_only = lift_parts(text_only, IMAGE_PART_TYPES, _part_reference, MARKER)
     canonical, notes = normalize_with_notes(text_only, fmt, source, first_row)
     rows_images: list[list[str]] = []
