@@ -14,7 +14,8 @@ left out).
   (10 % of the pairs held out, seeded). The held-out pairs are scored before and after with the same
   ``InformationRetrievalEvaluator`` (``kinds.embedding.evaluators``; each held-out instruction
   retrieves its own output among all held-out outputs): recall@1, nDCG@10, MRR@10, recall@10.
-- speed: A B A B, each run in a fresh process, only ``trainer.train()`` timed; ours builds the
+- speed: A B A B, each run in a fresh process, only ``trainer.train()`` timed (and each step: the
+  median step time after the first is the figure least moved by other work on the machine); ours builds the
   trainer as the worker does (``load_embedding_model``, ``prepare_embedding_data``, the kind's
   ``build_trainer``), the bare side as sentence-transformers' docs write it (``SentenceTransformer``,
   ``MultipleNegativesRankingLoss``, ``SentenceTransformerTrainingArguments`` with the no-duplicates
@@ -226,7 +227,9 @@ def side(which: str, model_dir: str, steps: int) -> dict[str, Any]:
         trainer.train()
         seconds = time.perf_counter() - began
     steady = (len(ends) - 1) * SPEED["batch_size"] / (ends[-1] - ends[0]) if len(ends) > 1 else None
+    gaps = [b - a for a, b in zip(ends, ends[1:])]  # each step after the first, s
     return {
+        "median_step_ms": round(1000 * statistics.median(gaps), 2) if gaps else None,
         "side": which,
         "seconds": round(seconds, 2),
         "samples_per_s": round(steps * SPEED["batch_size"] / seconds, 2),
@@ -259,9 +262,12 @@ def speed(model_dir: str, steps: int, pairs: int) -> dict[str, Any]:
             "median_samples_per_s": statistics.median(r["samples_per_s"] for r in mine),
             "samples_per_s": [r["samples_per_s"] for r in mine],
             "steady_samples_per_s": [r["steady_samples_per_s"] for r in mine],
+            "median_step_ms": [r["median_step_ms"] for r in mine],
             "mean_loss": mine[0]["mean_loss"],
         }
     summary["ratio"] = round(summary["ours"]["median_samples_per_s"] / summary["bare"]["median_samples_per_s"], 3)
+    medians = {w: statistics.median(summary[w]["median_step_ms"]) for w in ("ours", "bare")}
+    summary["step_ratio"] = round(medians["bare"] / medians["ours"], 3)  # > 1: ours steps faster
     summary["loss_gap"] = round(abs(summary["ours"]["mean_loss"] - summary["bare"]["mean_loss"]), 4)
     return {"model": model_dir, "steps": steps, "pairs": pairs, **summary}
 
@@ -292,7 +298,8 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         print(json.dumps(report))
         print(
             f"ours {report['ours']['median_samples_per_s']} vs bare {report['bare']['median_samples_per_s']} samples/s"
-            f" (x{report['ratio']}), loss gap {report['loss_gap']}"
+            f" (x{report['ratio']}); median step {report['ours']['median_step_ms']} vs {report['bare']['median_step_ms']} ms"
+            f" (x{report['step_ratio']}); loss gap {report['loss_gap']}"
         )
     return report
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ConfigDict, model_validator
 
+from trainer_core.request.audio import AudioFields
 from trainer_core.request.data import DataFields
 from trainer_core.request.devices import DeviceFields
 from trainer_core.request.embedding import EmbeddingFields
@@ -29,12 +30,13 @@ SECRET_FIELDS = ("hf_token", "wandb_token")
 
 
 # The groups in reverse: pydantic orders the fields from the last base to the first, so the fields
-# read model, method, data, embedding, hyperparameters, images, LoRA, output, devices, trackers (the form's order).
+# read model, method, data, embedding, hyperparameters, images, audio, LoRA, output, devices, trackers (the form's order).
 class TrainingStartRequest(
     TrackerFields,
     DeviceFields,
     OutputFields,
     LoraFields,
+    AudioFields,
     ImageFields,
     HyperparameterFields,
     EmbeddingFields,

@@ -44,10 +44,10 @@ def model_group(models: list[tuple[str, str]]) -> dict[str, gr.components.Compon
 def sections(blocks: dict[str, gr.Accordion]) -> dict[str, gr.components.Component]:
     """The other settings in closed sections (ids ``section-<group>``, which a refusal opens), in
     ``SECTIONS``' order under its titles; each section's accordion goes into ``blocks`` (by its key),
-    *Embedding options* hidden at first (``ui.embedding_panel`` shows it for an embedder)."""
+    *Embedding options* and *Audio options* hidden at first (shown for an embedder / an audio model)."""
     widgets = {}
     for section in (key for key in SECTIONS if key not in OWN_BUILDERS):
-        visible = section != embedding_panel.SECTION
+        visible = section not in (embedding_panel.SECTION, "audio")  # audio: shown by the audio panel (issue 49)
         with gr.Accordion(SECTIONS[section].form, open=False, visible=visible, elem_id=f"section-{section}") as block:
             for name in (n for n in FORM_FIELDS if group(n) == section):
                 widgets[name] = make_widget(name)

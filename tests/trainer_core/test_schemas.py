@@ -131,8 +131,8 @@ def test_every_integer_field_refuses_a_boolean_naming_the_field():
 def test_integer_fields_still_read_the_numbers_the_form_yaml_and_cli_send():
     for name in _int_fields(TrainingStartRequest):
         value = TrainingStartRequest.model_fields[name].default
-        if value is None:
-            value = 64
+        if value is None:  # a number inside the field's bounds
+            value = max([64, *(getattr(m, "ge", 0) for m in TrainingStartRequest.model_fields[name].metadata)])
         for sent in (value, float(value), str(value)):  # JSON / YAML, a number box, a typed flag
             assert getattr(TrainingStartRequest(**DATA, **{name: sent}), name) == value, (name, sent)
 
@@ -212,6 +212,8 @@ FIELD_ORDER = [
                   "mixed_precision", "early_stopping_patience", "early_stopping_threshold", "stop_on_divergence",
                   "train_on_completions"]),
     ("data", ["is_dataset_image", "vision_image_size"]),
+    ("data", ["is_dataset_audio"]),
+    ("audio", ["sampling_rate", "max_audio_seconds", "language", "task", "return_timestamps", "speaker_column"]),
     ("lora", ["lora_r", "lora_alpha", "lora_dropout", "target_modules", "modules_to_save", "use_loftq",
               "finetune_attention_modules", "finetune_language_layers", "finetune_vision_layers",
               "finetune_mlp_modules", "use_rslora"]),
@@ -227,7 +229,7 @@ def test_field_order_and_sections_are_pinned():
     from trainer_core.fieldmeta import group
 
     names = [name for _, block in FIELD_ORDER for name in block]
-    assert list(TrainingStartRequest.model_fields) == names and len(names) == 93
+    assert list(TrainingStartRequest.model_fields) == names and len(names) == 100
     assert list(TrainingStartRequest.model_json_schema()["properties"]) == names
     assert [(group(name), name) for name in names] == [(section, n) for section, block in FIELD_ORDER for n in block]
     assert TrainingStartRequest.model_config["extra"] == "forbid"

@@ -39,40 +39,42 @@ def base_folder(path: str) -> Path:
     return given if given.is_dir() else given.parent
 
 
-def resolve_reference(reference: Any, base: Optional[Path], roots: Iterable[Path]) -> str:
-    """The canonical form of one image reference of a row: an absolute, confined path, a ``data:``
-    URL as it is, or (Hub ``Image`` bytes) a ``data:`` URL made from the bytes. Raises RowError
-    (no file or row: the caller adds them) for a remote URL, a path outside ``base`` and ``roots``,
-    a missing file, or a value that is no image reference."""
-    if isinstance(reference, dict):  # a Hub Image feature, not decoded
+def resolve_reference(reference: Any, base: Optional[Path], roots: Iterable[Path], medium: str = "image") -> str:
+    """The canonical form of one media reference of a row (``medium``: "image", "audio clip"; the
+    word the refusals use): an absolute, confined path, a ``data:`` URL as it is, or (the bytes of a
+    Hub ``Image`` / ``Audio`` column, not decoded) a ``data:`` URL made from the bytes. Raises
+    RowError (no file or row: the caller adds them) for a remote URL, a path outside ``base`` and
+    ``roots``, a missing file, or a value that is no such reference."""
+    kind = "image" if medium == "image" else "audio"
+    if isinstance(reference, dict):  # a Hub Image / Audio feature, not decoded
         data = reference.get("bytes")
         if data and not isinstance(data, (bytes, bytearray)):
             raise RowError(
-                f"an image's \"bytes\" must be the file's bytes (a Hub Image column), not {type(data).__name__}: "
-                "in a JSON file name the image by its path or give a data: URL"
+                f"an {medium}'s \"bytes\" must be the file's bytes (a Hub {kind.title()} column), not "
+                f"{type(data).__name__}: in a JSON file name the {medium} by its path or give a data: URL"
             )
         if data:
-            return DATA_URL + "image/*;base64," + base64.b64encode(data).decode("ascii")
+            return DATA_URL + f"{kind}/*;base64," + base64.b64encode(data).decode("ascii")
         reference = reference.get("path")
     if not isinstance(reference, str) or not reference.strip():
-        raise RowError(f"an image reference must be a file path or a data: URL, not {type(reference).__name__}")
+        raise RowError(f"an {medium} reference must be a file path or a data: URL, not {type(reference).__name__}")
     text = reference.strip()
     if text.startswith(DATA_URL):
         return text
     if text.startswith(("http://", "https://", "ftp://")):
-        raise RowError(f"image {text[:80]} is a remote URL: download it next to the data file and name its path")
+        raise RowError(f"{medium} {text[:80]} is a remote URL: download it next to the data file and name its path")
     text = text.removeprefix("file://")
     path = Path(text).expanduser()
     if not path.is_absolute():
         if base is None:
-            raise RowError(f"image {text[:80]} is a relative path, and this data has no folder to read it from")
+            raise RowError(f"{medium} {text[:80]} is a relative path, and this data has no folder to read it from")
         path = base / path
     try:
-        found = confine(path, [*([base] if base else []), *roots], "image")
+        found = confine(path, [*([base] if base else []), *roots], medium)
     except PathNotAllowed as exc:
         raise RowError(str(exc)) from None
     if not found.is_file():
-        raise RowError(f"image {text[:120]} was not found (looked for {found})")
+        raise RowError(f"{medium} {text[:120]} was not found (looked for {found})")
     return str(found)
 
 
@@ -89,7 +91,7 @@ def opened(reference: str) -> Iterator[Any]:
 
     Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # one limit for the studio and PIL (PIL: 89,478,485 by default)
     try:
-        source: Any = io.BytesIO(_data_url_bytes(reference)) if reference.startswith(DATA_URL) else reference
+        source: Any = io.BytesIO(data_url_bytes(reference)) if reference.startswith(DATA_URL) else reference
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(source)
@@ -152,15 +154,16 @@ def check_image(reference: str) -> tuple[int, int]:
     return size
 
 
-def _data_url_bytes(url: str) -> bytes:
-    """The bytes of a ``data:[type];base64,...`` URL. Raises RowError when it is not base64."""
+def data_url_bytes(url: str, medium: str = "image", example: str = "data:image/png;base64,...") -> bytes:
+    """The bytes of a ``data:[type];base64,...`` URL (of an image or audio clip: ``medium`` and
+    ``example`` word the refusal). Raises RowError when it is not base64."""
     head, _, payload = url.partition(",")
     if not head.endswith(";base64") or not payload:
-        raise RowError("a data: URL image must be base64 (data:image/png;base64,...)")
+        raise RowError(f"a data: URL {medium} must be base64 ({example})")
     try:
         return base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):
-        raise RowError("a data: URL image holds text that is not valid base64") from None
+        raise RowError(f"a data: URL {medium} holds text that is not valid base64") from None
 
 
 def _name(reference: str) -> str:

@@ -23,6 +23,7 @@ SECTIONS: dict[str, Section] = {
     "method": Section("Training method", "Training method"),
     "data": Section("Data", "Data options"),
     "embedding": Section("Embedding", "Embedding options"),
+    "audio": Section("Audio", "Audio options"),
     "training": Section("Hyperparameters", "Hyperparameters"),
     "lora": Section("LoRA", "LoRA"),
     "output": Section("Output", "Output"),

@@ -3,6 +3,7 @@ form's order; a validator of one group never hides another's (pydantic keys them
 
 import pytest
 
+from trainer_core.request.audio import AudioFields
 from trainer_core.request.base import FieldGroup, in_section
 from trainer_core.request.data import DataFields
 from trainer_core.request.devices import DeviceFields
@@ -22,6 +23,7 @@ GROUPS = (
     EmbeddingFields,
     HyperparameterFields,
     ImageFields,
+    AudioFields,
     LoraFields,
     OutputFields,
     DeviceFields,

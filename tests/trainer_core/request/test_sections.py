@@ -23,6 +23,7 @@ def test_no_module_types_a_section_title_again():
         "Model options",
         "Data options",
         "Embedding options",
+        "Audio options",
         "Hyperparameters",
         "Devices and processes",
     }
@@ -38,7 +39,7 @@ def test_yaml_comments_cli_groups_and_refusals_read_the_table():
     groups = [g.title for g in train._action_groups][2:]  # after positionals and options
     assert groups == [section.title for section in SECTIONS.values()]
     assert SECTION_TITLES == {
-        key: SECTIONS[key].form for key in ("data", "embedding", "training", "lora", "output", "distributed")
+        key: SECTIONS[key].form for key in ("data", "embedding", "audio", "training", "lora", "output", "distributed")
     }
     assert (
         describe("num_processes: too many", fields=("num_processes",)).text
