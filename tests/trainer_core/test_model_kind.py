@@ -66,7 +66,7 @@ def test_the_built_in_kinds_are_vision_then_the_causal_fallback() -> None:
     assert model_kind.kind_of({"model_type": "gemma3_text"}) is CAUSAL  # text-only config of a vision family
     assert model_kind.kind_named("vision") is VISION and model_kind.kind_named("unknown") is CAUSAL
     assert model_kind.picker_note(QWEN2_VL) == " · vision (Qwen2-VL)" and model_kind.picker_note({}) == ""
-    assert model_kind.reader_of("image") is VISION and model_kind.reader_of("audio") is None
+    assert model_kind.reader_of("image") is VISION and model_kind.reader_of("video") is None
 
 
 def test_a_folder_without_a_readable_config_is_the_fallback(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "prepare_data",
     "preview",
     "raw_sources",
+    "source_parts",
     "reading_notes",
     "split_validation",
 ]
@@ -147,11 +148,19 @@ def raw_sources(request: TrainingStartRequest, eval: bool = False) -> list[tuple
     """(name, raw rows as read) of each training source cut to ``dataset_slice_start:dataset_slice_end``
     (with ``eval``: each evaluation source whole), for a kind that reads its own columns (an
     embedding model's pairs). Raises DatasetError as ``load_conversations`` does."""
+    return [(name, dataset) for name, dataset, _, _ in source_parts(request, eval)]
+
+
+def source_parts(
+    request: TrainingStartRequest, eval: bool = False
+) -> list[tuple[str, datasets.Dataset, int, Optional[Path]]]:
+    """``raw_sources`` with each source's first file row number and the folder its relative media
+    paths are read from (None for a Hub split), for a kind that reads media from its own columns
+    (a speech-to-text model's clips). Raises DatasetError as ``raw_sources`` does."""
     sources = _sources(request, eval)
     if eval:
-        return [(name, dataset) for name, dataset, _ in sources]
-    start, end = request.dataset_slice_start, request.dataset_slice_end or None
-    return [(name, dataset) for name, dataset, _, _ in _slice(sources, start, end)]
+        return [(name, dataset, 1, base) for name, dataset, base in sources]
+    return _slice(sources, request.dataset_slice_start, request.dataset_slice_end or None)
 
 
 def _canonical(
