@@ -1,7 +1,8 @@
-"""The OpenAI-compatible API: ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST
-/v1/embeddings`` over the chat engine at ``app.state.engine``, behind the API token (the rule of
-``/api/train/*``). Answers and streams: ``api/openai_answer.py``; embeddings:
-``api/openai_embeddings.py``; errors in OpenAI's shape: ``api/openai_errors.py``.
+"""The OpenAI-compatible API: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST
+/v1/embeddings`` and ``POST /v1/audio/transcriptions`` over the chat engine at ``app.state.engine``,
+behind the API token (the rule of ``/api/train/*``). Answers and streams: ``api/openai_answer.py``;
+embeddings: ``api/openai_embeddings.py``; transcriptions: ``api/openai_audio.py``; errors in
+OpenAI's shape: ``api/openai_errors.py``.
 
 ``install(app)`` adds these routes and the share links' (``api/share_routes.py``) to the app.
 """
@@ -15,6 +16,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from api import share_routes
 from api.auth import require_token
 from api.openai_answer import CHAT_SLOTS, ChatSlots, answer, engine_of
+from api.openai_audio import AUDIO_RESPONSES, transcriptions
 from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, OpenAIRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
@@ -58,6 +60,13 @@ def create_embeddings(body: EmbeddingRequest, request: Request) -> EmbeddingList
     if not body.model:
         raise OpenAIError(400, "model: required (see GET /v1/models)", param="model")
     return embeddings(request, body, body.model)
+
+
+@router.post("/audio/transcriptions", responses=ERRORS | AUDIO_RESPONSES)
+async def create_transcription(request: Request) -> Any:
+    """The text of the multipart ``file`` from a speech-to-text model (``model``), in OpenAI's
+    ``response_format`` json, text or verbose_json (see ``api/openai_audio.py``)."""
+    return await transcriptions(request, None)
 
 
 def install(app: FastAPI, engine: Optional[ChatEngine] = None) -> None:

@@ -220,8 +220,10 @@ class ModelObject(BaseModel):
     object: Literal["model"] = "model"
     created: int
     owned_by: str = "finetune-studio"
-    serves: Literal["chat", "embeddings"] = Field(
-        "chat", description="Extra: chat (POST /v1/chat/completions) or embeddings (POST /v1/embeddings)."
+    serves: Literal["chat", "embeddings", "transcriptions"] = Field(
+        "chat",
+        description="Extra: chat (POST /v1/chat/completions), embeddings (POST /v1/embeddings) or transcriptions "
+        "(POST /v1/audio/transcriptions).",
     )
 
     @classmethod

@@ -6,8 +6,8 @@
   page, or for an embedding model a search page (a query ranked against passages by cosine, through
   ``/s/<token>/v1/embeddings``; the run's query prompt before the query).
 - ``/s/<token>/v1``: ``base_url`` of an OpenAI client for that one model: ``GET models`` lists only
-  it, ``POST chat/completions`` (a chat model) or ``POST embeddings`` (an embedding model) answers
-  only for it (any other ``model`` is 404).
+  it, ``POST chat/completions`` (a chat model), ``POST embeddings`` (an embedding model) or ``POST
+  audio/transcriptions`` (a speech-to-text model) answers only for it (any other ``model`` is 404).
 
 A forged, revoked or expired token is 403, a deleted run's 404, before anything else is done; the
 token opens nothing else (it is not an API token and sets no cookie).
@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.auth import require_token
 from api.openai_answer import answer, engine_of
+from api.openai_audio import AUDIO_RESPONSES, transcriptions
 from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, SharedRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
@@ -161,6 +162,15 @@ def shared_embeddings(
         raise _other_model(choice)
     try:
         return embeddings(request, body, choice.id, public=True)
+    except UnknownModel:  # deleted between the check and the answer
+        raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
+
+
+@scoped.post("/audio/transcriptions", responses=ERRORS | AUDIO_RESPONSES)
+async def shared_transcription(request: Request, choice: ModelChoice = Depends(shared_model)) -> Any:
+    """Transcribe with the link's model (``model`` must be its id, or omitted)."""
+    try:
+        return await transcriptions(request, choice.id, public=True)
     except UnknownModel:  # deleted between the check and the answer
         raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
 

@@ -160,6 +160,16 @@ def tiny_embedder_dir(tmp_path_factory, tiny_model_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_whisper_dir(tmp_path_factory) -> Path:
+    """A tiny random Whisper (``bench/whisper_model.py``: d_model 64, 2 + 2 layers, 80 mel bins, a
+    byte-level BPE trained offline with Whisper's special tokens, ``WhisperProcessor``), built once
+    per test process (a few seconds) in a folder of its own: allow ``tiny_whisper_dir.parent``."""
+    from bench.whisper_model import build_tiny_whisper
+
+    return build_tiny_whisper(tmp_path_factory.mktemp("tiny-whisper") / "whisper-tiny-random")
+
+
+@pytest.fixture(scope="session")
 def tokenizer(tiny_model_dir: Path):
     """The real SmolLM2 tokenizer (ChatML template, eos/pad = <|im_end|>), read from the tiny
     model's folder (the same files), so a test that needs only the tokenizer is not ``real_model``."""

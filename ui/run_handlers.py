@@ -59,7 +59,7 @@ def literal_markdown(text: str) -> str:
 
 
 def _eval_text(result: Optional[dict]) -> str:
-    """The newest evaluation's tuned scores in a few characters (perplexity, ROUGE-L; nDCG@10)."""
+    """The newest evaluation's tuned scores in a few characters (perplexity, ROUGE-L; nDCG@10; WER)."""
     tuned = (result or {}).get("tuned") or {}
     parts = []
     if tuned.get("perplexity") is not None:
@@ -68,6 +68,8 @@ def _eval_text(result: Optional[dict]) -> str:
         parts.append(f"ROUGE-L {tuned['rouge_l']:.3f}")
     if tuned.get("ndcg_at_10") is not None:  # an embedding model's retrieval
         parts.append(f"nDCG@10 {tuned['ndcg_at_10']:.3f}")
+    if tuned.get("wer") is not None:  # a speech-to-text model's transcripts
+        parts.append(f"WER {tuned['wer']:.3f}")
     return " · ".join(parts)
 
 

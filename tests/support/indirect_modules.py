@@ -35,8 +35,6 @@ INDIRECT: dict[str, str] = {
     "tests/e2e/test_distributed_runs.py and tests/e2e/test_multinode.py",
     "trainer_core.training.grpo": "GRPO's trainer, built in the training worker; tests/e2e/test_grpo_api.py "
     "and tests/e2e/test_grpo_page.py train with it",
-    "trainer_core.training.wiring": "what every trainer builder shares; tests/trainer_core/training/test_trainer.py "
-    "and the preference and GRPO runs in tests/e2e",
     "trainer_core.evaluation.loss": "the evaluation worker's loss; tests/e2e/test_evaluation.py compares it with "
     "the trainer's eval_loss",
     "trainer_core.export.adapter_zip": "the export worker's adapter zip; "

@@ -42,6 +42,7 @@ __all__ = [
     "prepare_data",
     "preview",
     "raw_sources",
+    "source_parts",
     "reading_notes",
     "split_validation",
 ]

@@ -102,13 +102,16 @@ SCORE_ROWS = (  # Scores' field, its label, decimals shown: the report table's r
     ("recall_at_1", "recall@1", 4),
     ("recall_at_10", "recall@10", 4),
     ("spearman", "Spearman", 4),
+    ("wer", "WER", 4),
+    ("cer", "CER", 4),
 )
 TABLE_HEAD = ("metric", "base", "tuned", "change")
 
 
 def score_table(tuned: Scores, base: Optional[Scores]) -> list[tuple[str, str, str, str]]:
     """The report's rows (metric, base, tuned, change = tuned - base, signed), one per score either
-    model has (a text model's loss ... tokens/s, an embedding model's nDCG@10 ... Spearman); "-"
+    model has (a text model's loss ... tokens/s, an embedding model's nDCG@10 ... Spearman, a
+    speech-to-text model's WER and CER); "-"
     where a model has no value (base: not compared)."""
     table = []
     for key, label, digits in SCORE_ROWS:

@@ -47,7 +47,8 @@ class Scores(BaseModel):
     stemmed) averaged over rows, 0..1; ``bleu`` is corpus BLEU (sacrebleu, 0..100); ``exact_match``
     the share of answers equal to the reference after stripping whitespace, 0..1. An embedding
     model's scores are retrieval metrics instead (sentence-transformers' evaluators, cosine
-    similarity): ``ndcg_at_10`` .. ``recall_at_10`` 0..1, ``spearman`` -1..1 (scored pairs)."""
+    similarity): ``ndcg_at_10`` .. ``recall_at_10`` 0..1, ``spearman`` -1..1 (scored pairs). A
+    speech-to-text model's are ``wer`` and ``cer`` (jiwer, over all held-out clips; 0 is perfect)."""
 
     loss: Optional[float] = None
     perplexity: Optional[float] = None
@@ -67,6 +68,12 @@ class Scores(BaseModel):
     )
     spearman: Optional[float] = Field(
         None, description="Spearman correlation of cosine similarity with the held-out scores (-1..1)."
+    )
+    wer: Optional[float] = Field(
+        None, description="Speech-to-text: word error rate of the transcripts against the references (0 is perfect)."
+    )
+    cer: Optional[float] = Field(
+        None, description="Speech-to-text: character error rate of the transcripts against the references."
     )
 
 

@@ -48,17 +48,19 @@ class Targets:
     explicit: tuple[str, ...] = ()
     outside: tuple[str, ...] = ()
     vision: tuple[str, ...] = ()  # full module paths in a vision tower and its projector
+    decoder: tuple[str, ...] = ()  # full module paths in an encoder-decoder model's other blocks (Whisper's decoder)
 
     @property
     def count(self) -> int:
-        return self.layers * (len(self.modules) + len(self.parameters)) + len(self.outside) + len(self.vision)
+        extra = len(self.outside) + len(self.vision) + len(self.decoder)
+        return self.layers * (len(self.modules) + len(self.parameters)) + extra
 
     def peft_target_modules(self) -> Any:
         """What PEFT gets as ``target_modules``: a user's list as it is, else a full-match pattern
         over the chosen block paths (None when only expert parameters are adapted)."""
         if self.explicit:
             return list(self.explicit)
-        patterns = [re.escape(path) for path in self.vision]
+        patterns = [re.escape(path) for path in (*self.vision, *self.decoder)]
         if self.modules:
             names = "|".join(re.escape(m) for m in self.modules)
             patterns.insert(0, rf"{re.escape(self.blocks)}\.\d+\.(?:{names})")
@@ -75,6 +77,7 @@ class Targets:
         parts = list(self.modules) + [f"{p} (experts)" for p in self.parameters]
         line = f"{len(parts)} per block x {self.layers} blocks: {', '.join(parts)}" if parts else "no language layers"
         line += f"; and {', '.join(self.outside)}" if self.outside else ""
+        line += f"; and {len(self.decoder)} in the decoder's blocks" if self.decoder else ""
         return line + (f"; and {len(self.vision)} in the vision tower and projector" if self.vision else "")
 
 

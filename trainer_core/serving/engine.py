@@ -26,7 +26,14 @@ from trainer_core.serving.choices import list_choices, resolve_choice
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
 from trainer_core.serving.gguf_worker import BASE_REFUSAL, serve_gguf
 from trainer_core.serving.inputs import checked_inputs, checked_messages
-from trainer_core.serving.schemas import ChatMessage, Embeddings, GenerationSettings, ModelChoice, StreamEvent
+from trainer_core.serving.schemas import (
+    ChatMessage,
+    Embeddings,
+    GenerationSettings,
+    ModelChoice,
+    StreamEvent,
+    Transcription,
+)
 from trainer_core.serving.turns import Turns
 from trainer_core.serving.worker import EventKind, serve
 from trainer_core.settings import Settings
@@ -128,6 +135,13 @@ class ChatEngine:
         here at once; the rest while iterating. Closing the iterator early stops the generation."""
         self._refuse_while_training()
         choice = self.resolve(model_id)
+        if choice.serves == "transcriptions":
+            raise ChatInputError(
+                f"{model_id}: a speech-to-text model: it answers transcriptions (POST /v1/audio/transcriptions), "
+                "not chat; choose a chat model",
+                fields=("model",),
+                code="speech_to_text_model",
+            )
         if choice.serves != "chat":
             raise ChatInputError(
                 f"{model_id}: an embedding model: it answers embeddings (POST /v1/embeddings, the Search "
@@ -166,7 +180,7 @@ class ChatEngine:
         choice = self.resolve(model_id)
         if choice.serves != "embeddings":
             raise ChatInputError(
-                f"{model_id}: a chat model, not an embedding model; embed with one that GET /v1/models "
+                f"{model_id}: a {choice.serves} model, not an embedding model; embed with one that GET /v1/models "
                 'lists with "serves": "embeddings"',
                 fields=("model",),
                 code="not_an_embedding_model",
@@ -177,6 +191,32 @@ class ChatEngine:
             with contextlib.closing(self._exchange(request)) as events:
                 done = next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
         return Embeddings(vectors=done["vectors"], prompt_tokens=done["prompt_tokens"])
+
+    def transcribe(
+        self, model_id: str, audio: str, language: Optional[str] = None, task: Optional[str] = None
+    ) -> Transcription:
+        """The transcript of ``audio`` (a ``data:`` URL or a confined path) by speech-to-text model
+        ``model_id`` in ``language`` / ``task`` (None: the run's own, else detected / transcribe).
+        Loads the model on demand and waits for its turn. Raises ChatUnavailable, UnknownModel, or
+        ChatInputError (not a speech-to-text model: ``fields`` ``model``; audio that cannot be read:
+        ``file``; an unknown ``language``)."""
+        self._refuse_while_training()
+        choice = self.resolve(model_id)
+        if choice.serves != "transcriptions":
+            raise ChatInputError(
+                f"{model_id}: a {choice.serves} model, not a speech-to-text model; transcribe with one that GET "
+                '/v1/models lists with "serves": "transcriptions"',
+                fields=("model",),
+                code="not_a_speech_to_text_model",
+            )
+        request = {"audio": audio, "language": language, "task": task}
+        with self._turns.turn():
+            self._ensure_loaded(choice)
+            with contextlib.closing(self._exchange(request)) as events:
+                done = next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
+        return Transcription(
+            text=done["text"], language=done["language"], duration=done["duration"], tokens=done["tokens"]
+        )
 
     def stop_generation(self) -> bool:
         """Stop the generation in progress at its next token (it ends with ``cancelled``); False

@@ -110,8 +110,10 @@ class ModelChoice(BaseModel):
     adapter: bool = False
     created_at: Optional[float] = None
     gguf_type: Optional[str] = Field(None, description="For a GGUF export: its type, e.g. q4_k_m.")
-    serves: Literal["chat", "embeddings"] = Field(
-        "chat", description="What it answers: chat, or embeddings (an embedding model: POST /v1/embeddings)."
+    serves: Literal["chat", "embeddings", "transcriptions"] = Field(
+        "chat",
+        description="What it answers: chat, embeddings (an embedding model: POST /v1/embeddings) or transcriptions "
+        "(a speech-to-text model: POST /v1/audio/transcriptions).",
     )
     query_prompt: Optional[str] = Field(
         None, description="An embedding run's query_prompt: the text its searches put before each query."
@@ -142,3 +144,15 @@ class Embeddings:
 
     vectors: Any
     prompt_tokens: int
+
+
+@dataclass
+class Transcription:
+    """The transcript of one clip: ``text`` (special tokens left out), ``language`` (the one asked
+    or the run's; None: detected by the model), ``duration`` (seconds of audio) and ``tokens`` (the
+    decoder tokens generated, its prompt included)."""
+
+    text: str
+    language: Optional[str]
+    duration: float
+    tokens: int

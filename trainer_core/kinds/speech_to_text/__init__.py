@@ -1,0 +1,1 @@
+"""The speech-to-text kind: Whisper trained as sequence-to-sequence on (audio, transcript) rows."""

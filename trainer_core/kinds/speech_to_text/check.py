@@ -1,0 +1,92 @@
+"""The pre-flight check of a speech-to-text run (and the errors Start refuses on): its rows read as
+training reads them (``data.prepare_speech_data``: every clip found and measured, none too long),
+the method (sft only), and one line: clips, seconds of audio, the decoder prompt and the
+transcripts' tokens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from trainer_core.data.errors import DatasetError
+from trainer_core.kinds.speech_to_text.data import SpeechData, prepare_speech_data
+from trainer_core.kinds.speech_to_text.loading import folder_target_positions, load_processor
+from trainer_core.models.loading import ModelLoadError
+from trainer_core.preflight.check import refused_report
+from trainer_core.preflight.report import Issue
+from trainer_core.preflight.rules import data_error, tokenizer_missing
+from trainer_core.preflight.steps import plan_steps
+from trainer_core.refusals import Refusal
+from trainer_core.vocabulary import TrainingMethod
+
+FRAMES_PER_SECOND = 50  # Whisper's encoder: 100 mel frames a second, halved by its stride-2 convolution
+
+
+def check_request(request: Any) -> None:
+    """Raise Refusal (field ``training_method``) for a method other than sft: a speech-to-text model
+    learns transcripts, not preferences or rewards."""
+    if request.training_method != TrainingMethod.sft:
+        raise Refusal(
+            f"training_method {request.training_method.value}: {request.model_name} is a speech-to-text model, "
+            "trained on (audio, transcript) rows with sft; choose sft, or pick a text model for this method",
+            fields=("training_method", "model_name"),
+            code="speech_method",
+        )
+
+
+def check_line(request: Any, data: SpeechData, prompt: str) -> str:
+    """The check's line, e.g. "Speech-to-text (Whisper): 4 clips (1 held out), 17.8 s of audio,
+    longest 5.9 s (limit 30 s), 890 encoder frames; decoder prompt <|startoftranscript|><|en|>
+    <|transcribe|><|notimestamps|>; transcripts 52 tokens (13 a clip), 0 cut at 128"."""
+    stats = data.stats
+    held = f" ({len(data.eval)} held out)" if data.eval is not None else ""
+    return (
+        f"Speech-to-text (Whisper): {stats.rows} clips{held}, {stats.seconds:.1f} s of audio, longest "
+        f"{stats.longest_seconds:.1f} s (limit {request.max_audio_seconds:g} s), "
+        f"{round(stats.seconds * FRAMES_PER_SECOND)} encoder frames; decoder prompt {prompt}; transcripts "
+        f"{stats.trained_tokens} tokens ({stats.trained_tokens / max(stats.rows, 1):.0f} a clip), "
+        f"{stats.truncated_rows} cut at {stats.max_seq_length}"
+    )
+
+
+def speech_report(request: Any, folder: Optional[Path], started: float) -> Any:
+    """The ``PreflightReport`` of a speech-to-text run (``started``: the check's ``perf_counter``):
+    rows, tokens, steps and the kind's line (field ``vision``: the model kind's line), or the
+    refusal as its error (``data_error`` for data, else the Refusal's own code)."""
+    from trainer_core.kinds.speech_to_text.collator import decoder_prompt
+
+    if folder is None:  # a Hub model not on this machine: the worker reads the data
+        return refused_report(request, [], started, False, [tokenizer_missing(request.model_name)])
+    if request.hf_dataset:  # Hub data: read by the worker, as for text
+        return refused_report(request, [], started)
+    try:
+        check_request(request)
+        processor = load_processor(folder)
+        data = prepare_speech_data(request, processor, folder_target_positions(folder))
+    except DatasetError as exc:
+        return refused_report(request, [data_error(exc)], started)
+    except Refusal as exc:
+        issue = Issue(level="error", code=exc.code, message=str(exc), fields=list(exc.fields))
+        return refused_report(request, [issue], started)
+    except ModelLoadError as exc:
+        issue = Issue(level="error", code="model_load", message=str(exc), fields=["model_name"])
+        return refused_report(request, [issue], started)
+    stats = data.stats
+    plan = plan_steps(stats.rows, request)
+    prompt = "".join(processor.tokenizer.convert_ids_to_tokens(decoder_prompt(processor.tokenizer, request)))
+    return refused_report(request, [], started).model_copy(
+        update=dict(
+            no_estimates="no memory or time estimates for speech-to-text models yet",
+            rows_read=stats.rows + (len(data.eval) if data.eval is not None else 0),
+            rows_kept=stats.rows,
+            rows_truncated=stats.truncated_rows,
+            rows_truncated_share=stats.truncated_rows / max(stats.rows, 1),
+            tokens_total=stats.total_tokens,
+            tokens_trained=stats.trained_tokens,
+            eval_rows=len(data.eval) if data.eval is not None else 0,
+            steps_per_epoch=plan.steps_per_epoch,
+            total_steps=plan.total_steps,
+            epochs=plan.epochs,
+            vision=check_line(request, data, prompt),
+        )
+    )
