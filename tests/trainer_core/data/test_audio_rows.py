@@ -21,6 +21,7 @@ from trainer_core.data.files import read_file
 from trainer_core.data.formats import normalize_with_notes
 from trainer_core.data.media import media_columns, refuse_media
 from trainer_core.kinds.vision.kind import VISION
+from trainer_core.model_kind import way_out
 from trainer_core.vocabulary import FormatType
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64).decode("ascii")
@@ -114,6 +115,8 @@ def test_is_dataset_audio_is_checked_against_the_data_and_the_model() -> None:
 def test_audio_rows_for_a_text_or_vision_model_name_every_audio_kind(datasets_dir: Path, clips: Path) -> None:
     demo = read_file(str(datasets_dir / "mllm_audio_demo.json"))
     with registered(SPEECH, AUDIO_CHAT):
+        way = way_out("audio")  # the toys first, then the built-in audio kinds
+        assert way.startswith(BOTH)
         with pytest.raises(DatasetError) as text_only:
             refuse_media(demo, "mllm_audio_demo.json")
         with pytest.raises(DatasetError) as vision:
@@ -126,16 +129,20 @@ def test_audio_rows_for_a_text_or_vision_model_name_every_audio_kind(datasets_di
     assert str(text_only.value) == (
         "mllm_audio_demo.json, row 1: it holds 1 audio clip (column 'audios'), and this model reads text only: the "
         "audio clips would never be seen and their <audio> markers would be trained as text. Remove the column "
-        f"'audios' and the <audio> markers to train on the text alone, or {BOTH}"
+        f"'audios' and the <audio> markers to train on the text alone, or {way}"
     )
     assert str(vision.value).startswith(
         "mllm_audio_demo.json, row 1: it holds 1 audio clip (column 'audios'), and this model reads images and text"
     )
-    assert str(parts.value).startswith("p.json, row 5: turn 1 (user), content part 1 is an audio part") and BOTH in str(
+    assert str(parts.value).startswith("p.json, row 5: turn 1 (user), content part 1 is an audio part") and way in str(
         parts.value
     )
-    with pytest.raises(DatasetError, match="audio is not trained here"):  # no audio kind registered
+    with pytest.raises(DatasetError) as built_in:  # the toys gone: the built-in audio kinds are named
         refuse_media(demo, "mllm_audio_demo.json")
+    assert str(built_in.value).endswith(
+        "or choose a speech-to-text model for (audio, transcript) rows (e.g. openai/whisper-tiny, openai/whisper-small), "
+        "or an audio-in chat model (e.g. Qwen/Qwen2-Audio-7B-Instruct)"
+    )
 
 
 def test_the_shared_demo_is_read_whole(datasets_dir: Path) -> None:

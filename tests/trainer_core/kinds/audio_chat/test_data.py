@@ -11,7 +11,7 @@ from trainer_core.data.files import read_file
 from trainer_core.data.prepare import load_conversations
 from trainer_core.kinds.audio_chat.data import reads_audio
 from trainer_core.kinds.audio_chat.kind import AUDIO_CHAT
-from trainer_core.model_kind import reader_of
+from trainer_core.model_kind import way_out
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import get_settings
 
@@ -41,8 +41,8 @@ def test_an_audio_chat_model_keeps_the_clips_and_the_switches_refuse_by_field_or
                 TrainingStartRequest(model_name=str(model), local_datasets=demo, is_dataset_audio=switch)
             )
         message = str(refused.value)
-        assert message.startswith("mllm_audio_demo.json, row 1: it holds 1 audio (column 'audios')")
-        assert message.endswith(f"or choose {reader_of('audio').suggestion}")  # the way out: a model that hears
+        assert message.startswith("mllm_audio_demo.json, row 1: it holds 1 audio clip (column 'audios')")
+        assert message.endswith(f"or {way_out('audio')}") and AUDIO_CHAT.suggestion in message  # models that hear
 
 
 def test_a_source_without_clips_is_not_kept(allowed, datasets_dir, tiny_audio_chat_dir):
