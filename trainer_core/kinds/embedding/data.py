@@ -98,7 +98,7 @@ def _shape(columns: list[str], source: str, mapped: bool) -> Shape:
         return Shape.labelled
     for needed, mapping in GENERATION:
         if set(needed) <= names and not mapped:
-            how = f", e.g. embedding_columns {mapping}" if mapping else " into anchor / positive columns"
+            how = f", e.g. {mapping}" if mapping else " into anchor / positive columns"
             raise DatasetError(
                 f"{source} is a text generator's data (columns {', '.join(needed)}), not embedding pairs: an embedding "
                 f"model learns from (anchor, positive) pairs, scored sentence pairs or labelled texts. Map its "
