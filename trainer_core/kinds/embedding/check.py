@@ -92,7 +92,7 @@ def check_line(request: Any, data: EmbeddingData) -> str:
     line = (
         f"Embedding {data.format.value} ({', '.join(data.train.column_names)}): {stats.rows} rows{held}; loss "
         f"{loss.value}{' in MatryoshkaLoss' if request.matryoshka_dims else ''}, {batch_sampler(loss)} batches; "
-        f"texts up to {stats.longest_tokens} tokens, mean {stats.total_tokens / max(stats.rows, 1):.0f} a row, "
+        f"texts up to {stats.longest_tokens} tokens, mean {stats.total_tokens / max(stats.rows, 1):.0f} a row as embedded, "
         f"{stats.truncated_rows} rows ({share:.1f} %) cut at {stats.max_seq_length}"
     )
     if loss in IN_BATCH:
