@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException  # FastAPI's own is a subclass; i
 from starlette.requests import Request
 from starlette.responses import Response
 
-from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
+from trainer_core.serving.errors import EMBED_BUSY, TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
 
 log = logging.getLogger("finetune_studio.openai")
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -109,7 +109,7 @@ def training_now(request: Request) -> bool:
 
 def error_for(request: Request, exc: BaseException, public: bool = False) -> OpenAIError:
     """``from_engine`` for a failure in ``request``."""
-    training = isinstance(exc, ChatUnavailable) and (str(exc) == TRAINING_BUSY or training_now(request))
+    training = isinstance(exc, ChatUnavailable) and (str(exc) in (TRAINING_BUSY, EMBED_BUSY) or training_now(request))
     return from_engine(exc, training=training, public=public)
 
 

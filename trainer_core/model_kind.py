@@ -126,6 +126,9 @@ class ModelKind:
         own (a vision tower); None: matched as for a text LM. Raises ``TargetError``."""
         return None
 
+    # Train: what the monitor says while the trainer evaluates (``training.worker``'s progress callback).
+    evaluating = "evaluating on the held-out rows"
+
     def build_trainer(
         self,
         request: Any,

@@ -59,7 +59,9 @@ def _links(record: TaskRecord) -> str:
     gguf = (record.result or {}).get("gguf") or []
     if not gguf:
         return line
-    lines = [line, f"  - folder: `{record.output_dir}` (keep each `.gguf` beside its `.Modelfile`)"]
+    modelfiles = any(name.endswith(".Modelfile") for name in record.file_names())  # none for an embedder
+    keep = " (keep each `.gguf` beside its `.Modelfile`)" if modelfiles else ""
+    lines = [line, f"  - folder: `{record.output_dir}`{keep}"]
     for entry in gguf:
         words = []
         if check := entry.get("check"):

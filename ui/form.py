@@ -6,6 +6,7 @@ repeats them. The dataset files come from the upload / path widgets in ``layout.
 
 from __future__ import annotations
 
+import re
 import typing
 from typing import Any, Optional
 
@@ -32,6 +33,15 @@ FORM_FIELDS = tuple(
 
 # An optional switch (e.g. is_dataset_image): empty leaves it to the studio.
 TRI_STATE = [("found from the data", ""), ("yes", "yes"), ("no", "no")]
+
+
+def tri_state(description: str) -> list[tuple[str, str]]:
+    """TRI_STATE with its empty choice worded as the field's help says ("Empty: found from the
+    model (...)" -> "found from the model"); TRI_STATE's own wording when the help says none."""
+    empty = re.match(r"Empty: ([^.(:;]+)", description or "")
+    return [(empty.group(1).strip(), ""), *TRI_STATE[1:]] if empty else TRI_STATE
+
+
 TRI_VALUES = {"yes": True, "no": False}
 # The empty choice of an optional list of choices (e.g. embedding_loss): the studio chooses.
 AUTOMATIC = ("automatic", "")
@@ -96,7 +106,7 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
             value="", lines=3, placeholder="numeric_match column=answer weight=1\nformat weight=0.5", **common
         )
     if kind is bool and info.default is None:  # three states: empty (found for you), yes, no
-        return gr.Dropdown(choices=TRI_STATE, value=widget_value(name, value), **common)
+        return gr.Dropdown(choices=tri_state(info.description), value=widget_value(name, value), **common)
     if kind is bool:
         return gr.Checkbox(value=value, **common)
     if kind in (int, float):

@@ -37,11 +37,13 @@ def status_line(status: TrainingStatus) -> str:
         if d.get("wall_seconds") is not None:
             parts.append(f"wall {clock(d.get('wall_seconds'))}")
         if status.is_training_running:
-            parts.append(eta_text(d))
+            parts.append(d["evaluating"] if d.get("evaluating") else eta_text(d))
         if d.get("tokens_per_second"):
             parts.append(f"{d['tokens_per_second']:.0f} tokens/s")
         if d.get("loss") is not None:
             parts.append(f"loss {d['loss']:.4f}")
+    elif status.is_training_running and d.get("evaluating"):  # before the first step: the base's evaluation
+        parts.append(d["evaluating"])
     elif status.is_training_running:
         parts += startup_parts(status.phase.value, d)
     if d.get("truncated_rows") or d.get("dropped_rows"):

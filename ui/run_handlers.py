@@ -8,11 +8,13 @@ import re
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Optional
 
 import gradio as gr
 import pandas as pd
 
+from trainer_core.model_kind import kinds
 from trainer_core.runs.compare import FINAL_SERIES
 from trainer_core.runs.metrics import chart_points_of
 from trainer_core.runs.store import STATUS_WORDS, RunDetail, RunRecord, status_word
@@ -105,12 +107,27 @@ def _dataset_text(request: dict[str, Any]) -> str:
     return ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
 
 
-def method_text(request: dict) -> str:
+def method_text(request: dict, kind: str = "") -> str:
     """The runs table's method cell: ``lora``, ``qlora`` or ``full``, with the preference method
-    when there is one (``dpo · lora``)."""
+    when there is one (``dpo · lora``), or the model kind of a run that does not train a chat model
+    (``kind``: ``run_kind``'s, e.g. ``embedding · lora``)."""
     training = str(request.get("training_type", ""))
     method = request.get("training_method", "sft")
+    if kind:
+        return f"{kind} · {training}"
     return training if method == "sft" else f"{method} · {training}"
+
+
+def run_kind(run: RunRecord) -> str:
+    """The name of the model kind run ``run`` trains when that kind serves no chat (e.g.
+    "embedding"), else "": as its request says (``kind_for_request``), else its run folder, else
+    its base model's folder on this machine (a sentence-transformers folder embeds)."""
+    request = run.request
+    claimed = next((k for k in kinds() if k.claims_request(SimpleNamespace(**request))), None)
+    if claimed is None:
+        folders = [Path(f) for f in (run.output_dir, request.get("model_name")) if isinstance(f, str) and f]
+        claimed = next((k for f in folders if f.is_dir() for k in kinds() if k.claims_folder(f)), None)
+    return claimed.name if claimed is not None and claimed.serves != "chat" else ""
 
 
 def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
@@ -123,7 +140,7 @@ def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
         run_status(run),
         model.rsplit("/", 1)[-1],
         _dataset_text(request),
-        method_text(request),
+        method_text(request, run_kind(run)),
         f"{run.last_step} / {run.total_steps or '?'}",
         None if run.final_loss is None else round(run.final_loss, 4),
         None if run.tokens_per_second is None else round(run.tokens_per_second),

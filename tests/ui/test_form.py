@@ -77,3 +77,14 @@ def test_the_untouched_form_is_a_valid_request_and_list_fields_take_names():
     # the browser sends an empty number box as 0: an optional rate stays unset
     values = {name: w.value for name, w in widgets.items()} | {"embedding_learning_rate": 0}
     assert form.build_request(values, ["train.json"], []).embedding_learning_rate is None
+
+
+def test_a_three_state_switch_words_its_empty_choice_as_its_help_does():
+    """is_embedding is found from the model, is_dataset_image from the data: each label as its help."""
+    with gr.Blocks():
+        embedding = form.make_widget("is_embedding")
+        images = form.make_widget("is_dataset_image")
+    assert embedding.choices[0] == ("found from the model", "")
+    assert FIELDS["is_embedding"].description.startswith("Empty: found from the model")
+    assert images.choices[0] == ("found from the data", "") and images.choices[1:] == embedding.choices[1:]
+    assert form.tri_state("no wording") == form.TRI_STATE

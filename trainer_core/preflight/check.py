@@ -104,7 +104,7 @@ def run_preflight(
         rows_dropped=int((~kept).sum()),
         **_token_numbers(counts),
         eval_rows=_eval_rows(found),
-        histogram=_histogram(counts),
+        histogram=length_histogram(counts),
         samples=_samples(found, tokenizer, request),
         global_batch_size=plan.global_batch_size,
         steps_per_epoch=plan.steps_per_epoch,
@@ -268,7 +268,7 @@ def _files(found: Gathered, request: TrainingStartRequest) -> list[FileCheck]:
     return out
 
 
-def _histogram(counts: Any) -> LengthHistogram:
+def length_histogram(counts: Any) -> LengthHistogram:
     """HISTOGRAM_BINS equal integer-width bins from 0 over the longest of the rows and max_seq_length."""
     if counts is None or len(counts.full) == 0:
         return LengthHistogram()

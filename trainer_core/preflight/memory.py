@@ -180,6 +180,7 @@ def estimate_memory(
     longest_batch_tokens: int,
     device: str,
     longest_batch_trained_tokens: Optional[int] = None,
+    lm_head: bool = True,
 ) -> MemoryEstimate:
     """Estimated peak memory of training ``request`` on ``device`` ("cpu" or "cuda").
 
@@ -187,12 +188,14 @@ def estimate_memory(
     ``longest_batch_tokens``: tokens of the largest padding-free batch (the ``batch_size`` longest
     rows after truncation, or max_seq_length x batch_size with packing).
     ``longest_batch_trained_tokens``: the labelled tokens of that batch (where the LM head runs);
-    None counts every token (an upper bound). With ``num_processes`` > 1 (DDP) on the CPU the
+    None counts every token (an upper bound). ``lm_head`` False: no LM head runs (an embedder pools
+    its hidden states), so no logits are held. With ``num_processes`` > 1 (DDP) on the CPU the
     processes share the machine's memory: every part is counted once per process; on GPUs the
     estimate is per GPU. Raises ``parameters.UnsupportedModelError`` for architectures it cannot
     count (configs without the LLaMA-layout widths, e.g. GPT-2's). A mixture of experts holds every
     expert in ``weights`` and its k active experts in ``activations``."""
     trained = longest_batch_tokens if longest_batch_trained_tokens is None else longest_batch_trained_tokens
+    trained = trained if lm_head else 0
     parts = memory_parts(request, model_config, longest_batch_tokens, device, trained)
     precision = (
         "NF4 4-bit projections"
@@ -202,7 +205,8 @@ def estimate_memory(
     runtime = "CPU runtime measured on this machine" if device != "cuda" else "CUDA context assumed (not measured)"
     basis = (
         f"{precision} weights on {device}, {request.training_type.value}, optimizer {request.optim}, longest batch "
-        f"{longest_batch_tokens} tokens ({trained} trained), gradient checkpointing "
+        f"{longest_batch_tokens} tokens ({f'{trained} trained' if lm_head else 'all embedded, no LM head'}), "
+        "gradient checkpointing "
         f"{'on' if request.gradient_checkpointing else 'off'}; {runtime} ({parts['runtime'] / GIB:.2f} GiB)"
     )
     copies = request.num_processes if device != "cuda" else 1  # CPU processes share the machine's memory

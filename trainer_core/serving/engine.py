@@ -23,7 +23,7 @@ from typing import Any, Optional, Protocol
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.job import JobRunner
 from trainer_core.serving.choices import list_choices, resolve_choice
-from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
+from trainer_core.serving.errors import EMBED_BUSY, TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
 from trainer_core.serving.gguf_worker import BASE_REFUSAL, serve_gguf
 from trainer_core.serving.inputs import checked_inputs, checked_messages
 from trainer_core.serving.schemas import (
@@ -176,7 +176,7 @@ class ChatEngine:
         base model's (see ``stream``). Loads the model on demand and waits for its turn. Raises
         ChatUnavailable, UnknownModel, or ChatInputError (a chat model; no texts, too many, an empty
         or too long one: ``fields`` ``input``; ``dimensions`` above the model's size)."""
-        self._refuse_while_training()
+        self._refuse_while_training(EMBED_BUSY)
         choice = self.resolve(model_id)
         if choice.serves != "embeddings":
             raise ChatInputError(
@@ -244,9 +244,10 @@ class ChatEngine:
         """Why chat cannot run now (a training job has the machine), or None."""
         return TRAINING_BUSY if self._runner.status(with_history=False).is_training_running else None
 
-    def _refuse_while_training(self) -> None:
+    def _refuse_while_training(self, message: str = TRAINING_BUSY) -> None:
+        """Raise ChatUnavailable(``message``) while a training job runs."""
         if self.refusal():
-            raise ChatUnavailable(TRAINING_BUSY)
+            raise ChatUnavailable(message)
 
     def _ensure_loaded(self, choice: ModelChoice) -> float:
         """Have ``choice`` loaded (the caller holds a turn); seconds spent loading."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from trainer_core.refusals import Refusal
 
 TRAINING_BUSY = "A training job is running and has the machine; chat again when it ends (or stop it)."
+EMBED_BUSY = "A training job is running and has the machine; embed again when it ends (or stop it)."
 
 
 class ChatUnavailable(Refusal, RuntimeError):

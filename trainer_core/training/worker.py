@@ -44,9 +44,13 @@ def _finite(value: Any) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Path) -> Any:
+def make_progress_callback(
+    job_id: str, events: Any, stop: Any, metrics_path: Path, evaluating: str = "evaluating on the held-out rows"
+) -> Any:
     """A ``transformers.TrainerCallback`` that emits a ``TrainingProgress`` per logged step (train
-    and eval), appends it to ``metrics_path`` (JSON lines), and honours ``stop`` at step end."""
+    and eval), appends it to ``metrics_path`` (JSON lines), and honours ``stop`` at step end. While
+    the trainer evaluates (its first prediction step until ``on_evaluate``) the ``evaluating``
+    detail holds ``evaluating`` (the kind's words, ``ModelKind.evaluating``), else None."""
     from transformers import TrainerCallback
 
     from trainer_core.training.eta import StepTimes
@@ -56,9 +60,22 @@ def make_progress_callback(job_id: str, events: Any, stop: Any, metrics_path: Pa
     class ProgressCallback(TrainerCallback):
         samples: list = []  # GRPO: the step's sampled completions, set by the trainer before each log
 
+        in_evaluation = False
+
         def on_train_begin(self, args, state, control, **kwargs):
             self.t0, self.step0 = time.monotonic(), state.global_step
             self.steps = StepTimes()
+
+        def on_prediction_step(self, args, state, control, **kwargs):
+            if not self.in_evaluation:
+                self.in_evaluation = True
+                words = f"{evaluating[0].upper()}{evaluating[1:]} at step {state.global_step}"
+                events.put((EventKind.INFO, {"message": words, "details": {"evaluating": evaluating}}))
+
+        def on_evaluate(self, args, state, control, **kwargs):
+            self.in_evaluation = False
+            words = f"Evaluated at step {state.global_step}"
+            events.put((EventKind.INFO, {"message": words, "details": {"evaluating": None}}))
 
         def on_step_end(self, args, state, control, **kwargs):
             self.steps.step_ended(time.monotonic())
@@ -190,7 +207,7 @@ def train(
     model, tokenizer, data, device, kind = _load(request, events)
     _phase(events, Phase.configuring, "Building the trainer")
     notices = _prepare_trackers(request, output_dir, events)
-    callback = make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl")
+    callback = make_progress_callback(job_id, events, stop, output_dir / "metrics.jsonl", kind.evaluating)
     trainer = kind.build_trainer(request, model, data, output_dir, device, [callback, *callbacks], run_name=job_id)
     if trainer is None:  # the text path
         build = {TrainingMethod.sft: build_trainer, TrainingMethod.grpo: build_grpo_trainer}.get(

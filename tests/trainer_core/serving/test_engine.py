@@ -196,6 +196,8 @@ def test_chat_is_refused_while_training_and_start_unloads_the_model(engine, stud
     for call in (lambda: engine.stream("base", _user("hi"), SETTINGS), lambda: engine.load("base")):
         with pytest.raises(ChatUnavailable, match="A training job is running and has the machine"):
             call()
+    with pytest.raises(ChatUnavailable, match="embed again when it ends"):
+        engine.embed("base", ["what is a cat?"])
     runner.stop(save=False)
     assert runner.wait(10)
     assert engine.complete("base", _user("after"), SETTINGS).delta == "[base] after "

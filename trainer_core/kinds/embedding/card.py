@@ -16,8 +16,11 @@ from typing import Any, Optional
 from trainer_core.export import job as jobs
 from trainer_core.export.card import RunFacts, gather_facts, run_folder
 from trainer_core.export.schemas import CheckResult, GGUFFile
+from trainer_core.llamacpp.build import SETUP_HINT
 
 DEFAULT_LOSS = "chosen from the data's columns (MultipleNegativesRankingLoss for anchor/positive pairs)"
+# Where scripts/setup.sh builds llama-cpp-python (settings.llama_cpp_dir's default, as a user types it)
+LLAMA_CPP_PYTHONPATH = "~/.cache/finetune_studio/tools/llama-cpp-python"
 EMBEDDING_SETTINGS = ("embedding_loss", "matryoshka_dims", "query_prompt", "mini_batch_size", "embedding_columns")
 
 
@@ -158,17 +161,24 @@ def _usage(facts: RunFacts, fmt: str, files: list[str]) -> list[str]:
     return [
         "## How to use",
         "",
-        "The pooling type is in the file's metadata; llama.cpp returns one vector a text.",
+        "The pooling type is in the file's metadata; llama.cpp returns one vector a text. Normalise it",
+        "(below) to get the unit-length vectors the run made, whose cosine is their dot product.",
         "",
-        "```sh",
-        f"llama-embedding -m {gguf} -p 'what is a cat?'   # llama.cpp's own program",
-        f"llama-server -m {gguf} --embedding   # OpenAI-style /v1/embeddings",
-        "```",
+        f"Python: llama-cpp-python (`pip install llama-cpp-python`; or, after Finetune Studio's "
+        f"`{SETUP_HINT}`, its own build: `PYTHONPATH={LLAMA_CPP_PYTHONPATH} python3`).",
         "",
         "```python",
         "from llama_cpp import Llama",
-        f'model = Llama("{gguf}", embedding=True)',
-        'vector = model.embed("what is a cat?")',
+        f'model = Llama("{gguf}", embedding=True, verbose=False)',
+        'vector = model.embed("what is a cat?", normalize=True)  # unit length, as the run\'s',
+        "```",
+        "",
+        "llama.cpp's own programs (not built by Finetune Studio's setup: build llama.cpp with",
+        "`cmake -B build && cmake --build build --target llama-embedding llama-server`, in `build/bin/`):",
+        "",
+        "```sh",
+        f"llama-embedding -m {gguf} --embd-normalize 2 -p 'what is a cat?'   # 2: unit length",
+        f"llama-server -m {gguf} --embedding   # OpenAI-style /v1/embeddings",
         "```",
         "",
     ]

@@ -10,15 +10,20 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+import datasets
+import numpy as np
+
 from trainer_core.data.errors import DatasetError
+from trainer_core.data.prepare import split_validation
 from trainer_core.kinds.embedding.data import EmbeddingData, prepare_embedding_data
 from trainer_core.kinds.embedding.estimates import estimates
 from trainer_core.kinds.embedding.loading import EmbedderLoadError, checked_modules, is_sentence_transformers_folder
 from trainer_core.kinds.embedding.losses import IN_BATCH, batch_sampler, check_dims, chosen_loss
-from trainer_core.preflight.check import refused_report
-from trainer_core.preflight.report import Issue
-from trainer_core.preflight.rules import data_error, tokenizer_missing
+from trainer_core.preflight.check import length_histogram, refused_report
+from trainer_core.preflight.report import FileCheck, Issue
+from trainer_core.preflight.rules import COVERED_SHARE, TRUNCATED_SHARE, covering_length, data_error, tokenizer_missing
 from trainer_core.preflight.steps import plan_steps
+from trainer_core.preflight.tokens import RowCounts
 from trainer_core.refusals import Refusal
 from trainer_core.request.rules import mini_batch_size_is_cached
 from trainer_core.vocabulary import TrainingMethod, TrainingType
@@ -87,7 +92,7 @@ def check_line(request: Any, data: EmbeddingData) -> str:
     line = (
         f"Embedding {data.format.value} ({', '.join(data.train.column_names)}): {stats.rows} rows{held}; loss "
         f"{loss.value}{' in MatryoshkaLoss' if request.matryoshka_dims else ''}, {batch_sampler(loss)} batches; "
-        f"texts up to {stats.longest_tokens} tokens, mean {stats.total_tokens / max(stats.rows, 1):.0f} a row, "
+        f"texts up to {stats.longest_tokens} tokens, mean {stats.total_tokens / max(stats.rows, 1):.0f} a row as embedded, "
         f"{stats.truncated_rows} rows ({share:.1f} %) cut at {stats.max_seq_length}"
     )
     if loss in IN_BATCH:
@@ -96,6 +101,62 @@ def check_line(request: Any, data: EmbeddingData) -> str:
             "(false in-batch negatives)"
         )
     return line
+
+
+def truncation(request: Any, data: EmbeddingData) -> Optional[Issue]:
+    """The text runs' ``rows_truncated`` warning for embedding rows: more than TRUNCATED_SHARE of the
+    training rows have a text over max_seq_length, or the tokenizer's own limit where lower (each text
+    is cut there when embedded)."""
+    stats = data.stats
+    if not stats.rows or stats.truncated_rows / stats.rows <= TRUNCATED_SHARE:
+        return None
+    share = f"{stats.truncated_rows} of {stats.rows} training rows ({stats.truncated_rows / stats.rows:.0%})"
+    lost = f"cut when embedded ({stats.truncated_tokens} tokens lost)"
+    if stats.max_seq_length < request.max_seq_length:  # the tokenizer's own limit is lower
+        message = (
+            f"{share} have a text longer than the model's limit of {stats.max_seq_length} tokens (below "
+            f"max_seq_length={request.max_seq_length}), {lost}: shorten the texts, or pick a model with a longer limit"
+        )
+    else:
+        message = (
+            f"{share} have a text longer than max_seq_length={stats.max_seq_length} tokens, {lost}: set "
+            f"max_seq_length to {covering_length(np.asarray(data.row_lengths))} to keep {COVERED_SHARE:.0%} of rows "
+            "whole (longer texts cost memory and time), or shorten the texts"
+        )
+    return Issue(level="warning", code="rows_truncated", fields=["max_seq_length"], message=message)
+
+
+def file_checks(request: Any, data: EmbeddingData) -> list[FileCheck]:
+    """One FileCheck per training and evaluation source: rows read and kept (every row is kept: long
+    texts are cut, not dropped); with ``val_size`` each file's rows held out for evaluation (the same
+    split as training's: ``split_validation`` of the joined rows)."""
+    held = [0] * len(data.sources)
+    if request.val_size > 0 and data.sources:
+        owner = [i for i, (_, rows) in enumerate(data.sources) for _ in range(rows)]
+        _, evaluation = split_validation(datasets.Dataset.from_dict({"source": owner}), request)
+        for i in evaluation["source"]:
+            held[i] += 1
+    out = []
+    for (name, rows), out_rows in zip(data.sources, held):
+        notes = (
+            [f"{out_rows} rows held out for evaluation (val_size={request.val_size:g})"] if request.val_size > 0 else []
+        )
+        out.append(
+            FileCheck(
+                name=name,
+                split="train",
+                format=data.format.value,
+                rows_read=rows,
+                rows_kept=rows - out_rows,
+                rows_dropped=0,
+                notes=notes,
+            )
+        )
+    for name, rows in data.eval_sources:
+        out.append(
+            FileCheck(name=name, split="eval", format=data.format.value, rows_read=rows, rows_kept=rows, rows_dropped=0)
+        )
+    return out
 
 
 def embedding_report(request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
@@ -118,17 +179,23 @@ def embedding_report(request: Any, folder: Optional[Path], tokenizer: Any, start
     plan = plan_steps(stats.rows, request)
     report = refused_report(request, [], started)
     costs = estimates(request, folder, data, plan)
-    warning = costs.pop("warning", None)
+    warnings = [w for w in (truncation(request, data), costs.pop("warning", None)) if w]
+    lengths = RowCounts(
+        full=np.asarray(data.row_lengths), trained=None, trainable=None, max_seq_length=stats.max_seq_length
+    )
     return report.model_copy(
         update=dict(
             **costs,
-            warnings=[*report.warnings, warning] if warning else report.warnings,
+            warnings=[*report.warnings, *warnings],
+            files=file_checks(request, data),
+            histogram=length_histogram(lengths),
             rows_read=stats.rows + (len(data.eval) if data.eval is not None else 0),
             rows_kept=stats.rows,
             rows_truncated=stats.truncated_rows,
-            rows_truncated_share=stats.truncated_rows / max(stats.rows, 1),
+            rows_truncated_share=round(stats.truncated_rows / max(stats.rows, 1), 4),
             tokens_total=stats.total_tokens,
             tokens_trained=stats.trained_tokens,
+            tokens_cut=stats.truncated_tokens,
             eval_rows=len(data.eval) if data.eval is not None else 0,
             steps_per_epoch=plan.steps_per_epoch,
             total_steps=plan.total_steps,

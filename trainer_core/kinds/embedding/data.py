@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional
 
@@ -47,15 +47,17 @@ TEXT_COLUMNS = {Shape.scored: ("sentence1", "sentence2"), Shape.labelled: ("text
 @dataclass
 class EmbeddingStats:
     """Token counts of one split's texts: ``rows``; ``total_tokens`` (= ``trained_tokens``: every
-    token of a text is embedded); ``truncated_rows`` (rows with a text longer than
-    ``max_seq_length`` tokens); ``longest_tokens``; ``duplicate_anchors`` / ``duplicate_positives``
-    (rows whose anchor / positive another row has too: false in-batch negatives)."""
+    token of a text is embedded) after each text is cut at ``max_seq_length``; ``truncated_rows``
+    (rows with a text longer than ``max_seq_length`` tokens) and ``truncated_tokens`` (the tokens
+    cut off, all texts); ``longest_tokens`` (before the cut); ``duplicate_anchors`` /
+    ``duplicate_positives`` (rows whose anchor / positive another row has too: false in-batch negatives)."""
 
     rows: int
     total_tokens: int
     trained_tokens: int
     truncated_rows: int
     max_seq_length: int
+    truncated_tokens: int = 0
     longest_tokens: int = 0
     duplicate_anchors: int = 0
     duplicate_positives: int = 0
@@ -64,7 +66,10 @@ class EmbeddingStats:
 @dataclass
 class EmbeddingData:
     """The prepared splits (sentence-transformers' columns) with their shape and token counts; the
-    attributes the worker reads of ``data.prepare.PreparedData`` (``format`` is the ``Shape``)."""
+    attributes the worker reads of ``data.prepare.PreparedData`` (``format`` is the ``Shape``).
+    ``sources`` / ``eval_sources``: (name, rows read) of each file or split, in order (the rows
+    joined in that order before any ``val_size`` split); ``row_lengths``: each training row's
+    longest text in tokens, before the cut."""
 
     train: datasets.Dataset
     eval: Optional[datasets.Dataset]
@@ -72,6 +77,9 @@ class EmbeddingData:
     stats: EmbeddingStats
     eval_stats: Optional[EmbeddingStats]
     system_message: Optional[str] = None
+    sources: list[tuple[str, int]] = field(default_factory=list)
+    eval_sources: list[tuple[str, int]] = field(default_factory=list)
+    row_lengths: list[int] = field(default_factory=list)
 
 
 def text_columns(shape: Shape, columns: list[str]) -> tuple[str, ...]:
@@ -90,7 +98,7 @@ def _shape(columns: list[str], source: str, mapped: bool) -> Shape:
         return Shape.labelled
     for needed, mapping in GENERATION:
         if set(needed) <= names and not mapped:
-            how = f", e.g. embedding_columns {mapping}" if mapping else " into anchor / positive columns"
+            how = f", e.g. {mapping}" if mapping else " into anchor / positive columns"
             raise DatasetError(
                 f"{source} is a text generator's data (columns {', '.join(needed)}), not embedding pairs: an embedding "
                 f"model learns from (anchor, positive) pairs, scored sentence pairs or labelled texts. Map its "
@@ -215,12 +223,15 @@ def label_ids(*splits: Optional[datasets.Dataset]) -> list[Optional[datasets.Dat
     return out
 
 
-def _read(request: Any, eval: bool) -> tuple[datasets.Dataset, Shape]:
-    """The request's training (or evaluation) rows joined; raises DatasetError when sources differ."""
+def _read(request: Any, eval: bool, sizes: Optional[list] = None) -> tuple[datasets.Dataset, Shape]:
+    """The request's training (or evaluation) rows joined (``sizes``, when given, gets each source's
+    (name, rows)); raises DatasetError when sources differ."""
     parts = [
         (name, *embedding_rows(rows, request.embedding_columns, name)) for name, rows in raw_sources(request, eval)
     ]
     first_name, first, shape = parts[0]
+    if sizes is not None:
+        sizes.extend((name, len(rows)) for name, rows, _ in parts)
     for name, rows, other in parts[1:]:
         if other != shape or rows.column_names != first.column_names:
             raise DatasetError(
@@ -243,18 +254,26 @@ def held_out_rows(request: Any) -> tuple[datasets.Dataset, Shape]:
     return _read(request, eval=has_eval_data(request))
 
 
-def count_tokens(rows: datasets.Dataset, shape: Shape, tokenizer: Any, max_seq_length: int) -> EmbeddingStats:
-    """Token counts of ``rows``' texts by ``tokenizer`` (with its special tokens)."""
-    columns = text_columns(shape, rows.column_names)
-    lengths = [
+def _lengths(rows: datasets.Dataset, shape: Shape, tokenizer: Any) -> list[list[int]]:
+    """Tokens of each text (with the tokenizer's special tokens), one list a text column."""
+    return [
         [
             len(ids)
             for ids in tokenizer([str(t) for t in rows[column]], add_special_tokens=True, verbose=False)["input_ids"]
         ]
-        for column in columns
+        for column in text_columns(shape, rows.column_names)
     ]
+
+
+def count_tokens(
+    rows: datasets.Dataset, shape: Shape, tokenizer: Any, max_seq_length: int, lengths: Optional[list] = None
+) -> EmbeddingStats:
+    """Token counts of ``rows``' texts by ``tokenizer`` (with its special tokens); ``lengths``: their
+    ``_lengths`` when already counted."""
+    lengths = _lengths(rows, shape, tokenizer) if lengths is None else lengths
     per_row = list(zip(*lengths)) or [()]
-    total = sum(sum(row) for row in per_row)
+    cut = sum(max(n - max_seq_length, 0) for row in per_row for n in row)
+    total = sum(sum(row) for row in per_row) - cut
     duplicates = {}
     for role in ("anchor", "positive"):
         if role in rows.column_names:
@@ -266,6 +285,7 @@ def count_tokens(rows: datasets.Dataset, shape: Shape, tokenizer: Any, max_seq_l
         trained_tokens=total,
         truncated_rows=sum(1 for row in per_row if row and max(row) > max_seq_length),
         max_seq_length=max_seq_length,
+        truncated_tokens=cut,
         longest_tokens=max((max(row) for row in per_row if row), default=0),
         duplicate_anchors=duplicates.get("anchor", 0),
         duplicate_positives=duplicates.get("positive", 0),
@@ -277,12 +297,14 @@ def prepare_embedding_data(request: Any, tokenizer: Any) -> EmbeddingData:
     the training rows, or its evaluation files / Hub split), their shape and token counts (texts
     longer than ``max_seq_length``, or the tokenizer's own limit where lower, are cut by the model
     when embedded). Raises DatasetError."""
-    train, shape = _read(request, eval=False)
+    sources: list[tuple[str, int]] = []
+    eval_sources: list[tuple[str, int]] = []
+    train, shape = _read(request, eval=False, sizes=sources)
     evaluation = None
     if request.val_size > 0:
         train, evaluation = split_validation(train, request)
     elif has_eval_data(request):
-        evaluation, eval_shape = _read(request, eval=True)
+        evaluation, eval_shape = _read(request, eval=True, sizes=eval_sources)
         if eval_shape != shape:
             raise DatasetError(
                 f"the evaluation data holds {eval_shape.value} but the training data {shape.value}: give both the "
@@ -295,10 +317,14 @@ def prepare_embedding_data(request: Any, tokenizer: Any) -> EmbeddingData:
         if evaluation is not None:
             grouped_labels(evaluation, "the held-out rows", ("val_size", "local_eval_datasets"))
     length = min(request.max_seq_length, getattr(tokenizer, "model_max_length", None) or request.max_seq_length)
+    lengths = _lengths(train, shape, tokenizer)
     return EmbeddingData(
         train=train,
         eval=evaluation,
         format=shape,
-        stats=count_tokens(train, shape, tokenizer, length),
+        stats=count_tokens(train, shape, tokenizer, length, lengths),
         eval_stats=count_tokens(evaluation, shape, tokenizer, length) if evaluation is not None else None,
+        sources=sources,
+        eval_sources=eval_sources,
+        row_lengths=[max(row) for row in zip(*lengths)],
     )

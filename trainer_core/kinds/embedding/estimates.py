@@ -54,7 +54,7 @@ def estimates(request: Any, folder: Optional[Path], data: EmbeddingData, plan: S
     device = training_device()
     eval_tokens = data.eval_stats.total_tokens if data.eval_stats is not None else 0
     try:
-        memory = estimate_memory(request, config, longest_batch_tokens(request, data), device, 0)
+        memory = estimate_memory(request, config, longest_batch_tokens(request, data), device, lm_head=False)
         time_ = estimate_time(
             request,
             config,

@@ -20,6 +20,7 @@ class EmbeddingKind(ModelKind):
     suggestion = "an embedding model (a sentence-transformers folder, or a text model with is_embedding)"
     auto_class = "AutoModel"
     serves = "embeddings"
+    evaluating = "evaluating held-out retrieval"  # the IR evaluator (and the held-out loss)
 
     def claims_folder(self, folder: Path) -> bool:
         return (Path(folder) / MODULES).is_file()

@@ -50,7 +50,7 @@ def test_memory_and_time_are_estimated_without_an_lm_head(tiny_encoder_dir, tmp_
     assert report.memory_estimate_gib == round(report.memory.total_gib, 3) > 0
     assert report.time_estimate_seconds == round(report.time.total_seconds, 1) > 0
     assert report.time.tokens_per_second > 0 and "train_steps" in report.time.parts_seconds
-    assert "longest batch 128 tokens (0 trained)" in report.memory.basis  # 2 rows x 2 texts x 32
+    assert "longest batch 128 tokens (all embedded, no LM head)" in report.memory.basis  # 2 rows x 2 texts x 32
     bare = tmp_path / "no-config"
     bare.mkdir()
     for name in ("modules.json", "tokenizer.json", "tokenizer_config.json"):
@@ -93,3 +93,40 @@ def test_a_module_folder_linked_out_of_the_model_is_an_error_naming_model_name(t
     errors = _report(folder, tmp_path).errors
     assert [(e.code, e.fields) for e in errors] == [("embedding_modules_outside", ["model_name"])]
     assert "module 1 (Pooling) is read from '1_Pooling', outside the model's folder" in errors[0].message
+
+
+def test_every_line_of_the_report_is_true_for_embedding_rows(tiny_encoder_dir, tmp_path):
+    """Texts are cut at max_seq_length, not dropped: the tokens cut, the tokens kept, the per-file
+    table (with each file's rows held out by val_size), the histogram of each row's longest text and
+    the text runs' warning above 5 % of rows cut."""
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    long_doc = tokenizer(ROWS[2]["document"])["input_ids"]
+    report = _report(tiny_encoder_dir, tmp_path, num_epochs=1)
+    every = sum(len(tokenizer(t)["input_ids"]) for row in ROWS for t in row.values())
+    assert report.tokens_cut == len(long_doc) - 32 > 0
+    assert report.tokens_total == report.tokens_trained == every - report.tokens_cut
+    assert [(f.name, f.split, f.rows_read, f.rows_kept, f.rows_dropped) for f in report.files] == [
+        ("pairs.jsonl", "train", 4, 4, 0)
+    ]
+    assert sum(report.histogram.counts) == 4 and report.histogram.edges[-1] >= len(long_doc)
+    (warning,) = [w for w in report.warnings if w.code == "rows_truncated"]
+    assert warning.fields == ["max_seq_length"] and warning.message.startswith("1 of 4 training rows (25%) have a text")
+    assert f"({len(long_doc) - 32} tokens lost): set max_seq_length to" in warning.message
+    more = tmp_path / "more.jsonl"
+    more.write_text("\n".join(json.dumps({"query": f"q{i}", "document": f"d{i}"}) for i in range(6)), encoding="utf-8")
+    request = TrainingStartRequest(
+        model_name=str(tiny_encoder_dir),
+        local_datasets=[str(tmp_path / "pairs.jsonl"), str(more)],
+        max_seq_length=512,
+        val_size=0.3,
+    )
+    split = embedding_report(request, tiny_encoder_dir, tokenizer, time.perf_counter())
+    first, second = split.files
+    assert (first.rows_read, second.rows_read) == (4, 6) and first.rows_kept + second.rows_kept == split.rows_kept == 7
+    held = [int(f.notes[0].split()[0]) for f in split.files]
+    assert sum(held) == split.eval_rows == 3 and [f.rows_read - f.rows_kept for f in split.files] == held
+    (capped,) = [w for w in split.warnings if w.code == "rows_truncated"]  # the tokenizer's limit is below 512
+    limit = tokenizer.model_max_length
+    assert (
+        split.tokens_cut == len(long_doc) - limit and f"the model's limit of {limit} tokens (below " in capped.message
+    )

@@ -65,6 +65,7 @@ def test_generation_data_for_an_embedder_is_refused_with_the_mapping_to_use():
     assert '{"anchor": "instruction", "positive": "output"}' in str(refused.value) and "alpaca.json" in str(
         refused.value
     )
+    assert str(refused.value).count("embedding_columns") == 1  # the form swaps it for its label and section
 
 
 def test_a_mapped_column_the_file_lacks_is_refused():
