@@ -1,6 +1,6 @@
 """An audio-in chat run through the HTTP API of the real app process: the pre-flight names the kind,
 the family and what the clips cost, Start trains 3 full fine-tuning steps of the tiny Qwen2-Audio on
-``mllm_audio_demo.json``, and the run answers a clip sent as an OpenAI ``input_audio`` part through
+``mllm_audio_demo.json`` (the audio tower's and the language model's weights both change), and the run answers a clip sent as an OpenAI ``input_audio`` part through
 the ``openai`` client (a clip that is not audio refused); clip paths out of the allowed folders are
 refused by file and row at the check, as an attacker would send them."""
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from safetensors.torch import load_file
 
 from tests.e2e.conftest import CANARY, allowed, free_port, wait_for
 from tests.support.api_server import AppProcess
@@ -60,7 +61,7 @@ def audio_run(app_proc, datasets_dir, tiny_audio_chat_dir) -> dict:
     return {"report": report, "status": api.get("/api/train/status").json()}
 
 
-def test_an_audio_chat_run_is_checked_and_trained_over_http(audio_run):
+def test_an_audio_chat_run_is_checked_and_trained_over_http(audio_run, tiny_audio_chat_dir):
     report, status = audio_run["report"], audio_run["status"]
     assert report.status_code == 200, report.text
     found = report.json()
@@ -72,7 +73,12 @@ def test_an_audio_chat_run_is_checked_and_trained_over_http(audio_run):
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2, 3]
     assert status["details"]["audio_chat"] == "Qwen2-Audio" and status["details"]["clips"] == 3
-    assert (out / "model.safetensors").is_file() and (out / "processor_config.json").is_file()
+    assert json.loads((out / "processor_config.json").read_text())["processor_class"] == "Qwen2AudioProcessor"
+    before, after = load_file(tiny_audio_chat_dir / "model.safetensors"), load_file(out / "model.safetensors")
+    changed = [
+        name for name, value in after.items() if name in before and not value.float().equal(before[name].float())
+    ]
+    assert any("audio_tower" in name for name in changed) and any("language_model" in name for name in changed)
 
 
 def test_the_run_answers_about_a_clip_through_the_openai_client(app_proc, audio_run, datasets_dir):
