@@ -1,5 +1,5 @@
 """The Train form's *Audio options* (the fields of section ``audio``: sampling rate, longest clip,
-language / task / timestamps for speech-to-text, speaker column for text-to-speech), shown only
+language / task / timestamps for speech-to-text), shown only
 while the chosen model's kind reads audio (``ModelKind.media``, from its config where it is on this
 machine: ``data.local_kind``) or *Data has audio* (``is_dataset_audio``) says yes. Inside the
 section, a field that some kind names as its own (``ModelKind.form_fields``: Whisper's language)

@@ -37,7 +37,6 @@ def test_the_section_and_its_fields_follow_the_model_and_the_switch(models) -> N
         "language",
         "task",
         "return_timestamps",
-        "speaker_column",
     }
     with registered(SPEECH, AUDIO_CHAT):
         assert shown(speech, "", settings) and shown(chat, "", settings) and not shown(text, "", settings)
@@ -48,10 +47,9 @@ def test_the_section_and_its_fields_follow_the_model_and_the_switch(models) -> N
             "language",
             "task",
             "return_timestamps",
-            "speaker_column",
         )
-        assert visible_fields(chat, "", settings) == ("sampling_rate", "max_audio_seconds", "speaker_column")
-        assert visible_fields(text, "yes", settings) == ("sampling_rate", "max_audio_seconds", "speaker_column")
+        assert visible_fields(chat, "", settings) == ("sampling_rate", "max_audio_seconds")
+        assert visible_fields(text, "yes", settings) == ("sampling_rate", "max_audio_seconds")
         assert visible_fields(text, "", settings) == ()
     assert not shown(speech, "", settings)  # no kind reads audio once the toys are gone
 

@@ -1,6 +1,5 @@
 """Audio in the data, for speech and audio models: whether the data holds audio clips, the rate and
-length they are read at, Whisper's language / task / timestamps and a text-to-speech speaker column
-(fields the form shows only for a model that reads or speaks audio; the opener is
+length they are read at, and Whisper's language / task / timestamps (fields the form shows only for a model that reads or speaks audio; the opener is
 ``trainer_core.data.audio``)."""
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ class AudioFields(FieldGroup):
         description=(
             "Empty: found from the data (an audios column, a Hub Audio column, input_audio content parts or an audio "
             "column of clip files). On: the data must hold audio clips (refused when no row has one). Off: rows with "
-            "audio are refused. Audio needs a speech or audio model (Whisper, Qwen2-Audio, CSM, ...)."
+            "audio are refused. Audio needs a speech-to-text model (Whisper) or an audio chat model (Qwen2-Audio)."
         ),
         json_schema_extra=in_section("data", audio=True),
     )
@@ -37,7 +36,7 @@ class AudioFields(FieldGroup):
         title="Sampling rate (Hz)",
         description=(
             "The rate every clip is resampled to before the model's feature extractor sees it. Empty: the feature "
-            "extractor's own (16,000 Hz for Whisper and Qwen2-Audio, 24,000 Hz for CSM's Mimi codec); a model "
+            "extractor's own (16,000 Hz for Whisper and Qwen2-Audio); a model "
             "trained at one rate hears another badly, so change it only for a model that was."
         ),
         json_schema_extra=in_section("audio", audio=True),
@@ -78,18 +77,8 @@ class AudioFields(FieldGroup):
         description="Speech-to-text (Whisper): train and transcribe with timestamp tokens. Off: <|notimestamps|>.",
         json_schema_extra=in_section("audio", audio=True),
     )
-    speaker_column: Optional[str] = Field(
-        None,
-        max_length=200,
-        title="Speaker column",
-        description=(
-            "Text-to-speech: the data column naming each row's speaker (a voice id the model learns). Empty: a "
-            "column named speaker or speaker_id if the data has one, else one voice."
-        ),
-        json_schema_extra=in_section("audio", audio=True),
-    )
 
-    @field_validator("language", "speaker_column")
+    @field_validator("language")
     @classmethod
     def _blank(cls, value: Optional[str]) -> Optional[str]:
         """Blank is not set."""
