@@ -58,7 +58,7 @@ def save(
     target = folder / SAVED_NAME
     if not target.is_file():
         target.write_text(text, encoding="utf-8")
-    return gr.File(value=str(target), visible=True), ""
+    return gr.update(value=str(target), visible=True), ""
 
 
 def load(ctx: Context, file: Optional[str]) -> list[Any]:

@@ -41,7 +41,7 @@ def adapter_choices(runs: list[Any]) -> list[tuple[str, str]]:
 
 def refresh_adapters(store: Any) -> Any:
     """The *Start from adapter* picker's choices now (page load: runs finished since the page was built)."""
-    return gr.Dropdown(choices=adapter_choices(store.list_runs(limit=200) if store is not None else []))
+    return gr.update(choices=adapter_choices(store.list_runs(limit=200) if store is not None else []))
 
 
 def build(store: Any = None) -> dict[str, gr.components.Component]:

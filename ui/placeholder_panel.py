@@ -56,10 +56,10 @@ def updates(found: list[PlaceholderCount]) -> list[Any]:
     field's typed value is kept across refreshes; only its label and visibility change."""
     names = [p.name for p in found][:MAX_FIELDS]
     fields = [
-        gr.Textbox(label=FIELD_LABEL % names[i], visible=True) if i < len(names) else gr.Textbox(visible=False)
+        gr.update(label=FIELD_LABEL % names[i], visible=True) if i < len(names) else gr.update(visible=False)
         for i in range(MAX_FIELDS)
     ]
-    return [names, gr.Group(visible=bool(names)), *fields]
+    return [names, gr.update(visible=bool(names)), *fields]
 
 
 def _source(ctx: Any, upload: Optional[str], typed: list[str]) -> tuple[Path, bool]:

@@ -55,7 +55,7 @@ def check(ctx: Context, *inputs: Any) -> tuple[Any, Any, Any, str]:
     if isinstance(report, str):
         return gr.skip(), gr.skip(), gr.skip(), report
     figure = PlotData(type="plotly", plot=histogram_figure(report).to_json())
-    return gr.Accordion(open=True, visible=True, label=TITLE), report_html(report), figure, ""
+    return gr.update(open=True, visible=True, label=TITLE), report_html(report), figure, ""
 
 
 def recheck_at_start(ctx: Context, *inputs: Any) -> tuple[Any, Any, Any]:
@@ -70,4 +70,4 @@ def recheck_at_start(ctx: Context, *inputs: Any) -> tuple[Any, Any, Any]:
     found = [f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in (("error", errors), ("warning", warnings)) if n]
     title = f"{TITLE} of this run: {' and '.join(found) or 'no problems'}"
     figure = PlotData(type="plotly", plot=histogram_figure(report).to_json())
-    return gr.Accordion(open=False, visible=True, label=title), report_html(report), figure
+    return gr.update(open=False, visible=True, label=title), report_html(report), figure

@@ -95,7 +95,7 @@ def preview_table(sample: pd.DataFrame) -> Any:
     a number); the page's ``.fit-table`` style shares the width (preference rows show prompt and
     answers side by side)."""
     texts = len(sample.columns) - 1
-    return gr.Dataframe(
+    return gr.update(
         value=sample,
         datatype=["number", *["markdown"] * texts],
     )

@@ -175,7 +175,7 @@ def wire(
     free = dict(concurrency_limit=None)
     table, line, said, chosen = block["table"], block["line"], block["said"], block["chosen"]
     busy = add_button.click(
-        lambda: gr.Button(value="Adding…", interactive=False),
+        lambda: gr.update(value="Adding…", interactive=False),
         None,
         add_button,
         queue=False,
@@ -192,7 +192,7 @@ def wire(
         concurrency_id="queue_add",
     )
     added.then(
-        lambda: (gr.Button(value=ADD_LABEL, interactive=True), monitor_line(ctx)),
+        lambda: (gr.update(value=ADD_LABEL, interactive=True), monitor_line(ctx)),
         None,
         [add_button, waiting],
         queue=False,

@@ -221,16 +221,16 @@ def _run_buttons(ctx: Context, run: Optional[RunDetail]) -> list[Any]:
     a resumable run with a checkpoint while no job runs; Chat when it saved weights; Delete unless it
     is the training run."""
     if run is None:
-        return [gr.Button(interactive=False)] * 4
+        return [gr.update(interactive=False) for _ in range(4)]
     status = ctx.runner.status(with_history=False)
     live = status.is_training_running and status.job_id == run.job_id
     resumable = run.phase in RESUMABLE_PHASES and bool(run.last_checkpoint) and not status.is_training_running
     has_weights = run.last_checkpoint is not None or run.phase.value == "completed"
     return [
-        gr.Button(interactive=True),
-        gr.Button(interactive=resumable),
-        gr.Button(interactive=has_weights and not live),
-        gr.Button(interactive=not live),
+        gr.update(interactive=True),
+        gr.update(interactive=resumable),
+        gr.update(interactive=has_weights and not live),
+        gr.update(interactive=not live),
     ]
 
 
@@ -259,7 +259,7 @@ def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
     the buttons off when none is chosen). The summary (Markdown) starts with the run's name and
     note when set, escaped so they show as typed (``literal_markdown``)."""
     if not (job_id or "").strip():
-        return (NO_RUN, None, None, None, None, gr.Plot(value=None, visible=False), *_run_buttons(ctx, None))
+        return (NO_RUN, None, None, None, None, gr.update(value=None, visible=False), *_run_buttons(ctx, None))
     run = _get(ctx, job_id.strip())
     points = chart_points_of(run.metrics)
     rewards = grpo_charts.rewards_figure(points)  # a GRPO or preference run's rewards, an embedder's retrieval
@@ -282,7 +282,7 @@ def show_run(ctx: Context, job_id: Optional[str]) -> tuple:
         charts.loss_figure(points),
         charts.learning_rate_figure(points),
         charts.grad_norm_figure(points),
-        gr.Plot(value=rewards, visible=rewards is not None),
+        gr.update(value=rewards, visible=rewards is not None),
         *_run_buttons(ctx, run),
     )
 
@@ -335,7 +335,7 @@ def resume(ctx: Context, job_id: Optional[str], session: Optional[str] = None) -
             *update,
             NOTICE_CLEAR if first else gr.skip(),
             NOTICE_CLEAR if first else gr.skip(),
-            gr.Tabs(selected="train") if first else gr.skip(),
+            gr.update(selected="train") if first else gr.skip(),
         )
 
 
@@ -364,7 +364,7 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str,
         )
     else:
         gr.Info(f"Deleted run {run.job_id} and its {result.removed} files.")
-    return runs_table(ctx), gr.Row(visible=False), "", ""
+    return runs_table(ctx), gr.update(visible=False), "", ""
 
 
 def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:
@@ -384,7 +384,7 @@ def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:
         archive = run_bundle(folder, Path(tempfile.gettempdir()) / "studio-bundles" / run.job_id)
     except (gr.Error, BundleError, PathNotAllowed, OSError) as exc:
         return gr.skip(), notice_html(exc, action)
-    return gr.File(value=str(archive), visible=True), NOTICE_CLEAR
+    return gr.update(value=str(archive), visible=True), NOTICE_CLEAR
 
 
 def chat_with(ctx: Context, engine: ChatEngine, job_id: Optional[str]) -> dict:

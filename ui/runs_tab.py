@@ -103,7 +103,7 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
         **FREE,
     )
     selected.change(  # another run: the last one's notice and download are not about it
-        lambda: ("", gr.File(value=None, visible=False)), None, [runs_notice, bundle], api_name=False, queue=False
+        lambda: ("", gr.update(value=None, visible=False)), None, [runs_notice, bundle], api_name=False, queue=False
     )
     # the selected run's view follows the run: redrawn when its phase, step or checkpoints change
     for trigger in (selected.change, follow_timer.tick):
@@ -119,7 +119,7 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
     loaded = load_btn.click(
         partial(run_handlers.load_settings, ctx), selected, train_inputs, api_name="load_settings", **FREE
     )
-    loaded.then(lambda: gr.Tabs(selected="train"), None, tabs, api_name=False)
+    loaded.then(lambda: gr.update(selected="train"), None, tabs, api_name=False)
     resume_btn.click(
         tab_bound(run_handlers.resume, ctx),
         selected,
@@ -130,7 +130,7 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
     )
     chat_btn.click(
         partial(run_handlers.chat_with, ctx, chat.engine), selected, chat.model, api_name=False, **FREE
-    ).then(lambda: gr.Tabs(selected="chat"), None, tabs, api_name=False)
+    ).then(lambda: gr.update(selected="chat"), None, tabs, api_name=False)
     share_store = ShareLinks(ctx.settings)
     on_create, on_revoke = share_handlers.handlers(share_store, chat.engine)
     selected.change(partial(share_handlers.links_table, share_store), selected, links, api_name=False, **FREE)
@@ -139,8 +139,8 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
     download_btn.click(
         partial(run_handlers.download, ctx), selected, [bundle, runs_notice], api_name="download_run", **FREE
     )
-    delete_btn.click(lambda: gr.Row(visible=True), None, confirm_row, api_name=False)
-    keep_btn.click(lambda: gr.Row(visible=False), None, confirm_row, api_name=False)
+    delete_btn.click(lambda: gr.update(visible=True), None, confirm_row, api_name=False)
+    keep_btn.click(lambda: gr.update(visible=False), None, confirm_row, api_name=False)
     confirm_btn.click(
         partial(run_handlers.delete, ctx),
         selected,

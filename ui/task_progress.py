@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import time
 from collections.abc import Iterator
-from typing import Optional
+from typing import Any, Optional
 from urllib.parse import quote
 
 import gradio as gr
@@ -68,16 +68,16 @@ def time_left(record: TaskRecord, now: Optional[float] = None) -> Optional[float
 TASK_CHECK_S = 2.0  # how often a panel's Cancel task button checks for a running task
 
 
-def cancel_button(tasks: TaskRunner) -> gr.Button:
+def cancel_button(tasks: TaskRunner) -> dict[str, Any]:
     """The *Cancel task* button's state: enabled only while an export, evaluation or push runs."""
-    return gr.Button(interactive=tasks.current() is not None)
+    return gr.update(interactive=tasks.current() is not None)
 
 
 def wire_cancel_buttons(tasks: TaskRunner, buttons: list[gr.Button]) -> None:
     """Keep ``buttons`` (the panels' *Cancel task*) enabled only while a task runs: checked on one
     ``TASK_CHECK_S`` timer for all of them (tasks start from the page, the API or another tab)."""
 
-    def states() -> tuple[gr.Button, ...]:
+    def states() -> tuple[dict[str, Any], ...]:
         return tuple(cancel_button(tasks) for _ in buttons)
 
     gr.Timer(TASK_CHECK_S).tick(states, None, buttons, api_name=False, show_progress="hidden", queue=False)

@@ -47,9 +47,9 @@ def buttons(status: TrainingStatus) -> tuple:
     job runs, Stop while training (it saves at the next step), Cancel while a job is live."""
     running = status.is_training_running
     return (
-        gr.Button(value="Start", interactive=not running),
-        gr.Button(interactive=running and status.phase.value == "training"),
-        gr.Button(interactive=running),
+        gr.update(value="Start", interactive=not running),
+        gr.update(interactive=running and status.phase.value == "training"),
+        gr.update(interactive=running),
     )
 
 
@@ -57,7 +57,7 @@ def starting() -> tuple[Any, Any]:
     """The Start button at the click, before the checks answer: disabled and saying so (a second
     click cannot queue a second start); and the pre-flight report folded, so the status and the
     charts are in view for the run (its title stays, one click opens it again)."""
-    return gr.Button(value="Starting…", interactive=False), gr.Accordion(open=False)
+    return gr.update(value="Starting…", interactive=False), gr.update(open=False)
 
 
 def render(status: TrainingStatus, points: ChartPoints, latest: Optional[Any] = None) -> tuple:
@@ -72,16 +72,18 @@ def render(status: TrainingStatus, points: ChartPoints, latest: Optional[Any] = 
     grpo = grpo_charts.has_grpo_points(points)
     rewards = grpo_charts.rewards_figure(points)
     plots.append(
-        gr.Plot(value=PlotData(type="plotly", plot=rewards.to_json()) if rewards else None, visible=rewards is not None)
+        gr.update(
+            value=PlotData(type="plotly", plot=rewards.to_json()) if rewards else None, visible=rewards is not None
+        )
     )
     plots.append(
-        gr.Plot(
+        gr.update(
             value=PlotData(type="plotly", plot=grpo_charts.rollout_figure(points).to_json()) if grpo else None,
             visible=grpo,
         )
     )
     samples = grpo_charts.samples_html(latest) if grpo else ""
-    return (status_line(status), raw, *plots, gr.HTML(samples, visible=bool(samples)), *buttons(status))
+    return (status_line(status), raw, *plots, gr.update(value=samples, visible=bool(samples)), *buttons(status))
 
 
 class SharedRender:
@@ -121,6 +123,13 @@ def shared_render(runner: JobRunner) -> SharedRender:
         return _SHARED.setdefault(runner, SharedRender())
 
 
+def own_copy(update: tuple) -> tuple:
+    """``update`` with each property update (a ``gr.update`` dict) copied: Gradio prunes the dict it
+    sends and pops its ``value`` (``blocks.postprocess_update_dict``), so every watching tab gets its
+    own copy of the tuple ``SharedRender`` shares (shallow: the values themselves are not changed)."""
+    return tuple(dict(value) if isinstance(value, dict) and "__type__" in value else value for value in update)
+
+
 def watch(runner: JobRunner, session: Optional[str] = None) -> Iterator[tuple]:
     """Yield the rendered status now and on every change until the job is no longer running and no
     queued job is about to start (``JobRunner.more_queued``): a tab follows the queue's jobs.
@@ -134,7 +143,7 @@ def watch(runner: JobRunner, session: Optional[str] = None) -> Iterator[tuple]:
         while True:
             version, update, running = shared.get(runner)
             drawn = time.monotonic()
-            yield update
+            yield own_copy(update)
             if not running and not (runner.more_queued is not None and runner.more_queued()):
                 return
             runner.history.wait_for_change(version, HEARTBEAT_S)

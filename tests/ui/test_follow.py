@@ -54,3 +54,17 @@ def test_a_tabs_newer_stream_ends_its_older_one():
     assert len(FOLLOWERS) == before + 2
     new.close(), other.close()
     assert len(FOLLOWERS) == before  # an ended stream forgets its tab
+
+
+def test_each_tab_gets_its_own_copy_of_the_shared_updates():
+    """Gradio pops the ``value`` of a ``gr.update`` dict it sends (``postprocess_update_dict``), so
+    the update one tab sent must not be the one the next tab sends: each gets its own dicts."""
+    import gradio as gr
+    from gradio.blocks import postprocess_update_dict
+
+    runner = JobRunner()
+    [first], [second] = list(handlers.watch(runner)), list(handlers.watch(runner))  # idle: one update each
+    buttons = slice(handlers.MONITOR_VIEWS, None)
+    assert first[buttons] == second[buttons] and first[buttons][0]["value"] == "Start"
+    postprocess_update_dict(gr.Button(render=False), first[handlers.MONITOR_VIEWS])  # the first tab's Start sent
+    assert "value" not in first[handlers.MONITOR_VIEWS] and second[handlers.MONITOR_VIEWS]["value"] == "Start"

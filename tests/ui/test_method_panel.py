@@ -63,9 +63,9 @@ def test_rewards_chart_is_shown_for_preference_runs_only():
     assert [t.name for t in figure.data] == ["chosen", "rejected", "margins", "accuracies"]
     assert figure.data[-1].yaxis == "y2" and list(figure.layout.yaxis2.range) == [0, 1.05]
     status_update = handlers.render(handlers.TrainingStatus(), points)
-    assert status_update[5].visible is True
+    assert status_update[5]["visible"] is True
     sft = handlers.render(handlers.TrainingStatus(), _history(False).chart_points())
-    assert sft[5].visible is False and not charts.has_preference_points(_history(False).chart_points())
+    assert sft[5]["visible"] is False and not charts.has_preference_points(_history(False).chart_points())
     assert len(sft) == handlers.MONITOR_VIEWS + 3  # then Start, Stop, Cancel
 
 

@@ -402,7 +402,7 @@ def test_a_grpo_runs_view_has_its_rewards_chart_and_an_sft_run_none(tmp_path):
     idle = SimpleNamespace(is_training_running=False, job_id=None)
     ctx = SimpleNamespace(runner=SimpleNamespace(store=store, status=lambda with_history=True: idle), tasks=None)
     plot = run_handlers.show_run(ctx, "job_grpo")[5]
-    assert plot.visible and plot.value is not None
-    names = {trace["name"] for trace in json.loads(plot.value["plot"])["data"]}
+    assert plot["visible"] and plot["value"] is not None  # a gr.update: the figure, serialised when sent
+    names = {trace.name for trace in plot["value"].data}
     assert {"numeric_match:answer"} <= names, names
-    assert run_handlers.show_run(ctx, "job_sft")[5].visible is False
+    assert run_handlers.show_run(ctx, "job_sft")[5]["visible"] is False
