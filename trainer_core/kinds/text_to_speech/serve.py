@@ -4,11 +4,12 @@ beside it, speaking text until the worker is told to exit.
 
 A command's request: ``{"input": text, "voice": speaker id (int), "use_adapter": bool}``; its
 answer, the ``done`` event's payload: ``{"samples": float32 array (samples,), "sampling_rate": Hz,
-"seconds": samples / rate, "frames": codec frames generated}``. The speech is
-``model.generate(..., output_audio=True)`` (CSM's own: the backbone and depth decoder say codec
-frames until the end frame or ``max_new_tokens``, the Mimi codec decodes them), with the model's
-generation config (its sampling settings; at most ``MAX_SPEECH_SECONDS``) and a fixed seed, so the
-same text and voice give the same speech.
+"seconds": samples / rate, "frames": codec frames said}``. The speech is CSM's own ``generate``
+(the backbone and depth decoder say codec frames until the end frame or ``max_new_tokens``) with the
+model's generation config (its sampling settings; at most ``MAX_SPEECH_SECONDS``) and a fixed seed,
+so the same text and voice give the same speech; its frames are decoded by the Mimi codec as
+``generate(output_audio=True)`` decodes them (``decode``), except that a model whose first frame is
+the end says no samples instead of failing in the codec.
 """
 
 from __future__ import annotations
@@ -71,12 +72,29 @@ def load_tts_model(choice: ModelChoice, models_dir: Path, device: str) -> tuple[
     return model.to(device).eval(), load_processor(folder if own else base)
 
 
+def decode(model: Any, codes: Any) -> Any:
+    """Float32 samples (samples,) of one utterance's generated codec frames ``codes`` (frames,
+    codebooks), cut at the first end frame (every codebook ``codebook_eos_token_id``), by the
+    model's codec, as CSM's ``generate(output_audio=True)`` does; no samples when the first frame
+    is the end (the codec cannot decode no frames)."""
+    import numpy as np
+    import torch
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    ends = (codes == inner.config.codebook_eos_token_id).all(dim=-1).nonzero()
+    codes = codes[: int(ends.min())] if ends.numel() else codes
+    if codes.shape[0] == 0:
+        return np.zeros(0, dtype=np.float32)
+    with torch.inference_mode():
+        audio = inner.codec_model.decode(codes.transpose(0, 1).unsqueeze(0)).audio_values[0, 0]
+    return audio.float().cpu().numpy().astype(np.float32)
+
+
 def speak(model: Any, processor: Any, text: str, speaker: int, use_adapter: bool = True) -> tuple[Any, int]:
-    """(float32 samples (samples,) at the codec's rate, codec frames) of speaker ``speaker`` saying
-    ``text``; ``use_adapter`` False: a LoRA model's base (adapter disabled)."""
+    """(float32 samples (samples,) at the codec's rate, codec frames said) of speaker ``speaker``
+    saying ``text``; ``use_adapter`` False: a LoRA model's base (adapter disabled)."""
     import contextlib
 
-    import numpy as np
     import torch
 
     from trainer_core.kinds.text_to_speech.collator import render
@@ -90,8 +108,8 @@ def speak(model: Any, processor: Any, text: str, speaker: int, use_adapter: bool
     off = model.disable_adapter() if not use_adapter and hasattr(model, "disable_adapter") else contextlib.nullcontext()
     torch.manual_seed(SEED)
     with torch.inference_mode(), off:
-        audio = model.generate(**inputs, output_audio=True, max_new_tokens=frames)
-    samples = audio[0].float().cpu().numpy().astype(np.float32)
+        codes = model.generate(**inputs, max_new_tokens=frames)  # (1, frames, codebooks)
+    samples = decode(model, codes[0])
     rate = processor.feature_extractor.sampling_rate
     return samples, round(len(samples) / rate * FRAMES_PER_SECOND)
 
