@@ -13,6 +13,7 @@ FAMILIES = {"csm": "CSM"}  # model_type -> display name
 TTS_MODELS = ("sesame/csm-1b", "unsloth/csm-1b")
 ORPHEUS_TOKEN = "<custom_token_"  # how Orpheus' tokenizer names its audio-code tokens
 SNAC_CODES = 7 * 4096  # SNAC 24 kHz: 7 codes a frame (1 + 2 + 4 over its 3 levels), 4096 each
+ORPHEUS_VOCAB = 128_256 + SNAC_CODES  # Llama 3's vocabulary, then the codes: Orpheus' vocab_size is at least this
 SNAC_CODEC = "hubertsiuzdak/snac_24khz"
 ORPHEUS_REASON = (
     f"this is an Orpheus-style text-to-speech model (a causal LM speaking SNAC codes): it needs the SNAC codec "

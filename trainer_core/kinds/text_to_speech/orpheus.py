@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.kinds.text_to_speech.family import ORPHEUS_REASON, is_orpheus
+from trainer_core.kinds.text_to_speech.family import ORPHEUS_REASON, ORPHEUS_VOCAB, is_orpheus, model_type
 from trainer_core.model_kind import ModelKind, folder_config
 from trainer_core.refusals import Refusal
 
@@ -30,6 +30,10 @@ class OrpheusKind(ModelKind):
         return is_orpheus(Path(folder), folder_config(Path(folder)))
 
     def picker_note(self, config: dict) -> str:
+        """The note for a Llama config whose vocabulary holds SNAC's codes after Llama 3's (the folder's
+        tokenizer says for sure: ``claims_folder``)."""
+        if not (model_type(config) == "llama" and (config.get("vocab_size") or 0) >= ORPHEUS_VOCAB):
+            return ""
         return " · text-to-speech (Orpheus: needs the SNAC codec, not on this machine)"
 
     def load_model(self, path: Path, request: Any, device: str) -> Any:

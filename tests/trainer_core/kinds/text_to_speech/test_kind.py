@@ -36,11 +36,13 @@ def test_csm_is_found_from_its_config_and_a_lora_run_from_its_base(tiny_csm_dir,
 def test_an_orpheus_folder_is_found_and_refused_naming_the_codec(tmp_path):
     folder = tmp_path / "orpheus"
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    config = {"model_type": "llama", "vocab_size": 156_940}  # Orpheus 3B's
+    (folder / "config.json").write_text(json.dumps(config))
     added = {str(128256 + i): {"content": f"<custom_token_{i}>"} for i in range(SNAC_CODES)}
     (folder / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": added}))
     assert model_kind.kind_for_folder(folder) is ORPHEUS
-    assert "SNAC codec" in model_kind.picker_note({"model_type": "llama"}, folder)
+    assert "SNAC codec" in model_kind.picker_note(config, folder)
+    assert model_kind.picker_note({"model_type": "llama", "vocab_size": 128_256}) == ""
     report = ORPHEUS.check_report(speech_request(folder, tmp_path / "x.json"), folder, None, time.perf_counter())
     assert [e.code for e in report.errors] == ["tts_codec_missing"]
     assert "hubertsiuzdak/snac_24khz, not on this machine" in report.errors[0].message
