@@ -1,7 +1,7 @@
 """The OpenAI-compatible API: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST
-/v1/embeddings`` and ``POST /v1/audio/transcriptions`` over the chat engine at ``app.state.engine``,
+/v1/embeddings``, ``POST /v1/audio/transcriptions`` and ``POST /v1/audio/speech`` over the chat engine at ``app.state.engine``,
 behind the API token (the rule of ``/api/train/*``). Answers and streams: ``api/openai_answer.py``;
-embeddings: ``api/openai_embeddings.py``; transcriptions: ``api/openai_audio.py``; errors in
+embeddings: ``api/openai_embeddings.py``; transcriptions: ``api/openai_audio.py``; speech: ``api/openai_speech.py``; errors in
 OpenAI's shape: ``api/openai_errors.py``.
 
 ``install(app)`` adds these routes and the share links' (``api/share_routes.py``) to the app.
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import Response
 
 from api import share_routes
 from api.auth import require_token
@@ -20,6 +21,7 @@ from api.openai_audio import AUDIO_RESPONSES, transcriptions
 from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, OpenAIRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
+from api.openai_speech import SPEECH_RESPONSES, SpeechRequest, speech
 
 if TYPE_CHECKING:
     from trainer_core.serving.engine import ChatEngine
@@ -67,6 +69,15 @@ async def create_transcription(request: Request) -> Any:
     """The text of the multipart ``file`` from a speech-to-text model (``model``), in OpenAI's
     ``response_format`` json, text or verbose_json (see ``api/openai_audio.py``)."""
     return await transcriptions(request, None)
+
+
+@router.post("/audio/speech", responses=ERRORS | SPEECH_RESPONSES, response_class=Response)
+def create_speech(body: SpeechRequest, request: Request) -> Response:
+    """The speech of ``input`` from a text-to-speech model (``model``) in ``voice`` (a speaker id), as a
+    wav or flac file (see ``api/openai_speech.py``)."""
+    if not body.model:
+        raise OpenAIError(400, "model: required (see GET /v1/models)", param="model")
+    return speech(request, body, body.model)
 
 
 def install(app: FastAPI, engine: Optional[ChatEngine] = None) -> None:

@@ -220,10 +220,10 @@ class ModelObject(BaseModel):
     object: Literal["model"] = "model"
     created: int
     owned_by: str = "finetune-studio"
-    serves: Literal["chat", "embeddings", "transcriptions"] = Field(
+    serves: Literal["chat", "embeddings", "transcriptions", "speech"] = Field(
         "chat",
-        description="Extra: chat (POST /v1/chat/completions), embeddings (POST /v1/embeddings) or transcriptions "
-        "(POST /v1/audio/transcriptions).",
+        description="Extra: chat (POST /v1/chat/completions), embeddings (POST /v1/embeddings), transcriptions "
+        "(POST /v1/audio/transcriptions) or speech (POST /v1/audio/speech).",
     )
 
     @classmethod

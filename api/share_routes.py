@@ -6,8 +6,9 @@
   page, or for an embedding model a search page (a query ranked against passages by cosine, through
   ``/s/<token>/v1/embeddings``; the run's query prompt before the query).
 - ``/s/<token>/v1``: ``base_url`` of an OpenAI client for that one model: ``GET models`` lists only
-  it, ``POST chat/completions`` (a chat model), ``POST embeddings`` (an embedding model) or ``POST
-  audio/transcriptions`` (a speech-to-text model) answers only for it (any other ``model`` is 404).
+  it, ``POST chat/completions`` (a chat model), ``POST embeddings`` (an embedding model), ``POST
+  audio/transcriptions`` (a speech-to-text model) or ``POST audio/speech`` (a text-to-speech model)
+  answers only for it (any other ``model`` is 404).
 
 A forged, revoked or expired token is 403, a deleted run's 404, before anything else is done; the
 token opens nothing else (it is not an API token and sets no cookie).
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.auth import require_token
@@ -32,6 +33,7 @@ from api.openai_audio import AUDIO_RESPONSES, transcriptions
 from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, SharedRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
+from api.openai_speech import SPEECH_RESPONSES, SpeechRequest, speech
 from trainer_core.serving.errors import ChatInputError, UnknownModel
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.serving.search import MAX_SEARCH_PASSAGES
@@ -171,6 +173,17 @@ async def shared_transcription(request: Request, choice: ModelChoice = Depends(s
     """Transcribe with the link's model (``model`` must be its id, or omitted)."""
     try:
         return await transcriptions(request, choice.id, public=True)
+    except UnknownModel:  # deleted between the check and the answer
+        raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
+
+
+@scoped.post("/audio/speech", responses=ERRORS | SPEECH_RESPONSES, response_class=Response)
+def shared_speech(body: SpeechRequest, request: Request, choice: ModelChoice = Depends(shared_model)) -> Response:
+    """Speak with the link's model (``model`` must be its id, or omitted)."""
+    if body.model not in (None, choice.id):
+        raise _other_model(choice)
+    try:
+        return speech(request, body, choice.id, public=True)
     except UnknownModel:  # deleted between the check and the answer
         raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
 

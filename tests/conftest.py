@@ -170,6 +170,17 @@ def tiny_whisper_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_csm_dir(tmp_path_factory) -> Path:
+    """A tiny random Sesame CSM (``bench/csm_model.py``: backbone hidden 64, 2 layers, a 2-layer depth
+    decoder, a tiny Mimi codec with 4 codebooks, a byte-level BPE trained offline with CSM's special
+    tokens, ``CsmProcessor``), built once per test process (a few seconds) in a folder of its own:
+    allow ``tiny_csm_dir.parent``."""
+    from bench.csm_model import build_tiny_csm
+
+    return build_tiny_csm(tmp_path_factory.mktemp("tiny-csm") / "csm-tiny-random")
+
+
+@pytest.fixture(scope="session")
 def tokenizer(tiny_model_dir: Path):
     """The real SmolLM2 tokenizer (ChatML template, eos/pad = <|im_end|>), read from the tiny
     model's folder (the same files), so a test that needs only the tokenizer is not ``real_model``."""

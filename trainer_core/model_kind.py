@@ -257,6 +257,27 @@ def folder_config(folder: Optional[Path]) -> Optional[dict]:
     return config if isinstance(config, dict) else None
 
 
+def adapter_base_config(folder: Path) -> Optional[dict]:
+    """The config.json dict of the base model of the LoRA adapter saved in ``folder`` (its
+    ``adapter_config.json``'s ``base_model_name_or_path``: a local folder, or a Hub id in the local
+    Hub cache); None for a folder without an adapter or a base not on this machine. Files only."""
+    if (folder / "config.json").is_file():
+        return None  # a whole model: its own config says
+    try:
+        base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8")).get("base_model_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(base, str) or not base:
+        return None
+    local = Path(base).expanduser()
+    if local.is_absolute() or base.startswith("."):
+        return folder_config(local) if local.is_dir() else None
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(base, "config.json")
+    return folder_config(Path(cached).parent) if isinstance(cached, str) else None
+
+
 def kind_for_folder(folder: Optional[Path]) -> ModelKind:
     """The kind of the model saved in ``folder``: the first kind that claims the folder
     (``ModelKind.claims_folder``), else by its config (the fallback where it cannot be read)."""

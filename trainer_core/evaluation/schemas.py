@@ -39,6 +39,12 @@ class EvaluateRequest(BaseModel):
     compare_base: bool = Field(
         True, description="Also answer with the base model (adapter switched off) for the side-by-side table."
     )
+    speech_to_text_model: Optional[PathText] = Field(
+        None,
+        description="Text-to-speech runs: a local speech-to-text model folder (e.g. Whisper) that transcribes the "
+        "speech the model says for each held-out text (word error rate of the round trip); empty: the "
+        "reconstruction loss only.",
+    )
 
 
 class Scores(BaseModel):

@@ -76,10 +76,11 @@ def check_tied_pair(model: Any, chosen: list[str]) -> None:
 
 
 def ties_embeddings(model: Any) -> bool:
-    """True when ``model``'s output layer shares the input embeddings' weight (tied)."""
+    """True when ``model``'s output layer shares the input embeddings' weight (tied). Input
+    embeddings without one ``weight`` (CSM's: text and codebook tables) tie nothing."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     out = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
-    return out is not None and out.weight is base.get_input_embeddings().weight
+    return out is not None and out.weight is getattr(base.get_input_embeddings(), "weight", None)
 
 
 def embedding_parameters(model: Any) -> list[Any]:

@@ -1,5 +1,6 @@
 """Audio in the data, for speech and audio models: whether the data holds audio clips, the rate and
-length they are read at, and Whisper's language / task / timestamps (fields the form shows only for a model that reads or speaks audio; the opener is
+length they are read at, Whisper's language / task / timestamps and a text-to-speech speaker column
+(fields the form shows only for a model that reads or speaks audio; the opener is
 ``trainer_core.data.audio``)."""
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ class AudioFields(FieldGroup):
         description=(
             "Empty: found from the data (an audios column, a Hub Audio column, input_audio content parts or an audio "
             "column of clip files). On: the data must hold audio clips (refused when no row has one). Off: rows with "
-            "audio are refused. Audio needs a speech-to-text model (Whisper) or an audio chat model (Qwen2-Audio)."
+            "audio are refused. Audio needs a speech-to-text model (Whisper), an audio chat model (Qwen2-Audio) or a "
+            "text-to-speech model (CSM)."
         ),
         json_schema_extra=in_section("data", audio=True),
     )
@@ -36,7 +38,7 @@ class AudioFields(FieldGroup):
         title="Sampling rate (Hz)",
         description=(
             "The rate every clip is resampled to before the model's feature extractor sees it. Empty: the feature "
-            "extractor's own (16,000 Hz for Whisper and Qwen2-Audio); a model "
+            "extractor's own (16,000 Hz for Whisper and Qwen2-Audio, 24,000 Hz for CSM's Mimi codec); a model "
             "trained at one rate hears another badly, so change it only for a model that was."
         ),
         json_schema_extra=in_section("audio", audio=True),
@@ -77,8 +79,19 @@ class AudioFields(FieldGroup):
         description="Speech-to-text (Whisper): train and transcribe with timestamp tokens. Off: <|notimestamps|>.",
         json_schema_extra=in_section("audio", audio=True),
     )
+    speaker_column: Optional[str] = Field(
+        None,
+        max_length=200,
+        title="Speaker column",
+        description=(
+            "Text-to-speech (CSM): the data column naming each row's speaker (a whole number: the voice id the model "
+            "learns, said again in POST /v1/audio/speech's voice). Empty: a column named speaker if the data has one, "
+            "else speaker 0 for every row."
+        ),
+        json_schema_extra=in_section("audio", audio=True),
+    )
 
-    @field_validator("language")
+    @field_validator("language", "speaker_column")
     @classmethod
     def _blank(cls, value: Optional[str]) -> Optional[str]:
         """Blank is not set."""

@@ -31,6 +31,7 @@ from trainer_core.serving.schemas import (
     Embeddings,
     GenerationSettings,
     ModelChoice,
+    Speech,
     StreamEvent,
     Transcription,
 )
@@ -142,6 +143,13 @@ class ChatEngine:
                 fields=("model",),
                 code="speech_to_text_model",
             )
+        if choice.serves == "speech":
+            raise ChatInputError(
+                f"{model_id}: a text-to-speech model: it answers speech (POST /v1/audio/speech), not chat; choose a "
+                "chat model",
+                fields=("model",),
+                code="text_to_speech_model",
+            )
         if choice.serves != "chat":
             raise ChatInputError(
                 f"{model_id}: an embedding model: it answers embeddings (POST /v1/embeddings, the Search "
@@ -216,6 +224,29 @@ class ChatEngine:
                 done = next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
         return Transcription(
             text=done["text"], language=done["language"], duration=done["duration"], tokens=done["tokens"]
+        )
+
+    def speak(self, model_id: str, text: str, voice: int = 0, use_adapter: bool = True) -> Speech:
+        """The speech of ``text`` in voice ``voice`` (a speaker id) by text-to-speech model
+        ``model_id``; ``use_adapter=False``: its base model's (see ``stream``). Loads the model on
+        demand and waits for its turn. Raises ChatUnavailable, UnknownModel, or ChatInputError (not
+        a text-to-speech model: ``fields`` ``model``)."""
+        self._refuse_while_training()
+        choice = self.resolve(model_id)
+        if choice.serves != "speech":
+            raise ChatInputError(
+                f"{model_id}: a {choice.serves} model, not a text-to-speech model; speak with one that GET "
+                '/v1/models lists with "serves": "speech"',
+                fields=("model",),
+                code="not_a_text_to_speech_model",
+            )
+        request = {"input": text, "voice": voice, "use_adapter": use_adapter}
+        with self._turns.turn():
+            self._ensure_loaded(choice)
+            with contextlib.closing(self._exchange(request)) as events:
+                done = next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
+        return Speech(
+            samples=done["samples"], sampling_rate=done["sampling_rate"], seconds=done["seconds"], frames=done["frames"]
         )
 
     def stop_generation(self) -> bool:

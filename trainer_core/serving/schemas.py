@@ -110,10 +110,11 @@ class ModelChoice(BaseModel):
     adapter: bool = False
     created_at: Optional[float] = None
     gguf_type: Optional[str] = Field(None, description="For a GGUF export: its type, e.g. q4_k_m.")
-    serves: Literal["chat", "embeddings", "transcriptions"] = Field(
+    serves: Literal["chat", "embeddings", "transcriptions", "speech"] = Field(
         "chat",
-        description="What it answers: chat, embeddings (an embedding model: POST /v1/embeddings) or transcriptions "
-        "(a speech-to-text model: POST /v1/audio/transcriptions).",
+        description="What it answers: chat, embeddings (an embedding model: POST /v1/embeddings), transcriptions "
+        "(a speech-to-text model: POST /v1/audio/transcriptions) or speech (a text-to-speech model: POST "
+        "/v1/audio/speech).",
     )
     query_prompt: Optional[str] = Field(
         None, description="An embedding run's query_prompt: the text its searches put before each query."
@@ -156,3 +157,15 @@ class Transcription:
     language: Optional[str]
     duration: float
     tokens: int
+
+
+@dataclass
+class Speech:
+    """The speech of one text: ``samples`` a float32 numpy array (samples,) in [-1, 1] at
+    ``sampling_rate`` Hz (the codec's), ``seconds`` = samples / rate, ``frames`` the codec frames
+    generated."""
+
+    samples: Any
+    sampling_rate: int
+    seconds: float
+    frames: int

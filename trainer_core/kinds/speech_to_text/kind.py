@@ -34,7 +34,7 @@ class SpeechToTextKind(ModelKind):
 
     def claims_folder(self, folder: Path) -> bool:
         """A LoRA run's folder (or checkpoint) has no config.json: its adapter's base model's says."""
-        from trainer_core.kinds.speech_to_text.loading import adapter_base_config
+        from trainer_core.model_kind import adapter_base_config
 
         return self.family(adapter_base_config(Path(folder)) or {}) is not None
 

@@ -4,7 +4,7 @@ about the decoder's length."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from trainer_core.models.loading import ModelLoadError
 
@@ -47,28 +47,3 @@ def max_target_positions(request: Any) -> int:
 
     token = request.hf_token.get_secret_value() if request.hf_token else None
     return folder_target_positions(resolve_model_path(request.model_name, token, get_settings().models_dir))
-
-
-def adapter_base_config(folder: Path) -> Optional[dict]:
-    """The config.json dict of the base model of the LoRA adapter saved in ``folder`` (its
-    ``adapter_config.json``'s ``base_model_name_or_path``: a local folder, or a Hub id in the local
-    Hub cache); None for a folder without an adapter or a base not on this machine. Files only."""
-    import json
-
-    from trainer_core.model_kind import folder_config
-
-    if (folder / "config.json").is_file():
-        return None  # a whole model: its own config says
-    try:
-        base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8")).get("base_model_name_or_path")
-    except (OSError, ValueError, AttributeError):
-        return None
-    if not isinstance(base, str) or not base:
-        return None
-    local = Path(base).expanduser()
-    if local.is_absolute() or base.startswith("."):
-        return folder_config(local) if local.is_dir() else None
-    from huggingface_hub import try_to_load_from_cache
-
-    cached = try_to_load_from_cache(base, "config.json")
-    return folder_config(Path(cached).parent) if isinstance(cached, str) else None

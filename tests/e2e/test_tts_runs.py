@@ -1,0 +1,142 @@
+"""CSM runs through the doors users drive (the real worker processes): through the API, the tiny
+CSM trained 3 LoRA steps on the shared clips with their speaker numbers (the adapters of the
+backbone and the depth decoder both change), then the run speaks to the ``openai`` client through
+``POST /v1/audio/speech`` (a wav whose duration is the model's own samples / rate; flac too), behind
+the token (401 without it) and through a share link, refusing a voice that is no speaker id;
+through the CLI, 3 steps with the speaker column from a YAML config."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.e2e.conftest import AUTH, TOKEN, ServerThread, allowed
+from tests.support.chat_server import api_app
+from tests.support.train_api import start_job, wait_end
+from tests.support.tts_data import tts_file
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+SAY = "Hello there."
+
+
+def _changed_adapters(run_dir: Path) -> set[str]:
+    """The stacks ("backbone_model", "depth_decoder") whose LoRA B weights left PEFT's zeros."""
+    from safetensors.torch import load_file
+
+    weights = load_file(str(run_dir / "adapter_model.safetensors"))
+    found = {name for name, value in weights.items() if "lora_B" in name and value.abs().sum() > 0}
+    return {stack for stack in ("backbone_model", "depth_decoder") if any(f".{stack}." in n for n in found)}
+
+
+def _own_samples(run_dir: Path, base: Path, job: str) -> int:
+    """Samples the run's own ``speak`` says for ``SAY`` in voice 1 (in this process)."""
+    from trainer_core.kinds.text_to_speech.serve import load_tts_model, speak
+    from trainer_core.serving.schemas import ModelChoice
+
+    choice = ModelChoice(id=job, label=job, kind="final", base_model=str(base), path=str(run_dir), adapter=True)
+    model, processor = load_tts_model(choice, run_dir, "cpu")
+    return len(speak(model, processor, SAY, 1)[0])
+
+
+@pytest.mark.timeout(600)
+def test_a_csm_run_trains_through_the_api_and_speaks_to_the_openai_client(tmp_path, tiny_csm_dir):
+    import soundfile
+
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.serving.engine import ChatEngine
+    from trainer_core.settings import Settings
+
+    data = tts_file(tmp_path / "clips")
+    settings = Settings(
+        data_dir=tmp_path / "data", allowed_paths=allowed(data.parent, tiny_csm_dir.parent), api_token=TOKEN
+    )
+    runner = JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path))
+    engine = ChatEngine(runner, settings)
+    body = {
+        "model_name": str(tiny_csm_dir),
+        "local_datasets": [str(data)],
+        "batch_size": 2,
+        "max_seq_length": 512,
+        "max_steps": 3,
+        "learning_rate": 1e-3,
+        "mixed_precision": "no",
+    }
+    with ServerThread(api_app(settings, runner, engine)) as server:
+        url = server.url.rstrip("/")
+        api = httpx.Client(base_url=url, headers=AUTH, timeout=120)
+        checked = api.post("/api/train/preflight", json=body)
+        assert checked.status_code == 200 and checked.json()["errors"] == [], checked.text
+        assert checked.json()["vision"].startswith("Text-to-speech (CSM): 2 clips, ")
+        job = start_job(api, body)
+        ended = wait_end(api)
+        assert ended["phase"] == "completed", ended["error"]
+        assert ended["metric_history"]["steps"] == [1, 2, 3]
+        run_dir = Path(ended["details"]["output_dir"])
+        assert _changed_adapters(run_dir) == {"backbone_model", "depth_decoder"}
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key=TOKEN, max_retries=0)
+        assert {m.id: m.serves for m in client.models.list()} == {"base": "speech", job: "speech"}
+        wav = client.audio.speech.create(model=job, voice="1", input=SAY, response_format="wav").content
+        info = soundfile.info(io.BytesIO(wav))
+        own = _own_samples(run_dir, tiny_csm_dir, job)
+        assert (info.samplerate, info.channels, info.frames) == (24000, 1, own) and own > 0
+        assert info.duration == pytest.approx(own / 24000)
+        flac = client.audio.speech.create(model=job, voice="1", input=SAY, response_format="flac").content
+        assert soundfile.info(io.BytesIO(flac)).frames == own and flac[:4] == b"fLaC"
+        speech = {"model": job, "input": SAY, "voice": "1"}
+        assert httpx.post(f"{url}/v1/audio/speech", json=speech, timeout=60).status_code == 401
+        voice = api.post("/v1/audio/speech", json={**speech, "voice": "alloy"})
+        assert voice.status_code == 400 and voice.json()["error"]["param"] == "voice"
+        made = api.post("/api/train/share", json={"model": job})
+        assert made.status_code == 201, made.text
+        shared = openai.OpenAI(base_url=url + made.json()["api_base_path"], api_key="unused", max_retries=0)
+        assert shared.audio.speech.create(model=job, voice="1", input=SAY, response_format="wav").content == wav
+        engine.unload()
+    assert {"adapter_config.json", "processor_config.json", "chat_template.jinja"} <= {
+        p.name for p in run_dir.iterdir()
+    }
+
+
+def test_the_cli_trains_csm_for_3_steps_with_the_speaker_column_from_yaml(tmp_path, tiny_csm_dir):
+    data = tts_file(tmp_path / "clips")
+    rows = json.loads(data.read_text())
+    data.write_text(json.dumps([{**row, "voice": row.pop("speaker")} for row in rows]))
+    config = tmp_path / "run.yaml"
+    config.write_text("batch_size: 2\nmax_seq_length: 512\nspeaker_column: voice\nmax_audio_seconds: 10\n")
+    out = tmp_path / "csm-run"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer_core",
+            "train",
+            "--model-name",
+            str(tiny_csm_dir),
+            "--dataset",
+            str(data),
+            "--config",
+            str(config),
+            "--max-steps",
+            "3",
+            "--output-dir",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "completed" in result.stdout and "[training]" in result.stdout
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps if s.get("loss") is not None] == [1, 2, 3]
+    assert json.loads((out / "request.json").read_text())["speaker_column"] == "voice"
+    assert (out / "adapter_model.safetensors").is_file() and (out / "processor_config.json").is_file()

@@ -1,0 +1,46 @@
+"""(text, audio, speaker) files for the text-to-speech tests: two of the shared demo clips (wav
+2.9 s and flac, 24 kHz once resampled) copied beside a JSON file that names them by relative path,
+each with a speaker number, as users bring them; and a LoRA run of a CSM model made as training
+makes it (``kinds.text_to_speech.trainer.add_lora``, no step run: PEFT's random init, so the tuned
+model differs from the base) for the serving tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support.speech_data import speech_file, speech_request
+
+ROWS = (("2.wav", "A woman is coughing."), ("3.flac", "The wind is blowing through the trees."))
+
+
+def tts_file(folder: Path, speakers: tuple = (0, 1), name: str = "tts.json") -> Path:
+    """``folder/name``: ``ROWS`` as ``{"audio", "text", "speaker"}`` (``speakers`` in turn), the
+    clips copied beside it. Returns the JSON file's path."""
+    path = speech_file(folder, ROWS, name)
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    for row, speaker in zip(rows, speakers):
+        row["speaker"] = speaker
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    return path
+
+
+def lora_tts_run(base: Path, folder: Path) -> Path:
+    """A LoRA run's folder of CSM ``base`` in ``folder`` (adapter, processor, run.json)."""
+    import dataclasses
+
+    import torch
+    from peft import get_peft_model
+    from transformers import CsmForConditionalGeneration
+
+    from trainer_core.kinds.text_to_speech.serve import load_processor
+    from trainer_core.training.wiring import new_lora
+
+    request = speech_request(base, folder / "none.json")
+    torch.manual_seed(0)
+    model = CsmForConditionalGeneration.from_pretrained(base)
+    config = dataclasses.replace(new_lora(request, model), task_type=None, init_lora_weights=False)
+    get_peft_model(model, config).save_pretrained(folder)
+    load_processor(base).save_pretrained(folder)
+    (folder / "run.json").write_text(json.dumps({"request": {"model_name": str(base)}}), encoding="utf-8")
+    return folder

@@ -1,0 +1,239 @@
+"""A text-to-speech run's data: (text, audio[, speaker]) rows read from the request's sources
+(``data.prepare.source_parts``: JSON / JSONL / CSV / Parquet / a Hub split), each clip resolved once
+(``data.audio.resolve_audio``: a confined path relative to the data file, a ``data:`` URL, Hub
+``Audio`` bytes) and measured from its header (``audio_info``), the ``val_size`` split, and the
+sequence each row makes (text tokens, then one position a codec frame: Mimi's 12.5 a second).
+
+Columns: ``audio`` (or a Hub ``Audio`` column of another name), the text spoken in ``text``,
+``transcript`` or ``sentence`` (the first present), and the speaker in ``speaker_column`` (empty: a
+``speaker`` column where there is one, else speaker 0); other names are mapped with
+``custom_format_mapping``. Rows come out as ``audio`` (the resolved reference), ``text``,
+``speaker`` (a whole number) and ``seconds``. A row whose sequence is longer than
+``max_seq_length`` is refused, never cut: its speech would end unsaid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+import datasets
+
+from trainer_core.data.errors import DatasetError, RowError
+from trainer_core.data.formats import apply_mapping
+from trainer_core.data.media import media_columns
+from trainer_core.data.prepare import has_eval_data, source_parts, split_validation
+
+AUDIO_COLUMN = "audio"
+TEXT_COLUMNS = ("text", "transcript", "sentence")  # the text's usual names, first present wins
+SPEAKER_COLUMN = "speaker"  # read where the request names no speaker_column
+FRAMES_PER_SECOND = 12.5  # Mimi's codec frames a second of audio (CSM's processor counts them so)
+FIELDS = ("local_datasets", "custom_format_mapping")
+
+
+class Shape(str, Enum):
+    """The layout of a text-to-speech run's rows."""
+
+    utterances = "utterances"  # (text, audio[, speaker])
+
+
+@dataclass
+class TtsStats:
+    """One split's counts: ``rows``; ``total_tokens`` (the backbone's positions: text tokens with
+    its markers, one a codec frame, the audio's end); ``trained_tokens`` (the frames and the audio's
+    end: the scored ones); ``truncated_rows`` (always 0: long rows are refused); ``seconds`` (audio,
+    summed); ``longest_seconds``."""
+
+    rows: int
+    total_tokens: int
+    trained_tokens: int
+    truncated_rows: int
+    max_seq_length: int
+    seconds: float = 0.0
+    longest_seconds: float = 0.0
+
+
+@dataclass
+class TtsData:
+    """The prepared splits (columns ``audio``, ``text``, ``speaker``, ``seconds``) and their counts:
+    the attributes the worker reads of ``data.prepare.PreparedData``; ``processor``: the
+    ``CsmProcessor`` (the collator's)."""
+
+    train: datasets.Dataset
+    eval: Optional[datasets.Dataset]
+    format: Shape
+    stats: TtsStats
+    eval_stats: Optional[TtsStats]
+    system_message: Optional[str] = None
+    processor: Any = None
+
+
+def _refuse(source: str, message: str, code: str, fields: tuple[str, ...] = FIELDS) -> DatasetError:
+    return DatasetError(f"{source}: {message}", fields=fields, code=code)
+
+
+def frames(seconds: float) -> int:
+    """Codec frames of ``seconds`` of audio (Mimi: 12.5 a second, the last one partial)."""
+    return math.ceil(seconds * FRAMES_PER_SECOND)
+
+
+def _columns(dataset: datasets.Dataset, source: str, speaker: Optional[str]) -> tuple[str, str, Optional[str]]:
+    """(audio column, text column, speaker column or None) of ``dataset``; raises DatasetError
+    naming what it has (``speaker``: the request's ``speaker_column``, which must be there)."""
+    names = dataset.column_names
+    audio = AUDIO_COLUMN if AUDIO_COLUMN in names else None
+    if audio is None:
+        audio = next((name for name, kind in media_columns(dataset).items() if kind == "audio"), None)
+    text = next((name for name in TEXT_COLUMNS if name in names), None)
+    if audio is None or text is None:
+        raise _refuse(
+            source,
+            f"columns {', '.join(names)} make no text-to-speech rows: give an {AUDIO_COLUMN!r} column (a path "
+            f"relative to the data file, a data: URL or a Hub Audio column) and the words spoken in one of "
+            f"{', '.join(TEXT_COLUMNS)}, or map yours with custom_format_mapping",
+            "no_tts_columns",
+        )
+    if speaker is not None and speaker not in names:
+        raise _refuse(
+            source,
+            f"speaker_column {speaker!r} is not a column here (columns: {', '.join(names)})",
+            "speaker_column_missing",
+            ("speaker_column", *FIELDS),
+        )
+    return audio, text, speaker or (SPEAKER_COLUMN if SPEAKER_COLUMN in names else None)
+
+
+def _speaker(value: Any, source: str, where: str, column: str) -> int:
+    """A row's speaker id: a whole number from 0 (CSM's voices are numbered); DatasetError otherwise."""
+    text = str(value).strip() if value is not None else ""
+    if not text.isdigit():
+        raise _refuse(
+            source,
+            f"{where}: column {column} holds {value!r}, not a speaker number: CSM's voices are whole numbers "
+            "(0, 1, ...); number your speakers",
+            "speaker_not_a_number",
+            ("speaker_column", *FIELDS),
+        )
+    return int(text)
+
+
+def tts_rows(
+    dataset: datasets.Dataset, source: str, base: Optional[Path], roots: list[Path], first_row: int, request: Any
+) -> datasets.Dataset:
+    """``dataset``'s rows as (``audio``, ``text``, ``speaker``, ``seconds``). Raises DatasetError
+    naming ``source`` and the file row (``first_row`` is ``dataset[0]``'s) for a missing text, a
+    clip that cannot be read or found (outside ``base`` / ``roots``, not audio), one longer than
+    ``max_audio_seconds``, or a speaker that is not a number."""
+    from trainer_core.data.audio import audio_info, resolve_audio, too_long
+
+    audio_column, text_column, speaker_column = _columns(dataset, source, request.speaker_column)
+    if isinstance(dataset.features[audio_column], datasets.Audio):
+        dataset = dataset.cast_column(audio_column, datasets.Audio(decode=False))  # the bytes, not decoded
+    rows: dict[str, list] = {"audio": [], "text": [], "speaker": [], "seconds": []}
+    for index, row in enumerate(dataset):
+        where = f"row {first_row + index}"
+        text = row[text_column]
+        if not isinstance(text, str) or not text.strip():
+            raise _refuse(
+                source, f"{where}: column {text_column} holds no text: give every clip its words", "text_missing"
+            )
+        try:
+            reference = resolve_audio(row[audio_column], base, roots)
+            info = audio_info(reference)
+        except RowError as exc:
+            raise _refuse(source, f"{where}: {exc}", "audio_unreadable") from None
+        if info.seconds > request.max_audio_seconds:
+            message = too_long(reference, info.seconds, request.max_audio_seconds)
+            raise _refuse(source, f"{where}: {message}", "audio_too_long", ("max_audio_seconds", *FIELDS))
+        speaker = _speaker(row[speaker_column], source, where, speaker_column) if speaker_column else 0
+        for name, value in zip(rows, (reference, text.strip(), speaker, float(info.seconds))):
+            rows[name].append(value)
+    return datasets.Dataset.from_dict(rows)
+
+
+def read_split(request: Any, eval: bool, roots: list[Path]) -> datasets.Dataset:
+    """The request's training (or evaluation) rows of every source, joined. Raises DatasetError."""
+    parts = []
+    for name, dataset, first_row, base in source_parts(request, eval):
+        if request.custom_format_mapping:
+            dataset = apply_mapping(dataset, request.custom_format_mapping, name)
+        parts.append(tts_rows(dataset, name, base, roots, first_row, request))
+    return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+
+
+def held_out_rows(request: Any, roots: list[Path]) -> datasets.Dataset:
+    """The evaluation rows ``prepare_tts_data`` gives ``request``: its ``val_size`` split of the
+    training rows, else its evaluation files / Hub split; with neither, its training rows."""
+    if request.val_size > 0:
+        return split_validation(read_split(request, False, roots), request)[1]
+    return read_split(request, has_eval_data(request), roots)
+
+
+def row_lengths(rows: datasets.Dataset, tokenizer: Any) -> list[tuple[int, int]]:
+    """Each row's (positions, trained positions): ``<bos>[speaker]text<eos>`` tokens, one a codec
+    frame and the audio's end (trained: the frames and the end)."""
+    texts = [f"[{speaker}]{text}" for speaker, text in zip(rows["speaker"], rows["text"])]
+    counts = [len(ids) + 2 for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    return [(n + frames(s) + 1, frames(s) + 1) for n, s in zip(counts, rows["seconds"])]
+
+
+def count(rows: datasets.Dataset, tokenizer: Any, max_seq_length: int, source: str) -> TtsStats:
+    """``TtsStats`` of ``rows``; raises DatasetError naming the first row (1-based, in the split)
+    whose sequence is longer than ``max_seq_length``."""
+    lengths = row_lengths(rows, tokenizer)
+    over = next((i for i, (n, _) in enumerate(lengths) if n > max_seq_length), None)
+    if over is not None:
+        raise _refuse(
+            source,
+            f"row {over + 1}: its text and {rows[over]['seconds']:.1f} s of audio make {lengths[over][0]} positions "
+            f"(text tokens and {FRAMES_PER_SECOND:g} codec frames a second), more than max_seq_length "
+            f"{max_seq_length}: a row is never cut (its speech would end unsaid); raise max_seq_length or use a "
+            "shorter clip",
+            "tts_row_too_long",
+            ("max_seq_length", *FIELDS),
+        )
+    seconds = list(rows["seconds"])
+    return TtsStats(
+        rows=len(rows),
+        total_tokens=sum(n for n, _ in lengths),
+        trained_tokens=sum(t for _, t in lengths),
+        truncated_rows=0,
+        max_seq_length=max_seq_length,
+        seconds=round(sum(seconds), 3),
+        longest_seconds=round(max(seconds, default=0.0), 3),
+    )
+
+
+def prepare_tts_data(request: Any, processor: Any) -> TtsData:
+    """The request's (text, audio, speaker) rows: training rows, the evaluation rows (``val_size``
+    split or evaluation files / Hub split), their counts. Raises DatasetError (a ``sampling_rate``
+    other than the codec's; a row as ``tts_rows`` and ``count`` refuse it)."""
+    from trainer_core.settings import get_settings
+
+    rate = processor.feature_extractor.sampling_rate
+    if request.sampling_rate and request.sampling_rate != rate:
+        raise DatasetError(
+            f"sampling_rate {request.sampling_rate}: this model's codec reads and speaks audio at {rate} Hz only "
+            "(every clip is resampled to it); leave sampling_rate empty",
+            fields=("sampling_rate",),
+            code="tts_sampling_rate",
+        )
+    roots = list(get_settings().allowed_roots)
+    train = read_split(request, False, roots)
+    evaluation = None
+    if request.val_size > 0:
+        train, evaluation = split_validation(train, request)
+    elif has_eval_data(request):
+        evaluation = read_split(request, True, roots)
+    tokenizer, length = processor.tokenizer, request.max_seq_length
+    return TtsData(
+        train=train,
+        eval=evaluation,
+        format=Shape.utterances,
+        stats=count(train, tokenizer, length, "training rows"),
+        eval_stats=count(evaluation, tokenizer, length, "evaluation rows") if evaluation is not None else None,
+        processor=processor,
+    )

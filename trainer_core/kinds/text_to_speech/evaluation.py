@@ -1,0 +1,194 @@
+"""Evaluating a text-to-speech model after training (``TEXT_TO_SPEECH.evaluation()``: the Evaluate
+tab and the CLI's ``evaluate``, in the evaluation worker): the held-out clips (``data.held_out_rows``:
+the run's own ``val_size`` split or evaluation data, or the files given, with the run's
+``custom_format_mapping`` and ``speaker_column``), scored by reconstruction loss
+(``scoring.reconstruction_loss``: how well the model predicts each clip's codec frames after its
+text) for the chosen model and its base (the adapter switched off, or a full fine-tune's base loaded
+beside it). Where the request names a speech-to-text model (``speech_to_text_model``: a local
+folder, e.g. Whisper), each model also says every held-out text (``serve.speak``) and the speech is
+transcribed back (transformers' automatic-speech-recognition pipeline) and scored by word and
+character error rate against the text (jiwer); else the result says "reconstruction loss only".
+
+``predictions.jsonl`` holds one object per clip: ``index``, ``audio`` (the file's name),
+``reference`` (the text), ``speaker``, ``loss_tuned`` / ``loss_base`` and, with a speech-to-text
+model, ``tuned_answer`` / ``base_answer`` (the transcripts of their speech).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Optional
+
+from trainer_core.data.errors import DatasetError
+from trainer_core.evaluation.report import PREDICTIONS_FILE, SCORES_FILE, write_atomic
+from trainer_core.evaluation.schemas import EvaluateRequest, EvaluationResult, Scores
+from trainer_core.schemas import TrainingStartRequest
+
+log = logging.getLogger(__name__)
+Progress = Callable[[float, str], None]  # (fraction 0..1, message)
+LOSS_ONLY = "reconstruction loss only: no speech-to-text model named (speech_to_text_model) to transcribe the speech"
+RUN_FIELDS = ("custom_format_mapping", "speaker_column", "max_audio_seconds", "max_seq_length")
+
+
+def read_rows(plan: dict[str, Any]) -> Any:
+    """The planned held-out clips (columns ``audio``, ``text``, ``speaker``, ``seconds``); raises
+    DatasetError naming the file and row."""
+    from trainer_core.kinds.text_to_speech.data import held_out_rows
+    from trainer_core.settings import get_settings
+
+    if "files" in plan:
+        request = TrainingStartRequest(local_datasets=plan["files"], **plan.get("run_fields", {}))
+    else:
+        request = TrainingStartRequest.model_validate(plan["run_request"])
+    rows = held_out_rows(request, list(get_settings().allowed_roots))
+    if len(rows) == 0:
+        raise DatasetError(f"{plan['source']} has no clips to evaluate", fields=("datasets",))
+    return rows
+
+
+def transcriber(folder: str) -> Callable[[Any, int], str]:
+    """A function (samples, rate) -> text by the speech-to-text model in ``folder`` (transformers'
+    automatic-speech-recognition pipeline, greedy); the speech resampled to its feature extractor's
+    rate (soxr). Raises ModelLoadError."""
+    import soxr
+    from transformers import pipeline
+
+    from trainer_core.models.loading import ModelLoadError
+
+    try:
+        asr = pipeline("automatic-speech-recognition", model=folder, device="cpu")
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelLoadError(f"speech_to_text_model: could not load {folder}: {exc}") from exc
+    rate = asr.feature_extractor.sampling_rate
+
+    def transcribe(samples: Any, sampling_rate: int) -> str:
+        heard = soxr.resample(samples, sampling_rate, rate) if sampling_rate != rate else samples
+        return str(asr({"raw": heard, "sampling_rate": rate})["text"]).strip()
+
+    return transcribe
+
+
+class TtsEvaluation:
+    """The text-to-speech kind's evaluation (``ModelKind.evaluation``'s object)."""
+
+    def plan(self, plan: dict[str, Any], run_request: Optional[TrainingStartRequest]) -> dict[str, Any]:
+        """``plan`` with the run's row settings (for files given), its clips read once now (a bad
+        file refused before any model loads; Hub data is left to the worker). Raises DatasetError."""
+        plan = dict(plan)
+        if "files" in plan:
+            plan["run_fields"] = {name: getattr(run_request, name) for name in RUN_FIELDS if run_request is not None}
+        if "files" in plan or not plan["run_request"].get("hf_dataset"):
+            read_rows(plan)
+        return plan
+
+    def run(
+        self,
+        request: dict[str, Any],
+        context: dict[str, Any],
+        progress: Progress,
+        should_stop: Callable[[], bool],
+    ) -> Optional[EvaluationResult]:
+        """The losses (and round-trip WER / CER) of the choice and its base on the planned clips;
+        writes ``predictions.jsonl`` and ``scores.json`` into ``context["output_dir"]``. None when
+        stopped. Raises DatasetError, ModelLoadError, PathNotAllowed (``speech_to_text_model``)."""
+        from trainer_core.kinds.text_to_speech.serve import TtsServer
+        from trainer_core.serving.schemas import ModelChoice
+
+        began, req = time.monotonic(), EvaluateRequest.model_validate(request)
+        choice, plan = ModelChoice(**context["choice"]), context["data"]
+        progress(0.0, f"Reading {plan['source']}")
+        rows = read_rows(plan)
+        available = len(rows)
+        rows = [dict(r) for r in rows.select(range(min(req.max_rows or available, available)))]
+        listen = transcriber(_confined(req.speech_to_text_model)) if req.speech_to_text_model else None
+        progress(0.02, f"Loading {choice.id}")
+        server = TtsServer(choice, Path(context["models_dir"]))
+        sides = [("tuned", server, True)]
+        if req.compare_base and choice.kind != "base":
+            if choice.adapter:  # the same weights, the adapter switched off
+                sides.append(("base", server, False))
+            else:  # a full fine-tune: its base loaded beside it
+                sides.append(("base", TtsServer(_base_choice(choice), Path(context["models_dir"])), True))
+        table = [
+            {"index": i, "audio": Path(r["audio"]).name, "reference": r["text"], "speaker": r["speaker"]}
+            for i, r in enumerate(rows)
+        ]
+        scores = {}
+        for n, (name, side, use_adapter) in enumerate(sides):
+            if should_stop():
+                return None
+            progress(0.05 + 0.9 * n / len(sides), f"{name}: scoring {len(rows)} clips")
+            scores[name] = self._side(side, rows, use_adapter, listen, table, name, should_stop)
+            if scores[name] is None:
+                return None
+        progress(0.97, f"Writing {PREDICTIONS_FILE}")
+        folder = Path(context["output_dir"])
+        write_atomic(folder / PREDICTIONS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in table))
+        notes = [] if listen is not None else [LOSS_ONLY]
+        if choice.kind == "base":
+            notes.append("the base model itself was evaluated (its scores are under tuned)")
+        result = EvaluationResult(
+            rows_evaluated=len(rows),
+            rows_available=available,
+            tuned=scores["tuned"],
+            base=scores.get("base"),
+            seconds=round(time.monotonic() - began, 2),
+            source=plan["source"],
+            device=server.device,
+            notes=notes,
+        )
+        write_atomic(folder / SCORES_FILE, result.model_dump_json(indent=2))
+        log.info(
+            "evaluated text-to-speech %s on %d clips in %.1f s: %s", choice.id, len(rows), result.seconds, result.tuned
+        )
+        return result
+
+    @staticmethod
+    def _side(
+        server: Any,
+        rows: list[dict],
+        use_adapter: bool,
+        listen: Optional[Callable[[Any, int], str]],
+        table: list[dict],
+        name: str,
+        should_stop: Callable[[], bool],
+    ) -> Optional[Scores]:
+        """One model's scores on ``rows`` (its per-row loss and transcript written into ``table``)."""
+        from trainer_core.kinds.text_to_speech.scoring import reconstruction_loss
+        from trainer_core.kinds.text_to_speech.serve import speak
+
+        losses, heard = [], []
+        for row, line in zip(rows, table):
+            if should_stop():
+                return None
+            line[f"loss_{name}"] = round(reconstruction_loss(server.model, server.processor, [row], use_adapter), 6)
+            losses.append(line[f"loss_{name}"])
+            if listen is not None:
+                samples, _ = speak(server.model, server.processor, row["text"], row["speaker"], use_adapter)
+                line[f"{name}_answer"] = listen(samples, server.processor.feature_extractor.sampling_rate)
+                heard.append(line[f"{name}_answer"])
+        loss = sum(losses) / max(len(losses), 1)
+        if listen is None:
+            return Scores(loss=round(loss, 6))
+        import jiwer
+
+        references = [row["text"] for row in rows]
+        wer, cer = jiwer.wer(references, heard), jiwer.cer(references, heard)
+        return Scores(loss=round(loss, 6), wer=round(float(wer), 6), cer=round(float(cer), 6))
+
+
+def _confined(folder: str) -> str:
+    """``folder`` resolved inside the allowed folders (PathNotAllowed naming ``speech_to_text_model``)."""
+    from trainer_core.paths import confine
+    from trainer_core.settings import get_settings
+
+    return str(confine(folder, get_settings().allowed_roots, "speech_to_text_model"))
+
+
+def _base_choice(choice: Any) -> Any:
+    """The ``base`` choice of ``choice``'s base model (a full fine-tune's base, loaded beside it)."""
+    return choice.model_copy(update={"id": "base", "kind": "base", "path": None, "adapter": False})

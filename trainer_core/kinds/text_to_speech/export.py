@@ -1,0 +1,89 @@
+"""Export of a text-to-speech run (``TextToSpeechKind.exporter``).
+
+- **merged**: the adapter merged into its base (``export.weights.merge``: ``merge_and_unload``) and
+  saved whole in the chosen dtype with its processor (feature extractor, tokenizer, chat template)
+  and generation config (the depth decoder's inside it), a folder ``CsmForConditionalGeneration`` /
+  ``AutoProcessor`` load by themselves. The codec's weights are saved as they were (never trained).
+  Checked by loading it back and scoring ``CHECK_TEXT`` said as a synthetic clip (so no data file is
+  needed) beside the run as trained (float32): the two reconstruction losses must agree within
+  ``TOLERANCE[dtype]``. The card names the pipeline: ``text-to-speech``.
+- **adapter**: the text path's zip (the adapter and the run's files).
+- **GGUF**: refused (``GGUF_REASON``): llama.cpp's converter writes no CSM.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+from trainer_core.export import job as jobs
+from trainer_core.export.schemas import CheckResult, ExportResult
+from trainer_core.export.weights import load_causal_lm, load_run, merge
+from trainer_core.kinds.text_to_speech.scoring import reconstruction_loss
+
+GGUF_REASON = (
+    "text-to-speech models (CSM) cannot be exported as GGUF: llama.cpp's converter does not write the CSM "
+    "architecture (its backbone, depth decoder and Mimi codec); export the merged model or the adapter instead"
+)
+CHECK_TEXT = "This is the export's check."
+CHECK_SECONDS = 1.0  # the check clip's length
+CHECK_TONE = 220.0  # Hz
+TOLERANCE = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 5e-2}  # the losses' relative difference accepted
+
+
+def check_clip(sampling_rate: int) -> Any:
+    """``CHECK_TONE`` for ``CHECK_SECONDS`` at ``sampling_rate``, with seeded noise (float32 mono)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    t = np.arange(int(CHECK_SECONDS * sampling_rate)) / sampling_rate
+    return (0.3 * np.sin(2 * np.pi * CHECK_TONE * t) + 0.01 * rng.standard_normal(t.size)).astype(np.float32)
+
+
+def compare(dtype: str, want: float, got: float) -> CheckResult:
+    """The check: the merged model's loss within ``TOLERANCE[dtype]`` (relative) of the run's."""
+    difference = abs(got - want) / max(abs(want), 1e-8)
+    need = TOLERANCE.get(dtype, 5e-2)
+    return CheckResult(
+        passed=difference <= need,
+        summary=f"{dtype}: reconstruction loss {got:.4f} against the run's {want:.4f} ({difference:.2%} apart)",
+        checked_by="transformers",
+        required=f"the loss on a check clip within {need:.2%} of the run's",
+    )
+
+
+def tts_card(text: str) -> str:
+    """The card's Markdown with the Hub's ``pipeline_tag: text-to-speech`` and tag in its front matter."""
+    return text.replace("---\n", "---\npipeline_tag: text-to-speech\n", 1).replace(
+        "tags:\n", "tags:\n- text-to-speech\n", 1
+    )
+
+
+def export_merged(job: jobs.ExportJob) -> ExportResult:
+    """Write the merged model and its processor into ``job.out`` and check it (see the module
+    docstring). Raises what the text path's loading raises (ModelLoadError)."""
+    dtype = job.request.dtype
+    job.progress.begin("load", 0.02, f"Loading {job.choice.id} in float32")
+    run = load_run(job.choice, job.models_dir, qlora=job.qlora)
+    rows = [{"audio": check_clip(run.processor.feature_extractor.sampling_rate), "text": CHECK_TEXT, "speaker": 0}]
+    job.progress.begin("reference", 0.15, "Scoring the check clip with the run as trained")
+    want = reconstruction_loss(run.model, run.processor, rows)
+    job.progress.begin("merge", 0.3, "Merging the adapter into the base" if job.choice.adapter else "Preparing")
+    model, notes = merge(run, dtype)
+    job.notes.extend(notes)
+    run.model = None
+    job.progress.begin("save", 0.45, f"Saving the merged model in {dtype} with its processor")
+    job.out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(job.out)
+    run.processor.save_pretrained(job.out)
+    del model
+    gc.collect()
+    job.progress.begin("check", 0.65, "Loading the saved model back and scoring the check clip")
+    back = load_causal_lm(job.out, "float32")  # the folder's kind's class: CsmForConditionalGeneration
+    check = compare(dtype, want, reconstruction_loss(back, run.processor, rows))
+    del back
+    gc.collect()
+    files = [f.name for f in jobs.listing(job.out)] + ["README.md"]
+    card = tts_card(jobs.write_card(job, files, check, dtype))
+    (job.out / "README.md").write_text(card, encoding="utf-8")
+    return jobs.result(job, check, dtype)
