@@ -105,6 +105,15 @@ class ModelKind:
         media column where another source has media). Asked of every kind. Raises DatasetError."""
         return normalised
 
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str) -> Any:
+        """The Train form's dataset preview of ``dataset`` (the first rows of the file ``source``, as
+        read) where this kind reads its own columns, as its training reads them with ``request`` (the
+        form's settings; ``tokenizer``: the model's, or None): a ``data.preview_cells.KindRows``
+        (what it found, the rows, each row's tokens); None: the text path's preview (chat turns,
+        text, preference or prompt rows, media). Raises DatasetError or Refusal naming the row and
+        column, or the setting, as its training would."""
+        return None
+
     def prepare_data(self, request: Any, processor: Any) -> Any:
         """The ``data.prepare.PreparedData`` of ``request`` for this kind's ``processor``; None:
         the text path (``data.prepare.prepare_data``). Raises DatasetError."""

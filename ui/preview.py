@@ -1,5 +1,7 @@
 """The Train form's dataset preview: format, row count, rows over Max seq length with the chosen
-model's chat template, template placeholders left in the data, and the first rows turn by turn."""
+model's chat template, template placeholders left in the data, and the first rows turn by turn; for
+a kind that reads its own columns (an embedding run: ``ModelKind.preview_rows``) what it found and
+its rows column by column."""
 
 from __future__ import annotations
 
@@ -15,10 +17,11 @@ from trainer_core.data.files import DatasetError
 from trainer_core.data.fill import fill_record
 from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
 from trainer_core.refusals import Refusal
+from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import FormatType, TrainingMethod
-from ui import placeholder_panel, vision_panel
+from ui import embedding_panel, placeholder_panel
 from ui.context import Context
-from ui.form import TRI_VALUES
+from ui.form import TRI_VALUES, build_request
 from ui.refusals import describe, markdown_text
 from ui.train_handlers import EMPTY_PREVIEW
 from ui.uploads import received_upload, split_paths
@@ -35,6 +38,9 @@ def preview(
     training_method: Optional[str] = None,
     is_dataset_audio: Any = "",
     max_audio_seconds: Optional[float] = None,
+    is_embedding: Any = "",
+    embedding_columns: Any = "",
+    embedding_loss: Any = "",
 ) -> tuple[Any, ...]:
     """The dataset preview of the uploaded file or the first typed path (confined to the allowed
     folders): detected format, row count, rows longer than the Max seq length with the chosen
@@ -42,7 +48,10 @@ def preview(
     template placeholders left in the data, and the first rows turn by turn (for a preference
     ``training_method``: prompt and answers; for a model that reads audio, or *Data has audio* on: a
     player and the duration of each clip, a line on all the clips, clips over ``max_audio_seconds``
-    refused by row). Problems are shown inline, naming the file. Returns
+    refused by row). An embedding run (an embedding model, or ``is_embedding`` on): the shape of its
+    columns (as named, or mapped by ``embedding_columns``) and the loss training chooses (or
+    ``embedding_loss``), rows over Max seq length by the embedder's tokenizer, the first rows column
+    by column. Problems are shown inline, naming the file (and the row and column). Returns
     (summary, table, *``placeholder_panel.updates``): a field per placeholder found."""
     none = placeholder_panel.updates([])
     typed = split_paths(paths_text if isinstance(paths_text, str) else "")
@@ -62,11 +71,14 @@ def preview(
             )
         import_data_stack()
         from trainer_core.data.inspect import inspect_dataset, load_preview_tokenizer
+        from trainer_core.data.local_kind import form_kind
 
         model = model_name if isinstance(model_name, str) and model_name.strip() else default("model_name")
         tokenizer = load_preview_tokenizer(model, ctx.settings)
         method = TrainingMethod(training_method or default("training_method"))
-        kind = vision_panel.model_kind(model, ctx.settings)  # its rows keep the media it reads (images)
+        embedding = dict(is_embedding=is_embedding, embedding_columns=embedding_columns, embedding_loss=embedding_loss)
+        request = form_request(ctx, first, model, length, method, embedding)
+        kind = form_kind(request, ctx.settings)  # its rows keep the media it reads (images), or read its own columns
         found = inspect_dataset(
             first,
             FormatType(format_type),
@@ -77,6 +89,7 @@ def preview(
             kind=kind,
             is_dataset_audio=TRI_VALUES.get(is_dataset_audio),
             max_audio_seconds=default("max_audio_seconds") if max_audio_seconds is None else float(max_audio_seconds),
+            request=request,
         )
     except gr.Error as exc:
         return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy(), *none
@@ -88,6 +101,17 @@ def preview(
         values = ", ".join(f"`{{{{{k}}}}}` = {markdown_text(v)}" for k, v in filled.get("values", {}).items())
         summary += f"\n\nPlaceholders filled in ({values}) in a copy of {markdown_text(str(filled.get('source')))}."
     return summary, preview_table(found.sample), *placeholder_panel.updates(found.placeholders)
+
+
+def form_request(
+    ctx: Context, path: str, model: str, max_seq_length: int, method: TrainingMethod, embedding: dict[str, Any]
+) -> TrainingStartRequest:
+    """The form's settings the preview reads (``embedding``: the embedding widgets' values by field
+    name) as Start takes them (``form.build_request``, with ``path`` as the data), the embedding
+    options left out while their section is hidden (``embedding_panel.applied``). Raises Refused
+    naming the field (a malformed Embedding columns, an embedding run with a generation method)."""
+    values = {"model_name": model, "max_seq_length": max_seq_length, "training_method": method.value, **embedding}
+    return build_request(embedding_panel.applied(values, ctx.settings), [path], [])
 
 
 def preview_table(sample: pd.DataFrame) -> Any:
@@ -102,11 +126,14 @@ def preview_table(sample: pd.DataFrame) -> Any:
 
 
 def preview_summary(found: Any, name: str, max_seq_length: int, has_tokenizer: bool) -> str:
-    """Markdown above the preview table: format and rows, truncation, placeholder warning."""
+    """Markdown above the preview table: format (or a kind's ``layout``) and rows, truncation (against
+    the report's own length: a kind may cut below ``max_seq_length``), placeholder warning."""
     rows = "rows: more than can be counted quickly" if found.rows_total is None else f"**{found.rows_total}** rows"
-    lines = [f"Detected format: **{found.format.value}** ({markdown_text(name)}) · {rows}"]
+    layout = markdown_text(found.layout) if getattr(found, "layout", "") else found.format.value
+    lines = [f"Detected format: **{layout}** ({markdown_text(name)}) · {rows}"]
     report = found.truncation
     if report is not None:
+        max_seq_length = report.max_seq_length
         scope = "" if report.all_rows_checked else f" of the first {report.rows_checked}"
         if report.rows_over:
             listed = ", ".join(str(r) for r in report.first_rows)

@@ -40,6 +40,9 @@ PREVIEW_FIELDS = (
     "training_method",
     "is_dataset_audio",
     "max_audio_seconds",
+    "is_embedding",
+    "embedding_columns",
+    "embedding_loss",
 )
 FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap
 
@@ -123,6 +126,7 @@ class TrainTab:
         shown = [self.detected, self.table, *placeholder_panel.outputs(self.fill)]  # what a refresh sets
         on_preview = partial(preview.preview, ctx)
         mapping, length = widgets["custom_format_mapping"], widgets["max_seq_length"]
+        columns = widgets["embedding_columns"]
         for trigger in (
             self.upload.change,
             self.paths.submit,
@@ -137,6 +141,10 @@ class TrainTab:
             widgets["is_dataset_audio"].change,
             widgets["max_audio_seconds"].submit,
             widgets["max_audio_seconds"].blur,
+            widgets["is_embedding"].change,
+            columns.submit,
+            columns.blur,
+            widgets["embedding_loss"].change,
         ):
             trigger(on_preview, inputs, shown, api_name=False, **FREE)
 

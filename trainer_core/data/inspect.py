@@ -9,7 +9,6 @@ with the tokenizer's special tokens plus eos), so the numbers match what trainin
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +21,12 @@ from trainer_core.data.audio_preview import audio_sample
 from trainer_core.data.files import DatasetError, read_file, read_head, rows_dataset
 from trainer_core.data.folders import plan_folder
 from trainer_core.data.formats import apply_mapping, detect_format, normalize_with_notes
-from trainer_core.data.images import base_folder, thumbnail
+from trainer_core.data.images import base_folder
 from trainer_core.data.placeholders import PlaceholderCount, find_placeholders, placeholder_advice
 from trainer_core.data.preference import canonical_preference
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
+from trainer_core.data.preview_cells import KindRows, columns_frame, sample_frame
+from trainer_core.data.preview_cells import escape as _escape
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer
 from trainer_core.data.prompt_tokens import is_prompt_rows, prompt_length
 from trainer_core.data.prompts import canonical_prompts
@@ -36,14 +37,9 @@ from trainer_core.vocabulary import FormatType, TrainingMethod
 
 log = logging.getLogger(__name__)
 
-TURN_CHARS = 300  # characters shown per turn (or per text row) in the sample
 FULL_READ_BYTES = 64 * 1024 * 1024  # files up to this size are read whole (rows_total is exact)
 CHECK_ROWS = 2000  # rows rendered and tokenized for the truncation check
 FIRST_OVER_ROWS = 5  # row numbers listed in TruncationReport.first_rows
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~])")
-_LINE_MARK = re.compile(r"(?m)^(\s*)([-+=])")  # a list bullet or a heading underline
-_NUMBERED = re.compile(r"(?m)^(\s*\d+)([.)])")  # a numbered list item
-_SINGLE_NEWLINE = re.compile(r"(?<!\n)\n(?!\n)")
 _tokenizer_lock = threading.Lock()  # a fast tokenizer is not safe to call from two threads at once
 
 __all__ = [
@@ -79,22 +75,25 @@ class TruncationReport:
 class DatasetInspection:
     """What ``inspect_dataset`` found in one file.
 
-    ``format``: the detected (or given) layout; ``rows_total``: rows in the file (None when the file
+    ``format``: the detected (or given) layout, None where the model's kind reads its own columns
+    (``layout`` then says what it found); ``rows_total``: rows in the file (None when the file
     is larger than FULL_READ_BYTES and only its start was read); ``sample``: DataFrame for display
     (see ``sample_frame``); ``truncation``: None without a tokenizer; ``placeholders``: ``{{name}}``
     placeholders in the rows read, sorted by name, with row counts; ``advice``: Markdown on filling
     them ('' when there are none); ``notes``: what reading changed or left out, one line each
     (numbers and true/false turned into text in the rows checked, per column; files of a folder
-    not read), as ``files.reading_notes`` words them.
+    not read), as ``files.reading_notes`` words them; ``layout``: a kind's words for its rows
+    (``preview_cells.KindRows.layout``), '' for the text layouts.
     """
 
-    format: FormatType
+    format: Optional[FormatType]
     rows_total: Optional[int]
     sample: pd.DataFrame
     truncation: Optional[TruncationReport]
     placeholders: list[PlaceholderCount]
     advice: str
     notes: list[str] = field(default_factory=list)
+    layout: str = ""
 
 
 def inspect_dataset(
@@ -109,6 +108,7 @@ def inspect_dataset(
     kind: Optional[ModelKind] = None,
     is_dataset_audio: Optional[bool] = None,
     max_audio_seconds: Optional[float] = None,
+    request: Any = None,
 ) -> DatasetInspection:
     """Inspect the local data file ``path`` (already confined to the allowed folders by the caller).
 
@@ -127,16 +127,29 @@ def inspect_dataset(
     column of file names); their token counts need the model's processor, so no truncation report
     is made for them. A model that reads audio (or ``is_dataset_audio`` on): the sample gets an
     ``audio`` column of players with each clip's duration, and a note on the clips
-    (``audio_preview.audio_sample``; clips over ``max_audio_seconds`` refused by row).
+    (``audio_preview.audio_sample``; clips over ``max_audio_seconds`` refused by row). A kind that
+    reads its own columns (``ModelKind.preview_rows``: an embedding model's pairs) reads the first
+    ``check_rows`` rows as they are (no ``mapping``: its own mapping is in ``request``, the form's
+    settings; None: one with ``method`` and ``max_seq_length``), counts their tokens with
+    ``tokenizer``, and the sample shows its columns.
 
     Raises DatasetError for an unreadable file, columns matching no layout (or not fitting
     ``method``), a bad row among the first ``check_rows`` (naming it), or a chat template that
-    cannot render a row; ValueError for ``check_rows`` < 1 or ``rows`` < 0.
+    cannot render a row (a kind's own rows: as the kind refuses them, DatasetError or Refusal);
+    ValueError for ``check_rows`` < 1 or ``rows`` < 0.
     """
     if check_rows < 1 or rows < 0:
         raise ValueError(f"check_rows must be at least 1 (got {check_rows}) and rows at least 0 (got {rows})")
     dataset, rows_total = _read(path, check_rows)
     name = Path(path).name
+    if request is None:
+        request = TrainingStartRequest.model_construct(training_method=method, max_seq_length=max_seq_length)
+    own = _own_rows(kind, dataset.select(range(min(check_rows, len(dataset)))), request, tokenizer, name)
+    if own is not None:
+        whole = len(own.rows) == rows_total
+        truncation = None if own.lengths is None else _report(own.lengths, own.max_seq_length, whole)
+        sample = columns_frame(own.rows.select(range(min(rows, len(own.rows)))))
+        return _inspection(path, dataset, rows_total, None, sample, truncation, own.notes, own.layout)
     if mapping:
         dataset = apply_mapping(dataset, mapping, name)
     checked = dataset.select(range(min(check_rows, len(dataset))))
@@ -153,16 +166,42 @@ def inspect_dataset(
             tokenizer = None  # image tokens are the processor's to count (the kind's prepare_data)
         else:
             canonical, notes = normalize_with_notes(checked, fmt, name)
-    if Path(path).expanduser().is_dir():
-        notes = plan_folder(Path(path).expanduser()).notices + notes
     truncation = None
     if tokenizer is not None:
-        truncation = _truncation(canonical, tokenizer, max_seq_length, len(canonical) == rows_total)
-    found = find_placeholders(dataset.to_list())
+        truncation = _report(token_lengths(canonical, tokenizer), max_seq_length, len(canonical) == rows_total)
     sample = sample_frame(canonical.select(range(min(rows, len(canonical)))))
     if audio is not None:
         cells = audio[0][: len(sample)]
         sample["audio"], notes = cells + [""] * (len(sample) - len(cells)), [*notes, audio[1]]
+    return _inspection(path, dataset, rows_total, fmt, sample, truncation, notes)
+
+
+def _own_rows(
+    kind: Optional[ModelKind], head: datasets.Dataset, request: Any, tokenizer: Any, source: str
+) -> Optional[KindRows]:
+    """``kind``'s own reading of the file's first rows ``head`` (``ModelKind.preview_rows``), or
+    None for the text path. The shared tokenizer is held while the kind counts with it."""
+    if kind is None:
+        return None
+    with _tokenizer_lock:
+        return kind.preview_rows(head, request, tokenizer, source)
+
+
+def _inspection(
+    path: str,
+    dataset: datasets.Dataset,
+    rows_total: Optional[int],
+    fmt: Optional[FormatType],
+    sample: pd.DataFrame,
+    truncation: Optional[TruncationReport],
+    notes: list[str],
+    layout: str = "",
+) -> DatasetInspection:
+    """The DatasetInspection of ``path``: placeholders counted over every row read (``dataset``),
+    a folder's notices before ``notes``."""
+    if Path(path).expanduser().is_dir():
+        notes = plan_folder(Path(path).expanduser()).notices + notes
+    found = find_placeholders(dataset.to_list())
     return DatasetInspection(
         format=fmt,
         rows_total=rows_total,
@@ -171,6 +210,7 @@ def inspect_dataset(
         placeholders=found,
         advice=placeholder_advice([p.name for p in found], path),
         notes=notes,
+        layout=layout,
     )
 
 
@@ -186,48 +226,6 @@ def _read(path: str, check_rows: int) -> tuple[datasets.Dataset, Optional[int]]:
         return rows_dataset(head), None
     except DatasetError as exc:
         raise DatasetError(f"{file.name}: {exc}", fields=exc.fields) from None
-
-
-def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:
-    """Display rows for canonical rows: columns ``row`` (1-based) and ``conversation`` (Markdown:
-    one ``**role:** content`` block per turn, a leading system turn included, blocks separated by a
-    blank line) or ``text``. Each turn (or text) is cut to TURN_CHARS characters with an ellipsis,
-    then Markdown/HTML characters are backslash-escaped so tags such as ``<tool_call>`` show, and
-    single newlines inside a turn become Markdown hard breaks; rows with images get an ``images``
-    column of thumbnails and names. Preference rows: columns ``row``,
-    ``prompt`` and the answer columns (``chosen`` / ``rejected`` or ``completion`` and ``label``);
-    GRPO prompt rows: ``prompt`` and the other columns (what the rewards read)."""
-    if "prompt" in canonical.column_names:  # preference rows: prompt, then each answer column
-        table = {"row": range(1, len(canonical) + 1)}
-        for column in ("prompt", "chosen", "rejected", "completion"):
-            if column in canonical.column_names:
-                table[column] = [_turns_markdown(messages) for messages in canonical[column]]
-        if "label" in canonical.column_names:
-            table["label"] = ["desirable" if label else "undesirable" for label in canonical["label"]]
-        if is_prompt_rows(canonical.column_names):  # GRPO: the columns the rewards read, as written
-            for column in canonical.column_names:
-                if column != "prompt" and not column.startswith("_"):
-                    table[column] = [_escape(_cut(str(value))) for value in canonical[column]]
-        return pd.DataFrame(table)
-    if "text" in canonical.column_names:
-        cells, column = [_escape(_cut(text)) for text in canonical["text"]], "text"
-    else:
-        cells = [_turns_markdown(messages) for messages in canonical["messages"]]
-        column = "conversation"
-    table = {"row": range(1, len(cells) + 1), column: cells}
-    if "images" in canonical.column_names:
-        table["images"] = [" ".join(_image_cell(ref) for ref in refs) for refs in canonical["images"]]
-    return pd.DataFrame(table)
-
-
-def _image_cell(reference: str) -> str:
-    """One image of a preview row in Markdown: its thumbnail (``images.thumbnail``) and its name."""
-    name = "embedded image" if reference.startswith("data:") else _escape(Path(reference).name)
-    return f"![{name}]({thumbnail(reference)}) {name}"
-
-
-def _turns_markdown(messages: list[dict[str, str]]) -> str:
-    return "\n\n".join(f"**{m['role']}:** {_escape(_cut(m['content']))}" for m in messages)
 
 
 def token_lengths(canonical: datasets.Dataset, tokenizer: Any) -> list[int]:
@@ -261,9 +259,8 @@ def token_lengths(canonical: datasets.Dataset, tokenizer: Any) -> list[int]:
     return [len(ids) + (0 if ids and ids[-1] == eos else 1) for ids in ids_rows]
 
 
-def _truncation(canonical: datasets.Dataset, tokenizer: Any, max_seq_length: int, whole_file: bool) -> TruncationReport:
-    """The TruncationReport of ``canonical`` rows (the first rows of the file)."""
-    lengths = token_lengths(canonical, tokenizer)  # (rows,)
+def _report(lengths: list[int], max_seq_length: int, whole_file: bool) -> TruncationReport:
+    """The TruncationReport of the first rows of the file, ``lengths`` tokens each (rows,)."""
     over = [row for row, length in enumerate(lengths, start=1) if length > max_seq_length]
     longest = max(range(len(lengths)), key=lengths.__getitem__)
     return TruncationReport(
@@ -275,18 +272,3 @@ def _truncation(canonical: datasets.Dataset, tokenizer: Any, max_seq_length: int
         longest_tokens=lengths[longest],
         longest_row=longest + 1,
     )
-
-
-def _cut(text: str) -> str:
-    """``text`` cut to TURN_CHARS characters (with an ellipsis)."""
-    return text if len(text) <= TURN_CHARS else text[: TURN_CHARS - 1] + "…"
-
-
-def _escape(text: str) -> str:
-    """``text`` with Markdown and HTML characters backslash-escaped (CommonMark escapes), a line's
-    leading ``-`` / ``+`` / ``=`` or ``1.`` escaped too (else a cell holding "-" shows a list
-    bullet), and single newlines made hard line breaks (two spaces before them), so lines stay lines
-    when rendered."""
-    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
-    text = _LINE_MARK.sub(r"\1\\\2", _NUMBERED.sub(r"\1\\\2", text))
-    return _SINGLE_NEWLINE.sub("  \n", text)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer_core.data.preview_tokenizer import local_model_folder
-from trainer_core.model_kind import ModelKind, kind_for_folder
+from trainer_core.model_kind import ModelKind, kind_for_folder, kind_for_request
 from trainer_core.models import hub
 
 
@@ -24,6 +24,17 @@ def named_kind(model_name: Any, settings: Any = None) -> ModelKind:
     if not isinstance(model_name, str) or not model_name.strip():
         return kind_for_folder(None)
     return kind_for_folder(local_model_folder(model_name.strip(), settings or get_settings()))
+
+
+def form_kind(request: Any, settings: Any = None) -> ModelKind:
+    """The kind ``request`` (the form's settings, unchecked: the dataset preview) trains its model
+    as (``model_kind.kind_for_request``: a switch such as ``is_embedding`` first), its model found as
+    ``named_kind`` finds it. ``settings``: the app's (default: ``get_settings()``)."""
+    from trainer_core.settings import get_settings
+
+    name = request.model_name.strip() if isinstance(request.model_name, str) else ""
+    folder = local_model_folder(name, settings or get_settings()) if name else None
+    return kind_for_request(request, folder)
 
 
 def checked_kind(model_name: str) -> ModelKind:

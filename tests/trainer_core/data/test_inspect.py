@@ -18,6 +18,7 @@ from trainer_core.data.files import DatasetError, read_file
 from trainer_core.data.formats import normalize
 from trainer_core.data.inspect import inspect_dataset, load_preview_tokenizer, placeholder_advice, token_lengths
 from trainer_core.data.placeholders import find_placeholders
+from trainer_core.data.preview_cells import TURN_CHARS
 from trainer_core.data.tokenization import tokenize_dataset
 from trainer_core.request.model import DEFAULT_MODEL
 from trainer_core.settings import Settings
@@ -74,12 +75,12 @@ def test_sample_shows_system_cuts_and_escapes(datasets_dir: Path) -> None:
     assert r"\<tool\_call\>" in cell and "<tool_call>" not in cell  # shown, not taken as an HTML tag
     assert [b.split(":**")[0] for b in blocks][:3] == ["**system", "**user", "**assistant"]
     unescaped = [re.sub(r"\\(.)", r"\1", b.split(":** ", 1)[1]).replace("  \n", "\n") for b in blocks]
-    assert max(len(text) for text in unescaped) <= inspect_module.TURN_CHARS
+    assert max(len(text) for text in unescaped) <= TURN_CHARS
 
 
 def test_text_rows_are_cut(datasets_dir: Path) -> None:
     text = inspect_dataset(str(datasets_dir / "c4_demo.jsonl"), rows=2).sample["text"][0]
-    assert text.endswith("…") and len(re.sub(r"\\(.)", r"\1", text)) == inspect_module.TURN_CHARS
+    assert text.endswith("…") and len(re.sub(r"\\(.)", r"\1", text)) == TURN_CHARS
 
 
 @pytest.mark.parametrize("name", ["dpo_en_demo.json", "missing.json"])

@@ -57,11 +57,9 @@ def check_training_type(request: Any) -> None:
         )
 
 
-def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> None:
-    """Raise Refusal for what the data and model make impossible: a generation method, qlora, a module
-    read from outside the model's folder (``loading.checked_modules``), a loss that does not fit the
-    columns, ``mini_batch_size`` with a loss that does not read it (also one the data chose),
-    Matryoshka sizes above the model's embedding size."""
+def check_method(request: Any) -> None:
+    """Raise Refusal (fields ``training_method``, ``model_name``) for a generation method: an
+    embedding model trains with its own losses (``embedding_loss``), under sft."""
     if request.training_method != TrainingMethod.sft:
         raise Refusal(
             f"training_method {request.training_method.value} trains a text generator, but {request.model_name} is an "
@@ -69,6 +67,15 @@ def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> 
             fields=("training_method", "model_name"),
             code="embedding_method",
         )
+
+
+def check_request(request: Any, data: EmbeddingData, folder: Optional[Path]) -> None:
+    """Raise Refusal for what the data and model make impossible: a generation method
+    (``check_method``), qlora, a module read from outside the model's folder
+    (``loading.checked_modules``), a loss that does not fit the columns, ``mini_batch_size`` with a
+    loss that does not read it (also one the data chose), Matryoshka sizes above the model's
+    embedding size."""
+    check_method(request)
     if is_sentence_transformers_folder(folder):
         try:
             checked_modules(folder)

@@ -1,7 +1,7 @@
 """An embedding run's data: the request's sources read as for text (``data.prepare.raw_sources``:
 JSON / JSONL / CSV / Parquet / a Hub split), their columns named as sentence-transformers names
-them (or mapped with ``embedding_columns``), one shape for the run, the ``val_size`` split, and
-token counts of the texts.
+them (or mapped with ``embedding_columns``), their values checked (``values``), one shape for the
+run, the ``val_size`` split, and token counts of the texts.
 
 Shapes (sentence-transformers' column names, in the order its trainer reads them): ``pairs``
 (anchor, positive), ``triplets`` (anchor, positive, negative[, negative_1...]), ``scored``
@@ -11,8 +11,6 @@ anchor / positive.
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional
@@ -21,6 +19,8 @@ import datasets
 
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.prepare import has_eval_data, raw_sources, split_validation
+from trainer_core.kinds.embedding.values import checked_values, grouped_labels, label_ids
+from trainer_core.vocabulary import EmbeddingLoss
 
 ALIASES = {"query": "anchor", "document": "positive"}  # the other names sentence-transformers' docs use
 GENERATION = (  # columns of a text generator's data, and the mapping a refusal suggests for them
@@ -115,10 +115,17 @@ def _shape(columns: list[str], source: str, mapped: bool) -> Shape:
     )
 
 
-def embedding_rows(dataset: datasets.Dataset, columns: Optional[dict[str, str]], source: str) -> tuple[Any, Shape]:
+def embedding_rows(
+    dataset: datasets.Dataset,
+    columns: Optional[dict[str, str]],
+    source: str,
+    loss: Optional[EmbeddingLoss] = None,
+) -> tuple[Any, Shape]:
     """(``dataset`` with only its embedding columns, renamed and ordered as sentence-transformers
-    reads them; its ``Shape``). ``columns``: the request's ``embedding_columns`` (part -> column).
-    Raises DatasetError naming a mapped column ``source`` lacks, or columns that make no shape."""
+    reads them; its ``Shape``). ``columns``: the request's ``embedding_columns`` (part -> column);
+    ``loss``: its ``embedding_loss`` (scores outside its ``values.SCORE_RANGES`` refused). Raises
+    DatasetError naming a mapped column ``source`` lacks, columns that make no shape, or the row and
+    column of a bad value (``checked_values``)."""
     if columns:
         missing = [column for column in columns.values() if column not in dataset.column_names]
         if missing:
@@ -139,95 +146,15 @@ def embedding_rows(dataset: datasets.Dataset, columns: Optional[dict[str, str]],
         order = ["anchor", "positive", *negatives]
     else:
         order = [*TEXT_COLUMNS[shape], "score" if shape == Shape.scored else "label"]
-    return checked_values(dataset.select_columns(order), shape, source), shape
-
-
-def _refuse(source: str, message: str, code: str) -> DatasetError:
-    return DatasetError(f"{source}: {message}", fields=("local_datasets", "embedding_columns"), code=code)
-
-
-def checked_values(dataset: datasets.Dataset, shape: Shape, source: str) -> datasets.Dataset:
-    """``dataset`` (already in ``shape``'s columns) with its texts as strings and its scores as
-    float32. Raises DatasetError naming the column and the row (counted from 1 in ``source``) where
-    a text is missing, empty or a list / object, a score is not a finite number, or a label is
-    missing or not one value."""
-    order = dataset.column_names
-    for column in text_columns(shape, order):
-        texts = [_scalar(value, row, column, source) for row, value in enumerate(dataset[column], 1)]
-        if not isinstance(dataset.features[column], datasets.Value) or dataset.features[column].dtype != "string":
-            dataset = dataset.remove_columns(column).add_column(column, [str(text) for text in texts])
-    if shape == Shape.scored:
-        for row, score in enumerate(dataset["score"], 1):
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-                raise _refuse(
-                    source,
-                    f"row {row}: score {score!r} is not a number: give each pair a finite similarity score "
-                    "(e.g. 0.0 to 1.0)",
-                    "embedding_score_not_number",
-                )
-        dataset = dataset.cast_column("score", datasets.Value("float32"))
-    if shape == Shape.labelled:
-        for row, label in enumerate(dataset["label"], 1):
-            _scalar(label, row, "label", source)
-    return dataset.select_columns(order)
-
-
-def _scalar(value: Any, row: int, column: str, source: str) -> Any:
-    """``value`` when it is one text / number; raises DatasetError naming ``row`` and ``column``
-    when it is missing, an empty text, a list or an object."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise _refuse(
-            source,
-            f"row {row}: column {column} is empty: every row needs it (remove the row or fill it in)",
-            "embedding_value_missing",
-        )
-    if not isinstance(value, (str, int, float, bool)):
-        raise _refuse(
-            source,
-            f"row {row}: column {column} holds a {type(value).__name__}, not one text or value: give one a row, or map "
-            "another column with embedding_columns",
-            "embedding_value_not_text",
-        )
-    return value
-
-
-def grouped_labels(rows: datasets.Dataset, what: str, fields: tuple[str, ...]) -> None:
-    """Raise DatasetError (``fields``) unless 2 or more labels have 2 or more of ``rows`` each: the
-    batch-triplet losses' ``group_by_label`` batches need a positive and a negative for each text."""
-    counts = Counter(rows["label"])
-    grouped = sum(1 for n in counts.values() if n >= 2)
-    if grouped < 2:
-        raise DatasetError(
-            f"{what} ({len(rows)}) hold {len(counts)} labels, {grouped} of them on 2 or more rows: labelled texts "
-            "train in batches grouped by label, which need at least 2 labels with 2 or more texts each; add rows "
-            "(or, for the held-out rows, raise val_size)",
-            fields=fields,
-            code="embedding_labels_too_few",
-        )
-
-
-def label_ids(*splits: Optional[datasets.Dataset]) -> list[Optional[datasets.Dataset]]:
-    """Labelled ``splits`` with each ``label`` as a whole-number class id (one numbering across the
-    splits, in order of first appearance) where any label is not one already; the losses stack
-    labels into a tensor, which strings, floats or mixed types cannot make. Others as they are."""
-    present = [s for s in splits if s is not None]
-    if all(getattr(s.features["label"], "dtype", "").startswith(("int", "uint")) for s in present):
-        return list(splits)
-    ids: dict[Any, int] = {}
-    out = []
-    for split in splits:
-        if split is not None:
-            numbered = [ids.setdefault(label, len(ids)) for label in split["label"]]
-            split = split.remove_columns("label").add_column("label", numbered)
-        out.append(split)
-    return out
+    return checked_values(dataset.select_columns(order), text_columns(shape, order), source, loss), shape
 
 
 def _read(request: Any, eval: bool, sizes: Optional[list] = None) -> tuple[datasets.Dataset, Shape]:
     """The request's training (or evaluation) rows joined (``sizes``, when given, gets each source's
     (name, rows)); raises DatasetError when sources differ."""
     parts = [
-        (name, *embedding_rows(rows, request.embedding_columns, name)) for name, rows in raw_sources(request, eval)
+        (name, *embedding_rows(rows, request.embedding_columns, name, request.embedding_loss))
+        for name, rows in raw_sources(request, eval)
     ]
     first_name, first, shape = parts[0]
     if sizes is not None:
@@ -254,7 +181,13 @@ def held_out_rows(request: Any) -> tuple[datasets.Dataset, Shape]:
     return _read(request, eval=has_eval_data(request))
 
 
-def _lengths(rows: datasets.Dataset, shape: Shape, tokenizer: Any) -> list[list[int]]:
+def cut_length(max_seq_length: int, tokenizer: Any) -> int:
+    """The tokens a text is cut at when embedded: ``max_seq_length``, or the tokenizer's own limit
+    (``model_max_length``) where lower."""
+    return min(max_seq_length, getattr(tokenizer, "model_max_length", None) or max_seq_length)
+
+
+def text_lengths(rows: datasets.Dataset, shape: Shape, tokenizer: Any) -> list[list[int]]:
     """Tokens of each text (with the tokenizer's special tokens), one list a text column."""
     return [
         [
@@ -269,8 +202,8 @@ def count_tokens(
     rows: datasets.Dataset, shape: Shape, tokenizer: Any, max_seq_length: int, lengths: Optional[list] = None
 ) -> EmbeddingStats:
     """Token counts of ``rows``' texts by ``tokenizer`` (with its special tokens); ``lengths``: their
-    ``_lengths`` when already counted."""
-    lengths = _lengths(rows, shape, tokenizer) if lengths is None else lengths
+    ``text_lengths`` when already counted."""
+    lengths = text_lengths(rows, shape, tokenizer) if lengths is None else lengths
     per_row = list(zip(*lengths)) or [()]
     cut = sum(max(n - max_seq_length, 0) for row in per_row for n in row)
     total = sum(sum(row) for row in per_row) - cut
@@ -316,8 +249,8 @@ def prepare_embedding_data(request: Any, tokenizer: Any) -> EmbeddingData:
         grouped_labels(train, "the training rows", ("local_datasets", "embedding_columns"))
         if evaluation is not None:
             grouped_labels(evaluation, "the held-out rows", ("val_size", "local_eval_datasets"))
-    length = min(request.max_seq_length, getattr(tokenizer, "model_max_length", None) or request.max_seq_length)
-    lengths = _lengths(train, shape, tokenizer)
+    length = cut_length(request.max_seq_length, tokenizer)
+    lengths = text_lengths(train, shape, tokenizer)
     return EmbeddingData(
         train=train,
         eval=evaluation,

@@ -68,6 +68,11 @@ class EmbeddingKind(ModelKind):
     def inner_model(self, model: Any) -> Any:
         return model[0].model
 
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str) -> Any:
+        from trainer_core.kinds.embedding.preview import preview_rows
+
+        return preview_rows(dataset, request, tokenizer, source)
+
     def prepare_data(self, request: Any, processor: Any) -> Any:
         from trainer_core.kinds.embedding.data import prepare_embedding_data
 
