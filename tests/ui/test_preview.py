@@ -39,8 +39,8 @@ def _files(datasets_dir: Path, folder: Path, rows: int = 40) -> tuple[Path, Path
 def _shown(ctx: Context, path: Path, model: Path, **embedding) -> tuple[str, list[str]]:
     """(the summary, the table's columns) of the preview of ``path`` for ``model`` (Max seq length 64)."""
     summary, table, *_ = preview(ctx, None, str(path), "auto", "", str(model), 64, "sft", "", None, **embedding)
-    shown = table if isinstance(table, pd.DataFrame) else table.value  # a refusal: the empty table itself
-    return summary, list(shown.columns) if isinstance(shown, pd.DataFrame) else list(shown["headers"])
+    shown = table if isinstance(table, pd.DataFrame) else table["value"]  # a DataFrame: a refusal's empty table
+    return summary, list(shown.columns)
 
 
 def test_an_embedding_model_shows_native_pairs_by_column_and_a_text_model_refuses_them(
