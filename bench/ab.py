@@ -91,7 +91,7 @@ def summary(runs: list[dict[str, Any]], sides: tuple[str, str] = ("ours", "bare"
     for which in sides:
         mine = [r for r in runs if r["side"] == which]
         found[which] = {
-            "median_samples_per_s": statistics.median(r["samples_per_s"] for r in mine),
+            "median_samples_per_s": round(statistics.median(r["samples_per_s"] for r in mine), 3),
             **{key: [r[key] for r in mine] for key in ("samples_per_s", "steady_samples_per_s", "median_step_ms")},
             "median_step_cpu_ms": [r["median_step_cpu_ms"] for r in mine],
             "mean_loss": mine[0]["mean_loss"],
