@@ -34,14 +34,13 @@ from __future__ import annotations
 import argparse
 import json
 import queue
-import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any, Optional
+
+from bench.ab import LossLog, spawn, summary, timed_train
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO.parent / "shared" / "datasets" / "alpaca_en_demo.json"
@@ -126,25 +125,6 @@ def quality(model_dir: str, steps: int, max_seq_length: int) -> dict[str, Any]:
     }
 
 
-class LossLog:
-    """A ``TrainerCallback`` (built lazily) collecting the logged training losses and the
-    ``perf_counter`` and ``process_time`` at each step's end (``ends``: (wall, CPU) seconds)."""
-
-    @staticmethod
-    def make(sink: list[float], ends: list[float]) -> Any:
-        from transformers import TrainerCallback
-
-        class Callback(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kwargs):
-                if logs and "loss" in logs:
-                    sink.append(logs["loss"])
-
-            def on_step_end(self, args, state, control, **kwargs):
-                ends.append((time.perf_counter(), time.process_time()))
-
-        return Callback()
-
-
 def _ours(model_dir: str, steps: int, out: Path, losses: list[float], ends: list[float]) -> Any:
     from trainer_core.kinds.embedding.data import prepare_embedding_data
     from trainer_core.kinds.embedding.kind import EMBEDDING
@@ -217,76 +197,22 @@ def _bare(model_dir: str, steps: int, out: Path, losses: list[float], ends: list
 
 
 def side(which: str, model_dir: str, steps: int) -> dict[str, Any]:
-    """One timed run of ``which`` ("ours" | "bare"): samples / s of ``trainer.train()`` alone, and at
-    steady state (from the first step's end to the last's: the steps after the first, without
-    either side's start-up inside ``train()``)."""
+    """One timed run of ``which`` ("ours" | "bare"): ``ab.timed_train``'s figures (samples are pairs)."""
     losses: list[float] = []
-    ends: list[float] = []
+    ends: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as scratch:
         trainer = (_ours if which == "ours" else _bare)(model_dir, steps, Path(scratch) / "run", losses, ends)
-        began = time.perf_counter()
-        trainer.train()
-        seconds = time.perf_counter() - began
-    walls = [wall for wall, _ in ends]
-    steady = (len(ends) - 1) * SPEED["batch_size"] / (walls[-1] - walls[0]) if len(ends) > 1 else None
-    gaps = [b - a for a, b in zip(walls, walls[1:])]  # each step after the first, s
-    cpu = [b[1] - a[1] for a, b in zip(ends, ends[1:])]  # CPU seconds of this process (all its threads)
-    return {
-        "threads": torch_threads(),
-        "median_step_ms": round(1000 * statistics.median(gaps), 2) if gaps else None,
-        "median_step_cpu_ms": round(1000 * statistics.median(cpu), 2) if cpu else None,
-        "side": which,
-        "seconds": round(seconds, 2),
-        "samples_per_s": round(steps * SPEED["batch_size"] / seconds, 2),
-        "steady_samples_per_s": round(steady, 2) if steady else None,
-        "mean_loss": round(statistics.fmean(losses), 4) if losses else None,
-        "losses": [round(x, 4) for x in losses],
-    }
-
-
-def torch_threads() -> int:
-    """torch's intra-op threads in this process."""
-    import torch
-
-    return torch.get_num_threads()
-
-
-def _spawn(which: str, model_dir: str, steps: int, threads: Optional[int]) -> dict[str, Any]:
-    given = ["--threads", str(threads)] if threads else []
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.embedding", "_side", which, "--model", model_dir, "--steps", str(steps), *given],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{which} failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        return {"side": which, **timed_train(trainer, steps, SPEED["batch_size"], losses, ends)}
 
 
 def speed(model_dir: str, steps: int, pairs: int, threads: Optional[int] = None) -> dict[str, Any]:
     """``pairs`` A B rounds (each side with ``threads`` torch threads; None: torch's default); per
     side the median samples / s, the median step time (wall and CPU) and the mean logged loss."""
-    runs = [_spawn(which, model_dir, steps, threads) for _ in range(pairs) for which in ("ours", "bare")]
-    summary = {}
-    for which in ("ours", "bare"):
-        mine = [r for r in runs if r["side"] == which]
-        summary[which] = {
-            "median_samples_per_s": statistics.median(r["samples_per_s"] for r in mine),
-            "samples_per_s": [r["samples_per_s"] for r in mine],
-            "steady_samples_per_s": [r["steady_samples_per_s"] for r in mine],
-            "median_step_ms": [r["median_step_ms"] for r in mine],
-            "median_step_cpu_ms": [r["median_step_cpu_ms"] for r in mine],
-            "mean_loss": mine[0]["mean_loss"],
-        }
-    summary["ratio"] = round(summary["ours"]["median_samples_per_s"] / summary["bare"]["median_samples_per_s"], 3)
-    medians = {w: statistics.median(summary[w]["median_step_ms"]) for w in ("ours", "bare")}
-    summary["step_ratio"] = round(medians["bare"] / medians["ours"], 3)  # > 1: ours steps faster
-    cpu = {w: statistics.median(summary[w]["median_step_cpu_ms"]) for w in ("ours", "bare")}
-    summary["step_cpu_ratio"] = round(cpu["bare"] / cpu["ours"], 3)
-    summary["loss_gap"] = round(abs(summary["ours"]["mean_loss"] - summary["bare"]["mean_loss"]), 4)
-    return {"model": model_dir, "steps": steps, "pairs": pairs, **summary}
+    argv = ["--model", model_dir, "--steps", str(steps)]
+    runs = [
+        spawn("bench.embedding", ["_side", which, *argv], threads) for _ in range(pairs) for which in ("ours", "bare")
+    ]
+    return {"model": model_dir, "steps": steps, "pairs": pairs, **summary(runs)}
 
 
 def main(argv: Optional[list[str]] = None) -> dict[str, Any]:

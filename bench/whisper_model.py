@@ -13,10 +13,18 @@ task=...)`` works. Weights are random: its transcripts are noise before training
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+CLIPS = SHARED / "mllm_demo_data"  # the demo clips: mp3 / wav / flac; 16, 44.1 and 48 kHz; mono and stereo; 2.9-5.9 s
+TRANSCRIPTS = (  # (clip, its transcript) as speech-to-text rows: the tests' and bench.speech's data
+    ("1.mp3", "It is the sound of glass shattering."),
+    ("2.wav", "A woman is coughing."),
+    ("3.flac", "The wind is blowing through the trees."),
+    ("4.mp3", "Someone is playing a piano."),
+)
 LANGUAGES = ("en", "zh", "de", "es", "ru", "ko", "fr")  # the first of Whisper's language tokens, in its order
 SPECIALS = (
     "<|endoftext|>",
@@ -83,6 +91,19 @@ def _tokenizer(target: Path, vocab_size: int = 1000) -> None:
     )
     tokenizer.add_special_tokens({"additional_special_tokens": list(SPECIALS[1:])})
     tokenizer.save_pretrained(target)
+
+
+def speech_file(folder: Path, rows: tuple = TRANSCRIPTS, name: str = "speech.json", column: str = "text") -> Path:
+    """``folder/name``: a JSON list of ``{"audio": <clip file>, <column>: <transcript>}`` for
+    ``rows`` (clips of ``CLIPS``), with the clips copied into ``folder`` (a path relative to the
+    data file, as users bring them). Returns the JSON file's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for clip, _ in rows:
+        if (CLIPS / clip).is_file() and not (folder / clip).exists():
+            shutil.copy(CLIPS / clip, folder / clip)
+    path = folder / name
+    path.write_text(json.dumps([{"audio": clip, column: text} for clip, text in rows]), encoding="utf-8")
+    return path
 
 
 def build_tiny_whisper(target: Path, seed: int = 0) -> Path:

@@ -6,12 +6,13 @@ Where rows carry clips (each a path relative to the data file, a ``data:audio/..
 - a Hub ``Audio`` feature column, or an ``audio`` column of clips (speech-to-text data:
   ``media.media_columns``);
 - OpenAI ``input_audio`` content parts in the turns (``{"type": "input_audio", "input_audio":
-  {"data": <base64>, "format": "wav"}}``; also ``audio_url`` parts).
+  {"data": <base64>, "format": "wav"}}``; also ``audio`` / ``audio_url`` parts naming a path or URL).
 
 ``checked_clips`` passes every clip through the one audio opener (``data.audio``: the path check,
 the header read, a decode of the first ``DECODE_CLIPS``) and refuses, naming the file and the row, a
 missing, unreadable or disallowed clip, a ``data:`` URL that is not audio, and clips longer than
-``max_audio_seconds``. ``audio_switch`` is the one decision on ``is_dataset_audio``.
+``max_audio_seconds``. ``has_audio`` is the data's side of ``is_dataset_audio`` (and of the kinds'
+``holds_media``), ``audio_switch`` the one decision on it (``source_switch`` its part for one source).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ import datasets
 
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.media import media_columns
+from trainer_core.data.media_rows import TURN_COLUMNS, column_references, has_parts, parts_of
 from trainer_core.model_kind import way_out
 
-PART_TYPES = ("input_audio", "audio_url")  # content parts that carry a clip
-TURN_COLUMNS = {"messages": "content", "conversations": "value"}  # turn list column -> its content key
+PART_TYPES = ("input_audio", "audio", "audio_url")  # content parts that carry a clip
 DECODE_CLIPS = 64  # clips decoded whole by the check (the rest: header only; ~5 ms a clip here)
 LISTED = 5  # rows a refusal of long clips lists
 
@@ -79,17 +80,26 @@ class ClipStats:
 
 def part_reference(part: Any) -> Any:
     """The clip an audio content part names, as ``resolve_audio`` takes it: an ``input_audio``
-    part's ``data:audio/<format>;base64,`` URL (``audio.input_audio_url``), an ``audio_url`` part's
-    ``url``; None for another part. Raises RowError for an ``input_audio`` part without base64
-    data or with a format that is not audio."""
+    part's ``data:audio/<format>;base64,`` URL (``audio.input_audio_url``), an ``audio`` /
+    ``audio_url`` part's path or URL (a string, or a dict's ``url`` / ``path``); None for another
+    part. Raises RowError for an ``input_audio`` part without base64 data or with a format that is
+    not audio."""
     if not isinstance(part, dict) or part.get("type") not in PART_TYPES:
         return None
     if part["type"] == "input_audio":
         from trainer_core.data.audio import input_audio_url
 
         return input_audio_url(part)
-    value = part.get("audio_url")
-    return value.get("url") if isinstance(value, dict) else value
+    value = part.get(part["type"], part.get("audio", part.get("audio_url")))
+    return value.get("url") or value.get("path") if isinstance(value, dict) else value
+
+
+def clip_reference(value: Any) -> Any:
+    """A clip a row names, as ``resolve_audio`` takes it: an audio content part's reference
+    (``part_reference``), any other value (a path, a URL, Hub ``Audio`` bytes) as it is. Raises
+    RowError as ``part_reference``."""
+    is_part = isinstance(value, dict) and value.get("type") in PART_TYPES
+    return part_reference(value) if is_part else value
 
 
 def clip_columns(dataset: datasets.Dataset) -> list[str]:
@@ -101,32 +111,18 @@ def clip_columns(dataset: datasets.Dataset) -> list[str]:
 def row_references(dataset: datasets.Dataset) -> list[list[Any]]:
     """Per row of ``dataset``, the clips it names as written (column values, then its audio content
     parts, as dicts, in turn order); Hub ``Audio`` columns read undecoded (``{"bytes", "path"}``)."""
-    found: list[list[Any]] = [[] for _ in range(len(dataset))]
-    for name in clip_columns(dataset):
-        feature = dataset.features[name]
-        undecoded = _undecoded(feature)
-        values = (dataset if undecoded is feature else dataset.cast_column(name, undecoded))[name]
-        for index, value in enumerate(values):
-            items = value if isinstance(value, list) else [value]
-            found[index].extend(item for item in items if item not in (None, ""))
+    found = column_references(dataset, clip_columns(dataset))
     for column, key in TURN_COLUMNS.items():
         if column in dataset.column_names:
             for index, turns in enumerate(dataset[column]):
-                found[index].extend(_turn_parts(turns, key))
+                found[index].extend(part for turn in turns or [] for part in parts_of(turn, key, PART_TYPES))
     return found
 
 
-def has_audio(dataset: datasets.Dataset, look_at: int = 1000) -> bool:
-    """True when ``dataset`` has a clip column or one of its first ``look_at`` rows has an audio
-    content part: the data's side of ``is_dataset_audio``."""
-    if clip_columns(dataset):
-        return True
-    for column, key in TURN_COLUMNS.items():
-        if column in dataset.column_names:
-            for turns in dataset.select(range(min(len(dataset), look_at)))[column]:
-                if _turn_parts(turns, key):
-                    return True
-    return False
+def has_audio(dataset: datasets.Dataset) -> bool:
+    """True when ``dataset`` has a clip column or one of its first 1,000 rows has an audio content
+    part (``media_rows.has_parts``): the data's side of ``is_dataset_audio``."""
+    return bool(clip_columns(dataset)) or has_parts(dataset, PART_TYPES)
 
 
 def checked_clips(
@@ -150,9 +146,7 @@ def checked_clips(
         row, resolved = first_row + index, []
         try:
             for reference in references:
-                if isinstance(reference, dict) and reference.get("type") in PART_TYPES:  # a content part
-                    reference = part_reference(reference)
-                canonical = resolve_audio(reference, base, roots)
+                canonical = resolve_audio(clip_reference(reference), base, roots)
                 info = audio_info(canonical)
                 if len(stats.clips) < decode and not (max_seconds and info.seconds > max_seconds):
                     read_audio(canonical, info.sampling_rate)  # a damaged body is refused now, not mid-run
@@ -180,30 +174,40 @@ def refuse_long(long: list[Clip], source: str, max_seconds: Optional[float]) -> 
     )
 
 
-def audio_switch(is_dataset_audio: Optional[bool], with_audio: bool, reads: bool, model_name: str) -> bool:
-    """Whether the rows keep their clips: the data holds some (``with_audio``), the model reads
+def source_switch(is_dataset_audio: Optional[bool], with_audio: bool, reads: bool, model_name: str) -> bool:
+    """Whether one source's rows keep their clips: it holds some (``with_audio``), the model reads
     audio (``reads``) and ``is_dataset_audio`` is not off. Raises DatasetError (field
-    ``is_dataset_audio``) when it is on and the model reads no audio or the data holds none, and
-    when it is off and the data holds clips (they would be dropped from their rows)."""
+    ``is_dataset_audio``) when it is on and the model reads no audio, and when it is off for a model
+    that reads audio and the source holds clips (they would be dropped from their rows). Off, or
+    not set, for a model that reads no audio: False, and such rows are refused as text
+    (``media.refuse_media``)."""
     if is_dataset_audio and not reads:
         raise DatasetError(
             f"is_dataset_audio: it is on, but {model_name} reads no audio (or is not on this machine): "
             f"{way_out('audio')}, or turn it off",
             fields=("is_dataset_audio", "model_name"),
         )
-    if is_dataset_audio and not with_audio:
-        raise DatasetError(
-            "is_dataset_audio: it is on, but no row of the data holds an audio clip (an audios or audio column, a "
-            "Hub Audio column or input_audio content parts): give audio data or leave it empty",
-            fields=("is_dataset_audio",),
-        )
-    if is_dataset_audio is False and with_audio:
+    if is_dataset_audio is False and with_audio and reads:
         raise DatasetError(
             "is_dataset_audio: it is off, but the data holds audio clips: remove them (the audios / audio column and "
             "the <audio> markers) to train on the text alone, or leave it empty",
             fields=("is_dataset_audio",),
         )
     return with_audio and reads
+
+
+def audio_switch(is_dataset_audio: Optional[bool], with_audio: bool, reads: bool, model_name: str) -> bool:
+    """``source_switch`` over the whole data (``with_audio``: some source holds clips); raises
+    DatasetError (field ``is_dataset_audio``) as it does, and when the switch is on and no row holds
+    a clip."""
+    keeps = source_switch(is_dataset_audio, with_audio, reads, model_name)
+    if is_dataset_audio and not with_audio:
+        raise DatasetError(
+            "is_dataset_audio: it is on, but no row of the data holds an audio clip (an audios or audio column, a "
+            "Hub Audio column or input_audio content parts): give audio data or leave it empty",
+            fields=("is_dataset_audio",),
+        )
+    return keeps
 
 
 def detected_words(is_dataset_audio: Optional[bool], with_audio: bool) -> str:
@@ -217,23 +221,3 @@ def detected_words(is_dataset_audio: Optional[bool], with_audio: bool) -> str:
 def clip_name(reference: str) -> str:
     """A clip's name for people: its file name, or "(data: URL)"."""
     return "(data: URL)" if reference.startswith("data:") else Path(reference).name
-
-
-def _turn_parts(turns: Any, key: str) -> list[dict]:
-    """The audio content parts of a row's turns (a list of turn dicts), in order."""
-    found = []
-    for turn in turns or []:
-        content = turn.get(key) if isinstance(turn, dict) else None
-        if isinstance(content, list):
-            found.extend(part for part in content if isinstance(part, dict) and part.get("type") in PART_TYPES)
-    return found
-
-
-def _undecoded(feature: Any) -> Any:
-    """A Hub ``Audio`` feature (or a list of them) that yields ``{"bytes", "path"}`` undecoded."""
-    if type(feature).__name__ == "Audio":
-        return datasets.Audio(decode=False)
-    inner = getattr(feature, "feature", None)
-    if inner is not None and type(inner).__name__ == "Audio":
-        return datasets.List(datasets.Audio(decode=False))
-    return feature

@@ -15,7 +15,14 @@ import datasets
 import pytest
 
 from tests.support.audio_kinds import AUDIO_CHAT, SPEECH, audio_row, registered, write_clip
-from trainer_core.data.audio_rows import audio_switch, checked_clips, detected_words, has_audio, row_references
+from trainer_core.data.audio_rows import (
+    audio_switch,
+    checked_clips,
+    detected_words,
+    has_audio,
+    row_references,
+    source_switch,
+)
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.files import read_file
 from trainer_core.data.formats import normalize_with_notes
@@ -56,6 +63,11 @@ def test_every_layout_of_clips_is_found(clips: Path) -> None:
     assert has_audio(parts) and found["type"] == "input_audio" and found["input_audio"] == part["input_audio"]
     stats = checked_clips(parts, "parts.json", clips, [], 30)
     assert stats.references[0][0].startswith("data:audio/wav;base64,") and round(stats.clips[0].seconds, 2) == 1.0
+    named = {"type": "audio", "audio": {"path": "ok.wav"}}  # a part naming a file (audio chat reads it too)
+    by_path = datasets.Dataset.from_list([{"messages": [{"role": "user", "content": [named, TEXT]}]}])
+    assert has_audio(by_path) and checked_clips(by_path, "p.json", clips, [], 30).references == [
+        [str(clips / "ok.wav")]
+    ]
     column = datasets.Dataset.from_list([{"audio": "ok.wav", "text": "a tone"}, {"audio": "long.wav", "text": "x"}])
     assert media_columns(column) == {"audio": "audio"} and has_audio(column)
     words = datasets.Dataset.from_list([{"audio": "loud", "text": "a tone"}])  # a column named audio, of text
@@ -108,6 +120,8 @@ def test_is_dataset_audio_is_checked_against_the_data_and_the_model() -> None:
         audio_switch(True, False, True, "m")
     with pytest.raises(DatasetError, match="is_dataset_audio: it is off, but the data holds audio clips"):
         audio_switch(False, True, True, "m")
+    assert not audio_switch(False, True, False, "m")  # a text model's rows with clips: refused as text, by row
+    assert not source_switch(True, False, True, "m")  # one source without clips, another may hold them
     assert detected_words(None, True) == "is_dataset_audio: found from the data (yes)"
     assert detected_words(False, False) == "is_dataset_audio: off (set)"
 

@@ -6,8 +6,8 @@ every request).
 - An audio-in chat model and data with audio: the rows keep it (``rows``).
 - A model that reads no audio and data with audio: refused by file and row (``data.media``), naming
   the audio models to pick instead.
-- ``is_dataset_audio`` on: the model must read audio (this kind or another that does) and some row
-  must hold a clip; off: rows with audio are refused as for a text-only model.
+- ``is_dataset_audio`` (``data.audio_rows.source_switch``, the Check's rule too): on, the model
+  must read audio (this kind or another that does); off, an audio model's rows must hold no clip.
 """
 
 from __future__ import annotations
@@ -16,23 +16,16 @@ from typing import Any
 
 import datasets
 
-from trainer_core.data.errors import DatasetError
-from trainer_core.kinds.audio_chat.rows import has_audio
+from trainer_core.data.audio_rows import has_audio, source_switch
 
 
 def reads_audio(request: Any, dataset: datasets.Dataset, kind: Any, this: Any) -> bool:
-    """True when this source's clips are kept as audio chat rows: it has some, the model's ``kind``
-    is ``this`` (the audio chat kind) and ``is_dataset_audio`` is not off. Raises DatasetError
-    naming ``is_dataset_audio`` when it is on and the model reads no audio (or is not here yet)."""
-    if request.is_dataset_audio is False:
-        return False
-    if request.is_dataset_audio and "audio" not in kind.media:
-        raise DatasetError(
-            f"is_dataset_audio: it is on, but {request.model_name} reads no audio on this machine: choose a model "
-            f"that does ({this.suggestion}) or turn it off",
-            fields=("is_dataset_audio",),
-        )
-    return kind is this and has_audio(dataset)
+    """True when this source's clips are kept as audio chat rows: the model's ``kind`` is ``this``
+    (the audio chat kind) and ``data.audio_rows.source_switch`` keeps them (the source holds clips,
+    ``is_dataset_audio`` is not off). Raises DatasetError naming ``is_dataset_audio`` as it does:
+    on for a model that reads no audio, off for an audio model and a source with clips."""
+    keeps = source_switch(request.is_dataset_audio, has_audio(dataset), "audio" in kind.media, request.model_name)
+    return keeps and kind is this
 
 
 def with_audio_columns(normalised: list[tuple[str, datasets.Dataset, Any]], request: Any) -> list[tuple]:

@@ -36,7 +36,7 @@ class AudioChatKind(ModelKind):
         return load_processor(path, **kwargs)
 
     def holds_media(self, dataset: Any) -> bool:
-        from trainer_core.kinds.audio_chat.rows import has_audio
+        from trainer_core.data.audio_rows import has_audio
 
         return has_audio(dataset)
 

@@ -8,15 +8,21 @@ ids[:-1] and ``labels`` ids[1:] (the next token at each place), with the prompt'
 padding set to -100: only the transcript and its eos are scored. (Passing ``decoder_input_ids``
 keeps the prompt in the decoder's input: Whisper's own shift of the labels would put pad tokens
 where the labels are -100.)
+
+A clip's features are made once and kept (``FeatureCache``, up to ``CACHE_BYTES``) for the epochs
+after the first: decoding and the log-mel transform cost as much CPU as a tiny Whisper's step
+(``bench/speech.py``), and a script that maps its dataset to features before training pays them once.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Optional
 
 import torch
 
 IGNORE = -100
+CACHE_BYTES = 512 * 2**20  # features kept for later epochs: Whisper's 30 s window is 0.9 MiB a clip (about 550)
 
 
 def language_code(language: Optional[str]) -> Optional[str]:
@@ -84,6 +90,35 @@ def _padded(rows: list[list[int]], value: int) -> torch.Tensor:
     return torch.tensor([row + [value] * (width - len(row)) for row in rows], dtype=torch.long)
 
 
+class FeatureCache:
+    """Each clip's features (mel bins, frames) by its reference, the least recently used dropped once
+    they (and their references) pass ``budget`` bytes; a clip bigger than the budget is not kept."""
+
+    def __init__(self, budget: int = CACHE_BYTES) -> None:
+        self.budget, self.used = budget, 0
+        self.items: OrderedDict[str, torch.Tensor] = OrderedDict()
+
+    @staticmethod
+    def size(reference: str, features: torch.Tensor) -> int:
+        return features.element_size() * features.nelement() + len(reference)
+
+    def get(self, reference: str) -> Optional[torch.Tensor]:
+        found = self.items.get(reference)
+        if found is not None:
+            self.items.move_to_end(reference)
+        return found
+
+    def put(self, reference: str, features: torch.Tensor) -> None:
+        size = self.size(reference, features)
+        if reference in self.items or size > self.budget:
+            return
+        self.items[reference] = features
+        self.used += size
+        while self.used > self.budget:
+            old, dropped = self.items.popitem(last=False)
+            self.used -= self.size(old, dropped)
+
+
 class SpeechCollator:
     """Rows ``{"audio": reference, "text": transcript, ...}`` -> ``input_features`` (B, mel bins,
     frames), ``decoder_input_ids`` (B, T) and ``labels`` (B, T; -100 outside the transcript and its
@@ -96,6 +131,7 @@ class SpeechCollator:
         self.max_length = max_length
         self.max_seconds = max_seconds
         self.dtype: Optional[torch.dtype] = None  # the features' dtype: the model's (bf16 weights take bf16)
+        self.cache = FeatureCache()
 
     def audio(self, rows: list[dict]) -> list[Any]:
         """The rows' clips as mono float32 arrays at the feature extractor's sampling rate."""
@@ -112,16 +148,27 @@ class SpeechCollator:
         return clips
 
     def features(self, clips: list[Any]) -> torch.Tensor:
-        """(B, mel bins, frames) log-mel features of ``clips`` (padded to the extractor's 30 s)."""
+        """(B, mel bins, frames) float32 log-mel features of ``clips`` (each padded to the extractor's 30 s)."""
         extractor = self.processor.feature_extractor
-        found = extractor(clips, sampling_rate=extractor.sampling_rate, return_tensors="pt").input_features
-        return found.to(self.dtype) if self.dtype is not None else found
+        return extractor(clips, sampling_rate=extractor.sampling_rate, return_tensors="pt").input_features
+
+    def row_features(self, rows: list[dict]) -> torch.Tensor:
+        """(B, mel bins, frames) features of the rows' clips in ``self.dtype``: the cache's, the
+        others read and made (``audio``, ``features``) and kept. Raises DatasetError as ``audio``."""
+        found = {row["audio"]: self.cache.get(row["audio"]) for row in rows}
+        missing = [{"audio": reference} for reference, features in found.items() if features is None]
+        if missing:
+            for row, features in zip(missing, self.features(self.audio(missing))):
+                found[row["audio"]] = features
+                self.cache.put(row["audio"], features)
+        batch = torch.stack([found[row["audio"]] for row in rows])
+        return batch.to(self.dtype) if self.dtype is not None else batch
 
     def __call__(self, rows: list[dict]) -> dict[str, torch.Tensor]:
         tokenizer = self.processor.tokenizer
         inputs, labels = label_rows(tokenizer, self.prompt, [row["text"] for row in rows], self.max_length)
         return {
-            "input_features": self.features(self.audio(rows)),
+            "input_features": self.row_features(rows),
             "decoder_input_ids": _padded(inputs, tokenizer.pad_token_id),
             "labels": _padded(labels, IGNORE),
         }

@@ -1,6 +1,7 @@
 """Whether a request's clips are kept: for an audio-in chat model, kept; ``is_dataset_audio`` on for
-a model that reads no audio refused naming the field; off, or a text model, and the rows with clips
-are refused by file and row naming the audio models to pick instead."""
+a model that reads no audio, or off for the audio model, refused naming the field (as the Check
+refuses them); a text model's rows with clips refused by file and row naming the audio models to
+pick instead."""
 
 from __future__ import annotations
 
@@ -34,11 +35,16 @@ def test_an_audio_chat_model_keeps_the_clips_and_the_switches_refuse_by_field_or
         load_conversations(
             TrainingStartRequest(model_name=str(tiny_model_dir), local_datasets=demo, is_dataset_audio=True)
         )
-    assert refused.value.fields == ("is_dataset_audio",)
-    for model, switch in ((tiny_model_dir, None), (tiny_audio_chat_dir, False)):
+    assert refused.value.fields == ("is_dataset_audio", "model_name")
+    with pytest.raises(DatasetError, match="is_dataset_audio: it is off, but the data holds audio clips") as off:
+        load_conversations(
+            TrainingStartRequest(model_name=str(tiny_audio_chat_dir), local_datasets=demo, is_dataset_audio=False)
+        )
+    assert off.value.fields == ("is_dataset_audio",)  # as the Check says it (data.audio_rows.source_switch)
+    for switch in (None, False):
         with pytest.raises(DatasetError) as refused:
             load_conversations(
-                TrainingStartRequest(model_name=str(model), local_datasets=demo, is_dataset_audio=switch)
+                TrainingStartRequest(model_name=str(tiny_model_dir), local_datasets=demo, is_dataset_audio=switch)
             )
         message = str(refused.value)
         assert message.startswith("mllm_audio_demo.json, row 1: it holds 1 audio clip (column 'audios')")

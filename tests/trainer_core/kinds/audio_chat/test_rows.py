@@ -13,9 +13,10 @@ from pathlib import Path
 import datasets
 import pytest
 
+from trainer_core.data.audio_rows import has_audio
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.files import read_file
-from trainer_core.kinds.audio_chat.rows import has_audio, normalize_audio_chat
+from trainer_core.kinds.audio_chat.rows import normalize_audio_chat
 from trainer_core.vocabulary import FormatType
 
 ANSWER = "A woman is coughing."

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.support.speech_data import ROWS, speech_file, speech_request
-from trainer_core.kinds.speech_to_text.collator import IGNORE, SpeechCollator, decoder_prompt
+from trainer_core.kinds.speech_to_text.collator import IGNORE, FeatureCache, SpeechCollator, decoder_prompt
 from trainer_core.kinds.speech_to_text.loading import load_processor
 from trainer_core.refusals import Refusal
 
@@ -40,6 +40,21 @@ def test_scored_tokens_are_exactly_each_transcript_and_its_eos(processor, tiny_w
         assert inputs[4 : 3 + len(scored)].tolist() == scored[:-1]
     lengths = (batch["labels"] != IGNORE).sum(dim=1)
     assert lengths.min() < lengths.max()  # padded: the shorter rows' tails are -100
+    collator.audio = lambda rows: pytest.fail(f"read again: {rows}")  # the next epoch: every clip's features kept
+    again = collator(rows[::-1])
+    assert torch.equal(again["input_features"], batch["input_features"].flip(0))
+
+
+def test_the_feature_cache_drops_the_least_recently_used_past_its_budget():
+    clip = torch.zeros(2, 8)  # 64 bytes
+    cache = FeatureCache(budget=3 * (64 + 1))
+    for name in "abc":
+        cache.put(name, clip)
+    assert cache.get("a") is clip  # now the most recent
+    cache.put("d", clip)
+    assert list(cache.items) == ["c", "a", "d"] and cache.used == 3 * 65
+    cache.put("huge", torch.zeros(100, 8))
+    assert "huge" not in cache.items and cache.get("b") is None
 
 
 def test_the_prompt_follows_language_task_and_timestamps(processor, tiny_whisper_dir, tmp_path):
