@@ -127,9 +127,11 @@ class ChatTab:
         load_btn.click(partial(chat_handlers.load_button, engine), self.model, state, api_name="chat_load", **FREE)
         compare.change(lambda on: gr.update(visible=on), compare, base_chat, api_name=False)
         self.model.change(partial(chat_images.image_box, engine), self.model, image, api_name=False, **FREE)
-        self.model.change(partial(chat_audio.audio_box, engine), self.model, audio, api_name=False, **FREE)
         image.change(chat_images.pending, image, [held, notice], api_name=False, **FREE)
-        audio.change(partial(chat_audio.pending, settings), audio, [held_clip, notice], api_name=False, **FREE)
+        # no timer over the audio box while it is shown or hidden, nor over the notice while a clip is read
+        quiet = dict(api_name=False, show_progress="hidden", **FREE)
+        self.model.change(partial(chat_audio.audio_box, engine), self.model, audio, **quiet)
+        audio.change(partial(chat_audio.pending, settings), audio, [held_clip, notice], **quiet)
         inputs = [self.model, compare, system, message, chat, base_chat, *widgets, held, images, held_clip, clips]
         outputs = [message, chat, base_chat, state, notice, images, clips]
         # the image and the clip went with the turn when the send left no notice and emptied the box

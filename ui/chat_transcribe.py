@@ -18,22 +18,15 @@ from ui.refused import Refused
 NOTHING_HEARD = "(no words heard)"  # the answer shown for an empty transcript
 
 
-def send(
-    engine: ChatEngine,
-    model_id: Optional[str],
-    compare: bool,
-    system: str,
-    message: str,
-    history: list[dict],
-    base_history: list[dict],
-    *values: Any,
-) -> Iterator[tuple]:
-    """``transcribe_send`` for a speech-to-text model, ``chat_handlers.send`` for any other (same
-    inputs and outputs; an unknown id is refused there)."""
+def send(engine: ChatEngine, model_id: Optional[str], *inputs: Any) -> Iterator[tuple]:
+    """``transcribe_send`` for a speech-to-text model, ``chat_handlers.send`` for any other (the
+    same ``inputs`` after the model id: compare, system prompt, message, both conversations, the
+    generation settings and the page's states; the same outputs). An unknown id is refused there."""
     if transcribes(engine, model_id):
+        compare, _system, message, history, base_history, *values = inputs  # Whisper takes no system prompt
         yield from transcribe_send(engine, model_id, compare, message, history, base_history, *values)
     else:
-        yield from chat_handlers.send(engine, model_id, compare, system, message, history, base_history, *values)
+        yield from chat_handlers.send(engine, model_id, *inputs)
 
 
 def transcribes(engine: ChatEngine, model_id: Any) -> bool:

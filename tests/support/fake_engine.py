@@ -73,20 +73,14 @@ class FakeEngine:
     def state(self) -> dict:
         return {"loaded": self.loaded, "loading": None, "load_seconds": None}
 
-    def transcribe(
-        self,
-        model_id: str,
-        audio: str,
-        language: Optional[str] = None,
-        task: Optional[str] = None,
-        use_adapter: bool = True,
-    ) -> Transcription:
+    def transcribe(self, model_id: str, audio: str, *how: Optional[str], use_adapter: bool = True) -> Transcription:
+        """``ChatEngine.transcribe``'s checks; ``how``: the language and task (unused here)."""
         if self.busy:
             raise ChatUnavailable(TRAINING_BUSY)
         if self.resolve(model_id).serves != "transcriptions":
             raise ChatInputError(f"{model_id}: not a speech-to-text model", fields=("model",))
         self.transcriptions.append((model_id, audio, use_adapter))
-        return Transcription(text=f"heard {len(audio)}", language=language, duration=1.0, tokens=3)
+        return Transcription(text=f"heard {len(audio)}", language=None, duration=1.0, tokens=3)
 
     def stream(
         self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True
