@@ -134,9 +134,7 @@ class ChatTab:
         audio.change(partial(chat_audio.pending, settings), audio, [held_clip, notice], **quiet)
         inputs = [self.model, compare, system, message, chat, base_chat, *widgets, held, images, held_clip, clips]
         outputs = [message, chat, base_chat, state, notice, images, clips]
-        # the image and the clip went with the turn when the send left no notice and emptied the box
-        sent = (lambda said, text: (None, None) if said == "" and text == "" else (gr.skip(), gr.skip()),)
-        sent = (*sent, [notice, message], [image, audio])
+        sent = (_sent, [notice, message], [image, audio])
         # the picture and the clip are taken again as the send's first step: a Send pressed before
         # the upload's own change event has run still carries them
         taken = (partial(_taken, settings), [image, audio], [held, held_clip])
@@ -150,6 +148,13 @@ class ChatTab:
         stop_btn.click(partial(chat_handlers.stop, engine), None, None, api_name="chat_stop", **FREE)
         cleared = [chat, base_chat, message, notice, images, image, clips, audio]
         clear_btn.click(chat_handlers.clear, None, cleared, api_name=False)
+
+
+def _sent(said: str, text: str) -> tuple:
+    """The image and clip boxes after a send: emptied when the turn took them (the send left no
+    notice and emptied the message box), kept otherwise: a refusal keeps everything (a clip sent
+    without text included), and so does a send cut short after part of its answer."""
+    return (None, None) if said == "" and text == "" else (gr.skip(), gr.skip())
 
 
 def _taken(settings: Settings, picture: object, clip: object) -> tuple:
