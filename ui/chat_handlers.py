@@ -12,6 +12,7 @@ import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
 from trainer_core.serving.schemas import BASE_MODEL_ID, ChatMessage, GenerationSettings, ModelChoice
+from ui import chat_audio
 from ui.chat_images import shown_text, user_turn
 from ui.refusals import markdown_text, notice_html
 from ui.refused import Refused
@@ -83,21 +84,42 @@ def conversation(
     message: str,
     images: Optional[list[Optional[str]]] = None,
     image: Optional[str] = None,
+    clips: Optional[list[Optional[str]]] = None,
+    clip: Optional[str] = None,
 ) -> list[ChatMessage]:
     """The messages sent to the model: the system prompt (if any), the earlier turns, the new one.
     Without a system prompt the chat template's own default applies, exactly as in training.
     ``images``: the earlier user turns' images in order (None for a turn without; ``chat_images``);
-    ``image``: the new turn's."""
+    ``image``: the new turn's; ``clips`` / ``clip``: the same for audio clips (``chat_audio``)."""
     turns = [ChatMessage(role="system", content=system.strip())] if system and system.strip() else []
-    pictures = iter(images or [])
+    pictures, sounds = iter(images or []), iter(clips or [])
     for m in history:
         if m.get("role") == "user":
-            picture = next(pictures, None)
+            picture, sound = next(pictures, None), next(sounds, None)
             text = shown_text(_text(m["content"])) if picture else _text(m["content"])
-            turns.append(ChatMessage(role="user", content=text, images=[picture] if picture else []))
+            text = chat_audio.shown_text(text, sound) if sound else text
+            turns.append(ChatMessage(role="user", content=text, images=_one(picture), audios=_one(sound)))
         elif m.get("role") == "assistant":
             turns.append(ChatMessage(role="assistant", content=_text(m["content"])))
-    return turns + [ChatMessage(role="user", content=message, images=[image] if image else [])]
+    return turns + [ChatMessage(role="user", content=message, images=_one(image), audios=_one(clip))]
+
+
+def _one(item: Optional[str]) -> list[str]:
+    return [item] if item else []
+
+
+def attachments(values: tuple) -> tuple[tuple, Optional[str], list, Optional[str], list]:
+    """A send's ``values`` split: (the generation settings' values, the held image's data: URL, the
+    earlier turns' images, the held clip's data: URL, the earlier turns' clips); the page's states,
+    absent from an API call, read as none."""
+    settings_values, extra = values[: len(SETTINGS_FIELDS)], [*values[len(SETTINGS_FIELDS) :], None, None, None, None]
+    image, clip = (item if isinstance(item, str) else None for item in (extra[0], extra[2]))
+    return settings_values, image, list(extra[1] or []), clip, list(extra[3] or [])
+
+
+def shown_turn(message: str, image: Optional[str], clip: Optional[str]) -> dict:
+    """The chat's display of a user turn with its image and clip marks (``chat_images``, ``chat_audio``)."""
+    return user_turn(chat_audio.with_clip(message, clip), image)
 
 
 def settings_from(values: tuple) -> GenerationSettings:
@@ -125,72 +147,92 @@ def send(
 ) -> Iterator[tuple]:
     """Stream the answer to ``message`` into the chat (and, with ``compare``, the base model's answer
     with the same settings and seed into the second column), loading the model first when another
-    is loaded. Yields (textbox, chat, base chat, load state, notice, earlier turns' images).
-    ``values``: the generation settings, then (the page's states, ``chat_images``) the uploaded
-    image's data: URL and the earlier turns' images. A refusal (a training job has the machine, a
-    run without weights, a bad setting, ...) is a notice beside Send that keeps the typed message,
-    the image and the conversation as they were; nothing is marked as an error."""
-    settings_values, extra = values[: len(SETTINGS_FIELDS)], list(values[len(SETTINGS_FIELDS) :]) + [None, None]
-    image, images = extra[0] if isinstance(extra[0], str) else None, list(extra[1] or [])
+    is loaded. Yields (textbox, chat, base chat, load state, notice, earlier turns' images, earlier
+    turns' clips). ``values``: the generation settings, then (the page's states, ``attachments``)
+    the held image, the earlier turns' images, the held clip and the earlier turns' clips. A refusal
+    (a training job has the machine, a run without weights, a bad setting, ...) is a notice beside
+    Send that keeps the typed message, the image, the clip and the conversation as they were;
+    nothing is marked as an error."""
+    settings_values, image, images, clip, clips = attachments(values)
     try:
-        settings = _checked_send(engine, model_id, compare, message, settings_values)
+        settings = checked_send(engine, model_id, compare, message, settings_values, clip)
     except Refused as exc:  # everything as it was: the typed message, both conversations
         kept = message if isinstance(message, str) else ""
-        yield kept, history or [], base_history or [], gr.skip(), _notice(str(exc)), images
+        yield kept, history or [], base_history or [], gr.skip(), notice(str(exc)), images, clips
         return
     before, base_before = list(history or []), list(base_history or [])
-    history = [*before, user_turn(message, image), {"role": "assistant", "content": ""}]
-    base_history = (
-        [*base_before, user_turn(message, image), {"role": "assistant", "content": ""}] if compare else base_before
-    )
-    sent_images = [*images, image]
-    state = gr.update()
+    turn = shown_turn(message, image, clip)
+    history = [*before, turn, {"role": "assistant", "content": ""}]
+    base_history = [*base_before, dict(turn), {"role": "assistant", "content": ""}] if compare else base_before
+    sent_images, sent_clips = [*images, image], [*clips, clip]
     try:
-        if engine.state().get("loaded") != model_id:
-            for state in load(engine, model_id):
-                yield "", history, base_history, state, "", sent_images
-        else:  # loaded already (by another page, or before this page was opened): say so here too
-            state = _loaded_words(engine)
-            yield "", history, base_history, state, "", sent_images
+        state = yield from loading(
+            engine, model_id, lambda s: ("", history, base_history, s, "", sent_images, sent_clips)
+        )
         yield from _stream_into(
             engine,
             model_id,
-            conversation(system, before, message, images, image),
+            conversation(system, before, message, images, image, clips, clip),
             settings,
             True,
             history,
-            lambda h: ("", h, base_history, state, "", sent_images),
+            lambda h: ("", h, base_history, state, "", sent_images, sent_clips),
         )
         if compare:
             yield from _stream_into(
                 engine,
                 model_id,
-                conversation(system, base_before, message, images, image),
+                conversation(system, base_before, message, images, image, clips, clip),
                 settings,
                 False,
                 base_history,
-                lambda h: ("", history, h, state, "", sent_images),
+                lambda h: ("", history, h, state, "", sent_images, sent_clips),
             )
     except (ChatUnavailable, ChatInputError, Refused) as exc:
-        # the message back in its box; a turn with no answer yet taken back (a partial answer stays)
-        answered = bool(_text(history[-1]["content"]))
-        shown_state = _loaded_words(engine)
-        yield (
-            gr.skip() if answered else message,
-            history if answered else before,
-            base_history if answered else base_before,
-            shown_state,
-            _notice(str(exc)),
-            sent_images if answered else images,
-        )
+        sent, unsent = (sent_images, sent_clips), (images, clips)
+        yield taken_back(engine, message, (history, before), (base_history, base_before), str(exc), (sent, unsent))
 
 
-def _checked_send(engine: ChatEngine, model_id: Any, compare: bool, message: Any, values: tuple) -> GenerationSettings:
+def loading(engine: ChatEngine, model_id: str, outputs) -> Iterator[tuple]:
+    """Load ``model_id`` when another model (or none) is loaded, yielding ``outputs(load state)``
+    at each step (once, saying so, when it is loaded already: by another page, or before this page
+    was opened). Returns the last load state line."""
+    if engine.state().get("loaded") != model_id:
+        state = gr.update()
+        for state in load(engine, model_id):
+            yield outputs(state)
+        return state
+    state = _loaded_words(engine)
+    yield outputs(state)
+    return state
+
+
+def taken_back(engine: ChatEngine, message: str, tuned: tuple, base: tuple, why: str, media: tuple) -> tuple:
+    """The send's outputs after a refusal (``why``) cut it short: the message back in its box and a
+    turn with no answer yet taken back (a partial answer stays, with its image and clip). ``tuned``
+    / ``base``: (the conversation as sent, the conversation before it); ``media``: ((earlier turns'
+    images, clips) as sent, the same before it)."""
+    (history, before), (base_history, base_before) = tuned, base
+    answered = bool(_text(history[-1]["content"]))
+    return (
+        gr.skip() if answered else message,
+        history if answered else before,
+        base_history if answered else base_before,
+        _loaded_words(engine),
+        notice(why),
+        *(media[0] if answered else media[1]),
+    )
+
+
+def checked_send(
+    engine: ChatEngine, model_id: Any, compare: bool, message: Any, values: tuple, clip: Optional[str] = None
+) -> GenerationSettings:
     """The settings of a send that can go ahead; Refused naming the field (by its label) otherwise.
-    Asks the engine first whether chat can run now, so a refused send changes nothing on the page."""
+    The message may be empty when the turn has a ``clip``. Asks the engine first whether chat can
+    run now, so a refused send changes nothing on the page."""
     if not model_id or not isinstance(model_id, str):
         raise Refused(f"{MODEL_LABEL}: choose a model to talk to.")
-    if not isinstance(message, str) or not message.strip():
+    if not isinstance(message, str) or not (message.strip() or clip):
         raise Refused("Message: type something to send.")
     settings = settings_from(values)
     if compare and model_id == BASE_MODEL_ID:
@@ -207,7 +249,7 @@ def _checked_send(engine: ChatEngine, model_id: Any, compare: bool, message: Any
     return settings
 
 
-def _notice(message: str) -> str:
+def notice(message: str) -> str:
     """A refusal as the notice shown beside Send."""
     return notice_html(message, "Not sent")
 
@@ -250,6 +292,7 @@ def stop(engine: ChatEngine) -> None:
         gr.Info("Nothing is being generated.")
 
 
-def clear() -> tuple[list, list, str, str, list, None]:
-    """Empty both chats, the message box, the notice, the earlier turns' images and the image box."""
-    return [], [], "", "", [], None
+def clear() -> tuple[list, list, str, str, list, None, list, None]:
+    """Empty both chats, the message box, the notice, the earlier turns' images, the image box, the
+    earlier turns' clips and the audio box."""
+    return [], [], "", "", [], None, [], None

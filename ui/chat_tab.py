@@ -1,5 +1,6 @@
 """The Chat tab: a model picker (base, runs, checkpoints), one chat or base vs tuned side by side,
-a system prompt, Stop generation, Clear, and generation settings built from ``GenerationSettings``."""
+a system prompt, an image box for vision models and an audio box for audio models, Stop generation,
+Clear, and generation settings built from ``GenerationSettings``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.serving.schemas import GenerationSettings
-from ui import chat_handlers, chat_images
+from trainer_core.settings import Settings
+from ui import chat_audio, chat_handlers, chat_images, chat_transcribe
 from ui.form import number_widgets
 
 FREE = dict(concurrency_limit=None)  # the engine runs one generation at a time and queues the rest
@@ -18,7 +20,7 @@ FREE = dict(concurrency_limit=None)  # the engine runs one generation at a time 
 class ChatTab:
     """The tab's components that other tabs use: the model picker (Runs tab's "Chat with this run")."""
 
-    def __init__(self, engine: ChatEngine) -> None:
+    def __init__(self, engine: ChatEngine, settings: Settings) -> None:
         self.engine = engine
         with gr.Tab("Chat", id="chat") as self.tab:
             with gr.Row():
@@ -58,8 +60,18 @@ class ChatTab:
                 visible=False,  # shown for a vision-language model (chat_images.image_box)
                 elem_id="chat-image",
             )
+            audio = gr.Audio(
+                label=chat_audio.AUDIO_LABEL,
+                sources=["microphone", "upload"],
+                type="filepath",  # the path checked as every upload's (ui.uploads), then read by chat_audio
+                format=None,  # kept as uploaded: Gradio converts nothing (and reads no path itself)
+                visible=False,  # shown for an audio-in chat or speech-to-text model (chat_audio.audio_box)
+                elem_id="chat-audio",
+            )
             held = gr.State(None)  # the uploaded image's data: URL until it is sent
             images = gr.State([])  # the earlier user turns' images (data: URLs), kept on the server
+            held_clip = gr.State(None)  # the recorded or uploaded clip's data: URL until it is sent
+            clips = gr.State([])  # the earlier user turns' clips (data: URLs), kept on the server
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="chat-send")
                 stop_btn = gr.Button("Stop generation", elem_id="chat-stop")
@@ -82,9 +94,9 @@ class ChatTab:
             clear_btn,
             notice,
             list(widgets.values()),
-            image,
-            held,
-            images,
+            (image, held, images),
+            (audio, held_clip, clips),
+            settings,
         )
 
     def _wire(
@@ -102,28 +114,50 @@ class ChatTab:
         stop_btn,
         clear_btn,
         notice,
-        settings: list,
-        image,
-        held,
-        images,
+        widgets: list,
+        pictures: tuple,
+        sounds: tuple,
+        settings: Settings,
     ) -> None:
+        """Wire the tab's events; ``pictures`` / ``sounds``: (the box, its held data: URL, the earlier
+        turns' data: URLs) of images and of audio clips."""
+        (image, held, images), (audio, held_clip, clips) = pictures, sounds
         self.tab.select(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
         refresh.click(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
         load_btn.click(partial(chat_handlers.load_button, engine), self.model, state, api_name="chat_load", **FREE)
         compare.change(lambda on: gr.update(visible=on), compare, base_chat, api_name=False)
         self.model.change(partial(chat_images.image_box, engine), self.model, image, api_name=False, **FREE)
         image.change(chat_images.pending, image, [held, notice], api_name=False, **FREE)
-        inputs = [self.model, compare, system, message, chat, base_chat, *settings, held, images]
-        outputs = [message, chat, base_chat, state, notice, images]
-        sent = (lambda text: None if text == "" else gr.skip(), message, image)  # the image went with it
-        # the picture is taken again as the send's first step: a Send pressed before the upload's own
-        # change event has run still carries it
-        taken = (chat_images.taken, image, held)
+        # no timer over the audio box while it is shown or hidden, nor over the notice while a clip is read
+        quiet = dict(api_name=False, show_progress="hidden", **FREE)
+        self.model.change(partial(chat_audio.audio_box, engine), self.model, audio, **quiet)
+        audio.change(partial(chat_audio.pending, settings), audio, [held_clip, notice], **quiet)
+        inputs = [self.model, compare, system, message, chat, base_chat, *widgets, held, images, held_clip, clips]
+        outputs = [message, chat, base_chat, state, notice, images, clips]
+        sent = (_sent, [notice, message], [image, audio])
+        # the picture and the clip are taken again as the send's first step: a Send pressed before
+        # the upload's own change event has run still carries them
+        taken = (partial(_taken, settings), [image, audio], [held, held_clip])
+        talk = partial(chat_transcribe.send, engine)  # a speech-to-text model transcribes; others chat
         send = send_btn.click(*taken, api_name=False, **FREE)
-        send = send.then(partial(chat_handlers.send, engine), inputs, outputs, api_name="chat", **FREE)
+        send = send.then(talk, inputs, outputs, api_name="chat", **FREE)
         send.then(*sent, api_name=False, **FREE)
         submit = message.submit(*taken, api_name=False, **FREE)
-        submit = submit.then(partial(chat_handlers.send, engine), inputs, outputs, api_name=False, **FREE)
+        submit = submit.then(talk, inputs, outputs, api_name=False, **FREE)
         submit.then(*sent, api_name=False, **FREE)
         stop_btn.click(partial(chat_handlers.stop, engine), None, None, api_name="chat_stop", **FREE)
-        clear_btn.click(chat_handlers.clear, None, [chat, base_chat, message, notice, images, image], api_name=False)
+        cleared = [chat, base_chat, message, notice, images, image, clips, audio]
+        clear_btn.click(chat_handlers.clear, None, cleared, api_name=False)
+
+
+def _sent(said: str, text: str) -> tuple:
+    """The image and clip boxes after a send: emptied when the turn took them (the send left no
+    notice and emptied the message box), kept otherwise: a refusal keeps everything (a clip sent
+    without text included), and so does a send cut short after part of its answer."""
+    return (None, None) if said == "" and text == "" else (gr.skip(), gr.skip())
+
+
+def _taken(settings: Settings, picture: object, clip: object) -> tuple:
+    """(the picture's data: URL, the clip's) as a send takes them (``chat_images.taken``,
+    ``chat_audio.taken``)."""
+    return chat_images.taken(picture), chat_audio.taken(settings, clip)

@@ -42,7 +42,7 @@ def build_ui(
         with gr.Tabs() as tabs:
             with gr.Tab("Train", id="train"):
                 train = TrainTab.build(ctx, models)
-            chat = ChatTab(engine)
+            chat = ChatTab(engine, settings)
             search_tab.build(engine, settings)  # embedding models: a query ranked against passages
             preview_after = runs_tab.build(
                 ctx, [train.paths, train.eval_paths, *train.form], train.monitor, train.notice, tabs, chat

@@ -455,9 +455,12 @@ def test_chat_and_share_events_refuse_ids_that_point_outside(studio, outside, da
     for model_id in ids:
         for fn, data in (
             (load, [model_id]),
-            # the two page states last (the held image, the earlier turns' images): sent as an attacker
-            # would, they are ignored (a State's value is the session's)
-            (chat, [model_id, False, "", "hi", [], [], *settings_values, str(outside / "canary.jsonl"), ["/etc"]]),
+            # the four page states last (the held image, the earlier turns' images, the held clip, the
+            # earlier turns' clips): sent as an attacker would, they are ignored (a State's value is the session's)
+            (
+                chat,
+                [model_id, False, "", "hi", [], [], *settings_values, *[str(outside / "canary.jsonl"), ["/etc"]] * 2],
+            ),
             (share, [model_id, None]),
         ):
             message = raw.call(fn, data)

@@ -1,6 +1,7 @@
 """A chat engine with ``ChatEngine``'s interface and no model: it answers ``echo: <last user message>``
-one word per token, so route tests take milliseconds. Switches: ``busy`` (a training job runs),
-``crash_after`` (fail after that many tokens), ``token_delay_s`` (slow tokens, to test Stop)."""
+one word per token, and transcribes a clip as ``heard <characters of its data: URL>``, so route
+and handler tests take milliseconds. Switches: ``busy`` (a training job runs), ``crash_after`` (fail
+after that many tokens), ``token_delay_s`` (slow tokens, to test Stop)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from collections.abc import Iterator
 from typing import Optional
 
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
-from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
+from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent, Transcription
 
 BASE = ModelChoice(id="base", label="Base model (tiny)", kind="base", base_model="tiny")
 
 
 class FakeEngine:
-    """``choices`` is ``base`` plus what ``add`` registered; ``calls`` records each generation."""
+    """``choices`` is ``base`` plus what ``add`` registered; ``calls`` records each generation and
+    ``transcriptions`` each transcription (model id, clip, use_adapter)."""
 
     def __init__(self) -> None:
         self.models: dict[str, ModelChoice] = {"base": BASE}
@@ -26,12 +28,15 @@ class FakeEngine:
         self.token_delay_s = 0.0
         self.max_prompt_chars = 10_000
         self.calls: list[tuple[str, list[ChatMessage], GenerationSettings]] = []
+        self.transcriptions: list[tuple[str, str, bool]] = []
+        self.loaded: Optional[str] = None
         self.closed = threading.Event()  # a stream's generator was closed before it finished
         self.finished = threading.Event()  # a stream ran to its end
         self._stop = threading.Event()
 
-    def add(self, model_id: str, label: Optional[str] = None) -> ModelChoice:
-        """Register a run (``job_x``) or checkpoint (``job_x/checkpoint-N``)."""
+    def add(self, model_id: str, label: Optional[str] = None, serves: str = "chat") -> ModelChoice:
+        """Register a run (``job_x``) or checkpoint (``job_x/checkpoint-N``) that ``serves`` chat,
+        embeddings or transcriptions."""
         kind = "checkpoint" if "/" in model_id else "final"
         choice = ModelChoice(
             id=model_id,
@@ -42,6 +47,7 @@ class FakeEngine:
             job_id=model_id.split("/")[0],
             adapter=True,
             created_at=1_700_000_000.5,
+            serves=serves,
         )
         self.models[model_id] = choice
         return choice
@@ -61,7 +67,20 @@ class FakeEngine:
 
     def load(self, model_id: str) -> float:
         self.resolve(model_id)
+        self.loaded = model_id
         return 0.0
+
+    def state(self) -> dict:
+        return {"loaded": self.loaded, "loading": None, "load_seconds": None}
+
+    def transcribe(self, model_id: str, audio: str, *how: Optional[str], use_adapter: bool = True) -> Transcription:
+        """``ChatEngine.transcribe``'s checks; ``how``: the language and task (unused here)."""
+        if self.busy:
+            raise ChatUnavailable(TRAINING_BUSY)
+        if self.resolve(model_id).serves != "transcriptions":
+            raise ChatInputError(f"{model_id}: not a speech-to-text model", fields=("model",))
+        self.transcriptions.append((model_id, audio, use_adapter))
+        return Transcription(text=f"heard {len(audio)}", language=None, duration=1.0, tokens=3)
 
     def stream(
         self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True

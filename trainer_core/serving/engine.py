@@ -89,8 +89,19 @@ class ChatEngine:
 
     def reads_images(self, model_id: str) -> bool:
         """True when ``model_id`` is the base, run or checkpoint of a model kind that reads images
-        (its config, where it is on this machine: ``data.local_kind``); False for text-only models,
-        GGUF files (their projector is not served) and unknown ids."""
+        (``reads``)."""
+        return self.reads(model_id, "image")
+
+    def reads_audio(self, model_id: str) -> bool:
+        """True when ``model_id`` is the base, run or checkpoint of a model kind that hears audio
+        clips: an audio-in chat model or a speech-to-text model (``reads``)."""
+        return self.reads(model_id, "audio")
+
+    def reads(self, model_id: str, medium: str) -> bool:
+        """True when ``model_id`` is the base, run or checkpoint of a model kind whose rows carry
+        ``medium`` ("image", "audio": ``ModelKind.media``, from its config where it is on this
+        machine: ``data.local_kind``); False for text-only models, GGUF files (their projector is
+        not served) and unknown ids."""
         from trainer_core.data.local_kind import named_kind
         from trainer_core.model_kind import kind_for_folder
 
@@ -101,8 +112,8 @@ class ChatEngine:
         if choice.kind == "gguf":
             return False
         if choice.path and not choice.adapter and (Path(choice.path) / "config.json").is_file():
-            return "image" in kind_for_folder(Path(choice.path)).media
-        return "image" in named_kind(choice.base_model, self._settings).media
+            return medium in kind_for_folder(Path(choice.path)).media
+        return medium in named_kind(choice.base_model, self._settings).media
 
     def resolve(self, model_id: str) -> ModelChoice:
         """The choice ``model_id`` names; raises UnknownModel or ChatInputError (see ``choices``)."""
@@ -201,13 +212,20 @@ class ChatEngine:
         return Embeddings(vectors=done["vectors"], prompt_tokens=done["prompt_tokens"])
 
     def transcribe(
-        self, model_id: str, audio: str, language: Optional[str] = None, task: Optional[str] = None
+        self,
+        model_id: str,
+        audio: str,
+        language: Optional[str] = None,
+        task: Optional[str] = None,
+        use_adapter: bool = True,
     ) -> Transcription:
         """The transcript of ``audio`` (a ``data:`` URL or a confined path) by speech-to-text model
-        ``model_id`` in ``language`` / ``task`` (None: the run's own, else detected / transcribe).
-        Loads the model on demand and waits for its turn. Raises ChatUnavailable, UnknownModel, or
-        ChatInputError (not a speech-to-text model: ``fields`` ``model``; audio that cannot be read:
-        ``file``; an unknown ``language``)."""
+        ``model_id`` in ``language`` / ``task`` (None: the run's own, else detected / transcribe);
+        ``use_adapter=False``: a LoRA run's base model's (the adapter switched off; ignored for
+        ``base``). Loads the model on demand and waits for its turn. Raises ChatUnavailable,
+        UnknownModel, or ChatInputError (not a speech-to-text model: ``fields`` ``model``; the base
+        of whole weights, which the loaded model does not hold; audio that cannot be read: ``file``;
+        an unknown ``language``)."""
         self._refuse_while_training()
         choice = self.resolve(model_id)
         if choice.serves != "transcriptions":
@@ -217,7 +235,14 @@ class ChatEngine:
                 fields=("model",),
                 code="not_a_speech_to_text_model",
             )
-        request = {"audio": audio, "language": language, "task": task}
+        if not use_adapter and choice.path and not choice.adapter:
+            raise ChatInputError(
+                f"{model_id}: whole weights (a full fine-tune or a merged export), not a LoRA adapter on its base: "
+                "there is no adapter to switch off; choose the base model to transcribe with it",
+                fields=("model",),
+                code="no_adapter_to_switch_off",
+            )
+        request = {"audio": audio, "language": language, "task": task, "use_adapter": use_adapter}
         with self._turns.turn():
             self._ensure_loaded(choice)
             with contextlib.closing(self._exchange(request)) as events:

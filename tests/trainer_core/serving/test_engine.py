@@ -227,3 +227,15 @@ def test_embeddings_come_from_embedding_models_only_and_refusals_name_the_field(
     with pytest.raises(ChatInputError, match="give a text") as empty:  # checked before the worker (test_inputs.py)
         engine.embed("emb1", [])
     assert empty.value.fields == ("input",)
+
+
+def test_a_whole_speech_to_text_model_has_no_adapter_to_switch_off(engine, studio):
+    settings, runner = studio
+    folder = settings.runs_dir / "whole"  # a full fine-tune of Whisper: its own config and weights
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "whisper"}))
+    (folder / "model.safetensors").write_bytes(b"w")
+    runner.store.create_run("whole", {"model_name": str(folder)}, str(folder), "completed")
+    with pytest.raises(ChatInputError, match="no adapter to switch off") as refused:
+        engine.transcribe("whole", "data:audio/wav;base64,AAAA", use_adapter=False)
+    assert refused.value.code == "no_adapter_to_switch_off" and engine.state()["loaded"] is None  # nothing loaded
