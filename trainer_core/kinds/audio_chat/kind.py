@@ -76,6 +76,11 @@ class AudioChatKind(ModelKind):
 
         return outside_language_parameters(config, self.auto_class)  # the audio tower and projector
 
+    def evaluation(self) -> Any:
+        from trainer_core.kinds.audio_chat.evaluation import AudioChatEvaluation
+
+        return AudioChatEvaluation()
+
     def chat_inputs(self, processor: Any, messages: list[dict], device: str) -> Optional[dict]:
         from trainer_core.kinds.audio_chat.prompt import audio_chat_inputs
 
