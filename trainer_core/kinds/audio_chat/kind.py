@@ -98,5 +98,10 @@ class AudioChatKind(ModelKind):
 
         return audio_chat_summary(request, settings, folder, self)
 
+    def media_tokens(self, folder: Optional[Path], rows: Any) -> Optional[list[int]]:
+        from trainer_core.kinds.audio_chat.tokens import media_tokens
+
+        return media_tokens(folder, rows)
+
 
 AUDIO_CHAT = AudioChatKind()
