@@ -1,21 +1,16 @@
 """Evaluating an audio-in chat model after training (``AUDIO_CHAT.evaluation()``: the Evaluate tab,
-the CLI's ``evaluate`` and the API, in the evaluation worker): the held-out rows (the run's own
-evaluation data, ``data.prepare.eval_conversations``: its ``val_size`` split, evaluation files or Hub
-split; or the files given, read with the run's ``max_audio_seconds``), each a prompt of turns with
-its clips and a reference answer (its last assistant turn, ``evaluation.rows.to_rows``). For the
-chosen model and its base (the adapter switched off, or a full fine-tune's base loaded beside it),
-row by row:
+the CLI's ``evaluate``, the API; in the evaluation worker) on the held-out rows: the run's own
+(``data.prepare.eval_conversations``: its ``val_size`` split, evaluation files or Hub split) or the
+files given (read with the run's ``max_audio_seconds``), each a prompt with its clips and a
+reference answer (its last assistant turn, ``evaluation.rows.to_rows``). For the chosen model and
+its base (the adapter off, or a full fine-tune's base beside it), row by row: the loss on the answer
+tokens (nats per token; the collator's labels: answers scored, prompt and audio tokens never;
+perplexity = exp(loss)) and the greedy answer to the prompt with its clips, scored by word and
+character error rate against the reference (``kinds.speech_to_text.evaluation.error_rates``).
 
-- the loss on the answer tokens (nats per token, teacher-forced; the collator's labels as training
-  makes them: answers scored, prompt and audio tokens never), and perplexity = exp(loss);
-- the greedy answer to the prompt with its clips (``max_new_tokens`` at most, ending at the first
-  stop token), scored by word and character error rate against the reference
-  (``kinds.speech_to_text.evaluation.error_rates``: jiwer over all rows; 0 is perfect).
-
-``predictions.jsonl`` holds one object per row: ``index``, ``prompt``, ``audio`` (the clips' file
-names; "data: URL" for inline audio), ``reference``, ``tuned_answer`` / ``base_answer`` (null when
-not compared), ``wer_tuned`` / ``wer_base`` (the row's own word error rate) and ``tuned_tokens`` /
-``base_tokens`` (generated, stop token included).
+``predictions.jsonl``: one object per row: ``index``, ``prompt``, ``audio`` (the clips' file names;
+"data: URL" for inline audio), ``reference``, ``tuned_answer`` / ``base_answer`` (null when not
+compared), ``wer_tuned`` / ``wer_base`` (the row's own WER), ``tuned_tokens`` / ``base_tokens``.
 """
 
 from __future__ import annotations
@@ -77,15 +72,14 @@ def plan_request(plan: dict[str, Any]) -> TrainingStartRequest:
     return TrainingStartRequest.model_validate(plan["run_request"])
 
 
-def read_rows(plan: dict[str, Any]) -> tuple[list[AudioRow], int]:
+def read_rows(plan: dict[str, Any], kind: Any) -> tuple[list[AudioRow], int]:
     """(the planned held-out rows with a prompt, a non-blank answer and the prompt's clips, rows
     skipped). Raises DatasetError naming the file and row (a clip that cannot be used, no answers)."""
     from trainer_core.data.prepare import eval_conversations, load_conversations
-    from trainer_core.kinds.audio_chat.kind import AUDIO_CHAT
 
     request = plan_request(plan)
     if "files" in plan:
-        dataset = load_conversations(request, kind=AUDIO_CHAT)[0]
+        dataset = load_conversations(request, kind=kind)[0]
     else:
         dataset = eval_conversations(request)
     rows, skipped = to_rows(dataset, plan["source"])
@@ -205,7 +199,11 @@ def prediction_rows(rows: list[AudioRow], sides: dict[str, Side], each: dict[str
 
 
 class AudioChatEvaluation:
-    """The audio-in chat kind's evaluation (``ModelKind.evaluation``'s object)."""
+    """The audio-in chat kind's evaluation (``ModelKind.evaluation``'s object); ``kind``: that kind
+    (files given are read as its rows, their clips kept)."""
+
+    def __init__(self, kind: Any) -> None:
+        self.kind = kind
 
     def plan(self, plan: dict[str, Any], run_request: Optional[TrainingStartRequest]) -> dict[str, Any]:
         """``plan`` with, for files given, the run's ``max_audio_seconds``; its rows read once now
@@ -215,7 +213,7 @@ class AudioChatEvaluation:
         if "files" in plan and run_request is not None:
             plan["run_fields"] = {name: getattr(run_request, name) for name in RUN_FIELDS}
         if "files" in plan or not plan["run_request"].get("hf_dataset"):
-            read_rows(plan)
+            read_rows(plan, self.kind)
         return plan
 
     def run(
@@ -238,7 +236,7 @@ class AudioChatEvaluation:
         began, req = time.monotonic(), EvaluateRequest.model_validate(request)
         choice, plan = ModelChoice(**context["choice"]), context["data"]
         progress(0.0, f"Reading {plan['source']}")
-        all_rows, skipped = read_rows(plan)
+        all_rows, skipped = read_rows(plan, self.kind)
         progress(0.01, f"Loading {choice.id}")
         loaded = load_choice(choice, Path(context["models_dir"]))
         limit, notes = row_limit(req.max_rows, len(all_rows), loaded.device)

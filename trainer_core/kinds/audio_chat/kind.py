@@ -79,7 +79,7 @@ class AudioChatKind(ModelKind):
     def evaluation(self) -> Any:
         from trainer_core.kinds.audio_chat.evaluation import AudioChatEvaluation
 
-        return AudioChatEvaluation()
+        return AudioChatEvaluation(self)
 
     def chat_inputs(self, processor: Any, messages: list[dict], device: str) -> Optional[dict]:
         from trainer_core.kinds.audio_chat.prompt import audio_chat_inputs
