@@ -218,6 +218,12 @@ class ModelKind:
         """The pre-flight check's line about the model in ``folder`` and its data; None: no line."""
         return None
 
+    def media_tokens(self, folder: Optional[Path], rows: Any) -> Optional[list[int]]:
+        """Tokens the media of each of ``rows`` (the check's canonical rows, a ``datasets.Dataset``)
+        add to its text tokens in the model saved in ``folder`` (e.g. an audio clip's audio tokens),
+        so the check's token counts and estimates hold them; None: the rows' text is all."""
+        return None
+
 
 _lock = threading.Lock()
 _kinds: list[ModelKind] = []

@@ -23,7 +23,7 @@ from trainer_core.data.preview_tokenizer import load_preview_tokenizer, local_mo
 from trainer_core.model_kind import kind_for_folder, kind_for_request
 from trainer_core.preflight import rules
 from trainer_core.preflight.audio import audio_check
-from trainer_core.preflight.gather import Gathered, gather
+from trainer_core.preflight.gather import Gathered, count_media, gather
 from trainer_core.preflight.grpo import grpo_summary
 from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, PreflightReport
 from trainer_core.preflight.samples import pick_samples, sample_row
@@ -56,7 +56,8 @@ def run_preflight(
     if audio_errors:
         return refused_report(request, audio_errors, started, folder is not None)
     tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
-    own = kind_for_request(request, folder).check_report(request, folder, tokenizer, started)
+    kind = kind_for_request(request, folder)
+    own = kind.check_report(request, folder, tokenizer, started)
     if own is not None:  # a kind that reads its data its own way (embedding pairs)
         own.precision, own.audio = precision_summary(request), audio
         own.check_seconds = round(time.perf_counter() - started, 3)
@@ -66,6 +67,7 @@ def run_preflight(
         found = gather(request, tokenizer)
     except DatasetError as exc:
         return refused_report(request, [rules.data_error(exc)], started, tokenizer is not None, warnings)
+    count_media(found, kind, folder)  # e.g. the clips' audio tokens, which the tokenizer alone does not see
     counts = found.train_counts
     rows = len(found.train)
     kept = counts.kept if counts is not None else np.ones(rows, dtype=bool)
@@ -119,6 +121,8 @@ def run_preflight(
         report.architecture, report.attention = structure.architecture, structure.attention
         report.adapted_modules, report.adapted_count = structure.adapted, structure.adapted_count
     report.vision = kind_for_folder(folder).check_line(request, settings, folder)  # the model kind's line
+    if found.media_tokens and report.vision:
+        report.vision += f"; the token counts include {found.media_tokens} {'/'.join(kind.media)} tokens"
     report.audio = audio
     report.method = grpo_summary(request, found.train.column_names)
     report.precision = precision_summary(request)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 import datasets
@@ -12,7 +13,7 @@ import numpy as np
 
 from trainer_core.data.prepare import split_validation
 from trainer_core.preflight.sources import Source, read_eval_sources, read_train_sources
-from trainer_core.preflight.tokens import RowCounts, encode_rows, row_counts
+from trainer_core.preflight.tokens import RowCounts, encode_rows, row_counts, with_media
 from trainer_core.schemas import TrainingStartRequest
 
 BOOKKEEPING = ["_source", "_row"]  # source index and 1-based file row of each row
@@ -33,6 +34,7 @@ class Gathered:
     eval_counts: Optional[RowCounts] = None
     eval_from_split: bool = False  # the evaluation rows are the val_size share of the training rows
     tokenize_seconds: Optional[float] = None  # wall time of tokenizing both splits
+    media_tokens: int = 0  # tokens the rows' media add (``count_media``), in the counts above
 
     def where(self, index: int) -> str:
         """ "row N of FILE" for training row ``index``."""
@@ -86,4 +88,17 @@ def gather(request: TrainingStartRequest, tokenizer: Optional[Any], notes: bool 
     return found
 
 
-__all__ = ["BOOKKEEPING", "Gathered", "gather"]
+def count_media(found: Gathered, kind: Any, folder: Optional[Path]) -> None:
+    """Add the tokens each row's media make in the model saved in ``folder`` (the model ``kind``'s
+    ``media_tokens``: e.g. an audio chat model's audio tokens per clip) to ``found``'s counts of
+    both splits, so the token totals, the histogram and the estimates hold them. Nothing without
+    counts or where the kind counts none."""
+    for split, name in ((found.train, "train_counts"), (found.eval, "eval_counts")):
+        counts = getattr(found, name)
+        media = kind.media_tokens(folder, split) if split is not None and counts is not None else None
+        if media is not None:
+            setattr(found, name, with_media(counts, media))
+            found.media_tokens += int(sum(media))
+
+
+__all__ = ["BOOKKEEPING", "Gathered", "count_media", "gather"]

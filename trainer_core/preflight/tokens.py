@@ -65,4 +65,12 @@ def row_counts(encoded: datasets.Dataset, max_seq_length: int) -> RowCounts:
     return RowCounts(column("full_length"), column("trained"), column("trainable"), max_seq_length)
 
 
-__all__ = ["RowCounts", "encode_rows", "row_counts"]
+def with_media(counts: RowCounts, media: list[int]) -> RowCounts:
+    """``counts`` with each row's ``media`` tokens (rows,) (its clips' audio tokens, which the
+    tokenizer alone does not see) added to its full length; trained tokens unchanged (media tokens
+    are never scored)."""
+    full = counts.full + np.asarray(media, dtype=np.int64)
+    return RowCounts(full, counts.trained, counts.trainable, counts.max_seq_length)
+
+
+__all__ = ["RowCounts", "encode_rows", "row_counts", "with_media"]

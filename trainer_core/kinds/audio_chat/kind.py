@@ -76,6 +76,11 @@ class AudioChatKind(ModelKind):
 
         return outside_language_parameters(config, self.auto_class)  # the audio tower and projector
 
+    def evaluation(self) -> Any:
+        from trainer_core.kinds.audio_chat.evaluation import AudioChatEvaluation
+
+        return AudioChatEvaluation(self)
+
     def chat_inputs(self, processor: Any, messages: list[dict], device: str) -> Optional[dict]:
         from trainer_core.kinds.audio_chat.prompt import audio_chat_inputs
 
@@ -92,6 +97,11 @@ class AudioChatKind(ModelKind):
         from trainer_core.kinds.audio_chat.check import audio_chat_summary
 
         return audio_chat_summary(request, settings, folder, self)
+
+    def media_tokens(self, folder: Optional[Path], rows: Any) -> Optional[list[int]]:
+        from trainer_core.kinds.audio_chat.tokens import media_tokens
+
+        return media_tokens(folder, rows)
 
 
 AUDIO_CHAT = AudioChatKind()

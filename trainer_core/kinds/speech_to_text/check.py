@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.kinds.speech_to_text.data import SpeechData, prepare_speech_data
-from trainer_core.kinds.speech_to_text.loading import folder_target_positions, load_processor
+from trainer_core.kinds.speech_to_text.data import SpeechData, prepare_speech_data, window_seconds
+from trainer_core.kinds.speech_to_text.loading import folder_source_positions, folder_target_positions, load_processor
 from trainer_core.models.loading import ModelLoadError
 from trainer_core.preflight.check import refused_report
 from trainer_core.preflight.report import Issue
@@ -19,7 +19,10 @@ from trainer_core.preflight.steps import plan_steps
 from trainer_core.refusals import Refusal
 from trainer_core.vocabulary import TrainingMethod
 
-FRAMES_PER_SECOND = 50  # Whisper's encoder: 100 mel frames a second, halved by its stride-2 convolution
+NO_ESTIMATES = (
+    "no memory or time estimates for speech-to-text models yet (the estimates count decoder-only language models); "
+    "the token counts include the encoder frames"
+)
 
 
 def check_request(request: Any) -> None:
@@ -34,16 +37,17 @@ def check_request(request: Any) -> None:
         )
 
 
-def check_line(request: Any, data: SpeechData, prompt: str) -> str:
+def check_line(request: Any, data: SpeechData, prompt: str, frames: int, window: float) -> str:
     """The check's line, e.g. "Speech-to-text (Whisper): 4 clips (1 held out), 17.8 s of audio,
-    longest 5.9 s (limit 30 s), 890 encoder frames; decoder prompt <|startoftranscript|><|en|>
-    <|transcribe|><|notimestamps|>; transcripts 52 tokens (13 a clip), 0 cut at 128"."""
+    longest 5.9 s (limit 30 s), 6000 encoder frames (1500 a clip: each clip is heard as one 30 s
+    window); decoder prompt <|startoftranscript|><|en|><|transcribe|><|notimestamps|>; transcripts
+    52 tokens (13 a clip), 0 cut at 128". ``frames``: encoder frames a clip; ``window``: seconds."""
     stats = data.stats
     held = f" ({len(data.eval)} held out)" if data.eval is not None else ""
     return (
         f"Speech-to-text (Whisper): {stats.rows} clips{held}, {stats.seconds:.1f} s of audio, longest "
-        f"{stats.longest_seconds:.1f} s (limit {request.max_audio_seconds:g} s), "
-        f"{round(stats.seconds * FRAMES_PER_SECOND)} encoder frames; decoder prompt {prompt}; transcripts "
+        f"{stats.longest_seconds:.1f} s (limit {request.max_audio_seconds:g} s), {stats.rows * frames} encoder frames "
+        f"({frames} a clip: each clip is heard as one {window:g} s window); decoder prompt {prompt}; transcripts "
         f"{stats.trained_tokens} tokens ({stats.trained_tokens / max(stats.rows, 1):.0f} a clip), "
         f"{stats.truncated_rows} cut at {stats.max_seq_length}"
     )
@@ -71,22 +75,23 @@ def speech_report(request: Any, folder: Optional[Path], started: float) -> Any:
     except ModelLoadError as exc:
         issue = Issue(level="error", code="model_load", message=str(exc), fields=["model_name"])
         return refused_report(request, [issue], started)
-    stats = data.stats
+    stats, frames = data.stats, folder_source_positions(folder)
     plan = plan_steps(stats.rows, request)
     prompt = "".join(processor.tokenizer.convert_ids_to_tokens(decoder_prompt(processor.tokenizer, request)))
+    window = float(window_seconds(processor) or 30)
     return refused_report(request, [], started).model_copy(
         update=dict(
-            no_estimates="no memory or time estimates for speech-to-text models yet",
+            no_estimates=NO_ESTIMATES,
             rows_read=stats.rows + (len(data.eval) if data.eval is not None else 0),
             rows_kept=stats.rows,
             rows_truncated=stats.truncated_rows,
             rows_truncated_share=stats.truncated_rows / max(stats.rows, 1),
-            tokens_total=stats.total_tokens,
+            tokens_total=stats.total_tokens + stats.rows * frames,  # decoder tokens + encoder frames
             tokens_trained=stats.trained_tokens,
             eval_rows=len(data.eval) if data.eval is not None else 0,
             steps_per_epoch=plan.steps_per_epoch,
             total_steps=plan.total_steps,
             epochs=plan.epochs,
-            vision=check_line(request, data, prompt),
+            vision=check_line(request, data, prompt, frames, window),
         )
     )

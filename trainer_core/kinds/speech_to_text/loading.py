@@ -9,6 +9,7 @@ from typing import Any
 from trainer_core.models.loading import ModelLoadError
 
 DEFAULT_TARGET_POSITIONS = 448  # Whisper's max_target_positions
+DEFAULT_SOURCE_POSITIONS = 1500  # Whisper's max_source_positions: 30 s of 10 ms frames, halved by its conv
 
 
 def load_processor(path: Path, **kwargs: Any) -> Any:
@@ -37,6 +38,16 @@ def folder_target_positions(folder: Path) -> int:
 
     value = (folder_config(folder) or {}).get("max_target_positions")
     return value if isinstance(value, int) and value > 0 else DEFAULT_TARGET_POSITIONS
+
+
+def folder_source_positions(folder: Path) -> int:
+    """The encoder's frames for one clip (``max_source_positions``) of the model saved in ``folder``:
+    Whisper pads every clip to its window (the feature extractor's ``chunk_length``), so each clip
+    costs this many encoder positions whatever its length (1500 for 30 s)."""
+    from trainer_core.model_kind import folder_config
+
+    value = (folder_config(folder) or {}).get("max_source_positions")
+    return value if isinstance(value, int) and value > 0 else DEFAULT_SOURCE_POSITIONS
 
 
 def max_target_positions(request: Any) -> int:

@@ -1,6 +1,6 @@
 """The speech-to-text kind in the registry (Whisper found from its config, noted in the picker,
 named where audio rows are refused for a text model) and its pre-flight check: the line (clips,
-seconds, the decoder prompt, tokens), steps, and the errors Start refuses on."""
+seconds, encoder frames, the decoder prompt, tokens), steps, and the errors Start refuses on."""
 
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ def test_the_check_line_and_its_refusals(tiny_whisper_dir, tmp_path):
     assert line.startswith("Speech-to-text (Whisper): 3 clips (1 held out), ")
     assert "decoder prompt <|startoftranscript|><|en|><|transcribe|><|notimestamps|>" in line
     assert f"{report.tokens_trained} tokens" in line and "0 cut at 64" in line
+    # every clip is one 8 s window of the tiny Whisper: 400 encoder frames (its max_source_positions), counted
+    assert "1200 encoder frames (400 a clip: each clip is heard as one 8 s window)" in line
+    assert report.tokens_total == 3 * 400 + 3 * 4 + report.tokens_trained  # frames + 4-token prompts + transcripts
     dpo = speech_report(speech_request(tiny_whisper_dir, data, training_method="dpo"), tiny_whisper_dir, 0.0)
     assert [(e.code, e.fields) for e in dpo.errors] == [("speech_method", ["training_method", "model_name"])]
     missing = tmp_path / "data" / "missing.json"
