@@ -20,19 +20,25 @@ from trainer_core.preflight.report import Issue
 from trainer_core.preflight.rules import data_error
 
 DEFAULT_MAX_SECONDS = 30.0  # max_audio_seconds where the request has no such field
-FEATURE_EXTRACTOR_FILE = "preprocessor_config.json"  # where a processor saves its sampling_rate
+FEATURE_EXTRACTOR_FILE = "preprocessor_config.json"  # where a processor saved its sampling_rate (transformers 4)
+PROCESSOR_FILE = "processor_config.json"  # transformers 5: the feature extractor is a section of it
 
 
 def model_sampling_rate(folder: Optional[Path]) -> Optional[int]:
     """The sampling rate (Hz) the feature extractor saved with the model in ``folder`` reads audio
-    at (``preprocessor_config.json``'s ``sampling_rate``); None when unknown."""
+    at: ``preprocessor_config.json``'s ``sampling_rate``, or (processors saved by transformers 5)
+    ``processor_config.json``'s ``feature_extractor.sampling_rate``; None when unknown."""
     if folder is None:
         return None
-    try:
-        value = json.loads((Path(folder) / FEATURE_EXTRACTOR_FILE).read_text(encoding="utf-8")).get("sampling_rate")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, int) and value > 0 else None
+    for name, section in ((FEATURE_EXTRACTOR_FILE, None), (PROCESSOR_FILE, "feature_extractor")):
+        try:
+            saved = json.loads((Path(folder) / name).read_text(encoding="utf-8"))
+            value = (saved.get(section) if section else saved).get("sampling_rate")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
 
 
 def read_rate(request: Any, folder: Optional[Path]) -> tuple[Optional[int], str]:

@@ -84,3 +84,12 @@ def test_is_dataset_audio_is_refused_where_it_cannot_hold(place, tmp_path: Path,
     assert no_clips.message.startswith("is_dataset_audio: it is on, but no row of the data holds an audio clip")
     assert off.message.startswith("is_dataset_audio: it is off, but the data holds audio clips")
     assert text_line == (None, [])  # a text model's rows are refused where they are made (data.media)
+
+
+def test_the_rate_is_read_from_a_transformers_5_processor_config(tmp_path: Path) -> None:
+    (tmp_path / "processor_config.json").write_text(
+        json.dumps({"processor_class": "WhisperProcessor", "feature_extractor": {"sampling_rate": 16_000}}),
+        encoding="utf-8",
+    )
+    assert model_sampling_rate(tmp_path) == 16_000
+    assert model_sampling_rate(tmp_path / "missing") is None
