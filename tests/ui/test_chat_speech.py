@@ -27,7 +27,9 @@ TTS = "job_tts"
 
 def _send(engine, model: str, message: str, voice=0, history=(), compare=False):
     """The last outputs of the tab's Send: (textbox, chat, base chat, state, notice, images, clips)."""
-    sent = chat_speech.send(engine, model, compare, "", message, list(history), [], *DEFAULTS, None, [], None, [], voice)
+    sent = chat_speech.send(
+        engine, model, compare, "", message, list(history), [], *DEFAULTS, None, [], None, [], voice
+    )
     return list(sent)[-1]
 
 
