@@ -6,8 +6,6 @@ of whole weights, says a typed text in voice 1: the chat plays a clip as long as
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.e2e.conftest import ServerThread, allowed, screenshot
@@ -55,10 +53,11 @@ def _turns(page, chat: str) -> tuple[list[str], list[str]]:
 
 
 def _played_seconds(page) -> tuple[float, str]:
-    """(the duration of the tuned chat's player, in seconds as the browser reads it, the answer's words)."""
-    answer = page.locator("#chat-tuned [data-testid=bot]").last
-    player = answer.locator("audio").first
+    """(the duration of the tuned chat's player, in seconds as the browser reads it, the answer's words:
+    the bubble after the player's)."""
+    player = page.locator("#chat-tuned audio").last  # Gradio's minimal player holds an <audio> of the file
     player.wait_for(state="attached", timeout=180_000)
+    answer = page.locator("#chat-tuned [data-testid=bot]").last
     seconds = player.evaluate(
         "a => new Promise(done => a.readyState >= 1 ? done(a.duration)"
         " : a.addEventListener('loadedmetadata', () => done(a.duration)))"
@@ -111,7 +110,6 @@ def test_a_clip_from_the_page_is_transcribed_and_heard(
             assert asked == ["🎤 4.0 s What is this sound?"] and answered[0].endswith("[max_new_tokens reached]")
             screenshot(page, tmp_path, "chat-heard.png")
 
-            began = time.perf_counter()
             page.locator("#chat-clear").click()
             _choose(page, SPEAKS, "#chat-voice")
             assert not page.locator("#chat-audio").is_visible()  # a text-to-speech model hears no clip
@@ -124,7 +122,6 @@ def test_a_clip_from_the_page_is_transcribed_and_heard(
             named = float(words.split("🔊 ")[1].split(" s,")[0])  # "🔊 0.48 s, voice 1"
             assert words.strip().endswith("s, voice 1") and seconds == pytest.approx(named, abs=0.01) and seconds > 0
             screenshot(page, tmp_path, "chat-spoken.png")
-            print(f"speech part: {time.perf_counter() - began:.1f} s")
         finally:
             page.close()
             engine.unload()
