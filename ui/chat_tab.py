@@ -1,6 +1,6 @@
 """The Chat tab: a model picker (base, runs, checkpoints), one chat or base vs tuned side by side,
-a system prompt, an image box for vision models and an audio box for audio models, Stop generation,
-Clear, and generation settings built from ``GenerationSettings``."""
+a system prompt, an image box for vision models, an audio box for audio models and a voice for
+text-to-speech models, Stop generation, Clear, and generation settings built from ``GenerationSettings``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import gradio as gr
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.serving.schemas import GenerationSettings
 from trainer_core.settings import Settings
-from ui import chat_audio, chat_handlers, chat_images, chat_transcribe
+from ui import chat_audio, chat_handlers, chat_images, chat_speech
 from ui.form import number_widgets
 
 FREE = dict(concurrency_limit=None)  # the engine runs one generation at a time and queues the rest
@@ -68,6 +68,16 @@ class ChatTab:
                 visible=False,  # shown for an audio-in chat or speech-to-text model (chat_audio.audio_box)
                 elem_id="chat-audio",
             )
+            voice = gr.Number(
+                label=chat_speech.VOICE_LABEL,
+                value=0,
+                precision=0,
+                minimum=0,
+                maximum=chat_speech.MAX_VOICE,
+                visible=False,  # shown for a text-to-speech model (chat_speech.boxes)
+                elem_id="chat-voice",
+                info="The speaker who says the text: a speaker number of the run's training rows (0, 1, ...).",
+            )
             held = gr.State(None)  # the uploaded image's data: URL until it is sent
             images = gr.State([])  # the earlier user turns' images (data: URLs), kept on the server
             held_clip = gr.State(None)  # the recorded or uploaded clip's data: URL until it is sent
@@ -95,7 +105,7 @@ class ChatTab:
             notice,
             list(widgets.values()),
             (image, held, images),
-            (audio, held_clip, clips),
+            (audio, held_clip, clips, voice),
             settings,
         )
 
@@ -119,9 +129,9 @@ class ChatTab:
         sounds: tuple,
         settings: Settings,
     ) -> None:
-        """Wire the tab's events; ``pictures`` / ``sounds``: (the box, its held data: URL, the earlier
-        turns' data: URLs) of images and of audio clips."""
-        (image, held, images), (audio, held_clip, clips) = pictures, sounds
+        """Wire the tab's events; ``pictures``: (the box, its held data: URL, the earlier turns' data:
+        URLs) of images; ``sounds``: the same of audio clips, and the voice box of speech."""
+        (image, held, images), (audio, held_clip, clips, voice) = pictures, sounds
         self.tab.select(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
         refresh.click(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
         load_btn.click(partial(chat_handlers.load_button, engine), self.model, state, api_name="chat_load", **FREE)
@@ -130,15 +140,16 @@ class ChatTab:
         image.change(chat_images.pending, image, [held, notice], api_name=False, **FREE)
         # no timer over the audio box while it is shown or hidden, nor over the notice while a clip is read
         quiet = dict(api_name=False, show_progress="hidden", **FREE)
-        self.model.change(partial(chat_audio.audio_box, engine), self.model, audio, **quiet)
+        self.model.change(partial(chat_speech.boxes, engine), self.model, [audio, voice], **quiet)
         audio.change(partial(chat_audio.pending, settings), audio, [held_clip, notice], **quiet)
-        inputs = [self.model, compare, system, message, chat, base_chat, *widgets, held, images, held_clip, clips]
+        page = [held, images, held_clip, clips, voice]  # the page's states (chat_speech.STATES), then the voice
+        inputs = [self.model, compare, system, message, chat, base_chat, *widgets, *page]
         outputs = [message, chat, base_chat, state, notice, images, clips]
         sent = (_sent, [notice, message], [image, audio])
         # the picture and the clip are taken again as the send's first step: a Send pressed before
         # the upload's own change event has run still carries them
         taken = (partial(_taken, settings), [image, audio], [held, held_clip])
-        talk = partial(chat_transcribe.send, engine)  # a speech-to-text model transcribes; others chat
+        talk = partial(chat_speech.send, engine)  # a speech model speaks, a speech-to-text one transcribes; others chat
         send = send_btn.click(*taken, api_name=False, **FREE)
         send = send.then(talk, inputs, outputs, api_name="chat", **FREE)
         send.then(*sent, api_name=False, **FREE)

@@ -31,12 +31,18 @@ def send(engine: ChatEngine, model_id: Optional[str], *inputs: Any) -> Iterator[
 
 def transcribes(engine: ChatEngine, model_id: Any) -> bool:
     """True when ``model_id`` names a speech-to-text model (one that serves transcriptions)."""
+    return serves(engine, model_id) == "transcriptions"
+
+
+def serves(engine: ChatEngine, model_id: Any) -> Optional[str]:
+    """What ``model_id``'s model answers ("chat", "transcriptions", "speech", "embeddings";
+    ``ModelChoice.serves``); None for no id or one that names nothing usable."""
     if not isinstance(model_id, str) or not model_id:
-        return False
+        return None
     try:
-        return engine.resolve(model_id).serves == "transcriptions"
+        return engine.resolve(model_id).serves
     except ChatInputError:
-        return False
+        return None
 
 
 def transcribe_send(

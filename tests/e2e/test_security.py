@@ -455,11 +455,22 @@ def test_chat_and_share_events_refuse_ids_that_point_outside(studio, outside, da
     for model_id in ids:
         for fn, data in (
             (load, [model_id]),
-            # the four page states last (the held image, the earlier turns' images, the held clip, the
-            # earlier turns' clips): sent as an attacker would, they are ignored (a State's value is the session's)
+            # the four page states (the held image, the earlier turns' images, the held clip, the earlier
+            # turns' clips): sent as an attacker would, they are ignored (a State's value is the session's);
+            # then the voice of a text-to-speech model
             (
                 chat,
-                [model_id, False, "", "hi", [], [], *settings_values, *[str(outside / "canary.jsonl"), ["/etc"]] * 2],
+                [
+                    model_id,
+                    False,
+                    "",
+                    "hi",
+                    [],
+                    [],
+                    *settings_values,
+                    *[str(outside / "canary.jsonl"), ["/etc"]] * 2,
+                    0,
+                ],
             ),
             (share, [model_id, None]),
         ):

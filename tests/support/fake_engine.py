@@ -1,6 +1,7 @@
 """A chat engine with ``ChatEngine``'s interface and no model: it answers ``echo: <last user message>``
-one word per token, and transcribes a clip as ``heard <characters of its data: URL>``, so route
-and handler tests take milliseconds. Switches: ``busy`` (a training job runs), ``crash_after`` (fail
+one word per token, transcribes a clip as ``heard <characters of its data: URL>`` and speaks a
+text as a tone of ``SPEECH_RATE`` / 10 samples a word (louder tuned than base), so route and
+handler tests take milliseconds. Switches: ``busy`` (a training job runs), ``crash_after`` (fail
 after that many tokens), ``token_delay_s`` (slow tokens, to test Stop)."""
 
 from __future__ import annotations
@@ -11,14 +12,23 @@ from collections.abc import Iterator
 from typing import Optional
 
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
-from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent, Transcription
+from trainer_core.serving.schemas import (
+    ChatMessage,
+    GenerationSettings,
+    ModelChoice,
+    Speech,
+    StreamEvent,
+    Transcription,
+)
 
 BASE = ModelChoice(id="base", label="Base model (tiny)", kind="base", base_model="tiny")
+SPEECH_RATE = 24_000  # Hz of the fake speech (CSM's codec rate)
 
 
 class FakeEngine:
     """``choices`` is ``base`` plus what ``add`` registered; ``calls`` records each generation and
-    ``transcriptions`` each transcription (model id, clip, use_adapter)."""
+    ``transcriptions`` each transcription (model id, clip, use_adapter), ``speeches`` each speech
+    (model id, text, voice, use_adapter); a text over ``max_speech_chars`` is refused as too long."""
 
     def __init__(self) -> None:
         self.models: dict[str, ModelChoice] = {"base": BASE}
@@ -29,6 +39,8 @@ class FakeEngine:
         self.max_prompt_chars = 10_000
         self.calls: list[tuple[str, list[ChatMessage], GenerationSettings]] = []
         self.transcriptions: list[tuple[str, str, bool]] = []
+        self.speeches: list[tuple[str, str, int, bool]] = []
+        self.max_speech_chars = 200
         self.loaded: Optional[str] = None
         self.closed = threading.Event()  # a stream's generator was closed before it finished
         self.finished = threading.Event()  # a stream ran to its end
@@ -81,6 +93,24 @@ class FakeEngine:
             raise ChatInputError(f"{model_id}: not a speech-to-text model", fields=("model",))
         self.transcriptions.append((model_id, audio, use_adapter))
         return Transcription(text=f"heard {len(audio)}", language=None, duration=1.0, tokens=3)
+
+    def speak(self, model_id: str, text: str, voice: int = 0, use_adapter: bool = True) -> Speech:
+        """``ChatEngine.speak``'s checks, and the worker's refusal of a text too long for the model."""
+        import numpy as np
+
+        if self.busy:
+            raise ChatUnavailable(TRAINING_BUSY)
+        if self.resolve(model_id).serves != "speech":
+            raise ChatInputError(f"{model_id}: not a text-to-speech model", fields=("model",))
+        if len(text) > self.max_speech_chars:
+            raise ChatInputError(
+                f"input: the text takes {len(text)} tokens, more than this model reads", fields=("input",)
+            )
+        self.speeches.append((model_id, text, voice, use_adapter))
+        count = SPEECH_RATE // 10 * len(text.split())
+        loudness = 0.5 if use_adapter else 0.25
+        samples = (loudness * np.sin(np.arange(count) * 0.05)).astype(np.float32)
+        return Speech(samples=samples, sampling_rate=SPEECH_RATE, seconds=count / SPEECH_RATE, frames=count // 1920)
 
     def stream(
         self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True

@@ -9,7 +9,8 @@ answer, the ``done`` event's payload: ``{"samples": float32 array (samples,), "s
 model's generation config (its sampling settings; at most ``MAX_SPEECH_SECONDS``) and a fixed seed,
 so the same text and voice give the same speech; its frames are decoded by the Mimi codec as
 ``generate(output_audio=True)`` decodes them (``decode``), except that a model whose first frame is
-the end says no samples instead of failing in the codec.
+the end says no samples instead of failing in the codec. A text whose prompt and longest speech
+are more than the model's positions is refused (``frame_budget``), never cut.
 """
 
 from __future__ import annotations
@@ -90,9 +91,32 @@ def decode(model: Any, codes: Any) -> Any:
     return audio.float().cpu().numpy().astype(np.float32)
 
 
+def frame_budget(model: Any, prompt_tokens: int) -> int:
+    """The codec frames the model may say after a prompt of ``prompt_tokens`` positions: its
+    generation config's ``max_new_tokens``, at most ``MAX_SPEECH_SECONDS`` of them. Raises
+    ChatInputError (``fields`` ``input``, code ``input_too_long``) when the prompt and those frames
+    are more than the backbone's ``max_position_embeddings`` (the speech could be cut unsaid)."""
+    from trainer_core.kinds.text_to_speech.data import FRAMES_PER_SECOND
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    limit = int(MAX_SPEECH_SECONDS * FRAMES_PER_SECOND)
+    frames = min(inner.generation_config.max_new_tokens or limit, limit)
+    positions = int(inner.config.max_position_embeddings)
+    if prompt_tokens + frames > positions:
+        raise ChatInputError(
+            f"input: the text takes {prompt_tokens} tokens and its speech up to {frames} codec frames "
+            f"({frames / FRAMES_PER_SECOND:g} s), more than the {positions} positions this model reads; "
+            f"say a text of at most {max(positions - frames, 0)} tokens",
+            fields=("input",),
+            code="input_too_long",
+        )
+    return frames
+
+
 def speak(model: Any, processor: Any, text: str, speaker: int, use_adapter: bool = True) -> tuple[Any, int]:
     """(float32 samples (samples,) at the codec's rate, codec frames said) of speaker ``speaker``
-    saying ``text``; ``use_adapter`` False: a LoRA model's base (adapter disabled)."""
+    saying ``text``; ``use_adapter`` False: a LoRA model's base (adapter disabled). Raises
+    ChatInputError for a text too long for the model (``frame_budget``)."""
     import contextlib
 
     import torch
@@ -102,9 +126,7 @@ def speak(model: Any, processor: Any, text: str, speaker: int, use_adapter: bool
 
     device = next(model.parameters()).device
     inputs = processor(text=[render(processor, text, speaker, audio=False)]).to(device)
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    limit = int(MAX_SPEECH_SECONDS * FRAMES_PER_SECOND)
-    frames = min(inner.generation_config.max_new_tokens or limit, limit)
+    frames = frame_budget(model, int(inputs["input_ids"].shape[-1]))
     off = model.disable_adapter() if not use_adapter and hasattr(model, "disable_adapter") else contextlib.nullcontext()
     torch.manual_seed(SEED)
     with torch.inference_mode(), off:
