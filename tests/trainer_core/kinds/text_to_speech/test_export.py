@@ -7,15 +7,14 @@ converted, with the reason (llama.cpp's converter writes no CSM)."""
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import pytest
 
+from tests.support.exports import run_export
 from tests.support.tts_data import lora_tts_run
 from trainer_core.export.schemas import ExportRequest
 from trainer_core.export.start import export_refusal
-from trainer_core.export.worker import export as export_worker
 from trainer_core.kinds.text_to_speech.export import CHECK_TEXT, GGUF_REASON, check_clip
 from trainer_core.kinds.text_to_speech.scoring import reconstruction_loss
 from trainer_core.serving.choices import weights_choice
@@ -26,23 +25,6 @@ def _choice(run: Path, base: Path):
     return weights_choice(run, "final", "job_tts", str(base), get_settings().models_dir, job_id="job_tts")
 
 
-def _export(choice, out: Path):
-    settings = get_settings()
-    out.mkdir()
-    context = {
-        "choice": choice.model_dump(),
-        "output_dir": str(out),
-        "models_dir": str(settings.models_dir),
-        "converter_dir": str(settings.gguf_converter_dir),
-        "llama_cpp_dir": str(settings.llama_cpp_dir),
-    }
-    events: list = []
-    queue = type("Q", (), {"put": staticmethod(events.append)})()
-    return export_worker(
-        ExportRequest(model=choice.id, format="merged", dtype="float32"), context, queue, threading.Event()
-    )
-
-
 def test_the_merged_folder_loads_alone_and_scores_as_the_run(tiny_csm_dir, tmp_path):
     from peft import PeftModel
     from transformers import AutoProcessor, CsmForConditionalGeneration
@@ -50,7 +32,7 @@ def test_the_merged_folder_loads_alone_and_scores_as_the_run(tiny_csm_dir, tmp_p
     run = lora_tts_run(tiny_csm_dir, tmp_path / "job_tts")
     (run / "request.json").write_text(json.dumps({"model_name": str(tiny_csm_dir)}), encoding="utf-8")
     out = tmp_path / "out"
-    result = _export(_choice(run, tiny_csm_dir), out)
+    result, _ = run_export(run, tiny_csm_dir, "merged", out, dtype="float32")
     assert result.passed and result.check.checked_by == "transformers", result.check.summary
     names = {f.name for f in result.files}
     assert {"model.safetensors", "config.json", "processor_config.json", "tokenizer.json", "README.md"} <= names
