@@ -8,16 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from trainer_core.data.audio_splits import ClipSplits
 from trainer_core.data.errors import DatasetError
-from trainer_core.kinds.speech_to_text.data import SpeechData, prepare_speech_data
+from trainer_core.kinds.speech_to_text.data import prepare_speech_data
 from trainer_core.kinds.speech_to_text.loading import folder_target_positions, load_processor
 from trainer_core.models.loading import ModelLoadError
 from trainer_core.preflight.check import refused_report
-from trainer_core.preflight.report import Issue
-from trainer_core.preflight.rules import data_error, tokenizer_missing
-from trainer_core.preflight.steps import plan_steps
+from trainer_core.preflight.clip_report import read_error, sft_only, splits_report
+from trainer_core.preflight.rules import tokenizer_missing
 from trainer_core.refusals import Refusal
-from trainer_core.vocabulary import TrainingMethod
 
 FRAMES_PER_SECOND = 50  # Whisper's encoder: 100 mel frames a second, halved by its stride-2 convolution
 
@@ -25,16 +24,10 @@ FRAMES_PER_SECOND = 50  # Whisper's encoder: 100 mel frames a second, halved by 
 def check_request(request: Any) -> None:
     """Raise Refusal (field ``training_method``) for a method other than sft: a speech-to-text model
     learns transcripts, not preferences or rewards."""
-    if request.training_method != TrainingMethod.sft:
-        raise Refusal(
-            f"training_method {request.training_method.value}: {request.model_name} is a speech-to-text model, "
-            "trained on (audio, transcript) rows with sft; choose sft, or pick a text model for this method",
-            fields=("training_method", "model_name"),
-            code="speech_method",
-        )
+    sft_only(request, "speech-to-text", "(audio, transcript)", "speech_method")
 
 
-def check_line(request: Any, data: SpeechData, prompt: str) -> str:
+def check_line(request: Any, data: ClipSplits, prompt: str) -> str:
     """The check's line, e.g. "Speech-to-text (Whisper): 4 clips (1 held out), 17.8 s of audio,
     longest 5.9 s (limit 30 s), 890 encoder frames; decoder prompt <|startoftranscript|><|en|>
     <|transcribe|><|notimestamps|>; transcripts 52 tokens (13 a clip), 0 cut at 128"."""
@@ -63,30 +56,7 @@ def speech_report(request: Any, folder: Optional[Path], started: float) -> Any:
         check_request(request)
         processor = load_processor(folder)
         data = prepare_speech_data(request, processor, folder_target_positions(folder))
-    except DatasetError as exc:
-        return refused_report(request, [data_error(exc)], started)
-    except Refusal as exc:
-        issue = Issue(level="error", code=exc.code, message=str(exc), fields=list(exc.fields))
-        return refused_report(request, [issue], started)
-    except ModelLoadError as exc:
-        issue = Issue(level="error", code="model_load", message=str(exc), fields=["model_name"])
-        return refused_report(request, [issue], started)
-    stats = data.stats
-    plan = plan_steps(stats.rows, request)
+    except (DatasetError, Refusal, ModelLoadError) as exc:
+        return refused_report(request, [read_error(exc)], started)
     prompt = "".join(processor.tokenizer.convert_ids_to_tokens(decoder_prompt(processor.tokenizer, request)))
-    return refused_report(request, [], started).model_copy(
-        update=dict(
-            no_estimates="no memory or time estimates for speech-to-text models yet",
-            rows_read=stats.rows + (len(data.eval) if data.eval is not None else 0),
-            rows_kept=stats.rows,
-            rows_truncated=stats.truncated_rows,
-            rows_truncated_share=stats.truncated_rows / max(stats.rows, 1),
-            tokens_total=stats.total_tokens,
-            tokens_trained=stats.trained_tokens,
-            eval_rows=len(data.eval) if data.eval is not None else 0,
-            steps_per_epoch=plan.steps_per_epoch,
-            total_steps=plan.total_steps,
-            epochs=plan.epochs,
-            vision=check_line(request, data, prompt),
-        )
-    )
+    return splits_report(request, data, started, "speech-to-text", check_line(request, data, prompt))
