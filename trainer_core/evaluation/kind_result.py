@@ -18,34 +18,34 @@ BASE_ITSELF = "the base model itself was evaluated (its scores are under tuned)"
 
 
 def write_result(
-    folder: Path,
+    context: dict[str, Any],
     table: list[dict],
     scores: dict[str, Scores],
     *,
-    choice: Any,
     available: int,
     began: float,
-    source: str,
     device: str,
     notes: Sequence[str] = (),
     label: str = "model",
 ) -> EvaluationResult:
-    """Write ``table`` (one object per evaluated row) to ``folder/predictions.jsonl`` and the result
-    to ``folder/scores.json``; returns the result. ``scores``: ``tuned`` and, when compared,
-    ``base``; ``available``: rows the data held; ``began``: the evaluation's ``time.monotonic()``;
-    ``choice``: the evaluated ``ModelChoice``; ``label``: the kind's words for the log line."""
-    notes = [*notes, *([BASE_ITSELF] if choice.kind == "base" else [])]
-    write_predictions(Path(folder), table)
+    """Write ``table`` (one object per evaluated row) to ``predictions.jsonl`` and the result to
+    ``scores.json`` in ``context["output_dir"]`` (the evaluation worker's context: ``choice`` the
+    evaluated ``ModelChoice`` as a dict, ``data`` the plan with its ``source``); returns the result.
+    ``scores``: ``tuned`` and, when compared, ``base``; ``available``: rows the data held;
+    ``began``: the evaluation's ``time.monotonic()``; ``label``: the kind's words for the log."""
+    choice, folder = context["choice"], Path(context["output_dir"])
+    notes = [*notes, *([BASE_ITSELF] if choice["kind"] == "base" else [])]
+    write_predictions(folder, table)
     result = EvaluationResult(
         rows_evaluated=len(table),
         rows_available=available,
         tuned=scores["tuned"],
         base=scores.get("base"),
         seconds=round(time.monotonic() - began, 2),
-        source=source,
+        source=context["data"]["source"],
         device=device,
         notes=notes,
     )
-    write_atomic(Path(folder) / SCORES_FILE, result.model_dump_json(indent=2))
-    log.info("evaluated %s %s on %d rows in %.1f s: %s", label, choice.id, len(table), result.seconds, result.tuned)
+    write_atomic(folder / SCORES_FILE, result.model_dump_json(indent=2))
+    log.info("evaluated %s %s on %d rows in %.1f s: %s", label, choice["id"], len(table), result.seconds, result.tuned)
     return result

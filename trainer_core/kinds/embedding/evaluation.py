@@ -149,7 +149,6 @@ class EmbeddingEvaluation:
         if should_stop():
             return None
         progress(0.97, f"Writing {PREDICTIONS_FILE}")
-        folder = Path(context["output_dir"])
         keys = list(values["tuned"])  # rank and cosine, or cosine
         table = [
             {
@@ -164,13 +163,5 @@ class EmbeddingEvaluation:
             for i, row in enumerate(rows)
         ]
         return write_result(
-            folder,
-            table,
-            scores,
-            choice=choice,
-            available=available,
-            began=began,
-            source=plan["source"],
-            device=server.device,
-            label="embedder",
+            context, table, scores, available=available, began=began, device=server.device, label="embedder"
         )

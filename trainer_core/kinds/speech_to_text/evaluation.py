@@ -142,13 +142,5 @@ class SpeechEvaluation:
             for i, row in enumerate(rows)
         ]
         return write_result(
-            Path(context["output_dir"]),
-            table,
-            scores,
-            choice=choice,
-            available=available,
-            began=began,
-            source=plan["source"],
-            device=server.device,
-            label="speech-to-text",
+            context, table, scores, available=available, began=began, device=server.device, label="speech-to-text"
         )

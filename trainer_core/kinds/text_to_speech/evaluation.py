@@ -127,13 +127,11 @@ class TtsEvaluation:
                 return None
         progress(0.97, f"Writing {PREDICTIONS_FILE}")
         return write_result(
-            Path(context["output_dir"]),
+            context,
             table,
             scores,
-            choice=choice,
             available=available,
             began=began,
-            source=plan["source"],
             device=server.device,
             notes=[] if listen is not None else [LOSS_ONLY],
             label="text-to-speech",
