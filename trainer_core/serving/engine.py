@@ -23,17 +23,15 @@ from typing import Any, Optional, Protocol
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.job import JobRunner
 from trainer_core.serving.choices import list_choices, resolve_choice
-from trainer_core.serving.errors import EMBED_BUSY, TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
+from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
 from trainer_core.serving.gguf_worker import BASE_REFUSAL, serve_gguf
-from trainer_core.serving.inputs import checked_inputs, checked_messages
+from trainer_core.serving.inputs import checked_messages
+from trainer_core.serving.one_answer import OneAnswerRequests, refuse_other
 from trainer_core.serving.schemas import (
     ChatMessage,
-    Embeddings,
     GenerationSettings,
     ModelChoice,
-    Speech,
     StreamEvent,
-    Transcription,
 )
 from trainer_core.serving.turns import Turns
 from trainer_core.serving.worker import EventKind, serve
@@ -57,10 +55,11 @@ class ModelSource(Protocol):
     def resolve(self, model_id: str) -> ModelChoice: ...
 
 
-class ChatEngine:
-    """Loads models into an inference worker and streams answers; shared by the chat tab, the
-    OpenAI-compatible routes and share links. ``models``: more choices than the runs (the app
-    passes the exports' GGUF files). Every method is thread-safe."""
+class ChatEngine(OneAnswerRequests):
+    """Loads models into an inference worker and streams answers (and, by ``OneAnswerRequests``,
+    embeds, transcribes and speaks); shared by the chat tab, the OpenAI-compatible routes and share
+    links. ``models``: more choices than the runs (the app passes the exports' GGUF files). Every
+    method is thread-safe."""
 
     def __init__(
         self,
@@ -187,93 +186,6 @@ class ChatEngine:
             last = event
         return last.model_copy(update={"delta": "".join(pieces)})
 
-    def embed(
-        self, model_id: str, texts: list[str], dimensions: Optional[int] = None, use_adapter: bool = True
-    ) -> Embeddings:
-        """The unit-length vectors of ``texts`` (N, D) from embedding model ``model_id``, cut to
-        ``dimensions`` and re-normalised where given, and the tokens read; ``use_adapter=False``: its
-        base model's (see ``stream``). Loads the model on demand and waits for its turn. Raises
-        ChatUnavailable, UnknownModel, or ChatInputError (a chat model; no texts, too many, an empty
-        or too long one: ``fields`` ``input``; ``dimensions`` above the model's size)."""
-        self._refuse_while_training(EMBED_BUSY)
-        choice = self.resolve(model_id)
-        if choice.serves != "embeddings":
-            raise ChatInputError(
-                f"{model_id}: a {choice.serves} model, not an embedding model; embed with one that GET /v1/models "
-                'lists with "serves": "embeddings"',
-                fields=("model",),
-                code="not_an_embedding_model",
-            )
-        request = {"input": checked_inputs(texts), "dimensions": dimensions, "use_adapter": use_adapter}
-        with self._turns.turn():
-            self._ensure_loaded(choice)
-            with contextlib.closing(self._exchange(request)) as events:
-                done = next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
-        return Embeddings(vectors=done["vectors"], prompt_tokens=done["prompt_tokens"])
-
-    def transcribe(
-        self,
-        model_id: str,
-        audio: str,
-        language: Optional[str] = None,
-        task: Optional[str] = None,
-        use_adapter: bool = True,
-    ) -> Transcription:
-        """The transcript of ``audio`` (a ``data:`` URL or a confined path) by speech-to-text model
-        ``model_id`` in ``language`` / ``task`` (None: the run's own, else detected / transcribe);
-        ``use_adapter=False``: a LoRA run's base model's (the adapter switched off; ignored for
-        ``base``). Loads the model on demand and waits for its turn. Raises ChatUnavailable,
-        UnknownModel, or ChatInputError (not a speech-to-text model: ``fields`` ``model``; the base
-        of whole weights, which the loaded model does not hold; audio that cannot be read: ``file``;
-        an unknown ``language``)."""
-        self._refuse_while_training()
-        choice = self.resolve(model_id)
-        if choice.serves != "transcriptions":
-            raise ChatInputError(
-                f"{model_id}: a {choice.serves} model, not a speech-to-text model; transcribe with one that GET "
-                '/v1/models lists with "serves": "transcriptions"',
-                fields=("model",),
-                code="not_a_speech_to_text_model",
-            )
-        if not use_adapter and choice.path and not choice.adapter:
-            raise ChatInputError(
-                f"{model_id}: whole weights (a full fine-tune or a merged export), not a LoRA adapter on its base: "
-                "there is no adapter to switch off; choose the base model to transcribe with it",
-                fields=("model",),
-                code="no_adapter_to_switch_off",
-            )
-        request = {"audio": audio, "language": language, "task": task, "use_adapter": use_adapter}
-        with self._turns.turn():
-            self._ensure_loaded(choice)
-            with contextlib.closing(self._exchange(request)) as events:
-                done = next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
-        return Transcription(
-            text=done["text"], language=done["language"], duration=done["duration"], tokens=done["tokens"]
-        )
-
-    def speak(self, model_id: str, text: str, voice: int = 0, use_adapter: bool = True) -> Speech:
-        """The speech of ``text`` in voice ``voice`` (a speaker id) by text-to-speech model
-        ``model_id``; ``use_adapter=False``: its base model's (see ``stream``). Loads the model on
-        demand and waits for its turn. Raises ChatUnavailable, UnknownModel, or ChatInputError (not
-        a text-to-speech model: ``fields`` ``model``)."""
-        self._refuse_while_training()
-        choice = self.resolve(model_id)
-        if choice.serves != "speech":
-            raise ChatInputError(
-                f"{model_id}: a {choice.serves} model, not a text-to-speech model; speak with one that GET "
-                '/v1/models lists with "serves": "speech"',
-                fields=("model",),
-                code="not_a_text_to_speech_model",
-            )
-        request = {"input": text, "voice": voice, "use_adapter": use_adapter}
-        with self._turns.turn():
-            self._ensure_loaded(choice)
-            with contextlib.closing(self._exchange(request)) as events:
-                done = next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
-        return Speech(
-            samples=done["samples"], sampling_rate=done["sampling_rate"], seconds=done["seconds"], frames=done["frames"]
-        )
-
     def stop_generation(self) -> bool:
         """Stop the generation in progress at its next token (it ends with ``cancelled``); False
         when none runs."""
@@ -304,6 +216,22 @@ class ChatEngine:
         """Raise ChatUnavailable(``message``) while a training job runs."""
         if self.refusal():
             raise ChatUnavailable(message)
+
+    def _served(self, model_id: str, serves: str, busy: str = TRAINING_BUSY) -> ModelChoice:
+        """The choice ``model_id`` names, refused while a job trains (``busy``: the message) and
+        unless it serves ``serves`` (``one_answer.refuse_other``)."""
+        self._refuse_while_training(busy)
+        choice = self.resolve(model_id)
+        refuse_other(model_id, choice, serves)
+        return choice
+
+    def _ask(self, choice: ModelChoice, request: dict[str, Any]) -> dict:
+        """The worker's ``done`` payload for one ``request`` to ``choice`` (loaded on demand, in its
+        turn)."""
+        with self._turns.turn():
+            self._ensure_loaded(choice)
+            with contextlib.closing(self._exchange(request)) as events:
+                return next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
 
     def _ensure_loaded(self, choice: ModelChoice) -> float:
         """Have ``choice`` loaded (the caller holds a turn); seconds spent loading."""

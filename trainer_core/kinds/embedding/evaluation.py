@@ -16,7 +16,6 @@ similarity of the row's anchor and positive, or of its two sentences).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -24,7 +23,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.evaluation.report import PREDICTIONS_FILE, SCORES_FILE, write_atomic
+from trainer_core.evaluation.kind_result import write_result
+from trainer_core.evaluation.report import PREDICTIONS_FILE
 from trainer_core.evaluation.schemas import EvaluateRequest, EvaluationResult, Scores
 from trainer_core.kinds.embedding.data import Shape, held_out_rows
 from trainer_core.kinds.embedding.evaluators import METRICS, build_evaluator
@@ -149,7 +149,6 @@ class EmbeddingEvaluation:
         if should_stop():
             return None
         progress(0.97, f"Writing {PREDICTIONS_FILE}")
-        folder = Path(context["output_dir"])
         keys = list(values["tuned"])  # rank and cosine, or cosine
         table = [
             {
@@ -163,18 +162,6 @@ class EmbeddingEvaluation:
             }
             for i, row in enumerate(rows)
         ]
-        write_atomic(folder / PREDICTIONS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in table))
-        notes = [] if choice.kind != "base" else ["the base model itself was evaluated (its scores are under tuned)"]
-        result = EvaluationResult(
-            rows_evaluated=len(rows),
-            rows_available=available,
-            tuned=scores["tuned"],
-            base=scores.get("base"),
-            seconds=round(time.monotonic() - began, 2),
-            source=plan["source"],
-            device=server.device,
-            notes=notes,
+        return write_result(
+            context, table, scores, available=available, began=began, device=server.device, label="embedder"
         )
-        write_atomic(folder / SCORES_FILE, result.model_dump_json(indent=2))
-        log.info("evaluated embedder %s on %d rows in %.1f s: %s", choice.id, len(rows), result.seconds, result.tuned)
-        return result

@@ -8,16 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from trainer_core.data.audio_splits import ClipSplits
 from trainer_core.data.errors import DatasetError
-from trainer_core.kinds.speech_to_text.data import SpeechData, prepare_speech_data, window_seconds
+from trainer_core.kinds.speech_to_text.data import prepare_speech_data, window_seconds
 from trainer_core.kinds.speech_to_text.loading import folder_source_positions, folder_target_positions, load_processor
 from trainer_core.models.loading import ModelLoadError
 from trainer_core.preflight.check import refused_report
-from trainer_core.preflight.report import Issue
-from trainer_core.preflight.rules import data_error, tokenizer_missing
-from trainer_core.preflight.steps import plan_steps
+from trainer_core.preflight.clip_report import read_error, sft_only, splits_report
+from trainer_core.preflight.rules import tokenizer_missing
 from trainer_core.refusals import Refusal
-from trainer_core.vocabulary import TrainingMethod
 
 NO_ESTIMATES = (
     "no memory or time estimates for speech-to-text models yet (the estimates count decoder-only language models); "
@@ -28,16 +27,10 @@ NO_ESTIMATES = (
 def check_request(request: Any) -> None:
     """Raise Refusal (field ``training_method``) for a method other than sft: a speech-to-text model
     learns transcripts, not preferences or rewards."""
-    if request.training_method != TrainingMethod.sft:
-        raise Refusal(
-            f"training_method {request.training_method.value}: {request.model_name} is a speech-to-text model, "
-            "trained on (audio, transcript) rows with sft; choose sft, or pick a text model for this method",
-            fields=("training_method", "model_name"),
-            code="speech_method",
-        )
+    sft_only(request, "speech-to-text", "(audio, transcript)", "speech_method")
 
 
-def check_line(request: Any, data: SpeechData, prompt: str, frames: int, window: float) -> str:
+def check_line(request: Any, data: ClipSplits, prompt: str, frames: int, window: float) -> str:
     """The check's line, e.g. "Speech-to-text (Whisper): 4 clips (1 held out), 17.8 s of audio,
     longest 5.9 s (limit 30 s), 6000 encoder frames (1500 a clip: each clip is heard as one 30 s
     window); decoder prompt <|startoftranscript|><|en|><|transcribe|><|notimestamps|>; transcripts
@@ -67,31 +60,13 @@ def speech_report(request: Any, folder: Optional[Path], started: float) -> Any:
         check_request(request)
         processor = load_processor(folder)
         data = prepare_speech_data(request, processor, folder_target_positions(folder))
-    except DatasetError as exc:
-        return refused_report(request, [data_error(exc)], started)
-    except Refusal as exc:
-        issue = Issue(level="error", code=exc.code, message=str(exc), fields=list(exc.fields))
-        return refused_report(request, [issue], started)
-    except ModelLoadError as exc:
-        issue = Issue(level="error", code="model_load", message=str(exc), fields=["model_name"])
-        return refused_report(request, [issue], started)
-    stats, frames = data.stats, folder_source_positions(folder)
-    plan = plan_steps(stats.rows, request)
+    except (DatasetError, Refusal, ModelLoadError) as exc:
+        return refused_report(request, [read_error(exc)], started)
     prompt = "".join(processor.tokenizer.convert_ids_to_tokens(decoder_prompt(processor.tokenizer, request)))
-    window = float(window_seconds(processor) or 30)
-    return refused_report(request, [], started).model_copy(
-        update=dict(
-            no_estimates=NO_ESTIMATES,
-            rows_read=stats.rows + (len(data.eval) if data.eval is not None else 0),
-            rows_kept=stats.rows,
-            rows_truncated=stats.truncated_rows,
-            rows_truncated_share=stats.truncated_rows / max(stats.rows, 1),
-            tokens_total=stats.total_tokens + stats.rows * frames,  # decoder tokens + encoder frames
-            tokens_trained=stats.trained_tokens,
-            eval_rows=len(data.eval) if data.eval is not None else 0,
-            steps_per_epoch=plan.steps_per_epoch,
-            total_steps=plan.total_steps,
-            epochs=plan.epochs,
-            vision=check_line(request, data, prompt, frames, window),
-        )
+    frames, window = folder_source_positions(folder), float(window_seconds(processor) or 30)
+    line = check_line(request, data, prompt, frames, window)
+    report = splits_report(request, data, started, "speech-to-text", line)
+    # decoder tokens + encoder frames (each clip is padded to one window)
+    return report.model_copy(
+        update={"no_estimates": NO_ESTIMATES, "tokens_total": report.tokens_total + data.stats.rows * frames}
     )

@@ -12,17 +12,17 @@ reference, a string) and ``text``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 import datasets
 
+from trainer_core.data.audio_splits import ClipSplits, ClipSplitStats, held_out, refuse_other_rate, train_and_eval
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import apply_mapping
 from trainer_core.data.media import media_columns
-from trainer_core.data.prepare import has_eval_data, source_parts, split_validation
+from trainer_core.data.prepare import source_parts
 
 AUDIO_COLUMN = "audio"
 TEXT_COLUMNS = ("text", "transcript", "sentence")  # the transcript's usual names, first present wins
@@ -33,36 +33,6 @@ class Shape(str, Enum):
     """The layout of a speech-to-text run's rows."""
 
     transcripts = "transcripts"  # (audio, text)
-
-
-@dataclass
-class SpeechStats:
-    """One split's counts: ``rows``; ``total_tokens`` (decoder tokens: prompt + transcript + eos);
-    ``trained_tokens`` (transcript + eos: the scored ones); ``truncated_rows`` (transcripts cut to
-    ``max_seq_length`` decoder tokens); ``seconds`` (audio, summed); ``longest_seconds``."""
-
-    rows: int
-    total_tokens: int
-    trained_tokens: int
-    truncated_rows: int
-    max_seq_length: int
-    seconds: float = 0.0
-    longest_seconds: float = 0.0
-
-
-@dataclass
-class SpeechData:
-    """The prepared splits (columns ``audio``, ``text``, ``seconds``) and their counts: the
-    attributes the worker reads of ``data.prepare.PreparedData`` (``format`` is the ``Shape``);
-    ``processor``: the ``WhisperProcessor`` they were counted with (the collator's)."""
-
-    train: datasets.Dataset
-    eval: Optional[datasets.Dataset]
-    format: Shape
-    stats: SpeechStats
-    eval_stats: Optional[SpeechStats]
-    system_message: Optional[str] = None
-    processor: Any = None
 
 
 def _refuse(source: str, message: str, code: str, fields: tuple[str, ...] = FIELDS) -> DatasetError:
@@ -157,55 +127,38 @@ def window_seconds(processor: Any) -> Optional[float]:
 def held_out_rows(request: Any, roots: list[Path], window: Optional[float] = None) -> datasets.Dataset:
     """The evaluation rows ``prepare_speech_data`` gives ``request``: its ``val_size`` split of the
     training rows, else its evaluation files / Hub split; with neither, its training rows."""
-    if request.val_size > 0:
-        return split_validation(read_split(request, False, roots, window), request)[1]
-    return read_split(request, has_eval_data(request), roots, window)
+    return held_out(request, lambda eval: read_split(request, eval, roots, window))
 
 
-def count(rows: datasets.Dataset, tokenizer: Any, prompt_tokens: int, max_seq_length: int) -> SpeechStats:
-    """``SpeechStats`` of ``rows`` with transcripts tokenized by ``tokenizer`` (no special tokens):
+def count(rows: datasets.Dataset, tokenizer: Any, prompt_tokens: int, max_seq_length: int) -> ClipSplitStats:
+    """``ClipSplitStats`` of ``rows`` with transcripts tokenized by ``tokenizer`` (no special tokens):
     each row is ``prompt_tokens`` + its transcript, cut to ``max_seq_length`` decoder inputs, + eos."""
     lengths = [len(ids) for ids in tokenizer(list(rows["text"]), add_special_tokens=False)["input_ids"]]
     room = max(max_seq_length - prompt_tokens, 0)  # transcript tokens a row keeps (as ``collator.label_rows``)
-    seconds = list(rows["seconds"])
-    return SpeechStats(
-        rows=len(rows),
-        total_tokens=sum(prompt_tokens + min(n, room) + 1 for n in lengths),
-        trained_tokens=sum(min(n, room) + 1 for n in lengths),
-        truncated_rows=sum(1 for n in lengths if n > room),
-        max_seq_length=max_seq_length,
-        seconds=round(sum(seconds), 3),
-        longest_seconds=round(max(seconds, default=0.0), 3),
+    kept = [min(n, room) for n in lengths]
+    return ClipSplitStats.of(
+        list(rows["seconds"]),
+        [(prompt_tokens + n + 1, n + 1) for n in kept],
+        sum(1 for n in lengths if n > room),
+        max_seq_length,
     )
 
 
-def prepare_speech_data(request: Any, processor: Any, max_target_positions: int) -> SpeechData:
+def prepare_speech_data(request: Any, processor: Any, max_target_positions: int) -> ClipSplits:
     """The request's (audio, transcript) rows: training rows, the evaluation rows (``val_size``
     split or evaluation files / Hub split), their counts; decoder sequences are cut at
     ``max_seq_length`` or the model's ``max_target_positions``, where lower. Raises DatasetError."""
     from trainer_core.kinds.speech_to_text.collator import decoder_prompt
     from trainer_core.settings import get_settings
 
-    rate = processor.feature_extractor.sampling_rate
-    if request.sampling_rate and request.sampling_rate != rate:
-        raise DatasetError(
-            f"sampling_rate {request.sampling_rate}: this model's feature extractor reads audio at {rate} Hz only "
-            "(every clip is resampled to it); leave sampling_rate empty",
-            fields=("sampling_rate",),
-            code="speech_sampling_rate",
-        )
+    refuse_other_rate(request, processor, "feature extractor reads audio", "speech_sampling_rate")
     roots = list(get_settings().allowed_roots)
     window = window_seconds(processor)
-    train = read_split(request, False, roots, window)
-    evaluation = None
-    if request.val_size > 0:
-        train, evaluation = split_validation(train, request)
-    elif has_eval_data(request):
-        evaluation = read_split(request, True, roots, window)
+    train, evaluation = train_and_eval(request, lambda eval: read_split(request, eval, roots, window))
     tokenizer = processor.tokenizer
     prompt = len(decoder_prompt(tokenizer, request))
     length = min(request.max_seq_length, max_target_positions)
-    return SpeechData(
+    return ClipSplits(
         train=train,
         eval=evaluation,
         format=Shape.transcripts,

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.evaluation.report import PREDICTIONS_FILE, SCORES_FILE, write_atomic
+from trainer_core.evaluation.kind_result import write_result
+from trainer_core.evaluation.report import PREDICTIONS_FILE
 from trainer_core.evaluation.schemas import EvaluateRequest, EvaluationResult, Scores
 from trainer_core.schemas import TrainingStartRequest
 
@@ -129,7 +130,6 @@ class SpeechEvaluation:
                 wer=round(wer, 6), cer=round(cer, 6), generated_tokens=tokens[name], tokens_per_second=speed
             )
         progress(0.97, f"Writing {PREDICTIONS_FILE}")
-        import json
 
         table = [
             {
@@ -141,21 +141,6 @@ class SpeechEvaluation:
             }
             for i, row in enumerate(rows)
         ]
-        folder = Path(context["output_dir"])
-        write_atomic(folder / PREDICTIONS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in table))
-        notes = [] if choice.kind != "base" else ["the base model itself was evaluated (its scores are under tuned)"]
-        result = EvaluationResult(
-            rows_evaluated=len(rows),
-            rows_available=available,
-            tuned=scores["tuned"],
-            base=scores.get("base"),
-            seconds=round(time.monotonic() - began, 2),
-            source=plan["source"],
-            device=server.device,
-            notes=notes,
+        return write_result(
+            context, table, scores, available=available, began=began, device=server.device, label="speech-to-text"
         )
-        write_atomic(folder / SCORES_FILE, result.model_dump_json(indent=2))
-        log.info(
-            "evaluated speech-to-text %s on %d clips in %.1f s: %s", choice.id, len(rows), result.seconds, result.tuned
-        )
-        return result

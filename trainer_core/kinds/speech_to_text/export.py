@@ -1,6 +1,6 @@
 """Export of a speech-to-text run (``SpeechToTextKind.exporter``).
 
-- **merged**: the adapter merged into its base (``export.weights.merge``: ``merge_and_unload``) and
+- **merged** (``export.processor_merged``): the adapter merged into its base (``merge_and_unload``) and
   saved whole in the chosen dtype with its processor (feature extractor + tokenizer) and generation
   config, a folder ``AutoModelForSpeechSeq2Seq`` / ``AutoProcessor`` load by themselves. Checked by
   loading it back and transcribing ``CHECK_CLIPS`` (synthetic tones, so no data file is needed)
@@ -12,12 +12,11 @@
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 from trainer_core.export import job as jobs
+from trainer_core.export.processor_merged import MergedCheck, export_merged_with_processor
 from trainer_core.export.schemas import CheckResult, ExportResult
-from trainer_core.export.weights import load_causal_lm, load_run, merge
 
 GGUF_REASON = (
     "speech-to-text models (Whisper) cannot be exported as GGUF: llama.cpp's converter does not write the "
@@ -73,30 +72,20 @@ def compare(dtype: str, want: list[list[int]], got: list[list[int]]) -> CheckRes
     )
 
 
+def check_tokens(model: Any, processor: Any) -> list[list[int]]:
+    """``model``'s greedy tokens of each of ``check_clips`` at its feature extractor's rate."""
+    return greedy_tokens(model, processor, check_clips(processor.feature_extractor.sampling_rate))
+
+
+CHECK = MergedCheck(
+    measure=check_tokens,
+    compare=compare,
+    reference=f"Transcribing {len(CHECK_TONES)} check clips with the run as trained",
+    check="Loading the saved model back and transcribing the check clips",
+)
+
+
 def export_merged(job: jobs.ExportJob) -> ExportResult:
     """Write the merged model and its processor into ``job.out`` and check it (see the module
     docstring). Raises what the text path's loading raises (ModelLoadError)."""
-    dtype = job.request.dtype
-    job.progress.begin("load", 0.02, f"Loading {job.choice.id} in float32")
-    run = load_run(job.choice, job.models_dir, qlora=job.qlora)
-    clips = check_clips(run.processor.feature_extractor.sampling_rate)
-    job.progress.begin("reference", 0.15, f"Transcribing {len(clips)} check clips with the run as trained")
-    want = greedy_tokens(run.model, run.processor, clips)
-    job.progress.begin("merge", 0.3, "Merging the adapter into the base" if job.choice.adapter else "Preparing")
-    model, notes = merge(run, dtype)
-    job.notes.extend(notes)
-    run.model = None
-    job.progress.begin("save", 0.45, f"Saving the merged model in {dtype} with its processor")
-    job.out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(job.out)
-    run.processor.save_pretrained(job.out)
-    del model
-    gc.collect()
-    job.progress.begin("check", 0.65, "Loading the saved model back and transcribing the check clips")
-    back = load_causal_lm(job.out, "float32")  # the folder's kind's class: AutoModelForSpeechSeq2Seq
-    check = compare(dtype, want, greedy_tokens(back, run.processor, clips))
-    del back
-    gc.collect()
-    files = [f.name for f in jobs.listing(job.out)] + ["README.md"]
-    (job.out / "README.md").write_text(jobs.write_card(job, files, check, dtype), encoding="utf-8")
-    return jobs.result(job, check, dtype)
+    return export_merged_with_processor(job, CHECK)

@@ -67,7 +67,7 @@ def build_speech_trainer(
     run_name: Optional[str] = None,
 ) -> SpeechTrainer:
     """The trainer of a speech-to-text run: ``model`` (LoRA added here unless full), ``data``
-    (``data.SpeechData``, with its processor), the kind's collator, and the studio's callbacks (divergence guard, early
+    (``data.ClipSplits``, with its processor), the kind's collator, and the studio's callbacks (divergence guard, early
     stopping) after ``callbacks``. Raises TargetError, ValueError (early stopping without
     evaluation data)."""
     model.generation_config.forced_decoder_ids = None  # the prompt is the collator's, not forced

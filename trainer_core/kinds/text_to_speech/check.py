@@ -8,31 +8,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from trainer_core.data.audio_splits import ClipSplits
 from trainer_core.data.errors import DatasetError
-from trainer_core.kinds.text_to_speech.data import FRAMES_PER_SECOND, TtsData, prepare_tts_data
+from trainer_core.kinds.text_to_speech.data import FRAMES_PER_SECOND, prepare_tts_data
 from trainer_core.kinds.text_to_speech.serve import load_processor
 from trainer_core.models.loading import ModelLoadError
 from trainer_core.preflight.check import refused_report
-from trainer_core.preflight.report import Issue
-from trainer_core.preflight.rules import data_error, tokenizer_missing
-from trainer_core.preflight.steps import plan_steps
+from trainer_core.preflight.clip_report import read_error, sft_only, splits_report
+from trainer_core.preflight.rules import tokenizer_missing
 from trainer_core.refusals import Refusal
-from trainer_core.vocabulary import TrainingMethod
 
 
 def check_request(request: Any) -> None:
     """Raise Refusal (field ``training_method``) for a method other than sft: a text-to-speech
     model learns the clips' speech, not preferences or rewards."""
-    if request.training_method != TrainingMethod.sft:
-        raise Refusal(
-            f"training_method {request.training_method.value}: {request.model_name} is a text-to-speech model, "
-            "trained on (text, audio) rows with sft; choose sft, or pick a text model for this method",
-            fields=("training_method", "model_name"),
-            code="tts_method",
-        )
+    sft_only(request, "text-to-speech", "(text, audio)", "tts_method")
 
 
-def check_line(request: Any, data: TtsData) -> str:
+def check_line(request: Any, data: ClipSplits) -> str:
     """The check's line, e.g. "Text-to-speech (CSM): 4 clips (1 held out), 17.8 s of audio, longest
     5.9 s (limit 30 s), 2 speakers, 224 codec frames (12.5 a second); 300 positions (228 trained),
     the longest row 80 of max_seq_length 512"."""
@@ -48,15 +41,6 @@ def check_line(request: Any, data: TtsData) -> str:
     )
 
 
-def _error(exc: Exception) -> Issue:
-    """The check's error of a refusal while reading the model or the rows."""
-    if isinstance(exc, DatasetError):
-        return data_error(exc)
-    if isinstance(exc, Refusal):
-        return Issue(level="error", code=exc.code, message=str(exc), fields=list(exc.fields))
-    return Issue(level="error", code="model_load", message=str(exc), fields=["model_name"])
-
-
 def tts_report(request: Any, folder: Optional[Path], started: float) -> Any:
     """The ``PreflightReport`` of a text-to-speech run (``started``: the check's ``perf_counter``):
     rows, positions, steps and the kind's line (field ``vision``: the model kind's line), or the
@@ -69,22 +53,5 @@ def tts_report(request: Any, folder: Optional[Path], started: float) -> Any:
         check_request(request)
         data = prepare_tts_data(request, load_processor(folder))
     except (DatasetError, Refusal, ModelLoadError) as exc:
-        return refused_report(request, [_error(exc)], started)
-    stats = data.stats
-    plan = plan_steps(stats.rows, request)
-    return refused_report(request, [], started).model_copy(
-        update=dict(
-            no_estimates="no memory or time estimates for text-to-speech models yet",
-            rows_read=stats.rows + (len(data.eval) if data.eval is not None else 0),
-            rows_kept=stats.rows,
-            rows_truncated=0,
-            rows_truncated_share=0.0,
-            tokens_total=stats.total_tokens,
-            tokens_trained=stats.trained_tokens,
-            eval_rows=len(data.eval) if data.eval is not None else 0,
-            steps_per_epoch=plan.steps_per_epoch,
-            total_steps=plan.total_steps,
-            epochs=plan.epochs,
-            vision=check_line(request, data),
-        )
-    )
+        return refused_report(request, [read_error(exc)], started)
+    return splits_report(request, data, started, "text-to-speech", check_line(request, data))

@@ -7,6 +7,11 @@ position a codec frame, ``input_values`` the padded clips (B, 1, samples) with t
 ``input_values_cutoffs``, and ``labels`` (B, T) the frames and the audio's end (-100 elsewhere).
 The model encodes the target clips with its frozen Mimi codec inside ``forward`` and scores every
 codebook of every frame (the backbone the first, the depth decoder the rest).
+
+The processor pads the text by switching padding on in the tokenizer's backend, and leaves it on: a
+processor saved after that writes the padding into ``tokenizer.json``, and loaded back, its
+``pad_to_multiple_of`` reaches ``EncodecFeatureExtractor``, which refuses it (transformers issue
+41598). ``forget_padding`` undoes it: after every batch here, and on loading (a folder saved before).
 """
 
 from __future__ import annotations
@@ -28,6 +33,17 @@ def conversation(text: str, speaker: int, audio: bool = True) -> list[dict]:
 def render(processor: Any, text: str, speaker: int, audio: bool = True) -> str:
     """``conversation`` as the model's chat template writes it (a string, not yet tokenized)."""
     return processor.apply_chat_template(conversation(text, speaker, audio), tokenize=False)
+
+
+def forget_padding(processor: Any) -> Any:
+    """``processor`` with its tokenizer's backend padding switched off and the ``pad_to_multiple_of``
+    its loading read from ``tokenizer.json`` dropped (see the module docstring); returns it."""
+    tokenizer = processor.tokenizer
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and backend.padding is not None:
+        backend.no_padding()
+    tokenizer.init_kwargs.pop("pad_to_multiple_of", None)
+    return processor
 
 
 class TtsCollator:
@@ -61,7 +77,10 @@ class TtsCollator:
 
     def __call__(self, rows: list[dict]) -> dict[str, torch.Tensor]:
         texts = [render(self.processor, row["text"], row["speaker"]) for row in rows]
-        batch = dict(self.processor(text=texts, audio=self.audio(rows), output_labels=True))
+        try:
+            batch = dict(self.processor(text=texts, audio=self.audio(rows), output_labels=True))
+        finally:
+            forget_padding(self.processor)  # the processor as loaded, for the saves after training
         if self.dtype is not None:
             batch["input_values"] = batch["input_values"].to(self.dtype)
         return batch

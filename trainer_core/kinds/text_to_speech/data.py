@@ -15,17 +15,17 @@ Columns: ``audio`` (or a Hub ``Audio`` column of another name), the text spoken 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 import datasets
 
+from trainer_core.data.audio_splits import ClipSplits, ClipSplitStats, held_out, refuse_other_rate, train_and_eval
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import apply_mapping
 from trainer_core.data.media import media_columns
-from trainer_core.data.prepare import has_eval_data, source_parts, split_validation
+from trainer_core.data.prepare import source_parts
 
 AUDIO_COLUMN = "audio"
 TEXT_COLUMNS = ("text", "transcript", "sentence")  # the text's usual names, first present wins
@@ -38,37 +38,6 @@ class Shape(str, Enum):
     """The layout of a text-to-speech run's rows."""
 
     utterances = "utterances"  # (text, audio[, speaker])
-
-
-@dataclass
-class TtsStats:
-    """One split's counts: ``rows``; ``total_tokens`` (the backbone's positions: text tokens with
-    its markers, one a codec frame, the audio's end); ``trained_tokens`` (the frames and the audio's
-    end: the scored ones); ``truncated_rows`` (always 0: long rows are refused); ``seconds`` (audio,
-    summed); ``longest_seconds``."""
-
-    rows: int
-    total_tokens: int
-    trained_tokens: int
-    truncated_rows: int
-    max_seq_length: int
-    seconds: float = 0.0
-    longest_seconds: float = 0.0
-
-
-@dataclass
-class TtsData:
-    """The prepared splits (columns ``audio``, ``text``, ``speaker``, ``seconds``) and their counts:
-    the attributes the worker reads of ``data.prepare.PreparedData``; ``processor``: the
-    ``CsmProcessor`` (the collator's)."""
-
-    train: datasets.Dataset
-    eval: Optional[datasets.Dataset]
-    format: Shape
-    stats: TtsStats
-    eval_stats: Optional[TtsStats]
-    system_message: Optional[str] = None
-    processor: Any = None
 
 
 def _refuse(source: str, message: str, code: str, fields: tuple[str, ...] = FIELDS) -> DatasetError:
@@ -167,9 +136,7 @@ def read_split(request: Any, eval: bool, roots: list[Path]) -> datasets.Dataset:
 def held_out_rows(request: Any, roots: list[Path]) -> datasets.Dataset:
     """The evaluation rows ``prepare_tts_data`` gives ``request``: its ``val_size`` split of the
     training rows, else its evaluation files / Hub split; with neither, its training rows."""
-    if request.val_size > 0:
-        return split_validation(read_split(request, False, roots), request)[1]
-    return read_split(request, has_eval_data(request), roots)
+    return held_out(request, lambda eval: read_split(request, eval, roots))
 
 
 def row_lengths(rows: datasets.Dataset, tokenizer: Any) -> list[tuple[int, int]]:
@@ -180,8 +147,8 @@ def row_lengths(rows: datasets.Dataset, tokenizer: Any) -> list[tuple[int, int]]
     return [(n + frames(s) + 1, frames(s) + 1) for n, s in zip(counts, rows["seconds"])]
 
 
-def count(rows: datasets.Dataset, tokenizer: Any, max_seq_length: int, source: str) -> TtsStats:
-    """``TtsStats`` of ``rows``; raises DatasetError naming the first row (1-based, in the split)
+def count(rows: datasets.Dataset, tokenizer: Any, max_seq_length: int, source: str) -> ClipSplitStats:
+    """``ClipSplitStats`` of ``rows``; raises DatasetError naming the first row (1-based, in the split)
     whose sequence is longer than ``max_seq_length``."""
     lengths = row_lengths(rows, tokenizer)
     over = next((i for i, (n, _) in enumerate(lengths) if n > max_seq_length), None)
@@ -195,41 +162,20 @@ def count(rows: datasets.Dataset, tokenizer: Any, max_seq_length: int, source: s
             "tts_row_too_long",
             ("max_seq_length", *FIELDS),
         )
-    seconds = list(rows["seconds"])
-    return TtsStats(
-        rows=len(rows),
-        total_tokens=sum(n for n, _ in lengths),
-        trained_tokens=sum(t for _, t in lengths),
-        truncated_rows=0,
-        max_seq_length=max_seq_length,
-        seconds=round(sum(seconds), 3),
-        longest_seconds=round(max(seconds, default=0.0), 3),
-    )
+    return ClipSplitStats.of(list(rows["seconds"]), lengths, 0, max_seq_length)
 
 
-def prepare_tts_data(request: Any, processor: Any) -> TtsData:
+def prepare_tts_data(request: Any, processor: Any) -> ClipSplits:
     """The request's (text, audio, speaker) rows: training rows, the evaluation rows (``val_size``
     split or evaluation files / Hub split), their counts. Raises DatasetError (a ``sampling_rate``
     other than the codec's; a row as ``tts_rows`` and ``count`` refuse it)."""
     from trainer_core.settings import get_settings
 
-    rate = processor.feature_extractor.sampling_rate
-    if request.sampling_rate and request.sampling_rate != rate:
-        raise DatasetError(
-            f"sampling_rate {request.sampling_rate}: this model's codec reads and speaks audio at {rate} Hz only "
-            "(every clip is resampled to it); leave sampling_rate empty",
-            fields=("sampling_rate",),
-            code="tts_sampling_rate",
-        )
+    refuse_other_rate(request, processor, "codec reads and speaks audio", "tts_sampling_rate")
     roots = list(get_settings().allowed_roots)
-    train = read_split(request, False, roots)
-    evaluation = None
-    if request.val_size > 0:
-        train, evaluation = split_validation(train, request)
-    elif has_eval_data(request):
-        evaluation = read_split(request, True, roots)
+    train, evaluation = train_and_eval(request, lambda eval: read_split(request, eval, roots))
     tokenizer, length = processor.tokenizer, request.max_seq_length
-    return TtsData(
+    return ClipSplits(
         train=train,
         eval=evaluation,
         format=Shape.utterances,

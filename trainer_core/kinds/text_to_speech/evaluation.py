@@ -16,7 +16,6 @@ model, ``tuned_answer`` / ``base_answer`` (the transcripts of their speech).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -24,7 +23,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.evaluation.report import PREDICTIONS_FILE, SCORES_FILE, write_atomic
+from trainer_core.evaluation.kind_result import write_result
+from trainer_core.evaluation.report import PREDICTIONS_FILE
 from trainer_core.evaluation.schemas import EvaluateRequest, EvaluationResult, Scores
 from trainer_core.schemas import TrainingStartRequest
 
@@ -126,26 +126,16 @@ class TtsEvaluation:
             if scores[name] is None:
                 return None
         progress(0.97, f"Writing {PREDICTIONS_FILE}")
-        folder = Path(context["output_dir"])
-        write_atomic(folder / PREDICTIONS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in table))
-        notes = [] if listen is not None else [LOSS_ONLY]
-        if choice.kind == "base":
-            notes.append("the base model itself was evaluated (its scores are under tuned)")
-        result = EvaluationResult(
-            rows_evaluated=len(rows),
-            rows_available=available,
-            tuned=scores["tuned"],
-            base=scores.get("base"),
-            seconds=round(time.monotonic() - began, 2),
-            source=plan["source"],
+        return write_result(
+            context,
+            table,
+            scores,
+            available=available,
+            began=began,
             device=server.device,
-            notes=notes,
+            notes=[] if listen is not None else [LOSS_ONLY],
+            label="text-to-speech",
         )
-        write_atomic(folder / SCORES_FILE, result.model_dump_json(indent=2))
-        log.info(
-            "evaluated text-to-speech %s on %d clips in %.1f s: %s", choice.id, len(rows), result.seconds, result.tuned
-        )
-        return result
 
     @staticmethod
     def _side(

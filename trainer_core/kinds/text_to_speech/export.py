@@ -1,6 +1,6 @@
 """Export of a text-to-speech run (``TextToSpeechKind.exporter``).
 
-- **merged**: the adapter merged into its base (``export.weights.merge``: ``merge_and_unload``) and
+- **merged** (``export.processor_merged``): the adapter merged into its base (``merge_and_unload``) and
   saved whole in the chosen dtype with its processor (feature extractor, tokenizer, chat template)
   and generation config (the depth decoder's inside it), a folder ``CsmForConditionalGeneration`` /
   ``AutoProcessor`` load by themselves. The codec's weights are saved as they were (never trained).
@@ -13,12 +13,11 @@
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 from trainer_core.export import job as jobs
+from trainer_core.export.processor_merged import MergedCheck, export_merged_with_processor
 from trainer_core.export.schemas import CheckResult, ExportResult
-from trainer_core.export.weights import load_causal_lm, load_run, merge
 from trainer_core.kinds.text_to_speech.scoring import reconstruction_loss
 
 GGUF_REASON = (
@@ -59,31 +58,22 @@ def tts_card(text: str) -> str:
     )
 
 
+def check_loss(model: Any, processor: Any) -> float:
+    """``model``'s reconstruction loss on ``CHECK_TEXT`` said as ``check_clip`` (speaker 0)."""
+    rows = [{"audio": check_clip(processor.feature_extractor.sampling_rate), "text": CHECK_TEXT, "speaker": 0}]
+    return reconstruction_loss(model, processor, rows)
+
+
+CHECK = MergedCheck(
+    measure=check_loss,
+    compare=compare,
+    reference="Scoring the check clip with the run as trained",
+    check="Loading the saved model back and scoring the check clip",
+    card=tts_card,
+)
+
+
 def export_merged(job: jobs.ExportJob) -> ExportResult:
     """Write the merged model and its processor into ``job.out`` and check it (see the module
     docstring). Raises what the text path's loading raises (ModelLoadError)."""
-    dtype = job.request.dtype
-    job.progress.begin("load", 0.02, f"Loading {job.choice.id} in float32")
-    run = load_run(job.choice, job.models_dir, qlora=job.qlora)
-    rows = [{"audio": check_clip(run.processor.feature_extractor.sampling_rate), "text": CHECK_TEXT, "speaker": 0}]
-    job.progress.begin("reference", 0.15, "Scoring the check clip with the run as trained")
-    want = reconstruction_loss(run.model, run.processor, rows)
-    job.progress.begin("merge", 0.3, "Merging the adapter into the base" if job.choice.adapter else "Preparing")
-    model, notes = merge(run, dtype)
-    job.notes.extend(notes)
-    run.model = None
-    job.progress.begin("save", 0.45, f"Saving the merged model in {dtype} with its processor")
-    job.out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(job.out)
-    run.processor.save_pretrained(job.out)
-    del model
-    gc.collect()
-    job.progress.begin("check", 0.65, "Loading the saved model back and scoring the check clip")
-    back = load_causal_lm(job.out, "float32")  # the folder's kind's class: CsmForConditionalGeneration
-    check = compare(dtype, want, reconstruction_loss(back, run.processor, rows))
-    del back
-    gc.collect()
-    files = [f.name for f in jobs.listing(job.out)] + ["README.md"]
-    card = tts_card(jobs.write_card(job, files, check, dtype))
-    (job.out / "README.md").write_text(card, encoding="utf-8")
-    return jobs.result(job, check, dtype)
+    return export_merged_with_processor(job, CHECK)

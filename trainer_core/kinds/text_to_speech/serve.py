@@ -45,7 +45,9 @@ def load_processor(path: Path, **kwargs: Any) -> Any:
             f"{path} has no CSM processor (processor_config.json, the tokenizer files and chat_template.jinja): a "
             "text-to-speech model folder needs the processor saved beside the weights (processor.save_pretrained)"
         )
-    return processor
+    from trainer_core.kinds.text_to_speech.collator import forget_padding
+
+    return forget_padding(processor)  # a folder saved with the tokenizer's padding on (collator's docstring)
 
 
 def load_tts_model(choice: ModelChoice, models_dir: Path, device: str) -> tuple[Any, Any]:

@@ -59,7 +59,7 @@ def build_tts_trainer(
     run_name: Optional[str] = None,
 ) -> TtsTrainer:
     """The trainer of a text-to-speech run: ``model`` (its codec frozen; LoRA added here unless
-    full), ``data`` (``data.TtsData``, with its processor), the kind's collator and the studio's
+    full), ``data`` (``data.ClipSplits``, with its processor), the kind's collator and the studio's
     callbacks (divergence guard, early stopping) after ``callbacks``. Raises TargetError,
     ValueError (early stopping without evaluation data)."""
     freeze_codec(model)

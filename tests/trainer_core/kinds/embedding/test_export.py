@@ -6,21 +6,19 @@ llama.cpp: ``test_gguf.py``."""
 from __future__ import annotations
 
 import json
-import threading
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.support.exports import run_export
 from trainer_core.export.schemas import ExportRequest
 from trainer_core.export.start import export_refusal
 from trainer_core.export.worker import ExportError
-from trainer_core.export.worker import export as export_worker
 from trainer_core.kinds.embedding.export import CHECK_SENTENCES, cosines, model_files
 from trainer_core.kinds.embedding.gguf import gguf_problem, pooling_mode
 from trainer_core.kinds.embedding.loading import load_embedder, save_embedder
-from trainer_core.serving.choices import weights_choice
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.settings import get_settings
 
@@ -64,26 +62,6 @@ def make_run(base: Path, folder: Path, lora: bool = True) -> Path:
     (folder / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in METRICS), encoding="utf-8")
     (folder / "worker.log").write_text("trainer_core.data.prepare: pairs.jsonl: format pairs, 48 rows\n")
     return folder
-
-
-def run_export(run: Path, base: Path, fmt: str, out: Path, **fields):
-    """``export.worker.export`` of ``run`` in ``fmt`` into ``out``; (result, progress messages)."""
-    settings = get_settings()
-    choice = weights_choice(run, "final", "job_emb", str(base), settings.models_dir, job_id="job_emb")
-    out.mkdir()
-    events: list = []
-    context = {
-        "choice": choice.model_dump(),
-        "output_dir": str(out),
-        "models_dir": str(settings.models_dir),
-        "converter_dir": str(settings.gguf_converter_dir),
-        "llama_cpp_dir": str(settings.llama_cpp_dir),
-    }
-    events_queue = type("Q", (), {"put": staticmethod(events.append)})()
-    result = export_worker(
-        ExportRequest(model=choice.id, format=fmt, **fields), context, events_queue, threading.Event()
-    )
-    return result, [e[1]["message"] for e in events]
 
 
 @pytest.fixture(scope="module")

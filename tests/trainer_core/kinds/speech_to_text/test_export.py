@@ -6,15 +6,14 @@ with the reason (llama.cpp's converter writes no Whisper)."""
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import torch
 
+from tests.support.exports import run_export
 from tests.support.speech_runs import lora_speech_run
 from trainer_core.export.schemas import ExportRequest
 from trainer_core.export.start import export_refusal
-from trainer_core.export.worker import export as export_worker
 from trainer_core.kinds.speech_to_text.export import GGUF_REASON, check_clips
 from trainer_core.serving.choices import weights_choice
 from trainer_core.settings import get_settings
@@ -30,21 +29,8 @@ def test_the_merged_folder_loads_alone_and_transcribes_as_the_run(tiny_whisper_d
 
     run = lora_speech_run(tiny_whisper_dir, tmp_path / "job_stt")
     (run / "request.json").write_text(json.dumps({"model_name": str(tiny_whisper_dir)}), encoding="utf-8")
-    settings, out = get_settings(), tmp_path / "out"
-    choice = _choice(run, tiny_whisper_dir)
-    out.mkdir()
-    context = {
-        "choice": choice.model_dump(),
-        "output_dir": str(out),
-        "models_dir": str(settings.models_dir),
-        "converter_dir": str(settings.gguf_converter_dir),
-        "llama_cpp_dir": str(settings.llama_cpp_dir),
-    }
-    events: list = []
-    queue = type("Q", (), {"put": staticmethod(events.append)})()
-    result = export_worker(
-        ExportRequest(model=choice.id, format="merged", dtype="float32"), context, queue, threading.Event()
-    )
+    result, _ = run_export(run, tiny_whisper_dir, "merged", tmp_path / "out", dtype="float32")
+    out = tmp_path / "out"
     assert result.passed and result.check.checked_by == "transformers"
     assert result.check.tokens_equal == result.check.tokens_total > 0 and result.check.prompts_total == 2
     names = {f.name for f in result.files}
