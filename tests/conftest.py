@@ -72,7 +72,10 @@ def _longest_first(items: list[pytest.Item]) -> None:
     files of tests that declare a longer limit than the default (``pytest.mark.timeout``; the
     longest limit first), then files with a ``real_model`` test, then files with a ``browser`` or
     ``slow`` test, then the rest; so that pytest-xdist hands out the long work first and no
-    process is left running one long test at the end."""
+    process is left running one long test at the end. ``--dist loadgroup`` keeps this order for the
+    tests that share no xdist group; the groups (``SHARED_GROUPS``, a file's module fixture) it hands
+    out before them, the group with the most tests first (xdist's ``--loadscope-reorder``), so a
+    long test's place in the run is set here only when it is in no group."""
 
     def weight(item: pytest.Item) -> float:
         limit = item.get_closest_marker("timeout")

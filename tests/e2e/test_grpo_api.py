@@ -1,7 +1,9 @@
-"""GRPO over HTTP against the real app process: the real default model trains 3 steps on
-arithmetic prompts and every step logs its rewards (each function apart), its completions and KL to
-the status, the SSE stream and the run history; reward code is refused by a server without the
-switch (raw HTTP, also from outside the allowed folders) and used by one with it."""
+"""GRPO over HTTP against the real app process: the tiny SmolLM2 trains 3 steps on arithmetic
+prompts and every step logs its rewards (each function apart), its completions and KL to the status,
+the SSE stream and the run history (the run's plumbing is the point, not what a random model earns:
+what GRPO teaches the real model is measured by ``bench/grpo.py --learn``, docs/BENCHMARKS.md);
+reward code is refused by a server without the switch (raw HTTP, also from outside the allowed
+folders) and used by one with it."""
 
 from __future__ import annotations
 
@@ -45,13 +47,13 @@ def _finish(api: httpx.Client, body: dict) -> dict:
     return status
 
 
-def test_the_real_model_trains_with_rewards_logged_every_step(tmp_path, model_dir):
+def test_a_grpo_run_logs_its_rewards_every_step(tmp_path, tiny_model_dir):
     data = write_rows(tmp_path / "arith.json", count=40)
-    app = _app(tmp_path, [tmp_path, model_dir.parent])
+    app = _app(tmp_path, [tmp_path, tiny_model_dir.parent])
     try:
         api = httpx.Client(base_url=app.url, headers=AUTH, timeout=30)
         body = {
-            "model_name": str(model_dir),
+            "model_name": str(tiny_model_dir),
             "local_datasets": [str(data)],
             "training_method": "grpo",
             "max_steps": 3,

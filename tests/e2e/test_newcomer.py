@@ -55,6 +55,18 @@ def _pick(page, label: str) -> None:
     page.locator("[role=option]").filter(has_text=label).first.click()
 
 
+def _press_when_ready(page, selector: str, timeout_ms: int = 120_000) -> None:
+    """Click ``selector`` once it is visible and enabled, each wait up to ``timeout_ms`` (a page
+    streaming two answers on a busy machine can take longer than Playwright's 30 s default to
+    let a click through)."""
+    from playwright.sync_api import expect
+
+    button = page.locator(selector)
+    expect(button).to_be_visible(timeout=timeout_ms)
+    expect(button).to_be_enabled(timeout=timeout_ms)
+    button.click(timeout=timeout_ms)
+
+
 def _train(page, runner, shots, name: str) -> str:
     """Press Start and watch the run complete; returns its job id."""
     job_id = start_and_finish(page, runner, steps=2)
@@ -151,7 +163,7 @@ def test_a_newcomer_goes_from_an_upload_to_an_exported_evaluated_compared_model(
                 "return m.length >= 2 && m.pop().innerText.trim().length > 8; }",
                 timeout=240_000,
             )
-        page.locator("#chat-stop").click()  # read enough: the rest of the answers is not needed
+        _press_when_ready(page, "#chat-stop")  # read enough: the rest of the answers is not needed
         screenshot(page, shots, "newcomer-chat.png")
         _clean(page, "chat")
 
