@@ -48,7 +48,6 @@ INDIRECT: dict[str, str] = {
     "tests/trainer_core/data/test_prepare_shapes.py",
     "trainer_core.data.preference_tokens": "preference rows tokenized as TRL does; "
     "tests/trainer_core/data/test_preference.py and tests/trainer_core/preflight/test_check.py",
-    "trainer_core.data.preview_tokenizer": "the check's local tokenizer; tests/trainer_core/data/test_inspect.py",
     "trainer_core.data.prompt_fit": "GRPO prompts that fit max_seq_length, kept by data.prepare; "
     "tests/e2e/test_grpo_api.py",
     "trainer_core.data.prompt_tokens": "GRPO prompts counted in tokens by data.tokenization and data.inspect; "
@@ -58,8 +57,6 @@ INDIRECT: dict[str, str] = {
     "trainer_core.models.remote_code": "trust_remote_code's rules; tests/trainer_core/preflight/test_check_remote_code.py",
     "trainer_core.preflight.costs": "the estimates' inputs, taken by preflight.check; "
     "tests/trainer_core/preflight/test_estimates.py",
-    "trainer_core.preflight.gather": "the check's rows per source and val_size split; "
-    "tests/trainer_core/preflight/test_check.py",
     "trainer_core.preflight.grpo": "the check's GRPO line; tests/trainer_core/preflight/test_check.py",
     "trainer_core.preflight.samples": "the check's sample rows; tests/trainer_core/preflight/test_check.py "
     "and tests/trainer_core/cli/test_check.py",
@@ -81,4 +78,22 @@ INDIRECT: dict[str, str] = {
     "trainer_core.kinds.vision.prompt": "chat inputs with images; tests/trainer_core/kinds/vision/test_processor.py "
     "and tests/e2e/test_vision_page.py",
     "trainer_core.kinds.vision.targets": "LoRA targets in the vision tower; tests/trainer_core/kinds/vision/test_family.py",
+    # shared by the audio kinds and the embedding kind, reached through each kind's own modules
+    "trainer_core.data.audio_splits": "the clip splits and their counts; tests/trainer_core/kinds/speech_to_text/"
+    "test_data.py and tests/trainer_core/kinds/text_to_speech/test_kind.py",
+    "trainer_core.evaluation.kind_result": "the kinds' evaluation results; tests/trainer_core/kinds/*/test_evaluation.py",
+    "trainer_core.export.processor_merged": "the merged export with the processor; tests/trainer_core/kinds/"
+    "speech_to_text/test_export.py and tests/trainer_core/kinds/text_to_speech/test_export.py",
+    "trainer_core.preflight.clip_report": "the audio kinds' check report; tests/trainer_core/kinds/speech_to_text/"
+    "test_kind.py and tests/trainer_core/kinds/text_to_speech/test_kind.py",
+    "trainer_core.kinds.embedding.preview": "the embedding preview (ModelKind.preview_rows); "
+    "tests/trainer_core/kinds/embedding/test_preview.py",
+    "trainer_core.kinds.embedding.values": "the embedding rows' value checks; tests/trainer_core/kinds/embedding/"
+    "test_preview.py and test_data.py",
+    "trainer_core.kinds.text_to_speech.targets": "LoRA targets of CSM's backbone and depth decoder; "
+    "tests/trainer_core/kinds/text_to_speech/test_trainer.py and tests/e2e/test_tts_runs.py",
+    "trainer_core.kinds.text_to_speech.trainer": "the CSM trainer; tests/trainer_core/kinds/text_to_speech/"
+    "test_trainer.py and tests/e2e/test_tts_runs.py",
+    "trainer_core.serving.one_answer": "ChatEngine's embed / transcribe / speak (a base of it); "
+    "tests/trainer_core/serving/test_engine.py and the /v1 audio and embedding tests",
 }

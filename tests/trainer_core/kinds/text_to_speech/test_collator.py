@@ -1,7 +1,7 @@
 """The CSM processor after a batch (``collator.TtsCollator``): the tokenizer's backend padding the
 processor switched on is off again, so a processor saved after training writes no padding into
 ``tokenizer.json``; and a folder saved with it (before this was so) still makes batches once loaded
-by ``serve.load_processor`` (transformers issue 41598: its ``pad_to_multiple_of`` reaching the
+by ``serve.load_processor`` (huggingface/transformers#41598: its ``pad_to_multiple_of`` reaching the
 Encodec feature extractor)."""
 
 from __future__ import annotations
