@@ -394,7 +394,7 @@ def test_a_run_selected_while_it_trains_shows_its_end_without_another_click(page
     """The Runs tab's view follows the selected run: when it completes, its summary, buttons and
     the weights to export appear by themselves."""
     _, runner, _ = page_app
-    job_id = start_job(runner, datasets_dir, max_steps=80)  # 20 s: the clicks below fit under load
+    job_id = start_job(runner, datasets_dir, max_steps=160)  # 40 s: the clicks below fit under load (80 did not once)
     page.get_by_role("tab", name="Runs").click()
     page.locator("#runs-refresh").click()
     table = page.locator("#runs-table")
@@ -404,14 +404,14 @@ def test_a_run_selected_while_it_trains_shows_its_end_without_another_click(page
     page.locator("#export-panel").get_by_text("Export").first.click()
     weights = page.locator("#export-weights input")
     assert runner.status(with_history=False).is_training_running and weights.input_value() == ""
-    assert runner.wait(90)
+    assert runner.wait(180)
     page.locator("#run-summary").get_by_text("completed").first.wait_for(timeout=20_000)
     page.wait_for_function(
         "() => (document.querySelector('#export-weights input') || {value: ''}).value.includes('final')",
         timeout=20_000,
     )
     assert page.locator("#chat-with-run").is_enabled() and page.locator("#delete").is_enabled()
-    assert "step 80 / 80" in page.locator("#run-summary").inner_text()
+    assert "step 160 / 160" in page.locator("#run-summary").inner_text()
     shot(page, tmp_path, "runs-follow.png")
 
 
