@@ -62,11 +62,10 @@ class ClipSplits:
     processor: Any = None
 
 
-def refuse_other_rate(request: Any, processor: Any, reader: str, code: str) -> None:
+def refuse_other_rate(request: Any, rate: int, reader: str, code: str) -> None:
     """Raise DatasetError (field ``sampling_rate``, ``code``) when the request's ``sampling_rate`` is
-    set and not the rate ``processor``'s feature extractor reads at; ``reader`` names what reads the
-    audio ("feature extractor reads audio", "codec reads and speaks audio")."""
-    rate = processor.feature_extractor.sampling_rate
+    set and not ``rate``, the rate the model reads at; ``reader`` names what reads the audio
+    ("feature extractor reads audio", "codec reads and speaks audio")."""
     if request.sampling_rate and request.sampling_rate != rate:
         raise DatasetError(
             f"sampling_rate {request.sampling_rate}: this model's {reader} at {rate} Hz only (every clip is "

@@ -151,7 +151,9 @@ def prepare_speech_data(request: Any, processor: Any, max_target_positions: int)
     from trainer_core.kinds.speech_to_text.collator import decoder_prompt
     from trainer_core.settings import get_settings
 
-    refuse_other_rate(request, processor, "feature extractor reads audio", "speech_sampling_rate")
+    refuse_other_rate(
+        request, processor.feature_extractor.sampling_rate, "feature extractor reads audio", "speech_sampling_rate"
+    )
     roots = list(get_settings().allowed_roots)
     window = window_seconds(processor)
     train, evaluation = train_and_eval(request, lambda eval: read_split(request, eval, roots, window))

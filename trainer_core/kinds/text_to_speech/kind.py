@@ -1,6 +1,6 @@
 """The text-to-speech kind (``TEXT_TO_SPEECH``): Sesame CSM, each ``ModelKind`` method answered by
 this folder's modules, imported when first used (listing models must import neither torch nor
-transformers). Orpheus-style models are the ``orpheus.ORPHEUS`` kind: detected and refused."""
+transformers). Orpheus-style models are their own kind (``kinds.orpheus``)."""
 
 from __future__ import annotations
 
