@@ -26,6 +26,33 @@ REPO = Path(__file__).resolve().parents[2]
 SAY = "Hello there."
 
 
+def _speech_app(tmp_path: Path, data: Path, models: Path):
+    """(the API app over a runner and chat engine of their own, the engine): runs in
+    ``tmp_path / "data"``, the data's and the model's folders allowed, behind ``TOKEN``."""
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.serving.engine import ChatEngine
+    from trainer_core.settings import Settings
+
+    settings = Settings(data_dir=tmp_path / "data", allowed_paths=allowed(data.parent, models), api_token=TOKEN)
+    runner = JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path))
+    engine = ChatEngine(runner, settings)
+    return api_app(settings, runner, engine), engine
+
+
+def _trained(api: httpx.Client, body: dict, line: str) -> tuple[str, Path]:
+    """(job id, run folder) of ``body`` checked (no errors, the kind's line starting with ``line``)
+    and trained to its end, 3 steps."""
+    checked = api.post("/api/train/preflight", json=body)
+    assert checked.status_code == 200 and checked.json()["errors"] == [], checked.text
+    assert checked.json()["vision"].startswith(line), checked.json()["vision"]
+    job = start_job(api, body)
+    ended = wait_end(api)
+    assert ended["phase"] == "completed", ended["error"]
+    assert ended["metric_history"]["steps"] == [1, 2, 3]
+    return job, Path(ended["details"]["output_dir"])
+
+
 def _changed_adapters(run_dir: Path) -> set[str]:
     """The stacks ("backbone_model", "depth_decoder") whose LoRA B weights left PEFT's zeros."""
     from safetensors.torch import load_file
@@ -49,17 +76,8 @@ def _own_samples(run_dir: Path, base: Path, job: str) -> int:
 def test_a_csm_run_trains_through_the_api_and_speaks_to_the_openai_client(tmp_path, tiny_csm_dir):
     import soundfile
 
-    from trainer_core.runs.job import JobRunner
-    from trainer_core.runs.store import RunStore
-    from trainer_core.serving.engine import ChatEngine
-    from trainer_core.settings import Settings
-
     data = tts_file(tmp_path / "clips")
-    settings = Settings(
-        data_dir=tmp_path / "data", allowed_paths=allowed(data.parent, tiny_csm_dir.parent), api_token=TOKEN
-    )
-    runner = JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path))
-    engine = ChatEngine(runner, settings)
+    app, engine = _speech_app(tmp_path, data, tiny_csm_dir.parent)
     body = {
         "model_name": str(tiny_csm_dir),
         "local_datasets": [str(data)],
@@ -69,17 +87,10 @@ def test_a_csm_run_trains_through_the_api_and_speaks_to_the_openai_client(tmp_pa
         "learning_rate": 1e-3,
         "mixed_precision": "no",
     }
-    with ServerThread(api_app(settings, runner, engine)) as server:
+    with ServerThread(app) as server:
         url = server.url.rstrip("/")
         api = httpx.Client(base_url=url, headers=AUTH, timeout=120)
-        checked = api.post("/api/train/preflight", json=body)
-        assert checked.status_code == 200 and checked.json()["errors"] == [], checked.text
-        assert checked.json()["vision"].startswith("Text-to-speech (CSM): 2 clips, ")
-        job = start_job(api, body)
-        ended = wait_end(api)
-        assert ended["phase"] == "completed", ended["error"]
-        assert ended["metric_history"]["steps"] == [1, 2, 3]
-        run_dir = Path(ended["details"]["output_dir"])
+        job, run_dir = _trained(api, body, "Text-to-speech (CSM): 2 clips, ")
         assert _changed_adapters(run_dir) == {"backbone_model", "depth_decoder"}
         client = openai.OpenAI(base_url=f"{url}/v1", api_key=TOKEN, max_retries=0)
         assert {m.id: m.serves for m in client.models.list()} == {"base": "speech", job: "speech"}
@@ -121,16 +132,8 @@ def test_an_orpheus_run_trains_through_the_api_and_speaks_snac_codes(tmp_path, t
     (SNAC's hop 512 x 4) a frame; the codec's name travels in the run's tokenizer."""
     import soundfile
 
-    from trainer_core.runs.job import JobRunner
-    from trainer_core.runs.store import RunStore
-    from trainer_core.serving.engine import ChatEngine
-    from trainer_core.settings import Settings
-
     data = tts_file(tmp_path / "clips", speakers=("tara", "leo"))
-    folder = tiny_orpheus_dir.parent
-    settings = Settings(data_dir=tmp_path / "data", allowed_paths=allowed(data.parent, folder), api_token=TOKEN)
-    runner = JobRunner(runs_dir=settings.runs_dir, store=RunStore(settings.db_path))
-    engine = ChatEngine(runner, settings)
+    app, engine = _speech_app(tmp_path, data, tiny_orpheus_dir.parent)
     body = {
         "model_name": str(tiny_orpheus_dir),
         "local_datasets": [str(data)],
@@ -141,17 +144,10 @@ def test_an_orpheus_run_trains_through_the_api_and_speaks_snac_codes(tmp_path, t
         "learning_rate": 1e-3,
         "mixed_precision": "no",
     }
-    with ServerThread(api_app(settings, runner, engine)) as server:
+    with ServerThread(app) as server:
         url = server.url.rstrip("/")
         api = httpx.Client(base_url=url, headers=AUTH, timeout=120)
-        checked = api.post("/api/train/preflight", json=body)
-        assert checked.status_code == 200 and checked.json()["errors"] == [], checked.text
-        assert checked.json()["vision"].startswith("Text-to-speech (Orpheus, SNAC ")
-        job = start_job(api, body)
-        ended = wait_end(api)
-        assert ended["phase"] == "completed", ended["error"]
-        assert ended["metric_history"]["steps"] == [1, 2, 3]
-        run_dir = Path(ended["details"]["output_dir"])
+        job, run_dir = _trained(api, body, f"Text-to-speech (Orpheus, SNAC {tiny_snac_dir}): 2 clips, ")
         assert json.loads((run_dir / "tokenizer_config.json").read_text())["audio_codec"] == str(tiny_snac_dir)
         client = openai.OpenAI(base_url=f"{url}/v1", api_key=TOKEN, max_retries=0)
         assert {m.id: m.serves for m in client.models.list()} == {"base": "speech", job: "speech"}

@@ -70,10 +70,22 @@ class OrpheusKind(ModelKind):
 
         return build_orpheus_trainer(request, model, data, output_dir, device, callbacks, run_name)
 
+    def evaluation(self) -> Any:
+        from trainer_core.kinds.orpheus.evaluation import OrpheusEvaluation
+
+        return OrpheusEvaluation()
+
     def load_server(self, choice: Any, models_dir: Path) -> Any:
         from trainer_core.kinds.orpheus.serve import OrpheusServer
 
         return OrpheusServer(choice, models_dir)
+
+    def exporter(self, fmt: str) -> Any:
+        """The text path's exporter of ``fmt`` whose card says how the model speaks (``export``)."""
+        from trainer_core.export.worker import exporter
+        from trainer_core.kinds.orpheus.export import with_speech
+
+        return with_speech(exporter(fmt))
 
     def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
         from trainer_core.kinds.orpheus.check import orpheus_report

@@ -24,6 +24,7 @@ from typing import Any, Optional
 from trainer_core.kinds.orpheus import codec as snac
 from trainer_core.kinds.orpheus.family import CODEBOOK_SIZE
 from trainer_core.kinds.orpheus.tokens import FRAME, OrpheusTokens, deinterleave, prompt_ids
+from trainer_core.kinds.text_to_speech.serve import refuse_other_requests
 from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.schemas import ModelChoice
 
@@ -130,13 +131,7 @@ class OrpheusServer:
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         """The speech of ``request["input"]`` as speaker ``request["voice"]``. Raises ChatInputError
         for a chat, embeddings or transcription request."""
-        if "input" not in request or "voice" not in request:
-            raise ChatInputError(
-                f"{self.choice.id} is a text-to-speech model: it answers speech (POST /v1/audio/speech), not chat, "
-                "embeddings or transcriptions",
-                fields=("model",),
-                code="text_to_speech_model",
-            )
+        refuse_other_requests(self.choice.id, request)
         began = time.perf_counter()
         use_adapter = request.get("use_adapter", True)
         samples, frames = speak(self.loaded, self.codec, self.config, request["input"], voice_of(request), use_adapter)

@@ -25,16 +25,6 @@ from trainer_core.kinds.orpheus.trainer import IGNORE, SpeechCollator
 from trainer_core.models.loading import load_tokenizer
 from trainer_core.refusals import Refusal
 from trainer_core.request.audio import SNAC_24KHZ
-from trainer_core.settings import get_settings
-
-
-@pytest.fixture
-def orpheus_allowed(monkeypatch, tiny_orpheus_dir):
-    """The tiny model and codec's folder allowed (``STUDIO_ALLOWED_PATHS``)."""
-    monkeypatch.setenv("STUDIO_ALLOWED_PATHS", str(tiny_orpheus_dir.parent))
-    get_settings.cache_clear()
-    yield tiny_orpheus_dir
-    get_settings.cache_clear()
 
 
 def test_an_orpheus_folder_is_found_and_refused_without_its_codec(tmp_path, monkeypatch):
@@ -85,12 +75,14 @@ def test_the_ids_are_read_from_the_tokenizer_by_name(tiny_orpheus_dir, tokenizer
         OrpheusTokens.of(tokenizer)  # the plain SmolLM2 tokenizer
 
 
-def test_only_the_speech_is_scored_and_the_check_counts_what_training_encodes(orpheus_allowed, tiny_snac_dir, tmp_path):
+def test_only_the_speech_is_scored_and_the_check_counts_what_training_encodes(
+    tiny_orpheus_dir, tiny_snac_dir, tmp_path
+):
     from trainer_core.data.audio import read_audio
 
     data = tts_file(tmp_path / "data", speakers=("tara", "leo"))
-    request = speech_request(orpheus_allowed, data, max_seq_length=1024, audio_codec=str(tiny_snac_dir))
-    tokenizer = load_tokenizer(orpheus_allowed)
+    request = speech_request(tiny_orpheus_dir, data, max_seq_length=1024, audio_codec=str(tiny_snac_dir))
+    tokenizer = load_tokenizer(tiny_orpheus_dir)
     prepared = prepare_orpheus_data(request, tokenizer)
     ids = OrpheusTokens.of(tokenizer)
     batch = SpeechCollator(ids.pad)([prepared.train[0], prepared.train[1]])
@@ -105,6 +97,6 @@ def test_only_the_speech_is_scored_and_the_check_counts_what_training_encodes(or
         clip = read_audio(row["audio"], sampling_rate=24000)
         assert len(scored) - 2 == 7 * snac.frames(len(clip), config)
         assert deinterleave(scored[:-2], ids.first_code) == snac.encode(codec, clip)
-    report = orpheus_report(request, orpheus_allowed, time.perf_counter())
+    report = orpheus_report(request, tiny_orpheus_dir, time.perf_counter())
     assert report.errors == [] and report.vision.startswith(f"Text-to-speech (Orpheus, SNAC {tiny_snac_dir}): 2 clips")
     assert (report.tokens_total, report.tokens_trained) == (prepared.stats.total_tokens, prepared.stats.trained_tokens)
