@@ -12,6 +12,7 @@ from tests.support.exports import run_export
 from tests.support.tts_data import lora_orpheus_run, tts_file
 from trainer_core.export.schemas import ExportRequest
 from trainer_core.export.start import export_refusal
+from trainer_core.kinds.orpheus.export import speech_section
 from trainer_core.kinds.orpheus.kind import ORPHEUS
 from trainer_core.model_kind import kind_for_folder
 from trainer_core.serving.choices import weights_choice
@@ -28,7 +29,7 @@ def test_the_merged_folder_speaks_with_its_codec_and_gguf_is_allowed(tiny_orpheu
     assert kind_for_folder(out) is ORPHEUS
     assert json.loads((out / "tokenizer_config.json").read_text())["audio_codec"] == str(tiny_snac_dir)
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert "## Speech (Orpheus-style, SNAC codec)" in card and f"the codec `{tiny_snac_dir}`" in card
+    assert "\n".join(speech_section(str(tiny_snac_dir), "merged")) in card and f"the codec `{tiny_snac_dir}`" in card
     readme = next(f for f in result.files if f.name == "README.md")
     assert readme.size_bytes == (out / "README.md").stat().st_size
     settings = get_settings()

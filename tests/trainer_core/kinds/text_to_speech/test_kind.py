@@ -15,6 +15,7 @@ from trainer_core import model_kind
 from trainer_core.data.errors import DatasetError
 from trainer_core.kinds.text_to_speech.check import tts_report
 from trainer_core.kinds.text_to_speech.data import prepare_tts_data
+from trainer_core.kinds.text_to_speech.family import TTS_MODELS
 from trainer_core.kinds.text_to_speech.kind import TEXT_TO_SPEECH
 from trainer_core.kinds.text_to_speech.serve import load_processor
 
@@ -23,7 +24,7 @@ def test_csm_is_found_from_its_config_and_a_lora_run_from_its_base(tiny_csm_dir,
     assert model_kind.kind_for_folder(tiny_csm_dir) is TEXT_TO_SPEECH
     assert model_kind.picker_note({"model_type": "csm"}) == " · text-to-speech (CSM)"
     assert TEXT_TO_SPEECH.model_class().__name__ == "AutoModelForTextToWaveform"
-    assert TEXT_TO_SPEECH in model_kind.readers_of("audio") and "sesame/csm-1b" in model_kind.way_out("audio")
+    assert TEXT_TO_SPEECH in model_kind.readers_of("audio") and TTS_MODELS[0] in model_kind.way_out("audio")
     run = tmp_path / "run"
     run.mkdir()
     (run / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(tiny_csm_dir)}))
