@@ -214,6 +214,15 @@ class ModelKind:
         ``started``: the check's ``time.perf_counter()``. None: the text path's check."""
         return None
 
+    def estimates(self, request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
+        """The memory and time estimates of a run of this kind whose check reads its rows its own
+        way (``check_report``; the text path's are ``preflight.costs``'): the report's fields
+        ``memory``, ``time``, their totals ``memory_estimate_gib`` / ``time_estimate_seconds``, or
+        ``no_estimates`` saying why not, and a memory ``warning`` (an Issue) when over the free
+        memory; for prepared ``data``, its ``plan`` (``preflight.steps.StepPlan``) and the model in
+        ``folder``. {}: none (the report says so)."""
+        return {}
+
     def check_line(self, request: Any, settings: Any, folder: Optional[Path]) -> Optional[str]:
         """The pre-flight check's line about the model in ``folder`` and its data; None: no line."""
         return None

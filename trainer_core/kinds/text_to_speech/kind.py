@@ -78,7 +78,12 @@ class TextToSpeechKind(ModelKind):
     def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
         from trainer_core.kinds.text_to_speech.check import tts_report
 
-        return tts_report(request, folder, started)
+        return tts_report(request, folder, started, self)
+
+    def estimates(self, request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
+        from trainer_core.kinds.text_to_speech.estimates import estimates
+
+        return estimates(request, folder, data, plan)
 
     def evaluation(self) -> Any:
         from trainer_core.kinds.text_to_speech.evaluation import TtsEvaluation
