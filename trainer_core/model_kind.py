@@ -201,6 +201,14 @@ class ModelKind:
         """Why llama.cpp's converter in ``converter`` cannot export this model to GGUF, or None."""
         return None
 
+    # Export: a merged export's model card (``export.card``), where it differs from a text LM's.
+    pipeline_tag = ""  # the Hub's task of this kind's models (e.g. "automatic-speech-recognition"); "": none written
+
+    def card_usage(self, request: dict) -> Optional[list[str]]:
+        """Python lines that load a merged export of this kind from ``PATH_TO_THIS_FOLDER`` and use
+        it once (``request``: the run's request as recorded, e.g. its language); None: the text LM's."""
+        return None
+
     def gguf_note(self, config: dict) -> Optional[str]:
         """The GGUF export's note where the file's answers cannot be compared with the model's
         (None: they are compared)."""

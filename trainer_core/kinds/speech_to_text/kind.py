@@ -50,6 +50,13 @@ class SpeechToTextKind(ModelKind):
 
         return GGUF_REASON
 
+    pipeline_tag = "automatic-speech-recognition"
+
+    def card_usage(self, request: dict) -> Optional[list[str]]:
+        from trainer_core.kinds.speech_to_text.export import card_usage
+
+        return card_usage(request)
+
     def evaluation(self) -> Any:
         from trainer_core.kinds.speech_to_text.evaluation import SpeechEvaluation
 

@@ -107,5 +107,12 @@ class TextToSpeechKind(ModelKind):
 
         return GGUF_REASON
 
+    pipeline_tag = "text-to-speech"
+
+    def card_usage(self, request: dict) -> Optional[list[str]]:
+        from trainer_core.kinds.text_to_speech.export import card_usage
+
+        return card_usage(request)
+
 
 TEXT_TO_SPEECH = TextToSpeechKind()
