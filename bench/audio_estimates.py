@@ -86,6 +86,7 @@ def measure_case(case: str, folder: Path, steps: int) -> dict[str, Any]:
     """The check's estimates of ``case``, its measured run (``bench.preflight._spawn_run``), and
     their errors."""
     from bench.preflight import _spawn_run
+    from trainer_core.preflight import timing
     from trainer_core.preflight.check import run_preflight
     from trainer_core.schemas import TrainingStartRequest
     from trainer_core.settings import get_settings
@@ -98,7 +99,9 @@ def measure_case(case: str, folder: Path, steps: int) -> dict[str, Any]:
     if report.errors or report.memory is None:
         raise RuntimeError(f"{case}: the check gave no estimates: {report.errors} {report.no_estimates}")
     memory, time_ = report.memory, report.time
+    rate_before = timing.machine_gflops("cpu")  # the check's (best sample)
     run = _spawn_run(request, Path(get_settings().data_dir))
+    rate_after = timing.matmul_gflops.__wrapped__("cpu")
     per_step = run["training_seconds"] / max(run["steps"], 1)
     estimated_step = time_.parts_seconds["train_steps"] / max(report.total_steps, 1)
     return {
@@ -116,6 +119,7 @@ def measure_case(case: str, folder: Path, steps: int) -> dict[str, Any]:
         "time_error_percent": _error(time_.total_seconds, run["wall_seconds"]),
         "step_seconds_estimated_measured": [round(estimated_step, 3), round(per_step, 3)],
         "step_error_percent": _error(estimated_step, per_step),
+        "matmul_gflops_check_after": [round(rate_before, 1), round(rate_after, 1)],
         "load_average_1min": round(os.getloadavg()[0], 2),
     }
 
@@ -146,7 +150,8 @@ def main(argv: list[str] | None = None) -> dict:
             f"({r['memory_error_percent']:+.1f} %; above the runtime {r['memory_above_runtime_error_percent']:+.1f} %); "
             f"time {r['time_estimate']['total_seconds']:.0f} s vs {run['wall_seconds']:.0f} s "
             f"({r['time_error_percent']:+.1f} %); step {r['step_seconds_estimated_measured'][0]:.2f} s vs "
-            f"{r['step_seconds_estimated_measured'][1]:.2f} s ({r['step_error_percent']:+.1f} %)"
+            f"{r['step_seconds_estimated_measured'][1]:.2f} s ({r['step_error_percent']:+.1f} %); matmul "
+            f"{r['matmul_gflops_check_after']} GFLOP/s at the check / after the run, load {r['load_average_1min']}"
         )
     return report
 

@@ -1,4 +1,4 @@
-"""The memory and time estimates of a model made of several stacks of layers (an audio encoder and
+"""The model of the estimates for a model made of several stacks of layers (an audio encoder and
 a text decoder, a backbone and a depth decoder, a frozen codec), for the kinds whose model is not
 one decoder-only LM (``ModelKind.estimates``).
 
@@ -6,11 +6,7 @@ The kind describes each stack it runs (``Stack``: its layers, the values autogra
 position, the weights and attention a position passes) for the longest batch (memory) and for an
 epoch (time), and its model's parameters are counted on the model built on the ``meta`` device
 (``count_model``: no weights read; LoRA adapters matched as PEFT matches the run's own
-``build_lora_config``). This module adds them up with the parts, constants and measured rates of
-the text LM's estimates (``preflight.memory``, ``preflight.timing``): runtime, weights, adapters,
-gradients, optimizer state, activations, logits and working buffers; startup, data, training steps
-at the matmul rate measured now x ``EFFICIENCY``, evaluation and saves. Their accuracy against
-measured runs: ``bench/audio_estimates.py`` (docs/BENCHMARKS.md).
+``build_lora_config``). ``preflight.stack_costs`` adds them up as the text LM's estimates do.
 """
 
 from __future__ import annotations
@@ -20,21 +16,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from trainer_core.preflight import rules
-from trainer_core.preflight.memory import (
-    GIB,
-    LOGIT_COPIES,
-    NF4_BYTES_PER_PARAM,
-    RUNTIME_GIB,
-    WORKING_SHARE,
-    MemoryEstimate,
-    dtype_bytes,
-    free_memory_gib,
-)
-from trainer_core.preflight.steps import StepPlan
-from trainer_core.preflight.timing import EFFICIENCY, TimeEstimate, machine_gflops, save_seconds, startup_seconds
 from trainer_core.vocabulary import TrainingType
 
 log = logging.getLogger(__name__)
@@ -127,117 +110,10 @@ def count_model(model: Any, request: Any, frozen: tuple[str, ...] = ()) -> Model
     r = request.lora_r
     adapters = sum(r * (sizes[n][0] + sizes[n][1]) for n in adapted)
     shapes = [s for n in adapted for s in ((r, sizes[n][0]), (sizes[n][1], r))]
-    saved = [p for name, p in params.items() if name.startswith(tuple(config.modules_to_save or ()))]
-    extra = sum(p.numel() for p in saved) if config.modules_to_save else 0
-    factored = sum(map(_factored, shapes)) + sum(_factored(tuple(p.shape)) for p in saved if config.modules_to_save)
-    return ModelCounts(total, adapters + extra, adapters, factored, quantized, adapted)
-
-
-def _optimizer_bytes(request: Any, counts: ModelCounts, param_bytes: int) -> float:
-    """AdamW's two moments per trainable parameter in its dtype, 8-bit AdamW 2 bytes, SGD none,
-    Adafactor its factored second moments (fp32): as ``memory._optimizer_bytes``."""
-    if request.optim == "sgd":
-        return 0.0
-    if request.optim in ("paged_adamw_8bit", "adamw_bnb_8bit"):
-        return 2.0 * counts.trainable
-    if request.optim == "adafactor":
-        return 4.0 * counts.factored
-    return 2.0 * param_bytes * counts.trainable
-
-
-def memory_estimate(
-    request: Any,
-    counts: ModelCounts,
-    stacks: Sequence[Stack],
-    logits: int,
-    device: str,
-    batch: str,
-    working_share: float = WORKING_SHARE,
-) -> MemoryEstimate:
-    """Estimated peak memory of training ``request`` on ``device`` with ``stacks`` over the longest
-    batch (described in ``batch`` for the basis line) and ``logits`` output scores (positions x
-    vocabulary, fp32) the loss holds; parts as ``memory.MemoryEstimate``, the working buffers
-    ``working_share`` x the saved activations (the text LM's fitted share unless the kind measured
-    its own). CPU processes of a DDP run each hold every part."""
-    value = dtype_bytes(device)
-    lora = request.training_type != TrainingType.full
-    if request.training_type == TrainingType.qlora:
-        weights = counts.quantized * NF4_BYTES_PER_PARAM + (counts.total - counts.quantized) * value
-    else:
-        weights = counts.total * value
-    param_bytes = 4 if lora else value  # PEFT keeps adapters in fp32
-    activations = value * sum(s.saved_values(request.gradient_checkpointing) for s in stacks)
-    parts = {
-        "runtime": RUNTIME_GIB["cuda" if device == "cuda" else "cpu"] * GIB,
-        "weights": float(weights),
-        "trainable_parameters": counts.adapters * 4.0,
-        "gradients": counts.trainable * float(param_bytes),
-        "optimizer_state": _optimizer_bytes(request, counts, param_bytes),
-        "activations": float(activations),
-        "logits": LOGIT_COPIES * 4.0 * logits,
-        "working_buffers": working_share * activations,
-    }
-    copies = request.num_processes if device != "cuda" else 1
-    precision = (
-        "NF4 4-bit projections" if request.training_type == TrainingType.qlora else ("fp32" if value == 4 else "bf16")
-    )
-    runtime = "CPU runtime measured on this machine" if device != "cuda" else "CUDA context assumed (not measured)"
-    basis = (
-        f"{precision} weights on {device}, {request.training_type.value}, optimizer {request.optim}, longest batch "
-        f"{batch}, gradient checkpointing {'on' if request.gradient_checkpointing else 'off'}; {runtime} "
-        f"({parts['runtime'] / GIB:.2f} GiB)" + (f"; x {copies} processes (DDP)" if copies > 1 else "")
-    )
-    free = free_memory_gib(device)
-    return MemoryEstimate(
-        total_gib=round(copies * sum(parts.values()) / GIB, 3),
-        parts_gib={name: round(copies * size / GIB, 3) for name, size in parts.items()},
-        device=device,
-        free_gib=None if free is None else round(free, 2),
-        basis=basis,
-    )
-
-
-def time_estimate(
-    request: Any,
-    counts: ModelCounts,
-    epoch: Sequence[Stack],
-    epoch_tokens: int,
-    plan: StepPlan,
-    evaluation: Sequence[Stack],
-    evaluations: int,
-    device: str,
-    data_seconds: float,
-) -> TimeEstimate:
-    """Estimated seconds from Start to completed: ``plan``'s steps over the ``epoch`` stacks (an
-    epoch's positions; ``epoch_tokens`` the positions the speed is given in), ``evaluations`` forward
-    passes over the ``evaluation`` stacks, at this machine's measured matmul rate x ``EFFICIENCY``;
-    startup, ``data_seconds`` (reading the rows, as the check just did) and the saves as for text."""
-    full = request.training_type == TrainingType.full
-    rate, share = machine_gflops(device), EFFICIENCY["cuda" if device == "cuda" else "cpu"]
-    flop_rate = rate * 1e9 * share
-    passes = plan.total_steps / max(plan.steps_per_epoch, 1)
-    train_seconds = passes * sum(s.flops(full) for s in epoch) / flop_rate
-    trained_bytes = counts.adapters * 4.0 if not full else counts.trainable * dtype_bytes(device)
-    checkpoints = plan.total_steps // request.save_steps if request.save_steps else 0
-    parts = {
-        "startup": startup_seconds(counts.total * dtype_bytes(device)),
-        "tokenize": data_seconds,
-        "train_steps": train_seconds,
-        "evaluation": evaluations * sum(s.flops(full, training=False) for s in evaluation) / flop_rate,
-        "save": save_seconds(trained_bytes, checkpoints),
-    }
-    speed = passes * epoch_tokens / max(train_seconds, 1e-9)
-    flops_per_token = sum(s.flops(full) for s in epoch) / max(epoch_tokens, 1)
-    source = (
-        f"the {'bf16' if dtype_bytes(device) == 2 else 'fp32'} matmul rate measured on this machine (best sample, "
-        f"{rate:.0f} GFLOP/s) x {share:.0%} over {flops_per_token / 1e9:.3g} GFLOP per position ({', '.join(s.name for s in epoch)})"
-    )
-    return TimeEstimate(
-        total_seconds=round(sum(parts.values()), 1),
-        parts_seconds={name: round(value, 1) for name, value in parts.items()},
-        tokens_per_second=round(speed, 1),
-        speed_source=source,
-    )
+    whole = tuple(config.modules_to_save or ())  # trained in full beside the adapters (matched as PEFT: by name's end)
+    saved = [p for name, p in params.items() if any(f".{name}".rsplit(".", 1)[0].endswith(f".{m}") for m in whole)]
+    factored = sum(map(_factored, shapes)) + sum(_factored(tuple(p.shape)) for p in saved)
+    return ModelCounts(total, adapters + sum(p.numel() for p in saved), adapters, factored, quantized, adapted)
 
 
 def pretrained_config(folder: Optional[Path]) -> Optional[Any]:
@@ -270,17 +146,21 @@ def layer_names(adapted: Sequence[str], layers: str) -> frozenset[str]:
     return frozenset(path[len(prefix) :].split(".", 1)[1] for path in adapted if path.startswith(prefix))
 
 
-def report_fields(memory: MemoryEstimate, time_: TimeEstimate) -> dict[str, Any]:
-    """The check report's estimate fields (``ModelKind.estimates``) and the memory warning when the
-    estimate is over the free memory."""
-    found: dict[str, Any] = {
-        "no_estimates": None,
-        "memory": memory,
-        "time": time_,
-        "memory_estimate_gib": round(memory.total_gib, 3),
-        "time_estimate_seconds": round(time_.total_seconds, 1),
-    }
-    warning = rules.memory_over_free(memory.total_gib, memory.free_gib, memory.device)
-    if warning:
-        found["warning"] = warning
-    return found
+def counted_model(
+    folder: Optional[Path], request: Any, frozen: tuple[str, ...] = ()
+) -> Union[tuple[Any, Any, ModelCounts], str]:
+    """(config, ``meta`` model, ``ModelCounts``) of the model saved in ``folder`` (built by its
+    kind's class) trained as ``request`` with ``frozen`` parts; or why not, in the report's words
+    (its config is not here, or the model cannot be built or counted: logged)."""
+    from trainer_core.model_kind import kind_for_folder
+    from trainer_core.models.targets import TargetError
+
+    config = pretrained_config(folder)
+    if config is None:
+        return "the model's config is not on this machine"
+    try:
+        model = meta_model(config, kind_for_folder(folder))
+        return config, model, count_model(model, request, frozen)
+    except (TargetError, ValueError, KeyError, TypeError, ImportError, AttributeError) as exc:
+        log.info("no estimates for %s: %s", folder, exc)
+        return f"the model could not be counted ({exc})"

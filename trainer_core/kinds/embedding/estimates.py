@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.kinds.embedding.data import EmbeddingData, text_columns
-from trainer_core.preflight.stacks import pretrained_config, report_fields
+from trainer_core.preflight.stack_costs import report_fields
+from trainer_core.preflight.stacks import pretrained_config
 from trainer_core.preflight.steps import StepPlan
 
 log = logging.getLogger(__name__)

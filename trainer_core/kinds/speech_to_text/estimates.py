@@ -26,7 +26,6 @@ gradient reaches it (forward FLOPs only).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -34,8 +33,6 @@ from typing import Any, Optional
 from trainer_core.preflight.memory import projection_inputs
 from trainer_core.preflight.stacks import Stack, layer_names
 from trainer_core.vocabulary import TrainingType
-
-log = logging.getLogger(__name__)
 
 # Working buffers = this x the saved activations, fitted on forward + backward passes of whisper-tiny's
 # shape at batch 1, 2 and 4 in one process (RSS growth 0.26 GiB + 2.3 x saved: glibc's heap keeps the
@@ -57,6 +54,11 @@ class Batch:
     clips: int
     tokens: int
     row_tokens: float
+
+    @classmethod
+    def of(cls, split: Any) -> Batch:
+        """All the rows of a split (its ``ClipSplitStats``): an epoch's clips and decoder tokens."""
+        return cls(split.rows, split.total_tokens, split.total_tokens / max(split.rows, 1))
 
 
 def _adapted(request: Any, adapted: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
@@ -131,29 +133,16 @@ def whisper_stacks(config: Any, request: Any, adapted: tuple[str, ...], batch: B
 
 
 def estimates(request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
-    """The check report's estimate fields (``stacks.report_fields``) of a Whisper run on ``data``
-    (``ClipSplits``) with ``plan``; or ``no_estimates`` saying why not (the config is not in
-    ``folder``, or the model cannot be built from it)."""
-    from trainer_core.model_kind import kind_for_folder
-    from trainer_core.models.targets import TargetError
-    from trainer_core.preflight.costs import evaluations, training_device
-    from trainer_core.preflight.stacks import (
-        count_model,
-        memory_estimate,
-        meta_model,
-        pretrained_config,
-        report_fields,
-        time_estimate,
-    )
+    """The check report's estimate fields (``stack_costs.report_fields``) of a Whisper run on ``data``
+    (``ClipSplits``) with ``plan``; or ``no_estimates`` saying why not (``stacks.counted_model``)."""
+    from trainer_core.preflight.costs import training_device
+    from trainer_core.preflight.stack_costs import memory_estimate, report_fields, split_time
+    from trainer_core.preflight.stacks import counted_model
 
-    config = pretrained_config(folder)
-    if config is None:
-        return {"no_estimates": "the model's config is not on this machine"}
-    try:
-        counts = count_model(meta_model(config, kind_for_folder(folder)), request)
-    except (TargetError, ValueError, KeyError, TypeError, ImportError) as exc:
-        log.info("no estimates for %s: %s", folder, exc)
-        return {"no_estimates": f"the model could not be counted ({exc})"}
+    found = counted_model(folder, request)
+    if isinstance(found, str):
+        return {"no_estimates": found}
+    config, _, counts = found
     stats, device = data.stats, training_device()
     rows = min(request.batch_size, stats.rows)
     longest = Batch(rows, rows * stats.longest_tokens, stats.longest_tokens)
@@ -166,17 +155,13 @@ def estimates(request: Any, folder: Optional[Path], data: Any, plan: Any) -> dic
         f"{rows} clips of {config.max_source_positions} encoder frames and {longest.tokens} decoder tokens",
         WORKING_SHARE,
     )
-    epoch = Batch(stats.rows, stats.total_tokens, stats.total_tokens / max(stats.rows, 1))
-    held = data.eval_stats
-    evaluation = Batch(held.rows, held.total_tokens, held.total_tokens / max(held.rows, 1)) if held else Batch(0, 0, 0)
-    time_ = time_estimate(
+    time_ = split_time(
         request,
         counts,
-        whisper_stacks(config, request, counts.adapted, epoch),
-        stats.total_tokens + stats.rows * config.max_source_positions,
+        data,
         plan,
-        whisper_stacks(config, request, counts.adapted, evaluation),
-        evaluations(plan, request, data.eval is not None),
+        lambda split: whisper_stacks(config, request, counts.adapted, Batch.of(split)),
+        stats.total_tokens + stats.rows * config.max_source_positions,
         device,
         READ_SECONDS_PER_AUDIO_SECOND * stats.seconds,
     )

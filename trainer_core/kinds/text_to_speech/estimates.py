@@ -19,7 +19,6 @@ the same layer).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -29,8 +28,6 @@ from trainer_core.kinds.text_to_speech.targets import CODEC, STACKS
 from trainer_core.preflight.memory import activation_elements
 from trainer_core.preflight.parameters import shapes
 from trainer_core.preflight.stacks import Stack, layer_names
-
-log = logging.getLogger(__name__)
 
 READ_SECONDS_PER_AUDIO_SECOND = 0.004  # decode + resample a clip to the codec's rate, every epoch (nothing kept)
 
@@ -45,6 +42,11 @@ class Batch:
     frames: int
     row_positions: float
     seconds: float
+
+    @classmethod
+    def of(cls, split: Any) -> Batch:
+        """All the rows of a split (its ``ClipSplitStats``): an epoch's positions, frames and audio."""
+        return cls(split.total_tokens, split.trained_tokens, split.total_tokens / max(split.rows, 1), split.seconds)
 
 
 def codec_flops_per_second(model: Any, config: Any) -> float:
@@ -105,61 +107,38 @@ def csm_stacks(config: Any, request: Any, adapted: tuple[str, ...], batch: Batch
 
 
 def estimates(request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
-    """The check report's estimate fields (``stacks.report_fields``) of a CSM run on ``data``
-    (``ClipSplits``) with ``plan``; or ``no_estimates`` saying why not (the config is not in
-    ``folder``, or the model cannot be built from it)."""
-    from trainer_core.model_kind import kind_for_folder
-    from trainer_core.models.targets import TargetError
-    from trainer_core.preflight.costs import evaluations, training_device
-    from trainer_core.preflight.stacks import (
-        count_model,
-        memory_estimate,
-        meta_model,
-        pretrained_config,
-        report_fields,
-        time_estimate,
-    )
+    """The check report's estimate fields (``stack_costs.report_fields``) of a CSM run on ``data``
+    (``ClipSplits``) with ``plan``; or ``no_estimates`` saying why not (``stacks.counted_model``)."""
+    from trainer_core.preflight.costs import training_device
+    from trainer_core.preflight.stack_costs import memory_estimate, report_fields, split_time
+    from trainer_core.preflight.stacks import counted_model
 
-    config = pretrained_config(folder)
-    if config is None:
-        return {"no_estimates": "the model's config is not on this machine"}
-    try:
-        model = meta_model(config, kind_for_folder(folder))
-        counts = count_model(model, request, frozen=(CODEC,))
-        codec = codec_flops_per_second(model, config)
-    except (TargetError, ValueError, KeyError, TypeError, ImportError, AttributeError) as exc:
-        log.info("no estimates for %s: %s", folder, exc)
-        return {"no_estimates": f"the model could not be counted ({exc})"}
+    found = counted_model(folder, request, frozen=(CODEC,))
+    if isinstance(found, str):
+        return {"no_estimates": found}
+    config, model, counts = found
+    codec = codec_flops_per_second(model, config)
     stats, device = data.stats, training_device()
     rows = min(request.batch_size, stats.rows)
     longest = Batch(
         rows * stats.longest_tokens, rows * stats.longest_trained, stats.longest_tokens, rows * stats.longest_seconds
     )
-    logits = longest.positions * config.vocab_size + longest.frames * config.num_codebooks * config.vocab_size
     memory = memory_estimate(
         request,
         counts,
         csm_stacks(config, request, counts.adapted, longest, codec),
-        logits,
+        (longest.positions + longest.frames * config.num_codebooks) * config.vocab_size,
         device,
         f"{rows} rows of {stats.longest_tokens} positions ({stats.longest_trained} trained frames each)",
     )
-    epoch = Batch(stats.total_tokens, stats.trained_tokens, stats.total_tokens / max(stats.rows, 1), stats.seconds)
-    held = data.eval_stats
-    evaluation = (
-        Batch(held.total_tokens, held.trained_tokens, held.total_tokens / max(held.rows, 1), held.seconds)
-        if held
-        else Batch(0, 0, 0, 0)
-    )
     passes = plan.total_steps / max(plan.steps_per_epoch, 1)
-    time_ = time_estimate(
+    time_ = split_time(
         request,
         counts,
-        csm_stacks(config, request, counts.adapted, epoch, codec),
-        stats.total_tokens,
+        data,
         plan,
-        csm_stacks(config, request, counts.adapted, evaluation, codec),
-        evaluations(plan, request, data.eval is not None),
+        lambda split: csm_stacks(config, request, counts.adapted, Batch.of(split), codec),
+        stats.total_tokens,
         device,
         READ_SECONDS_PER_AUDIO_SECOND * stats.seconds * passes,
     )
