@@ -1,6 +1,6 @@
-"""(text, audio, speaker) files for the text-to-speech tests: two of the shared demo clips (wav
-2.9 s and flac, 24 kHz once resampled) copied beside a JSON file that names them by relative path,
-each with a speaker number, as users bring them; and a LoRA run of a CSM model made as training
+"""(text, audio, speaker) files for the text-to-speech tests (``bench.csm_model.tts_file``: two of
+the shared demo clips copied beside a JSON file that names them, each with a speaker number, as
+users bring them; the TTS speed bench trains on them too); and a LoRA run of a CSM model made as training
 makes it (``kinds.text_to_speech.trainer.add_lora``, no step run: PEFT's random init, so the tuned
 model differs from the base) for the serving tests; and such a run of an Orpheus-style model."""
 
@@ -9,20 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.support.speech_data import speech_file, speech_request
+from bench.csm_model import ROWS, tts_file
+from tests.support.speech_data import speech_request
 
-ROWS = (("2.wav", "A woman is coughing."), ("3.flac", "The wind is blowing through the trees."))
-
-
-def tts_file(folder: Path, speakers: tuple = (0, 1), name: str = "tts.json") -> Path:
-    """``folder/name``: ``ROWS`` as ``{"audio", "text", "speaker"}`` (``speakers`` in turn), the
-    clips copied beside it. Returns the JSON file's path."""
-    path = speech_file(folder, ROWS, name)
-    rows = json.loads(path.read_text(encoding="utf-8"))
-    for row, speaker in zip(rows, speakers):
-        row["speaker"] = speaker
-    path.write_text(json.dumps(rows), encoding="utf-8")
-    return path
+__all__ = ["ROWS", "lora_tts_run", "tts_file"]
 
 
 def lora_tts_run(base: Path, folder: Path) -> Path:

@@ -20,7 +20,9 @@ from trainer_core.data.prepare import has_eval_data, split_validation
 class ClipSplitStats:
     """One split's counts: ``rows``; ``total_tokens`` (the sequence positions the kind's docstring
     names); ``trained_tokens`` (the scored ones); ``truncated_rows`` (rows cut to
-    ``max_seq_length``); ``seconds`` (audio, summed); ``longest_seconds``."""
+    ``max_seq_length``); ``seconds`` (audio, summed); ``longest_seconds``; ``longest_tokens`` (the
+    longest row's positions) and ``longest_trained`` (its scored ones): what the memory estimate's
+    longest batch is made of."""
 
     rows: int
     total_tokens: int
@@ -29,6 +31,8 @@ class ClipSplitStats:
     max_seq_length: int
     seconds: float = 0.0
     longest_seconds: float = 0.0
+    longest_tokens: int = 0
+    longest_trained: int = 0
 
     @classmethod
     def of(
@@ -36,6 +40,7 @@ class ClipSplitStats:
     ) -> ClipSplitStats:
         """The counts of a split whose rows last ``seconds`` and make ``lengths`` (positions, trained
         positions) each; seconds rounded to the millisecond."""
+        longest = max(lengths, default=(0, 0))
         return cls(
             rows=len(lengths),
             total_tokens=sum(n for n, _ in lengths),
@@ -44,6 +49,8 @@ class ClipSplitStats:
             max_seq_length=max_seq_length,
             seconds=round(sum(seconds), 3),
             longest_seconds=round(max(seconds, default=0.0), 3),
+            longest_tokens=longest[0],
+            longest_trained=longest[1],
         )
 
 

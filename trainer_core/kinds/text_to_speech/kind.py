@@ -78,7 +78,12 @@ class TextToSpeechKind(ModelKind):
     def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
         from trainer_core.kinds.text_to_speech.check import tts_report
 
-        return tts_report(request, folder, started)
+        return tts_report(request, folder, started, self)
+
+    def estimates(self, request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
+        from trainer_core.kinds.text_to_speech.estimates import estimates
+
+        return estimates(request, folder, data, plan)
 
     def evaluation(self) -> Any:
         from trainer_core.kinds.text_to_speech.evaluation import TtsEvaluation
@@ -101,6 +106,13 @@ class TextToSpeechKind(ModelKind):
         from trainer_core.kinds.text_to_speech.export import GGUF_REASON
 
         return GGUF_REASON
+
+    pipeline_tag = "text-to-speech"
+
+    def card_usage(self, request: dict) -> Optional[list[str]]:
+        from trainer_core.kinds.text_to_speech.export import card_usage
+
+        return card_usage(request)
 
 
 TEXT_TO_SPEECH = TextToSpeechKind()

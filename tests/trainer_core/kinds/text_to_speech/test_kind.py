@@ -41,7 +41,9 @@ def test_rows_speakers_and_the_check_line(tiny_csm_dir, tmp_path):
     plain = tmp_path / "data" / "plain.json"
     plain.write_text(json.dumps([{"audio": "2.wav", "text": "Hello."}]))
     assert list(prepare_tts_data(speech_request(tiny_csm_dir, plain), processor).train["speaker"]) == [0]
-    report = tts_report(speech_request(tiny_csm_dir, data, max_seq_length=512), tiny_csm_dir, time.perf_counter())
+    report = tts_report(
+        speech_request(tiny_csm_dir, data, max_seq_length=512), tiny_csm_dir, time.perf_counter(), TEXT_TO_SPEECH
+    )
     assert report.errors == [] and report.vision.startswith("Text-to-speech (CSM): 2 clips, ")
     assert "2 speakers" in report.vision and "12.5 a second" in report.vision
 
