@@ -63,9 +63,10 @@ def checked_data(request: Any, folder: Path) -> tuple[ClipSplits, dict[str, Any]
     return splits, config
 
 
-def orpheus_report(request: Any, folder: Optional[Path], started: float) -> Any:
+def orpheus_report(request: Any, folder: Optional[Path], started: float, kind: Any) -> Any:
     """The ``PreflightReport`` of an Orpheus-style run (``started``: the check's ``perf_counter``):
-    rows, positions, steps and the kind's line (field ``vision``), or the refusal as its error."""
+    rows, positions, steps and the kind's line (field ``vision``), ``kind``'s estimates (a ``ModelKind``),
+    or the refusal as its error."""
     if folder is None:  # a Hub model not on this machine: the worker reads the data
         return refused_report(request, [], started, False, [tokenizer_missing(request.model_name)])
     try:
@@ -75,4 +76,4 @@ def orpheus_report(request: Any, folder: Optional[Path], started: float) -> Any:
         data, config = checked_data(request, folder)
     except (DatasetError, Refusal, ModelLoadError) as exc:
         return refused_report(request, [read_error(exc)], started)
-    return splits_report(request, data, started, "text-to-speech", check_line(request, data, config))
+    return splits_report(request, data, started, kind, check_line(request, data, config), folder)

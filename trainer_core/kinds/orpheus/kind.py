@@ -90,7 +90,7 @@ class OrpheusKind(ModelKind):
     def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
         from trainer_core.kinds.orpheus.check import orpheus_report
 
-        return orpheus_report(request, folder, started)
+        return orpheus_report(request, folder, started, self)
 
 
 ORPHEUS = OrpheusKind()
