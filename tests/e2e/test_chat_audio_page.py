@@ -32,6 +32,7 @@ STT = "job_20250107_090000_6a6b6c6d"  # a LoRA run of the tiny Whisper (language
 HEARS = "job_20250108_090000_7a7b7c7d"  # the tiny Qwen2-Audio's folder as a run's whole weights
 SPEAKS = "job_20250109_090000_8a8b8c8d"  # the tiny CSM's folder as a run's whole weights
 QUIET = "() => document.querySelector('#chat-notice').innerText.trim() === ''"  # nothing said beside Send
+LISTED = "() => (document.querySelector('#chat-model input') || {value: ''}).value !== ''"  # the tab's models listed
 SENT = "#chat-audio audio"  # the clip's player: gone once the send has ended (the clip went with the turn)
 
 
@@ -112,6 +113,7 @@ def test_a_clip_from_the_page_is_transcribed_and_heard(
     page = open_studio(browser, url)
     try:
         page.get_by_role("tab", name="Chat").click()
+        page.wait_for_function(LISTED, timeout=30_000)  # a choice typed before would be reset to the base (CSM)
         _choose(page, STT)
         page.locator("#chat-compare input").check()
         _upload(page, "2.wav")
