@@ -18,14 +18,7 @@ from typing import Any, Optional
 
 import datasets
 
-from trainer_core.data.audio_splits import (
-    ClipSplits,
-    ClipSplitStats,
-    held_out,
-    preview_head,
-    refuse_other_rate,
-    train_and_eval,
-)
+from trainer_core.data.audio_splits import ClipSplits, ClipSplitStats, held_out, refuse_other_rate, train_and_eval
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import apply_mapping
 from trainer_core.data.media import media_columns
@@ -133,6 +126,7 @@ def preview_rows(dataset: datasets.Dataset, request: Any, source: str, base: Opt
     each clip found and measured, none over ``max_audio_seconds``): columns ``audio`` (the clip
     references, which the preview plays) and ``text``. Transcript tokens are the Check's to count
     (its decoder prompt depends on Language and Task). Raises DatasetError naming the row."""
+    from trainer_core.data.audio_splits import preview_head
     from trainer_core.settings import get_settings
 
     head = preview_head(dataset, request, source)

@@ -21,14 +21,7 @@ from typing import Any, Optional
 
 import datasets
 
-from trainer_core.data.audio_splits import (
-    ClipSplits,
-    ClipSplitStats,
-    held_out,
-    preview_head,
-    refuse_other_rate,
-    train_and_eval,
-)
+from trainer_core.data.audio_splits import ClipSplits, ClipSplitStats, held_out, refuse_other_rate, train_and_eval
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import apply_mapping
 from trainer_core.data.media import media_columns
@@ -148,6 +141,7 @@ def preview_rows(dataset: datasets.Dataset, request: Any, source: str, base: Opt
     ``audio`` (the clip references, which the preview plays). Rows too long for ``max_seq_length``
     are the Check's to refuse (it counts with the model's tokenizer). Raises DatasetError naming the
     row, or the speaker column."""
+    from trainer_core.data.audio_splits import preview_head
     from trainer_core.settings import get_settings
 
     head = preview_head(dataset, request, source)
