@@ -105,10 +105,55 @@ def estimate_costs(
     return memory, time_
 
 
+def lm_fields(
+    request: TrainingStartRequest,
+    folder: Any,
+    batch: tuple[int, Optional[int]],
+    epoch_tokens: int,
+    eval_tokens: int,
+    plan: StepPlan,
+    has_eval: bool,
+    lm_head: bool = True,
+) -> dict[str, Any]:
+    """The check report's estimate fields (``stack_costs.report_fields``) of a kind whose model is
+    one LM but whose check reads its rows its own way (an embedder, an Orpheus-style Llama):
+    ``estimate_memory`` of its longest ``batch`` (tokens, trained tokens or None) and
+    ``estimate_time`` of ``epoch_tokens`` an epoch over ``plan``, at this machine's measured rate
+    (the run history's speeds are of text runs); or ``no_estimates`` saying why not (no config in
+    ``folder``, or ``parameters`` cannot count its architecture: logged)."""
+    from trainer_core.preflight.estimates import estimate_memory, estimate_time
+    from trainer_core.preflight.parameters import UnsupportedModelError
+    from trainer_core.preflight.stack_costs import report_fields
+    from trainer_core.preflight.stacks import NOT_HERE, pretrained_config
+
+    config = pretrained_config(folder)
+    if config is None:
+        return {"no_estimates": NOT_HERE}
+    device = training_device()
+    try:
+        memory = estimate_memory(request, config, batch[0], device, batch[1], lm_head=lm_head)
+        time_ = estimate_time(
+            request,
+            config,
+            epoch_tokens,
+            plan.total_steps,
+            eval_tokens,
+            evaluations(plan, request, has_eval),
+            device,
+            None,
+            steps_per_epoch=plan.steps_per_epoch,
+            lm_head=lm_head,
+        )
+    except UnsupportedModelError as exc:
+        log.info("no estimates for %s: %s", folder, exc)
+        return {"no_estimates": "its architecture cannot be counted"}
+    return report_fields(memory, time_)
+
+
 def completion_budget(request: TrainingStartRequest) -> int:
     """Tokens sampled after each prompt (GRPO's ``max_completion_length``, the most a completion
     takes); 0 for the methods that train on the data's own answers."""
     return request.max_completion_length if request.training_method == TrainingMethod.grpo else 0
 
 
-__all__ = ["completion_budget", "estimate_costs", "evaluations", "longest_batch", "training_device"]
+__all__ = ["completion_budget", "estimate_costs", "evaluations", "lm_fields", "longest_batch", "training_device"]

@@ -90,7 +90,12 @@ class OrpheusKind(ModelKind):
     def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
         from trainer_core.kinds.orpheus.check import orpheus_report
 
-        return orpheus_report(request, folder, started)
+        return orpheus_report(request, folder, started, self)
+
+    def estimates(self, request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
+        from trainer_core.kinds.orpheus.estimates import estimates
+
+        return estimates(request, folder, data, plan)
 
 
 ORPHEUS = OrpheusKind()
