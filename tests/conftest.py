@@ -40,6 +40,7 @@ LANE_FIXTURES = {"real_model": {"model_dir"}, "browser": {"browser", "page"}}
 SHARED_GROUPS = {"trained_run": "real-trained-run", "app_server": "session-app"}
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by the fixtures it needs, directly or through others: ``real_model`` with
     ``model_dir`` (the real SmolLM2), ``browser`` with Playwright's ``browser`` or ``page``. The
@@ -49,7 +50,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     And give each test its pytest-xdist group (``--dist loadgroup`` runs a group in one process):
     the group of the costly session fixture it uses (``SHARED_GROUPS``), else its file when it uses
     a module- or class-scoped fixture (an app, a browser: built once, and tests that share one app
-    never run at once); any other test goes to whichever process is free."""
+    never run at once); any other test goes to whichever process is free. ``tryfirst``: pytest-xdist's
+    own hook reads the ``xdist_group`` marks into the node ids, so they must be on before it runs
+    (after it, every group but the ones marked in the test files was ignored, and each test process
+    built the apps and the trained run again)."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         for marker, needs in LANE_FIXTURES.items():

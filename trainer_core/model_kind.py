@@ -105,13 +105,14 @@ class ModelKind:
         media column where another source has media). Asked of every kind. Raises DatasetError."""
         return normalised
 
-    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str) -> Any:
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str, base: Optional[Path] = None) -> Any:
         """The Train form's dataset preview of ``dataset`` (the first rows of the file ``source``, as
-        read) where this kind reads its own columns, as its training reads them with ``request`` (the
-        form's settings; ``tokenizer``: the model's, or None): a ``data.preview_cells.KindRows``
-        (what it found, the rows, each row's tokens); None: the text path's preview (chat turns,
-        text, preference or prompt rows, media). Raises DatasetError or Refusal naming the row and
-        column, or the setting, as its training would."""
+        read; ``base``: its folder, which relative clip paths are read from) where this kind reads
+        its own columns, as its training reads them with ``request`` (the form's settings;
+        ``tokenizer``: the model's, or None): a ``data.preview_cells.KindRows`` (what it found, the
+        rows, each row's tokens; an ``audio`` column of clip references gets players); None: the
+        text path's preview (chat turns, text, preference or prompt rows, media). Raises
+        DatasetError or Refusal naming the row and column, or the setting, as its training would."""
         return None
 
     def prepare_data(self, request: Any, processor: Any) -> Any:

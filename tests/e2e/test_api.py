@@ -1,5 +1,6 @@
 """The training API over HTTP against the real app process: start / status / stop / reset / metrics,
-SSE with heartbeat and replay, run history across a crash and resume, auth, path confinement."""
+SSE with heartbeat and replay, run history across a crash and resume, auth, path confinement; the
+page's login (on the app built in this process)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import allowed, free_port, wait_for
+from tests.e2e.conftest import ServerThread, allowed, free_port, wait_for
 from tests.support.api_server import AppProcess, sse_events
 from tests.support.audit.audit_hook import audit_env, read_events, touched_inside, touched_outside
 
@@ -301,18 +302,20 @@ def test_the_secrets_are_nowhere_the_app_wrote(app_proc, datasets_dir):
     assert HF_TOKEN not in log and TOKEN not in log
 
 
-def test_ui_login_required_when_set(tmp_path, datasets_dir):
+def test_ui_login_required_when_set(tmp_path):
+    """The page's API (gradio_client) behind the login, on the app built here: the launched app
+    reads its login from the environment in test_security's launched-app test."""
     from gradio_client import Client
 
-    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_USERNAME": "ada", "STUDIO_PASSWORD": "lovelace-1843"}
-    proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
-    try:
+    from server import build_app
+    from trainer_core.settings import Settings
+
+    settings = Settings(data_dir=tmp_path / "data", username="ada", password="lovelace-1843")
+    with ServerThread(build_app(settings)) as server:
         with pytest.raises(Exception):  # noqa: B017 - gradio_client raises a bare error for a refused login
-            Client(proc.url + "/", verbose=False)
-        client = Client(proc.url + "/", auth=("ada", "lovelace-1843"), verbose=False)
+            Client(server.url, verbose=False)
+        client = Client(server.url, auth=("ada", "lovelace-1843"), verbose=False)
         assert client.predict(api_name="/watch")[1]["phase"] == "idle"
-    finally:
-        proc.stop()
 
 
 def test_public_bind_without_credentials_is_refused(tmp_path):

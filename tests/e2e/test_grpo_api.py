@@ -1,20 +1,24 @@
-"""GRPO over HTTP against the real app process: the tiny SmolLM2 trains 3 steps on arithmetic
-prompts and every step logs its rewards (each function apart), its completions and KL to the status,
-the SSE stream and the run history (the run's plumbing is the point, not what a random model earns:
-what GRPO teaches the real model is measured by ``bench/grpo.py --learn``, docs/BENCHMARKS.md);
-reward code is refused by a server without the switch (raw HTTP, also from outside the allowed
-folders) and used by one with it."""
+"""GRPO over HTTP against the real app process (one for the module, started with the reward-code
+switch): the tiny SmolLM2 trains 3 steps on arithmetic prompts and every step logs its rewards (each
+function apart), its completions and KL to the status, the SSE stream and the run history (the run's
+plumbing is the point, not what a random model earns: what GRPO teaches the real model is measured
+by ``bench/grpo.py --learn``, docs/BENCHMARKS.md); reward code is refused by a server without the
+switch (raw HTTP to the app built in this process: the refusal comes before any worker; also from
+outside the allowed folders) and used by the one with it."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
 
 from bench.arith_prompts import write_rows
-from tests.e2e.conftest import allowed, free_port, wait_for
+from tests.e2e.conftest import ServerThread, allowed, free_port, wait_for
 from tests.support.api_server import AppProcess, sse_events
 
 pytestmark = pytest.mark.slow
@@ -27,15 +31,41 @@ def says_a_number(prompts, completions, completion_ids=None, **kwargs):
 """
 
 
-def _app(tmp_path, folders, **env) -> AppProcess:
-    tmp_path.mkdir(parents=True, exist_ok=True)
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, tiny_model_dir) -> Iterator[tuple[AppProcess, Path]]:
+    """(the app process with ``STUDIO_ALLOW_REWARD_CODE=1``, its allowed data folder); each test
+    waits for its run's end."""
+    folder = tmp_path_factory.mktemp("grpo-app")
     settings = {
-        "STUDIO_DATA_DIR": str(tmp_path / "data"),
-        "STUDIO_ALLOWED_PATHS": allowed(*folders),
+        "STUDIO_DATA_DIR": str(folder / "data"),
+        "STUDIO_ALLOWED_PATHS": allowed(folder, tiny_model_dir.parent),
         "STUDIO_API_TOKEN": TOKEN,
-        **env,
+        "STUDIO_ALLOW_REWARD_CODE": "1",
     }
-    return AppProcess(free_port(), settings, tmp_path / "app.log").start()
+    proc = AppProcess(free_port(), settings, folder / "app.log").start()
+    yield proc, folder
+    proc.stop()
+
+
+@contextmanager
+def _closed_app(folder: Path, model_dir: Path) -> Iterator[str]:
+    """The app without the reward-code switch, built in this process over a worker that only steps
+    (nothing here trains: every request is refused at admission); yields its URL."""
+    from server import build_app
+    from tests.support import fake_workers
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.settings import Settings
+
+    settings = Settings(data_dir=folder / "closed", allowed_paths=allowed(folder, model_dir.parent), api_token=TOKEN)
+    runner = JobRunner(
+        worker_target=fake_workers.stepping_worker,
+        runs_dir=settings.runs_dir,
+        store=RunStore(settings.db_path),
+        warm_modules=(),
+    )
+    with ServerThread(build_app(settings, runner)) as server:
+        yield server.url.rstrip("/")
 
 
 def _finish(api: httpx.Client, body: dict) -> dict:
@@ -47,54 +77,50 @@ def _finish(api: httpx.Client, body: dict) -> dict:
     return status
 
 
-def test_a_grpo_run_logs_its_rewards_every_step(tmp_path, tiny_model_dir):
-    data = write_rows(tmp_path / "arith.json", count=40)
-    app = _app(tmp_path, [tmp_path, tiny_model_dir.parent])
-    try:
-        api = httpx.Client(base_url=app.url, headers=AUTH, timeout=30)
-        body = {
-            "model_name": str(tiny_model_dir),
-            "local_datasets": [str(data)],
-            "training_method": "grpo",
-            "max_steps": 3,
-            "batch_size": 4,
-            "num_generations": 4,
-            "max_completion_length": 12,
-            "rewards": ["numeric_match column=answer", "length target_length=6 weight=0.5"],
-        }
-        status = _finish(api, body)
-        history = status["metric_history"]
-        assert history["steps"] == [1, 2, 3] and all(math.isfinite(v) for v in history["loss"])
-        assert set(history["rewards"]) == {"numeric_match:answer", "length"}
-        assert all(0.0 <= v <= 1.0 for v in history["rewards"]["numeric_match:answer"])
-        for step in range(3):  # the weighted reward is the weighted sum of the functions' means
-            parts = history["rewards"]["numeric_match:answer"][step] + 0.5 * history["rewards"]["length"][step]
-            assert history["reward"][step] == pytest.approx(parts, abs=1e-5)
-        assert all(0 < v <= 12 for v in history["completion_length"]) and all(v >= 0 for v in history["kl"])
-        assert history["kl"][0] == pytest.approx(0.0, abs=1e-6)  # the policy starts as its reference
-        samples = history["samples"]
-        assert len(samples) == 4 and all(s["prompt"].startswith("What is") for s in samples)
-        assert all(set(s["rewards"]) == {"numeric_match:answer", "length"} for s in samples)
-        replay = [
-            json.loads(e["data"])
-            for e in sse_events(api, {**AUTH, "Last-Event-ID": "0"})
-            if e.get("event") == "progress"
-        ]
-        assert [e["reward"] for e in replay] == history["reward"] and all(e["samples"] for e in replay)
-        run = api.get(f"/api/train/runs/{status['job_id']}").json()
-        assert run["request"]["training_method"] == "grpo" and run["request"]["beta"] == 0.04
-        assert [e["rewards"] for e in run["metrics"]] == [
-            {name: values[i] for name, values in history["rewards"].items()} for i in range(3)
-        ]
-    finally:
-        app.stop()
+def test_a_grpo_run_logs_its_rewards_every_step(app, tiny_model_dir):
+    proc, folder = app
+    data = write_rows(folder / "arith.json", count=40)
+    api = httpx.Client(base_url=proc.url, headers=AUTH, timeout=30)
+    body = {
+        "model_name": str(tiny_model_dir),
+        "local_datasets": [str(data)],
+        "training_method": "grpo",
+        "max_steps": 3,
+        "batch_size": 4,
+        "num_generations": 4,
+        "max_completion_length": 12,
+        "rewards": ["numeric_match column=answer", "length target_length=6 weight=0.5"],
+    }
+    status = _finish(api, body)
+    history = status["metric_history"]
+    assert history["steps"] == [1, 2, 3] and all(math.isfinite(v) for v in history["loss"])
+    assert set(history["rewards"]) == {"numeric_match:answer", "length"}
+    assert all(0.0 <= v <= 1.0 for v in history["rewards"]["numeric_match:answer"])
+    for step in range(3):  # the weighted reward is the weighted sum of the functions' means
+        parts = history["rewards"]["numeric_match:answer"][step] + 0.5 * history["rewards"]["length"][step]
+        assert history["reward"][step] == pytest.approx(parts, abs=1e-5)
+    assert all(0 < v <= 12 for v in history["completion_length"]) and all(v >= 0 for v in history["kl"])
+    assert history["kl"][0] == pytest.approx(0.0, abs=1e-6)  # the policy starts as its reference
+    samples = history["samples"]
+    assert len(samples) == 4 and all(s["prompt"].startswith("What is") for s in samples)
+    assert all(set(s["rewards"]) == {"numeric_match:answer", "length"} for s in samples)
+    replay = [
+        json.loads(e["data"]) for e in sse_events(api, {**AUTH, "Last-Event-ID": "0"}) if e.get("event") == "progress"
+    ]
+    assert [e["reward"] for e in replay] == history["reward"] and all(e["samples"] for e in replay)
+    run = api.get(f"/api/train/runs/{status['job_id']}").json()
+    assert run["request"]["training_method"] == "grpo" and run["request"]["beta"] == 0.04
+    assert [e["rewards"] for e in run["metrics"]] == [
+        {name: values[i] for name, values in history["rewards"].items()} for i in range(3)
+    ]
 
 
-def test_reward_code_needs_the_servers_switch(tmp_path, tiny_model_dir):
-    data = write_rows(tmp_path / "arith.json", count=16)
-    code = tmp_path / "my_rewards.py"
+def test_reward_code_needs_the_servers_switch(app, tiny_model_dir):
+    proc, folder = app
+    data = write_rows(folder / "arith16.json", count=16)
+    code = folder / "my_rewards.py"
     code.write_text(REWARD_CODE)
-    outside = tmp_path.parent / f"{tmp_path.name}-outside.py"
+    outside = folder.parent / f"{folder.name}-outside.py"
     outside.write_text(REWARD_CODE)
     body = {
         "model_name": str(tiny_model_dir),
@@ -105,9 +131,8 @@ def test_reward_code_needs_the_servers_switch(tmp_path, tiny_model_dir):
         "reward_file": str(code),
         "rewards": ["code function=says_a_number", "numeric_match weight=2"],
     }
-    closed = _app(tmp_path / "closed", [tmp_path, tiny_model_dir.parent])
-    try:
-        api = httpx.Client(base_url=closed.url, headers=AUTH, timeout=30)
+    with _closed_app(folder, tiny_model_dir) as url:
+        api = httpx.Client(base_url=url, headers=AUTH, timeout=30)
         for route in ("/api/train/start", "/api/train/preflight"):
             refused = api.post(route, json=body)
             assert refused.status_code == 400 and "STUDIO_ALLOW_REWARD_CODE=1" in refused.text, refused.text
@@ -117,16 +142,10 @@ def test_reward_code_needs_the_servers_switch(tmp_path, tiny_model_dir):
         missing = api.post("/api/train/start", json=no_file)
         assert missing.status_code == 400 and "needs reward_file" in missing.text
         assert api.get("/api/train/status").json()["phase"] == "idle"  # nothing started
-    finally:
-        closed.stop()
-    opened = _app(tmp_path / "open", [tmp_path, tiny_model_dir.parent], STUDIO_ALLOW_REWARD_CODE="1")
-    try:
-        api = httpx.Client(base_url=opened.url, headers=AUTH, timeout=30)
-        sneaky = api.post("/api/train/start", json={**body, "reward_file": str(outside)})
-        assert sneaky.status_code == 400 and "reward_file" in sneaky.text  # the switch opens no other folder
-        unknown = api.post("/api/train/start", json={**body, "rewards": ["code function=nope"]})
-        assert unknown.status_code == 400 and "has no function 'nope'" in unknown.text
-        history = _finish(api, body)["metric_history"]
-        assert history["steps"] == [1, 2] and set(history["rewards"]) == {"says_a_number", "numeric_match:answer"}
-    finally:
-        opened.stop()
+    api = httpx.Client(base_url=proc.url, headers=AUTH, timeout=30)
+    sneaky = api.post("/api/train/start", json={**body, "reward_file": str(outside)})
+    assert sneaky.status_code == 400 and "reward_file" in sneaky.text  # the switch opens no other folder
+    unknown = api.post("/api/train/start", json={**body, "rewards": ["code function=nope"]})
+    assert unknown.status_code == 400 and "has no function 'nope'" in unknown.text
+    history = _finish(api, body)["metric_history"]
+    assert history["steps"] == [1, 2] and set(history["rewards"]) == {"says_a_number", "numeric_match:answer"}

@@ -1,8 +1,8 @@
 """The studio stays the owner of a ``compute: ray`` job (a local Ray head, 2 workers, the tiny
 SmolLM2, over HTTP as a client drives it): Stop (save) reaches both Ray Train workers, which save one
-checkpoint at the same step; Cancel ends the driver and both
-workers within seconds; a Ray worker killed mid-run ends the run in error naming its rank, its last
-checkpoint left resumable (copied back from the storage path), and Resume continues it."""
+checkpoint at the same step; a Ray worker killed mid-run ends the run in error naming its rank, its
+last checkpoint left resumable (copied back from the storage path), and Resume continues it; Cancel
+ends the driver and both workers of the resumed run within seconds."""
 
 from __future__ import annotations
 
@@ -69,31 +69,17 @@ def test_stop_reaches_both_ray_workers_and_they_save_once(app_proc, ray_head, da
     saved = run_dir / f"checkpoint-{step}"
     assert (saved / "rng_state_0.pth").is_file() and (saved / "rng_state_1.pth").is_file()  # both workers' parts
     assert (saved / "adapter_model.safetensors").is_file() and (saved / "optimizer.pt").is_file()
-    # a Ray run's checkpoint resumed: test_a_killed_ray_worker_ends_the_run_in_error_and_its_checkpoint_resumes
+    # a Ray run's checkpoint resumed: test_a_killed_ray_worker_ends_the_run_in_error_its_checkpoint_resumes_and_cancel_ends_it
 
 
-def test_cancel_ends_the_driver_and_both_ray_workers(app_proc, ray_head, datasets_dir, tiny_model_dir):
-    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    start_job(api, _body(ray_head, datasets_dir, tiny_model_dir))
-    status = wait_step(api, 1)
-    workers = [psutil.Process(pid) for pid in status["details"]["rank_pids"]]
-    driver = [p for p in psutil.Process(app_proc.process.pid).children() if "ray_driver" in " ".join(p.cmdline())]
-    assert len(workers) == 2 and len(driver) == 1
-    began = time.monotonic()
-    assert api.post("/api/train/stop", json={"save": False}).status_code == 200
-    _, alive = psutil.wait_procs(workers + driver, timeout=10)
-    took = time.monotonic() - began
-    assert not alive and took <= 5.0, took
-    ended = wait_end(api)
-    assert ended["phase"] == "stopped" and ended["details"]["end_reason"] == "cancelled"
-
-
-def test_a_killed_ray_worker_ends_the_run_in_error_and_its_checkpoint_resumes(
+def test_a_killed_ray_worker_ends_the_run_in_error_its_checkpoint_resumes_and_cancel_ends_it(
     app_proc, ray_head, datasets_dir, tiny_model_dir
 ):
     """With a storage path (the workers in scratch folders, checkpoints reported through Ray Train):
     the driver copies the checkpoints reported before the kill into the run folder, and Resume
-    stages that checkpoint and the earlier metrics for the workers."""
+    stages that checkpoint and the earlier metrics for the workers: the resumed run logs the steps
+    after it. Cancel then ends the driver and both workers within seconds. (What a completed run
+    with a storage path copies back: tests/e2e/test_ray_runs.py.)"""
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
     body = _body(ray_head, datasets_dir, tiny_model_dir, save_steps=2, ray_storage_path=str(app_proc.storage))
     start_job(api, body)
@@ -109,11 +95,21 @@ def test_a_killed_ray_worker_ends_the_run_in_error_and_its_checkpoint_resumes(
     saved = sorted(run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     assert saved, "no checkpoint was left to resume"
     last = int(saved[-1].name.split("-")[1])
-    resumed = start_job(api, {**body, "max_steps": last + 1, "resume_from_checkpoint": str(saved[-1])})
-    assert resumed
+
+    assert start_job(api, {**body, "resume_from_checkpoint": str(saved[-1])})
+    status = wait_step(api, last + 1)
+    assert status["details"]["launcher"] == "Ray Train"
+    workers = [psutil.Process(pid) for pid in status["details"]["rank_pids"]]
+    driver = [p for p in psutil.Process(app_proc.process.pid).children() if "ray_driver" in " ".join(p.cmdline())]
+    assert len(workers) == 2 and len(driver) == 1
+    began = time.monotonic()
+    assert api.post("/api/train/stop", json={"save": False}).status_code == 200
+    _, alive = psutil.wait_procs(workers + driver, timeout=10)
+    took = time.monotonic() - began
+    assert not alive and took <= 5.0, took
     again = wait_end(api)
-    assert again["phase"] == "completed", again["error"]
-    assert again["metric_history"]["steps"] == list(range(1, last + 2))
-    assert (run_dir / "adapter_model.safetensors").is_file()
+    assert again["phase"] == "stopped" and again["details"]["end_reason"] == "cancelled"
+    steps = again["metric_history"]["steps"]
+    assert steps == list(range(1, len(steps) + 1)) and len(steps) >= last + 1  # resumed after the checkpoint
     logged = [json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert logged == list(range(1, last + 2))  # the earlier steps kept, the new one added
+    assert logged[:last] == list(range(1, last + 1))  # the earlier steps kept (a cancelled run copies nothing back)

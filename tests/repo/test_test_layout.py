@@ -1,13 +1,16 @@
 """The tests mirror the packages: unit tests in ``tests/<package>/test_<module>[_<aspect>].py`` next to
 the module they test, user journeys in ``tests/e2e/``, helpers in ``tests/support/``; every module of
 ``trainer_core/`` is imported by a test or listed with its reason in ``tests/support/indirect_modules.py``;
-and no test names an issue number (the tests say what they check, not when it was asked)."""
+no test names an issue number (the tests say what they check, not when it was asked); and the
+pytest-xdist groups ``tests/conftest.py`` gives reach the scheduler."""
 
 from __future__ import annotations
 
 import ast
 import re
 from pathlib import Path
+
+import pytest
 
 from tests.support.indirect_modules import INDIRECT
 
@@ -75,3 +78,19 @@ def test_no_test_names_an_issue_number():
         if pattern.search(line)
     ]
     assert named == []
+
+
+@pytest.fixture(scope="module")
+def module_scoped() -> str:
+    """A module-scoped fixture: the tests that use one share their file's pytest-xdist group."""
+    return "built once for the file"
+
+
+def test_a_test_sharing_a_module_fixture_runs_in_its_files_xdist_group(module_scoped, request):
+    """Under ``--dist loadgroup`` (the suite's default) the group that ``tests/conftest.py`` gives a
+    test using a module-scoped fixture, its file, is in its node id: what pytest-xdist schedules by.
+    A mark added after pytest-xdist read the marks is ignored, and each test process builds the
+    file's app (and the trained run) again."""
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("checked in a pytest-xdist process under --dist loadgroup (the suite's default: -n auto)")
+    assert request.node.nodeid.endswith("@" + request.node.nodeid.split("::")[0]), request.node.nodeid

@@ -1,7 +1,8 @@
 """The prepared splits of a clip-per-row kind (speech-to-text, text-to-speech) and what they share:
 the counts of a split (``ClipSplitStats``), the splits with their processor (``ClipSplits``: the
 attributes the worker reads of ``data.prepare.PreparedData``), the refusal of a ``sampling_rate``
-other than the model's, and the training / evaluation split (``val_size`` or evaluation data)."""
+other than the model's, the training / evaluation split (``val_size`` or evaluation data), and the
+rows of a file the dataset preview reads (``preview_head``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any, Optional
 
 import datasets
 
+from trainer_core.data.audio_preview import NOTE_ROWS
 from trainer_core.data.errors import DatasetError
+from trainer_core.data.formats import apply_mapping
 from trainer_core.data.prepare import has_eval_data, split_validation
 
 
@@ -99,3 +102,12 @@ def held_out(request: Any, read: Callable[[bool], datasets.Dataset]) -> datasets
     if request.val_size > 0:
         return split_validation(read(False), request)[1]
     return read(has_eval_data(request))
+
+
+def preview_head(dataset: datasets.Dataset, request: Any, source: str) -> datasets.Dataset:
+    """The rows of ``dataset`` (the first rows of the file ``source``) that the dataset preview reads
+    for a clip-per-row kind: the first ``NOTE_ROWS`` (each clip's header is read), their columns
+    mapped by the request's ``custom_format_mapping`` as training maps them. Raises DatasetError for
+    a mapped column the file lacks."""
+    head = dataset.select(range(min(NOTE_ROWS, len(dataset))))
+    return apply_mapping(head, request.custom_format_mapping, source) if request.custom_format_mapping else head

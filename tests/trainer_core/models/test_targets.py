@@ -246,61 +246,59 @@ def test_each_family_exports_gguf_with_the_check_it_allows(family):
 
 
 @pytest.mark.slow
-def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(datasets_dir, tmp_path):
-    """Phi-2: the CLI trains one step and exports gguf-f16. transformers cannot read a Phi-2 GGUF
-    back; llama.cpp runs it and compares its answers. Without llama.cpp the check reads the file's
-    chat template and BOS / EOS and says that answers were not compared."""
+def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(
+    datasets_dir, tmp_path, monkeypatch, capsys
+):
+    """Phi-2: the CLI trains one step (its own process) and exports gguf-f16 (its ``main`` called
+    here: the export is the point, not the process). transformers cannot read a Phi-2 GGUF back;
+    llama.cpp runs it and compares its answers. Without llama.cpp the check reads the file's chat
+    template and BOS / EOS and says that answers were not compared."""
     import os
     import subprocess
     import sys
 
     from tests.conftest import REPO
+    from trainer_core.cli import main
     from trainer_core.export.gguf_convert import supported_architectures
+    from trainer_core.llamacpp.build import missing_message
+    from trainer_core.models.loading import materialize_default_model
     from trainer_core.settings import get_settings
 
     if not supported_architectures(get_settings().gguf_converter_dir):
         pytest.skip("the GGUF converter is not installed (bash scripts/setup.sh)")
-    from trainer_core.models.loading import materialize_default_model
-
-    env = dict(os.environ, STUDIO_DATA_DIR=str(tmp_path / "data"), STUDIO_ALLOWED_PATHS=str(tmp_path))
+    env = {"STUDIO_DATA_DIR": str(tmp_path / "data"), "STUDIO_ALLOWED_PATHS": str(tmp_path)}
     # the real tokenizer's files, whose pre-tokenizer the converter recognises (SmolLM2's)
     real = materialize_default_model(get_settings().models_dir)
     base = build_family_model("phi", real, tmp_path / "phi")
-
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "trainer_core", *args],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
     run = tmp_path / "run"
-    trained = cli(
-        *("train", "--dataset", str(datasets_dir / "alpaca_en_demo.json"), "--model-name", str(base)),
-        *("--max-steps", "1", "--batch-size", "2", "--max-seq-length", "64", "--output-dir", str(run)),
-    )
+    trained = subprocess.run(
+        [sys.executable, "-m", "trainer_core", "train", "--dataset", str(datasets_dir / "alpaca_en_demo.json"),
+         "--model-name", str(base), "--max-steps", "1", "--batch-size", "2", "--max-seq-length", "64",
+         "--output-dir", str(run)],
+        cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
     assert trained.returncode == 0, trained.stderr[-2000:]
-    from trainer_core.llamacpp.build import missing_message
-
-    if not missing_message(get_settings().llama_cpp_dir):
-        exported = cli("export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf-llama"))
-        assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
-        assert "check (llama.cpp) passed: f16 in llama.cpp: 3/3 prompts" in exported.stdout, exported.stdout
-        assert "MOSTLY_F16" in exported.stdout
-    env["STUDIO_LLAMA_CPP_DIR"] = str(tmp_path / "no-llama-cpp")
-    exported = cli("export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf"))
-    assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-2000:]
-    assert "check (metadata) passed: f16: metadata checked (chat template, BOS/EOS); answers not compared" in (
-        exported.stdout
-    )
-    assert "llama.cpp is not built" in exported.stdout
-    (file,) = (tmp_path / "gguf").glob("*.gguf")
-    assert file.read_bytes()[:4] == b"GGUF"
-    refused = cli("export", str(run), "--format", "gguf-q4_k_m", "--output", str(tmp_path / "q4"))
-    assert refused.returncode == 2 and "bash scripts/setup.sh" in refused.stderr, refused.stderr[-2000:]
+    llama_built = not missing_message(get_settings().llama_cpp_dir)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    try:
+        if llama_built:
+            assert main(["export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf-llama")]) == 0
+            said = capsys.readouterr().out
+            assert "check (llama.cpp) passed: f16 in llama.cpp: 3/3 prompts" in said and "MOSTLY_F16" in said, said
+        monkeypatch.setenv("STUDIO_LLAMA_CPP_DIR", str(tmp_path / "no-llama-cpp"))
+        get_settings.cache_clear()
+        assert main(["export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf")]) == 0
+        said = capsys.readouterr().out
+        assert "check (metadata) passed: f16: metadata checked (chat template, BOS/EOS); answers not compared" in said
+        assert "llama.cpp is not built" in said
+        (file,) = (tmp_path / "gguf").glob("*.gguf")
+        assert file.read_bytes()[:4] == b"GGUF"
+        assert main(["export", str(run), "--format", "gguf-q4_k_m", "--output", str(tmp_path / "q4")]) == 2
+        assert "bash scripts/setup.sh" in capsys.readouterr().err
+    finally:
+        get_settings.cache_clear()
 
 
 @pytest.mark.slow

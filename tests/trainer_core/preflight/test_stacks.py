@@ -39,3 +39,22 @@ def test_the_memory_parts_add_up_as_the_text_estimates_count_them():
     }
     assert found.parts_gib == {name: round(value / GIB, 3) for name, value in want.items()}
     assert "longest batch 10 positions" in found.basis and found.device == "cpu"
+
+
+def test_the_time_estimate_grows_with_the_steps_and_the_evaluations_run_forward_only():
+    from trainer_core.preflight.stack_costs import time_estimate
+    from trainer_core.preflight.stacks import ModelCounts
+    from trainer_core.preflight.steps import StepPlan
+    from trainer_core.schemas import TrainingStartRequest
+
+    request = TrainingStartRequest(model_name="m", local_datasets=["d.jsonl"], save_steps=0)
+    counts = ModelCounts(total=10_000, trainable=100, adapters=100, factored=50, quantized=0)
+    epoch = [Stack("s", layers=2, hidden=8, positions=10**8, saved=10, matmul=10**4, attention=20)]
+
+    def estimate(steps: int, evaluations: int):
+        plan = StepPlan(steps_per_epoch=10, total_steps=steps, epochs=steps / 10, global_batch_size=2, sequences=20)
+        return time_estimate(request, counts, epoch, 1000, plan, epoch, evaluations, "cpu", 0.0).parts_seconds
+
+    one, two = estimate(10, 0), estimate(20, 0)
+    assert two["train_steps"] > 0 and abs(two["train_steps"] - 2 * one["train_steps"]) <= 0.11
+    assert one["evaluation"] == 0 and estimate(10, 3)["evaluation"] > 0

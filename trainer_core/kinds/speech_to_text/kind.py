@@ -76,6 +76,11 @@ class SpeechToTextKind(ModelKind):
 
         return load_processor(path, **kwargs)
 
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str, base: Optional[Path] = None) -> Any:
+        from trainer_core.kinds.speech_to_text.data import preview_rows
+
+        return preview_rows(dataset, request, source, base)
+
     def prepare_data(self, request: Any, processor: Any) -> Any:
         from trainer_core.kinds.speech_to_text.data import prepare_speech_data
         from trainer_core.kinds.speech_to_text.loading import max_target_positions

@@ -27,6 +27,7 @@ from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import apply_mapping
 from trainer_core.data.media import media_columns
 from trainer_core.data.prepare import source_parts
+from trainer_core.data.preview_cells import KindRows
 
 AUDIO_COLUMN = "audio"
 TEXT_COLUMNS = ("text", "transcript", "sentence")  # the text's usual names, first present wins
@@ -143,6 +144,24 @@ def read_split(request: Any, eval: bool, roots: list[Path], voice: Voice = speak
             dataset = apply_mapping(dataset, request.custom_format_mapping, name)
         parts.append(tts_rows(dataset, name, base, roots, first_row, request, voice))
     return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+
+
+def preview_rows(dataset: datasets.Dataset, request: Any, source: str, base: Optional[Path]) -> KindRows:
+    """The Train form's preview of ``dataset`` (the first rows of the file ``source``, relative clips
+    read from ``base``) as a run of ``request`` reads them (``preview_head``, then ``tts_rows``: the
+    request's ``speaker_column``, each clip found and measured): columns ``text``, ``speaker`` and
+    ``audio`` (the clip references, which the preview plays). Rows too long for ``max_seq_length``
+    are the Check's to refuse (it counts with the model's tokenizer). Raises DatasetError naming the
+    row, or the speaker column."""
+    from trainer_core.data.audio_splits import preview_head
+    from trainer_core.settings import get_settings
+
+    head = preview_head(dataset, request, source)
+    audio, text, speaker = _columns(head, source, request.speaker_column)
+    rows = tts_rows(head, source, base, list(get_settings().allowed_roots), 1, request)
+    speakers = f"the speaker in {speaker}" if speaker else "speaker 0 for every row"
+    layout = f"text-to-speech rows: the words in {text}, the clip in {audio}, {speakers}"
+    return KindRows(layout, rows.select_columns(["text", "speaker", "audio"]), None, request.max_seq_length)
 
 
 def held_out_rows(request: Any, roots: list[Path], voice: Voice = speaker_number) -> datasets.Dataset:

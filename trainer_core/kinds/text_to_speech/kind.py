@@ -43,6 +43,11 @@ class TextToSpeechKind(ModelKind):
 
         return load_processor(path, **kwargs)
 
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str, base: Optional[Path] = None) -> Any:
+        from trainer_core.kinds.text_to_speech.data import preview_rows
+
+        return preview_rows(dataset, request, source, base)
+
     def prepare_data(self, request: Any, processor: Any) -> Any:
         from trainer_core.kinds.text_to_speech.data import prepare_tts_data
 
