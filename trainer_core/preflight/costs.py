@@ -1,5 +1,6 @@
 """The inputs of the memory and time estimates (``preflight.estimates``), taken from the check's
-tokenized rows and step plan, and the call into that module."""
+tokenized rows and step plan, the call into that module, and the report's fields of the two
+(``report_fields``; ``lm_fields`` for a kind whose model is one LM read its own way)."""
 
 from __future__ import annotations
 
@@ -105,10 +106,80 @@ def estimate_costs(
     return memory, time_
 
 
+def lm_fields(
+    request: TrainingStartRequest,
+    folder: Any,
+    batch: tuple[int, Optional[int]],
+    epoch_tokens: int,
+    eval_tokens: int,
+    plan: StepPlan,
+    has_eval: bool,
+    lm_head: bool = True,
+) -> dict[str, Any]:
+    """The check report's estimate fields (``report_fields``) of a kind whose model is
+    one LM but whose check reads its rows its own way (an embedder, an Orpheus-style Llama):
+    ``estimate_memory`` of its longest ``batch`` (tokens, trained tokens or None) and
+    ``estimate_time`` of ``epoch_tokens`` an epoch over ``plan``, at this machine's measured rate
+    (the run history's speeds are of text runs); or ``no_estimates`` saying why not (no config in
+    ``folder``, or ``parameters`` cannot count its architecture: logged)."""
+    from trainer_core.preflight.estimates import estimate_memory, estimate_time
+    from trainer_core.preflight.parameters import UnsupportedModelError
+    from trainer_core.preflight.stacks import NOT_HERE, pretrained_config
+
+    config = pretrained_config(folder)
+    if config is None:
+        return {"no_estimates": NOT_HERE}
+    device = training_device()
+    try:
+        memory = estimate_memory(request, config, batch[0], device, batch[1], lm_head=lm_head)
+        time_ = estimate_time(
+            request,
+            config,
+            epoch_tokens,
+            plan.total_steps,
+            eval_tokens,
+            evaluations(plan, request, has_eval),
+            device,
+            None,
+            steps_per_epoch=plan.steps_per_epoch,
+            lm_head=lm_head,
+        )
+    except UnsupportedModelError as exc:
+        log.info("no estimates for %s: %s", folder, exc)
+        return {"no_estimates": "its architecture cannot be counted"}
+    return report_fields(memory, time_)
+
+
+def report_fields(memory: Any, time_: Any) -> dict[str, Any]:
+    """The check report's estimate fields of a ``MemoryEstimate`` and a ``TimeEstimate``
+    (``ModelKind.estimates``), and the memory warning when the estimate is over the free memory."""
+    from trainer_core.preflight import rules
+
+    found: dict[str, Any] = {
+        "no_estimates": None,
+        "memory": memory,
+        "time": time_,
+        "memory_estimate_gib": round(memory.total_gib, 3),
+        "time_estimate_seconds": round(time_.total_seconds, 1),
+    }
+    warning = rules.memory_over_free(memory.total_gib, memory.free_gib, memory.device)
+    if warning:
+        found["warning"] = warning
+    return found
+
+
 def completion_budget(request: TrainingStartRequest) -> int:
     """Tokens sampled after each prompt (GRPO's ``max_completion_length``, the most a completion
     takes); 0 for the methods that train on the data's own answers."""
     return request.max_completion_length if request.training_method == TrainingMethod.grpo else 0
 
 
-__all__ = ["completion_budget", "estimate_costs", "evaluations", "longest_batch", "training_device"]
+__all__ = [
+    "completion_budget",
+    "estimate_costs",
+    "evaluations",
+    "lm_fields",
+    "longest_batch",
+    "report_fields",
+    "training_device",
+]

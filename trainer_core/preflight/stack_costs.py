@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from trainer_core.preflight import rules
 from trainer_core.preflight.memory import (
     GIB,
     LOGIT_COPIES,
@@ -162,19 +161,3 @@ def split_time(
         device,
         data_seconds,
     )
-
-
-def report_fields(memory: MemoryEstimate, time_: TimeEstimate) -> dict[str, Any]:
-    """The check report's estimate fields (``ModelKind.estimates``) and the memory warning when the
-    estimate is over the free memory."""
-    found: dict[str, Any] = {
-        "no_estimates": None,
-        "memory": memory,
-        "time": time_,
-        "memory_estimate_gib": round(memory.total_gib, 3),
-        "time_estimate_seconds": round(time_.total_seconds, 1),
-    }
-    warning = rules.memory_over_free(memory.total_gib, memory.free_gib, memory.device)
-    if warning:
-        found["warning"] = warning
-    return found

@@ -21,6 +21,7 @@ from typing import Any, Optional, Union
 from trainer_core.vocabulary import TrainingType
 
 log = logging.getLogger(__name__)
+NOT_HERE = "the model's config is not on this machine"  # the report's no_estimates, where it is not
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def counted_model(
 
     config = pretrained_config(folder)
     if config is None:
-        return "the model's config is not on this machine"
+        return NOT_HERE
     try:
         model = meta_model(config, kind_for_folder(folder))
         return config, model, count_model(model, request, frozen)

@@ -17,6 +17,30 @@ def test_checkpointing_keeps_each_layer_input_and_one_layer_and_a_frozen_part_ke
     assert frozen.saved_values(False) == 0 and frozen.flops(full=True) == 3 * 2 * 1000
 
 
+def test_the_memory_parts_add_up_as_the_text_estimates_count_them():
+    from trainer_core.preflight.memory import GIB, RUNTIME_GIB
+    from trainer_core.preflight.stack_costs import memory_estimate
+    from trainer_core.preflight.stacks import ModelCounts
+    from trainer_core.schemas import TrainingStartRequest
+
+    request = TrainingStartRequest(model_name="x", local_datasets=["a.json"])  # LoRA, AdamW, fp32 on the CPU
+    counts = ModelCounts(total=10**9, trainable=10**8, adapters=10**8, factored=4 * 10**6, quantized=8 * 10**8)
+    stack = Stack("s", layers=2, hidden=8, positions=10**4, saved=10**4)
+    found = memory_estimate(request, counts, [stack], 10**8, "cpu", "10 positions", working_share=0.5)
+    want = {  # bytes
+        "runtime": RUNTIME_GIB["cpu"] * GIB,
+        "weights": 4 * 10**9,
+        "trainable_parameters": 4 * 10**8,  # adapters in fp32
+        "gradients": 4 * 10**8,
+        "optimizer_state": 2 * 4 * 10**8,  # AdamW's two moments
+        "activations": 4 * 10**4 * 2 * 10**4,
+        "logits": 3 * 4 * 10**8,
+        "working_buffers": 0.5 * 4 * 10**4 * 2 * 10**4,
+    }
+    assert found.parts_gib == {name: round(value / GIB, 3) for name, value in want.items()}
+    assert "longest batch 10 positions" in found.basis and found.device == "cpu"
+
+
 def test_the_time_estimate_grows_with_the_steps_and_the_evaluations_run_forward_only():
     from trainer_core.preflight.stack_costs import time_estimate
     from trainer_core.preflight.stacks import ModelCounts

@@ -3,8 +3,8 @@
 is confined by the door's admission, ``admission.request_paths``, before the check), the
 tokenizer's Orpheus tokens, the method (sft only), the rows read as training reads them (every
 clip found and measured, none too long) and each row's positions counted from its clip's length
-(``data.estimated_lengths``: nothing encoded here), and one line: clips, seconds of audio,
-speakers, codec frames and positions."""
+(``data.estimated_lengths``: nothing encoded here), one line: clips, seconds of audio, speakers,
+codec frames and positions, and the memory and time estimates (``estimates``)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ def checked_data(request: Any, folder: Path) -> tuple[ClipSplits, dict[str, Any]
 
 def orpheus_report(request: Any, folder: Optional[Path], started: float, kind: Any) -> Any:
     """The ``PreflightReport`` of an Orpheus-style run (``started``: the check's ``perf_counter``):
-    rows, positions, steps and the kind's line (field ``vision``), ``kind``'s estimates (a ``ModelKind``),
-    or the refusal as its error."""
+    rows, positions, steps, the kind's line (field ``vision``) and the memory and time estimates of
+    ``kind`` (the model's ``ModelKind``), or the refusal as its error."""
     if folder is None:  # a Hub model not on this machine: the worker reads the data
         return refused_report(request, [], started, False, [tokenizer_missing(request.model_name)])
     try:

@@ -100,5 +100,10 @@ class OrpheusKind(ModelKind):
 
         return orpheus_report(request, folder, started, self)
 
+    def estimates(self, request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
+        from trainer_core.kinds.orpheus.estimates import estimates
+
+        return estimates(request, folder, data, plan)
+
 
 ORPHEUS = OrpheusKind()

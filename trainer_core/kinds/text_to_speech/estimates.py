@@ -107,10 +107,10 @@ def csm_stacks(config: Any, request: Any, adapted: tuple[str, ...], batch: Batch
 
 
 def estimates(request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
-    """The check report's estimate fields (``stack_costs.report_fields``) of a CSM run on ``data``
+    """The check report's estimate fields (``costs.report_fields``) of a CSM run on ``data``
     (``ClipSplits``) with ``plan``; or ``no_estimates`` saying why not (``stacks.counted_model``)."""
-    from trainer_core.preflight.costs import training_device
-    from trainer_core.preflight.stack_costs import memory_estimate, report_fields, split_time
+    from trainer_core.preflight.costs import report_fields, training_device
+    from trainer_core.preflight.stack_costs import memory_estimate, split_time
     from trainer_core.preflight.stacks import counted_model
 
     found = counted_model(folder, request, frozen=(CODEC,))

@@ -98,6 +98,8 @@ def test_only_the_speech_is_scored_and_the_check_counts_what_training_encodes(
         assert len(scored) - 2 == 7 * snac.frames(len(clip), config)
         assert deinterleave(scored[:-2], ids.first_code) == snac.encode(codec, clip)
     report = orpheus_report(request, tiny_orpheus_dir, time.perf_counter(), ORPHEUS)
-    assert report.no_estimates == "no memory or time estimates for text-to-speech (Orpheus, SNAC codec) models"
     assert report.errors == [] and report.vision.startswith(f"Text-to-speech (Orpheus, SNAC {tiny_snac_dir}): 2 clips")
     assert (report.tokens_total, report.tokens_trained) == (prepared.stats.total_tokens, prepared.stats.trained_tokens)
+    longest = prepared.stats.longest_tokens * min(request.batch_size, 2)  # the text LM's estimates of the Llama
+    assert report.no_estimates is None and f"longest batch {longest} tokens" in report.memory.basis
+    assert report.time.parts_seconds["train_steps"] > 0
