@@ -1,7 +1,7 @@
 """Two training processes on this CPU (torchrun, gloo, one thread each) with the tiny SmolLM2:
 through the page's Start the loss matches one process with the same global batch and seed; over
-HTTP, Stop saves one checkpoint that both processes wrote and Resume continues it, Cancel ends every
-process within 2 s, and a killed process ends the run in error naming its rank."""
+HTTP, Stop saves one checkpoint that both processes wrote and Resume continues it, a killed process
+ends the run in error naming its rank, and Cancel ends every process of the next run within 2 s."""
 
 from __future__ import annotations
 
@@ -113,9 +113,23 @@ def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datas
     assert steps == list(range(1, 25)) and resumed["metric_history"]["steps"] == list(range(1, 25))
 
 
-def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir, tiny_model_dir):
+def test_a_killed_process_ends_the_run_in_error_and_cancel_ends_the_next_within_two_seconds(
+    app_proc, datasets_dir, tiny_model_dir
+):
+    """A killed rank ends its run in error naming the rank, and the others with it; the app goes
+    on: the next run starts, and Cancel ends every process of it (both ranks and torchrun) within
+    2 s."""
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
     start_job(api, _body(datasets_dir, tiny_model_dir))
+    status = wait_step(api, 2)
+    rank1 = status["details"]["rank_pids"][1]
+    os.kill(rank1, signal.SIGKILL)
+    ended = wait_end(api)
+    assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error"
+    assert f"rank 1 (of 2, pid {rank1}) was killed (signal 9)" in ended["error"], ended["error"]
+    assert not psutil.pid_exists(status["details"]["rank_pids"][0])  # rank 0 was ended too
+
+    start_job(api, _body(datasets_dir, tiny_model_dir))  # the app goes on
     status = wait_step(api, 1)
     processes = [psutil.Process(pid) for pid in status["details"]["rank_pids"]]
     launcher = [
@@ -129,20 +143,3 @@ def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir, ti
     assert not alive and took <= 2.0, took
     ended = wait_end(api)
     assert ended["phase"] == "stopped" and ended["details"]["end_reason"] == "cancelled"
-
-
-def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datasets_dir, tiny_model_dir):
-    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    start_job(api, _body(datasets_dir, tiny_model_dir))
-    status = wait_step(api, 2)
-    rank1 = status["details"]["rank_pids"][1]
-    os.kill(rank1, signal.SIGKILL)
-    ended = wait_end(api)
-    assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error"
-    assert f"rank 1 (of 2, pid {rank1}) was killed (signal 9)" in ended["error"], ended["error"]
-    assert not psutil.pid_exists(status["details"]["rank_pids"][0])  # rank 0 was ended too
-    again = api.post(  # the app goes on
-        "/api/train/start", json=_body(datasets_dir, tiny_model_dir, max_steps=1, num_processes=1)
-    )
-    assert again.status_code == 200 and again.json()["status"] == "queued", again.text
-    assert wait_end(api)["phase"] == "completed"
