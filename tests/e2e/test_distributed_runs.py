@@ -16,14 +16,13 @@ import httpx
 import psutil
 import pytest
 
-from tests.e2e.conftest import allowed, form_args, free_port, statuses
-from tests.support.api_server import AppProcess
+from tests.e2e.conftest import form_args, statuses
+from tests.support.api_server import API_AUTH as AUTH
+from tests.support.api_server import app_for
 from tests.support.train_api import start_job, wait_end, wait_step
 from trainer_core.vocabulary import Phase
 
 pytestmark = pytest.mark.slow
-TOKEN = "test-distributed-token-51c0"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PAGE = dict(max_seq_length=128, max_steps=20, learning_rate=1e-3, lr_scheduler_type="linear", random_seed=7)
 
 
@@ -66,17 +65,9 @@ def test_two_processes_from_the_page_reach_the_loss_of_one(client, app_server, d
 
 
 @pytest.fixture(scope="module")
-def app_proc(tmp_path_factory, datasets_dir, tiny_model_dir):
-    """One app for the HTTP tests below (each waits for its run to end before the next starts)."""
-    folder = tmp_path_factory.mktemp("distributed-app")
-    env = {
-        "STUDIO_DATA_DIR": str(folder / "data"),
-        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
-        "STUDIO_API_TOKEN": TOKEN,
-    }
-    proc = AppProcess(free_port(), env, folder / "app.log").start()
-    yield proc
-    proc.stop()
+def app_proc(api_app):
+    """The launched app the HTTP tests share (``api_app``; each test waits for its run's end)."""
+    return app_for(api_app, "distributed")
 
 
 def _body(datasets_dir: Path, model: Path, **fields) -> dict:
