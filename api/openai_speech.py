@@ -2,11 +2,12 @@
 chat engine's ``speak``: the request body, its checks and the audio answer.
 
 The body as OpenAI's: ``model``, ``input`` (the text, at most ``MAX_INPUT_CHARS`` characters),
-``voice`` (here a speaker id, the number a text-to-speech run's ``speaker_column`` holds: "0", "1",
-...; OpenAI's voice names are refused naming the field), ``response_format`` (``wav``, the default
+``voice`` (here a speaker, what a text-to-speech run's ``speaker_column`` holds: a number "0", "1",
+... for CSM, whose voices are numbered (a name refused naming the field), or a name for an
+Orpheus-style run), ``response_format`` (``wav``, the default
 here, or ``flac``; OpenAI's mp3 / opus / aac / pcm are refused), ``speed`` and ``instructions``
 accepted and ignored (the model speaks at its own pace). The answer is the file's bytes at the
-model's codec rate (CSM's Mimi: 24 kHz), 16-bit mono.
+model's codec rate (CSM's Mimi, Orpheus' SNAC: 24 kHz), 16-bit mono.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from api.openai_errors import OpenAIError
 
 MAX_INPUT_CHARS = 4096  # OpenAI's limit for one request's text
 MAX_VOICE = 1_000_000  # the largest speaker id a request may name
+MAX_VOICE_CHARS = 200  # the longest speaker name
 MEDIA_TYPES = {"wav": "audio/wav", "flac": "audio/flac"}
 SPEECH_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"content": {t: {} for t in MEDIA_TYPES.values()}, "description": "The speech: a wav or flac file"}
@@ -37,22 +39,27 @@ class SpeechRequest(BaseModel):
         None, max_length=300, description='A text-to-speech model GET /v1/models lists with "serves": "speech".'
     )
     input: str = Field(min_length=1, max_length=MAX_INPUT_CHARS, description="The text to say.")
-    voice: Union[str, int] = Field("0", description='The speaker id ("0", "1", ...: the run\'s speaker numbers).')
+    voice: Union[str, int] = Field(
+        "0", description='The speaker: a number ("0", "1", ...) or a name, as the run\'s training rows gave them.'
+    )
     response_format: Literal["wav", "flac"] = Field("wav", description="wav (16-bit) or flac.")
     speed: Optional[float] = Field(None, description="Accepted and ignored (the model's own pace).")
     instructions: Optional[str] = Field(None, max_length=4096, description="Accepted and ignored.")
 
-    def speaker(self) -> int:
-        """``voice`` as a speaker id; OpenAIError 400 naming ``voice`` for anything but a whole number."""
+    def speaker(self) -> Union[int, str]:
+        """``voice`` as a speaker: a whole number (CSM's numbered voices), else a name (an Orpheus-style
+        run's speaker names; a model of numbered voices refuses it); OpenAIError 400 naming ``voice``
+        for an empty one, a boolean, a number above ``MAX_VOICE`` or a name over ``MAX_VOICE_CHARS``."""
         text = str(self.voice).strip()
-        if isinstance(self.voice, bool) or not text.isdigit() or int(text) > MAX_VOICE:
+        too_large = text.isdigit() and int(text) > MAX_VOICE
+        if isinstance(self.voice, bool) or not text or len(text) > MAX_VOICE_CHARS or too_large:
             raise OpenAIError(
                 400,
-                f"voice: {str(self.voice)[:40]!r} is not a speaker id: this model's voices are numbered (0, 1, ...; "
-                "the speaker numbers of its training rows)",
+                f"voice: {str(self.voice)[:40]!r} is not a speaker: give a speaker number (0, 1, ...) or, for a model "
+                "trained on named speakers, a name its training rows gave",
                 param="voice",
             )
-        return int(text)
+        return int(text) if text.isdigit() else text
 
 
 def speech(request: Request, body: SpeechRequest, model_id: str, public: bool = False) -> Response:

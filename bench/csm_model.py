@@ -36,6 +36,8 @@ TEMPLATE = (
     "{%- endif -%}"
     "{%- endfor -%}"
 )
+# (clip, text) rows of the text-to-speech tests and bench: the demo's wav (2.9 s) and flac (5.9 s), 24 kHz once resampled
+ROWS = (("2.wav", "A woman is coughing."), ("3.flac", "The wind is blowing through the trees."))
 TINY_MIMI = dict(
     hidden_size=32,
     num_filters=4,
@@ -52,6 +54,19 @@ TINY_MIMI = dict(
     num_quantizers=CODEBOOKS,
     num_semantic_quantizers=1,
 )
+
+
+def tts_file(folder: Path, speakers: tuple = (0, 1), name: str = "tts.json", rows: tuple = ROWS) -> Path:
+    """``folder/name``: ``rows`` (clip, text) as ``{"audio", "text", "speaker"}`` (``speakers`` in
+    turn), the clips copied beside it (``whisper_model.speech_file``). Returns the JSON file's path."""
+    from bench.whisper_model import speech_file
+
+    path = speech_file(folder, rows, name)
+    found = json.loads(path.read_text(encoding="utf-8"))
+    for row, speaker in zip(found, speakers):
+        row["speaker"] = speaker
+    path.write_text(json.dumps(found), encoding="utf-8")
+    return path
 
 
 def _corpus() -> Iterator[str]:

@@ -92,7 +92,7 @@ def run_child(request_json: str, data_dir: str) -> dict:
         "job_id": response.job_id,
         "wall_seconds": round(detail.wall_seconds, 2),
         "training_seconds": round(detail.training_seconds, 2),
-        "tokens_per_second": round(detail.tokens_per_second, 1),
+        "tokens_per_second": round(detail.tokens_per_second, 1) if detail.tokens_per_second else None,  # audio: None
         "steps": detail.last_step,
         "step_tokens": step_tokens,
         "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20, 3),

@@ -1,6 +1,6 @@
-"""Speech and audio training speed: our path against a bare script, for both audio kinds.
+"""Speech and audio training speed: our path against a bare script, for each audio kind.
 
-    python -m bench.speech [whisper|audio_chat|both] [--steps 40] [--pairs 2] [--threads 1]
+    python -m bench.speech [whisper|audio_chat|tts|all] [--steps 40] [--pairs 2] [--threads 1]
                            [--model DIR] [--quick]
 
 Both sides train the same model with its processor on the same clips and settings: LoRA r16 /
@@ -26,10 +26,18 @@ activation checkpointing, seed 42, ``--steps`` optimizer steps.
   ``processor(text=, audio=)``; labels every token but padding and audio tokens), as TRL's
   multimodal recipes write it; LoRA on the language model's seven projections. The losses differ
   by design (ours scores the answers only); each side's tokens per step show the work is the same.
+- tts: the tiny random CSM of ``bench.csm_model`` (or ``--model``) on its two clips with speakers
+  (``bench.csm_model.tts_file``). Ours: the worker's loading and data (``prepare_tts_data``) and the
+  kind's trainer (``TEXT_TO_SPEECH.build_trainer``: ``Trainer`` over ``TtsCollator``, the codec
+  frozen). Bare: as transformers' CSM docs write training: ``CsmForConditionalGeneration``, each row
+  a one-turn conversation of its speaker (text and clip, decoded as it is used), batches by
+  ``processor.apply_chat_template(..., output_labels=True)``, ``Trainer``; LoRA on the backbone's and
+  the depth decoder's block projections, as ours. Both score the same frames: the losses compare.
 
-Runs alternate A B A B, each in a fresh process (``bench.ab``): samples / s of ``train()``, the
-median step after the first (wall and CPU time), the mean loss. Prints one JSON line, then a
-human summary per kind.
+The bare scripts and the settings both sides share: ``bench.speech_bare``. Runs alternate A B A B,
+each in a fresh process (``bench.ab``): samples / s of ``train()``, the median step after the first
+(wall and CPU time), the mean loss. ``--quick`` (2 steps, one pair) runs both sides in this process:
+a smoke run, no timing to read. Prints one JSON line, then a human summary per kind.
 """
 
 from __future__ import annotations
@@ -42,23 +50,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from bench.ab import LossLog, spawn, summary, timed_train
+from bench.speech_bare import BARE, MAX_LENGTH, SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
 AUDIO_CHAT_DATA = REPO.parent / "shared" / "datasets" / "mllm_audio_demo.json"
-KINDS = ("whisper", "audio_chat")
-SETTINGS = {
-    "batch_size": 2,
-    "learning_rate": 1e-4,
-    "lr_scheduler_type": "constant",
-    "lora_r": 16,
-    "lora_alpha": 32,
-    "lora_dropout": 0.0,
-    "random_seed": 42,
-    "mixed_precision": "no",
-}
-MAX_LENGTH = {"whisper": 64, "audio_chat": 1024}  # decoder tokens a transcript keeps; tokens a conversation keeps
-WHISPER_TARGETS = ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"]  # both stacks' blocks, cross-attention too
-CHAT_TARGETS = r"^model\.language_model\.layers\.\d+\.(?:self_attn\.(?:q|k|v|o)_proj|mlp\.(?:gate|up|down)_proj)$"
+KINDS = ("whisper", "audio_chat", "tts")
 
 
 def request_for(kind: str, model_dir: str, data: Path, steps: int) -> Any:
@@ -89,159 +85,17 @@ def _ours(kind: str, model_dir: str, data: Path, steps: int, out: Path, callback
     return trainer
 
 
-def _bare_args(cls: Any, out: Path, steps: int, **extra: Any) -> Any:
-    """``cls`` (``Seq2SeqTrainingArguments`` / ``SFTConfig``) with ``SETTINGS`` as a script writes them."""
-    return cls(
-        output_dir=str(out),
-        max_steps=steps,
-        per_device_train_batch_size=SETTINGS["batch_size"],
-        learning_rate=SETTINGS["learning_rate"],
-        lr_scheduler_type=SETTINGS["lr_scheduler_type"],
-        seed=SETTINGS["random_seed"],
-        data_seed=SETTINGS["random_seed"],
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        use_cpu=True,
-        remove_unused_columns=False,
-        **extra,
-    )
-
-
-def _lora(targets: Any) -> Any:
-    from peft import LoraConfig
-
-    return LoraConfig(
-        r=SETTINGS["lora_r"],
-        lora_alpha=SETTINGS["lora_alpha"],
-        lora_dropout=SETTINGS["lora_dropout"],
-        target_modules=targets,
-    )
-
-
-def decode(path: str, rate: int) -> Any:
-    """A clip as a bare script reads it: soundfile, mixed to mono, soxr to ``rate`` Hz (float32)."""
-    import numpy as np
-    import soundfile
-    import soxr
-
-    samples, found = soundfile.read(path, dtype="float32", always_2d=True)
-    return soxr.resample(samples.mean(axis=1), found, rate).astype(np.float32)
-
-
-def _bare_whisper(model_dir: str, data: Path, steps: int, out: Path, callback: Any) -> Any:
-    """transformers' Whisper fine-tuning guide, with PEFT (see the module docstring)."""
-    import datasets
-    from peft import get_peft_model
-    from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, WhisperForConditionalGeneration, WhisperProcessor
-    from transformers.models.whisper.modeling_whisper import shift_tokens_right
-
-    processor = WhisperProcessor.from_pretrained(model_dir, language="en", task="transcribe")
-    extractor, tokenizer = processor.feature_extractor, processor.tokenizer
-    prompt = len(tokenizer.prefix_tokens)  # <|startoftranscript|><|en|><|transcribe|><|notimestamps|>
-
-    def prepare(row: dict) -> dict:
-        clip = decode(str(data.parent / row["audio"]), extractor.sampling_rate)
-        row["input_features"] = extractor(clip, sampling_rate=extractor.sampling_rate).input_features[0]
-        row["labels"] = tokenizer(row["text"], max_length=MAX_LENGTH["whisper"], truncation=True).input_ids
-        return row
-
-    rows = datasets.load_dataset("json", data_files=str(data), split="train").map(prepare)
-    rows = rows.remove_columns(["audio", "text"])
-    model = WhisperForConditionalGeneration.from_pretrained(model_dir)
-    model.generation_config.forced_decoder_ids = None
-    start = model.config.decoder_start_token_id
-
-    def collate(features: list[dict]) -> dict:  # the guide's DataCollatorSpeechSeq2SeqWithPadding
-        inputs = [{"input_features": f["input_features"]} for f in features]
-        batch = extractor.pad(inputs, return_tensors="pt")
-        labels_batch = tokenizer.pad([{"input_ids": f["labels"]} for f in features], return_tensors="pt")
-        labels = labels_batch["input_ids"].masked_fill(labels_batch.attention_mask.ne(1), -100)
-        if (labels[:, 0] == start).all().cpu().item():
-            labels = labels[:, 1:]
-        # not in the guide: the prompt unscored, as ours (its tokens stay in the decoder's inputs)
-        batch["decoder_input_ids"] = shift_tokens_right(labels, tokenizer.pad_token_id, start)
-        labels[:, : prompt - 1] = -100
-        batch["labels"] = labels
-        return batch
-
-    model = get_peft_model(model, _lora(WHISPER_TARGETS))
-    args = _bare_args(Seq2SeqTrainingArguments, out, steps, label_names=["labels"])
-    return Seq2SeqTrainer(
-        model=model,
-        args=args,
-        train_dataset=rows,
-        data_collator=collate,
-        processing_class=processor,
-        callbacks=[callback],
-    )
-
-
-def _bare_audio_chat(model_dir: str, data: Path, steps: int, out: Path, callback: Any) -> Any:
-    """TRL's ``SFTTrainer`` with the processor's collation (see the module docstring)."""
-    import datasets
-    from transformers import AutoModelForMultimodalLM, AutoProcessor
-    from trl import SFTConfig, SFTTrainer
-
-    processor = AutoProcessor.from_pretrained(model_dir)
-    rate = processor.feature_extractor.sampling_rate
-    audio_ids = processor.tokenizer.convert_tokens_to_ids(["<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"])
-
-    def turns(messages: list[dict]) -> list[dict]:
-        out = []
-        for turn in messages:
-            text = turn["content"]
-            parts = [{"type": "audio"} for _ in range(text.count("<audio>"))]
-            out.append(
-                {"role": turn["role"], "content": [*parts, {"type": "text", "text": text.replace("<audio>", "")}]}
-            )
-        return out
-
-    def collate(rows: list[dict]) -> dict:
-        texts = [processor.apply_chat_template(turns(row["messages"]), tokenize=False) for row in rows]
-        clips = [decode(str(data.parent / clip), rate) for row in rows for clip in row["audios"]]
-        batch = processor(text=texts, audio=clips, sampling_rate=rate, padding=True, return_tensors="pt")
-        labels = batch["input_ids"].clone()
-        labels[labels == processor.tokenizer.pad_token_id] = -100
-        for token in audio_ids:
-            labels[labels == token] = -100
-        batch["labels"] = labels
-        return batch
-
-    rows = datasets.load_dataset("json", data_files=str(data), split="train")
-    args = _bare_args(
-        SFTConfig,
-        out,
-        steps,
-        dataset_kwargs={"skip_prepare_dataset": True},
-        include_num_input_tokens_seen="non_padding",
-        gradient_checkpointing=False,
-        bf16=False,
-    )
-    model = AutoModelForMultimodalLM.from_pretrained(model_dir, dtype="float32")
-    return SFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=rows,
-        data_collator=collate,
-        processing_class=processor,
-        peft_config=_lora(CHAT_TARGETS),
-        callbacks=[callback],
-    )
-
-
 def side(kind: str, which: str, model_dir: str, steps: int) -> dict[str, Any]:
     """One timed run of ``kind`` by ``which`` ("ours" | "bare"): ``ab.timed_train``'s figures and the
-    tokens a step (audio chat: the processor's ``input_ids`` but padding; Whisper: not counted)."""
+    tokens a step (audio chat: the processor's ``input_ids`` but padding; Whisper, TTS: not counted)."""
     import torch
 
     torch.manual_seed(SETTINGS["random_seed"])
     losses: list[float] = []
     ends: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as scratch:
-        data = speech_data(Path(scratch)) if kind == "whisper" else AUDIO_CHAT_DATA
-        bare = _bare_whisper if kind == "whisper" else _bare_audio_chat
+        data = kind_data(kind, Path(scratch) / "data")
+        bare = BARE[kind]
         callback = LossLog.make(losses, ends)
         out = Path(scratch) / "run"
         trainer = (
@@ -254,11 +108,18 @@ def side(kind: str, which: str, model_dir: str, steps: int) -> dict[str, Any]:
     return {"kind": kind, "side": which, **found, "tokens_per_step": round(seen / steps, 1) if seen else None}
 
 
-def speech_data(folder: Path) -> Path:
-    """The four demo clips and their transcripts, written into ``folder`` (as a user brings them)."""
-    from bench.whisper_model import speech_file
+def kind_data(kind: str, folder: Path) -> Path:
+    """The data file of ``kind``'s runs: the four demo clips with transcripts (whisper), the two with
+    speakers (tts), both written into ``folder`` as a user brings them; ``mllm_audio_demo.json``."""
+    if kind == "whisper":
+        from bench.whisper_model import speech_file
 
-    return speech_file(folder / "data")
+        return speech_file(folder)
+    if kind == "tts":
+        from bench.csm_model import tts_file
+
+        return tts_file(folder)
+    return AUDIO_CHAT_DATA
 
 
 def default_model(kind: str) -> str:
@@ -270,19 +131,27 @@ def default_model(kind: str) -> str:
         from bench.whisper_model import build_tiny_whisper
 
         return str(build_tiny_whisper(models / "bench-whisper-tiny-random"))
+    if kind == "tts":
+        from bench.csm_model import build_tiny_csm
+
+        return str(build_tiny_csm(models / "bench-csm-tiny-random"))
     from bench.audio_chat_model import build_tiny_qwen2_audio
     from trainer_core.models.loading import materialize_default_tokenizer
 
     return str(build_tiny_qwen2_audio(materialize_default_tokenizer(models), models / "bench-Qwen2-Audio-tiny"))
 
 
-def compare(kind: str, model_dir: str, steps: int, pairs: int, threads: Optional[int]) -> dict[str, Any]:
-    """``pairs`` A B rounds of ``kind`` (fresh processes); ``ab.summary`` of them."""
+def compare(kind: str, model_dir: str, steps: int, pairs: int, threads: Optional[int], here: bool) -> dict[str, Any]:
+    """``pairs`` A B rounds of ``kind`` (fresh processes; ``here``: in this process); ``ab.summary``."""
     argv = ["--child", kind, "--model", model_dir, "--steps", str(steps)]
     runs = []
     for _ in range(pairs):
         for which in ("ours", "bare"):
-            runs.append(spawn("bench.speech", [*argv, "--side", which], threads))
+            runs.append(
+                side(kind, which, model_dir, steps)
+                if here
+                else spawn("bench.speech", [*argv, "--side", which], threads)
+            )
             print(line(runs[-1]), flush=True)
     return {"kind": kind, "model": model_dir, "steps": steps, "pairs": pairs, "runs": runs, **summary(runs)}
 
@@ -299,12 +168,14 @@ def line(run: dict[str, Any]) -> str:
 def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     """Run the chosen kinds (``argv``: the command line's arguments); prints and returns the report."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("kind", nargs="?", default="both", choices=[*KINDS, "both"])
+    parser.add_argument("kind", nargs="?", default="all", choices=[*KINDS, "all"])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--pairs", type=int, default=2, help="A B pairs per kind")
     parser.add_argument("--threads", type=int, help="torch threads per side (1: CPU time least moved by other work)")
     parser.add_argument("--model", help="a model folder of the one kind chosen (default: its tiny random model)")
-    parser.add_argument("--quick", action="store_true", help="2 steps, one A B pair per kind (a smoke run)")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 steps, one A B pair per kind, in this process (a smoke run)"
+    )
     parser.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--side", choices=["ours", "bare"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -318,10 +189,12 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         return report
     if args.quick:
         args.steps, args.pairs = 2, 1
-    kinds = KINDS if args.kind == "both" else (args.kind,)
+    kinds = KINDS if args.kind == "all" else (args.kind,)
     if args.model and len(kinds) > 1:
-        parser.error("--model names one kind's model: choose whisper or audio_chat")
-    found = {k: compare(k, args.model or default_model(k), args.steps, args.pairs, args.threads) for k in kinds}
+        parser.error(f"--model names one kind's model: choose one of {', '.join(KINDS)}")
+    found = {
+        k: compare(k, args.model or default_model(k), args.steps, args.pairs, args.threads, args.quick) for k in kinds
+    }
     report = {"bench": "speech", "settings": SETTINGS, "threads": args.threads, **found}
     print(json.dumps(report))
     for kind in kinds:

@@ -16,6 +16,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Optional
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 CLIPS = SHARED / "mllm_demo_data"  # the demo clips: mp3 / wav / flac; 16, 44.1 and 48 kHz; mono and stereo; 2.9-5.9 s
@@ -50,6 +51,19 @@ TINY_WHISPER = dict(
     num_mel_bins=80,
     max_source_positions=400,  # CHUNK_SECONDS of 10 ms frames, halved by the encoder's stride-2 conv
     max_target_positions=128,
+)
+WHISPER_TINY_SIZE = dict(  # openai/whisper-tiny's shape (39 M parameters), for the estimates' bench: 30 s windows
+    d_model=384,
+    encoder_layers=4,
+    decoder_layers=4,
+    encoder_attention_heads=6,
+    decoder_attention_heads=6,
+    encoder_ffn_dim=1536,
+    decoder_ffn_dim=1536,
+    num_mel_bins=80,
+    max_source_positions=1500,
+    max_target_positions=448,
+    vocab_size=51865,  # beyond the tokenizer's ids: rows never reach them, the LM head still scores them
 )
 
 
@@ -106,9 +120,12 @@ def speech_file(folder: Path, rows: tuple = TRANSCRIPTS, name: str = "speech.jso
     return path
 
 
-def build_tiny_whisper(target: Path, seed: int = 0) -> Path:
-    """A random tiny Whisper with its processor in ``target`` (built once: an existing
-    ``config.json`` is kept). Returns ``target``."""
+def build_tiny_whisper(
+    target: Path, seed: int = 0, shape: Optional[dict] = None, chunk_seconds: int = CHUNK_SECONDS
+) -> Path:
+    """A random Whisper with its processor in ``target`` (built once: an existing ``config.json`` is
+    kept): ``TINY_WHISPER``'s shape and ``CHUNK_SECONDS`` windows unless ``shape`` (e.g.
+    ``WHISPER_TINY_SIZE``, with 30 s windows) and ``chunk_seconds`` say otherwise. Returns ``target``."""
     if (target / "config.json").is_file():
         return target
     import torch
@@ -126,14 +143,16 @@ def build_tiny_whisper(target: Path, seed: int = 0) -> Path:
     ids = {special: tokenizer.convert_tokens_to_ids(special) for special in SPECIALS}
     eos, start = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
     config = WhisperConfig(
-        vocab_size=len(tokenizer),
-        bos_token_id=eos,
-        eos_token_id=eos,
-        pad_token_id=eos,
-        decoder_start_token_id=start,
-        suppress_tokens=[],
-        begin_suppress_tokens=[],
-        **TINY_WHISPER,
+        **{
+            "vocab_size": len(tokenizer),
+            "bos_token_id": eos,
+            "eos_token_id": eos,
+            "pad_token_id": eos,
+            "decoder_start_token_id": start,
+            "suppress_tokens": [],
+            "begin_suppress_tokens": [],
+            **(shape or TINY_WHISPER),
+        }
     )
     torch.manual_seed(seed)
     model = WhisperForConditionalGeneration(config)
@@ -153,7 +172,7 @@ def build_tiny_whisper(target: Path, seed: int = 0) -> Path:
     )
     model.save_pretrained(target)
     WhisperProcessor(
-        feature_extractor=WhisperFeatureExtractor(chunk_length=CHUNK_SECONDS), tokenizer=tokenizer
+        feature_extractor=WhisperFeatureExtractor(chunk_length=chunk_seconds), tokenizer=tokenizer
     ).save_pretrained(target)
     return target
 

@@ -194,6 +194,25 @@ def tiny_csm_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_orpheus_dir(tmp_path_factory, tiny_model_dir: Path) -> Path:
+    """A tiny random Orpheus-style Llama (``bench/orpheus_model.py``: hidden 64, 2 layers, the real
+    tokenizer plus Orpheus' 28,682 ``<custom_token_N>`` tokens) beside a tiny random SNAC codec of SNAC
+    24 kHz's layout (``tiny_snac_dir``), built once per test process (a few seconds): allow
+    ``tiny_orpheus_dir.parent``."""
+    from bench.orpheus_model import build_tiny_orpheus, build_tiny_snac
+
+    folder = tmp_path_factory.mktemp("tiny-orpheus")
+    build_tiny_snac(folder / "snac-tiny")
+    return build_tiny_orpheus(tiny_model_dir, folder / "orpheus-tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_snac_dir(tiny_orpheus_dir: Path) -> Path:
+    """The tiny SNAC codec beside ``tiny_orpheus_dir`` (config.json, pytorch_model.bin)."""
+    return tiny_orpheus_dir.parent / "snac-tiny"
+
+
+@pytest.fixture(scope="session")
 def tokenizer(tiny_model_dir: Path):
     """The real SmolLM2 tokenizer (ChatML template, eos/pad = <|im_end|>), read from the tiny
     model's folder (the same files), so a test that needs only the tokenizer is not ``real_model``."""

@@ -105,13 +105,14 @@ class ModelKind:
         media column where another source has media). Asked of every kind. Raises DatasetError."""
         return normalised
 
-    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str) -> Any:
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str, base: Optional[Path] = None) -> Any:
         """The Train form's dataset preview of ``dataset`` (the first rows of the file ``source``, as
-        read) where this kind reads its own columns, as its training reads them with ``request`` (the
-        form's settings; ``tokenizer``: the model's, or None): a ``data.preview_cells.KindRows``
-        (what it found, the rows, each row's tokens); None: the text path's preview (chat turns,
-        text, preference or prompt rows, media). Raises DatasetError or Refusal naming the row and
-        column, or the setting, as its training would."""
+        read; ``base``: its folder, which relative clip paths are read from) where this kind reads
+        its own columns, as its training reads them with ``request`` (the form's settings;
+        ``tokenizer``: the model's, or None): a ``data.preview_cells.KindRows`` (what it found, the
+        rows, each row's tokens; an ``audio`` column of clip references gets players); None: the
+        text path's preview (chat turns, text, preference or prompt rows, media). Raises
+        DatasetError or Refusal naming the row and column, or the setting, as its training would."""
         return None
 
     def prepare_data(self, request: Any, processor: Any) -> Any:
@@ -201,6 +202,14 @@ class ModelKind:
         """Why llama.cpp's converter in ``converter`` cannot export this model to GGUF, or None."""
         return None
 
+    # Export: a merged export's model card (``export.card``), where it differs from a text LM's.
+    pipeline_tag = ""  # the Hub's task of this kind's models (e.g. "automatic-speech-recognition"); "": none written
+
+    def card_usage(self, request: dict) -> Optional[list[str]]:
+        """Python lines that load a merged export of this kind from ``PATH_TO_THIS_FOLDER`` and use
+        it once (``request``: the run's request as recorded, e.g. its language); None: the text LM's."""
+        return None
+
     def gguf_note(self, config: dict) -> Optional[str]:
         """The GGUF export's note where the file's answers cannot be compared with the model's
         (None: they are compared)."""
@@ -213,6 +222,15 @@ class ModelKind:
         data its own way (e.g. embedding pairs); ``tokenizer``: the preview tokenizer or None;
         ``started``: the check's ``time.perf_counter()``. None: the text path's check."""
         return None
+
+    def estimates(self, request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
+        """The memory and time estimates of a run of this kind whose check reads its rows its own
+        way (``check_report``; the text path's are ``preflight.costs``'): the report's fields
+        ``memory``, ``time``, their totals ``memory_estimate_gib`` / ``time_estimate_seconds``, or
+        ``no_estimates`` saying why not, and a memory ``warning`` (an Issue) when over the free
+        memory; for prepared ``data``, its ``plan`` (``preflight.steps.StepPlan``) and the model in
+        ``folder``. {}: none (the report says so)."""
+        return {}
 
     def check_line(self, request: Any, settings: Any, folder: Optional[Path]) -> Optional[str]:
         """The pre-flight check's line about the model in ``folder`` and its data; None: no line."""

@@ -19,7 +19,7 @@ from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
 from trainer_core.refusals import Refusal
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import FormatType, TrainingMethod
-from ui import embedding_panel, placeholder_panel
+from ui import audio_panel, embedding_panel, placeholder_panel
 from ui.context import Context
 from ui.form import TRI_VALUES, build_request
 from ui.refusals import describe, markdown_text
@@ -41,6 +41,7 @@ def preview(
     is_embedding: Any = "",
     embedding_columns: Any = "",
     embedding_loss: Any = "",
+    speaker_column: Any = "",
 ) -> tuple[Any, ...]:
     """The dataset preview of the uploaded file or the first typed path (confined to the allowed
     folders): detected format, row count, rows longer than the Max seq length with the chosen
@@ -48,7 +49,8 @@ def preview(
     template placeholders left in the data, and the first rows turn by turn (for a preference
     ``training_method``: prompt and answers; for a model that reads audio, or *Data has audio* on: a
     player and the duration of each clip, a line on all the clips, clips over ``max_audio_seconds``
-    refused by row). An embedding run (an embedding model, or ``is_embedding`` on): the shape of its
+    refused by row; a speech-to-text or text-to-speech model's own rows, as ``mapping_text`` and
+    ``speaker_column`` map them). An embedding run (an embedding model, or ``is_embedding`` on): the shape of its
     columns (as named, or mapped by ``embedding_columns``) and the loss training chooses (or
     ``embedding_loss``), rows over Max seq length by the embedder's tokenizer, the first rows column
     by column. Problems are shown inline, naming the file (and the row and column). Returns
@@ -76,8 +78,11 @@ def preview(
         model = model_name if isinstance(model_name, str) and model_name.strip() else default("model_name")
         tokenizer = load_preview_tokenizer(model, ctx.settings)
         method = TrainingMethod(training_method or default("training_method"))
-        embedding = dict(is_embedding=is_embedding, embedding_columns=embedding_columns, embedding_loss=embedding_loss)
-        request = form_request(ctx, first, model, length, method, embedding)
+        own = dict(is_embedding=is_embedding, embedding_columns=embedding_columns, embedding_loss=embedding_loss)
+        own.update(custom_format_mapping=mapping_text, is_dataset_audio=is_dataset_audio, speaker_column=speaker_column)
+        if max_audio_seconds is not None:
+            own["max_audio_seconds"] = max_audio_seconds
+        request = form_request(ctx, first, model, length, method, own)
         kind = form_kind(request, ctx.settings)  # its rows keep the media it reads (images), or read its own columns
         found = inspect_dataset(
             first,
@@ -104,14 +109,17 @@ def preview(
 
 
 def form_request(
-    ctx: Context, path: str, model: str, max_seq_length: int, method: TrainingMethod, embedding: dict[str, Any]
+    ctx: Context, path: str, model: str, max_seq_length: int, method: TrainingMethod, own: dict[str, Any]
 ) -> TrainingStartRequest:
-    """The form's settings the preview reads (``embedding``: the embedding widgets' values by field
-    name) as Start takes them (``form.build_request``, with ``path`` as the data), the embedding
-    options left out while their section is hidden (``embedding_panel.applied``). Raises Refused
-    naming the field (a malformed Embedding columns, an embedding run with a generation method)."""
-    values = {"model_name": model, "max_seq_length": max_seq_length, "training_method": method.value, **embedding}
-    return build_request(embedding_panel.applied(values, ctx.settings), [path], [])
+    """The form's settings the preview reads (``own``: the values of the widgets a kind reads its
+    rows by, by field name: the embedding options, the mapping, the audio options) as Start takes
+    them (``form.build_request``, with ``path`` as the data), the embedding and audio options left
+    out while their section is hidden (``embedding_panel.applied``, ``audio_panel.applied``). Raises
+    Refused naming the field (a malformed Embedding columns or mapping, an embedding run with a
+    generation method)."""
+    values = {"model_name": model, "max_seq_length": max_seq_length, "training_method": method.value, **own}
+    shown = audio_panel.applied(embedding_panel.applied(values, ctx.settings), ctx.settings)
+    return build_request(shown, [path], [])
 
 
 def preview_table(sample: pd.DataFrame) -> Any:

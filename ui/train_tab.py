@@ -43,6 +43,7 @@ PREVIEW_FIELDS = (
     "is_embedding",
     "embedding_columns",
     "embedding_loss",
+    "speaker_column",
 )
 FREE = dict(concurrency_limit=None)  # the runner's lock guards the one job; reads are cheap
 
@@ -145,6 +146,8 @@ class TrainTab:
             columns.submit,
             columns.blur,
             widgets["embedding_loss"].change,
+            widgets["speaker_column"].submit,
+            widgets["speaker_column"].blur,
         ):
             trigger(on_preview, inputs, shown, api_name=False, **FREE)
 

@@ -235,3 +235,16 @@ def test_embedding_bench_quick(capsys, tiny_encoder_dir):
     assert report["ours"]["median_samples_per_s"] > 0 and report["bare"]["median_samples_per_s"] > 0
     assert report["loss_gap"] < 0.02  # the same batches, loss and settings on both sides
     assert "samples/s" in capsys.readouterr().out
+
+
+def test_speech_bench_quick_tts(capsys, tiny_csm_dir):
+    """``bench.speech tts --quick`` on the tiny CSM: one A B pair of 2 steps, both sides in this
+    process (no process start): ours and the bare script of transformers' CSM docs score the same
+    frames, so their losses are equal step by step."""
+    from bench import speech
+
+    report = speech.main(["tts", "--quick", "--model", str(tiny_csm_dir)])["tts"]
+    ours, bare = report["runs"]
+    assert (ours["side"], bare["side"]) == ("ours", "bare") and ours["samples_per_s"] > 0 < bare["samples_per_s"]
+    assert ours["losses"] == pytest.approx(bare["losses"], abs=1e-3) and len(ours["losses"]) == 2
+    assert "tts: ours" in capsys.readouterr().out

@@ -92,8 +92,6 @@ INDIRECT: dict[str, str] = {
     "test_preview.py and test_data.py",
     "trainer_core.kinds.text_to_speech.targets": "LoRA targets of CSM's backbone and depth decoder; "
     "tests/trainer_core/kinds/text_to_speech/test_trainer.py and tests/e2e/test_tts_runs.py",
-    "trainer_core.kinds.text_to_speech.trainer": "the CSM trainer; tests/trainer_core/kinds/text_to_speech/"
-    "test_trainer.py and tests/e2e/test_tts_runs.py",
     "trainer_core.serving.one_answer": "ChatEngine's embed / transcribe / speak (a base of it); "
     "tests/trainer_core/serving/test_engine.py and the /v1 audio and embedding tests",
 }

@@ -213,7 +213,8 @@ FIELD_ORDER = [
                   "train_on_completions"]),
     ("data", ["is_dataset_image", "vision_image_size"]),
     ("data", ["is_dataset_audio"]),
-    ("audio", ["sampling_rate", "max_audio_seconds", "language", "task", "return_timestamps", "speaker_column"]),
+    ("audio", ["sampling_rate", "max_audio_seconds", "language", "task", "return_timestamps", "speaker_column",
+               "audio_codec"]),
     ("lora", ["lora_r", "lora_alpha", "lora_dropout", "target_modules", "modules_to_save", "use_loftq",
               "finetune_attention_modules", "finetune_language_layers", "finetune_vision_layers",
               "finetune_mlp_modules", "use_rslora"]),
@@ -229,7 +230,7 @@ def test_field_order_and_sections_are_pinned():
     from trainer_core.fieldmeta import group
 
     names = [name for _, block in FIELD_ORDER for name in block]
-    assert list(TrainingStartRequest.model_fields) == names and len(names) == 100
+    assert list(TrainingStartRequest.model_fields) == names and len(names) == 101
     assert list(TrainingStartRequest.model_json_schema()["properties"]) == names
     assert [(group(name), name) for name in names] == [(section, n) for section, block in FIELD_ORDER for n in block]
     assert TrainingStartRequest.model_config["extra"] == "forbid"

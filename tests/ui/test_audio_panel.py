@@ -38,6 +38,7 @@ def test_the_section_and_its_fields_follow_the_model_and_the_switch(models) -> N
         "task",
         "return_timestamps",
         "speaker_column",  # text-to-speech's own (``TEXT_TO_SPEECH.form_fields``): shown for a CSM model alone
+        "audio_codec",  # Orpheus' own (``ORPHEUS.form_fields``): the SNAC codec's folder or Hub id
     }
     with registered(SPEECH, AUDIO_CHAT):
         assert shown(speech, "", settings) and shown(chat, "", settings) and not shown(text, "", settings)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from trainer_core.distributed.launch import ScalingError
 from trainer_core.distributed.ray_storage import is_uri
+from trainer_core.models.hub import looks_like_path
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.refusals import Refusal
 from trainer_core.schemas import TrainingStartRequest
@@ -45,8 +46,8 @@ def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> Tra
     """A copy of ``request`` with every local path resolved and confined to ``roots``.
 
     Dataset paths may be files or folders (see ``confine_dataset``); ``distributed_config`` must be a
-    file. Raises PathNotAllowed (a path outside the roots, through ``..`` or a symlink, also one
-    inside a dataset folder), MissingPaths (dataset paths that do not exist) or ScalingError (no such
+    file; ``audio_codec`` is confined where it is a folder path. Raises PathNotAllowed (a path
+    outside the roots, through ``..`` or a symlink, also one inside a dataset folder), MissingPaths (dataset paths that do not exist) or ScalingError (no such
     ``distributed_config`` file)."""
     roots = list(roots)
     train = [confine_dataset(p, roots, "local_datasets") for p in request.local_datasets]
@@ -70,6 +71,8 @@ def checked_request(request: TrainingStartRequest, roots: Iterable[Path]) -> Tra
             f"your {'accelerate FSDP YAML' if request.distributed == 'fsdp' else 'DeepSpeed JSON'} file",
             fields=("distributed_config",),
         )
+    if looks_like_path(request.audio_codec):  # else a Hub id, looked up in the Hub cache only
+        updates["audio_codec"] = str(confine(request.audio_codec, roots, "audio_codec"))
     if request.adapter_name_or_path:
         updates["adapter_name_or_path"] = confine_adapter(request.adapter_name_or_path, roots)
     missing = [p for p in train + evals if not (Path(p).is_file() or Path(p).is_dir())]

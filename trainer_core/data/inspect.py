@@ -128,10 +128,11 @@ def inspect_dataset(
     is made for them. A model that reads audio (or ``is_dataset_audio`` on): the sample gets an
     ``audio`` column of players with each clip's duration, and a note on the clips
     (``audio_preview.audio_sample``; clips over ``max_audio_seconds`` refused by row). A kind that
-    reads its own columns (``ModelKind.preview_rows``: an embedding model's pairs) reads the first
-    ``check_rows`` rows as they are (no ``mapping``: its own mapping is in ``request``, the form's
-    settings; None: one with ``method`` and ``max_seq_length``), counts their tokens with
-    ``tokenizer``, and the sample shows its columns.
+    reads its own columns (``ModelKind.preview_rows``: an embedding model's pairs, a speech-to-text
+    or text-to-speech model's clip rows) reads the first ``check_rows`` rows as they are (no
+    ``mapping``: its own mapping is in ``request``, the form's settings; None: one with ``method``
+    and ``max_seq_length``), counts their tokens with ``tokenizer``, and the sample shows its
+    columns; for a kind that reads audio, its ``audio`` column as players (as above).
 
     Raises DatasetError for an unreadable file, columns matching no layout (or not fitting
     ``method``), a bad row among the first ``check_rows`` (naming it), or a chat template that
@@ -144,16 +145,20 @@ def inspect_dataset(
     name = Path(path).name
     if request is None:
         request = TrainingStartRequest.model_construct(training_method=method, max_seq_length=max_seq_length)
-    own = _own_rows(kind, dataset.select(range(min(check_rows, len(dataset)))), request, tokenizer, name)
+    base = base_folder(path)
+    own = _own_rows(kind, dataset.select(range(min(check_rows, len(dataset)))), request, tokenizer, name, base)
     if own is not None:
         whole = len(own.rows) == rows_total
         truncation = None if own.lengths is None else _report(own.lengths, own.max_seq_length, whole)
-        sample = columns_frame(own.rows.select(range(min(rows, len(own.rows)))))
-        return _inspection(path, dataset, rows_total, None, sample, truncation, own.notes, own.layout)
+        sample, notes = columns_frame(own.rows.select(range(min(rows, len(own.rows))))), own.notes
+        if "audio" in kind.media:  # its rows' clips (column ``audio``): players, as the text path's rows get
+            audio = audio_sample(own.rows, name, base, rows, kind, is_dataset_audio, max_audio_seconds, _escape)
+            sample, notes = _with_players(sample, notes, audio)
+        return _inspection(path, dataset, rows_total, None, sample, truncation, notes, own.layout)
     if mapping:
         dataset = apply_mapping(dataset, mapping, name)
     checked = dataset.select(range(min(check_rows, len(dataset))))
-    audio = audio_sample(checked, name, base_folder(path), rows, kind, is_dataset_audio, max_audio_seconds, _escape)
+    audio = audio_sample(checked, name, base, rows, kind, is_dataset_audio, max_audio_seconds, _escape)
     if method == TrainingMethod.grpo:  # prompts and the columns the rewards read
         canonical, fmt, notes = canonical_prompts(checked, name), FormatType.prompt_only, []
     elif method != TrainingMethod.sft:
@@ -162,29 +167,38 @@ def inspect_dataset(
     else:
         fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
         if kind is not None and kind.holds_media(checked):
-            canonical, notes = kind.media_rows(checked, fmt, name, base_folder(path))
+            canonical, notes = kind.media_rows(checked, fmt, name, base)
             tokenizer = None  # image tokens are the processor's to count (the kind's prepare_data)
         else:
             canonical, notes = normalize_with_notes(checked, fmt, name)
     truncation = None
     if tokenizer is not None:
         truncation = _report(token_lengths(canonical, tokenizer), max_seq_length, len(canonical) == rows_total)
-    sample = sample_frame(canonical.select(range(min(rows, len(canonical)))))
-    if audio is not None:
-        cells = audio[0][: len(sample)]
-        sample["audio"], notes = cells + [""] * (len(sample) - len(cells)), [*notes, audio[1]]
+    sample, notes = _with_players(sample_frame(canonical.select(range(min(rows, len(canonical))))), notes, audio)
     return _inspection(path, dataset, rows_total, fmt, sample, truncation, notes)
 
 
 def _own_rows(
-    kind: Optional[ModelKind], head: datasets.Dataset, request: Any, tokenizer: Any, source: str
+    kind: Optional[ModelKind], head: datasets.Dataset, request: Any, tokenizer: Any, source: str, base: Optional[Path]
 ) -> Optional[KindRows]:
-    """``kind``'s own reading of the file's first rows ``head`` (``ModelKind.preview_rows``), or
-    None for the text path. The shared tokenizer is held while the kind counts with it."""
+    """``kind``'s own reading of the file's first rows ``head`` (``ModelKind.preview_rows``; ``base``:
+    the file's folder), or None for the text path. The shared tokenizer is held while the kind counts with it."""
     if kind is None:
         return None
     with _tokenizer_lock:
-        return kind.preview_rows(head, request, tokenizer, source)
+        return kind.preview_rows(head, request, tokenizer, source, base)
+
+
+def _with_players(
+    sample: pd.DataFrame, notes: list[str], audio: Optional[tuple[list[str], str]]
+) -> tuple[pd.DataFrame, list[str]]:
+    """(``sample`` with column ``audio`` set to the players of ``audio``, ``notes`` and its note):
+    ``audio_preview.audio_sample``'s answer, each row's cell ("" past its cells); as they are for None."""
+    if audio is None:
+        return sample, notes
+    cells = audio[0][: len(sample)]
+    sample["audio"] = cells + [""] * (len(sample) - len(cells))
+    return sample, [*notes, audio[1]]
 
 
 def _inspection(

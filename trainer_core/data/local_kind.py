@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer_core.data.preview_tokenizer import local_model_folder
-from trainer_core.model_kind import ModelKind, kind_for_folder, kind_for_request
+from trainer_core.model_kind import ModelKind, kind_for_folder, kind_for_request, serving_kind
 from trainer_core.models import hub
 
 
@@ -50,3 +50,19 @@ def checked_kind(model_name: str) -> ModelKind:
 def request_kind(request: Any) -> ModelKind:
     """The kind of ``request``'s model (``checked_kind`` of its ``model_name``)."""
     return checked_kind(request.model_name)
+
+
+def choice_kind(choice: Any) -> ModelKind:
+    """The model kind of ``choice`` (a ``serving.schemas.ModelChoice``): its folder's where a kind
+    claims it or its config says (a whole model; any run of a kind that serves other than chat: an
+    embedding or text-to-speech run's adapter folder), else its base model's; for a choice that
+    serves other than chat, the first kind that serves it where that kind does not. So held-out
+    files keep the media it reads (a vision-language model's images), a kind evaluates its own
+    models (``ModelKind.evaluation``) and serves them (``ModelKind.load_server``: CSM and Orpheus
+    both speak)."""
+    folder = Path(choice.path) if choice.path else None
+    if folder is not None and (choice.serves != "chat" or (not choice.adapter and (folder / "config.json").is_file())):
+        own = kind_for_folder(folder)
+    else:
+        own = checked_kind(choice.base_model)  # a run's base, as its admitted request names it
+    return own if choice.serves in ("chat", own.serves) else serving_kind(choice.serves)

@@ -21,12 +21,12 @@ import datasets
 from pydantic import ValidationError
 
 from trainer_core.data.files import DatasetError
-from trainer_core.data.local_kind import checked_kind
+from trainer_core.data.local_kind import choice_kind
 from trainer_core.data.preference import preferred_conversations
 from trainer_core.data.preference_tokens import is_preference_rows
 from trainer_core.data.prepare import eval_conversations, load_conversations
 from trainer_core.evaluation.rows import to_rows
-from trainer_core.model_kind import ModelKind, kind_for_folder, kind_named, reader_of, serving_kind
+from trainer_core.model_kind import ModelKind, kind_named, reader_of
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.refusals import Refusal, explain
 from trainer_core.schemas import TrainingStartRequest
@@ -124,18 +124,6 @@ def _own_data(choice: ModelChoice, roots: Optional[list[Path]]) -> dict[str, Any
             fields=(FIELD,),
         )
     return {"run_request": request.public_dict(), "source": source, "max_seq_length": request.max_seq_length}
-
-
-def choice_kind(choice: ModelChoice) -> ModelKind:
-    """The model kind of ``choice``: the kind that serves what it serves (an embedding run's folder
-    or its base: ``ModelChoice.serves``), else its folder's (its config, or a kind claims the folder),
-    else its base model's; so that held-out files keep the media it reads (a vision-language
-    model's images: ``data.local_kind``) and a kind evaluates its own models (``ModelKind.evaluation``)."""
-    if choice.serves != "chat":
-        return serving_kind(choice.serves)
-    if choice.path and not choice.adapter and (Path(choice.path) / "config.json").is_file():
-        return kind_for_folder(Path(choice.path))
-    return checked_kind(choice.base_model)  # a run's base, as its admitted request names it
 
 
 def _kind_plan(

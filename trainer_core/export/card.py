@@ -153,12 +153,17 @@ def render(
     notes: list[str],
     dtype: Optional[str] = None,
     gguf: Sequence[GGUFFile] = (),
+    model_kind: Any = None,
 ) -> str:
     """The card's Markdown for an export of format ``fmt`` holding ``files``; ``gguf``: each GGUF
-    file with its format, header file type, size and check (a table in the Files section)."""
+    file with its format, header file type, size and check (a table in the Files section);
+    ``model_kind``: the exported model's ``ModelKind`` (a merged export of a kind with its own
+    ``pipeline_tag`` and ``card_usage`` says so: the Hub's task, and how to use it)."""
     kind = facts.training_type
-    tags = ["finetune-studio", kind] + (["gguf"] if fmt.startswith("gguf") else [])
+    task = model_kind.pipeline_tag if model_kind is not None and fmt == "merged" else ""
+    tags = ["finetune-studio", kind] + (["gguf"] if fmt.startswith("gguf") else []) + ([task] if task else [])
     meta = ["---"] + ([f"base_model: {facts.hub_base}"] if facts.hub_base else [])
+    meta += [f"pipeline_tag: {task}"] if task else []
     meta += [f"library_name: {'peft' if fmt == 'adapter' else 'transformers'}"] if not fmt.startswith("gguf") else []
     meta += ["tags:", *(f"- {t}" for t in tags), "---", ""]
     what = {"adapter": "LoRA adapter", "merged": f"merged model ({dtype})"}.get(
@@ -181,7 +186,8 @@ def render(
         ]
         lines.append("")
     lines += _data_section(facts) + _settings_section(facts) + _results_section(facts)
-    lines += _check_section(check) + _usage_section(facts, fmt, files)
+    usage = model_kind.card_usage(facts.request) if model_kind is not None and fmt == "merged" else None
+    lines += _check_section(check) + (_code_section(usage) if usage else _usage_section(facts, fmt, files))
     if notes:
         lines += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     return "\n".join(meta + lines)
@@ -241,6 +247,20 @@ def _check_section(check: Optional[CheckResult]) -> list[str]:
     lines += [f"- explained: {n}" for n in check.near_ties]
     lines += [f"- problem: {p}" for p in check.problems]
     return lines + ([""] if check.near_ties or check.problems else [])
+
+
+def _code_section(code: list[str]) -> list[str]:
+    return ["## How to use", "", "```python", *code, "```", ""]
+
+
+def clip_lines(path: str, rate: str) -> list[str]:
+    """Usage lines that read the audio file ``path`` into ``audio``: mono float32 at ``rate`` (a
+    Python expression) with soundfile and soxr, as the studio reads clips (after ``sf`` / ``soxr``
+    are imported)."""
+    return [
+        f'audio, found = sf.read("{path}", dtype="float32", always_2d=True)',
+        f"audio = soxr.resample(audio.mean(axis=1), found, {rate})  # mono, at the model's rate",
+    ]
 
 
 def _usage_section(facts: RunFacts, fmt: str, files: list[str]) -> list[str]:

@@ -150,12 +150,15 @@ def listing(out: Path) -> list[ExportedFile]:
 def write_card(
     job: ExportJob, files: list[str], check: Optional[CheckResult], dtype: Optional[str], gguf: Sequence[GGUFFile] = ()
 ) -> str:
-    """The model card's text for this export (stage ``card``)."""
+    """The model card's text for this export (stage ``card``; a merged folder's own kind says its
+    Hub task and usage, ``ModelKind.card_usage``)."""
     from trainer_core.export.card import gather_facts, render
+    from trainer_core.model_kind import kind_for_folder
 
     job.progress.begin("card", 0.97, "Writing the model card")
     facts = gather_facts(job.choice, job.run_info)
-    return render(facts, job.request.format, files, check, job.notes, dtype, gguf)
+    merged = kind_for_folder(job.out) if job.request.format == "merged" else None
+    return render(facts, job.request.format, files, check, job.notes, dtype, gguf, merged)
 
 
 def result(

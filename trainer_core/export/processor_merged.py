@@ -3,8 +3,8 @@
 check clip): the run loaded in float32, measured (the reference), the adapter merged
 (``weights.merge``: ``merge_and_unload``; a full fine-tune's own weights), saved in the chosen
 dtype with its processor, loaded back by the folder's kind's class and measured again; the kind's
-``compare`` judges the two measures. The card is the shared one, passed through the kind's
-``card`` (e.g. a Hub ``pipeline_tag``)."""
+``compare`` judges the two measures. The card is the shared one (``job.write_card``: the folder's
+kind gives its Hub ``pipeline_tag`` and usage)."""
 
 from __future__ import annotations
 
@@ -18,22 +18,16 @@ from trainer_core.export.schemas import CheckResult, ExportResult
 from trainer_core.export.weights import load_causal_lm, load_run, merge
 
 
-def _same(text: str) -> str:
-    return text
-
-
 @dataclass(frozen=True)
 class MergedCheck:
     """A kind's check of its merged folder: ``measure(model, processor)`` (any value ``compare``
     reads), ``compare(dtype, want, got)`` -> CheckResult, the progress lines of the two measures
-    (``reference``: the run as trained; ``check``: the folder loaded back) and ``card`` (the card's
-    Markdown -> the kind's)."""
+    (``reference``: the run as trained; ``check``: the folder loaded back)."""
 
     measure: Callable[[Any, Any], Any]
     compare: Callable[[str, Any, Any], CheckResult]
     reference: str
     check: str
-    card: Callable[[str], str] = _same
 
 
 def export_merged_with_processor(job: jobs.ExportJob, check: MergedCheck) -> ExportResult:
@@ -60,5 +54,5 @@ def export_merged_with_processor(job: jobs.ExportJob, check: MergedCheck) -> Exp
     del back
     gc.collect()
     files = [f.name for f in jobs.listing(job.out)] + ["README.md"]
-    (job.out / "README.md").write_text(check.card(jobs.write_card(job, files, result, dtype)), encoding="utf-8")
+    (job.out / "README.md").write_text(jobs.write_card(job, files, result, dtype), encoding="utf-8")
     return jobs.result(job, result, dtype)

@@ -157,13 +157,15 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     if audio_errors:
         return audio_errors
     tokenizer = load_preview_tokenizer(request.model_name, settings, request.default_chat_template)
-    own = kind_for_request(request, folder).check_report(request, folder, tokenizer, time.perf_counter())
+    kind = kind_for_request(request, folder)
+    own = kind.check_report(request, folder, tokenizer, time.perf_counter())
     if own is not None:  # a kind that reads its data its own way (embedding pairs)
         return own.errors
     _, structure_errors = model_structure(request, settings)
     if structure_errors or request.hf_dataset:
         return structure_errors
     found = gather(request, tokenizer, notes=False)
+    count_media(found, kind, folder)  # rows whose clips alone fill max_seq_length are left out, as by the check
     checks = (
         no_tokens(found, request),
         rules.rewards_unusable(request, found.train.column_names),

@@ -1,11 +1,12 @@
 """The pre-flight pieces a clip-per-row kind (speech-to-text, text-to-speech) shares: the method
 refusal (such a model trains with sft only), a refusal met while reading its model or rows as the
 check's error, and the report of its prepared splits (``data.audio_splits.ClipSplits``): rows,
-tokens, steps and the kind's line, with no memory or time estimate yet."""
+tokens, steps, the kind's line and its memory and time estimates (``ModelKind.estimates``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
 from trainer_core.preflight.check import refused_report
@@ -39,16 +40,24 @@ def read_error(exc: Exception) -> Issue:
     return Issue(level="error", code="model_load", message=str(exc), fields=["model_name"])
 
 
-def splits_report(request: Any, data: Any, started: float, label: str, line: str) -> PreflightReport:
+def splits_report(
+    request: Any, data: Any, started: float, kind: Any, line: str, folder: Optional[Path]
+) -> PreflightReport:
     """The report of ``data`` (``ClipSplits``; ``started``: the check's ``perf_counter``): rows
-    read and kept, truncated rows, tokens, held-out rows, steps, and ``line`` (field ``vision``: the
-    model kind's line); ``label``: the kind's words in the no-estimate note."""
+    read and kept, truncated rows, tokens, held-out rows, steps, ``line`` (field ``vision``: the
+    model kind's line) and the memory and time estimates of ``kind`` (a ``ModelKind``: its
+    ``estimates`` of the model in ``folder``), with their memory warning."""
     stats = data.stats
     plan = plan_steps(stats.rows, request)
     held = len(data.eval) if data.eval is not None else 0
-    return refused_report(request, [], started).model_copy(
+    costs = {
+        "no_estimates": f"no memory or time estimates for {kind.label} models",
+        **kind.estimates(request, folder, data, plan),
+    }
+    warning = costs.pop("warning", None)
+    return refused_report(request, [], started, warnings=[warning] if warning else []).model_copy(
         update=dict(
-            no_estimates=f"no memory or time estimates for {label} models yet",
+            **costs,
             rows_read=stats.rows + held,
             rows_kept=stats.rows,
             rows_truncated=stats.truncated_rows,

@@ -30,6 +30,7 @@ Parts (bytes, summed into GiB):
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
@@ -94,8 +95,18 @@ def activation_elements(s: Shapes, request: TrainingStartRequest, adapted: tuple
         ("gate_proj", "up_proj"): d * routed,
         ("down_proj",): inner,
     }
+    full = request.training_type == TrainingType.full
+    return values + projection_inputs(groups, adapted, request) + 2 * d * full
+
+
+def projection_inputs(groups: dict[tuple[str, ...], int], adapted: Collection[str], request: Any) -> int:
+    """Values autograd saves per position for the inputs of a layer's projections, given as
+    ``groups`` of projections that read one input of width w: full fine-tuning saves each group's
+    input once; LoRA, per projection in ``adapted``, its dropout output and mask (2 w) when
+    ``lora_dropout`` > 0 or else the group's input once, plus r for the A output."""
     if request.training_type == TrainingType.full:
-        return values + sum(groups.values()) + 2 * d
+        return sum(groups.values())
+    values = 0
     for members, width in groups.items():
         mine = [name for name in members if name in adapted]
         if request.lora_dropout > 0:

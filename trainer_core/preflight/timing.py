@@ -209,6 +209,18 @@ def generation_part(
     return {"generation": generation_seconds(request, model_config, total_steps, device, machine_gflops(device))}
 
 
+def startup_seconds(weight_bytes: float) -> float:
+    """Worker start and imports, loading ``weight_bytes`` of weights, building the trainer."""
+    return IMPORT_SECONDS + weight_bytes / LOAD_BYTES_PER_SECOND + BUILD_SECONDS
+
+
+def save_seconds(trained_bytes: float, checkpoints: int) -> float:
+    """The final save of ``trained_bytes`` (weights or adapter) plus ``checkpoints`` saves of them
+    with their optimizer state."""
+    final = SAVE_FIXED_SECONDS + trained_bytes / DISK_BYTES_PER_SECOND
+    return final + checkpoints * (SAVE_FIXED_SECONDS + 3 * trained_bytes / DISK_BYTES_PER_SECOND)
+
+
 def _save_seconds(request: TrainingStartRequest, model_config: Any, total_steps: int, device: str) -> float:
     """Final save plus the checkpoints at ``save_steps`` (weights or adapter, and optimizer state)."""
     counts = count_parameters(
@@ -217,9 +229,7 @@ def _save_seconds(request: TrainingStartRequest, model_config: Any, total_steps:
     trained_bytes = (
         counts.lora * 4.0 if request.training_type != TrainingType.full else counts.total * dtype_bytes(device)
     )
-    checkpoints = total_steps // request.save_steps if request.save_steps else 0
-    final = SAVE_FIXED_SECONDS + trained_bytes / DISK_BYTES_PER_SECOND
-    return final + checkpoints * (SAVE_FIXED_SECONDS + 3 * trained_bytes / DISK_BYTES_PER_SECOND)
+    return save_seconds(trained_bytes, total_steps // request.save_steps if request.save_steps else 0)
 
 
 def _trained_tokens(
@@ -263,7 +273,7 @@ def estimate_time(
     row_tokens = train_tokens / max(total_steps * request.batch_size * request.gradient_accumulation_steps, 1)
     per_token = flops_per_token(request, model_config, row_tokens, lm_head=lm_head)
     weight_bytes = count_parameters(model_config, [], 1, False).total * dtype_bytes(device)
-    startup = IMPORT_SECONDS + weight_bytes / LOAD_BYTES_PER_SECOND + BUILD_SECONDS
+    startup = startup_seconds(weight_bytes)
     tokenize = tokenize_seconds
     if tokenize is None:
         tokenize = (train_tokens_per_epoch + eval_tokens) / TOKENIZE_TOKENS_PER_SECOND

@@ -68,9 +68,11 @@ def row_counts(encoded: datasets.Dataset, max_seq_length: int) -> RowCounts:
 def with_media(counts: RowCounts, media: list[int]) -> RowCounts:
     """``counts`` with each row's ``media`` tokens (rows,) (its clips' audio tokens, which the
     tokenizer alone does not see) added to its full length; trained tokens unchanged (media tokens
-    are never scored)."""
-    full = counts.full + np.asarray(media, dtype=np.int64)
-    return RowCounts(full, counts.trained, counts.trainable, counts.max_seq_length)
+    are never scored), except none for a row whose media alone fill ``max_seq_length``: training
+    leaves it out, as a cut clip would not match its features (``data.media_prepare``)."""
+    tokens = np.asarray(media, dtype=np.int64)
+    trained = np.where(tokens >= counts.max_seq_length, 0, counts.trained)
+    return RowCounts(counts.full + tokens, trained, counts.trainable, counts.max_seq_length)
 
 
 __all__ = ["RowCounts", "encode_rows", "row_counts", "with_media"]

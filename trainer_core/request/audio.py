@@ -1,5 +1,5 @@
 """Audio in the data, for speech and audio models: whether the data holds audio clips, the rate and
-length they are read at, Whisper's language / task / timestamps and a text-to-speech speaker column
+length they are read at, Whisper's language / task / timestamps, a text-to-speech speaker column and an Orpheus model's codec
 (fields the form shows only for a model that reads or speaks audio; the opener is
 ``trainer_core.data.audio``)."""
 
@@ -14,6 +14,7 @@ from trainer_core.vocabulary import OptionalWholeNumber
 
 DEFAULT_MAX_SECONDS = 30.0  # the longest clip by default: Whisper hears 30 s at a time
 MAX_AUDIO_SECONDS = 600.0  # the longest clip a run may allow (10 minutes)
+SNAC_24KHZ = "hubertsiuzdak/snac_24khz"  # Orpheus' codec (24 kHz, 3 levels of 4096 codes)
 
 
 class AudioFields(FieldGroup):
@@ -87,6 +88,19 @@ class AudioFields(FieldGroup):
             "Text-to-speech (CSM): the data column naming each row's speaker (a whole number: the voice id the model "
             "learns, said again in POST /v1/audio/speech's voice). Empty: a column named speaker if the data has one, "
             "else speaker 0 for every row."
+        ),
+        json_schema_extra=in_section("audio", audio=True),
+    )
+
+    audio_codec: str = Field(
+        SNAC_24KHZ,
+        min_length=1,
+        max_length=300,
+        title="Audio codec",
+        description=(
+            "Text-to-speech (Orpheus): the SNAC codec whose codes the model speaks, a local folder (config.json and "
+            "pytorch_model.bin, as SNAC.from_pretrained reads it) in the allowed folders or a Hub id already in the "
+            "Hub cache (never downloaded). Its codes are the training targets and decode the model's speech."
         ),
         json_schema_extra=in_section("audio", audio=True),
     )

@@ -6,7 +6,7 @@ demand, one command in its turn)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 from trainer_core.serving.errors import EMBED_BUSY, ChatInputError
 from trainer_core.serving.inputs import checked_inputs
@@ -86,12 +86,12 @@ class OneAnswerRequests:
             text=done["text"], language=done["language"], duration=done["duration"], tokens=done["tokens"]
         )
 
-    def speak(self, model_id: str, text: str, voice: int = 0, use_adapter: bool = True) -> Speech:
-        """The speech of ``text`` in voice ``voice`` (a speaker id) by text-to-speech model
-        ``model_id``; ``use_adapter=False``: its base model's (see ``stream``). Loads the model on
-        demand and waits for its turn. Raises ChatUnavailable, UnknownModel, or ChatInputError (not
-        a text-to-speech model: ``fields`` ``model``; the base of whole weights:
-        ``refuse_whole_weights``)."""
+    def speak(self, model_id: str, text: str, voice: Union[int, str] = 0, use_adapter: bool = True) -> Speech:
+        """The speech of ``text`` in voice ``voice`` (a speaker: CSM's number, an Orpheus-style run's
+        name) by text-to-speech model ``model_id``; ``use_adapter=False``: its base model's (see
+        ``stream``). Loads the model on demand and waits for its turn. Raises ChatUnavailable,
+        UnknownModel, or ChatInputError (not a text-to-speech model: ``fields`` ``model``; the base of
+        whole weights: ``refuse_whole_weights``; a voice the model has not: ``voice``)."""
         choice = self._served(model_id, "speech")
         refuse_whole_weights(model_id, choice, use_adapter)
         done = self._ask(choice, {"input": text, "voice": voice, "use_adapter": use_adapter})

@@ -59,7 +59,7 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
 
     exit_with_parent()
     try:
-        from trainer_core.model_kind import serving_kind
+        from trainer_core.data.local_kind import choice_kind
         from trainer_core.models.loading import ModelLoadError
         from trainer_core.serving.generate import generate, warm_up
         from trainer_core.serving.loader import load_choice
@@ -67,7 +67,7 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
 
         quiet_libraries()
         picked = ModelChoice(**choice)
-        server = serving_kind(picked.serves).load_server(picked, Path(models_dir))
+        server = choice_kind(picked).load_server(picked, Path(models_dir))  # e.g. CSM or Orpheus for speech
         if server is None:
             loaded = load_choice(picked, Path(models_dir))
             warm_up(loaded)

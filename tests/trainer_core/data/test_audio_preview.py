@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 from pathlib import Path
 
@@ -13,9 +14,13 @@ import pytest
 import soundfile
 
 from tests.support.audio_kinds import AUDIO_CHAT, registered
+from tests.support.speech_data import speech_file, speech_request
+from tests.support.tts_data import tts_file
 from trainer_core.data.audio_preview import PREVIEW_RATE, duration_text
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.inspect import inspect_dataset
+from trainer_core.kinds.speech_to_text.kind import SPEECH_TO_TEXT
+from trainer_core.kinds.text_to_speech.kind import TEXT_TO_SPEECH
 
 PLAYER = re.compile(
     r'<audio controls preload="none" src="data:audio/mpeg;base64,([A-Za-z0-9+/=]+)"></audio> (\S+) \((.+?)\)'
@@ -51,3 +56,41 @@ def test_the_preview_refuses_as_the_check_does(datasets_dir: Path) -> None:
             inspect_dataset(demo, kind=AUDIO_CHAT, is_dataset_audio=False)
     assert long.value.fields == ("max_audio_seconds",)
     assert (duration_text(4.04), duration_text(65.25)) == ("4.0 s", "1:05.2")
+
+
+def _players(cells) -> list[tuple[str, str]]:
+    """(clip name, duration) of each preview cell's one player."""
+    return [(m.group(2).replace("\\", ""), m.group(3)) for m in (PLAYER.fullmatch(cell) for cell in cells)]
+
+
+def test_speech_to_text_rows_are_read_as_training_reads_them(tmp_path: Path) -> None:
+    data = speech_file(tmp_path / "clips", column="caption")
+    request = speech_request(tmp_path / "whisper", data, custom_format_mapping={"text": "caption"})
+    found = inspect_dataset(str(data), kind=SPEECH_TO_TEXT, request=request, max_audio_seconds=30.0)
+    assert found.layout == "speech-to-text rows: the clip in audio, its transcript in text" and found.rows_total == 4
+    assert list(found.sample.columns) == ["row", "audio", "text"]
+    assert _players(found.sample["audio"]) == [
+        ("1.mp3", "4.0 s"),
+        ("2.wav", "2.9 s"),
+        ("3.flac", "5.9 s"),
+        ("4.mp3", "5.0 s"),
+    ]
+    assert found.sample["text"][1] == "A woman is coughing."
+    assert found.notes[-1].startswith("Audio: 4 clips in the first 4 rows, 17.8 s in all")
+    with pytest.raises(DatasetError, match=r"speech\.json: row 3: audio clip 3\.flac is 5\.9 s long"):
+        inspect_dataset(str(data), kind=SPEECH_TO_TEXT, request=request.model_copy(update={"max_audio_seconds": 5.0}))
+
+
+def test_text_to_speech_rows_show_the_speaker_column_the_form_names(tmp_path: Path) -> None:
+    data = tts_file(tmp_path / "clips")
+    rows = json.loads(data.read_text())
+    data.write_text(json.dumps([{**row, "voice": row.pop("speaker")} for row in rows]))
+    request = speech_request(tmp_path / "csm", data, speaker_column="voice")
+    found = inspect_dataset(str(data), kind=TEXT_TO_SPEECH, request=request)
+    assert found.layout == "text-to-speech rows: the words in text, the clip in audio, the speaker in voice"
+    assert list(found.sample.columns) == ["row", "text", "speaker", "audio"]
+    assert list(found.sample["speaker"]) == ["0", "1"]
+    assert _players(found.sample["audio"]) == [("2.wav", "2.9 s"), ("3.flac", "5.9 s")]
+    with pytest.raises(DatasetError, match="speaker_column 'talker' is not a column here") as missing:
+        inspect_dataset(str(data), kind=TEXT_TO_SPEECH, request=request.model_copy(update={"speaker_column": "talker"}))
+    assert "speaker_column" in missing.value.fields

@@ -156,6 +156,7 @@ def test_audio_rows_for_a_text_or_vision_model_name_every_audio_kind(datasets_di
     assert str(built_in.value).endswith(
         "or choose a speech-to-text model for (audio, transcript) rows (e.g. openai/whisper-tiny, openai/whisper-small), "
         "or a text-to-speech model for (text, audio) rows (e.g. sesame/csm-1b), "
+        "or an Orpheus-style text-to-speech model with its SNAC codec (e.g. canopylabs/orpheus-3b-0.1-pretrained), "
         "or an audio-in chat model (e.g. Qwen/Qwen2-Audio-7B-Instruct)"
     )
 

@@ -93,6 +93,13 @@ class AudioChatKind(ModelKind):
 
         return projector_problem(config, converter)
 
+    pipeline_tag = "audio-text-to-text"
+
+    def card_usage(self, request: dict) -> Optional[list[str]]:
+        from trainer_core.kinds.audio_chat.export import card_usage
+
+        return card_usage(self.auto_class)
+
     def check_line(self, request: Any, settings: Any, folder: Optional[Path]) -> Optional[str]:
         from trainer_core.kinds.audio_chat.check import audio_chat_summary
 

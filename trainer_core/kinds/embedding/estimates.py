@@ -10,27 +10,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.kinds.embedding.data import EmbeddingData, text_columns
-from trainer_core.preflight import rules
+from trainer_core.preflight.stack_costs import report_fields
+from trainer_core.preflight.stacks import pretrained_config
 from trainer_core.preflight.steps import StepPlan
 
 log = logging.getLogger(__name__)
 
 NOT_HERE = "the model's config is not on this machine"
 NOT_COUNTED = "its architecture cannot be counted"
-
-
-def _config(folder: Optional[Path]) -> Optional[Any]:
-    """The transformer's ``PretrainedConfig`` in ``folder`` (its root, where sentence-transformers
-    and causal LM folders keep ``config.json``), or None."""
-    if folder is None or not (Path(folder) / "config.json").is_file():
-        return None
-    from transformers import AutoConfig
-
-    try:
-        return AutoConfig.from_pretrained(str(folder), local_files_only=True)
-    except (OSError, ValueError) as exc:
-        log.info("no estimates for %s: %s", folder, exc)
-        return None
 
 
 def longest_batch_tokens(request: Any, data: EmbeddingData) -> int:
@@ -48,7 +35,7 @@ def estimates(request: Any, folder: Optional[Path], data: EmbeddingData, plan: S
     from trainer_core.preflight.estimates import estimate_memory, estimate_time
     from trainer_core.preflight.parameters import UnsupportedModelError
 
-    config = _config(folder)
+    config = pretrained_config(folder)
     if config is None:
         return {"no_estimates": NOT_HERE}
     device = training_device()
@@ -70,14 +57,4 @@ def estimates(request: Any, folder: Optional[Path], data: EmbeddingData, plan: S
     except UnsupportedModelError as exc:
         log.info("no estimates for %s: %s", folder, exc)
         return {"no_estimates": NOT_COUNTED}
-    found: dict[str, Any] = {
-        "no_estimates": None,
-        "memory": memory,
-        "time": time_,
-        "memory_estimate_gib": round(memory.total_gib, 3),
-        "time_estimate_seconds": round(time_.total_seconds, 1),
-    }
-    warning = rules.memory_over_free(memory.total_gib, memory.free_gib, memory.device)
-    if warning:
-        found["warning"] = warning
-    return found
+    return report_fields(memory, time_)

@@ -68,7 +68,7 @@ class EmbeddingKind(ModelKind):
     def inner_model(self, model: Any) -> Any:
         return model[0].model
 
-    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str) -> Any:
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str, base: Optional[Path] = None) -> Any:
         from trainer_core.kinds.embedding.preview import preview_rows
 
         return preview_rows(dataset, request, tokenizer, source)

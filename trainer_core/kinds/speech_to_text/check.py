@@ -1,7 +1,7 @@
 """The pre-flight check of a speech-to-text run (and the errors Start refuses on): its rows read as
 training reads them (``data.prepare_speech_data``: every clip found and measured, none too long),
-the method (sft only), and one line: clips, seconds of audio, the decoder prompt and the
-transcripts' tokens."""
+the method (sft only), one line: clips, seconds of audio, the decoder prompt and the transcripts'
+tokens, and the memory and time estimates (``estimates``)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,6 @@ from trainer_core.preflight.check import refused_report
 from trainer_core.preflight.clip_report import read_error, sft_only, splits_report
 from trainer_core.preflight.rules import tokenizer_missing
 from trainer_core.refusals import Refusal
-
-NO_ESTIMATES = (
-    "no memory or time estimates for speech-to-text models yet (the estimates count decoder-only language models); "
-    "the token counts include the encoder frames"
-)
 
 
 def check_request(request: Any) -> None:
@@ -46,10 +41,12 @@ def check_line(request: Any, data: ClipSplits, prompt: str, frames: int, window:
     )
 
 
-def speech_report(request: Any, folder: Optional[Path], started: float) -> Any:
+def speech_report(request: Any, folder: Optional[Path], started: float, kind: Any) -> Any:
     """The ``PreflightReport`` of a speech-to-text run (``started``: the check's ``perf_counter``):
-    rows, tokens, steps and the kind's line (field ``vision``: the model kind's line), or the
-    refusal as its error (``data_error`` for data, else the Refusal's own code)."""
+    rows, tokens (the decoder's and the encoder frames), steps, the kind's line (field ``vision``:
+    the model kind's line) and the memory and time estimates of ``kind`` (the model's
+    ``ModelKind``), or the refusal as its error (``data_error`` for data, else the Refusal's own
+    code)."""
     from trainer_core.kinds.speech_to_text.collator import decoder_prompt
 
     if folder is None:  # a Hub model not on this machine: the worker reads the data
@@ -65,8 +62,6 @@ def speech_report(request: Any, folder: Optional[Path], started: float) -> Any:
     prompt = "".join(processor.tokenizer.convert_ids_to_tokens(decoder_prompt(processor.tokenizer, request)))
     frames, window = folder_source_positions(folder), float(window_seconds(processor) or 30)
     line = check_line(request, data, prompt, frames, window)
-    report = splits_report(request, data, started, "speech-to-text", line)
+    report = splits_report(request, data, started, kind, line, folder)
     # decoder tokens + encoder frames (each clip is padded to one window)
-    return report.model_copy(
-        update={"no_estimates": NO_ESTIMATES, "tokens_total": report.tokens_total + data.stats.rows * frames}
-    )
+    return report.model_copy(update={"tokens_total": report.tokens_total + data.stats.rows * frames})

@@ -23,6 +23,7 @@ from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import apply_mapping
 from trainer_core.data.media import media_columns
 from trainer_core.data.prepare import source_parts
+from trainer_core.data.preview_cells import KindRows
 
 AUDIO_COLUMN = "audio"
 TEXT_COLUMNS = ("text", "transcript", "sentence")  # the transcript's usual names, first present wins
@@ -119,6 +120,23 @@ def read_split(request: Any, eval: bool, roots: list[Path], window: Optional[flo
     return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
 
 
+def preview_rows(dataset: datasets.Dataset, request: Any, source: str, base: Optional[Path]) -> KindRows:
+    """The Train form's preview of ``dataset`` (the first rows of the file ``source``, relative clips
+    read from ``base``) as a run of ``request`` reads them (``preview_head``, then ``speech_rows``:
+    each clip found and measured, none over ``max_audio_seconds``): columns ``audio`` (the clip
+    references, which the preview plays) and ``text``. Transcript tokens are the Check's to count
+    (its decoder prompt depends on Language and Task). Raises DatasetError naming the row."""
+    from trainer_core.data.audio_splits import preview_head
+    from trainer_core.settings import get_settings
+
+    head = preview_head(dataset, request, source)
+    audio, text = _columns(head, source)
+    rows = speech_rows(head, source, base, list(get_settings().allowed_roots), 1, request.max_audio_seconds)
+    layout = f"speech-to-text rows: the clip in {audio}, its transcript in {text}"
+    notes = ["Transcript tokens: press Check (it counts them after the decoder prompt Language and Task make)."]
+    return KindRows(layout, rows.select_columns(["audio", "text"]), None, request.max_seq_length, notes)
+
+
 def window_seconds(processor: Any) -> Optional[float]:
     """Seconds of audio the model hears at once: its feature extractor's ``chunk_length`` (Whisper: 30)."""
     return getattr(processor.feature_extractor, "chunk_length", None)
@@ -151,7 +169,9 @@ def prepare_speech_data(request: Any, processor: Any, max_target_positions: int)
     from trainer_core.kinds.speech_to_text.collator import decoder_prompt
     from trainer_core.settings import get_settings
 
-    refuse_other_rate(request, processor, "feature extractor reads audio", "speech_sampling_rate")
+    refuse_other_rate(
+        request, processor.feature_extractor.sampling_rate, "feature extractor reads audio", "speech_sampling_rate"
+    )
     roots = list(get_settings().allowed_roots)
     window = window_seconds(processor)
     train, evaluation = train_and_eval(request, lambda eval: read_split(request, eval, roots, window))

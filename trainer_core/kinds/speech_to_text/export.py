@@ -4,7 +4,9 @@
   saved whole in the chosen dtype with its processor (feature extractor + tokenizer) and generation
   config, a folder ``AutoModelForSpeechSeq2Seq`` / ``AutoProcessor`` load by themselves. Checked by
   loading it back and transcribing ``CHECK_CLIPS`` (synthetic tones, so no data file is needed)
-  greedily beside the run as trained (float32): the generated tokens compared one by one.
+  greedily beside the run as trained (float32): the generated tokens compared one by one. The card
+  names the Hub's pipeline, ``automatic-speech-recognition``, and says how to transcribe a file with
+  the folder (``card_usage``).
 - **adapter**: the text path's zip (the adapter and the run's files).
 - **GGUF**: refused (``GGUF_REASON``): llama.cpp's converter writes no Whisper (whisper.cpp has its
   own ggml format and converter).
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainer_core.export import job as jobs
+from trainer_core.export.card import clip_lines
 from trainer_core.export.processor_merged import MergedCheck, export_merged_with_processor
 from trainer_core.export.schemas import CheckResult, ExportResult
 
@@ -70,6 +73,24 @@ def compare(dtype: str, want: list[list[int]], got: list[list[int]]) -> CheckRes
         tokens_total=total,
         required=f"at least {need:.0%} of the generated tokens equal to the run's",
     )
+
+
+def card_usage(request: dict) -> list[str]:
+    """The card's usage of a merged folder: transformers' speech recognition pipeline on a clip read
+    at the feature extractor's rate, with the run's language and task (``request``)."""
+    options = {"task": request.get("task") or "transcribe"}
+    if request.get("language"):
+        options = {"language": request["language"], **options}
+    return [
+        "import soundfile as sf",
+        "import soxr",
+        "from transformers import pipeline",
+        "",
+        'asr = pipeline("automatic-speech-recognition", model="PATH_TO_THIS_FOLDER")',
+        "rate = asr.feature_extractor.sampling_rate",
+        *clip_lines("speech.wav", "rate"),
+        f'print(asr({{"raw": audio, "sampling_rate": rate}}, generate_kwargs={options!r})["text"])',
+    ]
 
 
 def check_tokens(model: Any, processor: Any) -> list[list[int]]:

@@ -50,6 +50,13 @@ class SpeechToTextKind(ModelKind):
 
         return GGUF_REASON
 
+    pipeline_tag = "automatic-speech-recognition"
+
+    def card_usage(self, request: dict) -> Optional[list[str]]:
+        from trainer_core.kinds.speech_to_text.export import card_usage
+
+        return card_usage(request)
+
     def evaluation(self) -> Any:
         from trainer_core.kinds.speech_to_text.evaluation import SpeechEvaluation
 
@@ -68,6 +75,11 @@ class SpeechToTextKind(ModelKind):
         from trainer_core.kinds.speech_to_text.loading import load_processor
 
         return load_processor(path, **kwargs)
+
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str, base: Optional[Path] = None) -> Any:
+        from trainer_core.kinds.speech_to_text.data import preview_rows
+
+        return preview_rows(dataset, request, source, base)
 
     def prepare_data(self, request: Any, processor: Any) -> Any:
         from trainer_core.kinds.speech_to_text.data import prepare_speech_data
@@ -90,7 +102,12 @@ class SpeechToTextKind(ModelKind):
     def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
         from trainer_core.kinds.speech_to_text.check import speech_report
 
-        return speech_report(request, folder, started)
+        return speech_report(request, folder, started, self)
+
+    def estimates(self, request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
+        from trainer_core.kinds.speech_to_text.estimates import estimates
+
+        return estimates(request, folder, data, plan)
 
     def build_trainer(
         self,

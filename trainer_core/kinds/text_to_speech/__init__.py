@@ -1,1 +1,1 @@
-"""The text-to-speech kind: Sesame CSM trained on (text, audio[, speaker]) rows; Orpheus-style SNAC models detected and refused."""
+"""The text-to-speech kind: Sesame CSM trained on (text, audio[, speaker]) rows (Orpheus-style SNAC models: ``kinds.orpheus``)."""

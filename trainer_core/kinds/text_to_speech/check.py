@@ -41,10 +41,10 @@ def check_line(request: Any, data: ClipSplits) -> str:
     )
 
 
-def tts_report(request: Any, folder: Optional[Path], started: float) -> Any:
+def tts_report(request: Any, folder: Optional[Path], started: float, kind: Any) -> Any:
     """The ``PreflightReport`` of a text-to-speech run (``started``: the check's ``perf_counter``):
-    rows, positions, steps and the kind's line (field ``vision``: the model kind's line), or the
-    refusal as its error."""
+    rows, positions, steps, the kind's line (field ``vision``: the model kind's line) and the memory
+    and time estimates of ``kind`` (the model's ``ModelKind``), or the refusal as its error."""
     if folder is None:  # a Hub model not on this machine: the worker reads the data
         return refused_report(request, [], started, False, [tokenizer_missing(request.model_name)])
     if request.hf_dataset:  # Hub data: read by the worker, as for text
@@ -54,4 +54,4 @@ def tts_report(request: Any, folder: Optional[Path], started: float) -> Any:
         data = prepare_tts_data(request, load_processor(folder))
     except (DatasetError, Refusal, ModelLoadError) as exc:
         return refused_report(request, [read_error(exc)], started)
-    return splits_report(request, data, started, "text-to-speech", check_line(request, data))
+    return splits_report(request, data, started, kind, check_line(request, data), folder)

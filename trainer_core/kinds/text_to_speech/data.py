@@ -15,6 +15,7 @@ Columns: ``audio`` (or a Hub ``Audio`` column of another name), the text spoken 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
@@ -26,12 +27,14 @@ from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import apply_mapping
 from trainer_core.data.media import media_columns
 from trainer_core.data.prepare import source_parts
+from trainer_core.data.preview_cells import KindRows
 
 AUDIO_COLUMN = "audio"
 TEXT_COLUMNS = ("text", "transcript", "sentence")  # the text's usual names, first present wins
 SPEAKER_COLUMN = "speaker"  # read where the request names no speaker_column
 FRAMES_PER_SECOND = 12.5  # Mimi's codec frames a second of audio (CSM's processor counts them so)
 FIELDS = ("local_datasets", "custom_format_mapping")
+Voice = Callable[[Any, str, str, Optional[str]], Any]  # (value, source, "row N", column or None) -> the row's speaker
 
 
 class Shape(str, Enum):
@@ -75,8 +78,11 @@ def _columns(dataset: datasets.Dataset, source: str, speaker: Optional[str]) -> 
     return audio, text, speaker or (SPEAKER_COLUMN if SPEAKER_COLUMN in names else None)
 
 
-def _speaker(value: Any, source: str, where: str, column: str) -> int:
-    """A row's speaker id: a whole number from 0 (CSM's voices are numbered); DatasetError otherwise."""
+def speaker_number(value: Any, source: str, where: str, column: Optional[str]) -> int:
+    """A row's CSM speaker: a whole number from 0 (CSM's voices are numbered; 0 without a speaker
+    column); DatasetError otherwise."""
+    if column is None:
+        return 0
     text = str(value).strip() if value is not None else ""
     if not text.isdigit():
         raise _refuse(
@@ -90,12 +96,18 @@ def _speaker(value: Any, source: str, where: str, column: str) -> int:
 
 
 def tts_rows(
-    dataset: datasets.Dataset, source: str, base: Optional[Path], roots: list[Path], first_row: int, request: Any
+    dataset: datasets.Dataset,
+    source: str,
+    base: Optional[Path],
+    roots: list[Path],
+    first_row: int,
+    request: Any,
+    voice: Voice = speaker_number,
 ) -> datasets.Dataset:
-    """``dataset``'s rows as (``audio``, ``text``, ``speaker``, ``seconds``). Raises DatasetError
-    naming ``source`` and the file row (``first_row`` is ``dataset[0]``'s) for a missing text, a
-    clip that cannot be read or found (outside ``base`` / ``roots``, not audio), one longer than
-    ``max_audio_seconds``, or a speaker that is not a number."""
+    """``dataset``'s rows as (``audio``, ``text``, ``speaker``, ``seconds``), each row's speaker as
+    ``voice`` reads it. Raises DatasetError naming ``source`` and the file row (``first_row`` is
+    ``dataset[0]``'s) for a missing text, a clip that cannot be read or found (outside ``base`` /
+    ``roots``, not audio), one longer than ``max_audio_seconds``, or a speaker ``voice`` refuses."""
     from trainer_core.data.audio import audio_info, resolve_audio, too_long
 
     audio_column, text_column, speaker_column = _columns(dataset, source, request.speaker_column)
@@ -117,26 +129,45 @@ def tts_rows(
         if info.seconds > request.max_audio_seconds:
             message = too_long(reference, info.seconds, request.max_audio_seconds)
             raise _refuse(source, f"{where}: {message}", "audio_too_long", ("max_audio_seconds", *FIELDS))
-        speaker = _speaker(row[speaker_column], source, where, speaker_column) if speaker_column else 0
+        speaker = voice(row[speaker_column] if speaker_column else None, source, where, speaker_column)
         for name, value in zip(rows, (reference, text.strip(), speaker, float(info.seconds))):
             rows[name].append(value)
     return datasets.Dataset.from_dict(rows)
 
 
-def read_split(request: Any, eval: bool, roots: list[Path]) -> datasets.Dataset:
-    """The request's training (or evaluation) rows of every source, joined. Raises DatasetError."""
+def read_split(request: Any, eval: bool, roots: list[Path], voice: Voice = speaker_number) -> datasets.Dataset:
+    """The request's training (or evaluation) rows of every source, joined (speakers as ``voice``
+    reads them). Raises DatasetError."""
     parts = []
     for name, dataset, first_row, base in source_parts(request, eval):
         if request.custom_format_mapping:
             dataset = apply_mapping(dataset, request.custom_format_mapping, name)
-        parts.append(tts_rows(dataset, name, base, roots, first_row, request))
+        parts.append(tts_rows(dataset, name, base, roots, first_row, request, voice))
     return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
 
 
-def held_out_rows(request: Any, roots: list[Path]) -> datasets.Dataset:
+def preview_rows(dataset: datasets.Dataset, request: Any, source: str, base: Optional[Path]) -> KindRows:
+    """The Train form's preview of ``dataset`` (the first rows of the file ``source``, relative clips
+    read from ``base``) as a run of ``request`` reads them (``preview_head``, then ``tts_rows``: the
+    request's ``speaker_column``, each clip found and measured): columns ``text``, ``speaker`` and
+    ``audio`` (the clip references, which the preview plays). Rows too long for ``max_seq_length``
+    are the Check's to refuse (it counts with the model's tokenizer). Raises DatasetError naming the
+    row, or the speaker column."""
+    from trainer_core.data.audio_splits import preview_head
+    from trainer_core.settings import get_settings
+
+    head = preview_head(dataset, request, source)
+    audio, text, speaker = _columns(head, source, request.speaker_column)
+    rows = tts_rows(head, source, base, list(get_settings().allowed_roots), 1, request)
+    speakers = f"the speaker in {speaker}" if speaker else "speaker 0 for every row"
+    layout = f"text-to-speech rows: the words in {text}, the clip in {audio}, {speakers}"
+    return KindRows(layout, rows.select_columns(["text", "speaker", "audio"]), None, request.max_seq_length)
+
+
+def held_out_rows(request: Any, roots: list[Path], voice: Voice = speaker_number) -> datasets.Dataset:
     """The evaluation rows ``prepare_tts_data`` gives ``request``: its ``val_size`` split of the
     training rows, else its evaluation files / Hub split; with neither, its training rows."""
-    return held_out(request, lambda eval: read_split(request, eval, roots))
+    return held_out(request, lambda eval: read_split(request, eval, roots, voice))
 
 
 def row_lengths(rows: datasets.Dataset, tokenizer: Any) -> list[tuple[int, int]]:
@@ -147,22 +178,29 @@ def row_lengths(rows: datasets.Dataset, tokenizer: Any) -> list[tuple[int, int]]
     return [(n + frames(s) + 1, frames(s) + 1) for n, s in zip(counts, rows["seconds"])]
 
 
-def count(rows: datasets.Dataset, tokenizer: Any, max_seq_length: int, source: str) -> ClipSplitStats:
-    """``ClipSplitStats`` of ``rows``; raises DatasetError naming the first row (1-based, in the split)
-    whose sequence is longer than ``max_seq_length``."""
-    lengths = row_lengths(rows, tokenizer)
+def count_lengths(
+    rows: datasets.Dataset, lengths: list[tuple[int, int]], max_seq_length: int, source: str, unit: str
+) -> ClipSplitStats:
+    """``ClipSplitStats`` of ``rows``, whose sequences make ``lengths`` (positions, trained
+    positions; ``unit``: what a position is, for the message); raises DatasetError naming the first
+    row (1-based, in the split) whose sequence is longer than ``max_seq_length``."""
     over = next((i for i, (n, _) in enumerate(lengths) if n > max_seq_length), None)
     if over is not None:
         raise _refuse(
             source,
             f"row {over + 1}: its text and {rows[over]['seconds']:.1f} s of audio make {lengths[over][0]} positions "
-            f"(text tokens and {FRAMES_PER_SECOND:g} codec frames a second), more than max_seq_length "
-            f"{max_seq_length}: a row is never cut (its speech would end unsaid); raise max_seq_length or use a "
-            "shorter clip",
+            f"({unit}), more than max_seq_length {max_seq_length}: a row is never cut (its speech would end unsaid); "
+            "raise max_seq_length or use a shorter clip",
             "tts_row_too_long",
             ("max_seq_length", *FIELDS),
         )
     return ClipSplitStats.of(list(rows["seconds"]), lengths, 0, max_seq_length)
+
+
+def count(rows: datasets.Dataset, tokenizer: Any, max_seq_length: int, source: str) -> ClipSplitStats:
+    """``count_lengths`` of a CSM run's ``rows`` (``row_lengths``)."""
+    unit = f"text tokens and {FRAMES_PER_SECOND:g} codec frames a second"
+    return count_lengths(rows, row_lengths(rows, tokenizer), max_seq_length, source, unit)
 
 
 def prepare_tts_data(request: Any, processor: Any) -> ClipSplits:
@@ -171,7 +209,8 @@ def prepare_tts_data(request: Any, processor: Any) -> ClipSplits:
     other than the codec's; a row as ``tts_rows`` and ``count`` refuse it)."""
     from trainer_core.settings import get_settings
 
-    refuse_other_rate(request, processor, "codec reads and speaks audio", "tts_sampling_rate")
+    rate = processor.feature_extractor.sampling_rate
+    refuse_other_rate(request, rate, "codec reads and speaks audio", "tts_sampling_rate")
     roots = list(get_settings().allowed_roots)
     train, evaluation = train_and_eval(request, lambda eval: read_split(request, eval, roots))
     tokenizer, length = processor.tokenizer, request.max_seq_length

@@ -34,10 +34,9 @@ LOSS_ONLY = "reconstruction loss only: no speech-to-text model named (speech_to_
 RUN_FIELDS = ("custom_format_mapping", "speaker_column", "max_audio_seconds", "max_seq_length")
 
 
-def read_rows(plan: dict[str, Any]) -> Any:
-    """The planned held-out clips (columns ``audio``, ``text``, ``speaker``, ``seconds``); raises
-    DatasetError naming the file and row."""
-    from trainer_core.kinds.text_to_speech.data import held_out_rows
+def read_rows(plan: dict[str, Any], held_out_rows: Callable[[Any, list[Path]], Any]) -> Any:
+    """The planned held-out clips (columns ``audio``, ``text``, ``speaker``, ``seconds``) as
+    ``held_out_rows(request, roots)`` reads a run's; raises DatasetError naming the file and row."""
     from trainer_core.settings import get_settings
 
     if "files" in plan:
@@ -73,7 +72,45 @@ def transcriber(folder: str) -> Callable[[Any, int], str]:
 
 
 class TtsEvaluation:
-    """The text-to-speech kind's evaluation (``ModelKind.evaluation``'s object)."""
+    """The text-to-speech kind's evaluation (``ModelKind.evaluation``'s object). A kind of
+    text-to-speech model evaluated the same way (Orpheus) overrides the hooks: ``held_out_rows``,
+    ``load``, ``base_side``, ``loss``, ``say`` and ``LOSS_ONLY``."""
+
+    LOSS_ONLY = LOSS_ONLY
+
+    @staticmethod
+    def held_out_rows(request: TrainingStartRequest, roots: list[Path]) -> Any:
+        """A run's held-out clips (``data.held_out_rows``)."""
+        from trainer_core.kinds.text_to_speech.data import held_out_rows
+
+        return held_out_rows(request, roots)
+
+    @staticmethod
+    def load(choice: Any, models_dir: Path) -> Any:
+        """The loaded ``choice`` (``serve.TtsServer``); raises ModelLoadError."""
+        from trainer_core.kinds.text_to_speech.serve import TtsServer
+
+        return TtsServer(choice, models_dir)
+
+    def base_side(self, server: Any, choice: Any, models_dir: Path) -> tuple[Any, bool]:
+        """(the server that says the base's speech, whether its adapter is on): the same weights with
+        the adapter switched off, or a full fine-tune's base loaded beside it."""
+        return (server, False) if choice.adapter else (self.load(_base_choice(choice), models_dir), True)
+
+    @staticmethod
+    def loss(server: Any, row: dict, use_adapter: bool) -> float:
+        """The model's reconstruction loss on ``row`` (``scoring.reconstruction_loss``)."""
+        from trainer_core.kinds.text_to_speech.scoring import reconstruction_loss
+
+        return reconstruction_loss(server.model, server.processor, [row], use_adapter)
+
+    @staticmethod
+    def say(server: Any, row: dict, use_adapter: bool) -> tuple[Any, int]:
+        """(float32 samples, their rate in Hz) of the model saying ``row``'s text in its voice."""
+        from trainer_core.kinds.text_to_speech.serve import speak
+
+        samples, _ = speak(server.model, server.processor, row["text"], row["speaker"], use_adapter)
+        return samples, server.processor.feature_extractor.sampling_rate
 
     def plan(self, plan: dict[str, Any], run_request: Optional[TrainingStartRequest]) -> dict[str, Any]:
         """``plan`` with the run's row settings (for files given), its clips read once now (a bad
@@ -82,7 +119,7 @@ class TtsEvaluation:
         if "files" in plan:
             plan["run_fields"] = {name: getattr(run_request, name) for name in RUN_FIELDS if run_request is not None}
         if "files" in plan or not plan["run_request"].get("hf_dataset"):
-            read_rows(plan)
+            read_rows(plan, self.held_out_rows)
         return plan
 
     def run(
@@ -95,24 +132,20 @@ class TtsEvaluation:
         """The losses (and round-trip WER / CER) of the choice and its base on the planned clips;
         writes ``predictions.jsonl`` and ``scores.json`` into ``context["output_dir"]``. None when
         stopped. Raises DatasetError, ModelLoadError, PathNotAllowed (``speech_to_text_model``)."""
-        from trainer_core.kinds.text_to_speech.serve import TtsServer
         from trainer_core.serving.schemas import ModelChoice
 
         began, req = time.monotonic(), EvaluateRequest.model_validate(request)
         choice, plan = ModelChoice(**context["choice"]), context["data"]
         progress(0.0, f"Reading {plan['source']}")
-        rows = read_rows(plan)
+        rows = read_rows(plan, self.held_out_rows)
         available = len(rows)
         rows = [dict(r) for r in rows.select(range(min(req.max_rows or available, available)))]
         listen = transcriber(_confined(req.speech_to_text_model)) if req.speech_to_text_model else None
         progress(0.02, f"Loading {choice.id}")
-        server = TtsServer(choice, Path(context["models_dir"]))
+        server = self.load(choice, Path(context["models_dir"]))
         sides = [("tuned", server, True)]
         if req.compare_base and choice.kind != "base":
-            if choice.adapter:  # the same weights, the adapter switched off
-                sides.append(("base", server, False))
-            else:  # a full fine-tune: its base loaded beside it
-                sides.append(("base", TtsServer(_base_choice(choice), Path(context["models_dir"])), True))
+            sides.append(("base", *self.base_side(server, choice, Path(context["models_dir"]))))
         table = [
             {"index": i, "audio": Path(r["audio"]).name, "reference": r["text"], "speaker": r["speaker"]}
             for i, r in enumerate(rows)
@@ -133,12 +166,12 @@ class TtsEvaluation:
             available=available,
             began=began,
             device=server.device,
-            notes=[] if listen is not None else [LOSS_ONLY],
+            notes=[] if listen is not None else [self.LOSS_ONLY],
             label="text-to-speech",
         )
 
-    @staticmethod
     def _side(
+        self,
         server: Any,
         rows: list[dict],
         use_adapter: bool,
@@ -148,18 +181,14 @@ class TtsEvaluation:
         should_stop: Callable[[], bool],
     ) -> Optional[Scores]:
         """One model's scores on ``rows`` (its per-row loss and transcript written into ``table``)."""
-        from trainer_core.kinds.text_to_speech.scoring import reconstruction_loss
-        from trainer_core.kinds.text_to_speech.serve import speak
-
         losses, heard = [], []
         for row, line in zip(rows, table):
             if should_stop():
                 return None
-            line[f"loss_{name}"] = round(reconstruction_loss(server.model, server.processor, [row], use_adapter), 6)
+            line[f"loss_{name}"] = round(self.loss(server, row, use_adapter), 6)
             losses.append(line[f"loss_{name}"])
             if listen is not None:
-                samples, _ = speak(server.model, server.processor, row["text"], row["speaker"], use_adapter)
-                line[f"{name}_answer"] = listen(samples, server.processor.feature_extractor.sampling_rate)
+                line[f"{name}_answer"] = listen(*self.say(server, row, use_adapter))
                 heard.append(line[f"{name}_answer"])
         loss = sum(losses) / max(len(losses), 1)
         if listen is None:

@@ -6,7 +6,8 @@
   ``AutoProcessor`` load by themselves. The codec's weights are saved as they were (never trained).
   Checked by loading it back and scoring ``CHECK_TEXT`` said as a synthetic clip (so no data file is
   needed) beside the run as trained (float32): the two reconstruction losses must agree within
-  ``TOLERANCE[dtype]``. The card names the pipeline: ``text-to-speech``.
+  ``TOLERANCE[dtype]``. The card names the Hub's pipeline, ``text-to-speech`` (the kind's
+  ``pipeline_tag``), and says how to make speech with the folder (``card_usage``).
 - **adapter**: the text path's zip (the adapter and the run's files).
 - **GGUF**: refused (``GGUF_REASON``): llama.cpp's converter writes no CSM.
 """
@@ -51,11 +52,19 @@ def compare(dtype: str, want: float, got: float) -> CheckResult:
     )
 
 
-def tts_card(text: str) -> str:
-    """The card's Markdown with the Hub's ``pipeline_tag: text-to-speech`` and tag in its front matter."""
-    return text.replace("---\n", "---\npipeline_tag: text-to-speech\n", 1).replace(
-        "tags:\n", "tags:\n- text-to-speech\n", 1
-    )
+def card_usage(request: dict) -> list[str]:
+    """The card's usage of a merged folder, as transformers' CSM docs write it: speaker 0 says a
+    sentence (the chat template's speaker turn), ``generate(output_audio=True)``, saved as a wav."""
+    return [
+        "from transformers import AutoProcessor, CsmForConditionalGeneration",
+        "",
+        'processor = AutoProcessor.from_pretrained("PATH_TO_THIS_FOLDER")',
+        'model = CsmForConditionalGeneration.from_pretrained("PATH_TO_THIS_FOLDER")',
+        'conversation = [{"role": "0", "content": [{"type": "text", "text": "Hello from the fine-tuned voice."}]}]',
+        "inputs = processor.apply_chat_template(conversation, tokenize=True, return_dict=True)",
+        "audio = model.generate(**inputs, output_audio=True)",
+        'processor.save_audio(audio, "speech.wav")',
+    ]
 
 
 def check_loss(model: Any, processor: Any) -> float:
@@ -69,7 +78,6 @@ CHECK = MergedCheck(
     compare=compare,
     reference="Scoring the check clip with the run as trained",
     check="Loading the saved model back and scoring the check clip",
-    card=tts_card,
 )
 
 

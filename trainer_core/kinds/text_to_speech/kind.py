@@ -1,6 +1,6 @@
 """The text-to-speech kind (``TEXT_TO_SPEECH``): Sesame CSM, each ``ModelKind`` method answered by
 this folder's modules, imported when first used (listing models must import neither torch nor
-transformers). Orpheus-style models are the ``orpheus.ORPHEUS`` kind: detected and refused."""
+transformers). Orpheus-style models are their own kind (``kinds.orpheus``)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ class TextToSpeechKind(ModelKind):
 
         return load_processor(path, **kwargs)
 
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str, base: Optional[Path] = None) -> Any:
+        from trainer_core.kinds.text_to_speech.data import preview_rows
+
+        return preview_rows(dataset, request, source, base)
+
     def prepare_data(self, request: Any, processor: Any) -> Any:
         from trainer_core.kinds.text_to_speech.data import prepare_tts_data
 
@@ -78,7 +83,12 @@ class TextToSpeechKind(ModelKind):
     def check_report(self, request: Any, folder: Optional[Path], tokenizer: Any, started: float) -> Any:
         from trainer_core.kinds.text_to_speech.check import tts_report
 
-        return tts_report(request, folder, started)
+        return tts_report(request, folder, started, self)
+
+    def estimates(self, request: Any, folder: Optional[Path], data: Any, plan: Any) -> dict[str, Any]:
+        from trainer_core.kinds.text_to_speech.estimates import estimates
+
+        return estimates(request, folder, data, plan)
 
     def evaluation(self) -> Any:
         from trainer_core.kinds.text_to_speech.evaluation import TtsEvaluation
@@ -101,6 +111,13 @@ class TextToSpeechKind(ModelKind):
         from trainer_core.kinds.text_to_speech.export import GGUF_REASON
 
         return GGUF_REASON
+
+    pipeline_tag = "text-to-speech"
+
+    def card_usage(self, request: dict) -> Optional[list[str]]:
+        from trainer_core.kinds.text_to_speech.export import card_usage
+
+        return card_usage(request)
 
 
 TEXT_TO_SPEECH = TextToSpeechKind()

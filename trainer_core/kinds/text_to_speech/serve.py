@@ -138,6 +138,18 @@ def speak(model: Any, processor: Any, text: str, speaker: int, use_adapter: bool
     return samples, round(len(samples) / rate * FRAMES_PER_SECOND)
 
 
+def refuse_other_requests(model_id: str, request: dict[str, Any]) -> None:
+    """Raise ChatInputError (field ``model``) for a request that is not for speech (chat, embeddings,
+    transcriptions: no ``input`` and ``voice``) made of text-to-speech model ``model_id``."""
+    if "input" not in request or "voice" not in request:
+        raise ChatInputError(
+            f"{model_id} is a text-to-speech model: it answers speech (POST /v1/audio/speech), not chat, "
+            "embeddings or transcriptions",
+            fields=("model",),
+            code="text_to_speech_model",
+        )
+
+
 class TtsServer:
     """A loaded text-to-speech ``choice``; ``answer`` speaks one text (see the module docstring).
     Raises ModelLoadError when the model cannot be loaded."""
@@ -152,18 +164,20 @@ class TtsServer:
         log.info("text-to-speech model %s loaded on %s in %.1f s", choice.id, self.device, self.load_seconds)
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The speech of ``request["input"]`` in voice ``request["voice"]``. Raises ChatInputError
-        for a chat, embeddings or transcription request."""
-        if "input" not in request or "voice" not in request:
+        """The speech of ``request["input"]`` in voice ``request["voice"]`` (a speaker number). Raises
+        ChatInputError for a chat, embeddings or transcription request, or a voice that is no number."""
+        refuse_other_requests(self.choice.id, request)
+        voice = str(request["voice"]).strip()
+        if not voice.isdigit():
             raise ChatInputError(
-                f"{self.choice.id} is a text-to-speech model: it answers speech (POST /v1/audio/speech), not chat, "
-                "embeddings or transcriptions",
-                fields=("model",),
-                code="text_to_speech_model",
+                f"voice: {voice[:40]!r} is not a speaker id: this CSM model's voices are numbered (0, 1, ...: the "
+                "speaker numbers of its training rows)",
+                fields=("voice",),
+                code="voice_not_a_speaker_id",
             )
         began = time.perf_counter()
         samples, frames = speak(
-            self.model, self.processor, request["input"], int(request["voice"]), request.get("use_adapter", True)
+            self.model, self.processor, request["input"], int(voice), request.get("use_adapter", True)
         )
         rate = int(self.processor.feature_extractor.sampling_rate)
         log.info(

@@ -20,3 +20,27 @@ def test_the_line_names_the_kind_and_the_clips(tiny_audio_chat_dir, datasets_dir
         "113 to 202 tokens with their clips"
     )
     assert audio_chat_summary(request, get_settings(), tiny_model_dir, AUDIO_CHAT) is None  # a text model
+
+
+def test_rows_whose_clips_alone_fill_max_seq_length_are_refused_at_check_and_start(
+    tiny_audio_chat_dir, datasets_dir, tmp_path
+):
+    """The worker leaves out a row whose audio tokens reach past max_seq_length (a cut clip would
+    not match its features) and fails with none left: the check and Start say so first (the demo's
+    clips make 73 to 146 audio tokens, more than 64)."""
+    from trainer_core.preflight.check import run_preflight, start_issues
+    from trainer_core.settings import Settings
+
+    settings = Settings(data_dir=tmp_path, allowed_paths=f"{tiny_audio_chat_dir.parent}:{datasets_dir}")
+    request = TrainingStartRequest(
+        model_name=str(tiny_audio_chat_dir),
+        local_datasets=[str(datasets_dir / "mllm_audio_demo.json")],
+        max_seq_length=64,
+    )
+    report = run_preflight(request, settings, None, False)
+    assert [issue.code for issue in report.errors] == ["no_trained_tokens"], report.errors
+    assert "3 row(s) have their answer after max_seq_length=64" in report.errors[0].message
+    assert report.rows_kept == 0 and report.rows_dropped == 3
+    assert [issue.code for issue in start_issues(request, settings)] == ["no_trained_tokens"]
+    fits = request.model_copy(update={"max_seq_length": 256})
+    assert run_preflight(fits, settings, None, False).errors == [] and start_issues(fits, settings) == []

@@ -1,6 +1,6 @@
 """The text-to-speech kind in the registry (CSM found from its config, a LoRA run's folder from its
-adapter's base, noted in the picker; an Orpheus-style folder found and refused), its rows (speaker
-column, default speaker) and their refusals by row, and its pre-flight line."""
+adapter's base, noted in the picker), its rows (speaker column, default speaker) and their refusals
+by row, and its pre-flight line."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from trainer_core import model_kind
 from trainer_core.data.errors import DatasetError
 from trainer_core.kinds.text_to_speech.check import tts_report
 from trainer_core.kinds.text_to_speech.data import prepare_tts_data
-from trainer_core.kinds.text_to_speech.family import SNAC_CODES
+from trainer_core.kinds.text_to_speech.family import TTS_MODELS
 from trainer_core.kinds.text_to_speech.kind import TEXT_TO_SPEECH
-from trainer_core.kinds.text_to_speech.orpheus import ORPHEUS
 from trainer_core.kinds.text_to_speech.serve import load_processor
 
 
@@ -25,29 +24,12 @@ def test_csm_is_found_from_its_config_and_a_lora_run_from_its_base(tiny_csm_dir,
     assert model_kind.kind_for_folder(tiny_csm_dir) is TEXT_TO_SPEECH
     assert model_kind.picker_note({"model_type": "csm"}) == " · text-to-speech (CSM)"
     assert TEXT_TO_SPEECH.model_class().__name__ == "AutoModelForTextToWaveform"
-    assert TEXT_TO_SPEECH in model_kind.readers_of("audio") and "sesame/csm-1b" in model_kind.way_out("audio")
+    assert TEXT_TO_SPEECH in model_kind.readers_of("audio") and TTS_MODELS[0] in model_kind.way_out("audio")
     run = tmp_path / "run"
     run.mkdir()
     (run / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(tiny_csm_dir)}))
     assert model_kind.kind_for_folder(run) is TEXT_TO_SPEECH and TEXT_TO_SPEECH.serves == "speech"
     assert "speaker_column" in TEXT_TO_SPEECH.form_fields and "speaker_column" in model_kind.own_fields()
-
-
-def test_an_orpheus_folder_is_found_and_refused_naming_the_codec(tmp_path):
-    folder = tmp_path / "orpheus"
-    folder.mkdir()
-    config = {"model_type": "llama", "vocab_size": 156_940}  # Orpheus 3B's
-    (folder / "config.json").write_text(json.dumps(config))
-    added = {str(128256 + i): {"content": f"<custom_token_{i}>"} for i in range(SNAC_CODES)}
-    (folder / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": added}))
-    assert model_kind.kind_for_folder(folder) is ORPHEUS
-    assert "SNAC codec" in model_kind.picker_note(config, folder)
-    assert model_kind.picker_note({"model_type": "llama", "vocab_size": 128_256}) == ""
-    report = ORPHEUS.check_report(speech_request(folder, tmp_path / "x.json"), folder, None, time.perf_counter())
-    assert [e.code for e in report.errors] == ["tts_codec_missing"]
-    assert "hubertsiuzdak/snac_24khz, not on this machine" in report.errors[0].message
-    (folder / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": {}}))
-    assert model_kind.kind_for_folder(folder).name == "causal"  # a plain Llama
 
 
 def test_rows_speakers_and_the_check_line(tiny_csm_dir, tmp_path):
@@ -59,7 +41,9 @@ def test_rows_speakers_and_the_check_line(tiny_csm_dir, tmp_path):
     plain = tmp_path / "data" / "plain.json"
     plain.write_text(json.dumps([{"audio": "2.wav", "text": "Hello."}]))
     assert list(prepare_tts_data(speech_request(tiny_csm_dir, plain), processor).train["speaker"]) == [0]
-    report = tts_report(speech_request(tiny_csm_dir, data, max_seq_length=512), tiny_csm_dir, time.perf_counter())
+    report = tts_report(
+        speech_request(tiny_csm_dir, data, max_seq_length=512), tiny_csm_dir, time.perf_counter(), TEXT_TO_SPEECH
+    )
     assert report.errors == [] and report.vision.startswith("Text-to-speech (CSM): 2 clips, ")
     assert "2 speakers" in report.vision and "12.5 a second" in report.vision
 

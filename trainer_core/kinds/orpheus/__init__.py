@@ -1,0 +1,1 @@
+"""The Orpheus-style text-to-speech kind: a Llama-family causal LM whose tokenizer carries the SNAC codec's audio codes as tokens, trained on (text, audio[, speaker]) rows where the codec's weights are at hand."""
