@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 from pathlib import Path
 
 import httpx
@@ -20,20 +19,16 @@ from safetensors.torch import load_file
 from tests.e2e.conftest import CANARY, wait_for
 from tests.support.api_server import API_AUTH as AUTH
 from tests.support.api_server import API_TOKEN as TOKEN
-from tests.support.api_server import app_for
+from tests.support.api_server import app_with_media
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def app_proc(api_app, tmp_path_factory, datasets_dir):
+def app_proc(api_app, tmp_path_factory):
     """The launched app the HTTP tests share (``api_app``); ``data`` (inside the allowed folders)
     holds the demo files, ``secret`` (outside every allowed folder) a canary."""
-    app = app_for(api_app, "audio-chat")
-    app.data, app.secret = app.folder / "data-files", tmp_path_factory.mktemp("audio-chat-secret")
-    shutil.copytree(datasets_dir / "mllm_demo_data", app.data / "sounds")
-    (app.secret / "canary.wav").write_text(CANARY)
-    return app
+    return app_with_media(api_app, "audio-chat", "sounds", "canary.wav", tmp_path_factory.mktemp("audio-chat-secret"))
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,7 @@ ends the run in error naming its rank, and Cancel ends every process of the next
 from __future__ import annotations
 
 import json
-import os
-import signal
 import statistics
-import time
 from pathlib import Path
 
 import httpx
@@ -19,7 +16,7 @@ import pytest
 from tests.e2e.conftest import form_args, statuses
 from tests.support.api_server import API_AUTH as AUTH
 from tests.support.api_server import app_for
-from tests.support.train_api import start_job, wait_end, wait_step
+from tests.support.train_api import cancel_ends, kill_rank_1, start_job, wait_end, wait_step
 from trainer_core.vocabulary import Phase
 
 pytestmark = pytest.mark.slow
@@ -112,13 +109,8 @@ def test_a_killed_process_ends_the_run_in_error_and_cancel_ends_the_next_within_
     2 s."""
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
     start_job(api, _body(datasets_dir, tiny_model_dir))
-    status = wait_step(api, 2)
-    rank1 = status["details"]["rank_pids"][1]
-    os.kill(rank1, signal.SIGKILL)
-    ended = wait_end(api)
-    assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error"
+    rank1, ended = kill_rank_1(api, at_step=2)
     assert f"rank 1 (of 2, pid {rank1}) was killed (signal 9)" in ended["error"], ended["error"]
-    assert not psutil.pid_exists(status["details"]["rank_pids"][0])  # rank 0 was ended too
 
     start_job(api, _body(datasets_dir, tiny_model_dir))  # the app goes on
     status = wait_step(api, 1)
@@ -127,10 +119,4 @@ def test_a_killed_process_ends_the_run_in_error_and_cancel_ends_the_next_within_
         p for p in psutil.Process(app_proc.process.pid).children() if "torch.distributed.run" in " ".join(p.cmdline())
     ]
     assert len(processes) == 2 and len(launcher) == 1
-    began = time.monotonic()
-    assert api.post("/api/train/stop", json={"save": False}).status_code == 200
-    _, alive = psutil.wait_procs(processes + launcher, timeout=5)
-    took = time.monotonic() - began
-    assert not alive and took <= 2.0, took
-    ended = wait_end(api)
-    assert ended["phase"] == "stopped" and ended["details"]["end_reason"] == "cancelled"
+    cancel_ends(api, processes + launcher, within_s=2.0)

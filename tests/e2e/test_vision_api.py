@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 from pathlib import Path
 
 import httpx
@@ -19,21 +18,17 @@ import pytest
 from tests.e2e.conftest import CANARY, wait_for
 from tests.support.api_server import API_AUTH as AUTH
 from tests.support.api_server import API_TOKEN as TOKEN
-from tests.support.api_server import app_for
+from tests.support.api_server import app_with_media
 from tests.support.raw_gradio import RawGradio, file_value
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def app_proc(api_app, tmp_path_factory, datasets_dir):
+def app_proc(api_app, tmp_path_factory):
     """The launched app the HTTP tests share (``api_app``); ``data`` (inside the allowed folders)
     holds the demo files, ``secret`` (outside every allowed folder) a canary."""
-    app = app_for(api_app, "vision")
-    app.data, app.secret = app.folder / "data-files", tmp_path_factory.mktemp("vision-secret")
-    shutil.copytree(datasets_dir / "mllm_demo_data", app.data / "pics")
-    (app.secret / "canary.png").write_text(CANARY)
-    return app
+    return app_with_media(api_app, "vision", "pics", "canary.png", tmp_path_factory.mktemp("vision-secret"))
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ plugin of ``tests/conftest.py``)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -129,3 +130,17 @@ def app_for(api_app: AppProcess, name: str) -> SimpleNamespace:
     folder = api_app.files / name
     folder.mkdir(exist_ok=True)
     return SimpleNamespace(url=api_app.url, process=api_app.process, folder=folder)
+
+
+def app_with_media(api_app: AppProcess, name: str, media: str, canary: str, secret: Path) -> SimpleNamespace:
+    """``app_for`` with ``data`` (inside the allowed folders) holding the demo media files of
+    ``../shared/datasets/mllm_demo_data`` in ``data / media``, and ``secret`` (a folder outside every
+    allowed folder, given) holding a file named ``canary`` with the canary text in it."""
+    from tests.conftest import DATASETS
+    from tests.e2e.conftest import CANARY
+
+    app = app_for(api_app, name)
+    app.data, app.secret = app.folder / "data-files", secret
+    shutil.copytree(DATASETS / "mllm_demo_data", app.data / media)
+    (secret / canary).write_text(CANARY)
+    return app
