@@ -15,6 +15,7 @@ from trainer_core import model_kind
 from trainer_core.data.local_kind import named_kind, request_kind
 from trainer_core.kinds.audio_chat.kind import AUDIO_CHAT
 from trainer_core.kinds.causal.kind import CAUSAL
+from trainer_core.kinds.orpheus.kind import ORPHEUS
 from trainer_core.kinds.speech_to_text.kind import SPEECH_TO_TEXT
 from trainer_core.kinds.text_to_speech.kind import TEXT_TO_SPEECH
 from trainer_core.kinds.vision.kind import VISION
@@ -70,7 +71,7 @@ def test_the_built_in_kinds_are_vision_audio_chat_then_the_causal_fallback() -> 
     assert model_kind.kind_named("vision") is VISION and model_kind.kind_named("unknown") is CAUSAL
     assert model_kind.picker_note(QWEN2_VL) == " · vision (Qwen2-VL)" and model_kind.picker_note({}) == ""
     assert model_kind.reader_of("image") is VISION and model_kind.reader_of("video") is None
-    assert model_kind.readers_of("audio") == (SPEECH_TO_TEXT, TEXT_TO_SPEECH, AUDIO_CHAT)
+    assert model_kind.readers_of("audio") == (SPEECH_TO_TEXT, TEXT_TO_SPEECH, ORPHEUS, AUDIO_CHAT)
 
 
 def test_a_folder_without_a_readable_config_is_the_fallback(tmp_path: Path) -> None:

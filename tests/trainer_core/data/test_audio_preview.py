@@ -19,6 +19,7 @@ from tests.support.tts_data import tts_file
 from trainer_core.data.audio_preview import PREVIEW_RATE, duration_text
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.inspect import inspect_dataset
+from trainer_core.kinds.orpheus.kind import ORPHEUS
 from trainer_core.kinds.speech_to_text.kind import SPEECH_TO_TEXT
 from trainer_core.kinds.text_to_speech.kind import TEXT_TO_SPEECH
 
@@ -94,3 +95,19 @@ def test_text_to_speech_rows_show_the_speaker_column_the_form_names(tmp_path: Pa
     with pytest.raises(DatasetError, match="speaker_column 'talker' is not a column here") as missing:
         inspect_dataset(str(data), kind=TEXT_TO_SPEECH, request=request.model_copy(update={"speaker_column": "talker"}))
     assert "speaker_column" in missing.value.fields
+
+
+def test_orpheus_rows_are_previewed_with_their_speakers_names(tmp_path: Path) -> None:
+    data = tts_file(tmp_path / "clips")
+    rows = json.loads(data.read_text())
+    for row, name in zip(rows, ("tara", "leo")):
+        row["voice"] = name
+        del row["speaker"]
+    data.write_text(json.dumps(rows))
+    request = speech_request(tmp_path / "orpheus", data, speaker_column="voice")
+    found = inspect_dataset(str(data), kind=ORPHEUS, request=request)
+    assert found.layout == "text-to-speech rows: the words in text, the clip in audio, the speaker in voice"
+    assert list(found.sample["speaker"]) == ["tara", "leo"]
+    assert _players(found.sample["audio"]) == [("2.wav", "2.9 s"), ("3.flac", "5.9 s")]
+    plain = inspect_dataset(str(data), kind=ORPHEUS, request=request.model_copy(update={"speaker_column": None}))
+    assert plain.layout.endswith("no speaker name")

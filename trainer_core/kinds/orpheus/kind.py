@@ -39,6 +39,14 @@ class OrpheusKind(ModelKind):
             return ""
         return " · text-to-speech (Orpheus, SNAC codec)"
 
+    def preview_rows(self, dataset: Any, request: Any, tokenizer: Any, source: str, base: Optional[Path] = None) -> Any:
+        """The text-to-speech preview of the rows (players, durations), speakers as the names a
+        prompt says (``data.speaker_name``)."""
+        from trainer_core.kinds.orpheus.data import speaker_name
+        from trainer_core.kinds.text_to_speech.data import preview_rows
+
+        return preview_rows(dataset, request, source, base, speaker_name, "no speaker name")
+
     def prepare_data(self, request: Any, processor: Any) -> Any:
         from trainer_core.kinds.orpheus.data import prepare_orpheus_data
 

@@ -146,11 +146,19 @@ def read_split(request: Any, eval: bool, roots: list[Path], voice: Voice = speak
     return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
 
 
-def preview_rows(dataset: datasets.Dataset, request: Any, source: str, base: Optional[Path]) -> KindRows:
+def preview_rows(
+    dataset: datasets.Dataset,
+    request: Any,
+    source: str,
+    base: Optional[Path],
+    voice: Voice = speaker_number,
+    unnamed: str = "speaker 0 for every row",
+) -> KindRows:
     """The Train form's preview of ``dataset`` (the first rows of the file ``source``, relative clips
     read from ``base``) as a run of ``request`` reads them (``preview_head``, then ``tts_rows``: the
     request's ``speaker_column``, each clip found and measured): columns ``text``, ``speaker`` and
-    ``audio`` (the clip references, which the preview plays). Rows too long for ``max_seq_length``
+    ``audio`` (the clip references, which the preview plays), speakers as ``voice`` reads them
+    (``unnamed``: the layout's words without a speaker column). Rows too long for ``max_seq_length``
     are the Check's to refuse (it counts with the model's tokenizer). Raises DatasetError naming the
     row, or the speaker column."""
     from trainer_core.data.audio_splits import preview_head
@@ -158,8 +166,8 @@ def preview_rows(dataset: datasets.Dataset, request: Any, source: str, base: Opt
 
     head = preview_head(dataset, request, source)
     audio, text, speaker = _columns(head, source, request.speaker_column)
-    rows = tts_rows(head, source, base, list(get_settings().allowed_roots), 1, request)
-    speakers = f"the speaker in {speaker}" if speaker else "speaker 0 for every row"
+    rows = tts_rows(head, source, base, list(get_settings().allowed_roots), 1, request, voice)
+    speakers = f"the speaker in {speaker}" if speaker else unnamed
     layout = f"text-to-speech rows: the words in {text}, the clip in {audio}, {speakers}"
     return KindRows(layout, rows.select_columns(["text", "speaker", "audio"]), None, request.max_seq_length)
 
