@@ -30,14 +30,20 @@ _share_the_cores()
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 # Fixtures shared by several test modules (the page's app and browser; the chat studio over a fake
-# engine), and the lanes' time summary.
-pytest_plugins = ["tests.support.page_tools", "tests.support.chat_server", "tests.support.lanes"]
+# engine; the launched app of the HTTP tests), and the lanes' time summary.
+pytest_plugins = [
+    "tests.support.page_tools",
+    "tests.support.chat_server",
+    "tests.support.api_server",
+    "tests.support.lanes",
+]
 
 
 LANE_FIXTURES = {"real_model": {"model_dir"}, "browser": {"browser", "page"}}
 # Session fixtures that are costly to build twice: the tests that use one share a pytest-xdist
-# group, so one test process builds it (the real trained run: about 25 s; the in-process app).
-SHARED_GROUPS = {"trained_run": "real-trained-run", "app_server": "session-app"}
+# group, so one test process builds it (the real trained run: about 25 s; the in-process app; the
+# launched app of the HTTP tests: about 20 s).
+SHARED_GROUPS = {"trained_run": "real-trained-run", "app_server": "session-app", "api_app": "api-app"}
 
 
 @pytest.hookimpl(tryfirst=True)

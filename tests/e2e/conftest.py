@@ -234,27 +234,35 @@ def ray_head() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def torchrun_reference(tmp_path_factory, datasets_dir, tiny_model_dir) -> list[float]:
-    """The 4 logged losses of the tiny SmolLM2 trained through the CLI in 2 torchrun processes
-    (identity.json, batch 2 a process, max_seq_length 128, seed 7): what a Ray run and a run across
-    machines with the same settings must reproduce. Made once per test process (the tests that use
-    it share the xdist group "ray")."""
-    import subprocess
-    import sys
+def ray_startup_report(ray_head, datasets_dir, tiny_model_dir) -> dict[str, Any]:
+    """``bench/ray_startup.py`` on the test head with the reference settings (identity.json, 4 steps,
+    batch 2 a process, max_seq_length 128, seed 7: ``REFERENCE_TRAIN``, the bench's own): one run of
+    2 torchrun processes and one of 2 Ray Train workers through ``JobRunner``, each timed to its first
+    step. Returns the report with ``printed``, the bench's summary line. Made once per test process
+    (the tests that use it share the xdist group "ray")."""
+    import contextlib
+    import io
 
-    data = tmp_path_factory.mktemp("torchrun-reference")
-    env = {
-        **os.environ,
-        "STUDIO_DATA_DIR": str(data),
-        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
-    }
-    command = [sys.executable, "-m", "trainer_core", "train", "--dataset", str(datasets_dir / "identity.json"),
-               "--model-name", str(tiny_model_dir), *REFERENCE_TRAIN, "--num-processes", "2"]  # fmt: skip
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (folder,) = [p for p in (data / "runs").iterdir() if p.is_dir()]
-    logged = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
-    return [m["loss"] for m in logged if m.get("loss") is not None]
+    from bench import ray_startup
+
+    summary = io.StringIO()
+    with contextlib.redirect_stderr(summary), contextlib.redirect_stdout(io.StringIO()):
+        report = ray_startup.main(
+            ["--steps", REFERENCE_TRAIN[1], "--repeats", "1", "--ray-address", ray_head,
+             "--model", str(tiny_model_dir), "--dataset", str(datasets_dir / "identity.json")]
+        )  # fmt: skip
+    return {**report, "printed": summary.getvalue()}
 
 
+@pytest.fixture(scope="session")
+def torchrun_reference(ray_startup_report) -> list[float]:
+    """The 4 logged losses of the tiny SmolLM2 trained in 2 torchrun processes with the reference
+    settings (``ray_startup_report``'s torchrun run): what a Ray run and a run across machines with
+    the same settings must reproduce."""
+    (run,) = [r for r in ray_startup_report["runs"] if r["how"] == "torchrun"]
+    return run["losses"]
+
+
+# The CLI flags of the reference settings: those bench/ray_startup.py trains with (batch 2 a process,
+# max_seq_length 128, seed 7) for 4 steps.
 REFERENCE_TRAIN = ["--max-steps", "4", "--batch-size", "2", "--max-seq-length", "128", "--random-seed", "7"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
+import os
 from pathlib import Path
 
 import httpx
@@ -16,31 +16,19 @@ import openai
 import pytest
 from safetensors.torch import load_file
 
-from tests.e2e.conftest import CANARY, allowed, free_port, wait_for
-from tests.support.api_server import AppProcess
+from tests.e2e.conftest import CANARY, wait_for
+from tests.support.api_server import API_AUTH as AUTH
+from tests.support.api_server import API_TOKEN as TOKEN
+from tests.support.api_server import app_with_media
 
 pytestmark = pytest.mark.slow
-TOKEN = "test-audio-chat-token-7d21"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture(scope="module")
-def app_proc(tmp_path_factory, datasets_dir, tiny_audio_chat_dir):
-    folder = tmp_path_factory.mktemp("audio-chat-api")
-    data = folder / "data-files"
-    shutil.copytree(datasets_dir / "mllm_demo_data", data / "sounds")
-    secret = folder / "secret"
-    secret.mkdir()
-    (secret / "canary.wav").write_text(CANARY)
-    env = {
-        "STUDIO_DATA_DIR": str(folder / "studio"),
-        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, data, tiny_audio_chat_dir.parent),
-        "STUDIO_API_TOKEN": TOKEN,
-    }
-    proc = AppProcess(free_port(), env, folder / "app.log").start()
-    proc.data, proc.secret = data, secret
-    yield proc
-    proc.stop()
+def app_proc(api_app, tmp_path_factory):
+    """The launched app the HTTP tests share (``api_app``); ``data`` (inside the allowed folders)
+    holds the demo files, ``secret`` (outside every allowed folder) a canary."""
+    return app_with_media(api_app, "audio-chat", "sounds", "canary.wav", tmp_path_factory.mktemp("audio-chat-secret"))
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +92,7 @@ def test_clip_paths_out_of_the_allowed_folders_are_refused_by_row(app_proc, tiny
     if not link.exists():
         link.symlink_to(secret / "canary.wav")
     bad = {
-        "relative": f"../../{secret.parent.name}/secret/canary.wav",
+        "relative": os.path.relpath(secret / "canary.wav", data),
         "absolute": str(secret / "canary.wav"),
         "symlink": "sounds/link.wav",
     }

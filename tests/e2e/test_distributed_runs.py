@@ -1,29 +1,25 @@
 """Two training processes on this CPU (torchrun, gloo, one thread each) with the tiny SmolLM2:
 through the page's Start the loss matches one process with the same global batch and seed; over
-HTTP, Stop saves one checkpoint that both processes wrote and Resume continues it, Cancel ends every
-process within 2 s, and a killed process ends the run in error naming its rank."""
+HTTP, Stop saves one checkpoint that both processes wrote and Resume continues it, a killed process
+ends the run in error naming its rank, and Cancel ends every process of the next run within 2 s."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import statistics
-import time
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
-from tests.e2e.conftest import allowed, form_args, free_port, statuses
-from tests.support.api_server import AppProcess
-from tests.support.train_api import start_job, wait_end, wait_step
+from tests.e2e.conftest import form_args, statuses
+from tests.support.api_server import API_AUTH as AUTH
+from tests.support.api_server import app_for
+from tests.support.train_api import cancel_ends, kill_rank_1, start_job, wait_end, wait_step
 from trainer_core.vocabulary import Phase
 
 pytestmark = pytest.mark.slow
-TOKEN = "test-distributed-token-51c0"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PAGE = dict(max_seq_length=128, max_steps=20, learning_rate=1e-3, lr_scheduler_type="linear", random_seed=7)
 
 
@@ -66,17 +62,9 @@ def test_two_processes_from_the_page_reach_the_loss_of_one(client, app_server, d
 
 
 @pytest.fixture(scope="module")
-def app_proc(tmp_path_factory, datasets_dir, tiny_model_dir):
-    """One app for the HTTP tests below (each waits for its run to end before the next starts)."""
-    folder = tmp_path_factory.mktemp("distributed-app")
-    env = {
-        "STUDIO_DATA_DIR": str(folder / "data"),
-        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, tiny_model_dir.parent),
-        "STUDIO_API_TOKEN": TOKEN,
-    }
-    proc = AppProcess(free_port(), env, folder / "app.log").start()
-    yield proc
-    proc.stop()
+def app_proc(api_app):
+    """The launched app the HTTP tests share (``api_app``; each test waits for its run's end)."""
+    return app_for(api_app, "distributed")
 
 
 def _body(datasets_dir: Path, model: Path, **fields) -> dict:
@@ -113,36 +101,22 @@ def test_stop_saves_once_for_both_processes_and_resume_continues(app_proc, datas
     assert steps == list(range(1, 25)) and resumed["metric_history"]["steps"] == list(range(1, 25))
 
 
-def test_cancel_ends_every_process_within_two_seconds(app_proc, datasets_dir, tiny_model_dir):
+def test_a_killed_process_ends_the_run_in_error_and_cancel_ends_the_next_within_two_seconds(
+    app_proc, datasets_dir, tiny_model_dir
+):
+    """A killed rank ends its run in error naming the rank, and the others with it; the app goes
+    on: the next run starts, and Cancel ends every process of it (both ranks and torchrun) within
+    2 s."""
     api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
     start_job(api, _body(datasets_dir, tiny_model_dir))
+    rank1, ended = kill_rank_1(api, at_step=2)
+    assert f"rank 1 (of 2, pid {rank1}) was killed (signal 9)" in ended["error"], ended["error"]
+
+    start_job(api, _body(datasets_dir, tiny_model_dir))  # the app goes on
     status = wait_step(api, 1)
     processes = [psutil.Process(pid) for pid in status["details"]["rank_pids"]]
     launcher = [
         p for p in psutil.Process(app_proc.process.pid).children() if "torch.distributed.run" in " ".join(p.cmdline())
     ]
     assert len(processes) == 2 and len(launcher) == 1
-    began = time.monotonic()
-    assert api.post("/api/train/stop", json={"save": False}).status_code == 200
-    _, alive = psutil.wait_procs(processes + launcher, timeout=5)
-    took = time.monotonic() - began
-    assert not alive and took <= 2.0, took
-    ended = wait_end(api)
-    assert ended["phase"] == "stopped" and ended["details"]["end_reason"] == "cancelled"
-
-
-def test_a_killed_process_ends_the_run_in_error_naming_its_rank(app_proc, datasets_dir, tiny_model_dir):
-    api = httpx.Client(base_url=app_proc.url, headers=AUTH, timeout=30)
-    start_job(api, _body(datasets_dir, tiny_model_dir))
-    status = wait_step(api, 2)
-    rank1 = status["details"]["rank_pids"][1]
-    os.kill(rank1, signal.SIGKILL)
-    ended = wait_end(api)
-    assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error"
-    assert f"rank 1 (of 2, pid {rank1}) was killed (signal 9)" in ended["error"], ended["error"]
-    assert not psutil.pid_exists(status["details"]["rank_pids"][0])  # rank 0 was ended too
-    again = api.post(  # the app goes on
-        "/api/train/start", json=_body(datasets_dir, tiny_model_dir, max_steps=1, num_processes=1)
-    )
-    assert again.status_code == 200 and again.json()["status"] == "queued", again.text
-    assert wait_end(api)["phase"] == "completed"
+    cancel_ends(api, processes + launcher, within_s=2.0)

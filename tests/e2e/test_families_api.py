@@ -12,31 +12,24 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e.conftest import allowed, free_port, wait_for
-from tests.support.api_server import AppProcess
+from tests.e2e.conftest import wait_for
+from tests.support.api_server import API_AUTH as AUTH
+from tests.support.api_server import API_TOKEN as TOKEN
+from tests.support.api_server import app_for
 from tests.support.families import FAMILIES, build_family_model, family_model
 from trainer_core.models.targets import resolve_targets
 
 pytestmark = pytest.mark.slow
-TOKEN = "test-families-token-3b8e"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 THROUGH_V1 = ("gpt2", "phi3", "gemma2", "qwen3_moe", "gpt_oss")
 
 
 @pytest.fixture(scope="module")
-def app_proc(tmp_path_factory, datasets_dir, tiny_model_dir):
-    """One app for the families (each test waits for its run's end); ``models`` holds them."""
-    folder = tmp_path_factory.mktemp("families-api")
-    models = folder / "models"
-    env = {
-        "STUDIO_DATA_DIR": str(folder / "data"),
-        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, models, tiny_model_dir.parent),
-        "STUDIO_API_TOKEN": TOKEN,
-    }
-    proc = AppProcess(free_port(), env, folder / "app.log").start()
-    proc.models, proc.tokenizer_dir = models, tiny_model_dir
-    yield proc
-    proc.stop()
+def app_proc(api_app, tiny_model_dir):
+    """The launched app the HTTP tests share (``api_app``; each test waits for its run's end);
+    ``models`` holds the families."""
+    app = app_for(api_app, "families")
+    app.models, app.tokenizer_dir = app.folder / "models", tiny_model_dir
+    return app
 
 
 @pytest.mark.parametrize("family", FAMILIES)

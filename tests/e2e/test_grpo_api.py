@@ -1,5 +1,5 @@
-"""GRPO over HTTP against the real app process (one for the module, started with the reward-code
-switch): the tiny SmolLM2 trains 3 steps on arithmetic prompts and every step logs its rewards (each
+"""GRPO over HTTP against the real app process (the one the HTTP tests share, started with the
+reward-code switch): the tiny SmolLM2 trains 3 steps on arithmetic prompts and every step logs its rewards (each
 function apart), its completions and KL to the status, the SSE stream and the run history (the run's
 plumbing is the point, not what a random model earns: what GRPO teaches the real model is measured
 by ``bench/grpo.py --learn``, docs/BENCHMARKS.md); reward code is refused by a server without the
@@ -18,12 +18,12 @@ import httpx
 import pytest
 
 from bench.arith_prompts import write_rows
-from tests.e2e.conftest import ServerThread, allowed, free_port, wait_for
-from tests.support.api_server import AppProcess, sse_events
+from tests.e2e.conftest import ServerThread, allowed, wait_for
+from tests.support.api_server import API_AUTH as AUTH
+from tests.support.api_server import API_TOKEN as TOKEN
+from tests.support.api_server import app_for, sse_events
 
 pytestmark = pytest.mark.slow
-TOKEN = "test-grpo-token-51b9"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 REWARD_CODE = """
 def says_a_number(prompts, completions, completion_ids=None, **kwargs):
     text = [c if isinstance(c, str) else c[0]["content"] for c in completions]
@@ -32,19 +32,10 @@ def says_a_number(prompts, completions, completion_ids=None, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, tiny_model_dir) -> Iterator[tuple[AppProcess, Path]]:
-    """(the app process with ``STUDIO_ALLOW_REWARD_CODE=1``, its allowed data folder); each test
-    waits for its run's end."""
-    folder = tmp_path_factory.mktemp("grpo-app")
-    settings = {
-        "STUDIO_DATA_DIR": str(folder / "data"),
-        "STUDIO_ALLOWED_PATHS": allowed(folder, tiny_model_dir.parent),
-        "STUDIO_API_TOKEN": TOKEN,
-        "STUDIO_ALLOW_REWARD_CODE": "1",
-    }
-    proc = AppProcess(free_port(), settings, folder / "app.log").start()
-    yield proc, folder
-    proc.stop()
+def app(api_app):
+    """The launched app the HTTP tests share (``api_app``: reward code allowed; each test waits for
+    its run's end) and this module's folder in it."""
+    return app_for(api_app, "grpo")
 
 
 @contextmanager
@@ -78,9 +69,8 @@ def _finish(api: httpx.Client, body: dict) -> dict:
 
 
 def test_a_grpo_run_logs_its_rewards_every_step(app, tiny_model_dir):
-    proc, folder = app
-    data = write_rows(folder / "arith.json", count=40)
-    api = httpx.Client(base_url=proc.url, headers=AUTH, timeout=30)
+    data = write_rows(app.folder / "arith.json", count=40)
+    api = httpx.Client(base_url=app.url, headers=AUTH, timeout=30)
     body = {
         "model_name": str(tiny_model_dir),
         "local_datasets": [str(data)],
@@ -115,12 +105,11 @@ def test_a_grpo_run_logs_its_rewards_every_step(app, tiny_model_dir):
     ]
 
 
-def test_reward_code_needs_the_servers_switch(app, tiny_model_dir):
-    proc, folder = app
-    data = write_rows(folder / "arith16.json", count=16)
-    code = folder / "my_rewards.py"
+def test_reward_code_needs_the_servers_switch(app, tiny_model_dir, tmp_path):
+    data = write_rows(app.folder / "arith16.json", count=16)
+    code = app.folder / "my_rewards.py"
     code.write_text(REWARD_CODE)
-    outside = folder.parent / f"{folder.name}-outside.py"
+    outside = tmp_path / "my_rewards.py"  # outside every allowed folder
     outside.write_text(REWARD_CODE)
     body = {
         "model_name": str(tiny_model_dir),
@@ -131,7 +120,7 @@ def test_reward_code_needs_the_servers_switch(app, tiny_model_dir):
         "reward_file": str(code),
         "rewards": ["code function=says_a_number", "numeric_match weight=2"],
     }
-    with _closed_app(folder, tiny_model_dir) as url:
+    with _closed_app(app.folder, tiny_model_dir) as url:
         api = httpx.Client(base_url=url, headers=AUTH, timeout=30)
         for route in ("/api/train/start", "/api/train/preflight"):
             refused = api.post(route, json=body)
@@ -142,7 +131,7 @@ def test_reward_code_needs_the_servers_switch(app, tiny_model_dir):
         missing = api.post("/api/train/start", json=no_file)
         assert missing.status_code == 400 and "needs reward_file" in missing.text
         assert api.get("/api/train/status").json()["phase"] == "idle"  # nothing started
-    api = httpx.Client(base_url=proc.url, headers=AUTH, timeout=30)
+    api = httpx.Client(base_url=app.url, headers=AUTH, timeout=30)
     sneaky = api.post("/api/train/start", json={**body, "reward_file": str(outside)})
     assert sneaky.status_code == 400 and "reward_file" in sneaky.text  # the switch opens no other folder
     unknown = api.post("/api/train/start", json={**body, "rewards": ["code function=nope"]})

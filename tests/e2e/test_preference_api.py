@@ -15,12 +15,11 @@ import httpx
 import pytest
 from safetensors.torch import load_file
 
-from tests.e2e.conftest import allowed, free_port, wait_for
-from tests.support.api_server import AppProcess, sse_events
+from tests.e2e.conftest import wait_for
+from tests.support.api_server import API_AUTH as AUTH
+from tests.support.api_server import app_for, sse_events
 
 pytestmark = pytest.mark.slow
-TOKEN = "test-preference-token-7d1e"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SMALL = dict(
     batch_size=2,
     max_seq_length=256,
@@ -32,20 +31,13 @@ SMALL = dict(
 
 
 @pytest.fixture(scope="module")
-def app_proc(tmp_path_factory, datasets_dir, tiny_model_dir):
-    """The app, one for the module (each test waits for its run's end); ``model`` is the tiny model."""
-    tmp_path = tmp_path_factory.mktemp("preference")
-    adapters = tmp_path / "adapters"
-    adapters.mkdir()
-    env = {
-        "STUDIO_DATA_DIR": str(tmp_path / "data"),
-        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, adapters, tiny_model_dir.parent),
-        "STUDIO_API_TOKEN": TOKEN,
-    }
-    proc = AppProcess(free_port(), env, tmp_path / "app.log").start()
-    proc.adapters, proc.model = adapters, str(tiny_model_dir)
-    yield proc
-    proc.stop()
+def app_proc(api_app, tiny_model_dir):
+    """The launched app the HTTP tests share (``api_app``; each test waits for its run's end);
+    ``model`` is the tiny model, ``adapters`` a folder inside the allowed ones."""
+    app = app_for(api_app, "preference")
+    app.adapters, app.model = app.folder / "adapters", str(tiny_model_dir)
+    app.adapters.mkdir()
+    return app
 
 
 def _train(api: httpx.Client, body: dict) -> dict:

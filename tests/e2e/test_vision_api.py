@@ -8,39 +8,27 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
+import os
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
-from tests.e2e.conftest import CANARY, allowed, free_port, wait_for
-from tests.support.api_server import AppProcess
+from tests.e2e.conftest import CANARY, wait_for
+from tests.support.api_server import API_AUTH as AUTH
+from tests.support.api_server import API_TOKEN as TOKEN
+from tests.support.api_server import app_with_media
 from tests.support.raw_gradio import RawGradio, file_value
 
 pytestmark = pytest.mark.slow
-TOKEN = "test-vision-token-51c2"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture(scope="module")
-def app_proc(tmp_path_factory, datasets_dir, tiny_vl_dir):
-    folder = tmp_path_factory.mktemp("vision-api")
-    data = folder / "data-files"
-    shutil.copytree(datasets_dir / "mllm_demo_data", data / "pics")
-    secret = folder / "secret"
-    secret.mkdir()
-    (secret / "canary.png").write_text(CANARY)
-    env = {
-        "STUDIO_DATA_DIR": str(folder / "studio"),
-        "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, data, tiny_vl_dir.parent),
-        "STUDIO_API_TOKEN": TOKEN,
-    }
-    proc = AppProcess(free_port(), env, folder / "app.log").start()
-    proc.data, proc.secret = data, secret
-    yield proc
-    proc.stop()
+def app_proc(api_app, tmp_path_factory):
+    """The launched app the HTTP tests share (``api_app``); ``data`` (inside the allowed folders)
+    holds the demo files, ``secret`` (outside every allowed folder) a canary."""
+    return app_with_media(api_app, "vision", "pics", "canary.png", tmp_path_factory.mktemp("vision-secret"))
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +93,7 @@ def test_image_paths_out_of_the_allowed_folders_are_refused_by_row(app_proc, tin
     if not link.exists():
         link.symlink_to(secret / "canary.png")
     bad = {
-        "relative": f"../../{secret.parent.name}/secret/canary.png",
+        "relative": os.path.relpath(secret / "canary.png", data),
         "absolute": str(secret / "canary.png"),
         "symlink": "pics/link.png",
         "not an image": "data:image/png;base64," + base64.b64encode(CANARY.encode()).decode(),

@@ -1,9 +1,14 @@
-"""Driving a training job over HTTP as a client does (``/api/train/start``, ``/status``), for the
-tests of launched runs (torchrun, Ray)."""
+"""Driving a training job over HTTP as a client does (``/api/train/start``, ``/status``, ``/stop``),
+for the tests of launched runs (torchrun, Ray)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import httpx
+import psutil
 
 from tests.e2e.conftest import wait_for
 
@@ -32,3 +37,27 @@ def wait_end(api: httpx.Client) -> dict:
     """The status once no job runs (300 s at most)."""
     wait_for(lambda: not api.get("/api/train/status").json()["is_training_running"], 300, "the run's end")
     return api.get("/api/train/status").json()
+
+
+def kill_rank_1(api: httpx.Client, at_step: int) -> tuple[int, dict]:
+    """SIGKILL rank 1 of the running job once it has logged ``at_step``; asserts the run then ends in
+    error (end reason "error") and rank 0 was ended too. Returns (rank 1's pid, the final status)."""
+    status = wait_step(api, at_step)
+    rank0, rank1 = status["details"]["rank_pids"][:2]
+    os.kill(rank1, signal.SIGKILL)
+    ended = wait_end(api)
+    assert ended["phase"] == "error" and ended["details"]["end_reason"] == "error", ended["error"]
+    assert not psutil.pid_exists(rank0)  # rank 0 was ended too
+    return rank1, ended
+
+
+def cancel_ends(api: httpx.Client, processes: list[psutil.Process], within_s: float) -> None:
+    """Cancel the running job (Stop without saving): every one of ``processes`` must be gone within
+    ``within_s`` seconds of the request, and the run end "stopped" with end reason "cancelled"."""
+    began = time.monotonic()
+    assert api.post("/api/train/stop", json={"save": False}).status_code == 200
+    _, alive = psutil.wait_procs(processes, timeout=within_s + 5)
+    took = time.monotonic() - began
+    assert not alive and took <= within_s, took
+    ended = wait_end(api)
+    assert ended["phase"] == "stopped" and ended["details"]["end_reason"] == "cancelled"

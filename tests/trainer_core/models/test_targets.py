@@ -246,9 +246,7 @@ def test_each_family_exports_gguf_with_the_check_it_allows(family):
 
 
 @pytest.mark.slow
-def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(
-    datasets_dir, tmp_path, monkeypatch, capsys
-):
+def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(datasets_dir, tmp_path, capsys):
     """Phi-2: the CLI trains one step (its own process) and exports gguf-f16 (its ``main`` called
     here: the export is the point, not the process). transformers cannot read a Phi-2 GGUF back;
     llama.cpp runs it and compares its answers. Without llama.cpp the check reads the file's chat
@@ -258,7 +256,7 @@ def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(
     import sys
 
     from tests.conftest import REPO
-    from trainer_core.cli import main
+    from tests.support.cli_here import cli_main
     from trainer_core.export.gguf_convert import supported_architectures
     from trainer_core.llamacpp.build import missing_message
     from trainer_core.models.loading import materialize_default_model
@@ -278,27 +276,20 @@ def test_a_gguf_that_transformers_cannot_read_back_is_checked_by_its_metadata(
         cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert trained.returncode == 0, trained.stderr[-2000:]
-    llama_built = not missing_message(get_settings().llama_cpp_dir)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    try:
-        if llama_built:
-            assert main(["export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf-llama")]) == 0
-            said = capsys.readouterr().out
-            assert "check (llama.cpp) passed: f16 in llama.cpp: 3/3 prompts" in said and "MOSTLY_F16" in said, said
-        monkeypatch.setenv("STUDIO_LLAMA_CPP_DIR", str(tmp_path / "no-llama-cpp"))
-        get_settings.cache_clear()
-        assert main(["export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf")]) == 0
+    if not missing_message(get_settings().llama_cpp_dir):
+        out = str(tmp_path / "gguf-llama")
+        assert cli_main(["export", str(run), "--format", "gguf-f16", "--output", out], **env) == 0
         said = capsys.readouterr().out
-        assert "check (metadata) passed: f16: metadata checked (chat template, BOS/EOS); answers not compared" in said
-        assert "llama.cpp is not built" in said
-        (file,) = (tmp_path / "gguf").glob("*.gguf")
-        assert file.read_bytes()[:4] == b"GGUF"
-        assert main(["export", str(run), "--format", "gguf-q4_k_m", "--output", str(tmp_path / "q4")]) == 2
-        assert "bash scripts/setup.sh" in capsys.readouterr().err
-    finally:
-        get_settings.cache_clear()
+        assert "check (llama.cpp) passed: f16 in llama.cpp: 3/3 prompts" in said and "MOSTLY_F16" in said, said
+    env["STUDIO_LLAMA_CPP_DIR"] = str(tmp_path / "no-llama-cpp")
+    assert cli_main(["export", str(run), "--format", "gguf-f16", "--output", str(tmp_path / "gguf")], **env) == 0
+    said = capsys.readouterr().out
+    assert "check (metadata) passed: f16: metadata checked (chat template, BOS/EOS); answers not compared" in said
+    assert "llama.cpp is not built" in said
+    (file,) = (tmp_path / "gguf").glob("*.gguf")
+    assert file.read_bytes()[:4] == b"GGUF"
+    assert cli_main(["export", str(run), "--format", "gguf-q4_k_m", "--output", str(tmp_path / "q4")], **env) == 2
+    assert "bash scripts/setup.sh" in capsys.readouterr().err
 
 
 @pytest.mark.slow
