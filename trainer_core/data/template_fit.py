@@ -27,19 +27,22 @@ _PROBE_TWO_USERS = [
     {"role": "assistant", "content": "a"},
 ]
 _PROBE_PLAIN = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]
+_PROBE_TOOL = [*_PROBE_PLAIN, {"role": "tool", "content": "t"}, {"role": "assistant", "content": "b"}]
 
 
 @dataclass(frozen=True)
 class TemplateFit:
-    """What a chat template refuses: ``system`` (a system message) and ``repeats`` (two turns of
-    one role in a row). Both False for templates that take any conversation (ChatML, Llama 3)."""
+    """What a chat template refuses: ``system`` (a system message), ``repeats`` (two turns of one
+    role in a row) and ``tool`` (a ``tool`` message without a call id: a tool's result in the tools
+    fallback, ``tools.render``). All False for templates that take any conversation (ChatML, Llama 3)."""
 
     system: bool = False
     repeats: bool = False
+    tool: bool = False
 
     @property
     def shapes(self) -> bool:
-        return self.system or self.repeats
+        return self.system or self.repeats or self.tool
 
 
 _FITS: dict[str, TemplateFit] = {}
@@ -64,7 +67,9 @@ def template_fit(tokenizer: Any) -> TemplateFit:
             _FITS[template] = TemplateFit()
         else:
             _FITS[template] = TemplateFit(
-                system=not _renders(tokenizer, _PROBE_SYSTEM), repeats=not _renders(tokenizer, _PROBE_TWO_USERS)
+                system=not _renders(tokenizer, _PROBE_SYSTEM),
+                repeats=not _renders(tokenizer, _PROBE_TWO_USERS),
+                tool=not _renders(tokenizer, _PROBE_TOOL),
             )
     return _FITS[template]
 
@@ -76,6 +81,8 @@ def fit_conversation(messages: list[dict[str, Any]], fit: TemplateFit) -> list[d
     if not fit.shapes:
         return messages
     shaped = [dict(m) for m in messages]
+    if fit.tool:  # a tool's result (still in its <tool_response> wrapper) is a user turn, as Qwen's template has it
+        shaped = [{**m, "role": "user"} if _bare_tool(m) else m for m in shaped]
     if fit.system and shaped and shaped[0].get("role") == "system":
         system = shaped.pop(0)
         first_user = next((m for m in shaped if m.get("role") == "user"), None)
@@ -98,18 +105,27 @@ def fit_conversation(messages: list[dict[str, Any]], fit: TemplateFit) -> list[d
     return shaped
 
 
-def shaped_count(conversations: list[list[dict[str, Any]]], fit: TemplateFit) -> tuple[int, int]:
-    """(rows whose system text moves, rows whose repeated turns merge) under ``fit``."""
-    system = repeats = 0
+def _bare_tool(message: dict[str, Any]) -> bool:
+    """A tool result without a call id (the tools fallback's form)."""
+    return message.get("role") == "tool" and not message.get("tool_call_id")
+
+
+def shaped_count(conversations: list[list[dict[str, Any]]], fit: TemplateFit) -> tuple[int, int, int]:
+    """(rows whose system text moves, rows whose repeated turns merge, rows whose tool results
+    become user turns) under ``fit``."""
+    system = repeats = tool = 0
     for messages in conversations:
         if fit.system and messages and messages[0].get("role") == "system":
             system += 1
+        if fit.tool and any(_bare_tool(m) for m in messages):
+            tool += 1
+            messages = [{**m, "role": "user"} if _bare_tool(m) else m for m in messages]
         if fit.repeats and any(a.get("role") == b.get("role") for a, b in zip(messages, messages[1:])):
             repeats += 1
-    return system, repeats
+    return system, repeats, tool
 
 
-def fit_note(model_name: str, fit: TemplateFit, counts: tuple[int, int]) -> Optional[str]:
+def fit_note(model_name: str, fit: TemplateFit, counts: tuple[int, int, int]) -> Optional[str]:
     """The check's note on the shaping, or None when no row changes."""
     parts = []
     if counts[0]:
@@ -118,6 +134,8 @@ def fit_note(model_name: str, fit: TemplateFit, counts: tuple[int, int]) -> Opti
         )
     if counts[1]:
         parts.append(f"needs user and assistant turns to alternate: {counts[1]} rows have repeated turns merged")
+    if counts[2]:
+        parts.append(f"has no tool role: the tool results of {counts[2]} rows are user turns")
     if not parts:
         return None
     return f"the chat template of {model_name} " + "; it ".join(parts) + " (the samples below show the result)"

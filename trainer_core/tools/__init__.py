@@ -1,0 +1,1 @@
+"""Function tools: their definitions, prompts with tools, calls parsed from answers, constrained calls."""
