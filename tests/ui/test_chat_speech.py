@@ -98,9 +98,10 @@ def test_refusals_are_said_beside_send_keeping_the_text() -> None:
     earlier = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "🔊 0.10 s, voice 0"}]
     cases = {
         (TTS, "   ", 0, False): "Message: type something to send.",
-        (TTS, "Say it", None, False): "Voice: None is not a speaker id",
-        (TTS, "Say it", -1, False): "Voice: -1 is not a speaker id",
-        (TTS, "Say it", 1.5, False): "Voice: 1.5 is not a speaker id",
+        (TTS, "Say it", " ", False): "Voice: no speaker is given",
+        (TTS, "Say it", "-1", False): "Voice: -1 is not a speaker number",
+        (TTS, "Say it", 1.5, False): "Voice: 1.5 is not a speaker",
+        (TTS, "Say it", "x" * 201, False): "is not a speaker",
         ("base", "Say it", 0, True): "Base vs tuned: choose a run or checkpoint",
         ("job_full", "Say it", 0, True): "Base vs tuned: this model is whole weights",
         (TTS, "word " * 50, 0, False): "input: the text takes 250 tokens, more than this model reads",
@@ -115,6 +116,9 @@ def test_refusals_are_said_beside_send_keeping_the_text() -> None:
     assert (kept, chat) == ("Say it", earlier) and "training job is running" in notice
     engine.busy = False
     assert _send(engine, "job_full", "Say it")[4] == ""  # whole weights speak alone
+    assert _send(engine, TTS, "Say it", " tara ")[4] == "" and engine.speeches[-1][2] == "tara"  # a named speaker
+    assert _send(engine, TTS, "Say it", "3")[1][-1]["content"][1]["text"].endswith("voice 3")
+    assert engine.speeches[-1][2] == 3  # the box's text "3": CSM's numbered voice 3
 
 
 def test_no_samples_is_said_in_words() -> None:
