@@ -154,3 +154,14 @@ def test_the_played_wav_is_the_tiny_csms_speech(tiny_csm_dir: Path) -> None:
     with pytest.raises(ChatInputError) as refused:  # the model's own limit: 1024 positions
         server.answer({"input": "word " * 600, "voice": 0})
     assert refused.value.fields == ("input",) and "more than the 1024 positions this model reads" in str(refused.value)
+
+
+def test_the_model_list_refresh_keeps_a_listed_choice_untouched() -> None:
+    from ui import chat_handlers
+
+    engine = FakeEngine()
+    engine.add(TTS, serves="speech")
+    kept = chat_handlers.model_dropdown(engine, TTS)
+    assert "value" not in kept and TTS in [value for _, value in kept["choices"]]  # the page keeps what it shows
+    gone = chat_handlers.model_dropdown(engine, "job_gone")
+    assert gone["value"] == gone["choices"][0][1]  # a choice no longer listed: the newest
