@@ -25,6 +25,17 @@ def _choice_label(choice: ModelChoice) -> str:
     return choice.label
 
 
+def serves(engine: ChatEngine, model_id: Any) -> Optional[str]:
+    """What ``model_id``'s model answers ("chat", "transcriptions", "speech", "embeddings";
+    ``ModelChoice.serves``); None for no id or one that names nothing usable."""
+    if not isinstance(model_id, str) or not model_id:
+        return None
+    try:
+        return engine.resolve(model_id).serves
+    except ChatInputError:
+        return None
+
+
 def model_dropdown(engine: ChatEngine, selected: Optional[str] = None) -> dict:
     """Dropdown update listing the base model and every usable run and checkpoint (newest first).
     While ``selected`` is still listed the update carries no value, so a model the user chose or

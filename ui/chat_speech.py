@@ -2,7 +2,7 @@
 text is said in the chosen voice (``ChatEngine.speak``) and the chat shows the turn and the speech
 as a player (a 16-bit wav written under the system temp folder, which Gradio serves, shown as the
 Chatbot's audio message) with its duration; with *Base vs tuned* the run's base says it too, the
-adapter switched off. The twin of ``chat_transcribe``, which routes every other model's Send."""
+adapter switched off (``chat_send`` routes Send here for such a model)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
 from trainer_core.serving.schemas import Speech
 from trainer_core.serving.voices import speaker
-from ui import chat_audio, chat_handlers, chat_transcribe
+from ui import chat_audio, chat_handlers
 from ui.refused import Refused
 
 SPEECH_DIR = "studio-speech"  # the folder of the chat's speech files, under tempfile.gettempdir()
@@ -28,20 +28,9 @@ NOTHING_SAID = "(no speech: the model ended before its first frame)"  # the answ
 STATES = 4  # the page's states after the generation settings: held image, images, held clip, clips
 
 
-def send(engine: ChatEngine, model_id: Optional[str], *inputs: Any) -> Iterator[tuple]:
-    """``speak_send`` for a text-to-speech model, ``chat_transcribe.send`` for any other (the same
-    ``inputs`` after the model id: compare, system prompt, message, both conversations, the
-    generation settings, the page's states and the voice; the same outputs)."""
-    if speaks(engine, model_id):
-        compare, _system, message, history, base_history, *values = inputs  # CSM takes no system prompt
-        yield from speak_send(engine, model_id, compare, message, history, base_history, *values)
-    else:
-        yield from chat_transcribe.send(engine, model_id, *inputs)
-
-
 def speaks(engine: ChatEngine, model_id: Any) -> bool:
     """True when ``model_id`` names a text-to-speech model (one that serves speech)."""
-    return chat_transcribe.serves(engine, model_id) == "speech"
+    return chat_handlers.serves(engine, model_id) == "speech"
 
 
 def boxes(engine: ChatEngine, model_id: Any) -> tuple[dict, dict]:

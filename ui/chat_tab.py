@@ -12,7 +12,7 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.serving.schemas import GenerationSettings
 from trainer_core.serving.voices import MAX_VOICE_CHARS
 from trainer_core.settings import Settings
-from ui import chat_audio, chat_handlers, chat_images, chat_speech
+from ui import chat_audio, chat_handlers, chat_images, chat_send, chat_speech
 from ui.form import number_widgets
 
 FREE = dict(concurrency_limit=None)  # the engine runs one generation at a time and queues the rest
@@ -149,7 +149,7 @@ class ChatTab:
         # the picture and the clip are taken again as the send's first step: a Send pressed before
         # the upload's own change event has run still carries them
         taken = (partial(_taken, settings), [image, audio], [held, held_clip])
-        talk = partial(chat_speech.send, engine)  # a speech model speaks, a speech-to-text one transcribes; others chat
+        talk = partial(chat_send.send, engine)  # a speech model speaks, a speech-to-text one transcribes; others chat
         send = send_btn.click(*taken, api_name=False, **FREE)
         send = send.then(talk, inputs, outputs, api_name="chat", **FREE)
         send.then(*sent, api_name=False, **FREE)

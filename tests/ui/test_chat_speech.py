@@ -19,7 +19,7 @@ from tests.support.fake_engine import SPEECH_RATE, FakeEngine
 from tests.support.speech_runs import add_run
 from trainer_core.serving.schemas import Speech
 from trainer_core.settings import Settings
-from ui import chat_handlers, chat_speech
+from ui import chat_handlers, chat_send, chat_speech
 
 DEFAULTS = (None,) * len(chat_handlers.SETTINGS_FIELDS)  # the generation settings widgets, untouched
 TTS = "job_tts"
@@ -27,9 +27,7 @@ TTS = "job_tts"
 
 def _send(engine, model: str, message: str, voice=0, history=(), compare=False):
     """The last outputs of the tab's Send: (textbox, chat, base chat, state, notice, images, clips)."""
-    sent = chat_speech.send(
-        engine, model, compare, "", message, list(history), [], *DEFAULTS, None, [], None, [], voice
-    )
+    sent = chat_send.send(engine, model, compare, "", message, list(history), [], *DEFAULTS, None, [], None, [], voice)
     return list(sent)[-1]
 
 
