@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 from api.openai_errors import OpenAIError, param_name
+from api.openai_tools import answer_parts, assistant_text, request_tools, tool_result, wrapped_result
 from trainer_core.data.audio import MARKER as AUDIO_MARKER
 from trainer_core.data.audio import input_audio_url
 from trainer_core.data.errors import RowError
@@ -27,10 +28,11 @@ from trainer_core.serving.schemas import (
     ModelChoice,
     StreamEvent,
 )
+from trainer_core.tools.definitions import MAX_TOOLS
 from trainer_core.vocabulary import OptionalWholeNumber
 
 MAX_MESSAGES = 1000
-ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 FINISH_REASONS = {"stop": "stop", "length": "length", "cancelled": "stop"}  # OpenAI has no "cancelled"
 
 
@@ -66,12 +68,16 @@ class ContentPart(BaseModel):
 
 
 class RequestMessage(BaseModel):
-    """A message as OpenAI clients send it (``name`` and other fields are ignored)."""
+    """A message as OpenAI clients send it (``name`` and other fields are ignored): an assistant's
+    may carry ``tool_calls`` (its content then may be null), a ``tool`` message the ``tool_call_id``
+    of the call it answers (``api.openai_tools``)."""
 
     model_config = ConfigDict(extra="ignore")
 
     role: str
     content: Union[str, list[ContentPart], None] = None
+    tool_calls: Optional[list[Any]] = Field(None, max_length=MAX_TOOLS)
+    tool_call_id: Optional[str] = Field(None, max_length=300)
 
 
 class StreamOptions(BaseModel):
@@ -82,17 +88,16 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
-class ChatCompletionRequest(BaseModel):
-    """``POST /v1/chat/completions``. Unknown fields are ignored; ``n`` > 1 and ``stop`` are refused."""
+class SamplingRequest(BaseModel):
+    """What ``POST /v1/chat/completions`` and ``POST /v1/completions`` share: the model and the
+    sampling settings. Unknown fields are ignored; ``n`` > 1 and ``stop`` are refused."""
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     model: Optional[str] = Field(
         None, max_length=300, description="`base`, a job id or `JOB_ID/checkpoint-N` (GET /v1/models)."
     )
-    messages: list[RequestMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    max_completion_tokens: OptionalWholeNumber = Field(None, description="Longest answer in tokens (max_new_tokens).")
-    max_tokens: OptionalWholeNumber = Field(None, description="Older name of max_completion_tokens.")
+    max_tokens: OptionalWholeNumber = Field(None, description="Longest answer in tokens (max_new_tokens).")
     temperature: Optional[float] = None
     top_p: Optional[float] = None
     top_k: OptionalWholeNumber = Field(None, description="Extra: keep only the top_k likeliest tokens; 0 = no limit.")
@@ -102,6 +107,7 @@ class ChatCompletionRequest(BaseModel):
     stream_options: Optional[StreamOptions] = None
     n: OptionalWholeNumber = Field(None, description="Only 1 is supported.")
     stop: Union[str, list[str], None] = Field(None, description="Not supported; send none.")
+    max_completion_tokens: OptionalWholeNumber = Field(None, exclude=True)  # a chat request's newer name
 
     def check_supported(self) -> None:
         """Refuse what we would otherwise get silently wrong."""
@@ -135,11 +141,46 @@ class ChatCompletionRequest(BaseModel):
             param = names.get(field, field)
             raise OpenAIError(400, f"{param}: {error['msg']}", param=param) from None
 
+
+class ChatCompletionRequest(SamplingRequest):
+    """``POST /v1/chat/completions``: ``messages``, and function ``tools`` (``api.openai_tools``)."""
+
+    messages: list[RequestMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    max_completion_tokens: OptionalWholeNumber = Field(None, description="Longest answer in tokens (max_new_tokens).")
+    tools: Optional[list[Any]] = Field(
+        None, description="Function tools (OpenAI's form), rendered by the model's chat template."
+    )
+    tool_choice: Union[str, dict[str, Any], None] = Field(
+        None, description="`auto` (the default with tools) or `none`; `required` and a named function: not yet."
+    )
+    parallel_tool_calls: Optional[bool] = Field(None, description="false: only the answer's first call is kept.")
+
+    def tool_settings(self) -> tuple[list[dict[str, Any]], str]:
+        """(the tools in ``tool_list`` form, ``auto`` | ``none``); 400 naming the bad field."""
+        return request_tools(self.tools, self.tool_choice)
+
     def chat_messages(self, fetch: Optional[Callable[[str], str]] = None) -> list[ChatMessage]:
-        """Our ``ChatMessage`` list: roles system (or developer) / user / assistant; text parts
+        """Our ``ChatMessage`` list: roles system (or developer) / user / assistant / tool; text parts
         joined, each ``image_url`` part an ``<image>`` marker where it stood and an image of the
-        message. ``fetch`` turns an http(s) URL into a data: URL (None: such URLs are refused)."""
-        return [_message(i, m, fetch) for i, m in enumerate(self.messages)]
+        message; calls and results in canonical form (``api.openai_tools``), the results of one
+        assistant message's calls in their order. ``fetch`` turns an http(s) URL into a data: URL
+        (None: such URLs are refused)."""
+        out: list[ChatMessage] = []
+        results: list[tuple[int, ChatMessage]] = []  # the tool messages after the last assistant's calls
+        open_calls: list[tuple[str, str]] = []
+        for i, request in enumerate(self.messages):
+            message, where = _message(i, request, fetch), f"messages[{i}]"
+            if message.role == "tool":
+                place = tool_result(where, request.tool_call_id, open_calls)
+                results.append((place, message.model_copy(update={"content": wrapped_result(message.content)})))
+                continue
+            out.extend(m for _, m in sorted(results, key=lambda pair: pair[0]))
+            results, open_calls = [], []
+            if message.role == "assistant" and request.tool_calls:
+                text, open_calls = assistant_text(where, message.content, request.tool_calls)
+                message = message.model_copy(update={"content": text})
+            out.append(message)
+        return out + [m for _, m in sorted(results, key=lambda pair: pair[0])]
 
 
 def _image(url: str, where: str, fetch: Optional[Callable[[str], str]]) -> str:
@@ -174,16 +215,16 @@ def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str]
     if role is None:
         raise OpenAIError(
             400,
-            f"{where}.role: role {message.role[:40]!r} is not supported; use system, user or "
-            "assistant (tool and function calls are not supported)",
+            f"{where}.role: role {message.role[:40]!r} is not supported; use system, user, assistant or tool "
+            "(the older function role is not supported)",
             param=f"{where}.role",
         )
-    if message.content is None:
+    if message.content is None and not (role == "assistant" and message.tool_calls):
         raise OpenAIError(400, f"{where}.content: a text content is required", param=f"{where}.content")
     images: list[str] = []
     audios: list[str] = []
-    if isinstance(message.content, str):
-        text = message.content
+    if message.content is None or isinstance(message.content, str):
+        text = message.content or ""
     else:
         pieces = []
         for j, part in enumerate(message.content):
@@ -254,10 +295,18 @@ class Usage(BaseModel):
 
 
 class AssistantMessage(BaseModel):
-    """The answer."""
+    """The answer: its text (None when it is only calls) and its calls (left out when none)."""
 
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: Optional[str]
+    tool_calls: Optional[list[dict[str, Any]]] = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_calls(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("tool_calls") is None:
+            data.pop("tool_calls", None)
+        return data
 
 
 class Choice(BaseModel):
@@ -285,11 +334,12 @@ def completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def completion(model_id: str, event: StreamEvent) -> ChatCompletion:
-    """The non-streamed answer from the engine's ``complete``."""
+def completion(model_id: str, event: StreamEvent, parallel: bool = True) -> ChatCompletion:
+    """The non-streamed answer from the engine's ``complete`` (only its first call unless ``parallel``)."""
+    content, calls = answer_parts(event.delta, event.tool_calls, parallel)
     choice = Choice(
-        message=AssistantMessage(content=event.delta),
-        finish_reason=FINISH_REASONS.get(event.finish_reason or "stop", "stop"),
+        message=AssistantMessage(content=content, tool_calls=calls),
+        finish_reason="tool_calls" if calls else FINISH_REASONS.get(event.finish_reason or "stop", "stop"),
     )
     return ChatCompletion(
         id=completion_id(), created=int(time.time()), model=model_id, choices=[choice], usage=Usage.of(event)
@@ -314,7 +364,7 @@ def chunk(
                 "index": 0,
                 "delta": delta,
                 "logprobs": None,
-                "finish_reason": FINISH_REASONS.get(finish_reason, "stop") if finish_reason else None,
+                "finish_reason": FINISH_REASONS.get(finish_reason, finish_reason) if finish_reason else None,
             }
         ]
     }

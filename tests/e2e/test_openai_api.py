@@ -117,8 +117,8 @@ def test_roles_and_text_parts(chat_studio):
 @pytest.mark.parametrize(
     "change, param, words",
     [
-        ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].role", "not supported"),
-        ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].role", "system, user or assistant"),
+        ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].tool_call_id", "no call"),
+        ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].role", "system, user, assistant or tool"),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]},
             "messages[0].content[0].image_url",
