@@ -20,6 +20,7 @@ import html
 import json
 import re
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -148,21 +149,22 @@ def shared_model_info(model_id: str, choice: ModelChoice = Depends(shared_model)
 @scoped.post("/chat/completions", response_model=ChatCompletion, responses=ERRORS)
 def shared_chat(body: ChatCompletionRequest, request: Request, choice: ModelChoice = Depends(shared_model)) -> Any:
     """Chat with the link's model (``model`` must be its id, or omitted)."""
-    if body.model not in (None, choice.id):
-        raise _other_model(choice)
-    try:
-        return answer(request, body, choice.id, public=True)
-    except UnknownModel:  # deleted between the check and the answer
-        raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
+    return _generated(body.model, choice, lambda: answer(request, body, choice.id, public=True))
 
 
 @scoped.post("/completions", response_model=TextCompletion, responses=ERRORS)
 def shared_text(body: CompletionRequest, request: Request, choice: ModelChoice = Depends(shared_model)) -> Any:
     """Text completions with the link's model (``model`` must be its id, or omitted)."""
-    if body.model not in (None, choice.id):
+    return _generated(body.model, choice, lambda: text_answer(request, body, choice.id, public=True))
+
+
+def _generated(asked: Optional[str], choice: ModelChoice, reply: Callable[[], Any]) -> Any:
+    """``reply()`` when ``asked`` (the request's model) is the link's or None; 404 otherwise, or when
+    the model went away meanwhile."""
+    if asked not in (None, choice.id):
         raise _other_model(choice)
     try:
-        return text_answer(request, body, choice.id, public=True)
+        return reply()
     except UnknownModel:  # deleted between the check and the answer
         raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
 
