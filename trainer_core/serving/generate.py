@@ -10,7 +10,7 @@ Shared by the inference worker and ``python -m trainer_core chat``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -123,17 +123,25 @@ def generate_kwargs(settings: GenerationSettings) -> dict[str, Any]:
 
 class _Streamer:
     """A ``generate`` streamer: decodes new tokens incrementally (only whole characters: a token
-    that ends mid-way through a UTF-8 sequence waits for the next) and hands text to ``on_text``."""
+    that ends mid-way through a UTF-8 sequence waits for the next) and hands text to ``on_text``.
+    Special tokens are left out, unless ``keep_special`` lists the ones to leave out (the stop
+    tokens) and keeps the rest: a family's call markers (``[TOOL_CALLS]``, ``<|python_tag|>``,
+    harmony's ``<|call|>``) are special tokens, and ``tools.parse`` reads them."""
 
-    def __init__(self, tokenizer: Any, on_text: Callable[[str], None]) -> None:
+    def __init__(
+        self, tokenizer: Any, on_text: Callable[[str], None], keep_special: Optional[Collection[int]] = None
+    ) -> None:
         self.tokenizer, self.on_text = tokenizer, on_text
+        self.keep_special = keep_special
         self.ids: list[int] = []
         self.prompt_seen = False
         self.prefix, self.read = 0, 0  # ids[prefix:read] were decoded already; their text is sent
         self.sent = ""
 
     def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
+        if self.keep_special is None:
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
+        return self.tokenizer.decode([i for i in ids if i not in self.keep_special], skip_special_tokens=False)
 
     def put(self, value: Any) -> None:  # (1, T) prompt first, then (1,) or (1, 1) per new token
         if not self.prompt_seen:
@@ -180,7 +188,8 @@ def generate(
     """Answer ``messages`` with ``loaded``, calling ``on_text`` with each new piece of text. Seeds
     torch with ``settings.seed`` first. A model kind with inputs of its own makes them
     (``ModelKind.chat_inputs``: a vision-language model reads the messages' images); a text-only
-    model refuses images (``text_only``). ``tools`` (``tool_list`` form) go to the chat template;
+    model refuses images (``text_only``). ``tools`` (``tool_list`` form) go to the chat template
+    (and the answer keeps its special tokens but the stop tokens: see ``_Streamer``);
     ``raw_prompt``: a text answered instead of ``messages`` (no chat template). Raises ChatInputError when the prompt plus
     ``max_new_tokens`` exceeds the model's context, the template fails or an image cannot be used."""
     import torch
@@ -197,10 +206,11 @@ def generate(
         )
     input_ids = inputs.pop("input_ids")
     inputs.pop("attention_mask", None)
-    streamer = _Streamer(loaded.tokenizer, on_text)
     if "stops" not in loaded.extra:  # get_vocab() takes ~20 ms: once per loaded model
         loaded.extra["stops"] = stop_token_ids(loaded.tokenizer, loaded.model)
     stops = loaded.extra["stops"]
+    keep = {*stops, loaded.tokenizer.pad_token_id} if tools else None  # calls' special markers kept
+    streamer = _Streamer(loaded.tokenizer, on_text, keep)
     torch.manual_seed(settings.seed)
     with loaded.weights(use_adapter) as model, torch.inference_mode():
         output = model.generate(

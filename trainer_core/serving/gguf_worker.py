@@ -113,10 +113,13 @@ def prompt_ids(llm: Any, template: Any, messages: list[dict[str, str]], tools: O
     return template.ids(text)
 
 
-def generate(llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, should_stop) -> tuple[str, int]:
+def generate(
+    llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, should_stop, special: bool = False
+) -> tuple[str, int]:
     """Stream the answer to the prompt ``ids`` (see the module docstring) through ``on_text``;
-    returns ``(finish_reason, completion_tokens)``. Raises ChatInputError when the prompt and
-    ``max_new_tokens`` do not fit the context."""
+    returns ``(finish_reason, completion_tokens)``. ``special``: control tokens are written (a
+    family's call markers, read by ``tools.parse``), else left out. Raises ChatInputError when the
+    prompt and ``max_new_tokens`` do not fit the context."""
     import llama_cpp
 
     limit = int(settings["max_new_tokens"])
@@ -147,7 +150,7 @@ def generate(llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, shou
             reason = "stop"
             break
         count += 1
-        text = decoder.decode(llm.detokenize([token], special=False))
+        text = decoder.decode(llm.detokenize([token], special=special))
         if text:
             on_text(text)
         if count >= limit:
@@ -183,7 +186,8 @@ def serve_gguf(choice: dict[str, Any], tools_dir: str, commands: Any, events: An
             ids = [int(i) for i in llm.tokenize(request["prompt"].encode("utf-8"), add_bos=True, special=False)]
         else:
             ids = prompt_ids(llm, template, request["messages"], request.get("tools"))
-        reason, count = generate(llm, n_ctx, ids, request["settings"], on_text=on_text, should_stop=stop.is_set)
+        special = bool(request.get("tools"))  # keep the calls' markers
+        reason, count = generate(llm, n_ctx, ids, request["settings"], on_text, stop.is_set, special)
         return {"finish_reason": reason, "prompt_tokens": len(ids), "completion_tokens": count}
 
     def answer(request: dict, on_text: Any) -> dict[str, Any]:

@@ -132,6 +132,18 @@ def test_streamed_text_never_splits_a_character(tokenizer):
     assert not any("\ufffd" in piece for piece in pieces)
 
 
+def test_with_tools_special_tokens_stay_in_the_text_but_the_stop_tokens(tokenizer):
+    ids = tokenizer("<|im_start|>call<|im_end|>", add_special_tokens=False)["input_ids"]  # specials: markers here
+    for keep, want in ((None, "call"), ({tokenizer.convert_tokens_to_ids("<|im_end|>")}, "<|im_start|>call")):
+        pieces = []
+        streamer = _Streamer(tokenizer, pieces.append, keep)
+        streamer.put(torch.tensor([[1, 2]]))
+        for token in ids:
+            streamer.put(torch.tensor([token]))
+        streamer.end()
+        assert "".join(pieces) == want
+
+
 def test_a_lora_models_base_answer_uses_the_same_weights_with_the_adapter_off(tokenizer):
     from peft import LoraConfig, get_peft_model
 
