@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.openai_errors import OpenAIError
 from api.openai_messages import RequestMessage, chat_messages
@@ -155,14 +155,7 @@ class AssistantMessage(BaseModel):
 
     role: Literal["assistant"] = "assistant"
     content: Optional[str]
-    tool_calls: Optional[list[dict[str, Any]]] = None
-
-    @model_serializer(mode="wrap")
-    def _without_empty_calls(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        if data.get("tool_calls") is None:
-            data.pop("tool_calls", None)
-        return data
+    tool_calls: Optional[list[dict[str, Any]]] = Field(None, exclude_if=lambda calls: calls is None)
 
 
 class Choice(BaseModel):
