@@ -127,14 +127,15 @@ def with_calls(
 ) -> dict[str, Any]:
     """``generated(request, on_text)``'s ``done`` payload, and where ``request`` has ``tools`` (and
     ``tool_choice`` is not ``none``) the answer's calls in it as ``tool_calls``, read in the call
-    format of ``template``'s chat template (``tools.parse``): text streams on until a call starts."""
+    format of ``template``'s chat template (``tools.parse``): text streams on until a call starts; a
+    call of a function that was not offered leaves the answer as text."""
     from trainer_core.tools.parse import CallSplitter, call_format
 
     if not request.get("tools") or request.get("tool_choice", "auto") == "none":
         return generated(request, on_text)
     splitter = CallSplitter(call_format(template), on_text)
     done = generated(request, splitter.feed)
-    calls = splitter.finish()
+    calls = splitter.finish(known={tool["function"]["name"] for tool in request["tools"]})
     return done | ({"tool_calls": calls} if calls else {})
 
 

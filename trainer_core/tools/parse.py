@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Optional
 
 from trainer_core.tools.definitions import NAME, ToolsError, parsed_arguments
@@ -199,9 +199,12 @@ class CallSplitter:
             self.on_text(self.text[self.sent : upto])
             self.sent = upto
 
-    def finish(self) -> list[dict[str, Any]]:
-        """The answer's calls; with none, the text still held is sent on first."""
+    def finish(self, known: Optional[Collection[str]] = None) -> list[dict[str, Any]]:
+        """The answer's calls; with none, the text still held is sent on first. ``known``: the
+        functions offered; a call of any other leaves the answer as text (a client could not run it)."""
         _, calls = parse_calls(self.text, self.fmt) if self.holding else ("", [])
+        if known is not None and any(call["function"]["name"] not in known for call in calls):
+            calls = []
         if not calls:
             self._send(len(self.text))
         return calls

@@ -235,6 +235,10 @@ def test_the_worker_reads_calls_in_the_models_format_and_streams_the_text_before
         done = with_calls({"tools": TIME_TOOL, "tool_choice": choice}, tokenizer, sent.append, generated)
         assert "".join(sent) == streamed and [c["function"]["name"] for c in done.get("tool_calls", [])] == names
     assert with_calls({}, tokenizer, [].append, generated) == generated({}, lambda text: None)
+    other = [{"type": "function", "function": {"name": "get_date", "parameters": {"type": "object"}}}]
+    sent = []
+    assert "tool_calls" not in with_calls({"tools": other}, tokenizer, sent.append, generated)  # not offered
+    assert "".join(sent) == answer
 
 
 def test_a_raw_prompt_is_tokenized_as_it_is(model, tokenizer):
