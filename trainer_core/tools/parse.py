@@ -84,6 +84,18 @@ def parse_calls(text: str, fmt: str) -> tuple[str, list[dict[str, Any]]]:
     return content, [openai_call(name, arguments) for name, arguments in calls]
 
 
+def call_start(text: str, fmt: str) -> Optional[int]:
+    """Where the first call of format ``fmt`` begins in ``text`` (None: no call begun), parsed or
+    not: an evaluation counts an answer that began a call as an attempt. Llama 3's bare ``{`` counts
+    only at the start of the answer."""
+    starts = STARTS.get(fmt, STARTS[FALLBACK_FORMAT])
+    spots = [text.find(s) for s in starts if s != "{"]
+    if "{" in starts and text.lstrip().startswith("{"):
+        spots.append(len(text) - len(text.lstrip()))
+    spots = [spot for spot in spots if spot >= 0]
+    return min(spots) if spots else None
+
+
 Calls = Optional[tuple[str, list[tuple[str, dict[str, Any]]]]]  # (content, [(name, arguments)]) or None
 
 
@@ -171,20 +183,12 @@ class CallSplitter:
         self.text, self.sent = "", 0  # the whole answer so far; characters of it passed on
         self.holding = False
 
-    def _start(self) -> Optional[int]:
-        """Where a call starts in ``text`` (None: not yet). Llama 3's bare ``{`` only at the start."""
-        spots = [self.text.find(s) for s in self.starts if s != "{"]
-        if "{" in self.starts and self.text.lstrip().startswith("{"):
-            spots.append(len(self.text) - len(self.text.lstrip()))
-        spots = [spot for spot in spots if spot >= 0]
-        return min(spots) if spots else None
-
     def feed(self, piece: str) -> None:
         """Take the next piece of the answer."""
         self.text += piece
         if self.holding:
             return
-        start = self._start()
+        start = call_start(self.text, self.fmt)
         if start is not None:
             self.holding = True
             self._send(start)

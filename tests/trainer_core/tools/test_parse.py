@@ -10,7 +10,7 @@ import pytest
 from tests.support.chat_templates import FILES, with_template
 from trainer_core.data.template_fit import fit_conversation, template_fit
 from trainer_core.tools.definitions import tool_list
-from trainer_core.tools.parse import CallSplitter, call_format, parse_calls
+from trainer_core.tools.parse import CallSplitter, call_format, call_start, parse_calls
 from trainer_core.tools.render import call_text, template_conversation
 
 TOOLS = tool_list(
@@ -69,6 +69,8 @@ def test_text_before_calls_and_plain_answers():
     assert content == "Let me check." and calls[0]["function"] == {"name": "get_time", "arguments": "{}"}
     assert parse_calls("It is sunny.", "hermes") == ("It is sunny.", [])
     assert parse_calls("It is sunny.", "llama3") == ("It is sunny.", [])
+    assert call_start("It is sunny.", "hermes") is None and call_start("Ok {", "llama3") is None
+    assert call_start(text, "hermes") == len("Let me check.\n")
     assert parse_calls(
         '<|python_tag|>{"name": "f", "parameters": {"a": 1}}; {"name": "g", "parameters": {}}', "llama3"
     )[1][1]["function"] == {"name": "g", "arguments": "{}"}
@@ -95,6 +97,7 @@ def test_text_before_calls_and_plain_answers():
 )
 def test_broken_calls_stay_text(fmt, text):
     assert parse_calls(text, fmt) == (text, [])
+    assert call_start(text, fmt) is not None  # begun: an evaluation counts it as an attempt
 
 
 @pytest.mark.parametrize(
