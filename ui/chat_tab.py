@@ -10,6 +10,7 @@ import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.serving.schemas import GenerationSettings
+from trainer_core.serving.voices import MAX_VOICE_CHARS
 from trainer_core.settings import Settings
 from ui import chat_audio, chat_handlers, chat_images, chat_speech
 from ui.form import number_widgets
@@ -68,15 +69,14 @@ class ChatTab:
                 visible=False,  # shown for an audio-in chat or speech-to-text model (chat_audio.audio_box)
                 elem_id="chat-audio",
             )
-            voice = gr.Number(
+            voice = gr.Textbox(
                 label=chat_speech.VOICE_LABEL,
-                value=0,
-                precision=0,
-                minimum=0,
-                maximum=chat_speech.MAX_VOICE,
+                value="0",
+                max_length=MAX_VOICE_CHARS,
                 visible=False,  # shown for a text-to-speech model (chat_speech.boxes)
                 elem_id="chat-voice",
-                info="The speaker who says the text: a speaker number of the run's training rows (0, 1, ...).",
+                info="The speaker who says the text, as the run's training rows name them: a number (0, 1, ...) or a "
+                "name (an Orpheus-style run's speakers).",
             )
             held = gr.State(None)  # the uploaded image's data: URL until it is sent
             images = gr.State([])  # the earlier user turns' images (data: URLs), kept on the server

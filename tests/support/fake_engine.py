@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
 from trainer_core.serving.schemas import (
@@ -58,7 +58,7 @@ class FakeEngine:
         self.prompts: list[tuple[str, str, GenerationSettings]] = []  # /v1/completions: (model id, prompt, settings)
         self._held: list[str] = []
         self.transcriptions: list[tuple[str, str, bool]] = []
-        self.speeches: list[tuple[str, str, int, bool]] = []
+        self.speeches: list[tuple[str, str, Union[int, str], bool]] = []
         self.max_speech_chars = 200
         self.loaded: Optional[str] = None
         self.closed = threading.Event()  # a stream's generator was closed before it finished
@@ -113,7 +113,7 @@ class FakeEngine:
         self.transcriptions.append((model_id, audio, use_adapter))
         return Transcription(text=f"heard {len(audio)}", language=None, duration=1.0, tokens=3)
 
-    def speak(self, model_id: str, text: str, voice: int = 0, use_adapter: bool = True) -> Speech:
+    def speak(self, model_id: str, text: str, voice: Union[int, str] = 0, use_adapter: bool = True) -> Speech:
         """``ChatEngine.speak``'s checks, and the worker's refusal of a text too long for the model."""
         import numpy as np
 
