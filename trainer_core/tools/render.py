@@ -45,10 +45,11 @@ def supports_tools(tokenizer: Any) -> bool:
 
 def tools_block(tools: list[dict[str, Any]]) -> str:
     """The fallback's system text for ``tools`` (``tool_list`` form): Hermes' layout, one JSON
-    function per line ('' without tools)."""
+    function object (``{"name", "description", "parameters"}``, as glaive / LLaMA-Factory rows write
+    it, so such rows read as they were written) per line ('' without tools)."""
     if not tools:
         return ""
-    lines = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
+    lines = "\n".join(json.dumps(tool["function"], ensure_ascii=False) for tool in tools)
     return f"You have access to the following tools:\n<tools>\n{lines}\n</tools>"
 
 
