@@ -13,7 +13,8 @@ or an object; ``content`` may be null). A result is a ``tool`` turn (ShareGPT ``
 What a user expects of such rows, and so what is refused (``check_calls``, naming the turn): a call
 that is not ``{"name", "arguments"}`` JSON; a call to a function the row's tools do not define (a
 row with tools: training would teach the model to call a function that does not exist); a tool
-result that answers no call, or answers an OpenAI ``tool_call_id`` no earlier call has.
+result that answers no call, answers an OpenAI ``tool_call_id`` no earlier call has, or answers
+calls out of their order (the template pairs results with calls in order).
 """
 
 from __future__ import annotations
@@ -100,7 +101,12 @@ def check_calls(turns: list[Any], messages: list[dict[str, str]], tools: list[di
                     f"{where} answers tool_call_id {str(answered)[:40]!r}, which no earlier call has: "
                     "give it the id of the call it answers"
                 )
-            pending.remove(answered if answered is not None else pending[0])
+            if answered is not None and answered != pending[0]:  # rendering pairs results with calls in order
+                raise RowError(
+                    f"{where} answers call {str(answered)[:40]!r} before call {str(pending[0])[:40]!r}: "
+                    "give the results in the order of the calls"
+                )
+            pending.pop(0)
 
 
 def tool_format(tokenizer: Any) -> str:

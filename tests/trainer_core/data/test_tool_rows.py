@@ -60,12 +60,23 @@ def test_openai_rows_become_canonical_calls_and_results_with_their_tools() -> No
     assert listed[0]["tools"] == first["tools"]
 
 
+def two_calls_answered(*ids: str) -> dict:
+    """An OpenAI row with two parallel calls answered by results with ``ids``, in that order."""
+    row = openai_row("{}")
+    call = row["messages"][1]["tool_calls"][0]
+    row["messages"][1]["tool_calls"] = [{**call, "id": "call_1"}, {**call, "id": "call_2"}]
+    results = [{"role": "tool", "tool_call_id": i, "content": "r"} for i in ids]
+    row["messages"] = [*row["messages"][:2], *results, row["messages"][3]]
+    return row
+
+
 @pytest.mark.parametrize(
     "row,expected",
     [
         (openai_row("{oops"), "turn 2 (assistant), tool_calls[0].function.arguments: not valid JSON"),
         (openai_row("{}", call_id="call_9"), "'messages' turn 3 answers tool_call_id 'call_9', which no earlier call"),
         (openai_row("{}", tools=({**WEATHER, "name": "get_time"},)), "turn 2 calls 'get_weather', which the row's"),
+        (two_calls_answered("call_2", "call_1"), "'messages' turn 3 answers call 'call_2' before call 'call_1'"),
         (openai_row("{}", tools='[{"name": "has space"}]'), "field tools[0].name: 'has space' is not a function name"),
         (
             {"conversations": [{"from": "human", "value": "q"}, {"from": "function_call", "value": "{oops"}]},
@@ -168,3 +179,17 @@ def test_a_run_records_the_format_and_evaluation_rows_keep_their_tools(tokenizer
     canonical, _ = load_conversations(request)
     eval_rows, _ = to_rows(canonical, "glaive")
     assert [row.tools for row in eval_rows] == canonical["tools"] and eval_rows[0].tools
+
+
+def test_glaive_rows_on_chatml_read_as_before(tokenizer, datasets_dir: Path) -> None:
+    """SmolLM2's ChatML renders no tools: the fallback block, which is the system message these rows
+    had when the tools were merged as they were read (the raw functions as JSON lines), byte for byte."""
+    path = datasets_dir / "glaive_toolcall_en_demo.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))[:20]
+    data = normalize(read_file(str(path)), FormatType.sharegpt, path.name).select(range(20))
+    encoded, _ = tokenize_dataset(data, tokenizer, 8192, train_on_completions=True)
+    for ids, row, messages in zip(encoded["input_ids"], raw, data["messages"]):
+        tools = json.loads(row["tools"] or "[]")
+        block = "You have access to the following tools:\n<tools>\n" + "\n".join(json.dumps(t) for t in tools)
+        before = [{"role": "system", "content": block + "\n</tools>"}] if tools else []
+        assert tokenizer.decode(ids) == tokenizer.apply_chat_template([*before, *messages], tokenize=False)
