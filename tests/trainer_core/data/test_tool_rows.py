@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import datasets
 import pytest
@@ -171,6 +172,7 @@ def test_counts_and_the_recorded_format(tokenizer, glaive: datasets.Dataset) -> 
 def test_a_run_records_the_format_and_evaluation_rows_keep_their_tools(tokenizer, datasets_dir: Path) -> None:
     from trainer_core.data.prepare import load_conversations, prepare_data
     from trainer_core.evaluation.rows import to_rows
+    from trainer_core.evaluation.worker import _fitting
     from trainer_core.schemas import TrainingStartRequest
 
     glaive = str(datasets_dir / "glaive_toolcall_en_demo.json")
@@ -179,6 +181,10 @@ def test_a_run_records_the_format_and_evaluation_rows_keep_their_tools(tokenizer
     canonical, _ = load_conversations(request)
     eval_rows, _ = to_rows(canonical, "glaive")
     assert [row.tools for row in eval_rows] == canonical["tools"] and eval_rows[0].tools
+    kept, prompts, _ = _fitting(eval_rows, SimpleNamespace(tokenizer=tokenizer, context_tokens=8192), 16, None)
+    prompt = tokenizer.decode(prompts[0])  # generation sees the tools as training did: here the fallback block
+    assert prompt.startswith("<|im_start|>system\nYou have access to the following tools:\n<tools>\n{")
+    assert prompt.endswith("<|im_start|>assistant\n") and len(kept) == len(eval_rows)
 
 
 def test_glaive_rows_on_chatml_read_as_before(tokenizer, datasets_dir: Path) -> None:
