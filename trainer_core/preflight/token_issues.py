@@ -4,6 +4,7 @@ and the rows' tools (how many, and how the template renders them)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Optional
 
 from trainer_core.preflight import rules
@@ -36,10 +37,13 @@ def template_shaping(found: Gathered, tokenizer: Any, request: TrainingStartRequ
     """Warning when the chat template refuses some rows as written and they are shaped to fit
     (``data.template_fit``: Gemma's system text, Mistral's repeated turns)."""
     from trainer_core.data.template_fit import fit_note, shaped_count, template_fit
+    from trainer_core.data.tool_rows import NATIVE, tool_format
 
     if tokenizer is None or "messages" not in found.train.column_names or not tokenizer.chat_template:
         return None
     fit = template_fit(tokenizer)
+    if tool_format(tokenizer) == NATIVE:  # results go to the template as tool messages with their call ids
+        fit = replace(fit, tool=False)
     note = fit_note(request.model_name, fit, shaped_count(found.train["messages"], fit)) if fit.shapes else None
     return Issue(level="warning", code="template_shaped", message=note, fields=["model_name"]) if note else None
 

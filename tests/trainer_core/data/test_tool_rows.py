@@ -15,7 +15,7 @@ from tests.support.chat_templates import with_template
 from trainer_core.data.files import DatasetError, read_file
 from trainer_core.data.formats import normalize
 from trainer_core.data.tokenization import IGNORE, tokenize_dataset
-from trainer_core.data.tool_rows import FALLBACK, NATIVE, tool_counts, trained_tool_format
+from trainer_core.data.tool_rows import FALLBACK, NATIVE, conversation, tool_counts, trained_tool_format
 from trainer_core.vocabulary import FormatType
 
 WEATHER = {
@@ -199,3 +199,15 @@ def test_glaive_rows_on_chatml_read_as_before(tokenizer, datasets_dir: Path) -> 
         block = "You have access to the following tools:\n<tools>\n" + "\n".join(json.dumps(t) for t in tools)
         before = [{"role": "system", "content": block + "\n</tools>"}] if tools else []
         assert tokenizer.decode(ids) == tokenizer.apply_chat_template([*before, *messages], tokenize=False)
+
+
+def test_parallel_results_keep_their_call_ids_where_turns_must_alternate(tokenizer) -> None:
+    """Mistral Nemo's template merges repeated turns (``template_fit``) but never two results, which
+    carry the ids of the calls they answer."""
+    model = with_template(tokenizer, "mistral-nemo")
+    data = normalize(rows(two_calls_answered("call_1", "call_2")), FormatType.messages, "p")
+    messages, extra = conversation(model, data[0]["messages"], data[0]["tools"])
+    results = [m for m in messages if m["role"] == "tool"]
+    assert len(results) == 2 and len({m["tool_call_id"] for m in results}) == 2 and extra["tools"]
+    encoded, _ = tokenize_dataset(data, model, 8192, train_on_completions=False)
+    assert tokenizer.decode(encoded[0]["input_ids"]).count("[TOOL_RESULTS]") == 2

@@ -9,7 +9,7 @@ import datasets
 from tests.support.chat_templates import with_template
 from trainer_core.data.formats import normalize
 from trainer_core.preflight.gather import Gathered
-from trainer_core.preflight.token_issues import tools_line
+from trainer_core.preflight.token_issues import template_shaping, tools_line
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import FormatType
 
@@ -49,3 +49,6 @@ def test_the_line_counts_tools_calls_and_results_and_names_the_rendering(tokeniz
     assert native.endswith("The chat template of tiny renders the tools and calls natively")
     none = Gathered(sources=[], train=normalize(table.select([1, 2]), FormatType.sharegpt, "t.json"), eval=None)
     assert tools_line(none, tokenizer, request) is None
+    shaping = template_shaping(found, with_template(tokenizer, "gemma2"), request)  # no tools: results are user turns
+    assert "has no tool role: the tool results of 1 rows are user turns" in shaping.message
+    assert template_shaping(found, with_template(tokenizer, "mistral-nemo"), request) is None  # native: tool messages
