@@ -17,8 +17,16 @@ import datasets
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.media import refuse_media
 from trainer_core.data.text_values import TextConversions, content_text
-from trainer_core.data.tool_rows import TOOLS, calls_content, check_calls, loaded, row_tools, shown_tools, shown_turn
-from trainer_core.tools.render import tools_block as tools_block_text
+from trainer_core.data.tool_rows import (
+    TOOLS,
+    calls_content,
+    check_calls,
+    in_system,
+    loaded,
+    row_tools,
+    shown_tools,
+    shown_turn,
+)
 from trainer_core.vocabulary import FormatType
 
 # a source role -> (our role, text before the content, text after it)
@@ -210,17 +218,16 @@ def conversation_turns(
 ) -> list[dict[str, str]]:
     """``messages`` (ours, from ``turn_text``) with the row's optional ``system`` field and a leading
     system turn merged into one leading system message; with ``tools_block``, the row's ``tools``
-    too, as the fallback block (``render.tools_block``: for rows that TRL renders, which have no
+    too, as the fallback block (``tool_rows.in_system``: for rows that TRL renders, which have no
     ``tools`` column of ours; conversations keep them beside the messages, see ``tool_rows``)."""
     messages = list(messages)
-    block = tools_block_text(loaded(row_tools(row.get(TOOLS)))) if tools_block else ""
     system_parts = [text_field(row, "system", conv, required=False)]
     if messages and messages[0]["role"] == "system":
         system_parts.append(messages.pop(0)["content"])
-    system = "\n\n".join(part for part in (*system_parts, block) if part)
+    system = "\n\n".join(part for part in system_parts if part)
     if system:
         messages.insert(0, {"role": "system", "content": system})
-    return messages
+    return in_system(messages, row_tools(row.get(TOOLS))) if tools_block else messages
 
 
 def _alpaca(row: dict, conv: TextConversions) -> dict[str, Any]:

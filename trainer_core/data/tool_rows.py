@@ -26,7 +26,15 @@ from typing import Any, Optional
 from trainer_core.data.errors import RowError
 from trainer_core.data.template_fit import fit_conversation, template_fit
 from trainer_core.tools.definitions import ToolsError, parsed_arguments, tool_list
-from trainer_core.tools.render import call_text, split_calls, supports_tools, template_conversation, unwrapped_result
+from trainer_core.tools.render import (
+    call_text,
+    split_calls,
+    supports_tools,
+    template_conversation,
+    tools_block,
+    unwrapped_result,
+    with_block,
+)
 
 TOOLS = "tools"  # the canonical column of a conversation's functions (JSON text, '' for none)
 NATIVE, FALLBACK = "native", "fallback"  # how a template renders tools (``tool_format``)
@@ -45,6 +53,13 @@ def row_tools(value: Any) -> str:
 def loaded(text: Optional[str]) -> list[dict[str, Any]]:
     """The canonical column's text as the ``tool_list`` list ([] for '' or None)."""
     return json.loads(text) if text else []
+
+
+def in_system(messages: list[dict[str, str]], tools: Optional[str]) -> list[dict[str, str]]:
+    """``messages`` with the row's ``tools`` (the column's text) as the fallback block at the end of
+    the system message: for rows rendered where no ``tools=`` reaches the template (TRL's preference
+    trainers, a processor's media rows), as they were before the tools moved beside the messages."""
+    return with_block(messages, tools_block(loaded(tools)))
 
 
 def calls_content(turn: dict[str, Any], content: Optional[str], where: str) -> str:

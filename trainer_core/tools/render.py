@@ -106,7 +106,7 @@ def template_conversation(
     if not tools and not has_calls:
         return messages, {}
     if not supports_tools(tokenizer):
-        return _with_block(messages, tools_block(tools)), {}
+        return with_block(messages, tools_block(tools)), {}
     out: list[dict[str, Any]] = []
     pending: list[tuple[str, str]] = []  # (id, name) of calls not yet answered, oldest first
     for index, message in enumerate(messages):
@@ -130,8 +130,9 @@ def template_conversation(
     return out, ({"tools": tools} if tools else {})
 
 
-def _with_block(messages: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
-    """``messages`` with ``block`` appended to the leading system message (one added if none)."""
+def with_block(messages: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
+    """``messages`` with ``block`` appended to the leading system message (one added if none), after
+    a blank line; the same list for an empty ``block``."""
     if not block:
         return messages
     if messages and messages[0]["role"] == "system":
