@@ -77,7 +77,7 @@ def template_fit(tokenizer: Any) -> TemplateFit:
 def fit_conversation(messages: list[dict[str, Any]], fit: TemplateFit) -> list[dict[str, Any]]:
     """``messages`` shaped for a template that refuses what ``fit`` says (see the module
     docstring); the same list when nothing needs to change. Text contents only are joined;
-    a message with other content (parts) is left as it is."""
+    a message with other content (parts), or with structured calls or a call id, is left as it is."""
     if not fit.shapes:
         return messages
     shaped = [dict(m) for m in messages]
@@ -95,7 +95,11 @@ def fit_conversation(messages: list[dict[str, Any]], fit: TemplateFit) -> list[d
         for message in shaped:
             last = merged[-1] if merged else None
             texts = (
-                last is not None and isinstance(last.get("content"), str) and isinstance(message.get("content"), str)
+                last is not None
+                and isinstance(last.get("content"), str)
+                and isinstance(message.get("content"), str)
+                and not _structured(last)
+                and not _structured(message)
             )
             if last is not None and last.get("role") == message.get("role") and texts:
                 last["content"] = f"{last['content']}{SEPARATOR}{message['content']}"
@@ -103,6 +107,11 @@ def fit_conversation(messages: list[dict[str, Any]], fit: TemplateFit) -> list[d
                 merged.append(message)
         shaped = merged
     return shaped
+
+
+def _structured(message: dict[str, Any]) -> bool:
+    """A call or a result in a template's own form (``tools.render``): merging would lose its ids."""
+    return bool(message.get("tool_calls") or message.get("tool_call_id"))
 
 
 def _bare_tool(message: dict[str, Any]) -> bool:

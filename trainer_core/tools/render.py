@@ -45,10 +45,11 @@ def supports_tools(tokenizer: Any) -> bool:
 
 def tools_block(tools: list[dict[str, Any]]) -> str:
     """The fallback's system text for ``tools`` (``tool_list`` form): Hermes' layout, one JSON
-    function per line ('' without tools)."""
+    function object (``{"name", "description", "parameters"}``, as glaive / LLaMA-Factory rows write
+    it, so such rows read as they were written) per line ('' without tools)."""
     if not tools:
         return ""
-    lines = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
+    lines = "\n".join(json.dumps(tool["function"], ensure_ascii=False) for tool in tools)
     return f"You have access to the following tools:\n<tools>\n{lines}\n</tools>"
 
 
@@ -105,7 +106,7 @@ def template_conversation(
     if not tools and not has_calls:
         return messages, {}
     if not supports_tools(tokenizer):
-        return _with_block(messages, tools_block(tools)), {}
+        return with_block(messages, tools_block(tools)), {}
     out: list[dict[str, Any]] = []
     pending: list[tuple[str, str]] = []  # (id, name) of calls not yet answered, oldest first
     for index, message in enumerate(messages):
@@ -129,8 +130,9 @@ def template_conversation(
     return out, ({"tools": tools} if tools else {})
 
 
-def _with_block(messages: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
-    """``messages`` with ``block`` appended to the leading system message (one added if none)."""
+def with_block(messages: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
+    """``messages`` with ``block`` appended to the leading system message (one added if none), after
+    a blank line; the same list for an empty ``block``."""
     if not block:
         return messages
     if messages and messages[0]["role"] == "system":
