@@ -62,8 +62,6 @@ INDIRECT: dict[str, str] = {
     "and tests/trainer_core/cli/test_check.py",
     "trainer_core.preflight.structure": "the check's view of the model's config; "
     "tests/trainer_core/models/test_targets.py and tests/e2e/test_families_api.py",
-    "trainer_core.preflight.token_issues": "the check's token findings (no trained token, template shaping, the "
-    "default template); tests/trainer_core/preflight/test_check.py and tests/trainer_core/models/test_templates.py",
     "trainer_core.preflight.tokens": "the check's token counts; tests/trainer_core/preflight/test_check.py "
     "(sums against tokenize_dataset's stats)",
     "trainer_core.runs.reimport": "the history rebuilt from run folders; tests/trainer_core/runs/test_integrity.py "

@@ -10,7 +10,7 @@ import pytest
 
 from trainer_core.data.files import DatasetError, read_file
 from trainer_core.data.formats import normalize
-from trainer_core.data.tokenization import IGNORE, span_labels, tokenize_dataset
+from trainer_core.data.tokenization import IGNORE, tokenize_dataset
 from trainer_core.data.tool_rows import conversation
 from trainer_core.vocabulary import FormatType
 
@@ -275,11 +275,3 @@ def test_template_that_fails_on_a_row(tiny_model_dir: Path) -> None:
     bad = [{"role": "user", "content": "boom"}, {"role": "assistant", "content": "a"}]
     with pytest.raises(DatasetError, match="row 2: the chat template of .* cannot render this conversation: no booms"):
         tokenize_dataset(messages_rows(ok, bad), strict, 128, train_on_completions=True)
-
-
-def test_span_labels() -> None:
-    ids = [10, 11, 12, 13, 14]
-    offsets = [(0, 3), (3, 5), (5, 8), (8, 8), (8, 12)]
-    assert span_labels(ids, offsets, [(3, 8)]) == [IGNORE, 11, 12, IGNORE, IGNORE]
-    assert span_labels(ids, offsets, [(4, 6), (9, 12)]) == [IGNORE, 11, 12, IGNORE, 14]
-    assert span_labels(ids, offsets, []) == [IGNORE] * 5
