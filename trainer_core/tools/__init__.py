@@ -1,0 +1,1 @@
+"""Tool calling and structured outputs: call schemas, constrained decoding, call parsing."""
