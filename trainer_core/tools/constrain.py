@@ -208,16 +208,23 @@ def compiled(tokenizer: Any, constraint: Constraint, stop_ids: tuple[int, ...]) 
 
 
 def _allowed(bitmask: Any, vocab: int) -> Any:
-    """The (B, vocab) bool mask of llguidance's (B, ceil(n/32)) int32 bitmask (bit i of word j:
-    token 32j + i); ids past it: False."""
+    """The (B, vocab) numpy bool mask of llguidance's (B, ceil(n/32)) int32 bitmask (bit i of word
+    j: token 32j + i); ids past it: False."""
+    import numpy as np
+
+    bits = np.unpackbits(bitmask.view(np.uint8), axis=1, count=vocab, bitorder="little")  # (B, vocab)
+    return bits.astype(bool)
+
+
+def _masked(scores: Any, allowed: Any) -> Any:
+    """``scores`` (B, V) with the tokens not ``allowed`` (numpy bool (B, V)) at -inf. CPU float32
+    goes through numpy: one thread, so these tiny ops never wait on torch's thread pool."""
     import numpy as np
     import torch
 
-    bits = np.unpackbits(bitmask.numpy().view(np.uint8), axis=1, bitorder="little")  # (B, 32 * W)
-    allowed = torch.from_numpy(bits).bool()
-    if allowed.shape[1] >= vocab:
-        return allowed[:, :vocab]
-    return torch.nn.functional.pad(allowed, (0, vocab - allowed.shape[1]), value=False)
+    if scores.device.type == "cpu" and scores.dtype == torch.float32:
+        return torch.from_numpy(np.where(allowed, scores.numpy(), np.float32(-np.inf)))
+    return scores.masked_fill(~torch.from_numpy(allowed).to(scores.device), float("-inf"))
 
 
 class JsonConstraintProcessor:
@@ -228,29 +235,28 @@ class JsonConstraintProcessor:
     def __init__(self, template: Any, stop_ids: Sequence[int], vocab: int) -> None:
         self.template, self.stop_ids, self.vocab = template, list(stop_ids), vocab
         self.matchers: list[Any] = []
-        self.bitmask: Any = None  # (B, ceil(vocab / 32)) int32, llguidance's layout
+        self.bitmask: Any = None  # numpy (B, ceil(vocab / 32)) int32, llguidance's layout
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:  # (B, T) ids, (B, V) scores
-        import torch
+        import numpy as np
 
         if not self.matchers:  # the first step: nothing generated yet
             self.matchers = [self.template.deep_copy() for _ in range(input_ids.shape[0])]
-            self.bitmask = torch.zeros((input_ids.shape[0], (self.vocab + 31) // 32), dtype=torch.int32)
+            self.bitmask = np.zeros((input_ids.shape[0], (self.vocab + 31) // 32), dtype=np.int32)
         else:
             for row, matcher in enumerate(self.matchers):
                 if not matcher.is_stopped() and not matcher.is_error():
                     matcher.consume_token(int(input_ids[row, -1]))
-        allowed = self._allowed(scores.shape[1])
-        return scores.masked_fill(~allowed.to(scores.device), float("-inf"))
+        return _masked(scores, self._allowed(scores.shape[1]))
 
     def _allowed(self, vocab: int) -> Any:
-        """(B, vocab) bool: the tokens each row may take next. A row whose grammar has ended (only
+        """(B, vocab) numpy bool: the tokens each row may take next. A row whose grammar has ended (only
         an end-of-turn token fits now) or failed (a forbidden token was forced) may take a stop id."""
         width = self.bitmask.shape[1] * 4  # bytes per row
         ended = [m.is_stopped() or m.is_error() for m in self.matchers]
         for row, matcher in enumerate(self.matchers):
             if not ended[row]:
-                matcher.unsafe_compute_mask_ptr(self.bitmask[row].data_ptr(), width)
+                matcher.unsafe_compute_mask_ptr(self.bitmask[row].ctypes.data, width)
         allowed = _allowed(self.bitmask, vocab)
         for row in (r for r, done in enumerate(ended) if done):
             allowed[row] = False
