@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, Optional
 
 from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.worker import EventKind, answer_commands, failure_message
@@ -105,11 +105,18 @@ def prompt_ids(llm: Any, template: Any, messages: list[dict[str, str]]) -> list[
     return template.ids(text)
 
 
-def generate(llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, should_stop) -> tuple[str, int]:
+def generate(
+    llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, should_stop, constraint: Optional[dict] = None
+) -> tuple[str, int]:
     """Stream the answer to the prompt ``ids`` (see the module docstring) through ``on_text``;
-    returns ``(finish_reason, completion_tokens)``. Raises ChatInputError when the prompt and
-    ``max_new_tokens`` do not fit the context."""
+    returns ``(finish_reason, completion_tokens)``. ``constraint``: a ``tools.constrain.Constraint``
+    as a dict (``dataclasses.asdict``), enforced by ``tools.constrain_gguf`` (finish ``length``
+    until its JSON has closed). Raises ChatInputError when the prompt and ``max_new_tokens`` do not
+    fit the context; SchemaNotSupported when the constraint's schema does not compile."""
     import llama_cpp
+
+    from trainer_core.tools.constrain import Constraint
+    from trainer_core.tools.constrain_gguf import LlamaCppConstraint
 
     limit = int(settings["max_new_tokens"])
     if len(ids) + limit > n_ctx:
@@ -119,6 +126,7 @@ def generate(llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, shou
             fields=("max_new_tokens",),
         )
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    processor = LlamaCppConstraint(llm, Constraint(**constraint)) if constraint else None
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     llm.set_seed(int(settings["seed"]))
     count, reason = 0, "length"
@@ -130,13 +138,14 @@ def generate(llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, shou
         temp=float(settings["temperature"]),
         repeat_penalty=float(settings["repetition_penalty"]),
         reset=True,
+        logits_processor=llama_cpp.LogitsProcessorList([processor]) if processor else None,
     )
     for token in tokens:
         if should_stop():
             reason = "cancelled"
             break
         if llama_cpp.llama_vocab_is_eog(vocab, token):
-            reason = "stop"
+            reason = "stop" if processor is None or processor.accepted else "length"
             break
         count += 1
         text = decoder.decode(llm.detokenize([token], special=False))
@@ -176,7 +185,8 @@ def serve_gguf(choice: dict[str, Any], tools_dir: str, commands: Any, events: An
         if "messages" not in request:
             raise ChatInputError(f"{choice['id']} is a chat model: it answers chat, not embeddings", fields=("model",))
         ids = prompt_ids(llm, template, request["messages"])
-        reason, count = generate(llm, n_ctx, ids, request["settings"], on_text=on_text, should_stop=stop.is_set)
+        settings, constraint = request["settings"], request.get("constraint")
+        reason, count = generate(llm, n_ctx, ids, settings, on_text, stop.is_set, constraint)
         return {"finish_reason": reason, "prompt_tokens": len(ids), "completion_tokens": count}
 
     answer_commands(commands, events, answer)

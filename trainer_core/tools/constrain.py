@@ -150,10 +150,8 @@ class Constraint:
     def processor(self, tokenizer: Any, stop_ids: Sequence[int]) -> JsonConstraintProcessor:
         """A fresh logits processor for one ``model.generate`` call; ``stop_ids``: the end-of-turn
         ids allowed (only) after the suffix. Raises SchemaNotSupported."""
-        stops = tuple(stop_ids)
-        return JsonConstraintProcessor(
-            compiled(tokenizer, self, stops), stops, _ll_tokenizer(tokenizer, stops).vocab_size
-        )
+        ll_tokenizer = _ll_tokenizer(tokenizer, tuple(stop_ids))
+        return JsonConstraintProcessor(compiled(ll_tokenizer, self), stop_ids, ll_tokenizer.vocab_size)
 
 
 def call_constraint(
@@ -181,20 +179,19 @@ _compiled: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 _lock = threading.Lock()
 
 
-def compiled(tokenizer: Any, constraint: Constraint, stop_ids: tuple[int, ...]) -> Any:
-    """An unused llguidance ``LLMatcher`` of ``constraint`` for ``tokenizer`` (copy it before use),
-    compiled once and kept in a bounded LRU (``CACHE_SIZE``). Raises SchemaNotSupported."""
+def compiled(ll_tokenizer: Any, constraint: Constraint) -> Any:
+    """An unused llguidance ``LLMatcher`` of ``constraint`` for ``ll_tokenizer`` (an ``LLTokenizer``
+    kept alive by its own cache; copy the matcher before use), compiled once and kept in a bounded
+    LRU (``CACHE_SIZE``). Raises SchemaNotSupported."""
     import llguidance
 
-    key = (id(tokenizer), stop_ids, json.dumps(constraint.schema, sort_keys=True), constraint.prefix, constraint.suffix)
+    key = (id(ll_tokenizer), json.dumps(constraint.schema, sort_keys=True), constraint.prefix, constraint.suffix)
     with _lock:
         if key in _compiled:
             _compiled.move_to_end(key)
             return _compiled[key]
     began = time.perf_counter()
-    matcher = llguidance.LLMatcher(
-        _ll_tokenizer(tokenizer, stop_ids), _grammar(constraint.schema, constraint.prefix, constraint.suffix)
-    )
+    matcher = llguidance.LLMatcher(ll_tokenizer, _grammar(constraint.schema, constraint.prefix, constraint.suffix))
     if matcher.is_error():
         reason = matcher.get_error().split("failed to compile JSON schema: ", 1)[-1].splitlines()[0]
         field = constraint.field
@@ -238,18 +235,23 @@ class JsonConstraintProcessor:
         self.bitmask: Any = None  # numpy (B, ceil(vocab / 32)) int32, llguidance's layout
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:  # (B, T) ids, (B, V) scores
+        self.advance([int(token) for token in input_ids[:, -1]])
+        return _masked(scores, self.allowed(scores.shape[1]))
+
+    def advance(self, last: list[int]) -> None:
+        """Feed each row its last token (``last``: one id a row); the first call, when ``last`` is
+        the prompt's end, only sets up one matcher a row."""
         import numpy as np
 
         if not self.matchers:  # the first step: nothing generated yet
-            self.matchers = [self.template.deep_copy() for _ in range(input_ids.shape[0])]
-            self.bitmask = np.zeros((input_ids.shape[0], (self.vocab + 31) // 32), dtype=np.int32)
-        else:
-            for row, matcher in enumerate(self.matchers):
-                if not matcher.is_stopped() and not matcher.is_error():
-                    matcher.consume_token(int(input_ids[row, -1]))
-        return _masked(scores, self._allowed(scores.shape[1]))
+            self.matchers = [self.template.deep_copy() for _ in last]
+            self.bitmask = np.zeros((len(last), (self.vocab + 31) // 32), dtype=np.int32)
+            return
+        for token, matcher in zip(last, self.matchers):
+            if not matcher.is_stopped() and not matcher.is_error():
+                matcher.consume_token(token)
 
-    def _allowed(self, vocab: int) -> Any:
+    def allowed(self, vocab: int) -> Any:
         """(B, vocab) numpy bool: the tokens each row may take next. A row whose grammar has ended (only
         an end-of-turn token fits now) or failed (a forbidden token was forced) may take a stop id."""
         width = self.bitmask.shape[1] * 4  # bytes per row
