@@ -2,12 +2,14 @@
 (greedy, CPU) on the default model, free and forced to a tool call (``tools.constrain``:
 ``<tool_call>\\n`` + a JSON call of a weather function with required fields, an enum and a nested
 object + ``\\n</tool_call>``), A B A B; plus the cost of compiling the constraint (the first one
-wraps the tokenizer for llguidance) and llguidance's own time a token (consume + mask, no model).
+wraps the tokenizer for llguidance) and, for each grammar library installed, its own time a token
+without the model (``bench.constrain_libraries``).
 
-    python -m bench.constrained [--pairs 3] [--model DIR] [--threads N] [--quick] [--json FILE]
+    python -m bench.constrained [--pairs 4] [--model DIR] [--threads N] [--quick] [--json FILE]
 
-The free side gets ``max_new_tokens`` equal to the constrained answer's length, so both sides
-decode about as many tokens. The cost is 1 - the median over pairs of constrained / free tokens/s
+The free side gets ``max_new_tokens`` equal to the constrained answer's length (greedy: the same
+each time), so both sides decode about as many tokens; pairs run A B, B A, A B, ... so that the
+machine's drift falls on both sides. The cost is 1 - the median over pairs of constrained / free tokens/s
 (pairs cancel the machine's drift), and the same of CPU time a token (this process's, so other
 work on a shared machine moves it less). Target: constrained costs <= 15 % of free tokens/s. ``--quick``: one
 pair, 24 tokens at most (a smoke test). Prints one JSON line, then a human summary.
@@ -96,26 +98,19 @@ def one_side(loaded: Any, constrained: bool, max_new_tokens: int) -> dict[str, A
     }
 
 
-def library_ms_per_token(loaded: Any, text: str) -> float:
-    """llguidance's own ms a token (consume + mask, no model) along ``text``'s tokens, 5 passes."""
-    import torch
-
+def libraries(loaded: Any) -> dict[str, Any]:
+    """``bench.constrain_libraries.measure`` on the tool call and a compact answer of it."""
+    from bench.constrain_libraries import measure
     from trainer_core.serving.generate import stop_token_ids
-    from trainer_core.tools.constrain import call_constraint
+    from trainer_core.tools.constrain import call_schema
 
+    call = {
+        "name": "get_weather",
+        "arguments": {"city": "Paris", "unit": "celsius", "days": 3, "where": {"lat": 48.9, "lon": 2.4}},
+    }
     stops = stop_token_ids(loaded.tokenizer, loaded.model)
-    processor = call_constraint(TOOLS, "get_weather", PREFIX, SUFFIX).processor(loaded.tokenizer, stops)
-    ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
-    words = (processor.vocab + 31) // 32
-    mask = torch.zeros((1, words), dtype=torch.int32)
-    began, steps = time.perf_counter(), 0
-    for _ in range(5):
-        matcher = processor.template.deep_copy()
-        for token in ids:
-            matcher.unsafe_compute_mask_ptr(mask.data_ptr(), 4 * words)
-            matcher.consume_token(token)
-            steps += 1
-    return round(1000 * (time.perf_counter() - began) / steps, 4)
+    answer = PREFIX + json.dumps(call) + SUFFIX
+    return measure(loaded.tokenizer, call_schema(TOOLS, "get_weather"), PREFIX, SUFFIX, stops, answer)
 
 
 def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
@@ -123,7 +118,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     from bench.scaling import default_model
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=3, help="A B pairs (free, then constrained)")
+    parser.add_argument("--pairs", type=int, default=4, help="pairs of free and constrained, order alternating")
     parser.add_argument("--model", default=default_model())
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--quick", action="store_true", help="one pair of 24 tokens at most (a smoke test)")
@@ -136,21 +131,23 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     loaded = loaded_model(args.model)
     compiles = compile_seconds(loaded)
     limit = 24 if args.quick else 160
-    one_side(loaded, True, limit)  # warm-up: first-call set-up on neither side's clock
-    runs = []
-    for _ in range(1 if args.quick else args.pairs):
-        constrained = one_side(loaded, True, limit)
-        runs += [one_side(loaded, False, constrained["tokens"]), constrained]
+    length = one_side(loaded, True, limit)["tokens"]  # warm-up; greedy: every constrained answer is this long
+    pairs = []
+    for i in range(1 if args.quick else args.pairs):
+        order = (False, True) if i % 2 == 0 else (True, False)  # A B, then B A: drift falls on both
+        pair = {forced: one_side(loaded, forced, limit if forced else length) for forced in order}
+        pairs.append((pair[False], pair[True]))
+    runs = [run for pair in pairs for run in pair]  # free, constrained, free, ...
     free = statistics.median(r["tokens_per_s"] for r in runs if r["side"] == "free")
     forced = statistics.median(r["tokens_per_s"] for r in runs if r["side"] == "constrained")
-    ratios = [b["tokens_per_s"] / a["tokens_per_s"] for a, b in zip(runs[::2], runs[1::2])]  # per A B pair
-    cpu = [a["cpu_ms_per_token"] / b["cpu_ms_per_token"] for a, b in zip(runs[::2], runs[1::2])]
+    ratios = [b["tokens_per_s"] / a["tokens_per_s"] for a, b in pairs]  # constrained / free, per pair
+    cpu = [a["cpu_ms_per_token"] / b["cpu_ms_per_token"] for a, b in pairs]
     report = {
         "bench": "constrained",
         "library": "llguidance",
         "threads": torch.get_num_threads(),
         **compiles,
-        "library_ms_per_token": library_ms_per_token(loaded, runs[-1]["text"]),
+        "libraries": libraries(loaded),
         "free_tokens_per_s": free,
         "constrained_tokens_per_s": forced,
         "pair_ratios": [round(r, 3) for r in ratios],
@@ -166,7 +163,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         f"free {free} vs constrained {forced} tokens/s (medians); cost {report['cost_percent']} % of tokens/s "
         f"(median of pairs {report['pair_ratios']}; target <= 15 %), {report['cpu_cost_percent']} % of CPU time; "
         f"compile {compiles['first_compile_ms']} ms first, {compiles['new_schema_compile_ms']} ms a new schema; "
-        f"llguidance {report['library_ms_per_token']} ms a token"
+        f"libraries (tokenizer s, compile ms, ms a token): {report['libraries']}"
     )
     return report
 

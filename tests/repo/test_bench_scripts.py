@@ -259,5 +259,6 @@ def test_constrained_bench_quick(capsys, tiny_model_dir):
     free, forced = report["runs"]
     assert (free["side"], forced["side"]) == ("free", "constrained") and free["tokens"] == forced["tokens"]
     assert forced["text"].startswith("<tool_call>\n{") and len(report["pair_ratios"]) == 1
-    assert report["first_compile_ms"] > report["new_schema_compile_ms"] > 0 and report["library_ms_per_token"] > 0
+    assert report["first_compile_ms"] > report["new_schema_compile_ms"] > 0
+    assert report["libraries"]["llguidance"]["ms_per_token"] > 0  # the others: measured where installed
     assert '"bench": "constrained"' in capsys.readouterr().out
