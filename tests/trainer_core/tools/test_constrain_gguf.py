@@ -12,6 +12,7 @@ from tests.trainer_core.tools.test_constrain import MESSAGES, TOOLS, WEATHER
 from trainer_core.llamacpp import build as tools
 from trainer_core.serving import gguf_worker
 from trainer_core.tools.constrain import call_constraint
+from trainer_core.tools.constrain_gguf import stop_ids
 
 SETTINGS = {"top_k": 0, "top_p": 1.0, "temperature": 1.0, "repetition_penalty": 1.0, "max_new_tokens": 80}
 
@@ -49,3 +50,9 @@ def test_sampled_gguf_calls_parse_and_match_the_schema_bounds_included(llm):
         jsonschema.validate(call["arguments"], WEATHER)
     reason, text = _answer(llm, constraint, 0, max_new_tokens=5)
     assert reason == "length" and text.startswith("<tool_call>")
+
+
+def test_the_end_of_turn_token_is_among_the_stop_ids(llm):
+    model, _ = llm
+    (end_of_turn,) = model.tokenize(b"<|im_end|>", add_bos=False, special=True)
+    assert end_of_turn in stop_ids(model)
