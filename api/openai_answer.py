@@ -11,6 +11,7 @@ is closed, which stops it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -24,6 +25,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.openai_errors import OpenAIError, error_for
 from api.openai_schemas import ChatCompletionRequest, Usage, chunk, completion, completion_id
+from api.openai_tools import answer_parts, call_deltas
 from api.remote_images import fetch_image
 from trainer_core.serving.schemas import StreamEvent
 
@@ -70,15 +72,48 @@ def answer(request: Request, body: ChatCompletionRequest, model_id: str, public:
     body.check_supported()
     remote = request.app.state.settings.allow_remote_images and not public  # never for share links
     messages, settings = body.chat_messages(fetch_image if remote else None), body.generation_settings()
+    tools, tool_choice = body.tool_settings()
+    parallel = body.parallel_tool_calls is not False
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    return answered(
+        request,
+        public,
+        lambda: engine.stream(model_id, messages, settings, tools=tools, tool_choice=tool_choice),
+        None if body.stream else lambda events: completion(model_id, whole(events), parallel),
+        lambda events, first, error: sse_chunks(events, first, model_id, include_usage, error, parallel),
+    )
+
+
+def whole(events: Iterator[StreamEvent]) -> StreamEvent:
+    """The last of ``events`` with every event's ``delta`` text joined into its ``delta``."""
+    pieces, last = [], StreamEvent()
+    for event in events:
+        pieces.append(event.delta)
+        last = event
+    return last.model_copy(update={"delta": "".join(pieces)})
+
+
+def answered(
+    request: Request,
+    public: bool,
+    opened: Callable[[], Iterator[StreamEvent]],
+    reply: Optional[Callable[[Iterator[StreamEvent]], Any]],
+    chunks: Callable[[Iterator[StreamEvent], Optional[StreamEvent], Callable[[BaseException], OpenAIError]], Any],
+) -> Any:
+    """One answer within the door's slots (429 when all are taken): ``reply(opened())`` when
+    ``reply`` is given, else a stream of ``chunks(events, first event, error)`` whose first event
+    is taken before the 200 (the model loads and late refusals come there). Shared by the chat and
+    the text completions."""
     slots: ChatSlots = request.app.state.chat_slots["share" if public else "api"]
     slots.take()
     streaming = False
     try:
-        if not body.stream:
-            return completion(model_id, engine.complete(model_id, messages, settings))
-        events = engine.stream(model_id, messages, settings)
+        events = opened()
+        if reply is not None:
+            with contextlib.closing(events):
+                return reply(events)
         try:
-            first = next(events, None)  # the model loads and late refusals come here, before the 200
+            first = next(events, None)
         except BaseException:
             events.close()
             raise
@@ -93,18 +128,28 @@ def answer(request: Request, body: ChatCompletionRequest, model_id: str, public:
         finally:
             slots.give()
 
-    include_usage = bool(body.stream_options and body.stream_options.include_usage)
-    chunks = sse_chunks(events, first, model_id, include_usage, lambda exc: error_for(request, exc, public))
     return ClosingStreamingResponse(
-        chunks,
+        chunks(events, first, lambda exc: error_for(request, exc, public)),
         cleanup,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-def _sse(data: dict[str, Any]) -> str:
+def sse(data: dict[str, Any]) -> str:
+    """One Server-Sent Event carrying ``data`` as JSON."""
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def relayed(events: Iterator[StreamEvent], first: Optional[StreamEvent]) -> AsyncIterator[StreamEvent]:
+    """``first`` and the engine's next events up to the one with a finish reason, each ``next`` in a
+    worker thread."""
+    event = first
+    while event is not None:
+        yield event
+        if event.finish_reason:
+            return
+        event = await anyio.to_thread.run_sync(next, events, None)
 
 
 async def sse_chunks(
@@ -113,24 +158,27 @@ async def sse_chunks(
     model_id: str,
     include_usage: bool,
     error: Callable[[BaseException], OpenAIError],
+    parallel: bool = True,
 ) -> AsyncIterator[str]:
-    """The engine's events (``first`` already taken) as ``chat.completion.chunk`` SSE lines."""
+    """The engine's events (``first`` already taken) as ``chat.completion.chunk`` SSE lines; the
+    last event's calls as ``tool_calls`` deltas (only the first unless ``parallel``)."""
     cid, created = completion_id(), int(time.time())
-    yield _sse(chunk(cid, created, model_id, {"role": "assistant", "content": ""}))
+    yield sse(chunk(cid, created, model_id, {"role": "assistant", "content": ""}))
+    event = None
     try:
-        event = first
-        while event is not None:
+        async for event in relayed(events, first):
             if event.delta:
-                yield _sse(chunk(cid, created, model_id, {"content": event.delta}))
-            if event.finish_reason:
-                break
-            event = await anyio.to_thread.run_sync(next, events, None)
+                yield sse(chunk(cid, created, model_id, {"content": event.delta}))
     except Exception as exc:  # after the 200: the error travels in the stream, as OpenAI sends it
-        yield _sse(error(exc).body())
+        yield sse(error(exc).body())
         return
-    yield _sse(chunk(cid, created, model_id, {}, finish_reason=(event and event.finish_reason) or "stop"))
+    _, calls = answer_parts("", event and event.tool_calls, parallel)
+    for delta in call_deltas(calls or []):
+        yield sse(chunk(cid, created, model_id, delta))
+    finish = "tool_calls" if calls else (event and event.finish_reason) or "stop"
+    yield sse(chunk(cid, created, model_id, {}, finish_reason=finish))
     if include_usage:
-        yield _sse(chunk(cid, created, model_id, {}, usage=Usage.of(event or StreamEvent())))
+        yield sse(chunk(cid, created, model_id, {}, usage=Usage.of(event or StreamEvent())))
     yield "data: [DONE]\n\n"
 
 

@@ -159,7 +159,9 @@ class OpenAIRoute(APIRoute):
             try:
                 return await handler(request)
             except RequestValidationError as exc:
-                needed = "input" if request.url.path.endswith("/embeddings") else "messages"
+                path = request.url.path
+                needed = "input" if path.endswith("/embeddings") else "messages"
+                needed = "prompt" if path.endswith("/v1/completions") else needed
                 return from_validation(exc, needed).response()
             except HTTPException as exc:
                 return from_http(exc).response()

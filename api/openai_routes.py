@@ -1,5 +1,5 @@
 """The OpenAI-compatible API: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST
-/v1/embeddings``, ``POST /v1/audio/transcriptions`` and ``POST /v1/audio/speech`` over the chat engine at ``app.state.engine``,
+/v1/completions`` (``api/openai_completions.py``), ``POST /v1/embeddings``, ``POST /v1/audio/transcriptions`` and ``POST /v1/audio/speech`` over the chat engine at ``app.state.engine``,
 behind the API token (the rule of ``/api/train/*``). Answers and streams: ``api/openai_answer.py``;
 embeddings: ``api/openai_embeddings.py``; transcriptions: ``api/openai_audio.py``; speech: ``api/openai_speech.py``; errors in
 OpenAI's shape: ``api/openai_errors.py``.
@@ -18,6 +18,7 @@ from api import share_routes
 from api.auth import require_token
 from api.openai_answer import CHAT_SLOTS, ChatSlots, answer, engine_of
 from api.openai_audio import AUDIO_RESPONSES, transcriptions
+from api.openai_completions import CompletionRequest, TextCompletion, text_answer
 from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, OpenAIRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
@@ -54,6 +55,20 @@ def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
     if not body.model:
         raise OpenAIError(400, "model: required (see GET /v1/models)", param="model")
     return answer(request, body, body.model)
+
+
+@router.post(
+    "/completions",
+    response_model=TextCompletion,
+    responses=ERRORS
+    | {200: {"content": {"text/event-stream": {}}, "description": "The answer, or chunks when `stream` is true"}},
+)
+def text_completions(body: CompletionRequest, request: Request) -> Any:
+    """The ``prompt`` continued (no chat template) in OpenAI's ``text_completion`` shape, or streamed
+    chunks with ``stream: true``."""
+    if not body.model:
+        raise OpenAIError(400, "model: required (see GET /v1/models)", param="model")
+    return text_answer(request, body, body.model)
 
 
 @router.post("/embeddings", response_model=EmbeddingList, responses=ERRORS)

@@ -1,6 +1,7 @@
 """Request and answer bodies of the OpenAI-compatible chat API, and their mapping to ours.
 
-Requests follow OpenAI's ``POST /v1/chat/completions``; fields we do not know are ignored, as OpenAI
+Requests follow OpenAI's ``POST /v1/chat/completions`` (its messages: ``api.openai_messages``; its
+tools: ``api.openai_tools``); fields we do not know are ignored, as OpenAI
 clients expect. ``max_tokens`` / ``max_completion_tokens`` become ``max_new_tokens``; ``top_k`` and
 ``repetition_penalty`` are extras. Bounds and defaults come from ``GenerationSettings`` (one source).
 """
@@ -14,64 +15,14 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from api.openai_errors import OpenAIError, param_name
-from trainer_core.data.audio import MARKER as AUDIO_MARKER
-from trainer_core.data.audio import input_audio_url
-from trainer_core.data.errors import RowError
-from trainer_core.data.images import MARKER
-from trainer_core.serving.schemas import (
-    MAX_AUDIO_URL_CHARS,
-    MAX_IMAGE_URL_CHARS,
-    ChatMessage,
-    GenerationSettings,
-    ModelChoice,
-    StreamEvent,
-)
+from api.openai_errors import OpenAIError
+from api.openai_messages import RequestMessage, chat_messages
+from api.openai_tools import answer_parts, request_tools
+from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
 from trainer_core.vocabulary import OptionalWholeNumber
 
 MAX_MESSAGES = 1000
-ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 FINISH_REASONS = {"stop": "stop", "length": "length", "cancelled": "stop"}  # OpenAI has no "cancelled"
-
-
-class ImageURL(BaseModel):
-    """OpenAI's ``image_url`` object (``detail`` is ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    url: str = Field(max_length=MAX_IMAGE_URL_CHARS)
-
-
-class InputAudio(BaseModel):
-    """OpenAI's ``input_audio`` object: the clip's bytes in base64 and its ``format`` (wav, mp3, ...)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    data: str = Field(max_length=MAX_AUDIO_URL_CHARS)
-    format: str = Field("wav", max_length=20)
-
-
-class ContentPart(BaseModel):
-    """One part of a message's content: ``{"type": "text", "text": ...}``; for a vision-language
-    model, ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` (an http(s)
-    URL only where the server fetches them: ``allow_remote_images``); for an audio-in chat model,
-    ``{"type": "input_audio", "input_audio": {"data": <base64>, "format": "wav"}}``."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    type: str
-    text: Optional[str] = None
-    image_url: Union[str, ImageURL, None] = None
-    input_audio: Optional[InputAudio] = None
-
-
-class RequestMessage(BaseModel):
-    """A message as OpenAI clients send it (``name`` and other fields are ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    role: str
-    content: Union[str, list[ContentPart], None] = None
 
 
 class StreamOptions(BaseModel):
@@ -82,17 +33,16 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
-class ChatCompletionRequest(BaseModel):
-    """``POST /v1/chat/completions``. Unknown fields are ignored; ``n`` > 1 and ``stop`` are refused."""
+class SamplingRequest(BaseModel):
+    """What ``POST /v1/chat/completions`` and ``POST /v1/completions`` share: the model and the
+    sampling settings. Unknown fields are ignored; ``n`` > 1 and ``stop`` are refused."""
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     model: Optional[str] = Field(
         None, max_length=300, description="`base`, a job id or `JOB_ID/checkpoint-N` (GET /v1/models)."
     )
-    messages: list[RequestMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    max_completion_tokens: OptionalWholeNumber = Field(None, description="Longest answer in tokens (max_new_tokens).")
-    max_tokens: OptionalWholeNumber = Field(None, description="Older name of max_completion_tokens.")
+    max_tokens: OptionalWholeNumber = Field(None, description="Longest answer in tokens (max_new_tokens).")
     temperature: Optional[float] = None
     top_p: Optional[float] = None
     top_k: OptionalWholeNumber = Field(None, description="Extra: keep only the top_k likeliest tokens; 0 = no limit.")
@@ -102,6 +52,7 @@ class ChatCompletionRequest(BaseModel):
     stream_options: Optional[StreamOptions] = None
     n: OptionalWholeNumber = Field(None, description="Only 1 is supported.")
     stop: Union[str, list[str], None] = Field(None, description="Not supported; send none.")
+    max_completion_tokens: OptionalWholeNumber = Field(None, exclude=True)  # a chat request's newer name
 
     def check_supported(self) -> None:
         """Refuse what we would otherwise get silently wrong."""
@@ -135,81 +86,27 @@ class ChatCompletionRequest(BaseModel):
             param = names.get(field, field)
             raise OpenAIError(400, f"{param}: {error['msg']}", param=param) from None
 
+
+class ChatCompletionRequest(SamplingRequest):
+    """``POST /v1/chat/completions``: ``messages``, and function ``tools`` (``api.openai_tools``)."""
+
+    messages: list[RequestMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    max_completion_tokens: OptionalWholeNumber = Field(None, description="Longest answer in tokens (max_new_tokens).")
+    tools: Optional[list[Any]] = Field(
+        None, description="Function tools (OpenAI's form), rendered by the model's chat template."
+    )
+    tool_choice: Union[str, dict[str, Any], None] = Field(
+        None, description="`auto` (the default with tools) or `none`; `required` and a named function: not yet."
+    )
+    parallel_tool_calls: Optional[bool] = Field(None, description="false: only the answer's first call is kept.")
+
+    def tool_settings(self) -> tuple[list[dict[str, Any]], str]:
+        """(the tools in ``tool_list`` form, ``auto`` | ``none``); 400 naming the bad field."""
+        return request_tools(self.tools, self.tool_choice)
+
     def chat_messages(self, fetch: Optional[Callable[[str], str]] = None) -> list[ChatMessage]:
-        """Our ``ChatMessage`` list: roles system (or developer) / user / assistant; text parts
-        joined, each ``image_url`` part an ``<image>`` marker where it stood and an image of the
-        message. ``fetch`` turns an http(s) URL into a data: URL (None: such URLs are refused)."""
-        return [_message(i, m, fetch) for i, m in enumerate(self.messages)]
-
-
-def _image(url: str, where: str, fetch: Optional[Callable[[str], str]]) -> str:
-    """The data: URL of an image part; OpenAIError 400 naming ``where`` for a remote URL the server
-    does not fetch or for anything else."""
-    if url.startswith("data:image/"):
-        return url
-    if url.startswith(("http://", "https://")):
-        if fetch is None:
-            raise OpenAIError(
-                400,
-                f"{where}: this server does not fetch remote image URLs (STUDIO_ALLOW_REMOTE_IMAGES is off); send "
-                "the image as a data:image/...;base64,... URL",
-                param=where,
-            )
-        return fetch(url)
-    raise OpenAIError(400, f"{where}: give a data:image/...;base64,... URL", param=where)
-
-
-def _audio(clip: InputAudio, where: str) -> str:
-    """The data: URL of an ``input_audio`` part (``audio.input_audio_url``); OpenAIError 400 naming
-    ``where`` when it has no data or a format that is not audio."""
-    try:
-        return input_audio_url({"input_audio": clip.model_dump()})
-    except RowError as exc:
-        raise OpenAIError(400, f"{where}: {exc}", param=where) from None
-
-
-def _message(index: int, message: RequestMessage, fetch: Optional[Callable[[str], str]] = None) -> ChatMessage:
-    where = f"messages[{index}]"
-    role = ROLES.get(message.role)
-    if role is None:
-        raise OpenAIError(
-            400,
-            f"{where}.role: role {message.role[:40]!r} is not supported; use system, user or "
-            "assistant (tool and function calls are not supported)",
-            param=f"{where}.role",
-        )
-    if message.content is None:
-        raise OpenAIError(400, f"{where}.content: a text content is required", param=f"{where}.content")
-    images: list[str] = []
-    audios: list[str] = []
-    if isinstance(message.content, str):
-        text = message.content
-    else:
-        pieces = []
-        for j, part in enumerate(message.content):
-            if part.type == "image_url" and part.image_url is not None:
-                url = part.image_url if isinstance(part.image_url, str) else part.image_url.url
-                images.append(_image(url, f"{where}.content[{j}].image_url", fetch))
-                pieces.append(MARKER)
-            elif part.type == "input_audio" and part.input_audio is not None:
-                audios.append(_audio(part.input_audio, f"{where}.content[{j}].input_audio"))
-                pieces.append(AUDIO_MARKER)
-            elif part.type == "text" and part.text is not None:
-                pieces.append(part.text)
-            else:
-                raise OpenAIError(
-                    400,
-                    f'{where}.content[{j}]: only text parts ({{"type": "text", "text": ...}}), image_url parts '
-                    "and input_audio parts are supported",
-                    param=f"{where}.content[{j}]",
-                )
-        text = "".join(pieces)
-    try:
-        return ChatMessage(role=role, content=text, images=images, audios=audios)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        param = f"{where}.{param_name(tuple(error['loc']))}"
-        raise OpenAIError(400, f"{param}: {error['msg']}", param=param) from None
+        """Our ``ChatMessage`` list (``api.openai_messages.chat_messages``)."""
+        return chat_messages(self.messages, fetch)
 
 
 # ----- answers -----
@@ -254,10 +151,11 @@ class Usage(BaseModel):
 
 
 class AssistantMessage(BaseModel):
-    """The answer."""
+    """The answer: its text (None when it is only calls) and its calls (left out when none)."""
 
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: Optional[str]
+    tool_calls: Optional[list[dict[str, Any]]] = Field(None, exclude_if=lambda calls: calls is None)
 
 
 class Choice(BaseModel):
@@ -285,11 +183,12 @@ def completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def completion(model_id: str, event: StreamEvent) -> ChatCompletion:
-    """The non-streamed answer from the engine's ``complete``."""
+def completion(model_id: str, event: StreamEvent, parallel: bool = True) -> ChatCompletion:
+    """The non-streamed answer from the engine's ``complete`` (only its first call unless ``parallel``)."""
+    content, calls = answer_parts(event.delta, event.tool_calls, parallel)
     choice = Choice(
-        message=AssistantMessage(content=event.delta),
-        finish_reason=FINISH_REASONS.get(event.finish_reason or "stop", "stop"),
+        message=AssistantMessage(content=content, tool_calls=calls),
+        finish_reason="tool_calls" if calls else FINISH_REASONS.get(event.finish_reason or "stop", "stop"),
     )
     return ChatCompletion(
         id=completion_id(), created=int(time.time()), model=model_id, choices=[choice], usage=Usage.of(event)
@@ -314,7 +213,7 @@ def chunk(
                 "index": 0,
                 "delta": delta,
                 "logprobs": None,
-                "finish_reason": FINISH_REASONS.get(finish_reason, "stop") if finish_reason else None,
+                "finish_reason": FINISH_REASONS.get(finish_reason, finish_reason) if finish_reason else None,
             }
         ]
     }

@@ -20,10 +20,9 @@ from starlette.requests import Request
 
 from api.openai_answer import ChatSlots, engine_of
 from api.openai_errors import OpenAIError
+from trainer_core.serving.voices import speaker
 
 MAX_INPUT_CHARS = 4096  # OpenAI's limit for one request's text
-MAX_VOICE = 1_000_000  # the largest speaker id a request may name
-MAX_VOICE_CHARS = 200  # the longest speaker name
 MEDIA_TYPES = {"wav": "audio/wav", "flac": "audio/flac"}
 SPEECH_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"content": {t: {} for t in MEDIA_TYPES.values()}, "description": "The speech: a wav or flac file"}
@@ -48,18 +47,17 @@ class SpeechRequest(BaseModel):
 
     def speaker(self) -> Union[int, str]:
         """``voice`` as a speaker: a whole number (CSM's numbered voices), else a name (an Orpheus-style
-        run's speaker names; a model of numbered voices refuses it); OpenAIError 400 naming ``voice``
-        for an empty one, a boolean, a number above ``MAX_VOICE`` or a name over ``MAX_VOICE_CHARS``."""
-        text = str(self.voice).strip()
-        too_large = text.isdigit() and int(text) > MAX_VOICE
-        if isinstance(self.voice, bool) or not text or len(text) > MAX_VOICE_CHARS or too_large:
+        run's speaker names; a model of numbered voices refuses it): ``serving.voices.speaker``'s rule;
+        OpenAIError 400 naming ``voice`` for what it refuses."""
+        try:
+            return speaker(self.voice)
+        except ValueError as exc:
             raise OpenAIError(
                 400,
-                f"voice: {str(self.voice)[:40]!r} is not a speaker: give a speaker number (0, 1, ...) or, for a model "
-                "trained on named speakers, a name its training rows gave",
+                f"voice: {exc}: give a speaker number (0, 1, ...) or, for a model trained on named speakers, a name its "
+                "training rows gave",
                 param="voice",
-            )
-        return int(text) if text.isdigit() else text
+            ) from None
 
 
 def speech(request: Request, body: SpeechRequest, model_id: str, public: bool = False) -> Response:

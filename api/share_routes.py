@@ -6,7 +6,7 @@
   page, or for an embedding model a search page (a query ranked against passages by cosine, through
   ``/s/<token>/v1/embeddings``; the run's query prompt before the query).
 - ``/s/<token>/v1``: ``base_url`` of an OpenAI client for that one model: ``GET models`` lists only
-  it, ``POST chat/completions`` (a chat model), ``POST embeddings`` (an embedding model), ``POST
+  it, ``POST chat/completions`` and ``POST completions`` (a chat model), ``POST embeddings`` (an embedding model), ``POST
   audio/transcriptions`` (a speech-to-text model) or ``POST audio/speech`` (a text-to-speech model)
   answers only for it (any other ``model`` is 404).
 
@@ -20,6 +20,7 @@ import html
 import json
 import re
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from api.auth import require_token
 from api.openai_answer import answer, engine_of
 from api.openai_audio import AUDIO_RESPONSES, transcriptions
+from api.openai_completions import CompletionRequest, TextCompletion, text_answer
 from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, SharedRoute
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
@@ -147,10 +149,22 @@ def shared_model_info(model_id: str, choice: ModelChoice = Depends(shared_model)
 @scoped.post("/chat/completions", response_model=ChatCompletion, responses=ERRORS)
 def shared_chat(body: ChatCompletionRequest, request: Request, choice: ModelChoice = Depends(shared_model)) -> Any:
     """Chat with the link's model (``model`` must be its id, or omitted)."""
-    if body.model not in (None, choice.id):
+    return _generated(body.model, choice, lambda: answer(request, body, choice.id, public=True))
+
+
+@scoped.post("/completions", response_model=TextCompletion, responses=ERRORS)
+def shared_text(body: CompletionRequest, request: Request, choice: ModelChoice = Depends(shared_model)) -> Any:
+    """Text completions with the link's model (``model`` must be its id, or omitted)."""
+    return _generated(body.model, choice, lambda: text_answer(request, body, choice.id, public=True))
+
+
+def _generated(asked: Optional[str], choice: ModelChoice, reply: Callable[[], Any]) -> Any:
+    """``reply()`` when ``asked`` (the request's model) is the link's or None; 404 otherwise, or when
+    the model went away meanwhile."""
+    if asked not in (None, choice.id):
         raise _other_model(choice)
     try:
-        return answer(request, body, choice.id, public=True)
+        return reply()
     except UnknownModel:  # deleted between the check and the answer
         raise OpenAIError(404, "the model of this share link is no longer available", code="share_link_gone") from None
 

@@ -25,13 +25,27 @@ def _choice_label(choice: ModelChoice) -> str:
     return choice.label
 
 
+def serves(engine: ChatEngine, model_id: Any) -> Optional[str]:
+    """What ``model_id``'s model answers ("chat", "transcriptions", "speech", "embeddings";
+    ``ModelChoice.serves``); None for no id or one that names nothing usable."""
+    if not isinstance(model_id, str) or not model_id:
+        return None
+    try:
+        return engine.resolve(model_id).serves
+    except ChatInputError:
+        return None
+
+
 def model_dropdown(engine: ChatEngine, selected: Optional[str] = None) -> dict:
-    """Dropdown update listing the base model and every usable run and checkpoint (newest first),
-    keeping ``selected`` when it is still there."""
+    """Dropdown update listing the base model and every usable run and checkpoint (newest first).
+    While ``selected`` is still listed the update carries no value, so a model the user chose or
+    typed while the list was on its way stays chosen; else the newest (None for an empty list)."""
     choices = engine.choices()
     ids = [c.id for c in choices]
-    value = selected if selected in ids else (ids[0] if ids else None)
-    return gr.update(choices=[(_choice_label(c), c.id) for c in choices], value=value)
+    listed = [(_choice_label(c), c.id) for c in choices]
+    if selected in ids:
+        return gr.update(choices=listed)
+    return gr.update(choices=listed, value=ids[0] if ids else None)
 
 
 def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:

@@ -2,7 +2,7 @@
 text is said in the chosen voice (``ChatEngine.speak``) and the chat shows the turn and the speech
 as a player (a 16-bit wav written under the system temp folder, which Gradio serves, shown as the
 Chatbot's audio message) with its duration; with *Base vs tuned* the run's base says it too, the
-adapter switched off. The twin of ``chat_transcribe``, which routes every other model's Send."""
+adapter switched off (``chat_send`` routes Send here for such a model)."""
 
 from __future__ import annotations
 
@@ -11,37 +11,26 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Union
 
 import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
 from trainer_core.serving.schemas import Speech
-from ui import chat_audio, chat_handlers, chat_transcribe
+from trainer_core.serving.voices import speaker
+from ui import chat_audio, chat_handlers
 from ui.refused import Refused
 
 SPEECH_DIR = "studio-speech"  # the folder of the chat's speech files, under tempfile.gettempdir()
 VOICE_LABEL = "Voice"
-MAX_VOICE = 1_000_000  # the largest speaker id the box takes
 SPEECH_MARK = "🔊 "
 NOTHING_SAID = "(no speech: the model ended before its first frame)"  # the answer for no samples
 STATES = 4  # the page's states after the generation settings: held image, images, held clip, clips
 
 
-def send(engine: ChatEngine, model_id: Optional[str], *inputs: Any) -> Iterator[tuple]:
-    """``speak_send`` for a text-to-speech model, ``chat_transcribe.send`` for any other (the same
-    ``inputs`` after the model id: compare, system prompt, message, both conversations, the
-    generation settings, the page's states and the voice; the same outputs)."""
-    if speaks(engine, model_id):
-        compare, _system, message, history, base_history, *values = inputs  # CSM takes no system prompt
-        yield from speak_send(engine, model_id, compare, message, history, base_history, *values)
-    else:
-        yield from chat_transcribe.send(engine, model_id, *inputs)
-
-
 def speaks(engine: ChatEngine, model_id: Any) -> bool:
     """True when ``model_id`` names a text-to-speech model (one that serves speech)."""
-    return chat_transcribe.serves(engine, model_id) == "speech"
+    return chat_handlers.serves(engine, model_id) == "speech"
 
 
 def boxes(engine: ChatEngine, model_id: Any) -> tuple[dict, dict]:
@@ -51,19 +40,18 @@ def boxes(engine: ChatEngine, model_id: Any) -> tuple[dict, dict]:
     return (gr.update(visible=False) if speech else chat_audio.audio_box(engine, model_id)), gr.update(visible=speech)
 
 
-def voice_of(values: tuple) -> int:
-    """The voice (a speaker id) in a send's ``values`` (the generation settings, the page's states,
-    then the voice box; 0 where the call has no voice). Raises Refused naming the box for anything
-    but a whole number from 0 to ``MAX_VOICE``."""
+def voice_of(values: tuple) -> Union[int, str]:
+    """The voice in a send's ``values`` (the generation settings, the page's states, then the voice
+    box; 0 where the call has no voice): a speaker number or name (``serving.voices.speaker``).
+    Raises Refused naming the box for what that rule refuses."""
     rest = values[len(chat_handlers.SETTINGS_FIELDS) + STATES :]
-    voice = rest[0] if rest else 0
-    whole = isinstance(voice, (int, float)) and not isinstance(voice, bool) and float(voice).is_integer()
-    if not whole or not 0 <= voice <= MAX_VOICE:
+    try:
+        return speaker(rest[0] if rest else 0)
+    except ValueError as exc:
         raise Refused(
-            f"{VOICE_LABEL}: {str(voice)[:40]} is not a speaker id; give a whole number (0, 1, ...: the speaker "
-            "numbers of the run's training rows)"
-        )
-    return int(voice)
+            f"{VOICE_LABEL}: {exc}; give a speaker of the run's training rows: a number (0, 1, ...) or, for a model "
+            "trained on named speakers, a name"
+        ) from None
 
 
 def speak_send(
@@ -119,7 +107,7 @@ def _check_base(engine: ChatEngine, model_id: str) -> None:
         )
 
 
-def answer(speech: Speech, voice: int) -> dict:
+def answer(speech: Speech, voice: Union[int, str]) -> dict:
     """The chat's assistant message for ``speech``: a player of its wav (``speech_file``) and a line
     with its duration and voice; ``NOTHING_SAID`` for no samples."""
     if not len(speech.samples):

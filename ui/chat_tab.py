@@ -10,8 +10,9 @@ import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine
 from trainer_core.serving.schemas import GenerationSettings
+from trainer_core.serving.voices import MAX_VOICE_CHARS
 from trainer_core.settings import Settings
-from ui import chat_audio, chat_handlers, chat_images, chat_speech
+from ui import chat_audio, chat_handlers, chat_images, chat_send, chat_speech
 from ui.form import number_widgets
 
 FREE = dict(concurrency_limit=None)  # the engine runs one generation at a time and queues the rest
@@ -68,15 +69,14 @@ class ChatTab:
                 visible=False,  # shown for an audio-in chat or speech-to-text model (chat_audio.audio_box)
                 elem_id="chat-audio",
             )
-            voice = gr.Number(
+            voice = gr.Textbox(
                 label=chat_speech.VOICE_LABEL,
-                value=0,
-                precision=0,
-                minimum=0,
-                maximum=chat_speech.MAX_VOICE,
+                value="0",
+                max_length=MAX_VOICE_CHARS,
                 visible=False,  # shown for a text-to-speech model (chat_speech.boxes)
                 elem_id="chat-voice",
-                info="The speaker who says the text: a speaker number of the run's training rows (0, 1, ...).",
+                info="The speaker who says the text, as the run's training rows name them: a number (0, 1, ...) or a "
+                "name (an Orpheus-style run's speakers).",
             )
             held = gr.State(None)  # the uploaded image's data: URL until it is sent
             images = gr.State([])  # the earlier user turns' images (data: URLs), kept on the server
@@ -149,7 +149,7 @@ class ChatTab:
         # the picture and the clip are taken again as the send's first step: a Send pressed before
         # the upload's own change event has run still carries them
         taken = (partial(_taken, settings), [image, audio], [held, held_clip])
-        talk = partial(chat_speech.send, engine)  # a speech model speaks, a speech-to-text one transcribes; others chat
+        talk = partial(chat_send.send, engine)  # a speech model speaks, a speech-to-text one transcribes; others chat
         send = send_btn.click(*taken, api_name=False, **FREE)
         send = send.then(talk, inputs, outputs, api_name="chat", **FREE)
         send.then(*sent, api_name=False, **FREE)

@@ -1,12 +1,11 @@
 """The Chat tab's Send: a speech-to-text model (a Whisper run, its checkpoint, its base) transcribes
 the turn's clip (``ChatEngine.transcribe``; the run's base beside it with *Base vs tuned*, its adapter
-switched off), the transcript shown as the model's answer; every other model chats
-(``chat_handlers.send``: an audio-in chat model hears the clip with the turn's text)."""
+switched off), the transcript shown as the model's answer (``chat_send`` routes Send here for such a model)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Optional
+from typing import Any
 
 import gradio as gr
 
@@ -18,31 +17,9 @@ from ui.refused import Refused
 NOTHING_HEARD = "(no words heard)"  # the answer shown for an empty transcript
 
 
-def send(engine: ChatEngine, model_id: Optional[str], *inputs: Any) -> Iterator[tuple]:
-    """``transcribe_send`` for a speech-to-text model, ``chat_handlers.send`` for any other (the
-    same ``inputs`` after the model id: compare, system prompt, message, both conversations, the
-    generation settings and the page's states; the same outputs). An unknown id is refused there."""
-    if transcribes(engine, model_id):
-        compare, _system, message, history, base_history, *values = inputs  # Whisper takes no system prompt
-        yield from transcribe_send(engine, model_id, compare, message, history, base_history, *values)
-    else:
-        yield from chat_handlers.send(engine, model_id, *inputs)
-
-
 def transcribes(engine: ChatEngine, model_id: Any) -> bool:
     """True when ``model_id`` names a speech-to-text model (one that serves transcriptions)."""
-    return serves(engine, model_id) == "transcriptions"
-
-
-def serves(engine: ChatEngine, model_id: Any) -> Optional[str]:
-    """What ``model_id``'s model answers ("chat", "transcriptions", "speech", "embeddings";
-    ``ModelChoice.serves``); None for no id or one that names nothing usable."""
-    if not isinstance(model_id, str) or not model_id:
-        return None
-    try:
-        return engine.resolve(model_id).serves
-    except ChatInputError:
-        return None
+    return chat_handlers.serves(engine, model_id) == "transcriptions"
 
 
 def transcribe_send(

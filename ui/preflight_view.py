@@ -129,6 +129,8 @@ def report_html(report: Any) -> str:
         totals.append(f"<li>{html.escape(report.audio[0].upper() + report.audio[1:])}</li>")
     if report.method:
         totals.append(f"<li>{html.escape(report.method)}</li>")
+    if report.tools:
+        totals.append(f"<li>{html.escape(report.tools)}</li>")
     samples = "".join(_sample(s) for s in report.samples)
     legend = (
         (

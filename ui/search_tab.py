@@ -85,13 +85,16 @@ def build(engine: ChatEngine, settings: Settings) -> None:
 
 
 def model_dropdown(engine: ChatEngine, selected: Optional[str] = None) -> dict:
-    """Dropdown update listing the embedding models (``serves`` embeddings), keeping ``selected``
-    when it is still there, else the newest run's final weights."""
+    """Dropdown update listing the embedding models (``serves`` embeddings); no value while
+    ``selected`` is still listed (what the user chose meanwhile stays), else the newest run's final
+    weights."""
     choices = [c for c in engine.choices() if c.serves == "embeddings"]
     ids = [c.id for c in choices]
+    listed = [(c.label, c.id) for c in choices]
+    if selected in ids:
+        return gr.update(choices=listed)
     runs = [i for i in ids if i != "base"]
-    value = selected if selected in ids else (runs[0] if runs else ids[0] if ids else None)
-    return gr.update(choices=[(c.label, c.id) for c in choices], value=value)
+    return gr.update(choices=listed, value=runs[0] if runs else ids[0] if ids else None)
 
 
 def passages_of(text: Any, file: Any, settings: Settings) -> list[str]:

@@ -142,7 +142,7 @@ def test_a_clip_from_the_page_is_transcribed_and_heard(
         page.locator("#chat-clear").click()
         _choose(page, SPEAKS, "#chat-voice")
         assert not page.locator("#chat-audio").is_visible()  # a text-to-speech model hears no clip
-        page.locator("#chat-voice input").fill("1")
+        page.locator("#chat-voice textarea").fill("1")
         message.fill("Hello there.")
         message.press("Enter")
         seconds, words = _played_seconds(page)

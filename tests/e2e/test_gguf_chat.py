@@ -100,6 +100,31 @@ def test_the_export_is_a_model_and_answers_through_the_openai_client(studio, tok
     assert engine.state()["loaded"] == f"{EXPORT}/q4_k_m"
 
 
+def test_tools_and_text_completions_through_the_gguf(studio, tokenizer):
+    from trainer_core.serving.generate import render_prompt
+
+    _, _, _, _, _, url = studio
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="no-token-set", max_retries=0)
+    tool = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
+    call = {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "What time is it?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "noon"},
+    ]
+    reply = client.chat.completions.create(model=EXPORT, messages=messages, tools=[tool], temperature=0, max_tokens=1)
+    canonical = [
+        messages[0],
+        {"role": "assistant", "content": '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'},
+        {"role": "tool", "content": "<tool_response>\nnoon\n</tool_response>"},
+    ]
+    # the file's template with the tools fallback renders to exactly the run's tokenizer's ids: same count
+    assert reply.usage.prompt_tokens == len(render_prompt(tokenizer, canonical, [tool]))
+    text = client.completions.create(model=EXPORT, prompt="The capital of France is", temperature=0, max_tokens=2)
+    assert text.usage.prompt_tokens == len(tokenizer("The capital of France is")["input_ids"])
+    assert text.choices[0].text and text.usage.completion_tokens == 2
+
+
 def test_sampling_follows_the_seed_and_a_multi_turn_chat_continues(studio):
     _, _, engine, _, _, _ = studio
     sampled = GenerationSettings(temperature=0.9, top_p=0.95, top_k=40, max_new_tokens=16, seed=7)

@@ -3,6 +3,7 @@ whole app (login + token on) with a fake engine."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -11,6 +12,7 @@ import pytest
 
 from tests.e2e.conftest import TOKEN, wait_for
 from tests.support.chat_server import CHECKPOINT, JOB, OTHER_JOB, chat_body, sse_data
+from trainer_core.tools.render import call_text
 
 SECRET = "sk-SecretThatMustNeverEcho-42"
 
@@ -117,8 +119,8 @@ def test_roles_and_text_parts(chat_studio):
 @pytest.mark.parametrize(
     "change, param, words",
     [
-        ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].role", "not supported"),
-        ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].role", "system, user or assistant"),
+        ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].tool_call_id", "no call"),
+        ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].role", "system, user, assistant or tool"),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]},
             "messages[0].content[0].image_url",
@@ -308,3 +310,212 @@ def test_openai_client_errors(chat_studio):
     with pytest.raises(openai.ConflictError) as busy:
         client.chat.completions.create(model=JOB, messages=hello)
     assert "training" in busy.value.message and time.monotonic() - started < 2  # not retried
+
+
+# ----- tools -----
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
+
+
+def test_tool_calls_through_the_openai_client(chat_studio):
+    client = openai.OpenAI(base_url=chat_studio.url + "/v1", api_key=TOKEN, max_retries=0)
+    asked = [{"role": "user", "content": 'call get_weather {"city": "Paris"}'}]
+    reply = client.chat.completions.create(model=JOB, messages=asked, tools=[WEATHER, TIME])
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content == "Sure."
+    (call,) = choice.message.tool_calls
+    assert call.id.startswith("call_") and call.type == "function" and call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == {"city": "Paris"}
+    assert chat_studio.engine.tool_requests[-1] == ([WEATHER, TIME], "auto")
+    chunks = list(
+        client.chat.completions.create(
+            model=JOB, messages=[{"role": "user", "content": "calls 2"}], tools=[TIME], stream=True
+        )
+    )
+    calls: dict[int, dict] = {}
+    for c in chunks:
+        for piece in c.choices[0].delta.tool_calls or []:
+            if piece.id:  # the head of a call: index, id, type, name, arguments ""
+                assert piece.type == "function" and piece.function.arguments == ""
+                calls[piece.index] = {"id": piece.id, "name": piece.function.name, "arguments": ""}
+            else:
+                calls[piece.index]["arguments"] += piece.function.arguments
+    assert [(c["name"], json.loads(c["arguments"])) for c in calls.values()] == [
+        ("get_time", {"n": 0}),
+        ("get_time", {"n": 1}),
+    ]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls" and not any(c.choices[0].delta.content for c in chunks)
+    one = client.chat.completions.create(
+        model=JOB, messages=[{"role": "user", "content": "calls 2"}], tools=[TIME], parallel_tool_calls=False
+    )
+    assert len(one.choices[0].message.tool_calls) == 1 and one.choices[0].message.content is None
+    plain = client.chat.completions.create(model=JOB, messages=asked, tools=[WEATHER], tool_choice="none")
+    assert plain.choices[0].finish_reason == "stop" and "<tool_call>" in plain.choices[0].message.content
+    assert chat_studio.engine.tool_requests[-1] == ([WEATHER], "none")
+
+
+def test_calls_and_results_reach_the_model_in_canonical_form(chat_studio):
+    calls = [
+        {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+        {"id": "call_b", "type": "function", "function": {"name": "get_time", "arguments": "{}"}},
+    ]
+    messages = [
+        {"role": "user", "content": "weather and time?"},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "call_b", "content": "noon"},  # answered out of order
+        {"role": "tool", "tool_call_id": "call_a", "content": [{"type": "text", "text": "rain"}]},
+    ]
+    answer = chat_studio.api().post("/v1/chat/completions", json=chat_body(messages=messages, tools=[WEATHER, TIME]))
+    assert answer.status_code == 200, answer.text
+    sent = [(m.role, m.content) for m in chat_studio.engine.calls[-1][1]]
+    assert sent == [
+        ("user", "weather and time?"),
+        ("assistant", call_text("get_weather", {"city": "Oslo"}) + "\n" + call_text("get_time", {})),
+        ("tool", "<tool_response>\nrain\n</tool_response>"),
+        ("tool", "<tool_response>\nnoon\n</tool_response>"),
+    ]
+
+
+CALLED = [
+    {"role": "user", "content": "hi"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c1", "function": {"name": "get_time", "arguments": "{}"}}],
+    },
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "param", "words"),
+    [
+        (
+            {
+                "tools": [
+                    TIME,
+                    {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": 3}}},
+                ]
+            },
+            "tools[1].function.parameters",
+            "JSON",
+        ),
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type", "only function tools"),
+        ({"tools": [TIME, TIME]}, "tools[1].function.name", "defined twice"),
+        ({"tools": "nope"}, "tools", "valid list"),
+        ({"tools": [TIME], "tool_choice": "required"}, "tool_choice", "constrained decoding"),
+        (
+            {"tools": [TIME], "tool_choice": {"type": "function", "function": {"name": "get_time"}}},
+            "tool_choice",
+            "constrained decoding",
+        ),
+        ({"tools": [TIME], "tool_choice": "sometimes"}, "tool_choice", "'auto' or 'none'"),
+        (
+            {"messages": [*CALLED, {"role": "tool", "tool_call_id": "c9", "content": "x"}]},
+            "messages[2].tool_call_id",
+            "no call",
+        ),
+        ({"messages": [*CALLED, {"role": "tool", "content": "x"}]}, "messages[2].tool_call_id", "required"),
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{no"}}]},
+                ]
+            },
+            "messages[1].tool_calls[0].function.arguments",
+            "not valid JSON",
+        ),
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "tool_calls": [{"id": "c", "type": "code", "function": {"name": "f"}}]},
+                ]
+            },
+            "messages[1].tool_calls[0]",
+            "only function calls",
+        ),
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]},
+                ]
+            },
+            "messages[1].tool_calls[0].id",
+            "required",
+        ),
+    ],
+)
+def test_malformed_tools_and_tool_messages_are_400_naming_the_field(chat_studio, change, param, words):
+    answer = chat_studio.api().post("/v1/chat/completions", json=chat_body(**change))
+    assert answer.status_code == 400, answer.text
+    error = error_of(answer)
+    assert error["param"] == param and words in error["message"], error
+    if param == "tool_choice" and "constrained" in words:
+        assert error["code"] == "tool_choice_not_supported"
+    assert chat_studio.engine.calls == []
+
+
+# ----- text completions -----
+def test_text_completions_through_the_openai_client(chat_studio):
+    client = openai.OpenAI(base_url=chat_studio.url + "/v1", api_key=TOKEN, max_retries=0)
+    reply = client.completions.create(model=JOB, prompt="Once upon", max_tokens=20, temperature=0, seed=5, top_p=0.5)
+    assert reply.object == "text_completion" and reply.id.startswith("cmpl-") and reply.model == JOB
+    assert reply.choices[0].text == "echo: Once upon" and reply.choices[0].finish_reason == "stop"
+    assert reply.usage.completion_tokens == 3 and reply.usage.prompt_tokens == len("Once upon")
+    model_id, prompt, settings = chat_studio.engine.prompts[-1]
+    assert (model_id, prompt, settings.max_new_tokens, settings.temperature, settings.seed, settings.top_p) == (
+        JOB,
+        "Once upon",
+        20,
+        0,
+        5,
+        0.5,
+    )
+    short = client.completions.create(model=JOB, prompt=["a b c d"], max_tokens=2)
+    assert short.choices[0].text == "echo: a" and short.choices[0].finish_reason == "length"
+    chunks = list(
+        client.completions.create(model=JOB, prompt="go on", stream=True, stream_options={"include_usage": True})
+    )
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == "echo: go on"
+    assert chunks[-2].choices[0].finish_reason == "stop" and chunks[-1].usage.completion_tokens == 3
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.completions.create(model=JOB, prompt=["one", "two"])
+    assert bad.value.param == "prompt"
+    no_prompt = chat_studio.api().post("/v1/completions", json={"model": JOB})
+    assert no_prompt.status_code == 400 and error_of(no_prompt)["param"] == "prompt"
+    for plain in (chat_studio.plain(), chat_studio.api("wrong-token-0123456789")):
+        denied = plain.post("/v1/completions", json={"model": JOB, "prompt": "x"})
+        assert denied.status_code == 401 and error_of(denied)["code"] == "invalid_api_key"
+    chat_studio.engine.busy = True
+    busy = chat_studio.api().post("/v1/completions", json={"model": JOB, "prompt": "x"})
+    assert busy.status_code == 409
+    assert len(chat_studio.engine.prompts) == 3
+
+
+def test_tools_and_text_completions_through_a_share_link(chat_studio):
+    made = chat_studio.api().post("/api/train/share", json={"model": CHECKPOINT})
+    assert made.status_code == 201, made.text
+    client = openai.OpenAI(base_url=chat_studio.url + made.json()["api_base_path"], api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(
+        model=CHECKPOINT, messages=[{"role": "user", "content": "calls 1"}], tools=[TIME]
+    )
+    assert reply.choices[0].message.tool_calls[0].function.name == "get_time"
+    assert client.completions.create(model=CHECKPOINT, prompt="hello").choices[0].text == "echo: hello"
+    with pytest.raises(openai.NotFoundError):
+        client.completions.create(model=JOB, prompt="hello")  # not the link's model
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(
+            model=CHECKPOINT, messages=[{"role": "user", "content": "x"}], tools=[{"type": "x"}]
+        )
+    assert bad.value.param == "tools[0].type"
+    forged = chat_studio.plain().post("/s/forged-token/v1/completions", json={"prompt": "x"})
+    assert forged.status_code == 403

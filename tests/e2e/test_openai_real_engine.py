@@ -66,6 +66,14 @@ def test_answers_through_the_openai_client(served):
     )
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == f"[{RUN}] a "
     assert chunks[-1].choices[0].finish_reason == "length"
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+    called = '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>'  # the worker echoes it
+    reply = client.chat.completions.create(model=RUN, messages=[{"role": "user", "content": called}], tools=[tool])
+    (call,) = reply.choices[0].message.tool_calls
+    assert reply.choices[0].finish_reason == "tool_calls" and reply.choices[0].message.content == f"[{RUN}]"
+    assert call.function.name == "f" and json.loads(call.function.arguments) == {"x": 1}
+    text = client.completions.create(model=RUN, prompt="once upon")
+    assert text.choices[0].text == f"[{RUN}] once upon " and text.usage.completion_tokens == 3
 
 
 def test_worker_failures(served):

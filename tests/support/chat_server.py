@@ -100,6 +100,8 @@ def fresh_engine(request) -> None:
     engine.busy, engine.crash_after, engine.token_delay_s = False, None, 0.0
     engine.no_weights.clear()
     engine.calls.clear()
+    engine.tool_requests.clear()
+    engine.prompts.clear()
     engine.closed.clear()
     engine.finished.clear()
 

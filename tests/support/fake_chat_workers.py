@@ -2,7 +2,8 @@
 the chat engine's queueing, stopping and recovery can be tested in seconds. Module-level: spawn
 must import them.
 
-``echo_worker`` answers with the words of the last message, one delta per word every ``DELAY_S``
+``echo_worker`` answers with the words of the last message (or of a raw ``prompt``; with tools, its
+calls are read by the real ``serving.worker.with_calls`` in the fallback's format), one delta per word every ``DELAY_S``
 seconds, each prefixed once with ``[choice id]``; special messages: ``die`` (SIGKILL itself, as
 the OOM killer would), ``too long`` (an input error), ``boom`` (an internal error). An embeddings
 command (``{"input": [...]}``) is answered with unit vectors of [characters, words] per text; ``dimensions``
@@ -11,6 +12,8 @@ above 2 is the model's input error."""
 import os
 import signal
 import time
+
+from trainer_core.serving.worker import with_calls
 
 DELAY_S = 0.02
 
@@ -22,31 +25,38 @@ def echo_worker(choice, models_dir, commands, events, stop):
         if "input" in request:  # an embeddings command: (N, 2) vectors [characters, words], unit length
             _embed(gen_id, request, events)
             continue
-        text = request["messages"][-1]["content"]
+        text = request["messages"][-1]["content"] if "messages" in request else request["prompt"]
         if text == "die":
             os.kill(os.getpid(), signal.SIGKILL)
         if text in ("too long", "boom"):
             kind = "input" if text == "too long" else "internal"
             events.put(("error", {"id": gen_id, "kind": kind, "message": f"fake {kind} error"}))
             continue
-        words = [f"[{choice['id']}]", *text.split()]
-        reason, sent = "stop", 0
-        for word in words:
-            if stop.is_set():
-                reason = "cancelled"
-                break
-            if sent == request["settings"]["max_new_tokens"]:
-                reason = "length"
-                break
-            events.put(("delta", {"id": gen_id, "text": word + " "}))
-            sent += 1
-            time.sleep(DELAY_S)
-        events.put(
-            (
-                "done",
-                {"id": gen_id, "finish_reason": reason, "prompt_tokens": len(text.split()), "completion_tokens": sent},
-            )
+
+        def on_text(piece, gen_id=gen_id):
+            events.put(("delta", {"id": gen_id, "text": piece}))
+
+        done = with_calls(
+            request, "", on_text, lambda request, on_text, text=text: _echo(choice, text, request, on_text, stop)
         )
+        events.put(("done", {"id": gen_id, **done}))
+
+
+def _echo(choice, text, request, on_text, stop):
+    """The words of ``text`` after ``[choice id]``, one piece each; the ``done`` payload."""
+    words = [f"[{choice['id']}]", *text.split()]
+    reason, sent = "stop", 0
+    for word in words:
+        if stop.is_set():
+            reason = "cancelled"
+            break
+        if sent == request["settings"]["max_new_tokens"]:
+            reason = "length"
+            break
+        on_text(word + " ")
+        sent += 1
+        time.sleep(DELAY_S)
+    return {"finish_reason": reason, "prompt_tokens": len(text.split()), "completion_tokens": sent}
 
 
 def failing_worker(choice, models_dir, commands, events, stop):

@@ -1,5 +1,7 @@
 """A chat engine with ``ChatEngine``'s interface and no model: it answers ``echo: <last user message>``
-one word per token, transcribes a clip as ``heard <characters of its data: URL>`` and speaks a
+one word per token (with tools, a last message ``call NAME {json}`` is answered ``Sure.`` and that call
+as a Hermes block, read by ``tools.parse`` as the worker reads it; ``calls N`` makes N calls),
+continues a raw prompt with ``echo: <prompt>``, transcribes a clip as ``heard <characters of its data: URL>`` and speaks a
 text as a tone of ``SPEECH_RATE`` / 10 samples a word (louder tuned than base), so route and
 handler tests take milliseconds. Switches: ``busy`` (a training job runs), ``crash_after`` (fail
 after that many tokens), ``token_delay_s`` (slow tokens, to test Stop)."""
@@ -8,8 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from typing import Optional
+from collections.abc import Callable, Iterator
+from typing import Any, Optional, Union
 
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
 from trainer_core.serving.schemas import (
@@ -20,6 +22,20 @@ from trainer_core.serving.schemas import (
     StreamEvent,
     Transcription,
 )
+from trainer_core.tools.parse import CallSplitter
+from trainer_core.tools.render import call_text
+
+
+def _answer_text(last: str) -> str:
+    """The answer to ``last`` when tools are offered: ``call NAME {json}`` -> ``Sure.`` and that call;
+    ``calls N`` -> N calls of ``get_time``; anything else its echo."""
+    if last.startswith("call "):
+        name, _, arguments = last[len("call ") :].partition(" ")
+        return "Sure.\n" + f'<tool_call>\n{{"name": "{name}", "arguments": {arguments or "{}"}}}\n</tool_call>'
+    if last.startswith("calls "):
+        return "\n".join(call_text("get_time", {"n": n}) for n in range(int(last.split()[1])))
+    return f"echo: {last}"
+
 
 BASE = ModelChoice(id="base", label="Base model (tiny)", kind="base", base_model="tiny")
 SPEECH_RATE = 24_000  # Hz of the fake speech (CSM's codec rate)
@@ -38,8 +54,11 @@ class FakeEngine:
         self.token_delay_s = 0.0
         self.max_prompt_chars = 10_000
         self.calls: list[tuple[str, list[ChatMessage], GenerationSettings]] = []
+        self.tool_requests: list[tuple[Optional[list[dict]], str]] = []  # (tools, tool_choice) of each call
+        self.prompts: list[tuple[str, str, GenerationSettings]] = []  # /v1/completions: (model id, prompt, settings)
+        self._held: list[str] = []
         self.transcriptions: list[tuple[str, str, bool]] = []
-        self.speeches: list[tuple[str, str, int, bool]] = []
+        self.speeches: list[tuple[str, str, Union[int, str], bool]] = []
         self.max_speech_chars = 200
         self.loaded: Optional[str] = None
         self.closed = threading.Event()  # a stream's generator was closed before it finished
@@ -94,7 +113,7 @@ class FakeEngine:
         self.transcriptions.append((model_id, audio, use_adapter))
         return Transcription(text=f"heard {len(audio)}", language=None, duration=1.0, tokens=3)
 
-    def speak(self, model_id: str, text: str, voice: int = 0, use_adapter: bool = True) -> Speech:
+    def speak(self, model_id: str, text: str, voice: Union[int, str] = 0, use_adapter: bool = True) -> Speech:
         """``ChatEngine.speak``'s checks, and the worker's refusal of a text too long for the model."""
         import numpy as np
 
@@ -113,20 +132,60 @@ class FakeEngine:
         return Speech(samples=samples, sampling_rate=SPEECH_RATE, seconds=count / SPEECH_RATE, frames=count // 1920)
 
     def stream(
-        self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True
+        self,
+        model_id: str,
+        messages: list[ChatMessage],
+        settings: GenerationSettings,
+        use_adapter: bool = True,
+        tools: Optional[list[dict]] = None,
+        tool_choice: str = "auto",
     ) -> Iterator[StreamEvent]:
         """Checks happen at the first ``next`` (like a generator engine)."""
         if self.busy:
             raise ChatUnavailable(TRAINING_BUSY)
         self.resolve(model_id)
-        if not messages or messages[-1].role != "user":
+        if not messages or messages[-1].role not in ("user", "tool"):
             raise ChatInputError("messages: the last message must be the user's")
         prompt = sum(len(m.content) for m in messages)
         if prompt > self.max_prompt_chars:
             raise ChatInputError(f"the prompt has {prompt} tokens; this model reads at most {self.max_prompt_chars}")
         self.calls.append((model_id, messages, settings))
+        self.tool_requests.append((tools, tool_choice))
+        text = _answer_text(messages[-1].content) if tools else f"echo: {messages[-1].content}"
+        if not tools or tool_choice == "none":
+            yield from self._words(text.split(" "), settings, prompt)
+            return
+        splitter = CallSplitter("hermes", self._held.append)
+        for event in self._words(text.split(" "), settings, prompt, splitter.feed):
+            if event.finish_reason:
+                calls = splitter.finish()
+                yield from self._flushed()
+                yield event.model_copy(update={"tool_calls": calls or None})
+                return
+            yield from self._flushed()
+
+    def stream_text(self, model_id: str, prompt: str, settings: GenerationSettings) -> Iterator[StreamEvent]:
+        """``echo: <prompt>``, word by word; the checks of ``stream``."""
+        if self.busy:
+            raise ChatUnavailable(TRAINING_BUSY)
+        self.resolve(model_id)
+        self.prompts.append((model_id, prompt, settings))
+        yield from self._words(f"echo: {prompt}".split(" "), settings, len(prompt))
+
+    def _flushed(self) -> Iterator[StreamEvent]:
+        held, self._held = self._held, []
+        for text in held:
+            yield StreamEvent(delta=text)
+
+    def _words(
+        self,
+        words: list[str],
+        settings: GenerationSettings,
+        prompt: int,
+        into: Optional[Callable[[str], None]] = None,
+    ) -> Iterator[StreamEvent]:
+        """``words`` as deltas (or fed to ``into``, an empty event each), then the finish."""
         self._stop.clear()
-        words = f"echo: {messages[-1].content}".split(" ")
         sent = 0
         try:
             for sent, word in enumerate(words[: settings.max_new_tokens], start=1):
@@ -136,7 +195,10 @@ class FakeEngine:
                     yield StreamEvent(finish_reason="cancelled", prompt_tokens=prompt, completion_tokens=sent - 1)
                     return
                 time.sleep(self.token_delay_s)
-                yield StreamEvent(delta=word if sent == 1 else " " + word)
+                piece = word if sent == 1 else " " + word
+                if into is not None:
+                    into(piece)
+                yield StreamEvent(delta="" if into is not None else piece)
             reason = "length" if len(words) > settings.max_new_tokens else "stop"
             yield StreamEvent(finish_reason=reason, prompt_tokens=prompt, completion_tokens=sent)
             self.finished.set()
@@ -145,10 +207,15 @@ class FakeEngine:
             raise
 
     def complete(
-        self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True
+        self,
+        model_id: str,
+        messages: list[ChatMessage],
+        settings: GenerationSettings,
+        use_adapter: bool = True,
+        *tool_settings: Any,
     ) -> StreamEvent:
         text, last = "", StreamEvent()
-        for event in self.stream(model_id, messages, settings, use_adapter):
+        for event in self.stream(model_id, messages, settings, use_adapter, *tool_settings):
             text += event.delta
             last = event
         return StreamEvent(
@@ -156,6 +223,7 @@ class FakeEngine:
             finish_reason=last.finish_reason,
             prompt_tokens=last.prompt_tokens,
             completion_tokens=last.completion_tokens,
+            tool_calls=last.tool_calls,
         )
 
     def stop_generation(self) -> bool:

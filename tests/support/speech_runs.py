@@ -1,4 +1,4 @@
-"""Speech-to-text runs made as training makes them (``kinds.speech_to_text.trainer.add_lora``: LoRA
+"""Speech-to-text runs made as training makes them (``training.wiring.add_lora``: LoRA
 on the encoder's and decoder's projections, the adapter and the processor saved, a ``run.json``
 naming the run's language), for the serving tests; no training step is run, so the adapter's
 weights are PEFT's random init (``init_lora_weights=False``): the tuned model differs from the base."""

@@ -1,7 +1,7 @@
 """(text, audio, speaker) files for the text-to-speech tests (``bench.csm_model.tts_file``: two of
 the shared demo clips copied beside a JSON file that names them, each with a speaker number, as
 users bring them; the TTS speed bench trains on them too); and a LoRA run of a CSM model made as training
-makes it (``kinds.text_to_speech.trainer.add_lora``, no step run: PEFT's random init, so the tuned
+makes it (``training.wiring.add_lora``, no step run: PEFT's random init, so the tuned
 model differs from the base) for the serving tests; and such a run of an Orpheus-style model."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from tests.support.speech_data import CLIPS
 from tests.support.speech_runs import add_run
 from trainer_core.data.audio import audio_info, read_audio
 from trainer_core.settings import Settings
-from ui import chat_audio, chat_handlers, chat_transcribe
+from ui import chat_audio, chat_handlers, chat_send
 
 DEFAULTS = (None,) * len(chat_handlers.SETTINGS_FIELDS)  # the generation settings widgets, untouched
 CONFIGS = {  # just enough config.json for each kind's detection
@@ -41,7 +41,7 @@ def _upload(settings: Settings, source: Path, name: str = "") -> str:
 
 def _send(engine: FakeEngine, model: str, message: str, clip=None, history=(), images=(), clips=(), compare=False):
     """The last outputs of the tab's Send: (textbox, chat, base chat, state, notice, images, clips)."""
-    sent = chat_transcribe.send(
+    sent = chat_send.send(
         engine, model, compare, "", message, list(history), [], *DEFAULTS, None, list(images), clip, list(clips)
     )
     return list(sent)[-1]

@@ -19,7 +19,7 @@ from tests.support.fake_engine import SPEECH_RATE, FakeEngine
 from tests.support.speech_runs import add_run
 from trainer_core.serving.schemas import Speech
 from trainer_core.settings import Settings
-from ui import chat_handlers, chat_speech
+from ui import chat_handlers, chat_send, chat_speech
 
 DEFAULTS = (None,) * len(chat_handlers.SETTINGS_FIELDS)  # the generation settings widgets, untouched
 TTS = "job_tts"
@@ -27,9 +27,7 @@ TTS = "job_tts"
 
 def _send(engine, model: str, message: str, voice=0, history=(), compare=False):
     """The last outputs of the tab's Send: (textbox, chat, base chat, state, notice, images, clips)."""
-    sent = chat_speech.send(
-        engine, model, compare, "", message, list(history), [], *DEFAULTS, None, [], None, [], voice
-    )
+    sent = chat_send.send(engine, model, compare, "", message, list(history), [], *DEFAULTS, None, [], None, [], voice)
     return list(sent)[-1]
 
 
@@ -98,9 +96,10 @@ def test_refusals_are_said_beside_send_keeping_the_text() -> None:
     earlier = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "🔊 0.10 s, voice 0"}]
     cases = {
         (TTS, "   ", 0, False): "Message: type something to send.",
-        (TTS, "Say it", None, False): "Voice: None is not a speaker id",
-        (TTS, "Say it", -1, False): "Voice: -1 is not a speaker id",
-        (TTS, "Say it", 1.5, False): "Voice: 1.5 is not a speaker id",
+        (TTS, "Say it", " ", False): "Voice: no speaker is given",
+        (TTS, "Say it", "-1", False): "Voice: -1 is not a speaker number",
+        (TTS, "Say it", 1.5, False): "Voice: 1.5 is not a speaker",
+        (TTS, "Say it", "x" * 201, False): "is not a speaker",
         ("base", "Say it", 0, True): "Base vs tuned: choose a run or checkpoint",
         ("job_full", "Say it", 0, True): "Base vs tuned: this model is whole weights",
         (TTS, "word " * 50, 0, False): "input: the text takes 250 tokens, more than this model reads",
@@ -115,6 +114,9 @@ def test_refusals_are_said_beside_send_keeping_the_text() -> None:
     assert (kept, chat) == ("Say it", earlier) and "training job is running" in notice
     engine.busy = False
     assert _send(engine, "job_full", "Say it")[4] == ""  # whole weights speak alone
+    assert _send(engine, TTS, "Say it", " tara ")[4] == "" and engine.speeches[-1][2] == "tara"  # a named speaker
+    assert _send(engine, TTS, "Say it", "3")[1][-1]["content"][1]["text"].endswith("voice 3")
+    assert engine.speeches[-1][2] == 3  # the box's text "3": CSM's numbered voice 3
 
 
 def test_no_samples_is_said_in_words() -> None:
@@ -150,3 +152,14 @@ def test_the_played_wav_is_the_tiny_csms_speech(tiny_csm_dir: Path) -> None:
     with pytest.raises(ChatInputError) as refused:  # the model's own limit: 1024 positions
         server.answer({"input": "word " * 600, "voice": 0})
     assert refused.value.fields == ("input",) and "more than the 1024 positions this model reads" in str(refused.value)
+
+
+def test_the_model_list_refresh_keeps_a_listed_choice_untouched() -> None:
+    from ui import chat_handlers
+
+    engine = FakeEngine()
+    engine.add(TTS, serves="speech")
+    kept = chat_handlers.model_dropdown(engine, TTS)
+    assert "value" not in kept and TTS in [value for _, value in kept["choices"]]  # the page keeps what it shows
+    gone = chat_handlers.model_dropdown(engine, "job_gone")
+    assert gone["value"] == gone["choices"][0][1]  # a choice no longer listed: the newest

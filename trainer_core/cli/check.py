@@ -130,9 +130,8 @@ def _structure(report: PreflightReport) -> list[str]:
     """The model's class, its attention and what LoRA adapts (when the model is on this machine)."""
     if report.architecture is None:
         audio = [report.audio[0].upper() + report.audio[1:]] if report.audio else []
-        return (
-            ([f"Model: {report.vision}"] if report.vision else []) + audio + ([report.method] if report.method else [])
-        )
+        lines = [f"Model: {report.vision}"] if report.vision else []
+        return lines + audio + [line for line in (report.method, report.tools) if line]
     lines = [f"Model: {report.architecture}; attention {report.attention}"]
     if report.vision:
         lines.append(report.vision[0].upper() + report.vision[1:])
@@ -142,9 +141,7 @@ def _structure(report: PreflightReport) -> list[str]:
         lines.append(f"LoRA adapts {report.adapted_count} modules: {report.adapted_modules}")
     if report.precision:
         lines.append(f"Precision: {report.precision}")
-    if report.method:
-        lines.append(report.method)
-    return lines
+    return lines + [line for line in (report.method, report.tools) if line]
 
 
 def _estimates(report: PreflightReport) -> list[str]:

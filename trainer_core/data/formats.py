@@ -1,13 +1,13 @@
 """Detect a dataset's layout and normalise it to one canonical form.
 
-The canonical form is either one column ``messages`` (a list of ``{"role", "content"}`` with roles
-system / user / assistant / tool) for conversational data, or one column ``text`` for raw text.
+The canonical form is either the columns ``messages`` (a list of ``{"role", "content"}`` with roles
+system / user / assistant / tool) and ``tools`` (the row's functions as JSON text, '' for none:
+``tool_rows``) for conversational data, or one column ``text`` for raw text.
 Row numbers in errors are 1-based rows of the file.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from typing import Any, Optional
@@ -17,6 +17,16 @@ import datasets
 from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.media import refuse_media
 from trainer_core.data.text_values import TextConversions, content_text
+from trainer_core.data.tool_rows import (
+    TOOLS,
+    calls_content,
+    check_calls,
+    in_system,
+    loaded,
+    row_tools,
+    shown_tools,
+    shown_turn,
+)
 from trainer_core.vocabulary import FormatType
 
 # a source role -> (our role, text before the content, text after it)
@@ -34,6 +44,7 @@ KNOWN_ROLES = ", ".join(ROLES)
 MESSAGE_FEATURES = datasets.Features(
     {"messages": datasets.List({"role": datasets.Value("string"), "content": datasets.Value("string")})}
 )
+CONVERSATION_FEATURES = datasets.Features({**MESSAGE_FEATURES, TOOLS: datasets.Value("string")})
 log = logging.getLogger(__name__)
 TEXT_FEATURES = datasets.Features({"text": datasets.Value("string")})
 REQUIRED = {
@@ -143,7 +154,8 @@ def normalize_with_notes(
             raise DatasetError(f"{source}, row {first_row + index}: {exc}") from None
     if fmt == FormatType.text:
         return datasets.Dataset.from_dict({"text": out}, features=TEXT_FEATURES), conversions.notes()
-    return datasets.Dataset.from_dict({"messages": out}, features=MESSAGE_FEATURES), conversions.notes()
+    table = {"messages": [row["messages"] for row in out], TOOLS: [row[TOOLS] for row in out]}
+    return datasets.Dataset.from_dict(table, features=CONVERSATION_FEATURES), conversions.notes()
 
 
 def text_field(row: dict, field: str, conv: TextConversions, required: bool = True) -> str:
@@ -170,6 +182,8 @@ def turn_text(turn: Any, position: int, conv: TextConversions, field: str) -> di
     if source_role not in ROLES:
         raise RowError(f"turn {position} has unknown role {source_role!r}; known roles: {KNOWN_ROLES}")
     content = conv.text(content_text(turn.get(content_key), f"turn {position} ({source_role})"), field)
+    if turn.get("tool_calls") and ROLES[source_role][0] == "assistant":  # OpenAI calls, content text or null
+        return {"role": "assistant", "content": calls_content(turn, content, f"turn {position} ({source_role})")}
     if not isinstance(content, str):
         raise RowError(
             f"turn {position} ({source_role}) has content of type {type(content).__name__}: content must be text"
@@ -180,30 +194,10 @@ def turn_text(turn: Any, position: int, conv: TextConversions, field: str) -> di
     return {"role": role, "content": before + content + after}
 
 
-def _tools_text(tools: Any) -> str:
-    """The tools block for the system message ('' when there are none); ``tools`` is a JSON string
-    or a list of tool schemas."""
-    if isinstance(tools, str):
-        if not tools.strip():
-            return ""
-        try:
-            tools = json.loads(tools)
-        except json.JSONDecodeError as exc:
-            raise RowError(
-                f"field 'tools' is not valid JSON ({exc.msg} at column {exc.colno}): fix it or leave it empty"
-            ) from None
-    if tools is None or tools == []:
-        return ""
-    tools = [tools] if isinstance(tools, dict) else tools
-    if not isinstance(tools, list):
-        raise RowError(f"field 'tools' is a {type(tools).__name__}: give a list of tool schemas (or its JSON text)")
-    lines = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
-    return f"You have access to the following tools:\n<tools>\n{lines}\n</tools>"
-
-
-def _conversation(turns: Any, row: dict, field: str, conv: TextConversions) -> list[dict[str, str]]:
-    """Our message list from a list of turns plus the row's optional ``system`` and ``tools``
-    fields (merged into one leading system message). RowError when it cannot be trained on."""
+def _conversation(turns: Any, row: dict, field: str, conv: TextConversions) -> dict[str, Any]:
+    """A canonical row (``messages`` and ``tools``, see ``tool_rows``) from a list of turns plus the
+    row's optional ``system`` (merged into one leading system message) and ``tools`` fields.
+    RowError when it cannot be trained on (``tool_rows.check_calls`` for calls and results)."""
     if not isinstance(turns, list) or not turns:
         raise RowError(f"field {field!r} is empty or not a list: give a list of turns")
     messages = conversation_turns(
@@ -214,23 +208,29 @@ def _conversation(turns: Any, row: dict, field: str, conv: TextConversions) -> l
         raise RowError(f"{field!r} has no assistant turn: the model learns from assistant (gpt) turns, add one")
     if any(not m["content"].strip() for m in assistant):
         raise RowError(f"{field!r} has an empty assistant turn: fill it in or remove the row")
-    return messages
+    tools = row_tools(row.get(TOOLS))
+    check_calls(turns, messages, loaded(tools), field)
+    return {"messages": messages, TOOLS: tools}
 
 
-def conversation_turns(messages: list[dict[str, str]], row: dict, conv: TextConversions) -> list[dict[str, str]]:
-    """``messages`` (ours, from ``turn_text``) with the row's optional ``system`` and ``tools``
-    fields and a leading system turn merged into one leading system message."""
+def conversation_turns(
+    messages: list[dict[str, str]], row: dict, conv: TextConversions, tools_block: bool = False
+) -> list[dict[str, str]]:
+    """``messages`` (ours, from ``turn_text``) with the row's optional ``system`` field and a leading
+    system turn merged into one leading system message; with ``tools_block``, the row's ``tools``
+    too, as the fallback block (``tool_rows.in_system``: for rows that TRL renders, which have no
+    ``tools`` column of ours; conversations keep them beside the messages, see ``tool_rows``)."""
     messages = list(messages)
-    system_parts = [text_field(row, "system", conv, required=False), _tools_text(row.get("tools"))]
+    system_parts = [text_field(row, "system", conv, required=False)]
     if messages and messages[0]["role"] == "system":
-        system_parts.insert(1, messages.pop(0)["content"])
+        system_parts.append(messages.pop(0)["content"])
     system = "\n\n".join(part for part in system_parts if part)
     if system:
         messages.insert(0, {"role": "system", "content": system})
-    return messages
+    return in_system(messages, row_tools(row.get(TOOLS))) if tools_block else messages
 
 
-def _alpaca(row: dict, conv: TextConversions) -> list[dict[str, str]]:
+def _alpaca(row: dict, conv: TextConversions) -> dict[str, Any]:
     instruction, extra = text_field(row, "instruction", conv), text_field(row, "input", conv, required=False)
     user = f"{instruction}\n\n{extra}" if extra.strip() else instruction
     turns: list[dict[str, str]] = []
@@ -243,7 +243,7 @@ def _alpaca(row: dict, conv: TextConversions) -> list[dict[str, str]]:
     return _conversation(turns, row, "history", conv)
 
 
-def _prompt_completion(row: dict, conv: TextConversions) -> list[dict[str, str]]:
+def _prompt_completion(row: dict, conv: TextConversions) -> dict[str, Any]:
     prompt, completion = row.get("prompt"), row.get("completion")
     if isinstance(prompt, list) and isinstance(completion, list):  # conversational prompt/completion (TRL)
         return _conversation(prompt + completion, row, "prompt", conv)
@@ -269,7 +269,10 @@ _OPTIONAL: dict[FormatType, tuple[str, ...]] = {
 }
 
 
-def message_lines(messages: list[dict[str, str]], limit: Optional[int] = None) -> str:
-    """'role: content' lines for display, cut to ``limit`` characters (with an ellipsis)."""
-    text = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+def message_lines(messages: list[dict[str, str]], limit: Optional[int] = None, tools: Optional[str] = None) -> str:
+    """'role: content' lines for display, cut to ``limit`` characters (with an ellipsis): calls as
+    ``call NAME {arguments}``, results as ``result: ...`` (``tool_rows.shown_turn``), after a
+    ``tools: NAMES`` line when the row has ``tools`` (the canonical column's text)."""
+    shown = [shown_tools(tools), *(shown_turn(m) for m in messages)]
+    text = "\n".join(f"{role}: {content}" for role, content in filter(None, shown))
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"

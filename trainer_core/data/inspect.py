@@ -30,7 +30,9 @@ from trainer_core.data.preview_cells import escape as _escape
 from trainer_core.data.preview_tokenizer import load_preview_tokenizer
 from trainer_core.data.prompt_tokens import is_prompt_rows, prompt_length
 from trainer_core.data.prompts import canonical_prompts
-from trainer_core.data.tokenization import _render
+from trainer_core.data.tokenization import template_row
+from trainer_core.data.tool_rows import TOOLS
+from trainer_core.data.turn_spans import render_text
 from trainer_core.model_kind import ModelKind
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import FormatType, TrainingMethod
@@ -261,8 +263,12 @@ def token_lengths(canonical: datasets.Dataset, tokenizer: Any) -> list[int]:
     if "text" in canonical.column_names:
         texts, special = list(canonical["text"]), True
     else:
+        tools = canonical[TOOLS] if TOOLS in canonical.column_names else [""] * len(canonical)
+        rendered = (
+            template_row(tokenizer, m, t, row) for row, (m, t) in enumerate(zip(canonical["messages"], tools), 1)
+        )
         texts = [
-            _render(tokenizer, messages, False, row) for row, messages in enumerate(canonical["messages"], start=1)
+            render_text(tokenizer, messages, False, row, extra) for row, (messages, extra) in enumerate(rendered, 1)
         ]
         special = False
     with _tokenizer_lock:

@@ -155,7 +155,7 @@ def _prompt(turns: list[dict[str, str]], row: dict, field: str, conv: TextConver
     answers (after a user or tool turn)."""
     if not turns:
         raise RowError(f"field {field!r} is empty: give the conversation the answers reply to")
-    messages = conversation_turns(turns, row, conv)
+    messages = conversation_turns(turns, row, conv, tools_block=True)  # TRL renders: the fallback block
     if messages[-1]["role"] not in ("user", "tool"):
         raise RowError(
             f"field {field!r} ends with a {messages[-1]['role']} turn: the prompt must end with the "

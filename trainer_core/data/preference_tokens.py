@@ -16,10 +16,10 @@ longest sequence, so ``trained`` <= the tokens kept, as for SFT rows.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.data.template_fit import fit_conversation, template_fit
+from trainer_core.data.tool_rows import conversation
 
 IGNORE = -100
 ANSWER_COLUMNS = ("chosen", "rejected", "completion")
@@ -31,12 +31,14 @@ def is_preference_rows(columns: list[str]) -> bool:
     return "prompt" in columns and any(name in columns for name in ANSWER_COLUMNS)
 
 
-def _ids(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool, row: int) -> list[int]:
+def _ids(
+    tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool, row: int, tools: Optional[str] = None
+) -> list[int]:
     from jinja2 import TemplateError
 
-    messages = fit_conversation(messages, template_fit(tokenizer))  # Gemma: no system; Mistral: alternation
-    try:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+    try:  # the row's tools as the template takes them, then shaped (Gemma: no system; Mistral: alternation)
+        messages, extra = conversation(tokenizer, messages, tools)
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt, **extra)
     except (TemplateError, ValueError, TypeError) as exc:
         raise DatasetError(
             f"row {row}: the chat template of {tokenizer.name_or_path} cannot render this conversation: {exc}"
@@ -44,10 +46,11 @@ def _ids(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def prompt_ids(tokenizer: Any, messages: list[dict[str, str]], row: int) -> list[int]:
+def prompt_ids(tokenizer: Any, messages: list[dict[str, str]], row: int, tools: Optional[str] = None) -> list[int]:
     """The token ids of prompt ``messages`` as the model sees them before it answers (chat template,
-    shaped to fit it, with the generation prompt). Raises DatasetError naming ``row``."""
-    return _ids(tokenizer, messages, True, row)
+    with ``tools``, the canonical column's text, as ``tool_rows.conversation`` gives them, shaped to
+    fit it, with the generation prompt). Raises DatasetError naming ``row``."""
+    return _ids(tokenizer, messages, True, row, tools)
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

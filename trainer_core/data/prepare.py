@@ -27,6 +27,7 @@ from trainer_core.data.preference import canonical_preference
 from trainer_core.data.prompt_fit import fitting_prompts
 from trainer_core.data.prompts import canonical_prompts
 from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
+from trainer_core.data.tool_rows import TOOLS, trained_tool_format
 from trainer_core.model_kind import ModelKind, joined_media, media_keeper
 from trainer_core.request.rules import NO_TRAINING_DATA
 from trainer_core.schemas import TrainingStartRequest
@@ -60,6 +61,7 @@ class PreparedData:
     stats: TokenizationStats
     eval_stats: Optional[TokenizationStats]
     system_message: Optional[str] = None  # the one system message every training row has (run.json)
+    tool_format: Optional[str] = None  # how the rows' tools were rendered (``tool_rows.trained_tool_format``, run.json)
     images: Any = None  # a vision run's image counts (``kinds.vision.prepare.ImageStats``)
     audio: Any = None  # an audio chat run's clip counts (``kinds.audio_chat.prepare.AudioStats``)
 
@@ -309,7 +311,13 @@ def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
             eval_rows, tokenizer, request.max_seq_length, request.train_on_completions
         )
     return PreparedData(
-        train=train, eval=eval_split, format=fmt, stats=stats, eval_stats=eval_stats, system_message=system
+        train=train,
+        eval=eval_split,
+        format=fmt,
+        stats=stats,
+        eval_stats=eval_stats,
+        system_message=system,
+        tool_format=trained_tool_format(train_rows, tokenizer),
     )
 
 
@@ -371,7 +379,7 @@ def preview(
         cells = [_cut(text) for text in canonical["text"]]
         column = "text"
     else:
-        cells = [message_lines(messages, PREVIEW_CHARS) for messages in canonical["messages"]]
+        cells = [message_lines(m, PREVIEW_CHARS, t) for m, t in zip(canonical["messages"], canonical[TOOLS])]
         column = "conversation"
     return fmt, pd.DataFrame({"row": range(1, len(cells) + 1), column: cells})
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from trainer_core.data.images import thumbnail
 from trainer_core.data.prompt_tokens import is_prompt_rows
+from trainer_core.data.tool_rows import TOOLS, shown_tools, shown_turn
 
 TURN_CHARS = 300  # characters shown per turn (or per text row, or per cell of a kind's rows) in the sample
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~])")
@@ -72,7 +73,8 @@ def sample_frame(canonical: datasets.Dataset) -> pd.DataFrame:
     if "text" in canonical.column_names:
         cells, column = [escape(cut(text)) for text in canonical["text"]], "text"
     else:
-        cells = [_turns_markdown(messages) for messages in canonical["messages"]]
+        tools = canonical[TOOLS] if TOOLS in canonical.column_names else [None] * len(canonical)
+        cells = [_turns_markdown(messages, row_tools) for messages, row_tools in zip(canonical["messages"], tools)]
         column = "conversation"
     table = {"row": range(1, len(cells) + 1), column: cells}
     if "images" in canonical.column_names:
@@ -86,8 +88,11 @@ def _image_cell(reference: str) -> str:
     return f"![{name}]({thumbnail(reference)}) {name}"
 
 
-def _turns_markdown(messages: list[dict[str, str]]) -> str:
-    return "\n\n".join(f"**{m['role']}:** {escape(cut(m['content']))}" for m in messages)
+def _turns_markdown(messages: list[dict[str, str]], tools: Optional[str] = None) -> str:
+    """Turns as Markdown paragraphs, calls and results shown as such (``tool_rows.shown_turn``),
+    after the row's function names when it has ``tools``."""
+    shown = [shown_tools(tools), *(shown_turn(m) for m in messages)]
+    return "\n\n".join(f"**{role}:** {escape(cut(text))}" for role, text in filter(None, shown))
 
 
 def cut(text: str) -> str:

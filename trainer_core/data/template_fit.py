@@ -27,19 +27,22 @@ _PROBE_TWO_USERS = [
     {"role": "assistant", "content": "a"},
 ]
 _PROBE_PLAIN = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]
+_PROBE_TOOL = [*_PROBE_PLAIN, {"role": "tool", "content": "t"}, {"role": "assistant", "content": "b"}]
 
 
 @dataclass(frozen=True)
 class TemplateFit:
-    """What a chat template refuses: ``system`` (a system message) and ``repeats`` (two turns of
-    one role in a row). Both False for templates that take any conversation (ChatML, Llama 3)."""
+    """What a chat template refuses: ``system`` (a system message), ``repeats`` (two turns of one
+    role in a row) and ``tool`` (a ``tool`` message without a call id: a tool's result in the tools
+    fallback, ``tools.render``). All False for templates that take any conversation (ChatML, Llama 3)."""
 
     system: bool = False
     repeats: bool = False
+    tool: bool = False
 
     @property
     def shapes(self) -> bool:
-        return self.system or self.repeats
+        return self.system or self.repeats or self.tool
 
 
 _FITS: dict[str, TemplateFit] = {}
@@ -64,7 +67,9 @@ def template_fit(tokenizer: Any) -> TemplateFit:
             _FITS[template] = TemplateFit()
         else:
             _FITS[template] = TemplateFit(
-                system=not _renders(tokenizer, _PROBE_SYSTEM), repeats=not _renders(tokenizer, _PROBE_TWO_USERS)
+                system=not _renders(tokenizer, _PROBE_SYSTEM),
+                repeats=not _renders(tokenizer, _PROBE_TWO_USERS),
+                tool=not _renders(tokenizer, _PROBE_TOOL),
             )
     return _FITS[template]
 
@@ -72,10 +77,12 @@ def template_fit(tokenizer: Any) -> TemplateFit:
 def fit_conversation(messages: list[dict[str, Any]], fit: TemplateFit) -> list[dict[str, Any]]:
     """``messages`` shaped for a template that refuses what ``fit`` says (see the module
     docstring); the same list when nothing needs to change. Text contents only are joined;
-    a message with other content (parts) is left as it is."""
+    a message with other content (parts), or with structured calls or a call id, is left as it is."""
     if not fit.shapes:
         return messages
     shaped = [dict(m) for m in messages]
+    if fit.tool:  # a tool's result (still in its <tool_response> wrapper) is a user turn, as Qwen's template has it
+        shaped = [{**m, "role": "user"} if _bare_tool(m) else m for m in shaped]
     if fit.system and shaped and shaped[0].get("role") == "system":
         system = shaped.pop(0)
         first_user = next((m for m in shaped if m.get("role") == "user"), None)
@@ -88,7 +95,11 @@ def fit_conversation(messages: list[dict[str, Any]], fit: TemplateFit) -> list[d
         for message in shaped:
             last = merged[-1] if merged else None
             texts = (
-                last is not None and isinstance(last.get("content"), str) and isinstance(message.get("content"), str)
+                last is not None
+                and isinstance(last.get("content"), str)
+                and isinstance(message.get("content"), str)
+                and not _structured(last)
+                and not _structured(message)
             )
             if last is not None and last.get("role") == message.get("role") and texts:
                 last["content"] = f"{last['content']}{SEPARATOR}{message['content']}"
@@ -98,18 +109,32 @@ def fit_conversation(messages: list[dict[str, Any]], fit: TemplateFit) -> list[d
     return shaped
 
 
-def shaped_count(conversations: list[list[dict[str, Any]]], fit: TemplateFit) -> tuple[int, int]:
-    """(rows whose system text moves, rows whose repeated turns merge) under ``fit``."""
-    system = repeats = 0
+def _structured(message: dict[str, Any]) -> bool:
+    """A call or a result in a template's own form (``tools.render``): merging would lose its ids."""
+    return bool(message.get("tool_calls") or message.get("tool_call_id"))
+
+
+def _bare_tool(message: dict[str, Any]) -> bool:
+    """A tool result without a call id (the tools fallback's form)."""
+    return message.get("role") == "tool" and not message.get("tool_call_id")
+
+
+def shaped_count(conversations: list[list[dict[str, Any]]], fit: TemplateFit) -> tuple[int, int, int]:
+    """(rows whose system text moves, rows whose repeated turns merge, rows whose tool results
+    become user turns) under ``fit``."""
+    system = repeats = tool = 0
     for messages in conversations:
         if fit.system and messages and messages[0].get("role") == "system":
             system += 1
+        if fit.tool and any(_bare_tool(m) for m in messages):
+            tool += 1
+            messages = [{**m, "role": "user"} if _bare_tool(m) else m for m in messages]
         if fit.repeats and any(a.get("role") == b.get("role") for a, b in zip(messages, messages[1:])):
             repeats += 1
-    return system, repeats
+    return system, repeats, tool
 
 
-def fit_note(model_name: str, fit: TemplateFit, counts: tuple[int, int]) -> Optional[str]:
+def fit_note(model_name: str, fit: TemplateFit, counts: tuple[int, int, int]) -> Optional[str]:
     """The check's note on the shaping, or None when no row changes."""
     parts = []
     if counts[0]:
@@ -118,6 +143,8 @@ def fit_note(model_name: str, fit: TemplateFit, counts: tuple[int, int]) -> Opti
         )
     if counts[1]:
         parts.append(f"needs user and assistant turns to alternate: {counts[1]} rows have repeated turns merged")
+    if counts[2]:
+        parts.append(f"has no tool role: the tool results of {counts[2]} rows are user turns")
     if not parts:
         return None
     return f"the chat template of {model_name} " + "; it ".join(parts) + " (the samples below show the result)"

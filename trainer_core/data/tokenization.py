@@ -1,10 +1,10 @@
 """Render canonical rows to token ids and labels (the loss mask), with truncation and counting.
 
-Conversations are rendered with the tokenizer's own chat template. With ``train_on_completions``
-only assistant tokens are labelled, in every assistant turn: each turn's content and its
-end-of-turn token (``<|im_end|>`` in ChatML), never the ``<|im_start|>assistant\\n`` header. The
-char span of an assistant turn is found by rendering prefixes of the conversation (TRL's
-``assistant_only_loss`` needs ``{% generation %}`` markers, which most templates lack). A leading
+Conversations are rendered with the tokenizer's own chat template, with the row's tools as the
+template takes them (``tool_rows.conversation``). With ``train_on_completions`` only assistant
+tokens are labelled, in every assistant turn (calls included; tool results never): each turn's
+content and its end-of-turn token (``<|im_end|>`` in ChatML), never the
+``<|im_start|>assistant\\n`` header; ``turn_spans`` locates them. A leading
 assistant turn (no user turn before it) is trained too: its span is found by locating its content
 in the rendering of that turn alone; when the template cannot render it so, the row is an error
 that says so. Rows left without a trained token are dropped; when no row is left, the error names
@@ -15,7 +15,6 @@ row concerned.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -24,14 +23,16 @@ import datasets
 import numpy as np
 
 from trainer_core.data import progress
+from trainer_core.data.errors import RowError
 from trainer_core.data.files import DatasetError
 from trainer_core.data.preference_tokens import encode_preference, is_preference_rows
 from trainer_core.data.prompt_tokens import encode_prompts, is_prompt_rows
-from trainer_core.data.template_fit import fit_conversation, template_fit
+from trainer_core.data.tool_rows import TOOLS, conversation
+from trainer_core.data.turn_spans import IGNORE, render_text, render_with_spans, span_labels
 
 log = logging.getLogger(__name__)
 
-IGNORE = -100  # label of a token that is not trained on
+__all__ = ["IGNORE", "TokenizationStats", "encode_rows", "render_with_spans", "span_labels", "tokenize_dataset"]
 BATCH_ROWS = 256
 
 
@@ -208,17 +209,20 @@ def _encode_texts(batch: dict, indices: list[int], tokenizer: Any, max_len: int,
 def _encode_conversations(
     batch: dict, indices: list[int], tokenizer: Any, max_len: int, completions_only: bool
 ) -> dict:
-    """Conversation rows: the chat template's rendering (each conversation first shaped to what the
-    template accepts: ``template_fit``); labels on assistant spans only or on all."""
-    fit = template_fit(tokenizer)
-    conversations = [fit_conversation(messages, fit) for messages in batch["messages"]]
+    """Conversation rows: the chat template's rendering (each conversation first given its tools and
+    shaped to what the template accepts: ``tool_rows.conversation``); labels on assistant spans only
+    or on all."""
+    tools = batch.get(TOOLS) or [""] * len(indices)
+    rows = [template_row(tokenizer, m, t, index + 1) for m, t, index in zip(batch["messages"], tools, indices)]
     if not completions_only:
-        texts = [_render(tokenizer, messages, False, index + 1) for messages, index in zip(conversations, indices)]
+        texts = [
+            render_text(tokenizer, messages, False, index + 1, extra) for (messages, extra), index in zip(rows, indices)
+        ]
         ids_rows = tokenizer(texts, add_special_tokens=False)["input_ids"]
         return _pack(ids_rows, [list(ids) for ids in ids_rows], max_len)
     texts, spans = [], []
-    for messages, index in zip(conversations, indices):
-        text, row_spans = render_with_spans(messages, tokenizer, row=index + 1)
+    for (messages, extra), index in zip(rows, indices):
+        text, row_spans = render_with_spans(messages, tokenizer, row=index + 1, extra=extra)
         texts.append(text)
         spans.append(row_spans)
     try:
@@ -236,117 +240,9 @@ def _encode_conversations(
     return _pack(ids_rows, label_rows, max_len)
 
 
-def render_with_spans(
-    messages: list[dict[str, str]], tokenizer: Any, row: int = 0
-) -> tuple[str, list[tuple[int, int]]]:
-    """The conversation rendered by the chat template (no generation prompt) and the char spans
-    ``[start, end)`` of each assistant turn: content plus end-of-turn token, without the header or
-    the whitespace after the end-of-turn token. A leading assistant turn is located by its content
-    in the rendering of that turn alone (see ``_leading_span``; one with empty content gets no span).
-    Raises DatasetError when the template fails, a prefix rendering is not a prefix, or a leading
-    assistant turn cannot be located (naming the row)."""
-    leading = bool(messages) and messages[0]["role"] == "assistant"
+def template_row(tokenizer: Any, messages: list[dict[str, str]], tools: Optional[str], row: int) -> tuple[list, dict]:
+    """``tool_rows.conversation`` for canonical row ``row`` (1-based); DatasetError naming it."""
     try:
-        full = _render(tokenizer, messages, False, row)
-    except DatasetError as exc:
-        if not leading:
-            raise
-        raise _leading_error(tokenizer, row, f"it fails on this conversation: {exc.__cause__ or exc}") from exc
-    spans = [span for span in [_leading_span(messages[0], tokenizer, full, row)] if span] if leading else []
-    for i, message in enumerate(messages):
-        if message["role"] != "assistant" or i == 0:
-            continue
-        start = len(_prefix(tokenizer, messages[:i], True, full, row))
-        last = i == len(messages) - 1
-        end = len(full) if last else len(_prefix(tokenizer, messages[: i + 1], False, full, row))
-        spans.append((start, start + len(full[start:end].rstrip())))
-    return full, spans
-
-
-def _leading_span(message: dict[str, str], tokenizer: Any, full: str, row: int) -> Optional[tuple[int, int]]:
-    """Char span of a leading assistant turn in ``full``, or None for empty content (nothing to
-    learn). The template renders that turn alone (which must start ``full``) and once more with
-    empty content; the content (as written, or stripped if the template trims it) is where the two
-    renderings differ, and the span runs from it to the end of the turn's rendering without
-    trailing whitespace, so the end-of-turn token is in it and the header is not. DatasetError
-    (``_leading_error``) when the turn cannot be rendered or located so."""
-    content = message.get("content") or ""
-    if not content.strip():
-        return None
-    alone = _render_turn(tokenizer, message, row)
-    empty = _render_turn(tokenizer, {**message, "content": ""}, row)
-    if not full.startswith(alone):
-        raise _leading_error(tokenizer, row, "it renders that turn alone differently from the whole conversation")
-    for text in dict.fromkeys((content, content.strip())):
-        start = _insertion_point(alone, empty, text)
-        if start is not None:
-            return start, len(alone.rstrip())
-    raise _leading_error(tokenizer, row, "its rendering of that turn does not hold the content as written")
-
-
-def _render_turn(tokenizer: Any, message: dict[str, str], row: int) -> str:
-    """One turn rendered alone; a failure is the leading-assistant error."""
-    try:
-        return _render(tokenizer, [message], False, row)
-    except DatasetError as exc:
-        raise _leading_error(tokenizer, row, f"it fails on that turn alone: {exc.__cause__ or exc}") from exc
-
-
-def _insertion_point(alone: str, empty: str, content: str) -> Optional[int]:
-    """The last ``h`` with ``alone == empty[:h] + content + empty[h:]``, or None. O(len(alone))."""
-    if len(alone) != len(empty) + len(content):
-        return None
-    prefix = len(os.path.commonprefix([alone, empty]))  # alone[:h] == empty[:h] needs h <= prefix
-    suffix = len(os.path.commonprefix([alone[::-1], empty[::-1]]))  # and len(empty) - h <= suffix
-    for h in range(min(prefix, len(empty)), max(len(empty) - suffix, 0) - 1, -1):
-        if alone.startswith(content, h):
-            return h
-    return None
-
-
-def _leading_error(tokenizer: Any, row: int, cause: str) -> DatasetError:
-    """The error for a leading assistant turn whose tokens cannot be located."""
-    return DatasetError(
-        f"row {row} starts with an assistant turn and the chat template of {tokenizer.name_or_path} cannot render it "
-        f"so that its tokens can be located ({cause}): add the user turn before it or remove the row"
-    )
-
-
-def _render(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool, row: int) -> str:
-    """``apply_chat_template`` as text; DatasetError naming the model and the row when it fails."""
-    from jinja2 import TemplateError
-
-    try:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
-    except (TemplateError, ValueError, TypeError) as exc:
-        raise DatasetError(
-            f"row {row}: the chat template of {tokenizer.name_or_path} cannot render this conversation: {exc}"
-        ) from exc
-
-
-def _prefix(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool, full: str, row: int) -> str:
-    """Render the first turns of a conversation and check that the text starts the full rendering."""
-    text = _render(tokenizer, messages, generation_prompt, row)
-    if not full.startswith(text):
-        raise DatasetError(
-            f"row {row}: the chat template of {tokenizer.name_or_path} renders the conversation cut after {len(messages)} turn(s) "
-            "differently from the whole conversation, so the assistant turns cannot be located; set train_on_completions=False "
-            "or use a model whose template renders conversations turn by turn",
-            fields=("train_on_completions",),
-        )
-    return text
-
-
-def span_labels(ids: list[int], offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[int]:
-    """Labels for one row: a token's id where its chars overlap an assistant span, else -100.
-    ``offsets`` are the tokenizer's (start, end) char offsets, one per token; ``spans`` are sorted."""
-    labels = [IGNORE] * len(ids)
-    j = 0
-    for k, (start, end) in enumerate(offsets):
-        while j < len(spans) and spans[j][1] <= start:
-            j += 1
-        if j == len(spans):
-            break
-        if end > start and end > spans[j][0]:
-            labels[k] = ids[k]
-    return labels
+        return conversation(tokenizer, messages, tools)
+    except RowError as exc:
+        raise DatasetError(f"row {row}: {exc}") from None

@@ -23,6 +23,7 @@ from typing import Any, Optional
 import datasets
 
 from trainer_core.data.tokenization import IGNORE, tokenize_dataset
+from trainer_core.data.tool_rows import TOOLS
 from trainer_core.evaluation.rows import EvalRow
 
 
@@ -48,7 +49,9 @@ class LossResult:
 def tokenize_rows(rows: list[EvalRow], tokenizer: Any, max_seq_length: int) -> tuple[datasets.Dataset, int, int]:
     """(columns ``input_ids`` / ``labels`` as training builds them, truncated rows, dropped rows).
     Raises DatasetError when no row keeps an answer token (raise max_seq_length)."""
-    conversations = datasets.Dataset.from_dict({"messages": [row.conversation for row in rows]})
+    conversations = datasets.Dataset.from_dict(
+        {"messages": [row.conversation for row in rows], TOOLS: [row.tools for row in rows]}
+    )
     encoded, stats = tokenize_dataset(conversations, tokenizer, max_seq_length, train_on_completions=True)
     return encoded, stats.truncated_rows, stats.dropped_rows
 

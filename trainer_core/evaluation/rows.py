@@ -16,18 +16,20 @@ import datasets
 from trainer_core.data.files import DatasetError
 from trainer_core.data.formats import message_lines
 from trainer_core.data.images import MARKER
+from trainer_core.data.tool_rows import TOOLS
 
 
 @dataclass
 class EvalRow:
     """One held-out row. ``index`` is its 0-based position in the evaluation set; ``prompt`` the
     turns before the answer (dicts with role and content); ``reference`` the expected answer;
-    ``images`` (a vision-language model's rows) the prompt's images."""
+    ``images`` (a vision-language model's rows) the prompt's images; ``tools`` the row's functions."""
 
     index: int
     prompt: list[dict[str, str]]
     reference: str
     images: list[str] = field(default_factory=list)  # the prompt's images, one per <image> marker, in order
+    tools: str = ""  # the row's functions (``data.tool_rows``: JSON text, '' for none)
 
     @property
     def conversation(self) -> list[dict[str, str]]:
@@ -52,14 +54,15 @@ def to_rows(dataset: datasets.Dataset, source: str) -> tuple[list[EvalRow], int]
         )
     rows, skipped = [], 0
     images = dataset["images"] if "images" in dataset.column_names else [[] for _ in range(len(dataset))]
-    for index, (messages, pictures) in enumerate(zip(dataset["messages"], images)):
+    tools = dataset[TOOLS] if TOOLS in dataset.column_names else [""] * len(dataset)
+    for index, (messages, pictures, row_tools) in enumerate(zip(dataset["messages"], images, tools)):
         turns = [{"role": m["role"], "content": m["content"] or ""} for m in messages]
         last = max((i for i, m in enumerate(turns) if m["role"] == "assistant"), default=0)
         if last == 0:
             skipped += 1
             continue
         shown = sum(m["content"].count(MARKER) for m in turns[:last])  # the answer's own images are not its input
-        rows.append(EvalRow(index, turns[:last], turns[last]["content"], list(pictures or [])[:shown]))
+        rows.append(EvalRow(index, turns[:last], turns[last]["content"], list(pictures or [])[:shown], row_tools or ""))
     if not rows:
         raise DatasetError(
             f"{source}: none of its {len(dataset)} rows has an assistant answer after a prompt, "

@@ -69,6 +69,7 @@ def _fitting(
     """(rows whose prompt leaves room for max_new_tokens in the model's context, their prompt ids
     (rows the model kind's ``evaluator`` reads, e.g. with images: empty, their inputs are made per
     row), rows left out)."""
+    from trainer_core.data.preference_tokens import prompt_ids
     from trainer_core.serving.generate import render_prompt
 
     kept, prompts = [], []
@@ -76,7 +77,12 @@ def _fitting(
         if evaluator is not None:
             ids, length = [], evaluator.prompt_length(row)
         else:
-            ids = render_prompt(loaded.tokenizer, row.prompt)
+            tools = row.tools  # with tools: rendered as training rendered them (data.tool_rows)
+            ids = (
+                prompt_ids(loaded.tokenizer, row.prompt, row.index + 1, tools)
+                if tools
+                else render_prompt(loaded.tokenizer, row.prompt)
+            )
             length = len(ids)
         if length + max_new_tokens <= loaded.context_tokens:
             kept.append(row)

@@ -187,7 +187,7 @@ def render(
         lines.append("")
     lines += _data_section(facts) + _settings_section(facts) + _results_section(facts)
     usage = model_kind.card_usage(facts.request) if model_kind is not None and fmt == "merged" else None
-    lines += _check_section(check) + (_code_section(usage) if usage else _usage_section(facts, fmt, files))
+    lines += _check_section(check) + (_code_section(usage) if usage else _usage_section(facts, fmt, files, model_kind))
     if notes:
         lines += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     return "\n".join(meta + lines)
@@ -263,16 +263,20 @@ def clip_lines(path: str, rate: str) -> list[str]:
     ]
 
 
-def _usage_section(facts: RunFacts, fmt: str, files: list[str]) -> list[str]:
+def _usage_section(facts: RunFacts, fmt: str, files: list[str], model_kind: Any = None) -> list[str]:
+    """How to load the export: an adapter on its base with the kind's auto class (and its processor
+    where its rows carry images or audio), a merged causal LM, or a GGUF in the programs that run it."""
     base = facts.hub_base or facts.base_model
     if fmt == "adapter":
+        auto = model_kind.auto_class if model_kind is not None else "AutoModelForCausalLM"
+        reader = "processor" if model_kind is not None and model_kind.media else "tokenizer"
         code = [
             "from peft import PeftModel",
-            "from transformers import AutoModelForCausalLM, AutoTokenizer",
+            f"from transformers import {auto}, Auto{reader.title()}",
             "",
-            f'base = AutoModelForCausalLM.from_pretrained("{base}")',
+            f'base = {auto}.from_pretrained("{base}")',
             'model = PeftModel.from_pretrained(base, "PATH_TO_THIS_FOLDER")  # the unzipped files',
-            'tokenizer = AutoTokenizer.from_pretrained("PATH_TO_THIS_FOLDER")',
+            f'{reader} = Auto{reader.title()}.from_pretrained("PATH_TO_THIS_FOLDER")',
         ]
         return ["## How to load", "", "```python", *code, "```", ""]
     if fmt == "merged":

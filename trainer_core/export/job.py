@@ -151,14 +151,21 @@ def write_card(
     job: ExportJob, files: list[str], check: Optional[CheckResult], dtype: Optional[str], gguf: Sequence[GGUFFile] = ()
 ) -> str:
     """The model card's text for this export (stage ``card``; a merged folder's own kind says its
-    Hub task and usage, ``ModelKind.card_usage``)."""
+    Hub task and usage, ``ModelKind.card_usage``; an adapter's loads with its base's kind's class)."""
     from trainer_core.export.card import gather_facts, render
-    from trainer_core.model_kind import kind_for_folder
+    from trainer_core.model_kind import adapter_base_config, kind_for_folder, kind_of
 
     job.progress.begin("card", 0.97, "Writing the model card")
     facts = gather_facts(job.choice, job.run_info)
-    merged = kind_for_folder(job.out) if job.request.format == "merged" else None
-    return render(facts, job.request.format, files, check, job.notes, dtype, gguf, merged)
+    fmt = job.request.format
+    kind = (
+        kind_for_folder(job.out)
+        if fmt == "merged"
+        else kind_of(adapter_base_config(job.out))
+        if fmt == "adapter"
+        else None
+    )
+    return render(facts, fmt, files, check, job.notes, dtype, gguf, kind)
 
 
 def result(

@@ -31,10 +31,15 @@ class TemplateRenderer:
         self._eos, self._bos = token(llm.token_eos()), token(llm.token_bos())
 
     def apply_chat_template(
-        self, messages: list[dict[str, str]], tokenize: bool = False, add_generation_prompt: bool = False
+        self,
+        messages: list[dict[str, Any]],
+        tokenize: bool = False,
+        add_generation_prompt: bool = False,
+        tools: Optional[list[dict[str, Any]]] = None,
     ) -> Any:
-        """The rendered text (``tokenize=False``) or its token ids. Raises ValueError when the file
-        has no chat template, or the template's own error (jinja2 errors, ValueError)."""
+        """The rendered text (``tokenize=False``) or its token ids; ``tools`` (OpenAI function tools)
+        go to the template as transformers passes them. Raises ValueError when the file has no chat
+        template, or the template's own error (jinja2 errors, ValueError)."""
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         if not self.chat_template:
@@ -45,7 +50,7 @@ class TemplateRenderer:
             bos_token=self._bos,
             add_generation_prompt=add_generation_prompt,
         )
-        text = formatter(messages=messages).prompt
+        text = formatter(messages=messages, tools=tools).prompt
         return self.ids(text) if tokenize else text
 
     def ids(self, text: str) -> list[int]:

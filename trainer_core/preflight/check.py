@@ -29,7 +29,7 @@ from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, Pre
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
 from trainer_core.preflight.structure import model_structure
-from trainer_core.preflight.token_issues import default_template_note, no_tokens, template_shaping
+from trainer_core.preflight.token_issues import default_template_note, no_tokens, template_shaping, tools_line
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 from trainer_core.vocabulary import TrainingMethod
@@ -125,6 +125,7 @@ def run_preflight(
         report.vision += f"; the token counts include {found.media_tokens} {'/'.join(kind.media)} tokens"
     report.audio = audio
     report.method = grpo_summary(request, found.train.column_names)
+    report.tools = tools_line(found, tokenizer, request)
     report.precision = precision_summary(request)
     if tokenizer is None:
         report.no_estimates = NO_TOKENIZER

@@ -130,6 +130,11 @@ class PreflightReport(BaseModel):
     method: Optional[str] = Field(
         None, description="GRPO: completions sampled per step, their length, the rewards and the KL weight."
     )
+    tools: Optional[str] = Field(
+        None,
+        description="Tool use in the training rows: rows with functions, the functions, calls per row, and whether "
+        "the chat template renders tools natively or the fallback block is used (``data.tool_rows``).",
+    )
     precision: Optional[str] = Field(
         None,
         description='The precision training will use and why (``models.precision``), e.g. "bf16 mixed precision: '

@@ -1,14 +1,18 @@
 """The check's findings about how the rows become tokens: no trained token left (training or
-evaluation rows), rows shaped to fit a chat template, and a model written with the default template."""
+evaluation rows), rows shaped to fit a chat template, a model written with the default template,
+and the rows' tools (how many, and how the template renders them)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Optional
 
 from trainer_core.preflight import rules
 from trainer_core.preflight.gather import Gathered
 from trainer_core.preflight.report import Issue
 from trainer_core.schemas import TrainingStartRequest
+
+MAX_NAMES = 8  # function names the check's tools line shows
 
 
 def no_tokens(found: Gathered, request: TrainingStartRequest) -> Optional[Issue]:
@@ -33,10 +37,13 @@ def template_shaping(found: Gathered, tokenizer: Any, request: TrainingStartRequ
     """Warning when the chat template refuses some rows as written and they are shaped to fit
     (``data.template_fit``: Gemma's system text, Mistral's repeated turns)."""
     from trainer_core.data.template_fit import fit_note, shaped_count, template_fit
+    from trainer_core.data.tool_rows import NATIVE, tool_format
 
     if tokenizer is None or "messages" not in found.train.column_names or not tokenizer.chat_template:
         return None
     fit = template_fit(tokenizer)
+    if tool_format(tokenizer) == NATIVE:  # results go to the template as tool messages with their call ids
+        fit = replace(fit, tool=False)
     note = fit_note(request.model_name, fit, shaped_count(found.train["messages"], fit)) if fit.shapes else None
     return Issue(level="warning", code="template_shaped", message=note, fields=["model_name"]) if note else None
 
@@ -57,3 +64,31 @@ def default_template_note(found: Gathered, tokenizer: Any, request: TrainingStar
         f"{name} template, e.g. {template_example(tokenizer)!r}; chat and export use it too "
         "(choose chatml, zephyr or alpaca in default_chat_template)",
     )
+
+
+def tools_line(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[str]:
+    """The check's line on tool use (None when no training row defines functions or calls one): rows
+    with tools, the functions defined, calls per row, results (never trained), and whether the
+    model's chat template renders the tools natively or the fallback block is used."""
+    from trainer_core.data.tool_rows import FALLBACK, TOOLS, tool_counts, tool_format
+
+    if "messages" not in found.train.column_names or TOOLS not in found.train.column_names:
+        return None
+    counts = tool_counts(found.train["messages"], found.train[TOOLS])
+    if not counts.with_tools and not counts.calls:
+        return None
+    shown = ", ".join(counts.functions[:MAX_NAMES]) + (", …" if len(counts.functions) > MAX_NAMES else "")
+    defined = f" ({len(counts.functions)} functions: {shown})" if counts.functions else ""
+    line = (
+        f"Tools: {counts.with_tools} of {counts.rows} rows define functions{defined}; {counts.with_calls} rows call "
+        f"them, {counts.calls} calls in all ({counts.calls / counts.rows:.2f} per row, at most {counts.most_calls}"
+        f" in one), answered by {counts.results} tool results, which are never trained"
+    )
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return line
+    if tool_format(tokenizer) == FALLBACK:
+        return (
+            f"{line}. The chat template of {request.model_name} does not render tools: the functions go in the "
+            "system message as JSON in <tools> (the fallback block) and calls are trained as <tool_call> blocks"
+        )
+    return f"{line}. The chat template of {request.model_name} renders the tools and calls natively"

@@ -17,6 +17,7 @@ import numpy as np
 
 from trainer_core.data import tokenization
 from trainer_core.data.preference_tokens import PREFERENCE_COLUMNS
+from trainer_core.data.tool_rows import TOOLS
 
 
 @dataclass
@@ -47,7 +48,7 @@ def encode_rows(
     as columns ``input_ids``, ``labels`` (cut to ``max_seq_length``; -100 where not trained),
     ``full_length``, ``trained`` and ``trainable``, one row per input row (none dropped): the data
     layer's own ``tokenization.encode_rows``. Raises DatasetError like ``tokenize_dataset``."""
-    bookkeeping = tuple(c for c in rows.column_names if c not in ("messages", "text", *PREFERENCE_COLUMNS))
+    bookkeeping = tuple(c for c in rows.column_names if c not in ("messages", TOOLS, "text", *PREFERENCE_COLUMNS))
     return tokenization.encode_rows(
         rows, tokenizer, max_seq_length, train_on_completions, keep_columns=bookkeeping, desc="Checking tokens"
     )

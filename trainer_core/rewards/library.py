@@ -20,6 +20,8 @@ import regex
 
 from trainer_core.rewards.answers import same_answer
 from trainer_core.rewards.schemas import RewardSpec, checked_schema
+from trainer_core.tools.json_schema import validation_errors
+from trainer_core.tools.json_schema import validator as schema_validator
 
 RewardFunction = Callable[..., list[Optional[float]]]
 log = logging.getLogger(__name__)
@@ -103,13 +105,6 @@ def make_length(target: Optional[int], max_length: int, name: str = "length") ->
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
-def jsonschema_errors() -> tuple[type[BaseException], ...]:
-    """What validating against a checked schema can still raise: an unresolvable reference."""
-    from referencing.exceptions import Unresolvable
-
-    return (Unresolvable,)
-
-
 def parsed_json(text: str) -> Any:
     """The JSON value ``text`` holds: the whole text, else the first fenced ```json block. Raises
     ValueError when neither parses."""
@@ -130,16 +125,13 @@ def make_json(schema_text: Optional[str], name: str = "json") -> RewardFunction:
     read to resolve a reference); else 0.0."""
     validator = None
     if schema_text:
-        import jsonschema
-        from referencing import Registry
-
         schema = checked_schema(schema_text)
-        validator = jsonschema.validators.validator_for(schema)(schema, registry=Registry())
+        validator = schema_validator(schema)
 
     def valid(value: Any) -> bool:
         try:
             return validator is None or validator.is_valid(value)
-        except (jsonschema_errors(), RecursionError, TypeError, ValueError):
+        except validation_errors():
             return False
 
     def reward(prompts, completions, completion_ids=None, **columns):

@@ -104,34 +104,20 @@ def json_text(text: str, field: str) -> Any:
 
 
 def checked_schema(text: str) -> Any:
-    """The JSON schema in ``text`` (``json_schema`` of a json reward), checked against its
-    metaschema by ``jsonschema``. Every ``$ref`` must point inside the schema (``#...``): a schema
-    is never allowed to make the worker fetch a URL or read a file. Raises ValueError naming
+    """The JSON schema in ``text`` (``json_schema`` of a json reward), checked by
+    ``tools.json_schema.schema_problem`` (its metaschema; every ``$ref`` inside the schema: a schema is
+    never allowed to make the worker fetch a URL or read a file). Raises ValueError naming
     ``json_schema``."""
-    import jsonschema
+    from trainer_core.tools.json_schema import schema_problem
 
     schema = json_text(text, "reward json: json_schema")
-    if not isinstance(schema, (dict, bool)):
-        raise ValueError('reward json: json_schema must be a JSON object (a JSON schema), e.g. {"type": "object"}')
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ValueError(f"reward json: json_schema is not a valid JSON schema ({exc.message[:200]})") from None
-    except RecursionError:
-        raise ValueError("reward json: json_schema nests too deeply") from None
-    stack = [schema]
-    while stack:  # no recursion: the schema may nest deeply
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key in ("$ref", "$dynamicRef", "$recursiveRef") and not str(value).startswith("#"):
-                    raise ValueError(
-                        f"reward json: json_schema's {key} {str(value)[:80]!r} points outside the schema; only "
-                        "references inside it (#/...) are allowed, never a URL or a file"
-                    )
-                stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise ValueError(
+            f"reward json: json_schema is {problem}"
+            if problem.startswith("not")
+            else f"reward json: json_schema: {problem}"
+        )
     return schema
 
 

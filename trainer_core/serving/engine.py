@@ -137,13 +137,41 @@ class ChatEngine(OneAnswerRequests):
             return self._ensure_loaded(choice)
 
     def stream(
-        self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True
+        self,
+        model_id: str,
+        messages: list[ChatMessage],
+        settings: GenerationSettings,
+        use_adapter: bool = True,
+        tools: Optional[list[dict[str, Any]]] = None,
+        tool_choice: str = "auto",
     ) -> Iterator[StreamEvent]:
         """Answer ``messages`` piece by piece: events with ``delta`` text, the last one with
         ``finish_reason`` and token counts. Loads the model on demand and waits for its turn. With
         ``use_adapter=False`` a run's base model answers (same weights, adapter disabled); ignored
-        for ``base``. Checks that need no model (training running, unknown id, bad messages) raise
+        for ``base``. ``tools`` (``tools.definitions.tool_list`` form) go to the chat template; unless
+        ``tool_choice`` is ``none`` the answer's calls come on the last event (``tool_calls``), their
+        text held back. Checks that need no model (training running, unknown id, bad messages) raise
         here at once; the rest while iterating. Closing the iterator early stops the generation."""
+        choice = self._chat_choice(model_id, use_adapter)
+        request = {
+            "messages": checked_messages(messages),
+            "settings": settings.model_dump(),
+            "use_adapter": use_adapter,
+        }
+        if tools:
+            request |= {"tools": tools, "tool_choice": tool_choice}
+        return self._stream(choice, request)
+
+    def stream_text(self, model_id: str, prompt: str, settings: GenerationSettings) -> Iterator[StreamEvent]:
+        """``stream`` for a raw ``prompt`` (no chat template: ``POST /v1/completions``)."""
+        choice = self._chat_choice(model_id, True)
+        if not prompt:
+            raise ChatInputError("prompt: give a non-empty text", fields=("prompt",))
+        return self._stream(choice, {"prompt": prompt, "settings": settings.model_dump()})
+
+    def _chat_choice(self, model_id: str, use_adapter: bool) -> ModelChoice:
+        """The chat model ``model_id``; ChatUnavailable while training, ChatInputError for a model
+        that serves something else (or a GGUF asked for its base), UnknownModel."""
         self._refuse_while_training()
         choice = self.resolve(model_id)
         if choice.serves == "transcriptions":
@@ -169,19 +197,20 @@ class ChatEngine(OneAnswerRequests):
             )
         if choice.kind == "gguf" and not use_adapter:
             raise ChatInputError(f"{model_id}: {BASE_REFUSAL}")
-        request = {
-            "messages": checked_messages(messages),
-            "settings": settings.model_dump(),
-            "use_adapter": use_adapter,
-        }
-        return self._stream(choice, request)
+        return choice
 
     def complete(
-        self, model_id: str, messages: list[ChatMessage], settings: GenerationSettings, use_adapter: bool = True
+        self,
+        model_id: str,
+        messages: list[ChatMessage],
+        settings: GenerationSettings,
+        use_adapter: bool = True,
+        tools: Optional[list[dict[str, Any]]] = None,
+        tool_choice: str = "auto",
     ) -> StreamEvent:
-        """The whole answer in ``delta``, with ``finish_reason`` and token counts (see ``stream``)."""
+        """The whole answer in ``delta``, with ``finish_reason``, token counts and calls (see ``stream``)."""
         pieces, last = [], StreamEvent()
-        for event in self.stream(model_id, messages, settings, use_adapter):
+        for event in self.stream(model_id, messages, settings, use_adapter, tools, tool_choice):
             pieces.append(event.delta)
             last = event
         return last.model_copy(update={"delta": "".join(pieces)})
@@ -323,6 +352,7 @@ class ChatEngine(OneAnswerRequests):
                     finish_reason=payload["finish_reason"],
                     prompt_tokens=payload["prompt_tokens"],
                     completion_tokens=payload["completion_tokens"],
+                    tool_calls=payload.get("tool_calls"),
                 )
                 return
 

@@ -13,7 +13,7 @@ Shared by the inference worker and ``python -m trainer_core chat``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -56,23 +56,53 @@ class Finish:
     text: str  # the whole answer
 
 
-def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
-    """Token ids of ``messages`` (dicts with role and content) plus the generation prompt, rendered
-    by the chat template (shaped first as training shapes its data: ``data.template_fit``) and
-    tokenized without special tokens (as training does). Raises
-    ChatInputError when the template cannot render the conversation."""
+def render_prompt(
+    tokenizer: Any, messages: list[dict[str, str]], tools: Optional[list[dict[str, Any]]] = None
+) -> list[int]:
+    """Token ids of ``messages`` (dicts with role and content, in our canonical form for tools) plus
+    the generation prompt, rendered by the chat template with ``tools`` (``tools.render``'s
+    ``template_conversation``, then shaped as training shapes its data: ``data.template_fit``) and
+    tokenized without special tokens (as training does). Raises ChatInputError when a call in the
+    conversation is not valid or the template cannot render the conversation."""
     from jinja2 import TemplateError
 
     from trainer_core.data.template_fit import fit_conversation, template_fit
+    from trainer_core.tools.definitions import ToolsError
+    from trainer_core.tools.render import template_conversation
 
+    try:
+        messages, extra = template_conversation(tokenizer, messages, tools or [])
+    except ToolsError as exc:
+        raise ChatInputError(f"messages: {exc}", fields=("messages",)) from None
     messages = fit_conversation(messages, template_fit(tokenizer))  # shaped as training shaped its data
     try:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **extra)
     except (TemplateError, ValueError, TypeError) as exc:
         raise ChatInputError(
             f"messages: the chat template of this model cannot render the conversation: {exc}", fields=("messages",)
         ) from None
     return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def prompt_inputs(
+    loaded: LoadedModel,
+    messages: list[dict[str, Any]],
+    tools: Optional[list[dict[str, Any]]] = None,
+    raw_prompt: Optional[str] = None,
+) -> dict[str, Any]:
+    """``model.generate``'s inputs (``input_ids`` (1, T) and a model kind's own, e.g. pixel_values):
+    ``raw_prompt`` tokenized as it is (the tokenizer's own special tokens added, no chat template), else
+    ``messages`` with ``tools`` rendered by the model kind or the chat template (``render_prompt``)."""
+    import torch
+
+    if raw_prompt is not None:
+        ids = loaded.tokenizer(raw_prompt)["input_ids"]
+        return {"input_ids": torch.tensor([ids], device=loaded.device)}  # (1, T)
+    inputs = loaded.kind.chat_inputs(loaded.extra.get("processor"), messages, loaded.device)
+    if inputs is None:  # the text path
+        ids = render_prompt(loaded.tokenizer, text_only(messages), tools)
+        inputs = {"input_ids": torch.tensor([ids], device=loaded.device)}  # (1, T)
+    return inputs
 
 
 def stop_token_ids(tokenizer: Any, model: Any) -> list[int]:
@@ -99,17 +129,25 @@ def generate_kwargs(settings: GenerationSettings) -> dict[str, Any]:
 
 class _Streamer:
     """A ``generate`` streamer: decodes new tokens incrementally (only whole characters: a token
-    that ends mid-way through a UTF-8 sequence waits for the next) and hands text to ``on_text``."""
+    that ends mid-way through a UTF-8 sequence waits for the next) and hands text to ``on_text``.
+    Special tokens are left out, unless ``keep_special`` lists the ones to leave out (the stop
+    tokens) and keeps the rest: a family's call markers (``[TOOL_CALLS]``, ``<|python_tag|>``,
+    harmony's ``<|call|>``) are special tokens, and ``tools.parse`` reads them."""
 
-    def __init__(self, tokenizer: Any, on_text: Callable[[str], None]) -> None:
+    def __init__(
+        self, tokenizer: Any, on_text: Callable[[str], None], keep_special: Optional[Collection[int]] = None
+    ) -> None:
         self.tokenizer, self.on_text = tokenizer, on_text
+        self.keep_special = keep_special
         self.ids: list[int] = []
         self.prompt_seen = False
         self.prefix, self.read = 0, 0  # ids[prefix:read] were decoded already; their text is sent
         self.sent = ""
 
     def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
+        if self.keep_special is None:
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
+        return self.tokenizer.decode([i for i in ids if i not in self.keep_special], skip_special_tokens=False)
 
     def put(self, value: Any) -> None:  # (1, T) prompt first, then (1,) or (1, 1) per new token
         if not self.prompt_seen:
@@ -150,21 +188,23 @@ def generate(
     on_text: Callable[[str], None],
     should_stop: Callable[[], bool] = lambda: False,
     use_adapter: bool = True,
+    tools: Optional[list[dict[str, Any]]] = None,
+    raw_prompt: Optional[str] = None,
     constraint: Optional[Constraint] = None,
 ) -> Finish:
     """Answer ``messages`` with ``loaded``, calling ``on_text`` with each new piece of text. Seeds
     torch with ``settings.seed`` first. A model kind with inputs of its own makes them
     (``ModelKind.chat_inputs``: a vision-language model reads the messages' images); a text-only
-    model refuses images (``text_only``). ``constraint``: the answer is forced to its prefix + JSON +
-    suffix (finish ``length`` when it had not closed by ``max_new_tokens``). Raises ChatInputError
-    when the prompt plus ``max_new_tokens`` exceeds the model's context, the template fails or an
-    image cannot be used; SchemaNotSupported when the constraint's schema does not compile."""
+    model refuses images (``text_only``). ``tools`` (``tool_list`` form) go to the chat template
+    (and the answer keeps its special tokens but the stop tokens: see ``_Streamer``);
+    ``raw_prompt``: a text answered instead of ``messages`` (no chat template). ``constraint``: the
+    answer is forced to its prefix + JSON + suffix (finish ``length`` when it had not closed by
+    ``max_new_tokens``). Raises ChatInputError when the prompt plus ``max_new_tokens`` exceeds the
+    model's context, the template fails or an image cannot be used; SchemaNotSupported when the
+    constraint's schema does not compile."""
     import torch
 
-    inputs = loaded.kind.chat_inputs(loaded.extra.get("processor"), messages, loaded.device)
-    if inputs is None:  # the text path
-        ids = render_prompt(loaded.tokenizer, text_only(messages))
-        inputs = {"input_ids": torch.tensor([ids], device=loaded.device)}  # (1, T)
+    inputs = prompt_inputs(loaded, messages, tools, raw_prompt)
     prompt = inputs["input_ids"][0].tolist()
     room = loaded.context_tokens - settings.max_new_tokens
     if len(prompt) > room:
@@ -176,10 +216,11 @@ def generate(
         )
     input_ids = inputs.pop("input_ids")
     inputs.pop("attention_mask", None)
-    streamer = _Streamer(loaded.tokenizer, on_text)
     if "stops" not in loaded.extra:  # get_vocab() takes ~20 ms: once per loaded model
         loaded.extra["stops"] = stop_token_ids(loaded.tokenizer, loaded.model)
     stops = loaded.extra["stops"]
+    keep = {*stops, loaded.tokenizer.pad_token_id} if tools else None  # calls' special markers kept
+    streamer = _Streamer(loaded.tokenizer, on_text, keep)
     processor = constraint.processor(loaded.tokenizer, stops) if constraint is not None else None
     torch.manual_seed(settings.seed)
     with loaded.weights(use_adapter) as model, torch.inference_mode():

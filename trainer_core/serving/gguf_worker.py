@@ -22,7 +22,7 @@ import traceback
 from typing import Any, Optional
 
 from trainer_core.serving.errors import ChatInputError
-from trainer_core.serving.worker import EventKind, answer_commands, failure_message
+from trainer_core.serving.worker import EventKind, answer_commands, failure_message, with_calls
 
 log = logging.getLogger(__name__)
 MAX_CONTEXT = 8192
@@ -86,18 +86,26 @@ def load(path: str, tools_dir: str) -> tuple[Any, int, float]:
     return llm, n_ctx, time.monotonic() - began
 
 
-def prompt_ids(llm: Any, template: Any, messages: list[dict[str, str]]) -> list[int]:
-    """Token ids of ``messages`` plus the generation prompt, rendered by the GGUF's chat template.
-    Raises ChatInputError when the file has no template or it cannot render the conversation."""
+def prompt_ids(llm: Any, template: Any, messages: list[dict[str, str]], tools: Optional[list] = None) -> list[int]:
+    """Token ids of ``messages`` (canonical form for tools) plus the generation prompt, rendered by the
+    GGUF's chat template with ``tools`` as ``serving.generate.render_prompt`` renders them. Raises
+    ChatInputError when the file has no template, a call is not valid or it cannot render the
+    conversation."""
     from jinja2 import TemplateError
 
     from trainer_core.data.template_fit import fit_conversation, template_fit
+    from trainer_core.tools.definitions import ToolsError
+    from trainer_core.tools.render import template_conversation
 
     if not template.chat_template:
         raise ChatInputError("the GGUF has no chat template (tokenizer.chat_template): export the run again")
     try:
+        messages, extra = template_conversation(template, messages, tools or [])
+    except ToolsError as exc:
+        raise ChatInputError(f"messages: {exc}", fields=("messages",)) from None
+    try:
         messages = fit_conversation(messages, template_fit(template))
-        text = template.apply_chat_template(messages, add_generation_prompt=True)
+        text = template.apply_chat_template(messages, add_generation_prompt=True, **extra)
     except (TemplateError, ValueError, TypeError) as exc:
         raise ChatInputError(
             f"messages: the chat template of this model cannot render the conversation: {exc}", fields=("messages",)
@@ -106,13 +114,22 @@ def prompt_ids(llm: Any, template: Any, messages: list[dict[str, str]]) -> list[
 
 
 def generate(
-    llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, should_stop, constraint: Optional[dict] = None
+    llm: Any,
+    n_ctx: int,
+    ids: list[int],
+    settings: dict,
+    on_text,
+    should_stop,
+    special: bool = False,
+    constraint: Optional[dict] = None,
 ) -> tuple[str, int]:
     """Stream the answer to the prompt ``ids`` (see the module docstring) through ``on_text``;
-    returns ``(finish_reason, completion_tokens)``. ``constraint``: a ``tools.constrain.Constraint``
-    as a dict (``dataclasses.asdict``), enforced by ``tools.constrain_gguf`` (finish ``length``
-    until its JSON has closed). Raises ChatInputError when the prompt and ``max_new_tokens`` do not
-    fit the context; SchemaNotSupported when the constraint's schema does not compile."""
+    returns ``(finish_reason, completion_tokens)``. ``special``: control tokens are written (a
+    family's call markers, read by ``tools.parse``), else left out. ``constraint``: a
+    ``tools.constrain.Constraint`` as a dict (``dataclasses.asdict``), enforced by
+    ``tools.constrain_gguf`` (finish ``length`` until its JSON has closed). Raises ChatInputError
+    when the prompt and ``max_new_tokens`` do not fit the context; SchemaNotSupported when the
+    constraint's schema does not compile."""
     import llama_cpp
 
     from trainer_core.tools.constrain import Constraint
@@ -148,7 +165,7 @@ def generate(
             reason = "stop" if processor is None or processor.accepted else "length"
             break
         count += 1
-        text = decoder.decode(llm.detokenize([token], special=False))
+        text = decoder.decode(llm.detokenize([token], special=special))
         if text:
             on_text(text)
         if count >= limit:
@@ -179,15 +196,22 @@ def serve_gguf(choice: dict[str, Any], tools_dir: str, commands: Any, events: An
         return
     events.put((EventKind.LOADED, {"seconds": seconds, "device": "cpu (llama.cpp)", "context_tokens": n_ctx}))
 
+    def generated(request: dict, on_text: Any) -> dict[str, Any]:
+        if "prompt" in request:  # a text completed as it is: no chat template
+            ids = [int(i) for i in llm.tokenize(request["prompt"].encode("utf-8"), add_bos=True, special=False)]
+        else:
+            ids = prompt_ids(llm, template, request["messages"], request.get("tools"))
+        special = bool(request.get("tools"))  # keep the calls' markers
+        constraint = request.get("constraint")  # a tools.constrain.Constraint as a dict, or None
+        reason, count = generate(llm, n_ctx, ids, request["settings"], on_text, stop.is_set, special, constraint)
+        return {"finish_reason": reason, "prompt_tokens": len(ids), "completion_tokens": count}
+
     def answer(request: dict, on_text: Any) -> dict[str, Any]:
         if not request.get("use_adapter", True):
             raise ChatInputError(BASE_REFUSAL)
-        if "messages" not in request:
+        if "messages" not in request and "prompt" not in request:
             raise ChatInputError(f"{choice['id']} is a chat model: it answers chat, not embeddings", fields=("model",))
-        ids = prompt_ids(llm, template, request["messages"])
-        settings, constraint = request["settings"], request.get("constraint")
-        reason, count = generate(llm, n_ctx, ids, settings, on_text, stop.is_set, constraint)
-        return {"finish_reason": reason, "prompt_tokens": len(ids), "completion_tokens": count}
+        return with_calls(request, template, on_text, generated)
 
     answer_commands(commands, events, answer)
     llm.close()

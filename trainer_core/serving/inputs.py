@@ -43,7 +43,8 @@ def checked_inputs(texts: Any) -> list[str]:
 
 def checked_messages(messages: list[ChatMessage]) -> list[dict[str, str]]:
     """``messages`` as plain dicts; ChatInputError unless there is at least one message, a system
-    message comes only first, and the last message is the user's."""
+    message comes only first, a tool's result follows a call (or another result) and the last
+    message is the user's or a tool's result."""
     turns = []
     for i, message in enumerate(messages or []):
         try:
@@ -54,8 +55,14 @@ def checked_messages(messages: list[ChatMessage]) -> list[dict[str, str]]:
         raise ChatInputError("messages: give at least one message (the user's)", fields=("messages",))
     if any(m.role == "system" for m in turns[1:]):
         raise ChatInputError("messages: a system message may only come first", fields=("messages",))
-    if turns[-1].role != "user":
+    for i, (before, turn) in enumerate(zip(turns, turns[1:]), start=1):
+        if turn.role == "tool" and before.role not in ("assistant", "tool"):
+            raise ChatInputError(
+                f"messages[{i}]: a tool's result must follow the assistant's call", fields=("messages",)
+            )
+    if turns[-1].role not in ("user", "tool"):
         raise ChatInputError(
-            f"messages: the last message must be the user's (role 'user'), not '{turns[-1].role}'", fields=("messages",)
+            f"messages: the last message must be the user's (role 'user') or a tool's result, not '{turns[-1].role}'",
+            fields=("messages",),
         )
     return [m.model_dump() for m in turns]

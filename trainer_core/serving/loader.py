@@ -152,3 +152,31 @@ def load_choice(choice: ModelChoice, models_dir: Path, device: Optional[str] = N
     seconds = time.monotonic() - began
     log.info("loaded %s (%s) on %s in %.1f s", choice.id, choice.base_model, device, seconds)
     return LoadedModel(choice, model, tokenizer, device, Path(models_dir), context, seconds, extra)
+
+
+PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")  # a folder with its own processor
+
+
+def load_choice_weights(choice: ModelChoice, models_dir: Path, model_class: Any, what: str) -> tuple[Any, Path, Path]:
+    """(the model of ``choice`` loaded with ``model_class``: its base, a whole model folder, or a
+    LoRA adapter on its base as a ``PeftModel``; the base model's folder; the folder its processor
+    comes from: the choice's own where it holds ``PROCESSOR_FILES``, else the base's). For the kinds
+    whose models are not causal LMs (speech-to-text, text-to-speech). Raises ModelLoadError naming
+    ``what`` (e.g. "speech-to-text model") and the choice."""
+    from trainer_core.models.loading import ModelLoadError, resolve_model_path
+
+    base = resolve_model_path(choice.base_model, None, models_dir)
+    folder = Path(choice.path) if choice.path else None
+    try:
+        if folder is None or choice.adapter:
+            model = model_class.from_pretrained(base)
+            if folder is not None:
+                from peft import PeftModel
+
+                model = PeftModel.from_pretrained(model, str(folder))
+        else:
+            model = model_class.from_pretrained(folder)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise ModelLoadError(f"could not load the {what} {choice.id}: {exc}") from exc
+    own = folder is not None and any((folder / name).is_file() for name in PROCESSOR_FILES)
+    return model, base, folder if own else base

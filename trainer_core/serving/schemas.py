@@ -49,14 +49,15 @@ MAX_AUDIO_URL_CHARS = 20_000_000  # a base64 data: URL of about 15 MB (a 30 s 16
 
 
 class ChatMessage(BaseModel):
-    """One turn of a conversation. ``images``: for a vision-language model, the turn's images as
+    """One turn of a conversation, in our canonical form for tools (``tools.render``: an assistant's
+    calls are Hermes blocks in its text, a ``tool`` turn is a result in ``<tool_response>``). ``images``: for a vision-language model, the turn's images as
     ``data:image/...;base64,`` URLs, shown where the content has ``<image>`` markers (one each) or
     else before its text; ``audios``: for an audio-in chat model, its clips as ``data:audio/...;base64,``
     URLs, placed the same way by ``<audio>`` markers."""
 
     model_config = ConfigDict(extra="forbid")
 
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str = Field(max_length=MAX_MESSAGE_CHARS)
     images: list[str] = Field(
         default_factory=list,
@@ -130,6 +131,9 @@ class StreamEvent(BaseModel):
     finish_reason: Optional[Literal["stop", "length", "cancelled"]] = None
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
+    tool_calls: Optional[list[dict[str, Any]]] = Field(
+        None, description="On the last event of an answer with tools: its calls (``tools.parse.openai_call``'s)."
+    )
 
 
 MAX_EMBEDDING_INPUTS = 2048  # texts in one embeddings request (OpenAI's bound)

@@ -2,8 +2,10 @@
 exit. Runs in a spawned child supervised by the chat engine (``process.supervisor``), so a crash or
 an out-of-memory kill costs the chat model, never the app.
 
-Commands in (``None`` = exit): ``(gen_id, {"messages": [...], "settings": {...}, "use_adapter": bool})``,
-or for a model whose kind serves something else (``ModelKind.load_server``: an embedding model) that
+Commands in (``None`` = exit): ``(gen_id, {"messages": [...], "settings": {...}, "use_adapter": bool,
+"tools": [...], "tool_choice": "auto" | "none"})`` (``tools`` and ``tool_choice`` optional: the answer's
+calls, parsed in the model's format, come in the ``done`` event), ``(gen_id, {"prompt": str, "settings":
+{...}})`` (a text completed as it is, no chat template), or for a model whose kind serves something else (``ModelKind.load_server``: an embedding model) that
 kind's request (``{"input": [...], ...}``).
 Events out, payloads plain dicts (``EventKind``). The stop ``Event`` set = end the running
 generation at the next token (the engine clears it before each command).
@@ -27,7 +29,8 @@ class EventKind:
 
     LOADED = "loaded"  # {"seconds": float, "device": str, "context_tokens": int}
     DELTA = "delta"  # {"id": gen_id, "text": str}
-    DONE = "done"  # {"id": gen_id, "finish_reason": str, "prompt_tokens": int, "completion_tokens": int}
+    DONE = "done"  # {"id": gen_id, "finish_reason": str, "prompt_tokens": int, "completion_tokens": int,
+    #                  and where the answer called tools "tool_calls": [OpenAI tool call, ...]}
     # (an embedding model's: {"id": gen_id, "vectors": float32 array (N, D), "prompt_tokens": int})
     ERROR = "error"  # {"id": gen_id or None, "kind": "load" | "input" | "internal", "message": str,
     #                   and for an input error "code": str, "fields": [str, ...]}
@@ -91,16 +94,16 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
         )
     )
 
-    def answer(request: dict, on_text: Callable[[str], None]) -> dict[str, Any]:
-        if "messages" not in request:
-            raise ChatInputError(f"{picked.id} is a chat model: it answers chat, not embeddings", fields=("model",))
+    def generated(request: dict, on_text: Callable[[str], None]) -> dict[str, Any]:
         finish = generate(
             loaded,
-            request["messages"],
+            request.get("messages", []),
             GenerationSettings(**request["settings"]),
             on_text=on_text,
             should_stop=stop.is_set,
             use_adapter=request.get("use_adapter", True),
+            tools=request.get("tools"),
+            raw_prompt=request.get("prompt"),
         )
         return {
             "finish_reason": finish.reason,
@@ -108,7 +111,32 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
             "completion_tokens": finish.completion_tokens,
         }
 
+    def answer(request: dict, on_text: Callable[[str], None]) -> dict[str, Any]:
+        if "messages" not in request and "prompt" not in request:
+            raise ChatInputError(f"{picked.id} is a chat model: it answers chat, not embeddings", fields=("model",))
+        return with_calls(request, loaded.tokenizer, on_text, generated)
+
     answer_commands(commands, events, answer, load_errors=(ModelLoadError,))  # a full fine-tune's base: on first use
+
+
+def with_calls(
+    request: dict[str, Any],
+    template: Any,
+    on_text: Callable[[str], None],
+    generated: Callable[[dict[str, Any], Callable[[str], None]], dict[str, Any]],
+) -> dict[str, Any]:
+    """``generated(request, on_text)``'s ``done`` payload, and where ``request`` has ``tools`` (and
+    ``tool_choice`` is not ``none``) the answer's calls in it as ``tool_calls``, read in the call
+    format of ``template``'s chat template (``tools.parse``): text streams on until a call starts; a
+    call of a function that was not offered leaves the answer as text."""
+    from trainer_core.tools.parse import CallSplitter, call_format
+
+    if not request.get("tools") or request.get("tool_choice", "auto") == "none":
+        return generated(request, on_text)
+    splitter = CallSplitter(call_format(template), on_text)
+    done = generated(request, splitter.feed)
+    calls = splitter.finish(known={tool["function"]["name"] for tool in request["tools"]})
+    return done | ({"tool_calls": calls} if calls else {})
 
 
 def answer_commands(

@@ -1,1 +1,1 @@
-"""Tool calling and structured outputs: call schemas, constrained decoding, call parsing."""
+"""Function tools: their definitions, prompts with tools, calls parsed from answers, constrained calls."""

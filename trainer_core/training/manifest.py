@@ -8,7 +8,10 @@ start) and ``ended_at`` (ISO 8601, UTC); ``sessions`` (one ``{"started_at",
 "resume_from_checkpoint"}`` per start or resume); ``end_reason`` (an ``EndReason`` value);
 ``best_checkpoint``; ``final_metrics`` (see ``final_metrics``); ``system_message`` (the system
 message every training row opens with, ``data.prepare.shared_system_message``; None when they differ
-or have none: the exports' Modelfile ``SYSTEM``).
+or have none: the exports' Modelfile ``SYSTEM``); ``tool_format`` (how the training rows' tools were
+rendered, ``data.tool_rows.trained_tool_format``: "native" through the chat template's ``tools``,
+"fallback" as the ``<tools>`` block with ``<tool_call>`` calls; None without tools: what serving
+prompts a tuned model with).
 
 The worker writes it when training begins (``begin_manifest``); the job thread completes it when the
 job ends, however it ends (``finish_manifest``), writing a shorter one when the worker never got
@@ -137,6 +140,7 @@ def begin_manifest(
     lora_config: Any = None,
     structure: Optional[dict[str, Any]] = None,
     system_message: Optional[str] = None,
+    tool_format: Optional[str] = None,
 ) -> dict[str, Any]:
     """Write ``<output_dir>/run.json`` as training begins (see the module docstring): ``sft_config``
     (a ``TrainingArguments``) and ``lora_config`` (a ``peft.LoraConfig``, or None) as resolved for
@@ -153,6 +157,7 @@ def begin_manifest(
     if structure is not None:
         data["model_structure"] = json_safe(structure)
     data["system_message"] = system_message  # every training row's system message (data.prepare), or None
+    data["tool_format"] = tool_format  # "native" / "fallback": how the rows' tools were rendered (data.tool_rows)
     write_atomic(Path(output_dir) / RUN_JSON, data)
     return data
 

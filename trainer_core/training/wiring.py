@@ -39,6 +39,21 @@ def new_lora(request: TrainingStartRequest, model: Any) -> Optional[Any]:
     return None if hasattr(model, "peft_config") else build_lora_config(request, model)
 
 
+def add_lora(request: TrainingStartRequest, model: Any, task_type: bool = True) -> tuple[Any, bool]:
+    """(``model`` wrapped in a PEFT LoRA of ``request``'s settings, True) for a lora / qlora run with
+    a new adapter; (``model``, False) for a full fine-tune or an adapter loaded to train on (see
+    ``new_lora``). ``task_type`` False: a plain ``PeftModel`` (no task type), whose forward passes a
+    speech model's inputs (``input_features``, ``input_values``, ...) as they are. Raises TargetError."""
+    import dataclasses
+
+    from peft import get_peft_model
+
+    config = new_lora(request, model)
+    if config is None:
+        return model, False
+    return get_peft_model(model, config if task_type else dataclasses.replace(config, task_type=None)), True
+
+
 def finish(trainer: Any, request: TrainingStartRequest, device: str, new_adapter: bool) -> Any:
     """The studio's settings on a built TRL trainer: no progress printed to stdout (it goes to the
     event queue), the embeddings' learning rate (``EmbeddingRate``), LoftQ on a new QLoRA adapter

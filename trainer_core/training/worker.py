@@ -231,9 +231,8 @@ def train(
         if request.resume_from_checkpoint:
             _trim_metrics(output_dir / "metrics.jsonl", request.resume_from_checkpoint)
         inner = kind.inner_model(trainer.model) or trainer.model
-        _write_manifest(
-            recorded or request, job_id, output_dir, trainer, inner, data.system_message, precision.model_dump()
-        )
+        facts = {"system_message": data.system_message, "tool_format": getattr(data, "tool_format", None)}
+        _write_manifest(recorded or request, job_id, output_dir, trainer, inner, facts, precision.model_dump())
     where = f"Training on {device} in {'bf16 mixed precision' if precision.dtype == 'bf16' else 'fp32'}"
     _phase(events, Phase.training, where + "".join(f"; {notice}" for notice in notices))
     trainer.train(resume_from_checkpoint=request.resume_from_checkpoint)
@@ -267,11 +266,12 @@ def _write_manifest(
     output_dir: Path,
     trainer: Any,
     model: Any,
-    system_message: Optional[str],
+    facts: dict[str, Optional[str]],
     precision: dict[str, Any],
 ) -> None:
     """``run.json`` with the resolved TRL and PEFT configs (PEFT's of ``model``, the transformers
-    model trained: ``ModelKind.inner_model``), the data's shared system message and the
+    model trained: ``ModelKind.inner_model``), the data's ``facts`` (its shared system message and
+    how its tools were rendered: ``begin_manifest``'s keywords) and the
     precision used (``models.precision.Precision``, under ``model_structure``; see
     ``training.manifest``); a failure to
     write it is logged, not fatal (the job thread writes it again at the end)."""
@@ -286,7 +286,7 @@ def _write_manifest(
             trainer.args,
             next(iter(peft_config.values()), None),
             {**_structure(trainer, model), "precision": precision},
-            system_message,
+            **facts,
         )
     except OSError:
         log.exception("could not write run.json")

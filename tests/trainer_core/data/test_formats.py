@@ -70,7 +70,7 @@ def test_alpaca_file(datasets_dir: Path) -> None:
     started = time.perf_counter()
     data = normalize(raw, FormatType.alpaca, "alpaca_en_demo.json")
     assert time.perf_counter() - started < 2.0
-    assert data.column_names == ["messages"] and len(data) == 999
+    assert data.column_names == ["messages", "tools"] and len(data) == 999 and set(data["tools"]) == {""}
     first = raw[0]
     assert data[0]["messages"] == [user(first["instruction"]), assistant(first["output"])]
     with_input = next(i for i, row in enumerate(raw) if row["input"])
@@ -94,13 +94,9 @@ def test_glaive_file(datasets_dir: Path) -> None:
     data = normalize(raw, FormatType.sharegpt, "glaive_toolcall_en_demo.json")
     assert len(data) == 300
     messages = data[0]["messages"]
-    tools = json.loads(raw[0]["tools"])
-    assert messages[0] == {
-        "role": "system",
-        "content": "You have access to the following tools:\n<tools>\n" + json.dumps(tools[0]) + "\n</tools>",
-    }
+    tools = json.loads(raw[0]["tools"])  # bare functions: beside the messages in OpenAI's form, not in a system turn
+    assert json.loads(data[0]["tools"]) == [{"type": "function", "function": tools[0]}]
     assert [m["role"] for m in messages] == [
-        "system",
         "user",
         "assistant",
         "user",
@@ -111,11 +107,11 @@ def test_glaive_file(datasets_dir: Path) -> None:
         "assistant",
     ]
     call = raw[0]["conversations"][3]["value"]
-    assert messages[4] == assistant(f"<tool_call>\n{call}\n</tool_call>")
+    assert messages[3] == assistant(f"<tool_call>\n{call}\n</tool_call>")
     result = raw[0]["conversations"][4]["value"]
-    assert messages[5] == {"role": "tool", "content": f"<tool_response>\n{result}\n</tool_response>"}
+    assert messages[4] == {"role": "tool", "content": f"<tool_response>\n{result}\n</tool_response>"}
     no_tools = next(i for i, row in enumerate(raw) if row["tools"] in ("", "[]"))
-    assert data[no_tools]["messages"][0]["role"] == "user"  # no tools: no system message
+    assert data[no_tools]["tools"] == "" and data[no_tools]["messages"][0]["role"] == "user"
 
 
 def test_c4_file(datasets_dir: Path) -> None:
@@ -161,11 +157,15 @@ def test_sharegpt_system_column_and_turn_and_tools() -> None:
         "system": "Column system.",
         "tools": '[{"name": "f"}]',
     }
-    messages = normalize(rows(row), FormatType.sharegpt, "s.json")[0]["messages"]
-    assert messages[0]["content"] == (
-        'Column system.\n\nTurn system.\n\nYou have access to the following tools:\n<tools>\n{"name": "f"}\n</tools>'
-    )
-    assert messages[1:] == [user("hi"), assistant("yo")]
+    data = normalize(rows(row), FormatType.sharegpt, "s.json")[0]
+    assert data["messages"] == [
+        {"role": "system", "content": "Column system.\n\nTurn system."},
+        user("hi"),
+        assistant("yo"),
+    ]
+    assert json.loads(data["tools"]) == [
+        {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+    ]
 
 
 def test_messages_layout_accepts_both_key_styles() -> None:
@@ -186,9 +186,10 @@ def test_prompt_completion() -> None:
 
 
 def test_already_wrapped_tool_text_is_not_wrapped_again() -> None:
-    turns = [user("q"), {"role": "tool", "content": "<tool_response>\nx\n</tool_response>"}, assistant("a")]
+    call = assistant('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>')
+    turns = [user("q"), call, {"role": "tool", "content": "<tool_response>\nx\n</tool_response>"}, assistant("a")]
     assert (
-        normalize(rows({"messages": turns}), FormatType.messages, "m")[0]["messages"][1]["content"]
+        normalize(rows({"messages": turns}), FormatType.messages, "m")[0]["messages"][2]["content"]
         == "<tool_response>\nx\n</tool_response>"
     )
 
@@ -237,7 +238,7 @@ GOOD = conversation(("human", "hi"), ("gpt", "yo"))
         (conversation(("human", "hi"), ("human", "again")), "'conversations' has no assistant turn"),
         ({"conversations": []}, "field 'conversations' is empty"),
         (conversation(("human", "hi"), ("gpt", "  ")), "empty assistant turn"),
-        ({**GOOD, "tools": "[{oops"}, "field 'tools' is not valid JSON"),
+        ({**GOOD, "tools": "[{oops"}, "field tools: not valid JSON"),
     ],
 )
 def test_sharegpt_row_errors(bad: dict, expected: str) -> None:

@@ -70,10 +70,11 @@ def test_sample_is_markdown_turns(datasets_dir: Path) -> None:
 def test_sample_shows_system_cuts_and_escapes(datasets_dir: Path) -> None:
     cell = inspect_dataset(str(datasets_dir / "glaive_toolcall_en_demo.json"), rows=1).sample["conversation"][0]
     blocks = turn_blocks(cell)
-    assert blocks[0].startswith("**system:** You have access to the following tools:")
-    assert blocks[0].endswith("…")  # the tools block is longer than 300 characters
-    assert r"\<tool\_call\>" in cell and "<tool_call>" not in cell  # shown, not taken as an HTML tag
-    assert [b.split(":**")[0] for b in blocks][:3] == ["**system", "**user", "**assistant"]
+    assert blocks[0] == "**tools:** search\\_recipes"  # the functions by name; the call and result as such
+    assert blocks[4].startswith("**assistant:** call search\\_recipes {") and blocks[5].startswith("**result:** {")
+    assert blocks[5].endswith("…")  # the result is longer than 300 characters
+    assert "<tool" not in cell
+    assert [b.split(":**")[0] for b in blocks][:3] == ["**tools", "**user", "**assistant"]
     unescaped = [re.sub(r"\\(.)", r"\1", b.split(":** ", 1)[1]).replace("  \n", "\n") for b in blocks]
     assert max(len(text) for text in unescaped) <= TURN_CHARS
 

@@ -43,7 +43,7 @@ def test_slice_across_files_and_formats(datasets_dir: Path) -> None:
     files = shared(datasets_dir, "identity.json", "glaive_toolcall_en_demo.json")
     rows, fmt = load_conversations(request(local_datasets=files))
     assert fmt == FormatType.alpaca and len(rows) == 91 + 300  # format: the first file's
-    assert rows[91]["messages"][0]["content"].startswith("You have access to the following tools:")
+    assert rows[91]["tools"].startswith('[{"type": "function"') and rows[90]["tools"] == ""  # identity: none
     sliced, _ = load_conversations(request(local_datasets=files, dataset_slice_start=90, dataset_slice_end=92))
     assert sliced["messages"] == [rows[90]["messages"], rows[91]["messages"]]
 
@@ -151,7 +151,7 @@ def test_hub_errors_hide_the_token(monkeypatch) -> None:
             "glaive_toolcall_en_demo.json",
             FormatType.sharegpt,
             "conversation",
-            "system: You have access to the following tools:\n<tools>\n",
+            "tools: search_recipes\nuser: Hi, I have some ingredients",
         ),
         ("c4_demo.jsonl", FormatType.text, "text", "Don’t think you need all the bells and whistles?"),
     ],
@@ -175,8 +175,11 @@ def test_preview_glaive_rows(datasets_dir: Path) -> None:
         first_user = "user: " + row["conversations"][0]["value"]
         if row["tools"] in ("", "[]"):
             assert cell.startswith(first_user[:200])
-        else:
-            assert cell.startswith("system: You have access to the following tools:\n<tools>\n{")
+        else:  # the functions by name, calls and results as such
+            names = ", ".join(tool["name"] for tool in json.loads(row["tools"]))
+            assert cell.startswith(f"tools: {names}\n{first_user}"[:200])
+    call = json.loads(raw[0]["conversations"][3]["value"])
+    assert f"\nassistant: call {call['name']} {{" in table["conversation"][0]
 
 
 def test_preview_dpo_and_bad_files(datasets_dir: Path, tmp_path: Path) -> None:

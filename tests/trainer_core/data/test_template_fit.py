@@ -49,8 +49,8 @@ def with_template(tiny_model_dir):
 
 
 def test_the_templates_refusals_are_found_by_probing(with_template, tokenizer):
-    assert template_fit(with_template(GEMMA)) == TemplateFit(system=True, repeats=True)
-    assert template_fit(with_template(MISTRAL)) == TemplateFit(system=True, repeats=True)
+    assert template_fit(with_template(GEMMA)) == TemplateFit(system=True, repeats=True, tool=True)
+    assert template_fit(with_template(MISTRAL)) == TemplateFit(system=True, repeats=True, tool=True)
     assert template_fit(tokenizer) == TemplateFit()  # ChatML takes anything
 
 
@@ -63,7 +63,16 @@ def test_system_text_is_folded_into_the_first_user_turn_and_repeats_merged():
         {"role": "assistant", "content": "Red."},
     ]
     assert fit_conversation(CONVERSATION, TemplateFit()) is CONVERSATION
-    assert shaped_count([CONVERSATION, shaped], TemplateFit(system=True, repeats=True)) == (1, 1)
+    assert shaped_count([CONVERSATION, shaped], TemplateFit(system=True, repeats=True)) == (1, 1, 0)
+    called = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "<tool_call>\n{}\n</tool_call>"},
+        {"role": "tool", "content": "<tool_response>\n21\n</tool_response>"},
+        {"role": "assistant", "content": "21."},
+    ]
+    fit = TemplateFit(repeats=True, tool=True)  # a tool's result in the tools fallback becomes a user turn
+    assert [m["role"] for m in fit_conversation(called, fit)] == ["user", "assistant", "user", "assistant"]
+    assert shaped_count([called], fit) == (0, 0, 1)
 
 
 @pytest.mark.parametrize(("template", "end"), [(GEMMA, "<end_of_turn>"), (MISTRAL, "<|im_end|>")])

@@ -11,6 +11,7 @@ import pytest
 from trainer_core.data.files import DatasetError, read_file
 from trainer_core.data.formats import normalize
 from trainer_core.data.tokenization import IGNORE, span_labels, tokenize_dataset
+from trainer_core.data.tool_rows import conversation
 from trainer_core.vocabulary import FormatType
 
 GLAIVE_MULTI_CALL_ROW = 3  # human, function_call, observation, gpt, three times
@@ -95,14 +96,16 @@ def test_glaive_multi_turn_mask_token_by_token(tokenizer, datasets_dir: Path) ->
     ids, labels = tokenized[0]["input_ids"], tokenized[0]["labels"]
     assert stats.truncated_rows == 0
     full = decode(tokenizer, ids)
-    assert full == tokenizer.apply_chat_template(messages, tokenize=False)
+    rendered, extra = conversation(tokenizer, messages, data[0]["tools"])  # ChatML: the fallback block
+    assert not extra and rendered[0]["content"].startswith("You have access to the following tools:\n<tools>\n")
+    assert full == tokenizer.apply_chat_template(rendered, tokenize=False)
     runs = labelled_runs(labels)
     assert [decode(tokenizer, ids[a:b]) for a, b in runs] == [turn + "<|im_end|>" for turn in assistant_turns]
     for a, b in runs:  # the header before each run is not trained, and labels are the ids
         assert decode(tokenizer, ids[:a]).endswith("<|im_start|>assistant\n")
         assert labels[a:b] == ids[a:b]
     unlabelled = "".join(decode(tokenizer, [t]) for t, label in zip(ids, labels) if label == IGNORE)
-    for message in messages:
+    for message in rendered:
         if message["role"] != "assistant":
             assert f"<|im_start|>{message['role']}\n{message['content']}<|im_end|>" in unlabelled
     assert unlabelled.count("<|im_start|>assistant\n") == 6
@@ -265,14 +268,12 @@ def test_template_that_fails_on_a_row(tiny_model_dir: Path) -> None:
 
     strict = load_tokenizer(tiny_model_dir)
     strict.chat_template = (
-        "{% for m in messages %}{% if m['role'] == 'tool' %}{{ raise_exception('no tool role') }}{% endif %}"
+        "{% for m in messages %}{% if m['content'] == 'boom' %}{{ raise_exception('no booms') }}{% endif %}"
         "{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
     )
     ok = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
-    bad = [{"role": "user", "content": "q"}, {"role": "tool", "content": "t"}, {"role": "assistant", "content": "a"}]
-    with pytest.raises(
-        DatasetError, match="row 2: the chat template of .* cannot render this conversation: no tool role"
-    ):
+    bad = [{"role": "user", "content": "boom"}, {"role": "assistant", "content": "a"}]
+    with pytest.raises(DatasetError, match="row 2: the chat template of .* cannot render this conversation: no booms"):
         tokenize_dataset(messages_rows(ok, bad), strict, 128, train_on_completions=True)
 
 

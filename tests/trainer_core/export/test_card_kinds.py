@@ -41,11 +41,16 @@ def test_a_merged_card_names_its_pipeline_and_says_how_to_use_it(kind, tag, word
     assert "## How to use" in card and words in _snippet(card) and "AutoModelForCausalLM" not in card
     adapter = render(FACTS, "adapter", ["adapter_model.safetensors"], None, [], None, (), kind)
     assert "pipeline_tag" not in adapter  # an adapter zip is loaded onto its base: no pipeline of its own
+    loads = f"from transformers import {kind.auto_class}, AutoProcessor"  # its base with its kind's class
+    assert loads in adapter and f'base = {kind.auto_class}.from_pretrained("/models/x")' in adapter
+    assert "AutoModelForCausalLM" not in adapter
 
 
 def test_a_text_model_card_is_unchanged():
     card = render(FACTS, "merged", ["model.safetensors"], None, [], "float32", (), kind_named("causal"))
     assert "pipeline_tag" not in card and "AutoModelForCausalLM.from_pretrained" in card
+    adapter = render(FACTS, "adapter", [], None, [], None, (), kind_named("causal"))
+    assert "from transformers import AutoModelForCausalLM, AutoTokenizer" in adapter
 
 
 def test_the_audio_in_snippets_run_on_the_tiny_model_of_their_kind(tiny_whisper_dir, tiny_audio_chat_dir, datasets_dir):

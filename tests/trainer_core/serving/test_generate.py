@@ -132,6 +132,18 @@ def test_streamed_text_never_splits_a_character(tokenizer):
     assert not any("\ufffd" in piece for piece in pieces)
 
 
+def test_with_tools_special_tokens_stay_in_the_text_but_the_stop_tokens(tokenizer):
+    ids = tokenizer("<|im_start|>call<|im_end|>", add_special_tokens=False)["input_ids"]  # specials: markers here
+    for keep, want in ((None, "call"), ({tokenizer.convert_tokens_to_ids("<|im_end|>")}, "<|im_start|>call")):
+        pieces = []
+        streamer = _Streamer(tokenizer, pieces.append, keep)
+        streamer.put(torch.tensor([[1, 2]]))
+        for token in ids:
+            streamer.put(torch.tensor([token]))
+        streamer.end()
+        assert "".join(pieces) == want
+
+
 def test_a_lora_models_base_answer_uses_the_same_weights_with_the_adapter_off(tokenizer):
     from peft import LoraConfig, get_peft_model
 
@@ -185,3 +197,51 @@ def test_a_text_only_model_refuses_an_audio_clip_naming_the_message():
     with pytest.raises(ChatInputError, match=r"messages\[1\]: it holds an audio clip and this model reads text only"):
         text_only(messages)
     assert text_only(messages[:1]) == [{"role": "user", "content": "Hi"}]
+
+
+TIME_TOOL = [{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]
+TOOL_TURNS = [
+    {"role": "user", "content": "Time?"},
+    {"role": "assistant", "content": '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'},
+    {"role": "tool", "content": "<tool_response>\nnoon\n</tool_response>"},
+]
+
+
+def test_tools_render_with_the_models_template_or_the_fallback(tokenizer):
+    from tests.support.chat_templates import with_template
+
+    qwen = with_template(tokenizer, "qwen2.5")
+    text = tokenizer.decode(render_prompt(qwen, TOOL_TURNS, TIME_TOOL))
+    assert '{"type": "function", "function": {"name": "get_time"' in text  # Qwen's own <tools> block
+    assert text.count("<tool_response>") == 1 and text.endswith("<|im_start|>assistant\n")
+    fallback = tokenizer.decode(render_prompt(tokenizer, TOOL_TURNS, TIME_TOOL))  # SmolLM2's template: no tools
+    assert "You have access to the following tools:\n<tools>" in fallback and "noon" in fallback
+    with pytest.raises(ChatInputError, match="messages: turn 2, call 1: not valid JSON"):
+        render_prompt(qwen, [*TOOL_TURNS[:1], {"role": "assistant", "content": "<tool_call>\n{\n</tool_call>"}], [])
+
+
+def test_the_worker_reads_calls_in_the_models_format_and_streams_the_text_before(tokenizer):
+    from trainer_core.serving.worker import with_calls
+
+    answer = 'Let me see.\n<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call>'
+
+    def generated(request, on_text):
+        for i in range(0, len(answer), 4):
+            on_text(answer[i : i + 4])
+        return {"finish_reason": "stop", "prompt_tokens": 3, "completion_tokens": 9}
+
+    for choice, streamed, names in (("auto", "Let me see.\n", ["get_time"]), ("none", answer, [])):
+        sent = []
+        done = with_calls({"tools": TIME_TOOL, "tool_choice": choice}, tokenizer, sent.append, generated)
+        assert "".join(sent) == streamed and [c["function"]["name"] for c in done.get("tool_calls", [])] == names
+    assert with_calls({}, tokenizer, [].append, generated) == generated({}, lambda text: None)
+    other = [{"type": "function", "function": {"name": "get_date", "parameters": {"type": "object"}}}]
+    sent = []
+    assert "tool_calls" not in with_calls({"tools": other}, tokenizer, sent.append, generated)  # not offered
+    assert "".join(sent) == answer
+
+
+def test_a_raw_prompt_is_tokenized_as_it_is(model, tokenizer):
+    settings = GenerationSettings(temperature=0, max_new_tokens=2)
+    finish, pieces = _answer(_loaded(model, tokenizer), settings, messages=[], raw_prompt="Once upon a time")
+    assert finish.prompt_tokens == len(tokenizer("Once upon a time")["input_ids"]) and "".join(pieces) == finish.text

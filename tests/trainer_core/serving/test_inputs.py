@@ -38,3 +38,12 @@ def test_messages_end_with_the_users():
     with pytest.raises(ChatInputError, match="the last message must be the user's") as refused:
         checked_messages([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
     assert refused.value.fields == ("messages",)
+
+
+def test_a_tools_result_follows_a_call_and_may_end_the_conversation():
+    call = {"role": "assistant", "content": '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'}
+    result = {"role": "tool", "content": "<tool_response>\n1\n</tool_response>"}
+    turns = checked_messages([{"role": "user", "content": "hi"}, call, result, result])
+    assert [t["role"] for t in turns] == ["user", "assistant", "tool", "tool"]
+    with pytest.raises(ChatInputError, match=r"messages\[1\]: a tool's result must follow the assistant's call"):
+        checked_messages([{"role": "user", "content": "hi"}, result])

@@ -36,7 +36,7 @@ def _answer(llm, constraint, seed, max_new_tokens=80):
     ids = model.tokenize(prompt.encode(), special=True)
     pieces = []
     settings = {**SETTINGS, "seed": seed, "max_new_tokens": max_new_tokens}
-    reason, _ = gguf_worker.generate(model, n_ctx, ids, settings, pieces.append, lambda: False, constraint)
+    reason, _ = gguf_worker.generate(model, n_ctx, ids, settings, pieces.append, lambda: False, constraint=constraint)
     return reason, "".join(pieces)
 
 

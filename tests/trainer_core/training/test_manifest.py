@@ -148,7 +148,8 @@ def test_begin_records_request_configs_data_versions_and_hardware(tmp_path, data
 def test_a_resumed_run_updates_its_file_and_keeps_its_start(tmp_path, data_file):
     out = tmp_path / "run"
     out.mkdir()
-    first = begin_manifest(out, _request(data_file), "job_1")
+    first = begin_manifest(out, _request(data_file), "job_1", tool_format="fallback")
+    assert first["tool_format"] == "fallback"  # how the rows' tools were rendered (data.tool_rows)
     resumed = begin_manifest(out, _request(data_file, resume_from_checkpoint=str(out / "checkpoint-2")), "job_1")
     assert resumed["started_at"] == first["started_at"]
     assert [s["resume_from_checkpoint"] for s in resumed["sessions"]] == [None, str(out / "checkpoint-2")]

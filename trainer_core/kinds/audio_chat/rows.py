@@ -31,6 +31,7 @@ from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import MESSAGE_FEATURES, normalize_with_notes
 from trainer_core.data.media import refuse_media
 from trainer_core.data.media_rows import column_references, lift_parts, place_markers
+from trainer_core.data.tool_rows import TOOLS, in_system
 from trainer_core.vocabulary import FormatType
 
 AUDIO_CHAT_FEATURES = datasets.Features({**MESSAGE_FEATURES, "audios": datasets.List(datasets.Value("string"))})
@@ -58,7 +59,8 @@ def normalize_audio_chat(
     canonical, notes = normalize_with_notes(text_only, fmt, source, first_row)
     rows_audios: list[list[str]] = []
     messages_out = []
-    for index, messages in enumerate(canonical["messages"]):
+    for index, (messages, tools) in enumerate(zip(canonical["messages"], canonical[TOOLS])):
+        messages = in_system(messages, tools)  # the processor's template gets no tools=: the fallback block
         try:
             refs = [resolve_audio(clip_reference(ref), base, roots) for ref in references[index] + part_refs[index]]
             for ref in refs:

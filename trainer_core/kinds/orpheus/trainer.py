@@ -15,7 +15,7 @@ from transformers import Trainer
 from trainer_core.kinds.orpheus.tokens import OrpheusTokens
 from trainer_core.kinds.text_to_speech.trainer import training_arguments
 from trainer_core.training.safe_saves import SafeSaves
-from trainer_core.training.wiring import finish, new_lora, run_callbacks
+from trainer_core.training.wiring import add_lora, finish, run_callbacks
 
 IGNORE = -100  # a label position not scored
 
@@ -45,15 +45,6 @@ class SpeechCollator:
 class SpeechTrainer(SafeSaves, Trainer):
     """``Trainer`` whose saves are staged and checked by ``SafeSaves`` (the final folder gets the
     tokenizer, which names the run's codec)."""
-
-
-def add_lora(request: Any, model: Any) -> tuple[Any, bool]:
-    """(``model`` wrapped in a PEFT LoRA of ``request``'s settings, True) for a lora / qlora run with
-    a new adapter; (``model``, False) for a full fine-tune or an adapter loaded to train on."""
-    from peft import get_peft_model
-
-    config = new_lora(request, model)
-    return (model, False) if config is None else (get_peft_model(model, config), True)
 
 
 def build_orpheus_trainer(

@@ -21,7 +21,6 @@ from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.schemas import ModelChoice
 
 log = logging.getLogger(__name__)
-PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
 
 
 def run_settings(folder: Optional[Path]) -> dict[str, Any]:
@@ -43,24 +42,12 @@ def load_speech_model(choice: ModelChoice, models_dir: Path, device: str) -> tup
     from transformers import AutoModelForSpeechSeq2Seq
 
     from trainer_core.kinds.speech_to_text.loading import load_processor
-    from trainer_core.models.loading import ModelLoadError, resolve_model_path
+    from trainer_core.serving.loader import load_choice_weights
 
-    base = resolve_model_path(choice.base_model, None, models_dir)
-    folder = Path(choice.path) if choice.path else None
-    try:
-        if folder is None or choice.adapter:
-            model = AutoModelForSpeechSeq2Seq.from_pretrained(base)
-            if folder is not None:
-                from peft import PeftModel
-
-                model = PeftModel.from_pretrained(model, str(folder))
-        else:
-            model = AutoModelForSpeechSeq2Seq.from_pretrained(folder)
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise ModelLoadError(f"could not load the speech-to-text model {choice.id}: {exc}") from exc
-    own = folder is not None and any((folder / name).is_file() for name in PROCESSOR_FILES)
-    processor = load_processor(folder if own else base)
-    return model.to(device).eval(), processor, base
+    model, base, processor_folder = load_choice_weights(
+        choice, models_dir, AutoModelForSpeechSeq2Seq, "speech-to-text model"
+    )
+    return model.to(device).eval(), load_processor(processor_folder), base
 
 
 class SpeechServer:

@@ -6,7 +6,6 @@ settings (``training.safe_saves``, ``training.wiring``) and the shared hyperpara
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Optional
 
@@ -15,7 +14,7 @@ from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
 from trainer_core.kinds.speech_to_text.collator import SpeechCollator
 from trainer_core.training.config import training_args
 from trainer_core.training.safe_saves import SafeSaves
-from trainer_core.training.wiring import finish, new_lora, run_callbacks
+from trainer_core.training.wiring import add_lora, finish, run_callbacks
 
 
 class SpeechTrainer(SafeSaves, Seq2SeqTrainer):
@@ -28,20 +27,6 @@ def decoder_length(request: Any, model: Any) -> int:
     (Whisper: 448), where lower."""
     limit = getattr(model.config, "max_target_positions", None) or request.max_seq_length
     return min(request.max_seq_length, limit)
-
-
-def add_lora(request: Any, model: Any) -> tuple[Any, bool]:
-    """(``model`` wrapped in a PEFT LoRA of ``request``'s settings, True) for a lora / qlora run
-    with a new adapter; (``model``, False) for a full fine-tune or an adapter loaded to train on.
-    The targets are found in the model (q/k/v/out_proj, fc1/fc2 by default) by
-    ``build_lora_config``; the PEFT model is a plain ``PeftModel`` (no task type: its forward passes
-    ``input_features`` and ``decoder_input_ids`` as they are). Raises TargetError."""
-    from peft import get_peft_model
-
-    config = new_lora(request, model)
-    if config is None:
-        return model, False
-    return get_peft_model(model, dataclasses.replace(config, task_type=None)), True
 
 
 def training_arguments(
@@ -71,7 +56,7 @@ def build_speech_trainer(
     stopping) after ``callbacks``. Raises TargetError, ValueError (early stopping without
     evaluation data)."""
     model.generation_config.forced_decoder_ids = None  # the prompt is the collator's, not forced
-    model, new_adapter = add_lora(request, model)
+    model, new_adapter = add_lora(request, model, task_type=False)
     has_eval = data.eval is not None
     processor = data.processor
     collator = SpeechCollator(processor, request, decoder_length(request, model), request.max_audio_seconds)

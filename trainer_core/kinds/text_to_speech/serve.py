@@ -25,7 +25,6 @@ from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.schemas import ModelChoice
 
 log = logging.getLogger(__name__)
-PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
 MAX_SPEECH_SECONDS = 60.0  # the longest speech one request makes (750 frames at 12.5 a second)
 SEED = 0  # the sampling seed of every request
 
@@ -56,23 +55,12 @@ def load_tts_model(choice: ModelChoice, models_dir: Path, device: str) -> tuple[
     it has one, else the base's. Raises ModelLoadError."""
     from transformers import CsmForConditionalGeneration
 
-    from trainer_core.models.loading import resolve_model_path
+    from trainer_core.serving.loader import load_choice_weights
 
-    base = resolve_model_path(choice.base_model, None, models_dir)
-    folder = Path(choice.path) if choice.path else None
-    try:
-        if folder is None or choice.adapter:
-            model = CsmForConditionalGeneration.from_pretrained(base)
-            if folder is not None:
-                from peft import PeftModel
-
-                model = PeftModel.from_pretrained(model, str(folder))
-        else:
-            model = CsmForConditionalGeneration.from_pretrained(folder)
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise ModelLoadError(f"could not load the text-to-speech model {choice.id}: {exc}") from exc
-    own = folder is not None and any((folder / name).is_file() for name in PROCESSOR_FILES)
-    return model.to(device).eval(), load_processor(folder if own else base)
+    model, _base, processor_folder = load_choice_weights(
+        choice, models_dir, CsmForConditionalGeneration, "text-to-speech model"
+    )
+    return model.to(device).eval(), load_processor(processor_folder)
 
 
 def decode(model: Any, codes: Any) -> Any:

@@ -7,7 +7,6 @@ shared hyperparameters (``training.config.training_args``)."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Optional
 
@@ -17,25 +16,12 @@ from trainer_core.kinds.text_to_speech.collator import TtsCollator
 from trainer_core.kinds.text_to_speech.targets import freeze_codec
 from trainer_core.training.config import training_args
 from trainer_core.training.safe_saves import SafeSaves
-from trainer_core.training.wiring import finish, new_lora, run_callbacks
+from trainer_core.training.wiring import add_lora, finish, run_callbacks
 
 
 class TtsTrainer(SafeSaves, Trainer):
     """``Trainer`` whose saves are staged and checked by ``SafeSaves`` (the final folder gets the
     processor: feature extractor, tokenizer and chat template)."""
-
-
-def add_lora(request: Any, model: Any) -> tuple[Any, bool]:
-    """(``model`` wrapped in a PEFT LoRA of ``request``'s settings, True) for a lora / qlora run with
-    a new adapter; (``model``, False) for a full fine-tune or an adapter loaded to train on. The
-    PEFT model is a plain ``PeftModel`` (no task type: its forward passes ``input_values`` and
-    ``input_values_cutoffs`` as they are). Raises TargetError."""
-    from peft import get_peft_model
-
-    config = new_lora(request, model)
-    if config is None:
-        return model, False
-    return get_peft_model(model, dataclasses.replace(config, task_type=None)), True
 
 
 def training_arguments(
@@ -63,7 +49,7 @@ def build_tts_trainer(
     callbacks (divergence guard, early stopping) after ``callbacks``. Raises TargetError,
     ValueError (early stopping without evaluation data)."""
     freeze_codec(model)
-    model, new_adapter = add_lora(request, model)
+    model, new_adapter = add_lora(request, model, task_type=False)
     has_eval = data.eval is not None
     collator = TtsCollator(data.processor, request.max_audio_seconds)
     collator.dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())

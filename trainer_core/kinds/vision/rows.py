@@ -29,6 +29,7 @@ from trainer_core.data.formats import MESSAGE_FEATURES, normalize_with_notes
 from trainer_core.data.images import MARKER, check_image, resolve_reference
 from trainer_core.data.media import media_columns, refuse_media
 from trainer_core.data.media_rows import column_references, has_parts, lift_parts, place_markers
+from trainer_core.data.tool_rows import TOOLS, in_system
 from trainer_core.vocabulary import FormatType
 
 IMAGE_PART_TYPES = ("image_url", "image", "input_image")
@@ -69,7 +70,8 @@ def normalize_vision(
     canonical, notes = normalize_with_notes(text_only, fmt, source, first_row)
     rows_images: list[list[str]] = []
     messages_out = []
-    for index, messages in enumerate(canonical["messages"]):
+    for index, (messages, tools) in enumerate(zip(canonical["messages"], canonical[TOOLS])):
+        messages = in_system(messages, tools)  # the processor's template gets no tools=: the fallback block
         row = first_row + index
         try:
             refs = [resolve_reference(ref, base, roots) for ref in references[index] + part_refs[index]]

@@ -48,7 +48,7 @@ def test_the_saved_values_are_the_formulas(training_type):
     import torch
     from transformers import WhisperConfig, WhisperForConditionalGeneration
 
-    from trainer_core.kinds.speech_to_text.trainer import add_lora
+    from trainer_core.training.wiring import add_lora
 
     config = WhisperConfig(
         d_model=64,
@@ -70,7 +70,9 @@ def test_the_saved_values_are_the_formulas(training_type):
     torch.manual_seed(0)
     model = WhisperForConditionalGeneration(config)
     counts = count_model(model, request)
-    model = add_lora(request, model)[0].train()  # as the run adapts it (no adapter for a full fine-tune)
+    model = add_lora(request, model, task_type=False)[
+        0
+    ].train()  # as the run adapts it (no adapter for a full fine-tune)
     saved = _saved_by_stack(model, 120, 16)
     front, encoder, decoder, cross = (
         s.saved_values(False) for s in whisper_stacks(config, request, counts.adapted, Batch(1, 16, 16))

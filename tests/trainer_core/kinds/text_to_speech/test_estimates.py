@@ -55,8 +55,8 @@ def test_the_saved_values_and_the_codec_flops_are_near_what_torch_counts(tiny_cs
     from trainer_core.kinds.text_to_speech.collator import TtsCollator
     from trainer_core.kinds.text_to_speech.data import prepare_tts_data
     from trainer_core.kinds.text_to_speech.serve import load_processor
-    from trainer_core.kinds.text_to_speech.trainer import add_lora
     from trainer_core.preflight.stacks import count_model, meta_model
+    from trainer_core.training.wiring import add_lora
 
     request = speech_request(tiny_csm_dir, tts_file(tmp_path / "data"), max_seq_length=512)
     processor = load_processor(tiny_csm_dir)
@@ -68,7 +68,7 @@ def test_the_saved_values_and_the_codec_flops_are_near_what_torch_counts(tiny_cs
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model.codec_model.encode(torch.randn(1, 1, 2 * config.codec_config.sampling_rate))
     assert codec_flops_per_second(model, config) == pytest.approx(counter.get_total_flops() / 2, rel=0.01)
-    saved = _saved(add_lora(request, model)[0].train(), batch)
+    saved = _saved(add_lora(request, model, task_type=False)[0].train(), batch)
     positions, frames = batch["input_ids"].numel(), int((batch["labels"] != -100).sum())
     stacks = csm_stacks(config, request, counts.adapted, Batch(positions, frames, positions / len(rows), 0.0), 0.0)
     for stack in stacks[:2]:  # the backbone keeps the padding mask too (T values a position, not counted)

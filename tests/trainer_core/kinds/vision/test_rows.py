@@ -63,9 +63,13 @@ def test_sharegpt_conversations_with_images(pictures):
             "images": ["pics/2.jpg"],
         }
     ]
+    rows.append({**rows[0], "tools": json.dumps([{"name": "zoom", "parameters": {"type": "object"}}])})
     kept = vision_rows(write(pictures, rows))
     assert kept[0]["messages"][-1] == {"role": "assistant", "content": ANSWER}
     assert kept[0]["images"] == [str(pictures / "pics" / "2.jpg")]
+    assert kept[0]["messages"][0]["role"] == "user"  # no tools: no system message
+    system = kept[1]["messages"][0]  # the processor gets no tools=: the fallback block, as before
+    assert system["role"] == "system" and system["content"].startswith("You have access to the following tools:")
 
 
 def test_openai_content_parts_with_a_path_and_a_data_url(pictures):
