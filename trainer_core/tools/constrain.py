@@ -12,7 +12,9 @@ For the OpenAI routes (``tools`` / ``tool_choice`` / ``response_format``), the f
 
 - ``call_schema(tools, name=None) -> dict``: the JSON schema of ONE call object ``{"name": <const>,
   "arguments": <the function's parameters>}`` of ``tools`` (OpenAI ``[{"type": "function",
-  "function": {"name", "parameters"}}]``), ``anyOf`` over the functions when ``name`` is None.
+  "function": {"name", "parameters"}}]``, the form ``tools.definitions.tool_list`` gives: check the
+  schemas there first, ``json_schema.schema_problem``), ``anyOf`` over the functions when ``name``
+  is None.
   Raises ``SchemaNotSupported`` (``tools[i].function.parameters``) for a schema llguidance cannot
   compile and ``Refusal`` (``tool_choice``) for a name that no function has.
 - ``response_schema(response_format) -> dict | None``: ``{"type": "json_object"}`` gives
