@@ -248,3 +248,17 @@ def test_speech_bench_quick_tts(capsys, tiny_csm_dir):
     assert (ours["side"], bare["side"]) == ("ours", "bare") and ours["samples_per_s"] > 0 < bare["samples_per_s"]
     assert ours["losses"] == pytest.approx(bare["losses"], abs=1e-3) and len(ours["losses"]) == 2
     assert "tts: ours" in capsys.readouterr().out
+
+
+def test_constrained_bench_quick(capsys, tiny_model_dir):
+    """On the tiny model (its noise cannot close the JSON in 24 tokens: ``length``): one A B pair
+    of equal lengths, the compile and the library's own cost a token."""
+    from bench import constrained
+
+    report = constrained.main(["--quick", "--model", str(tiny_model_dir)])
+    free, forced = report["runs"]
+    assert (free["side"], forced["side"]) == ("free", "constrained") and free["tokens"] == forced["tokens"]
+    assert forced["text"].startswith("<tool_call>\n{") and len(report["pair_ratios"]) == 1
+    assert report["first_compile_ms"] > report["new_schema_compile_ms"] > 0
+    assert report["libraries"]["llguidance"]["ms_per_token"] > 0  # the others: measured where installed
+    assert '"bench": "constrained"' in capsys.readouterr().out

@@ -5,6 +5,9 @@ in ChatML), tokenized without adding special tokens, exactly as ``data.tokenizat
 for training. Generation is ``model.generate`` (KV cache on) with a streamer that decodes each new
 token into text as soon as it forms whole characters; it ends at the tokenizer's end-of-turn / eos
 token (``stop``), at ``max_new_tokens`` (``length``) or when the stop flag is set (``cancelled``).
+An optional ``tools.constrain.Constraint`` (a JSON schema between a literal prefix and suffix) is
+enforced as ``model.generate``'s ``logits_processor``; until its JSON has closed the answer cannot
+end with ``stop``.
 Shared by the inference worker and ``python -m trainer_core chat``.
 """
 
@@ -12,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.loader import LoadedModel
 from trainer_core.serving.schemas import GenerationSettings
+
+if TYPE_CHECKING:
+    from trainer_core.tools.constrain import Constraint
 
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")  # ChatML, Llama 3, Phi-3, Gemma
 
@@ -184,14 +190,18 @@ def generate(
     use_adapter: bool = True,
     tools: Optional[list[dict[str, Any]]] = None,
     raw_prompt: Optional[str] = None,
+    constraint: Optional[Constraint] = None,
 ) -> Finish:
     """Answer ``messages`` with ``loaded``, calling ``on_text`` with each new piece of text. Seeds
     torch with ``settings.seed`` first. A model kind with inputs of its own makes them
     (``ModelKind.chat_inputs``: a vision-language model reads the messages' images); a text-only
     model refuses images (``text_only``). ``tools`` (``tool_list`` form) go to the chat template
     (and the answer keeps its special tokens but the stop tokens: see ``_Streamer``);
-    ``raw_prompt``: a text answered instead of ``messages`` (no chat template). Raises ChatInputError when the prompt plus
-    ``max_new_tokens`` exceeds the model's context, the template fails or an image cannot be used."""
+    ``raw_prompt``: a text answered instead of ``messages`` (no chat template). ``constraint``: the
+    answer is forced to its prefix + JSON + suffix (finish ``length`` when it had not closed by
+    ``max_new_tokens``). Raises ChatInputError when the prompt plus ``max_new_tokens`` exceeds the
+    model's context, the template fails or an image cannot be used; SchemaNotSupported when the
+    constraint's schema does not compile."""
     import torch
 
     inputs = prompt_inputs(loaded, messages, tools, raw_prompt)
@@ -211,6 +221,7 @@ def generate(
     stops = loaded.extra["stops"]
     keep = {*stops, loaded.tokenizer.pad_token_id} if tools else None  # calls' special markers kept
     streamer = _Streamer(loaded.tokenizer, on_text, keep)
+    processor = constraint.processor(loaded.tokenizer, stops) if constraint is not None else None
     torch.manual_seed(settings.seed)
     with loaded.weights(use_adapter) as model, torch.inference_mode():
         output = model.generate(
@@ -221,16 +232,17 @@ def generate(
             eos_token_id=stops,
             pad_token_id=loaded.tokenizer.pad_token_id,
             stopping_criteria=_stop_criteria(should_stop),
+            logits_processor=[processor] if processor is not None else None,
             **generate_kwargs(settings),
         )
     streamer.end()
     completion = output[0, len(prompt) :].tolist()
-    if completion and completion[-1] in stops:
+    if completion and completion[-1] in stops and (processor is None or processor.accepted):
         reason = "stop"
     elif should_stop():
         reason = "cancelled"
     else:
-        reason = "length" if len(completion) >= settings.max_new_tokens else "stop"
+        reason = "length" if len(completion) >= settings.max_new_tokens or processor is not None else "stop"
     return Finish(reason, len(prompt), len(completion), streamer.sent)
 
 

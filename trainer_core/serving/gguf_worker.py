@@ -114,13 +114,26 @@ def prompt_ids(llm: Any, template: Any, messages: list[dict[str, str]], tools: O
 
 
 def generate(
-    llm: Any, n_ctx: int, ids: list[int], settings: dict, on_text, should_stop, special: bool = False
+    llm: Any,
+    n_ctx: int,
+    ids: list[int],
+    settings: dict,
+    on_text,
+    should_stop,
+    special: bool = False,
+    constraint: Optional[dict] = None,
 ) -> tuple[str, int]:
     """Stream the answer to the prompt ``ids`` (see the module docstring) through ``on_text``;
     returns ``(finish_reason, completion_tokens)``. ``special``: control tokens are written (a
-    family's call markers, read by ``tools.parse``), else left out. Raises ChatInputError when the
-    prompt and ``max_new_tokens`` do not fit the context."""
+    family's call markers, read by ``tools.parse``), else left out. ``constraint``: a
+    ``tools.constrain.Constraint`` as a dict (``dataclasses.asdict``), enforced by
+    ``tools.constrain_gguf`` (finish ``length`` until its JSON has closed). Raises ChatInputError
+    when the prompt and ``max_new_tokens`` do not fit the context; SchemaNotSupported when the
+    constraint's schema does not compile."""
     import llama_cpp
+
+    from trainer_core.tools.constrain import Constraint
+    from trainer_core.tools.constrain_gguf import LlamaCppConstraint
 
     limit = int(settings["max_new_tokens"])
     if len(ids) + limit > n_ctx:
@@ -130,6 +143,7 @@ def generate(
             fields=("max_new_tokens",),
         )
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    processor = LlamaCppConstraint(llm, Constraint(**constraint)) if constraint else None
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     llm.set_seed(int(settings["seed"]))
     count, reason = 0, "length"
@@ -141,13 +155,14 @@ def generate(
         temp=float(settings["temperature"]),
         repeat_penalty=float(settings["repetition_penalty"]),
         reset=True,
+        logits_processor=llama_cpp.LogitsProcessorList([processor]) if processor else None,
     )
     for token in tokens:
         if should_stop():
             reason = "cancelled"
             break
         if llama_cpp.llama_vocab_is_eog(vocab, token):
-            reason = "stop"
+            reason = "stop" if processor is None or processor.accepted else "length"
             break
         count += 1
         text = decoder.decode(llm.detokenize([token], special=special))
@@ -187,7 +202,8 @@ def serve_gguf(choice: dict[str, Any], tools_dir: str, commands: Any, events: An
         else:
             ids = prompt_ids(llm, template, request["messages"], request.get("tools"))
         special = bool(request.get("tools"))  # keep the calls' markers
-        reason, count = generate(llm, n_ctx, ids, request["settings"], on_text, stop.is_set, special)
+        constraint = request.get("constraint")  # a tools.constrain.Constraint as a dict, or None
+        reason, count = generate(llm, n_ctx, ids, request["settings"], on_text, stop.is_set, special, constraint)
         return {"finish_reason": reason, "prompt_tokens": len(ids), "completion_tokens": count}
 
     def answer(request: dict, on_text: Any) -> dict[str, Any]:
