@@ -73,12 +73,15 @@ def answer(request: Request, body: ChatCompletionRequest, model_id: str, public:
     remote = request.app.state.settings.allow_remote_images and not public  # never for share links
     messages, settings = body.chat_messages(fetch_image if remote else None), body.generation_settings()
     tools, tool_choice = body.tool_settings()
+    response_format = body.format_settings()
     parallel = body.parallel_tool_calls is not False
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     return answered(
         request,
         public,
-        lambda: engine.stream(model_id, messages, settings, tools=tools, tool_choice=tool_choice),
+        lambda: engine.stream(
+            model_id, messages, settings, tools=tools, tool_choice=tool_choice, response_format=response_format
+        ),
         None if body.stream else lambda events: completion(model_id, whole(events), parallel),
         lambda events, first, error: sse_chunks(events, first, model_id, include_usage, error, parallel),
     )

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.openai_errors import OpenAIError
 from api.openai_messages import RequestMessage, chat_messages
-from api.openai_tools import answer_parts, request_tools
+from api.openai_tools import answer_parts, format_settings, request_tools
 from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice, StreamEvent
 from trainer_core.vocabulary import OptionalWholeNumber
 
@@ -96,13 +96,22 @@ class ChatCompletionRequest(SamplingRequest):
         None, description="Function tools (OpenAI's form), rendered by the model's chat template."
     )
     tool_choice: Union[str, dict[str, Any], None] = Field(
-        None, description="`auto` (the default with tools) or `none`; `required` and a named function: not yet."
+        None,
+        description="`auto` (the default with tools), `none`, `required` or a named function "
+        '(`{"type": "function", "function": {"name": ...}}`): a forced call is written by constrained decoding.',
     )
     parallel_tool_calls: Optional[bool] = Field(None, description="false: only the answer's first call is kept.")
+    response_format: Optional[dict[str, Any]] = Field(
+        None, description="`json_object` or `json_schema` (structured outputs, by constrained decoding); `text`."
+    )
 
-    def tool_settings(self) -> tuple[list[dict[str, Any]], str]:
-        """(the tools in ``tool_list`` form, ``auto`` | ``none``); 400 naming the bad field."""
+    def tool_settings(self) -> tuple[list[dict[str, Any]], Union[str, dict[str, Any]]]:
+        """(the tools in ``tool_list`` form, the tool choice); 400 naming the bad field."""
         return request_tools(self.tools, self.tool_choice)
+
+    def format_settings(self) -> Optional[dict[str, Any]]:
+        """``response_format`` checked, None for free text; 400 naming the bad field."""
+        return format_settings(self.response_format)
 
     def chat_messages(self, fetch: Optional[Callable[[str], str]] = None) -> list[ChatMessage]:
         """Our ``ChatMessage`` list (``api.openai_messages.chat_messages``)."""

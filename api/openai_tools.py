@@ -2,9 +2,13 @@
 messages turned into our canonical conversation, and the answer's calls into OpenAI's shapes.
 
 In: ``tools`` checked and normalised by ``tools.definitions.tool_list`` (a bad one is a 400 naming
-``tools[i]...``); ``tool_choice`` ``auto`` (the default with tools) or ``none`` (the tools are shown,
-no call is read); ``required`` and a named function are refused for now (``tool_choice_not_supported``:
-they need constrained decoding). An assistant message's ``tool_calls`` become Hermes blocks after its
+``tools[i]...``); ``tool_choice`` ``auto`` (the default with tools), ``none`` (the tools are shown,
+no call is read), ``required`` (one call of some function) or ``{"type": "function", "function":
+{"name": ...}}`` (one call of that one): the forced call is written by constrained decoding
+(``serving.constraints``), so its arguments always parse and match the function's schema; its schema
+is compiled here first (``tools.constrain.call_schema``: a 400 ``schema_not_supported`` naming
+``tools[i].function.parameters``). ``response_format`` (``json_object`` / ``json_schema``) likewise
+(``format_settings``). An assistant message's ``tool_calls`` become Hermes blocks after its
 text (``tools.render.call_text``), and a ``tool`` message the ``<tool_response>`` turn of the call its
 ``tool_call_id`` names, results put in the order of their calls, so serving renders a conversation
 exactly as training renders its rows (``tools.render.template_conversation``).
@@ -19,30 +23,81 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 from api.openai_errors import OpenAIError
+from trainer_core.refusals import Refusal
 from trainer_core.tools.definitions import ToolsError, parsed_arguments, tool_list
 from trainer_core.tools.render import TOOL_RESPONSE, call_text
 
-CHOICES = ("auto", "none")
-NOT_YET = (
-    "tool_choice: 'required' and a named function are enforced by constrained decoding, which this server "
-    "does not have yet; send 'auto' (or leave it out) and read message.tool_calls"
-)
+CHOICES = ("auto", "none", "required")
 
 
-def request_tools(tools: Optional[list[Any]], tool_choice: Union[str, dict, None]) -> tuple[list[dict], str]:
-    """(``tool_list`` form of ``tools``, the tool choice ``auto`` | ``none``); OpenAIError 400 naming
-    the field of a bad tool (``tools[1].function.parameters``) or an unsupported ``tool_choice``."""
+def _refused(exc: Refusal) -> OpenAIError:
+    """A constraint's refusal as a 400 naming its first field, with its code."""
+    return OpenAIError(400, str(exc), param=exc.fields[0] if exc.fields else None, code=exc.code)
+
+
+def request_tools(
+    tools: Optional[list[Any]], tool_choice: Union[str, dict, None]
+) -> tuple[list[dict], Union[str, dict[str, Any]]]:
+    """(``tool_list`` form of ``tools``, the tool choice: ``auto`` | ``none`` | ``required`` or
+    ``{"type": "function", "function": {"name"}}``); OpenAIError 400 naming the field of a bad tool
+    (``tools[1].function.parameters``), a ``tool_choice`` that is none of these or names no function
+    of ``tools``, or a forced call's schema that cannot be compiled."""
+    from trainer_core.tools.constrain import call_schema
+
     try:
         checked = tool_list(tools or [], "tools")
     except ToolsError as exc:
         raise OpenAIError(400, str(exc), param=exc.where) from None
     if tool_choice is None:
         return checked, "auto" if checked else "none"
-    if tool_choice == "required" or isinstance(tool_choice, dict):
-        raise OpenAIError(400, NOT_YET, param="tool_choice", code="tool_choice_not_supported")
-    if tool_choice not in CHOICES:
-        raise OpenAIError(400, "tool_choice: give 'auto' or 'none'", param="tool_choice")
+    name = _named_choice(tool_choice)
+    if tool_choice not in CHOICES and name is None:
+        raise OpenAIError(
+            400,
+            'tool_choice: give "auto", "none", "required" or {"type": "function", "function": {"name": ...}}',
+            param="tool_choice",
+        )
+    if tool_choice == "required" or name is not None:
+        try:
+            call_schema(checked, name)
+        except Refusal as exc:
+            raise _refused(exc) from None
+        return checked, tool_choice if name is None else {"type": "function", "function": {"name": name}}
     return checked, tool_choice
+
+
+def _named_choice(tool_choice: Any) -> Optional[str]:
+    """The function a ``tool_choice`` object names (chat's ``{"type": "function", "function":
+    {"name"}}`` or the Responses API's flat ``{"type": "function", "name"}``), else None."""
+    if not isinstance(tool_choice, dict) or tool_choice.get("type") != "function":
+        return None
+    function = tool_choice.get("function") if isinstance(tool_choice.get("function"), dict) else tool_choice
+    name = function.get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def format_settings(response_format: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """``response_format`` checked (``tools.constrain.response_schema``: text, json_object or
+    json_schema whose schema compiles), or None for free text; OpenAIError 400 naming
+    ``response_format`` (or ``response_format.json_schema``) otherwise."""
+    from trainer_core.tools.constrain import response_schema
+    from trainer_core.tools.json_schema import schema_problem
+
+    if response_format is None:
+        return None
+    if not isinstance(response_format, dict):
+        raise OpenAIError(
+            400, 'response_format: give {"type": "json_object"} or a json_schema', param="response_format"
+        )
+    if response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema", {"type": "object"})
+        problem = schema_problem(schema)
+        if problem is not None:
+            raise OpenAIError(400, f"response_format.json_schema: {problem}", param="response_format.json_schema")
+    try:
+        return None if response_schema(response_format) is None else response_format
+    except Refusal as exc:
+        raise _refused(exc) from None
 
 
 def assistant_text(where: str, text: str, tool_calls: list[Any]) -> tuple[str, list[tuple[str, str]]]:

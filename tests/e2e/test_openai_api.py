@@ -409,13 +409,29 @@ CALLED = [
         ({"tools": [{"type": "web_search"}]}, "tools[0].type", "only function tools"),
         ({"tools": [TIME, TIME]}, "tools[1].function.name", "defined twice"),
         ({"tools": "nope"}, "tools", "valid list"),
-        ({"tools": [TIME], "tool_choice": "required"}, "tool_choice", "constrained decoding"),
+        ({"tool_choice": "required"}, "tool_choice", "tools is empty"),
         (
-            {"tools": [TIME], "tool_choice": {"type": "function", "function": {"name": "get_time"}}},
+            {"tools": [TIME], "tool_choice": {"type": "function", "function": {"name": "get_date"}}},
             "tool_choice",
-            "constrained decoding",
+            "no function in tools is named 'get_date'",
         ),
-        ({"tools": [TIME], "tool_choice": "sometimes"}, "tool_choice", "'auto' or 'none'"),
+        ({"tools": [TIME], "tool_choice": "sometimes"}, "tool_choice", '"auto", "none", "required"'),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "objekt"}}}]},
+            "tools[0].function.parameters",
+            "not a JSON Schema object",
+        ),
+        ({"response_format": {"type": "xml"}}, "response_format", "not text, json_object or json_schema"),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"schema": {"$ref": "https://x.org/s"}}}},
+            "response_format.json_schema",
+            "points outside the schema",
+        ),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "strng"}}}},
+            "response_format.json_schema",
+            "not a valid JSON schema",
+        ),
         (
             {"messages": [*CALLED, {"role": "tool", "tool_call_id": "c9", "content": "x"}]},
             "messages[2].tool_call_id",
@@ -459,9 +475,22 @@ def test_malformed_tools_and_tool_messages_are_400_naming_the_field(chat_studio,
     assert answer.status_code == 400, answer.text
     error = error_of(answer)
     assert error["param"] == param and words in error["message"], error
-    if param == "tool_choice" and "constrained" in words:
-        assert error["code"] == "tool_choice_not_supported"
     assert chat_studio.engine.calls == []
+
+
+def test_forced_calls_and_json_answers_reach_the_worker_as_asked(chat_studio):
+    """tool_choice required / a named function and response_format go to the engine as sent (the
+    worker constrains the decoding: tests/trainer_core/serving/test_constraints.py)."""
+    client = openai.OpenAI(base_url=chat_studio.url + "/v1", api_key=TOKEN, max_retries=0)
+    asked = [{"role": "user", "content": "call get_time {}"}]
+    named = {"type": "function", "function": {"name": "get_time"}}
+    for choice in ("required", named):
+        reply = client.chat.completions.create(model=JOB, messages=asked, tools=[WEATHER, TIME], tool_choice=choice)
+        assert reply.choices[0].finish_reason == "tool_calls"
+        assert chat_studio.engine.tool_requests[-1][1] == choice
+    shape = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    client.chat.completions.create(model=JOB, messages=[{"role": "user", "content": "hi"}], response_format=shape)
+    assert chat_studio.engine.tool_requests[-1] == ([], "none", shape)
 
 
 # ----- text completions -----

@@ -138,9 +138,11 @@ class FakeEngine:
         settings: GenerationSettings,
         use_adapter: bool = True,
         tools: Optional[list[dict]] = None,
-        tool_choice: str = "auto",
+        tool_choice: Union[str, dict] = "auto",
+        response_format: Optional[dict] = None,
     ) -> Iterator[StreamEvent]:
-        """Checks happen at the first ``next`` (like a generator engine)."""
+        """Checks happen at the first ``next`` (like a generator engine); the tool and format
+        settings are recorded (``tool_requests``) as the worker would get them."""
         if self.busy:
             raise ChatUnavailable(TRAINING_BUSY)
         self.resolve(model_id)
@@ -150,7 +152,9 @@ class FakeEngine:
         if prompt > self.max_prompt_chars:
             raise ChatInputError(f"the prompt has {prompt} tokens; this model reads at most {self.max_prompt_chars}")
         self.calls.append((model_id, messages, settings))
-        self.tool_requests.append((tools, tool_choice))
+        self.tool_requests.append(
+            (tools, tool_choice) if response_format is None else (tools, tool_choice, response_format)
+        )
         text = _answer_text(messages[-1].content) if tools else f"echo: {messages[-1].content}"
         if not tools or tool_choice == "none":
             yield from self._words(text.split(" "), settings, prompt)

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Union
 
 from trainer_core.process.supervisor import WorkerExited, WorkerProcess
 from trainer_core.runs.job import JobRunner
@@ -143,14 +143,16 @@ class ChatEngine(OneAnswerRequests):
         settings: GenerationSettings,
         use_adapter: bool = True,
         tools: Optional[list[dict[str, Any]]] = None,
-        tool_choice: str = "auto",
+        tool_choice: Union[str, dict[str, Any]] = "auto",
+        response_format: Optional[dict[str, Any]] = None,
     ) -> Iterator[StreamEvent]:
         """Answer ``messages`` piece by piece: events with ``delta`` text, the last one with
         ``finish_reason`` and token counts. Loads the model on demand and waits for its turn. With
         ``use_adapter=False`` a run's base model answers (same weights, adapter disabled); ignored
         for ``base``. ``tools`` (``tools.definitions.tool_list`` form) go to the chat template; unless
         ``tool_choice`` is ``none`` the answer's calls come on the last event (``tool_calls``), their
-        text held back. Checks that need no model (training running, unknown id, bad messages) raise
+        text held back; ``required`` or a named function forces one call, ``response_format``
+        (``json_object`` / ``json_schema``) a JSON answer (``serving.constraints``). Checks that need no model (training running, unknown id, bad messages) raise
         here at once; the rest while iterating. Closing the iterator early stops the generation."""
         choice = self._chat_choice(model_id, use_adapter)
         request = {
@@ -160,6 +162,8 @@ class ChatEngine(OneAnswerRequests):
         }
         if tools:
             request |= {"tools": tools, "tool_choice": tool_choice}
+        if response_format:
+            request["response_format"] = response_format
         return self._stream(choice, request)
 
     def stream_text(self, model_id: str, prompt: str, settings: GenerationSettings) -> Iterator[StreamEvent]:
@@ -206,11 +210,12 @@ class ChatEngine(OneAnswerRequests):
         settings: GenerationSettings,
         use_adapter: bool = True,
         tools: Optional[list[dict[str, Any]]] = None,
-        tool_choice: str = "auto",
+        tool_choice: Union[str, dict[str, Any]] = "auto",
+        response_format: Optional[dict[str, Any]] = None,
     ) -> StreamEvent:
         """The whole answer in ``delta``, with ``finish_reason``, token counts and calls (see ``stream``)."""
         pieces, last = [], StreamEvent()
-        for event in self.stream(model_id, messages, settings, use_adapter, tools, tool_choice):
+        for event in self.stream(model_id, messages, settings, use_adapter, tools, tool_choice, response_format):
             pieces.append(event.delta)
             last = event
         return last.model_copy(update={"delta": "".join(pieces)})

@@ -15,6 +15,7 @@ stop flag is set (``cancelled``). The context is the model's training context, a
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import logging
 import sys
 import time
@@ -184,6 +185,8 @@ def serve_gguf(choice: dict[str, Any], tools_dir: str, commands: Any, events: An
     exit_with_parent()
     try:
         from trainer_core.llamacpp.chat_template import TemplateRenderer
+        from trainer_core.serving.constraints import request_constraint
+        from trainer_core.tools.parse import call_format
 
         llm, n_ctx, seconds = load(choice["path"], tools_dir)
         template = TemplateRenderer(llm)
@@ -202,7 +205,8 @@ def serve_gguf(choice: dict[str, Any], tools_dir: str, commands: Any, events: An
         else:
             ids = prompt_ids(llm, template, request["messages"], request.get("tools"))
         special = bool(request.get("tools"))  # keep the calls' markers
-        constraint = request.get("constraint")  # a tools.constrain.Constraint as a dict, or None
+        forced = None if "prompt" in request else request_constraint(request, call_format(template))
+        constraint = dataclasses.asdict(forced) if forced is not None else None
         reason, count = generate(llm, n_ctx, ids, request["settings"], on_text, stop.is_set, special, constraint)
         return {"finish_reason": reason, "prompt_tokens": len(ids), "completion_tokens": count}
 

@@ -64,9 +64,11 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
     try:
         from trainer_core.data.local_kind import choice_kind
         from trainer_core.models.loading import ModelLoadError
+        from trainer_core.serving.constraints import request_constraint
         from trainer_core.serving.generate import generate, warm_up
         from trainer_core.serving.loader import load_choice
         from trainer_core.serving.schemas import GenerationSettings, ModelChoice
+        from trainer_core.tools.parse import call_format
 
         quiet_libraries()
         picked = ModelChoice(**choice)
@@ -104,6 +106,7 @@ def serve(choice: dict[str, Any], models_dir: str, commands: Any, events: Any, s
             use_adapter=request.get("use_adapter", True),
             tools=request.get("tools"),
             raw_prompt=request.get("prompt"),
+            constraint=None if "prompt" in request else request_constraint(request, call_format(loaded.tokenizer)),
         )
         return {
             "finish_reason": finish.reason,

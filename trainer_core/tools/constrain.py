@@ -104,10 +104,13 @@ def _functions(tools: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, Any
     return found
 
 
-def call_schema(tools: Sequence[dict[str, Any]], name: Optional[str] = None) -> dict[str, Any]:
+def call_schema(
+    tools: Sequence[dict[str, Any]], name: Optional[str] = None, arguments_key: str = "arguments"
+) -> dict[str, Any]:
     """The schema of one call ``{"name": ..., "arguments": ...}`` of ``tools``: of the function
-    ``name``, or any of them (``anyOf``) when None. Raises SchemaNotSupported for a schema that
-    cannot be compiled, Refusal (``tool_choice``) for an unknown name or no tools."""
+    ``name``, or any of them (``anyOf``) when None; ``arguments_key`` names the arguments (Llama 3
+    writes ``parameters``). Raises SchemaNotSupported for a schema that cannot be compiled, Refusal
+    (``tool_choice``) for an unknown name or no tools."""
     functions = _functions(tools)
     if name is not None:
         functions = [(n, p) for n, p in functions if n == name]
@@ -118,8 +121,8 @@ def call_schema(tools: Sequence[dict[str, Any]], name: Optional[str] = None) -> 
     calls = [
         {
             "type": "object",
-            "properties": {"name": {"const": n}, "arguments": p},
-            "required": ["name", "arguments"],
+            "properties": {"name": {"const": n}, arguments_key: p},
+            "required": ["name", arguments_key],
             "additionalProperties": False,
         }
         for n, p in functions
@@ -162,10 +165,14 @@ class Constraint:
 
 
 def call_constraint(
-    tools: Sequence[dict[str, Any]], name: Optional[str] = None, prefix: str = "", suffix: str = ""
+    tools: Sequence[dict[str, Any]],
+    name: Optional[str] = None,
+    prefix: str = "",
+    suffix: str = "",
+    arguments_key: str = "arguments",
 ) -> Constraint:
     """A ``Constraint`` for one call of ``tools`` (``call_schema``) between ``prefix`` and ``suffix``."""
-    return Constraint(call_schema(tools, name), prefix, suffix, field="tools")
+    return Constraint(call_schema(tools, name, arguments_key), prefix, suffix, field="tools")
 
 
 def response_constraint(response_format: Optional[dict[str, Any]]) -> Optional[Constraint]:

@@ -38,6 +38,11 @@ STARTS = {  # the texts with which a call begins, per format (where it may begin
     "mistral": ("[TOOL_CALLS]",),
     "harmony": ("to=functions.",),
 }
+CONSTRAINED = {  # format -> (text before the call's JSON, text after it, the arguments' key) for a forced call
+    "hermes": ("<tool_call>\n", "\n</tool_call>", "arguments"),
+    "mistral": ("[TOOL_CALLS][", "]", "arguments"),
+    "llama3": ("", "", "parameters"),
+}  # harmony names the function outside its JSON: a forced call is not offered there
 _HARMONY_CALL = re.compile(
     r"to=functions\.([^\s<]+)(?:<\|channel\|>[^<]*|\s+[^<]*)?<\|message\|>(.*?)(?:<\|call\|>|<\|end\|>|$)", re.DOTALL
 )
