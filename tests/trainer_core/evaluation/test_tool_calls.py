@@ -20,6 +20,7 @@ from trainer_core.evaluation.scoring import score_answers
 from trainer_core.evaluation.tool_calls import expected_calls, score_tool_answers
 from trainer_core.vocabulary import FormatType
 
+GLAIVE = "glaive_toolcall_en_demo.json"
 GLAIVE_ROWS = [0, 7]  # glaive_toolcall_en_demo.json: 4 assistant turns each, 1 and 2 of them calls
 LABELS = ["Valid calls", "Right function", "Arguments exact", "Called when it should", "Quiet when it should not"]
 
@@ -88,3 +89,24 @@ def test_the_scores_reach_the_table_and_the_predictions(glaive_rows) -> None:
     assert shown_calls(rows[4]["tuned_calls"]) == 'get_movie_details({"movie_id": "12345"})'
     assert shown_calls(rows[0]["tuned_calls"]) == "(none)" and shown_calls(None) == ""
     json.dumps(rows)  # predictions.jsonl takes them
+
+
+def test_the_cli_scores_tool_calls_of_the_tiny_model(tiny_model_dir, datasets_dir, tmp_path, capsys) -> None:
+    """The real path (rows, prompts with tools, greedy answers, parsing) on glaive's first row: 3
+    points, 1 of them a call. Random weights answer nonsense, so only the counts are known."""
+    from trainer_core.cli import main
+
+    data = tmp_path / GLAIVE  # its first row only: reading all 300 costs seconds
+    data.write_text(json.dumps(json.loads((datasets_dir / GLAIVE).read_text(encoding="utf-8"))[:1]), encoding="utf-8")
+    args = ["evaluate", "base", "--base-model", str(tiny_model_dir), "--dataset", str(data)]
+    args += ["--max-rows", "3", "--max-new-tokens", "4", "--no-base", "--output", str(tmp_path / "eval")]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    scores = json.loads((tmp_path / "eval" / "scores.json").read_text())["tuned"]
+    assert scores["name_accuracy"] in (0.0, 1.0) and scores["quiet_when_should_not"] in (0.0, 0.5, 1.0)
+    assert scores["called_when_should"] in (0.0, 1.0)
+    for label in LABELS[1:]:  # Valid calls only where the model began a call
+        assert any(line.startswith(label) for line in printed.splitlines()), printed
+    predictions = [json.loads(line) for line in (tmp_path / "eval" / "predictions.jsonl").open()]
+    assert [row["index"] for row in predictions] == [0, 0, 0]
+    assert all(isinstance(row["tuned_calls"], list) for row in predictions)
