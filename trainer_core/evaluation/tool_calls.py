@@ -3,7 +3,7 @@
 Only the evaluation rows that have tools are scored (a row with tools gives one evaluation row per
 assistant turn: ``evaluation.rows``). The expected calls of a row are its reference turn's canonical
 Hermes blocks (``tools.render.split_calls``; ``[]`` for an answer in words); what the model said is
-its answer parsed in the model's call format (``tools.parse.call_format`` of the run's tokenizer: a
+its answer (special tokens kept: ``generation.Answer.raw``) parsed in the model's call format (``tools.parse.call_format`` of the run's tokenizer: a
 template without tools, where training used the fallback block, gives ``hermes``), with
 ``attempted`` where a call begins in it (``tools.parse.call_start``), parsed or not. No row with
 tools: no scores (None), so a plain-text evaluation shows none of the five.

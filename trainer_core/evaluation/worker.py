@@ -146,9 +146,8 @@ def _run_model(
         return None
     texts = [a.text for a in generated.answers]
     fmt = call_format(loaded.tokenizer)  # the run's call format (a template without tools: the fallback's)
-    return Outcome(
-        loss, generated, score_answers(texts, [r.reference for r in rows]), score_tool_answers(texts, rows, fmt)
-    )
+    calls = score_tool_answers([a.raw or a.text for a in generated.answers], rows, fmt)  # call markers kept
+    return Outcome(loss, generated, score_answers(texts, [r.reference for r in rows]), calls)
 
 
 def _notes(
