@@ -3,8 +3,8 @@
 Only the evaluation rows that have tools are scored (a row with tools gives one evaluation row per
 assistant turn: ``evaluation.rows``). The expected calls of a row are its reference turn's canonical
 Hermes blocks (``tools.render.split_calls``; ``[]`` for an answer in words); what the model said is
-its answer (special tokens kept: ``generation.Answer.raw``) parsed in the model's call format (``tools.parse.call_format`` of the run's tokenizer: a
-template without tools, where training used the fallback block, gives ``hermes``), with
+its answer (special tokens kept: ``generation.Answer.raw``) parsed in the model's call format
+(``answer_format``: the template's own, or ``hermes`` where training wrote the fallback block), with
 ``attempted`` where a call begins in it (``tools.parse.call_start``), parsed or not. No row with
 tools: no scores (None), so a plain-text evaluation shows none of the five.
 """
@@ -15,11 +15,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from trainer_core.data.tool_rows import loaded
+from trainer_core.data.tool_rows import NATIVE, loaded, tool_format
 from trainer_core.evaluation.rows import EvalRow
 from trainer_core.tools.definitions import ToolsError
-from trainer_core.tools.parse import call_start, parse_calls
-from trainer_core.tools.render import split_calls
+from trainer_core.tools.parse import call_format, call_start, parse_calls
+from trainer_core.tools.render import FALLBACK_FORMAT, split_calls
 from trainer_core.tools.scoring import CallScores, Said, score_calls
 
 
@@ -47,6 +47,12 @@ def said(answer: str, fmt: str) -> Said:
     _, calls = parse_calls(answer, fmt)
     parsed = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])} for c in calls]
     return Said(parsed, call_start(answer, fmt) is not None)
+
+
+def answer_format(tokenizer: Any) -> str:
+    """The call format the model answers in: its template's (``call_format``) where the template
+    takes tools, else the fallback's (``render.FALLBACK_FORMAT``), which training wrote then."""
+    return call_format(tokenizer) if tool_format(tokenizer) == NATIVE else FALLBACK_FORMAT
 
 
 def score_tool_answers(answers: list[str], rows: list[EvalRow], fmt: str) -> Optional[ToolScores]:

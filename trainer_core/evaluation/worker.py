@@ -28,9 +28,8 @@ from trainer_core.evaluation.rows import EvalRow, to_rows
 from trainer_core.evaluation.schemas import CPU_DEFAULT_ROWS, EvaluateRequest, EvaluationResult
 from trainer_core.evaluation.scoring import score_answers
 from trainer_core.evaluation.sources import read_plan
-from trainer_core.evaluation.tool_calls import score_tool_answers
+from trainer_core.evaluation.tool_calls import answer_format, score_tool_answers
 from trainer_core.model_kind import kind_named
-from trainer_core.tools.parse import call_format
 
 log = logging.getLogger(__name__)
 Progress = Callable[[float, str], None]  # (fraction 0..1, message)
@@ -145,8 +144,8 @@ def _run_model(
     if generated is None:
         return None
     texts = [a.text for a in generated.answers]
-    fmt = call_format(loaded.tokenizer)  # the run's call format (a template without tools: the fallback's)
-    calls = score_tool_answers([a.raw or a.text for a in generated.answers], rows, fmt)  # call markers kept
+    raws = [a.raw or a.text for a in generated.answers]  # call markers kept
+    calls = score_tool_answers(raws, rows, answer_format(loaded.tokenizer))
     return Outcome(loss, generated, score_answers(texts, [r.reference for r in rows]), calls)
 
 

@@ -110,3 +110,11 @@ def test_the_cli_scores_tool_calls_of_the_tiny_model(tiny_model_dir, datasets_di
     predictions = [json.loads(line) for line in (tmp_path / "eval" / "predictions.jsonl").open()]
     assert [row["index"] for row in predictions] == [0, 0, 0]
     assert all(isinstance(row["tuned_calls"], list) for row in predictions)
+
+
+@pytest.mark.parametrize(("template", "fmt"), [(None, "hermes"), ("qwen2.5", "hermes"), ("llama3.1", "llama3")])
+def test_answers_are_read_in_the_format_training_wrote(tokenizer, template, fmt) -> None:
+    from tests.support.chat_templates import with_template
+    from trainer_core.evaluation.tool_calls import answer_format
+
+    assert answer_format(tokenizer if template is None else with_template(tokenizer, template)) == fmt
