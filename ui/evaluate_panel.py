@@ -29,8 +29,11 @@ from ui.uploads import keep_upload, split_paths
 FREE = dict(concurrency_limit=None)
 FIELDS = EvaluateRequest.model_fields
 UPLOAD_LABEL = "Held-out dataset (upload)"
-TABLE_COLUMNS = ["prompt", "reference", "base_answer", "tuned_answer", "rouge_l_base", "rouge_l_tuned"]
+TABLE_COLUMNS = [
+    "prompt", "reference", "base_answer", "tuned_answer", "rouge_l_base", "rouge_l_tuned", "base_calls", "tuned_calls",
+]  # fmt: skip
 MAX_TABLE_ROWS = 500
+CALL_COLUMNS = ("base_calls", "tuned_calls")  # rows with tools: the calls parsed from each answer
 
 
 def scores_text(record: Optional[TaskRecord]) -> str:
@@ -50,7 +53,7 @@ def scores_text(record: Optional[TaskRecord]) -> str:
 
 def predictions_table(record: Optional[TaskRecord]) -> pd.DataFrame:
     """The first rows of the evaluation's predictions file, prompt / reference / base / tuned, the
-    ROUGE-L scores rounded to 3 decimals (an embedding model's: its rows with each model's rank or
+    ROUGE-L scores rounded to 3 decimals, the calls parsed from each answer where rows have tools (an embedding model's: its rows with each model's rank or
     cosine, ``kinds.embedding.evaluation``)."""
     if record is None or not record.result or not record.output_dir:
         return pd.DataFrame(columns=TABLE_COLUMNS)
@@ -69,7 +72,19 @@ def predictions_table(record: Optional[TaskRecord]) -> pd.DataFrame:
     frame = frame[[c for c in TABLE_COLUMNS if c in frame.columns] or [c for c in frame.columns if c != "index"]]
     scores = [c for c in ("rouge_l_base", "rouge_l_tuned") if c in frame.columns]
     frame[scores] = frame[scores].round(3)  # 0.133, not 0.13333333333333333 (predictions.jsonl keeps all)
+    calls = [c for c in CALL_COLUMNS if c in frame.columns]
+    frame = frame.drop(columns=[c for c in calls if frame[c].isna().all()])  # no row with tools: no calls columns
+    for column in (c for c in calls if c in frame.columns):
+        frame[column] = frame[column].map(shown_calls)
     return frame
+
+
+def shown_calls(calls: Optional[list[dict[str, Any]]]) -> str:
+    """Parsed calls (``[{"name", "arguments"}]``) as ``name({...}); ...``; '' for a row without tools,
+    "(none)" where the answer made no call."""
+    if not isinstance(calls, list):
+        return ""
+    return "; ".join(f"{c['name']}({json.dumps(c['arguments'], ensure_ascii=False)})" for c in calls) or "(none)"
 
 
 def latest(tasks: TaskRunner, job_id: Optional[str]) -> tuple[str, pd.DataFrame, str]:

@@ -61,7 +61,8 @@ def literal_markdown(text: str) -> str:
 
 
 def _eval_text(result: Optional[dict]) -> str:
-    """The newest evaluation's tuned scores in a few characters (perplexity, ROUGE-L; nDCG@10; WER)."""
+    """The newest evaluation's tuned scores in a few characters (perplexity, ROUGE-L; nDCG@10; WER;
+    valid calls)."""
     tuned = (result or {}).get("tuned") or {}
     parts = []
     if tuned.get("perplexity") is not None:
@@ -72,6 +73,8 @@ def _eval_text(result: Optional[dict]) -> str:
         parts.append(f"nDCG@10 {tuned['ndcg_at_10']:.3f}")
     if tuned.get("wer") is not None:  # a speech-to-text model's transcripts
         parts.append(f"WER {tuned['wer']:.3f}")
+    if tuned.get("valid_call_rate") is not None:  # held-out rows with tools
+        parts.append(f"valid calls {tuned['valid_call_rate']:.2f}")
     return " · ".join(parts)
 
 

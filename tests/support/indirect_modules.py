@@ -33,8 +33,6 @@ INDIRECT: dict[str, str] = {
     "tests/e2e/test_distributed_runs.py and tests/e2e/test_multinode.py",
     "trainer_core.training.grpo": "GRPO's trainer, built in the training worker; tests/e2e/test_grpo_api.py "
     "and tests/e2e/test_grpo_page.py train with it",
-    "trainer_core.evaluation.loss": "the evaluation worker's loss; tests/e2e/test_evaluation.py compares it with "
-    "the trainer's eval_loss",
     "trainer_core.export.adapter_zip": "the export worker's adapter zip; "
     "tests/e2e/test_export_real.py::test_adapter_zip_holds_adapter_tokenizer_and_card",
     # parts of a larger module that the tests import

@@ -64,3 +64,25 @@ def test_a_text_evaluation_without_base_shows_dashes():
         ("ROUGE-L F1", "-", "0.2500", "-"),
         ("exact match", "-", "0.000", "-"),
     ]
+
+
+def test_a_tool_evaluation_shows_the_call_scores_and_each_answers_calls(tmp_path):
+    tuned = {"rouge_l": 0.5, "valid_call_rate": 0.5, "name_accuracy": 1.0, "arguments_exact": 0.0}
+    tuned |= {"called_when_should": 1.0, "quiet_when_should_not": 0.75}
+    base = {"rouge_l": 0.25, "valid_call_rate": None, "name_accuracy": 0.0, "arguments_exact": 0.0}
+    base |= {"called_when_should": 0.0, "quiet_when_should_not": 1.0}
+    result = {"rows_evaluated": 2, "rows_available": 2, "seconds": 1.0, "tuned": tuned, "base": base}
+    text = scores_text(_record(result))
+    assert "| Valid calls | - | 0.500 | - |" in text and "| Right function | 0.000 | 1.000 | +1.000 |" in text
+    assert "| Quiet when it should not | 1.000 | 0.750 | -0.250 |" in text
+    call = {"name": "get_weather", "arguments": {"city": "Paris"}}
+    lines = [{"prompt": "q", "reference": "r", "tuned_answer": "t", "base_answer": "b"} for _ in range(2)]
+    lines[0] |= {"tuned_calls": [call], "base_calls": []}
+    lines[1] |= {"tuned_calls": None, "base_calls": None}  # a row without tools
+    (tmp_path / "predictions.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    frame = predictions_table(_record(result, tmp_path))
+    assert frame["tuned_calls"].tolist() == ['get_weather({"city": "Paris"})', ""]
+    assert frame["base_calls"].tolist() == ["(none)", ""]
+    from ui.run_handlers import _eval_text  # the Runs table's evaluation column
+
+    assert _eval_text(result) == "ROUGE-L 0.500 · valid calls 0.50"

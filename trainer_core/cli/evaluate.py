@@ -94,8 +94,10 @@ def _print_scores(result: Any, path: Path) -> None:
         f"{result.rows_evaluated} of {result.rows_available} rows of {result.source} on {result.device} "
         f"in {result.seconds:.1f} s"
     )
-    for label, *values in [TABLE_HEAD, *score_table(result.tuned, result.base)]:
-        print(f"{label:<14}" + "".join(f"{value:>12}" for value in values))
+    table = [TABLE_HEAD, *score_table(result.tuned, result.base)]
+    width = max(len(label) for label, *_ in table) + 2  # the longest metric label ("Quiet when it should not")
+    for label, *values in table:
+        print(f"{label:<{width}}" + "".join(f"{value:>12}" for value in values))
     for note in result.notes:
         print(f"note: {note}")
     print(f"predictions: {path}")

@@ -27,11 +27,15 @@ TOKENS_EVERY = 8  # on_tokens is called every this many new tokens of a batch
 @dataclass
 class Answer:
     """One generated answer: ``text`` (special tokens removed), ``tokens`` generated (stop token
-    included) and ``finish``: ``stop`` (a stop token) or ``length`` (max_new_tokens reached)."""
+    included), ``finish``: ``stop`` (a stop token) or ``length`` (max_new_tokens reached), and
+    ``raw``: the text with the special tokens kept but the stop tokens (what ``tools.parse`` reads:
+    a family's call markers such as ``[TOOL_CALLS]`` or ``<|python_tag|>`` are special tokens, as
+    chat serving keeps them; '' where the answer was made elsewhere, then ``text`` is read)."""
 
     text: str
     tokens: int
     finish: str
+    raw: str = ""
 
 
 @dataclass
@@ -130,7 +134,9 @@ def generate_answers(
                 return None
             for row, ids in zip(batch, new):
                 kept, finish = cut_at_stop(ids, stop_set, max_new_tokens)
-                answers[row] = Answer(tokenizer.decode(kept, skip_special_tokens=True), len(kept), finish)
+                text = tokenizer.decode(kept, skip_special_tokens=True)
+                raw = tokenizer.decode([t for t in kept if t not in stop_set], skip_special_tokens=False)
+                answers[row] = Answer(text, len(kept), finish, raw)
                 result.tokens += len(kept)
             on_batch(done, len(batches))
     result.answers = [a for a in answers if a is not None]

@@ -9,7 +9,9 @@
     rouge_l_tuned  ROUGE-L F1 of tuned_answer, 0..1
     exact_tuned    tuned_answer.strip() == reference.strip()
     tuned_tokens   generated tokens (stop token included); tuned_finish: stop | length
-    base_answer, rouge_l_base, exact_base, base_tokens, base_finish
+    tuned_calls    rows with tools: the calls parsed from tuned_answer ([{"name", "arguments"}]);
+                   null for a row without tools (``evaluation.tool_calls``)
+    base_answer, rouge_l_base, exact_base, base_tokens, base_finish, base_calls
                    the same for the base model (adapter switched off); null when not compared
 """
 
@@ -26,6 +28,9 @@ from trainer_core.evaluation.loss import LossResult
 from trainer_core.evaluation.rows import EvalRow
 from trainer_core.evaluation.schemas import Scores
 from trainer_core.evaluation.scoring import TextScores
+from trainer_core.evaluation.tool_calls import ToolScores
+
+CALL_SCORES = ("valid_call_rate", "name_accuracy", "arguments_exact", "called_when_should", "quiet_when_should_not")
 
 PREDICTIONS_FILE = "predictions.jsonl"
 SCORES_FILE = "scores.json"
@@ -33,11 +38,12 @@ SCORES_FILE = "scores.json"
 
 @dataclass
 class Outcome:
-    """One model's loss, answers and text scores over the evaluated rows."""
+    """One model's loss, answers, text scores and (rows with tools) tool-call scores over the evaluated rows."""
 
     loss: LossResult
     generated: Generated
     text: TextScores
+    tools: Optional[ToolScores] = None
 
     def scores(self) -> Scores:
         """The API / stored form."""
@@ -50,6 +56,7 @@ class Outcome:
             answer_tokens=self.loss.tokens,
             generated_tokens=self.generated.tokens,
             tokens_per_second=self.generated.tokens_per_second,
+            **({key: getattr(self.tools.scores, key) for key in CALL_SCORES} if self.tools else {}),
         )
 
     def cut_answers(self) -> int:
@@ -65,6 +72,7 @@ def _side(outcome: Optional[Outcome], name: str, k: int) -> dict:
             f"exact_{name}": None,
             f"{name}_tokens": None,
             f"{name}_finish": None,
+            f"{name}_calls": None,
         }
     answer = outcome.generated.answers[k]
     return {
@@ -73,6 +81,7 @@ def _side(outcome: Optional[Outcome], name: str, k: int) -> dict:
         f"exact_{name}": outcome.text.exact[k],
         f"{name}_tokens": answer.tokens,
         f"{name}_finish": answer.finish,
+        f"{name}_calls": outcome.tools.calls[k] if outcome.tools else None,
     }
 
 
@@ -104,6 +113,11 @@ SCORE_ROWS = (  # Scores' field, its label, decimals shown: the report table's r
     ("spearman", "Spearman", 4),
     ("wer", "WER", 4),
     ("cer", "CER", 4),
+    ("valid_call_rate", "Valid calls", 3),
+    ("name_accuracy", "Right function", 3),
+    ("arguments_exact", "Arguments exact", 3),
+    ("called_when_should", "Called when it should", 3),
+    ("quiet_when_should_not", "Quiet when it should not", 3),
 )
 TABLE_HEAD = ("metric", "base", "tuned", "change")
 
@@ -111,7 +125,7 @@ TABLE_HEAD = ("metric", "base", "tuned", "change")
 def score_table(tuned: Scores, base: Optional[Scores]) -> list[tuple[str, str, str, str]]:
     """The report's rows (metric, base, tuned, change = tuned - base, signed), one per score either
     model has (a text model's loss ... tokens/s, an embedding model's nDCG@10 ... Spearman, a
-    speech-to-text model's WER and CER); "-"
+    speech-to-text model's WER and CER, the tool-call scores of rows with tools); "-"
     where a model has no value (base: not compared)."""
     table = []
     for key, label, digits in SCORE_ROWS:

@@ -2,7 +2,10 @@
 
 A row's prompt is every turn before its last assistant turn (system, user and earlier assistant
 turns) and its reference is that last assistant answer, so a multi-turn conversation is scored on
-its final answer with the earlier turns as context. Rows without an assistant turn after some
+its final answer with the earlier turns as context. A row with tools gives one evaluation row per
+assistant turn instead (each with the turns before it as its prompt): its calls are made mid-way
+(call, tool result, words), and each turn is a point where the model must call or answer
+(``evaluation.tool_calls``). Rows without an assistant turn after some
 context cannot be scored and are counted as skipped; raw-text data (column ``text``) has no
 answers at all and is refused.
 """
@@ -45,7 +48,8 @@ class EvalRow:
 
 
 def to_rows(dataset: datasets.Dataset, source: str) -> tuple[list[EvalRow], int]:
-    """(rows that have a prompt and an answer, number skipped) from canonical rows. Raises
+    """(rows that have a prompt and an answer, number skipped) from canonical rows (a row with tools:
+    one per assistant turn, see the module docstring). Raises
     DatasetError naming ``source`` for raw-text data or when no row has an answer."""
     if "messages" not in dataset.column_names:
         raise DatasetError(
@@ -57,12 +61,15 @@ def to_rows(dataset: datasets.Dataset, source: str) -> tuple[list[EvalRow], int]
     tools = dataset[TOOLS] if TOOLS in dataset.column_names else [""] * len(dataset)
     for index, (messages, pictures, row_tools) in enumerate(zip(dataset["messages"], images, tools)):
         turns = [{"role": m["role"], "content": m["content"] or ""} for m in messages]
-        last = max((i for i, m in enumerate(turns) if m["role"] == "assistant"), default=0)
-        if last == 0:
+        answers = [i for i, m in enumerate(turns) if m["role"] == "assistant" and i > 0]
+        if not answers:
             skipped += 1
             continue
-        shown = sum(m["content"].count(MARKER) for m in turns[:last])  # the answer's own images are not its input
-        rows.append(EvalRow(index, turns[:last], turns[last]["content"], list(pictures or [])[:shown], row_tools or ""))
+        for last in answers if row_tools else answers[-1:]:
+            shown = sum(m["content"].count(MARKER) for m in turns[:last])  # the answer's own images are not its input
+            rows.append(
+                EvalRow(index, turns[:last], turns[last]["content"], list(pictures or [])[:shown], row_tools or "")
+            )
     if not rows:
         raise DatasetError(
             f"{source}: none of its {len(dataset)} rows has an assistant answer after a prompt, "

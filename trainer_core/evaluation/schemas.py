@@ -54,7 +54,9 @@ class Scores(BaseModel):
     the share of answers equal to the reference after stripping whitespace, 0..1. An embedding
     model's scores are retrieval metrics instead (sentence-transformers' evaluators, cosine
     similarity): ``ndcg_at_10`` .. ``recall_at_10`` 0..1, ``spearman`` -1..1 (scored pairs). A
-    speech-to-text model's are ``wer`` and ``cer`` (jiwer, over all held-out clips; 0 is perfect)."""
+    speech-to-text model's are ``wer`` and ``cer`` (jiwer, over all held-out clips; 0 is perfect).
+    Held-out rows with tools add the tool-call scores ``valid_call_rate`` .. ``quiet_when_should_not``
+    (``evaluation.tool_calls``; None without tools)."""
 
     loss: Optional[float] = None
     perplexity: Optional[float] = None
@@ -81,6 +83,23 @@ class Scores(BaseModel):
     cer: Optional[float] = Field(
         None, description="Speech-to-text: character error rate of the transcripts against the references."
     )
+    valid_call_rate: Optional[float] = Field(
+        None,
+        description="Held-out rows with tools: of the answers that began a call, the share whose calls all parse "
+        "and match a defined function's schema (0..1; ``tools.scoring``).",
+    )
+    name_accuracy: Optional[float] = Field(
+        None, description="Rows with tools that should call: the share whose first call names the expected function."
+    )
+    arguments_exact: Optional[float] = Field(
+        None, description="Rows with tools that should call: the share whose calls equal the expected (parsed JSON)."
+    )
+    called_when_should: Optional[float] = Field(
+        None, description="Rows with tools that should call: the share where the model began a call."
+    )
+    quiet_when_should_not: Optional[float] = Field(
+        None, description="Rows with tools that should answer in words: the share where the model began no call."
+    )
 
 
 class EvaluationResult(BaseModel):
@@ -88,7 +107,8 @@ class EvaluationResult(BaseModel):
     reference, base_answer, tuned_answer and per-row scores; see ``evaluation.report``) in the
     task's folder. ``tuned`` scores the chosen model (the base model itself when ``model`` is
     ``base``); ``base`` its base with the adapter switched off (None when not compared).
-    ``rows_available`` counts the rows of the evaluation set that have a prompt and an answer;
+    ``rows_available`` counts the rows of the evaluation set that have a prompt and an answer (a row
+    with tools once per assistant turn: ``evaluation.rows``);
     ``tokens_per_second`` is all generated tokens / all seconds inside ``generate``."""
 
     rows_evaluated: int

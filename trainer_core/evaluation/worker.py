@@ -3,7 +3,8 @@
 Steps: read the planned rows (``sources``), load the model choice (``serving.loader``), keep the
 first ``max_rows`` rows (default: all on a GPU, the first ``CPU_DEFAULT_ROWS`` on CPU), then for the
 chosen model and, with ``compare_base``, its base (the same weights with the adapter off): the loss
-on the answers (``loss``), greedy answers (``generation``) and their scores (``scoring``). Writes
+on the answers (``loss``), greedy answers (``generation``) and their scores (``scoring``; rows with
+tools also their calls, ``tool_calls``). Writes
 ``predictions.jsonl`` and ``scores.json`` into ``context["output_dir"]`` and returns an
 ``EvaluationResult``. A model kind with its own evaluation (``ModelKind.evaluation``; the plan's
 ``kind``) runs that instead. ``should_stop`` is checked between batches (and at each decoding step);
@@ -27,6 +28,7 @@ from trainer_core.evaluation.rows import EvalRow, to_rows
 from trainer_core.evaluation.schemas import CPU_DEFAULT_ROWS, EvaluateRequest, EvaluationResult
 from trainer_core.evaluation.scoring import score_answers
 from trainer_core.evaluation.sources import read_plan
+from trainer_core.evaluation.tool_calls import answer_format, score_tool_answers
 from trainer_core.model_kind import kind_named
 
 log = logging.getLogger(__name__)
@@ -141,7 +143,10 @@ def _run_model(
         )  # fmt: skip
     if generated is None:
         return None
-    return Outcome(loss, generated, score_answers([a.text for a in generated.answers], [r.reference for r in rows]))
+    texts = [a.text for a in generated.answers]
+    raws = [a.raw or a.text for a in generated.answers]  # call markers kept
+    calls = score_tool_answers(raws, rows, answer_format(loaded.tokenizer))
+    return Outcome(loss, generated, score_answers(texts, [r.reference for r in rows]), calls)
 
 
 def _notes(

@@ -180,7 +180,8 @@ def test_a_run_records_the_format_and_evaluation_rows_keep_their_tools(tokenizer
     assert prepare_data(request, tokenizer).tool_format == FALLBACK  # run.json's tool_format
     canonical, _ = load_conversations(request)
     eval_rows, _ = to_rows(canonical, "glaive")
-    assert [row.tools for row in eval_rows] == canonical["tools"] and eval_rows[0].tools
+    assert {row.index for row in eval_rows} == {0, 1} and eval_rows[0].tools  # a row with tools: each assistant turn
+    assert [row.tools for row in eval_rows] == [canonical["tools"][row.index] for row in eval_rows]
     kept, prompts, _ = _fitting(eval_rows, SimpleNamespace(tokenizer=tokenizer, context_tokens=8192), 16, None)
     prompt = tokenizer.decode(prompts[0])  # generation sees the tools as training did: here the fallback block
     assert prompt.startswith("<|im_start|>system\nYou have access to the following tools:\n<tools>\n{")
