@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from api.openai_answer import answered, engine_of, relayed, whole
 from api.openai_errors import OpenAIError
 from api.openai_response_input import ResponsesRequest
+from api.openai_schemas import Usage
 from api.openai_tools import answer_parts
 from api.remote_images import fetch_image
 from trainer_core.serving.schemas import StreamEvent
@@ -42,8 +43,10 @@ class ResponseUsage(BaseModel):
     @classmethod
     def of(cls, event: StreamEvent) -> ResponseUsage:
         """From the engine's last event."""
-        prompt, answer = event.prompt_tokens or 0, event.completion_tokens or 0
-        return cls(input_tokens=prompt, output_tokens=answer, total_tokens=prompt + answer)
+        usage = Usage.of(event)
+        return cls(
+            input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens, total_tokens=usage.total_tokens
+        )
 
 
 class ResponseObject(BaseModel):

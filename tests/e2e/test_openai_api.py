@@ -676,3 +676,20 @@ def test_responses_events_validate_against_the_openai_types(chat_studio):
         with chat_studio.api().stream("POST", "/v1/responses", json={"model": JOB, "stream": True} | body) as answer:
             kinds = [events.validate_python(data).type for data in sse_data(answer)]
         assert kinds[0] == "response.created" and kinds[-1] in ("response.completed", "response.incomplete")
+
+
+def test_responses_refusals_and_failures_keep_their_status(chat_studio):
+    from openai.types.responses import ResponseErrorEvent
+
+    chat_studio.engine.busy = True
+    for stream in (False, True):
+        busy = chat_studio.api().post("/v1/responses", json={"model": JOB, "input": "x", "stream": stream})
+        assert busy.status_code == 409 and error_of(busy)["code"] == "training_in_progress"
+    chat_studio.engine.busy, chat_studio.engine.crash_after = False, 1
+    body = {"model": JOB, "input": "a b c", "stream": True}
+    with chat_studio.api().stream("POST", "/v1/responses", json=body) as answer:
+        assert answer.status_code == 200
+        events = sse_data(answer)
+    assert [e["type"] for e in events][-2:] == ["response.output_text.delta", "error"]
+    failed = ResponseErrorEvent.model_validate(events[-1])
+    assert failed.sequence_number == len(events) - 1 and "Traceback" not in str(events)
