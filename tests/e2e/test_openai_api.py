@@ -586,6 +586,8 @@ def test_the_codex_style_round_trip(chat_studio):
     ]
     deltas = [e for e in events if e.type == "response.function_call_arguments.delta"]
     assert [e.item_id for e in deltas] == [i.id for i in done] and events[-1].response.output == done
+    one = client.responses.create(model=JOB, input="calls 2", tools=[TIME_FLAT], parallel_tool_calls=False)
+    assert [i.type for i in one.output] == ["function_call"] and one.parallel_tool_calls is False
     back = [
         *asked,
         call.model_dump(exclude_none=True),
