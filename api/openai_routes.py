@@ -1,5 +1,5 @@
 """The OpenAI-compatible API: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST
-/v1/completions`` (``api/openai_completions.py``), ``POST /v1/embeddings``, ``POST /v1/audio/transcriptions`` and ``POST /v1/audio/speech`` over the chat engine at ``app.state.engine``,
+/v1/completions`` (``api/openai_completions.py``), ``POST /v1/responses`` (``api/openai_responses.py``), ``POST /v1/embeddings``, ``POST /v1/audio/transcriptions`` and ``POST /v1/audio/speech`` over the chat engine at ``app.state.engine``,
 behind the API token (the rule of ``/api/train/*``). Answers and streams: ``api/openai_answer.py``;
 embeddings: ``api/openai_embeddings.py``; transcriptions: ``api/openai_audio.py``; speech: ``api/openai_speech.py``; errors in
 OpenAI's shape: ``api/openai_errors.py``.
@@ -21,6 +21,8 @@ from api.openai_audio import AUDIO_RESPONSES, transcriptions
 from api.openai_completions import CompletionRequest, TextCompletion, text_answer
 from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, OpenAIRoute
+from api.openai_response_input import ResponsesRequest
+from api.openai_responses import ResponseObject, respond
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
 from api.openai_speech import SPEECH_RESPONSES, SpeechRequest, speech
 
@@ -69,6 +71,20 @@ def text_completions(body: CompletionRequest, request: Request) -> Any:
     if not body.model:
         raise OpenAIError(400, "model: required (see GET /v1/models)", param="model")
     return text_answer(request, body, body.model)
+
+
+@router.post(
+    "/responses",
+    response_model=ResponseObject,
+    responses=ERRORS
+    | {200: {"content": {"text/event-stream": {}}, "description": "The response, or events when `stream` is true"}},
+)
+def responses(body: ResponsesRequest, request: Request) -> Any:
+    """A ``response`` in OpenAI's Responses API shape (``output`` items: a message, function calls), or
+    its typed events with ``stream: true``; nothing is stored (see ``api/openai_responses.py``)."""
+    if not body.model:
+        raise OpenAIError(400, "model: required (see GET /v1/models)", param="model")
+    return respond(request, body, body.model)
 
 
 @router.post("/embeddings", response_model=EmbeddingList, responses=ERRORS)

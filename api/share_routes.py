@@ -6,7 +6,7 @@
   page, or for an embedding model a search page (a query ranked against passages by cosine, through
   ``/s/<token>/v1/embeddings``; the run's query prompt before the query).
 - ``/s/<token>/v1``: ``base_url`` of an OpenAI client for that one model: ``GET models`` lists only
-  it, ``POST chat/completions`` and ``POST completions`` (a chat model), ``POST embeddings`` (an embedding model), ``POST
+  it, ``POST chat/completions``, ``POST completions`` and ``POST responses`` (a chat model), ``POST embeddings`` (an embedding model), ``POST
   audio/transcriptions`` (a speech-to-text model) or ``POST audio/speech`` (a text-to-speech model)
   answers only for it (any other ``model`` is 404).
 
@@ -34,6 +34,8 @@ from api.openai_audio import AUDIO_RESPONSES, transcriptions
 from api.openai_completions import CompletionRequest, TextCompletion, text_answer
 from api.openai_embeddings import EmbeddingList, EmbeddingRequest, embeddings
 from api.openai_errors import ERRORS, OpenAIError, SharedRoute
+from api.openai_response_input import ResponsesRequest
+from api.openai_responses import ResponseObject, respond
 from api.openai_schemas import ChatCompletion, ChatCompletionRequest, ModelList, ModelObject
 from api.openai_speech import SPEECH_RESPONSES, SpeechRequest, speech
 from trainer_core.serving.errors import ChatInputError, UnknownModel
@@ -156,6 +158,12 @@ def shared_chat(body: ChatCompletionRequest, request: Request, choice: ModelChoi
 def shared_text(body: CompletionRequest, request: Request, choice: ModelChoice = Depends(shared_model)) -> Any:
     """Text completions with the link's model (``model`` must be its id, or omitted)."""
     return _generated(body.model, choice, lambda: text_answer(request, body, choice.id, public=True))
+
+
+@scoped.post("/responses", response_model=ResponseObject, responses=ERRORS)
+def shared_responses(body: ResponsesRequest, request: Request, choice: ModelChoice = Depends(shared_model)) -> Any:
+    """The Responses API with the link's model (``model`` must be its id, or omitted)."""
+    return _generated(body.model, choice, lambda: respond(request, body, choice.id, public=True))
 
 
 def _generated(asked: Optional[str], choice: ModelChoice, reply: Callable[[], Any]) -> Any:

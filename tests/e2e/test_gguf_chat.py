@@ -120,6 +120,14 @@ def test_tools_and_text_completions_through_the_gguf(studio, tokenizer):
     ]
     # the file's template with the tools fallback renders to exactly the run's tokenizer's ids: same count
     assert reply.usage.prompt_tokens == len(render_prompt(tokenizer, canonical, [tool]))
+    items = [
+        {"role": "user", "content": "What time is it?"},
+        {"type": "function_call", "call_id": "c1", "name": "get_time", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "noon"},
+    ]
+    flat = {"type": "function", "name": "get_time", "parameters": {"type": "object", "properties": {}}}
+    answer = client.responses.create(model=EXPORT, input=items, tools=[flat], temperature=0, max_output_tokens=1)
+    assert answer.usage.input_tokens == reply.usage.prompt_tokens  # the Responses items: the same prompt
     text = client.completions.create(model=EXPORT, prompt="The capital of France is", temperature=0, max_tokens=2)
     assert text.usage.prompt_tokens == len(tokenizer("The capital of France is")["input_ids"])
     assert text.choices[0].text and text.usage.completion_tokens == 2

@@ -548,3 +548,179 @@ def test_tools_and_text_completions_through_a_share_link(chat_studio):
     assert bad.value.param == "tools[0].type"
     forged = chat_studio.plain().post("/s/forged-token/v1/completions", json={"prompt": "x"})
     assert forged.status_code == 403
+
+
+# ----- responses -----
+WEATHER_FLAT = {
+    "type": "function",
+    "name": "get_weather",
+    **{k: WEATHER["function"][k] for k in ("description", "parameters")},
+}
+TIME_FLAT = {
+    "type": "function",
+    "name": "get_time",
+    "parameters": {"type": "object", "properties": {}},
+    "strict": False,
+}
+
+
+def test_responses_through_the_openai_client(chat_studio):
+    client = openai.OpenAI(base_url=chat_studio.url + "/v1", api_key=TOKEN, max_retries=0)
+    reply = client.responses.create(
+        model=JOB, instructions="be brief", input="tell me a story", max_output_tokens=50, temperature=0.2, store=True
+    )
+    assert reply.object == "response" and reply.id.startswith("resp_") and reply.status == "completed"
+    assert reply.output_text == "echo: tell me a story" and reply.store is False  # nothing is stored
+    (item,) = reply.output
+    assert item.type == "message" and item.role == "assistant" and item.content[0].type == "output_text"
+    assert reply.usage.output_tokens == 5 and reply.usage.total_tokens == reply.usage.input_tokens + 5 > 5
+    model_id, messages, settings = chat_studio.engine.calls[-1]
+    assert [(m.role, m.content) for m in messages] == [("system", "be brief"), ("user", "tell me a story")]
+    assert (model_id, settings.max_new_tokens, settings.temperature) == (JOB, 50, 0.2)
+    cut = client.responses.create(model=JOB, input="one two three four", max_output_tokens=2)
+    assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"
+    events = list(client.responses.create(model=JOB, input=[{"role": "user", "content": "a b c"}], stream=True))
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    kinds = [e.type for e in events]
+    assert kinds[:4] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+    ]
+    assert kinds[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == "echo: a b c"
+    assert events[-1].response.output_text == "echo: a b c" and events[-1].response.usage.output_tokens == 4
+
+
+def test_the_codex_style_round_trip(chat_studio):
+    client = openai.OpenAI(base_url=chat_studio.url + "/v1", api_key=TOKEN, max_retries=0)
+    asked = [{"role": "user", "content": [{"type": "input_text", "text": 'call get_weather {"city": "Paris"}'}]}]
+    reply = client.responses.create(model=JOB, input=asked, tools=[WEATHER_FLAT, TIME_FLAT])
+    message, call = reply.output
+    assert message.type == "message" and message.content[0].text == "Sure."
+    assert call.type == "function_call" and call.name == "get_weather" and call.status == "completed"
+    assert call.call_id.startswith("call_") and json.loads(call.arguments) == {"city": "Paris"}
+    assert chat_studio.engine.tool_requests[-1] == ([WEATHER, TIME], "auto")  # the chat's form
+    events = list(client.responses.create(model=JOB, input="calls 2", tools=[TIME_FLAT], stream=True))
+    done = [e.item for e in events if e.type == "response.output_item.done"]
+    assert [(i.type, i.name, json.loads(i.arguments)) for i in done] == [
+        ("function_call", "get_time", {"n": 0}),
+        ("function_call", "get_time", {"n": 1}),
+    ]
+    deltas = [e for e in events if e.type == "response.function_call_arguments.delta"]
+    assert [e.item_id for e in deltas] == [i.id for i in done] and events[-1].response.output == done
+    one = client.responses.create(model=JOB, input="calls 2", tools=[TIME_FLAT], parallel_tool_calls=False)
+    assert [i.type for i in one.output] == ["function_call"] and one.parallel_tool_calls is False
+    back = [
+        *asked,
+        call.model_dump(exclude_none=True),
+        {"type": "function_call_output", "call_id": call.call_id, "output": "rain"},
+    ]
+    final = client.responses.create(model=JOB, input=back, tools=[WEATHER_FLAT, TIME_FLAT])
+    assert final.status == "completed" and [i.type for i in final.output] == ["message"]
+    sent = [(m.role, m.content) for m in chat_studio.engine.calls[-1][1]]
+    assert sent[1:] == [
+        ("assistant", call_text("get_weather", {"city": "Paris"})),
+        ("tool", "<tool_response>\nrain\n</tool_response>"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "param", "words"),
+    [
+        ({"previous_response_id": "resp_1"}, "previous_response_id", "send the whole conversation"),
+        ({"tools": [TIME_FLAT, {"type": "web_search"}]}, "tools[1].type", "built-in tools"),
+        (
+            {"tools": [{"type": "function", "name": "f", "parameters": {"type": "object", "properties": 3}}]},
+            "tools[0].parameters",
+            "JSON",
+        ),
+        ({"tools": [TIME_FLAT], "tool_choice": {"type": "file_search"}}, "tool_choice", "auto, none, required"),
+        ({"input": []}, "input", "at least one item"),
+        ({"input": [{"role": "tool", "content": "x"}]}, "input[0].role", "user, system, developer or assistant"),
+        ({"input": [{"type": "reasoning", "summary": []}]}, "input[0].type", "function_call_output"),
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+            "input[0].content[0]",
+            "only text",
+        ),
+        ({"input": ["hi"]}, "input[0]", "give an object"),
+        (
+            {"input": [{"type": "function_call_output", "call_id": "c9", "output": "x"}]},
+            "input[0].call_id",
+            "no function_call",
+        ),
+        (
+            {"input": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{no"}]},
+            "input[0].arguments",
+            "not valid JSON",
+        ),
+        ({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]}, "input[0].call_id", "required"),
+        ({"input": [{"role": "user", "content": "y" * 100_001}]}, "input[0].content", "at most"),
+        ({"instructions": "y" * 100_001}, "instructions", "instructions: String should have at most"),
+        ({"max_output_tokens": 0}, "max_output_tokens", ""),
+        ({"text": {"format": {"type": "json_schema"}}}, "text.format", "only the text format"),
+    ],
+)
+def test_malformed_responses_requests_are_400_naming_the_field(chat_studio, change, param, words):
+    answer = chat_studio.api().post("/v1/responses", json={"model": JOB, "input": "hi"} | change)
+    assert answer.status_code == 400, answer.text
+    error = error_of(answer)
+    assert error["param"] == param and words in error["message"], error
+    assert chat_studio.engine.calls == []
+
+
+def test_responses_token_and_share_link(chat_studio):
+    for plain in (chat_studio.plain(), chat_studio.api("wrong-token-0123456789")):
+        denied = plain.post("/v1/responses", json={"model": JOB, "input": "x"})
+        assert denied.status_code == 401 and error_of(denied)["code"] == "invalid_api_key"
+    made = chat_studio.api().post("/api/train/share", json={"model": CHECKPOINT})
+    client = openai.OpenAI(base_url=chat_studio.url + made.json()["api_base_path"], api_key="unused", max_retries=0)
+    reply = client.responses.create(model=CHECKPOINT, input="calls 1", tools=[TIME_FLAT])
+    assert reply.output[0].type == "function_call" and reply.output[0].name == "get_time"
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(model=JOB, input="hello")  # not the link's model
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.responses.create(model=CHECKPOINT, input="x", tools=[{"type": "code_interpreter"}])
+    assert bad.value.param == "tools[0].type"
+    assert chat_studio.engine.calls[-1][0] == CHECKPOINT and len(chat_studio.engine.calls) == 1
+
+
+def test_responses_events_validate_against_the_openai_types(chat_studio):
+    """The client builds its objects without validating; the ``openai`` package's own types, validated."""
+    from openai.types.responses import Response, ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    events = TypeAdapter(ResponseStreamEvent)
+    for body in (
+        {"input": "a b"},
+        {"input": "call get_time {}", "tools": [TIME_FLAT]},
+        {"input": "a b c", "max_output_tokens": 1},
+    ):
+        Response.model_validate(chat_studio.api().post("/v1/responses", json={"model": JOB} | body).json())
+        with chat_studio.api().stream("POST", "/v1/responses", json={"model": JOB, "stream": True} | body) as answer:
+            kinds = [events.validate_python(data).type for data in sse_data(answer)]
+        assert kinds[0] == "response.created" and kinds[-1] in ("response.completed", "response.incomplete")
+
+
+def test_responses_refusals_and_failures_keep_their_status(chat_studio):
+    from openai.types.responses import ResponseErrorEvent
+
+    chat_studio.engine.busy = True
+    for stream in (False, True):
+        busy = chat_studio.api().post("/v1/responses", json={"model": JOB, "input": "x", "stream": stream})
+        assert busy.status_code == 409 and error_of(busy)["code"] == "training_in_progress"
+    chat_studio.engine.busy, chat_studio.engine.crash_after = False, 1
+    body = {"model": JOB, "input": "a b c", "stream": True}
+    with chat_studio.api().stream("POST", "/v1/responses", json=body) as answer:
+        assert answer.status_code == 200
+        events = sse_data(answer)
+    assert [e["type"] for e in events][-2:] == ["response.output_text.delta", "error"]
+    failed = ResponseErrorEvent.model_validate(events[-1])
+    assert failed.sequence_number == len(events) - 1 and "Traceback" not in str(events)
