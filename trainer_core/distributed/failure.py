@@ -11,6 +11,11 @@ summary whose "Root Cause (first observed failure)" block names the rank and its
       rank      : 1 (local_rank: 1)
       exitcode  : -9 (pid: 31078)  (SIGKILL)
 
+Its "Failures:" block above lists the other processes that had failed by then. A process killed by
+a signal leaves no error file, so torchrun times its failure when it notices it; a peer that raised
+meanwhile (gloo's "Connection closed by peer") can then be named the root cause. ``killed_peer``
+finds the killed process in that case: it failed first, and the peer's error follows from it.
+
 Ray prints no such summary; its raylet says which worker process died, by pid, in the driver's
 output (``ray_deaths``), e.g. (Ray 2.60, one line):
 
@@ -27,6 +32,10 @@ from pathlib import Path
 from typing import Optional
 
 ROOT_CAUSE = "Root Cause (first observed failure)"
+FAILURES = "Failures:"
+PEER_LOST = re.compile(  # a collective's error when another process of the group went away
+    r"Connection (?:closed|reset) by peer|remote worker crashing|remote process exited|Broken pipe", re.IGNORECASE
+)
 _RANK = re.compile(r"^\s*rank\s*:\s*(\d+)", re.MULTILINE)
 _EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)", re.MULTILINE)
 _RAY_DEATH = re.compile(
@@ -54,6 +63,32 @@ def root_cause(text: str) -> Optional[RootCause]:
     if rank is None or exitcode is None:
         return None
     return RootCause(int(rank.group(1)), int(exitcode.group(1)))
+
+
+def failures(text: str) -> list[RootCause]:
+    """Every failure in the launcher's last summary in ``text`` (its "Failures:" block, then its root
+    cause), [] when it holds none."""
+    at = text.rfind(ROOT_CAUSE)
+    if at < 0:
+        return []
+    start = text.rfind(FAILURES, 0, at)
+    block = text[start if start >= 0 else at :]
+    found = []
+    for part in re.split(r"^\s*\[\d+\]:\s*$", block, flags=re.MULTILINE)[1:]:
+        rank, exitcode = _RANK.search(part), _EXIT.search(part)
+        if rank is not None and exitcode is not None:
+            found.append(RootCause(int(rank.group(1)), int(exitcode.group(1))))
+    return found
+
+
+def killed_peer(text: str, cause: RootCause, message: str) -> Optional[RootCause]:
+    """The process killed by a signal (a negative exit code other than SIGTERM's, which the launcher
+    sends when it ends the others) that ``cause`` lost when ``message``, its error, says a peer went
+    away (``PEER_LOST``); None otherwise."""
+    if not PEER_LOST.search(message or ""):
+        return None
+    killed = [f for f in failures(text) if f.rank != cause.rank and f.exitcode < 0 and f.exitcode != -15]
+    return killed[0] if killed else None
 
 
 def ray_deaths(text: str) -> list[tuple[int, str]]:

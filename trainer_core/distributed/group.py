@@ -325,12 +325,15 @@ class RankGroup:
         launcher_code = self.exitcode
         self.terminate()
         hint = failure.resume_hint(Path(self._job[2]))  # the checkpoints left once every process has ended
-        cause = failure.root_cause(failure.log_tail(self.log_path))
+        tail = failure.log_tail(self.log_path)
+        cause = failure.root_cause(tail)
         if cause is None and launcher_code is not None and launcher_code < 0:
             reason = self.evidence.reason(launcher_code, worker=f"{self.launcher} launcher (pid {self.pid})")
             raise WorkerExited(launcher_code, f"{reason} The studio ended the training processes.")
         messages = dict(reversed(self._errors))  # each rank's first error
-        died = self._ray_death(failure.log_tail(self.log_path)) if cause is None else None
+        if cause is not None:  # a peer's "connection closed" named first: the killed process it lost came first
+            cause = failure.killed_peer(tail, cause, messages.get(cause.rank, "")) or cause
+        died = self._ray_death(tail) if cause is None else None
         if died is not None:
             rank, detail = died
             worker = f"training process of rank {rank} (of {self.size}, pid {self.pids[rank]})"

@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from trainer_core.distributed import launch
-from trainer_core.distributed.failure import RootCause, last_lines, ray_deaths, root_cause
+from trainer_core.distributed.failure import RootCause, failures, killed_peer, last_lines, ray_deaths, root_cause
 from trainer_core.distributed.launch import Devices, ScalingError, check_config_file, machine_problem
 from trainer_core.preflight.steps import plan_steps
 from trainer_core.schemas import TrainingStartRequest
@@ -262,6 +262,25 @@ def test_the_root_cause_is_read_from_torchruns_summary():
     assert root_cause("some log\n" + TORCHRUN_FAILURE) == RootCause(rank=1, exitcode=-9)
     assert root_cause("Traceback ...\nRuntimeError: boom\n") is None
     assert last_lines("a\n\nb\nc\n", count=2) == "b | c"
+
+
+def test_a_peer_lost_named_first_gives_way_to_the_killed_process():
+    """Rank 1 killed: rank 0's gloo error, timed first by torchrun (a signal leaves no error file), is
+    not the cause; rank 1's SIGKILL in the Failures block is. SIGTERM (torchrun ending the others) never is."""
+    swapped = (
+        TORCHRUN_FAILURE.replace("rank      : 1 (local_rank: 1)", "rank      : X")
+        .replace("rank      : 0 (local_rank: 0)", "rank      : 1 (local_rank: 1)")
+        .replace("rank      : X", "rank      : 0 (local_rank: 0)")
+        .replace("exitcode  : -15 (pid: 31077)", "exitcode  : -9 (pid: 31077)")
+    )
+    swapped = swapped.replace("exitcode  : -9 (pid: 31078)", "exitcode  : 1 (pid: 31078)")
+    assert failures(swapped) == [RootCause(rank=1, exitcode=-9), RootCause(rank=0, exitcode=1)]
+    cause = root_cause(swapped)
+    assert cause == RootCause(rank=0, exitcode=1)
+    gloo = "RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:12177"
+    assert killed_peer(swapped, cause, gloo) == RootCause(rank=1, exitcode=-9)
+    assert killed_peer(swapped, cause, "RuntimeError: CUDA out of memory") is None  # its own error: it came first
+    assert killed_peer(TORCHRUN_FAILURE, RootCause(rank=1, exitcode=-9), gloo) is None  # rank 0 was SIGTERMed
 
 
 # ----- the step plan -----
