@@ -128,28 +128,37 @@ class TrainTab:
         on_preview = partial(preview.preview, ctx)
         mapping, length = widgets["custom_format_mapping"], widgets["max_seq_length"]
         columns = widgets["embedding_columns"]
-        for trigger in (
-            self.upload.change,
-            self.paths.submit,
-            self.paths.blur,
-            widgets["format_type"].change,
-            mapping.submit,
-            mapping.blur,
-            widgets["model_name"].change,
-            length.submit,
-            length.blur,
-            widgets["training_method"].change,
-            widgets["is_dataset_audio"].change,
-            widgets["max_audio_seconds"].submit,
-            widgets["max_audio_seconds"].blur,
-            widgets["is_embedding"].change,
-            columns.submit,
-            columns.blur,
-            widgets["embedding_loss"].change,
-            widgets["speaker_column"].submit,
-            widgets["speaker_column"].blur,
-        ):
-            trigger(on_preview, inputs, shown, api_name=False, **FREE)
+        # One event for every trigger, always_last: the page runs one preview at a time and then the
+        # latest, so an older preview (a blur's, with the old values) never lands after a newer one.
+        gr.on(
+            [
+                self.upload.change,
+                self.paths.submit,
+                self.paths.blur,
+                widgets["format_type"].change,
+                mapping.submit,
+                mapping.blur,
+                widgets["model_name"].change,
+                length.submit,
+                length.blur,
+                widgets["training_method"].change,
+                widgets["is_dataset_audio"].change,
+                widgets["max_audio_seconds"].submit,
+                widgets["max_audio_seconds"].blur,
+                widgets["is_embedding"].change,
+                columns.submit,
+                columns.blur,
+                widgets["embedding_loss"].change,
+                widgets["speaker_column"].submit,
+                widgets["speaker_column"].blur,
+            ],
+            on_preview,
+            inputs,
+            shown,
+            api_name=False,
+            trigger_mode="always_last",
+            **FREE,
+        )
 
         def refresh(event: Any) -> Any:
             return event.then(on_preview, inputs, shown, api_name=False, **FREE)
