@@ -17,7 +17,7 @@ import pandas as pd
 from trainer_core.model_kind import kinds
 from trainer_core.runs.compare import FINAL_SERIES
 from trainer_core.runs.metrics import chart_points_of
-from trainer_core.runs.store import STATUS_WORDS, RunDetail, RunRecord, status_word
+from trainer_core.runs.store import RunDetail, RunRecord, status_word
 from trainer_core.runs.write_folders import delete_run
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.serving.engine import ChatEngine
@@ -28,6 +28,7 @@ from ui.form import FORM_FIELDS, form_values
 from ui.monitor_text import clock
 from ui.refusals import notice_html
 from ui.refused import Refused
+from ui.run_filters import ALL_STATUSES, RUNS_PAGE, listing
 from ui.train_handlers import NOTICE_CLEAR, begin, refused, watch
 
 RUN_COLUMNS = [
@@ -45,8 +46,6 @@ RUN_COLUMNS = [
     "wall time",
     "evaluation",
 ]
-ALL_STATUSES = "all"
-STATUS_CHOICES = [(ALL_STATUSES, ALL_STATUSES)] + [(word.replace("_", " "), word) for word in STATUS_WORDS]
 NO_RUN = "Click a run in the table to see its charts and settings."
 _PUNCTUATION = re.compile(r"([!-%'-/:;=?@\[-`{-~])")  # ASCII punctuation but & < > (those become entities)
 
@@ -153,29 +152,18 @@ def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
     ]
 
 
-def _filter_text(value: Any, what: str) -> str:
-    """A filter box's text (at most 200 characters; ``gr.Error`` for anything else)."""
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) > 200:
-        raise Refused(f"The {what} filter must be text of at most 200 characters.")
-    return value.strip()
-
-
 def runs_table(
-    ctx: Context, name: Optional[str] = "", status: Optional[str] = ALL_STATUSES, dataset: Optional[str] = ""
+    ctx: Context,
+    name: Optional[str] = "",
+    status: Optional[str] = ALL_STATUSES,
+    dataset: Optional[str] = "",
+    shown: Any = RUNS_PAGE,
 ) -> pd.DataFrame:
-    """The remembered runs, newest first, that match the filters (``RunStore.list_runs``: name or
-    job id contains ``name``, status word is ``status`` unless "all", a dataset path or Hub id
-    contains ``dataset``); ``gr.Error`` for an unknown status or an over-long filter."""
-    status = status or ALL_STATUSES
-    if status != ALL_STATUSES and status not in STATUS_WORDS:
-        raise Refused(f"Unknown status filter; choose one of: {', '.join(STATUS_WORDS)}.")
-    runs = ctx.runner.store.list_runs(
-        name=_filter_text(name, "name"),
-        dataset=_filter_text(dataset, "dataset"),
-        status=None if status == ALL_STATUSES else status,
-    )
+    """The newest ``shown`` remembered runs that match the filters (``run_filters.listing``: name
+    or job id contains ``name``, status word is ``status`` unless "all", a dataset path or Hub id
+    contains ``dataset``); ``gr.Error`` for an unknown status, an over-long filter or a bad count."""
+    filters, limit = listing(name, status, dataset, shown)
+    runs = ctx.runner.store.list_runs(limit=limit, **filters)
     evaluations = _evaluations(ctx)
     return pd.DataFrame([_row(r, evaluations.get(r.job_id, "")) for r in runs], columns=RUN_COLUMNS)
 
@@ -342,15 +330,23 @@ def resume(ctx: Context, job_id: Optional[str], session: Optional[str] = None) -
         )
 
 
-def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str, str]:
+def delete(
+    ctx: Context,
+    job_id: Optional[str],
+    name: Optional[str] = "",
+    status: Optional[str] = ALL_STATUSES,
+    dataset: Optional[str] = "",
+    shown: Any = RUNS_PAGE,
+) -> tuple[pd.DataFrame, Any, str, str]:
     """Forget a run and delete the files it wrote (``write_folders.delete_run``: in its run folder
     and a folder it claimed beside it, such as its ``tensorboard_dir``): never a
     studio folder, another run's files or files put beside them; what is kept is said. Returns the
-    table, the hidden confirmation row, and a blank run id (which clears the run's summary, charts
-    and settings from the page) and notice."""
+    table (``runs_table`` under the list's filters and count shown), the hidden confirmation
+    row, and a blank run id (which clears the run's summary, charts and settings from the page) and
+    notice."""
     run = _get(ctx, job_id)
-    status = ctx.runner.status(with_history=False)
-    if status.is_training_running and status.job_id == run.job_id:
+    live = ctx.runner.status(with_history=False)
+    if live.is_training_running and live.job_id == run.job_id:
         raise Refused("This run is training: stop or cancel it first.")
     task = ctx.tasks.current() if ctx.tasks is not None else None
     if task is not None and task.job_id == run.job_id:
@@ -367,7 +363,7 @@ def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str,
         )
     else:
         gr.Info(f"Deleted run {run.job_id} and its {result.removed} files.")
-    return runs_table(ctx), gr.update(visible=False), "", ""
+    return runs_table(ctx, name, status, dataset, shown), gr.update(visible=False), "", ""
 
 
 def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:

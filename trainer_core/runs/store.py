@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from trainer_core.runs import listing, series_store
 from trainer_core.runs.integrity import check_readable
-from trainer_core.runs.labels import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, label_text, matches, status_word
+from trainer_core.runs.labels import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, label_text, status_word
 from trainer_core.runs.records import RunDetail, RunRecord
 from trainer_core.runs.series_store import LossRow, PackedSeries
 from trainer_core.status import TrainingProgress
@@ -322,6 +322,12 @@ class RunStore:
             if rows:
                 found[name] = float(rows[0]["value"])
         return found
+
+    def changes(self) -> tuple[int, int]:
+        """A key that moves whenever the history may have changed: (rows this connection has
+        written, SQLite's ``data_version``, which moves when another connection commits to the file)."""
+        with self._lock:
+            return self._db.total_changes, self._db.execute("PRAGMA data_version").fetchone()[0]
 
     def get_record(self, job_id: str) -> Optional[RunRecord]:
         """One run without its metrics, or None."""
