@@ -1,29 +1,36 @@
 """What a big run history costs: the page's load handlers, the Runs tab, a comparison and
-``GET /api/train/runs`` with an empty history against one of 1,000 runs and 100,000 logged events.
+``GET /api/train/runs`` with an empty history, one of a single page of runs, and one of 1,000 runs
+and 100,000 logged events.
 
-    python -m bench.history_scale [--runs 1000] [--metrics 100000] [--repeats 7] [--quick] [--out FILE]
+    python -m bench.history_scale [--runs 1000] [--metrics 100000] [--repeats 15] [--quick] [--out FILE]
 
-Two apps are built in this process (``server.build_app``), each over its own temporary data folder:
-A's history holds only the 3 runs that are compared (a comparison needs runs), B's holds the same 3
-plus ``--runs`` - 3 others, written through the studio's own ``RunStore`` (``create_run``,
-``add_metric`` per logged event, ``finish_run``, which packs the loss series), spread over the past
-year, in the mix of phases a real history has; every 10th event is an eval event. B's queue table
-holds refused entries too (``QueueStore``, at most ``queue.store.MAX_ENTRIES``).
+Three apps are built in this process (``server.build_app``), each over its own temporary data
+folder: ``empty`` holds only the 3 runs that are compared (a comparison needs runs); ``page`` the
+same 3 and others up to one page of the Runs table (``ui.run_filters.RUNS_PAGE``); ``full`` the same 3
+and ``--runs`` - 3 others, with refused entries in its queue table (``QueueStore``, at most
+``queue.store.MAX_ENTRIES``). Runs are written through the studio's own ``RunStore``
+(``create_run``, ``add_metric`` per logged event, ``finish_run``, which packs the loss series),
+``--metrics`` / ``--runs`` events each (every 10th an eval event), spread over the past year in the
+mix of phases a real history has. ``empty`` against ``full`` is the issue's target; ``page``
+against ``full`` shows what the history's size costs beyond the rows shown.
 
-Timed, A B A B (``--repeats`` rounds, each measuring A then B, median reported):
+Timed interleaved (empty, page, full, ``--repeats`` rounds), medians of wall and CPU time:
 
 - ``page load``: ``GET /`` (the page) plus every handler ``demo.load`` calls, called directly with the
   components' initial values (generators: their first update), except ``prewarm`` (it starts a
   standby training worker and reads no history);
 - ``runs tab``: what opening the Runs tab runs (``tab.select``: the runs table and the compare
-  picker's choices), each result through its component's ``postprocess`` as Gradio sends it;
+  picker's choices; then the line under the table), each result through its component's
+  ``postprocess`` as Gradio sends it;
+- ``runs tab over HTTP``: the Refresh button's event (``runs``: the table) through Gradio's queue
+  over HTTP (``/gradio_api/call/runs`` and its answer stream), as the page calls it;
 - ``compare``: ``compare_panel.compare_runs`` of the 3 runs, cold (the shared series cache emptied)
   and its figure's JSON;
-- ``api runs``: ``GET /api/train/runs`` (its default page) through the ASGI app;
+- ``api runs``: ``GET /api/train/runs`` (its default page, up to 200 runs) through the ASGI app;
 - ``api runs page 50``: ``GET /api/train/runs?limit=50`` (a client's first page of 50).
 
-Prints one JSON line and a table (median ms of A, of B, B / A), and writes ``--out``
-(docs/bench-results/history_scale.json by default). Target (issue 51): B within 10 % of A.
+Prints one JSON line and a table, and writes ``--out`` (docs/bench-results/history_scale.json by
+default). Target (issue 51): full within 10 % of empty.
 """
 
 from __future__ import annotations
@@ -133,9 +140,12 @@ class Side:
         self.settings = Settings(data_dir=data_dir)
         self.app = build_app(self.settings)
         self.client = TestClient(self.app)
+        self.client.__enter__()  # the app's lifespan: Gradio's queue runs, so its events can be called
         self.demo = self.app.state.gradio_app.get_blocks()
         runner = self.app.state.runner
-        self.ctx = Context(runner=runner, settings=self.settings, tasks=self.app.state.tasks, queue=self.app.state.queue)
+        self.ctx = Context(
+            runner=runner, settings=self.settings, tasks=self.app.state.tasks, queue=self.app.state.queue
+        )
         self.runs_table = self._component("runs-table")
         self.picker = self._component("compare-runs")
 
@@ -160,7 +170,7 @@ class Side:
 
     def close(self) -> None:
         self.app.state.queue.stop() if hasattr(self.app.state.queue, "stop") else None
-        self.client.close()
+        self.client.__exit__(None, None, None)
         self.app.state.runner.store.close()
 
 
@@ -176,7 +186,7 @@ def _first(result: Any) -> Any:
 def measures(side: Side, compared: list[str]) -> dict[str, Callable[[], Any]]:
     """name -> a call timed for ``side``."""
     from trainer_core.runs import compare
-    from ui import compare_panel, run_handlers
+    from ui import compare_panel, run_filters, run_handlers
 
     handlers = side.load_handlers()
 
@@ -188,6 +198,7 @@ def measures(side: Side, compared: list[str]) -> dict[str, Callable[[], Any]]:
     def runs_tab() -> None:
         table = run_handlers.runs_table(side.ctx)
         side.runs_table.postprocess(table)
+        run_filters.count_line(side.ctx)  # the line under the table (after the table changed)
         picker = compare_panel.choices(side.ctx, [])
         side.picker.postprocess(picker.get("value"))  # the choices go as a config update
         json.dumps(picker.get("choices"))
@@ -196,6 +207,14 @@ def measures(side: Side, compared: list[str]) -> dict[str, Callable[[], Any]]:
         compare.SHARED.clear()
         figure, diff = compare_panel.compare_runs(side.ctx, compared, "step", 0.6)
         figure.to_json()
+
+    def runs_event() -> None:  # the Refresh button's event over HTTP, as the page's JavaScript calls it
+        data = ["", run_filters.ALL_STATUSES, "", run_filters.RUNS_PAGE]
+        joined = side.client.post("/gradio_api/call/runs", json={"data": data})
+        joined.raise_for_status()
+        answer = side.client.get(f"/gradio_api/call/runs/{joined.json()['event_id']}").text
+        if "event: complete" not in answer:
+            raise RuntimeError(f"the runs event failed: {answer[:300]}")
 
     def api(query: str) -> Callable[[], None]:
         def call() -> None:
@@ -206,85 +225,128 @@ def measures(side: Side, compared: list[str]) -> dict[str, Callable[[], Any]]:
     return {
         "page load": page_load,
         "runs tab": runs_tab,
+        "runs tab over HTTP": runs_event,
         "compare 3 runs": compare_cold,
         "api runs": api(""),
         "api runs page 50": api("?limit=50"),
     }
 
 
-def ab(a: dict[str, Callable], b: dict[str, Callable], repeats: int) -> dict[str, dict[str, Any]]:
-    """Each measure A B A B ... ``repeats`` rounds (one warm-up call each first); median ms per side."""
-    times: dict[str, dict[str, list[float]]] = {name: {"A": [], "B": []} for name in a}
-    for name in a:
-        a[name]()
-        b[name]()
+def interleaved(sides: dict[str, dict[str, Callable]], repeats: int) -> dict[str, dict[str, Any]]:
+    """Each measure on each side in turn (A B C A B C ..., ``repeats`` rounds, one warm-up call
+    each first): per measure and side the median wall ms, the median CPU ms of this process (all
+    its threads: the app's work without the waits for other processes on a shared machine) and
+    every wall time."""
+    names = list(next(iter(sides.values())))
+    wall = {name: {side: [] for side in sides} for name in names}
+    cpu = {name: {side: [] for side in sides} for name in names}
+    for name in names:
+        for calls in sides.values():
+            calls[name]()
     for _ in range(repeats):
-        for name in a:
-            for label, side in (("A", a), ("B", b)):
-                began = time.perf_counter()
-                side[name]()
-                times[name][label].append((time.perf_counter() - began) * 1000)
-    found = {}
-    for name, sides in times.items():
-        med_a, med_b = statistics.median(sides["A"]), statistics.median(sides["B"])
-        found[name] = {
-            "empty_ms": round(med_a, 2),
-            "full_ms": round(med_b, 2),
-            "ratio": round(med_b / med_a, 3) if med_a else None,
-            "empty_all_ms": [round(t, 2) for t in sides["A"]],
-            "full_all_ms": [round(t, 2) for t in sides["B"]],
+        for name in names:
+            for side, calls in sides.items():
+                began, began_cpu = time.perf_counter(), time.process_time()
+                calls[name]()
+                wall[name][side].append((time.perf_counter() - began) * 1000)
+                cpu[name][side].append((time.process_time() - began_cpu) * 1000)
+    return {
+        name: {
+            side: {
+                "ms": round(statistics.median(wall[name][side]), 2),
+                "cpu_ms": round(statistics.median(cpu[name][side]), 2),
+                "all_ms": [round(t, 1) for t in wall[name][side]],
+            }
+            for side in sides
         }
-    return found
+        for name in names
+    }
+
+
+def _ratios(figures: dict[str, dict[str, Any]]) -> None:
+    """Add full / empty and full / one page (wall and CPU medians) to each measure of ``figures``."""
+    for row in figures.values():
+        for base in ("empty", "page"):
+            for key in ("ms", "cpu_ms"):
+                row[f"full/{base}" + ("" if key == "ms" else " cpu")] = round(row["full"][key] / row[base][key], 3)
+
+
+def _table(figures: dict[str, dict[str, Any]]) -> str:
+    """The figures as a text table: median wall ms per side, the ratios, and CPU ms per side."""
+    lines = [
+        f"{'median of the rounds':20s} {'empty':>8s} {'1 page':>8s} {'full':>8s} {'full/empty':>11s} "
+        f"{'full/1 page':>11s}   CPU ms empty / 1 page / full (full/empty)"
+    ]
+    for name, row in figures.items():
+        cpu = " / ".join(f"{row[side]['cpu_ms']:.1f}" for side in ("empty", "page", "full"))
+        lines.append(
+            f"{name:20s} {row['empty']['ms']:8.1f} {row['page']['ms']:8.1f} {row['full']['ms']:8.1f} "
+            f"{row['full/empty']:11.3f} {row['full/page']:11.3f}   {cpu} ({row['full/empty cpu']:.3f})"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Build both histories, time them A B A B, print and write the figures."""
+    """Build the three histories, time them interleaved, print and write the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--metrics", type=int, default=100_000, help="logged events over all runs")
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--quick", action="store_true", help="100 runs, 5,000 events, 3 repeats: checks the script")
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="100 runs, 5,000 events, 2 repeats: checks the script")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "bench-results" / "history_scale.json")
     args = parser.parse_args(argv)
     if args.quick:
-        args.runs, args.metrics, args.repeats = 100, 5_000, 3
+        args.runs, args.metrics, args.repeats = 100, 5_000, 2
+    from ui.run_filters import RUNS_PAGE
+
+    per_run = args.metrics // args.runs
     with tempfile.TemporaryDirectory() as folder:
-        empty, full = Path(folder) / "empty", Path(folder) / "full"
-        per_run = args.metrics // args.runs
-        fill(empty / "studio.db", COMPARED, per_run * COMPARED, first=args.runs - COMPARED)
+        paths = {side: Path(folder) / side / "studio.db" for side in ("empty", "page", "full")}
         began = time.perf_counter()
-        fill(full / "studio.db", args.runs - COMPARED, per_run * (args.runs - COMPARED))
-        fill(full / "studio.db", COMPARED, per_run * COMPARED, first=args.runs - COMPARED)
-        fill_queue(full / "studio.db", QUEUE_REFUSED)
+        for side, others in (("empty", 0), ("page", RUNS_PAGE - COMPARED), ("full", args.runs - COMPARED)):
+            fill(paths[side], others, per_run * others, first=args.runs - COMPARED - others)
+            fill(paths[side], COMPARED, per_run * COMPARED, first=args.runs - COMPARED)  # the same 3 in each
+        fill_queue(paths["full"], QUEUE_REFUSED)
         fill_s = time.perf_counter() - began
         compared = [f"job_hist_{args.runs - COMPARED + i:05d}" for i in range(COMPARED)]
-        a, b = Side(empty), Side(full)
+        sides = {side: Side(path.parent) for side, path in paths.items()}
         try:
-            figures = ab(measures(a, compared), measures(b, compared), args.repeats)
+            figures = interleaved({side: measures(app, compared) for side, app in sides.items()}, args.repeats)
         finally:
-            a.close()
-            b.close()
-        size_mb = (full / "studio.db").stat().st_size / 2**20
+            for app in sides.values():
+                app.close()
+        size_mb = paths["full"].stat().st_size / 2**20
+    _ratios(figures)
     report = {
-        "runs": args.runs,
-        "metrics": per_run * args.runs,
-        "queue_entries": QUEUE_REFUSED,
+        "runs": {"empty": COMPARED, "page": RUNS_PAGE, "full": args.runs},
+        "metrics": {"empty": per_run * COMPARED, "page": per_run * RUNS_PAGE, "full": per_run * args.runs},
+        "queue_entries_full": QUEUE_REFUSED,
         "repeats": args.repeats,
         "fill_s": round(fill_s, 1),
-        "db_mib": round(size_mb, 1),
+        "full_db_mib": round(size_mb, 1),
         "load_average": [round(x, 2) for x in os.getloadavg()],
-        "machine": platform.processor() or platform.machine(),
+        "cpu": _cpu_name(),
+        "cores": os.cpu_count(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "figures": figures,
     }
     print(json.dumps(report))
-    print(f"\n{'':20s} {'empty ms':>10s} {'full ms':>10s} {'full/empty':>10s}")
-    for name, row in figures.items():
-        print(f"{name:20s} {row['empty_ms']:10.2f} {row['full_ms']:10.2f} {row['ratio'] or 0:10.3f}")
+    print("\n" + _table(figures))
     if not args.quick:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1) + "\n")
     return report
+
+
+def _cpu_name() -> str:
+    """The CPU's model name (Linux ``/proc/cpuinfo``), else the machine type."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
 
 
 if __name__ == "__main__":
