@@ -1,5 +1,6 @@
 """The run history's list queries: a page of runs, newest first, with the total that match the Runs
-tab's filters, and the lean (job id, name) list the pickers show.
+tab's filters, the lean (job id, name) list the pickers show, and every run's folders (a Start's
+check that its folders are its own).
 
 A history of 1,000 runs must list as fast as an empty one (``bench/history_scale.py``), so nothing
 here reads every run in full: the order is the index ``runs_by_created`` (``INDEXES``), a page is
@@ -69,6 +70,15 @@ def labels(db: sqlite3.Connection, limit: int) -> list[tuple[str, Optional[str]]
     cursor = db.cursor()
     cursor.row_factory = None
     return cursor.execute(f"SELECT job_id, name FROM runs {NEWEST_FIRST} LIMIT ?", (limit,)).fetchall()
+
+
+def folders(db: sqlite3.Connection, claimed: tuple[str, ...]) -> list[tuple]:
+    """(job id, output folder, then the value of each setting named in ``claimed``, None where unset)
+    of every run, its other settings left unread (SQLite's ``json_extract``)."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    values = "".join(", json_extract(request_json, ?)" for _ in claimed)
+    return cursor.execute(f"SELECT job_id, output_dir{values} FROM runs", [f"$.{name}" for name in claimed]).fetchall()
 
 
 def _lean(row: tuple) -> SimpleNamespace:

@@ -291,6 +291,12 @@ class RunStore:
         with self._lock:
             return listing.labels(self._db, limit)
 
+    def run_folders(self, claimed: tuple[str, ...] = ()) -> list[tuple]:
+        """(job id, output folder, then each setting named in ``claimed``: its value or None) of
+        every run, without reading the rest of its settings (``listing.folders``)."""
+        with self._lock:
+            return listing.folders(self._db, claimed)
+
     def loss_rows(self, job_id: str) -> list[LossRow]:
         """The run's logged events as (step, loss, eval_loss, num_tokens) in logged order, from the
         plain columns (older rows: from their JSON); no pydantic model per event

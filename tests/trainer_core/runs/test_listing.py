@@ -110,3 +110,12 @@ def test_changes_moves_on_every_write_here_or_from_another_connection(store, tmp
     other.commit()
     other.close()
     assert store.changes() != after_label
+
+
+def test_every_runs_folders_come_with_the_settings_asked_for(store):
+    store.create_run("job_tb", {"tensorboard_dir": "/tb/one", "lora_r": 8}, "/runs/tb", "training", created_at=2000.0)
+    found = {row[0]: row[1:] for row in store.run_folders(("tensorboard_dir", "lora_r"))}
+    assert (
+        len(found) == 8 and found["job_tb"] == ("/runs/tb", "/tb/one", 8) and found["job_0"] == ("/runs/0", None, None)
+    )
+    assert {len(row) for row in store.run_folders()} == {2}
