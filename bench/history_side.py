@@ -90,7 +90,7 @@ def measures(side: Side, compared: list[str]) -> dict[str, Callable[[], Any]]:
     def runs_tab() -> None:
         table = run_handlers.runs_table(side.ctx)
         side.runs_table.postprocess(table)
-        run_filters.count_line(side.ctx)  # the line under the table (after the table changed)
+        run_filters.count_line(side.ctx, "", run_filters.ALL_STATUSES, "", table)  # the line under it, after
         picker = compare_panel.choices(side.ctx, [])
         side.picker.postprocess(picker.get("value"))  # the choices go as a config update
         json.dumps(picker.get("choices"))
@@ -101,7 +101,7 @@ def measures(side: Side, compared: list[str]) -> dict[str, Callable[[], Any]]:
         figure.to_json()
 
     def runs_event() -> None:  # the Refresh button's event over HTTP, as the page's JavaScript calls it
-        data = ["", run_filters.ALL_STATUSES, "", run_filters.RUNS_PAGE]
+        data = ["", run_filters.ALL_STATUSES, ""]
         joined = side.client.post("/gradio_api/call/runs", json={"data": data})
         joined.raise_for_status()
         answer = side.client.get(f"/gradio_api/call/runs/{joined.json()['event_id']}").text

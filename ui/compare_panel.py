@@ -24,7 +24,7 @@ from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, RunRecord
 from ui import compare_view
 from ui.context import Context
 from ui.refused import Refused
-from ui.run_filters import ALL_STATUSES, RUNS_PAGE, STATUS_CHOICES
+from ui.run_filters import ALL_STATUSES, STATUS_CHOICES
 from ui.run_handlers import runs_table
 from ui.tables import fit_table
 
@@ -115,11 +115,10 @@ def save_label(
     name_filter: Optional[str] = "",
     status_filter: Optional[str] = "all",
     dataset_filter: Optional[str] = "",
-    shown: Any = RUNS_PAGE,
 ) -> tuple[pd.DataFrame, dict]:
     """Store run ``job_id``'s name and note (``RunStore.set_label``: stripped, limits checked;
-    blank clears), then return the filtered runs table (``shown`` runs) and the compare picker's
-    update. A missing run, non-text or an over-long name or note is a ``gr.Error``."""
+    blank clears), then return the filtered runs table and the compare picker's update. A missing
+    run, non-text or an over-long name or note is a ``gr.Error``."""
     job_id = job_id.strip() if isinstance(job_id, str) else ""
     if not job_id:
         raise Refused("Click a run in the table first.")
@@ -132,7 +131,7 @@ def save_label(
     if not found:
         raise Refused(f"No run '{_quoted(job_id)}': click a run in the table first.")
     gr.Info(f"Saved the name and note of {job_id}.")
-    return runs_table(ctx, name_filter, status_filter, dataset_filter, shown), choices(ctx)
+    return runs_table(ctx, name_filter, status_filter, dataset_filter), choices(ctx)
 
 
 # ----- the components and their events (called inside the Runs tab's Blocks context) -----
@@ -167,24 +166,27 @@ def build_filters() -> list[gr.components.Component]:
     return [name, status, dataset]
 
 
-def wire_filters(ctx: Context, listed: list, table: gr.Dataframe) -> None:
-    """Enter in a text filter, or a new status, filters the table; ``listed``: ``runs_table``'s
-    inputs (the three filters, then the count of runs shown), as the Refresh event ``runs`` takes."""
-    name, status, dataset, _shown = listed
-    gr.on([name.submit, status.change, dataset.submit], partial(runs_table, ctx), listed, table, api_name=False, **FREE)
+def wire_filters(ctx: Context, filters: list, table: gr.Dataframe) -> None:
+    """Enter in a text filter, or a new status, filters the table (the Refresh event ``runs`` takes
+    the same inputs)."""
+    name, status, dataset = filters
+    gr.on(
+        [name.submit, status.change, dataset.submit], partial(runs_table, ctx), filters, table, api_name=False, **FREE
+    )
 
 
 def build_label_editor(
-    ctx: Context, selected: gr.Textbox, listed: list, table: gr.Dataframe, picker: gr.Dropdown
+    ctx: Context, selected: gr.Textbox, filters: list, table: gr.Dataframe, picker: gr.Dropdown
 ) -> None:
-    """Name and note of the selected run, with Save (event ``run_label``; ``listed``: the table's
-    filters and count, as ``wire_filters``)."""
+    """Name and note of the selected run, with Save (event ``run_label``)."""
     with gr.Row(elem_id="run-label"):
         name = gr.Textbox(label="Name", max_lines=1, max_length=NAME_MAX_CHARS, elem_id="run-name", scale=2)
         note = gr.Textbox(label="Note", lines=2, max_length=NOTE_MAX_CHARS, elem_id="run-note", scale=4)
         save = gr.Button("Save name and note", size="sm", elem_id="run-label-save", scale=1)
     selected.change(partial(label_fields, ctx), selected, [name, note], api_name=False, **FREE)
-    save.click(partial(save_label, ctx), [selected, name, note, *listed], [table, picker], api_name="run_label", **FREE)
+    save.click(
+        partial(save_label, ctx), [selected, name, note, *filters], [table, picker], api_name="run_label", **FREE
+    )
 
 
 def build_compare(ctx: Context) -> gr.Dropdown:

@@ -1,13 +1,15 @@
 """The Runs tab's list: its filters (name or job id, status, dataset) as the page sends them,
-checked, and its paging (the newest ``RUNS_PAGE`` runs, *Show more* adds a page; a line says how
-many of how many are shown). Every value may come from a raw queue call rather than the page, so
-each is checked here; a bad one is a ``gr.Error``."""
+checked, and its paging: the table shows the newest ``RUNS_PAGE`` runs, *Show more* adds a page
+(counting the rows the table has, so a Refresh, a filter or a Save starts again from the newest
+page), and a line says how many of how many are shown. Every value may come from a raw queue call
+rather than the page, so each is checked here; a bad one is a ``gr.Error``."""
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
 import gradio as gr
+import pandas as pd
 
 from trainer_core.runs.store import STATUS_WORDS
 from ui.context import Context
@@ -55,29 +57,36 @@ def shown_count(value: Any) -> int:
     return int(value)
 
 
-def show_more(shown: Any) -> int:
-    """*Show more*: ``RUNS_PAGE`` more runs than ``shown`` (at most ``MAX_SHOWN``)."""
-    return min(shown_count(shown) + RUNS_PAGE, MAX_SHOWN)
+def rows_shown(table: Any) -> int:
+    """How many runs ``table`` (the Runs table's value as the page sends it back: a DataFrame, or
+    Gradio's ``{"data": rows}``; None: empty) shows; ``gr.Error`` for anything else."""
+    if table is None:
+        return 0
+    if isinstance(table, pd.DataFrame):
+        return len(table)
+    if isinstance(table, dict) and isinstance(table.get("data"), list):
+        return len(table["data"])
+    raise Refused("The runs table could not be read: refresh the list.")
 
 
-def listing(
-    name: Optional[str] = "", status: Optional[str] = ALL_STATUSES, dataset: Optional[str] = "", shown: Any = RUNS_PAGE
-) -> tuple[dict[str, Optional[str]], int]:
-    """(``list_filters``, ``shown_count``) of the list's inputs: the three filters, then the count shown."""
-    return list_filters(name, status, dataset), shown_count(shown)
+def more_rows(table: Any) -> int:
+    """*Show more*: how many runs the table shows next: ``RUNS_PAGE`` more than ``table`` (at most ``MAX_SHOWN``)."""
+    return max(1, min(rows_shown(table) + RUNS_PAGE, MAX_SHOWN))
 
 
-def count_line(ctx: Context, *listed: Any) -> tuple[str, dict]:
+def count_line(ctx: Context, *shown: Any) -> tuple[str, dict]:
     """(the line under the table: how many runs it shows of how many match, the *Show more*
-    button's update: shown only while more match) for the list's inputs ``listed`` (``listing``)."""
-    filters, limit = listing(*listed)
+    button's update: shown only while more match) for ``shown``: the three filters, then the table
+    as the page has it."""
+    *texts, table = shown
+    filters, rows = list_filters(*texts), rows_shown(table)
     total = ctx.runner.store.runs_page(limit=0, **filters)[1]
     kind = "runs" if not any(filters.values()) else "matching runs"
     if total == 0:
         line = "No runs yet." if kind == "runs" else "No runs match the filters."
-    elif total <= limit:
+    elif total <= rows:
         line = f"All {total:,} {kind}."
     else:
-        line = f"The newest {limit:,} of {total:,} {kind}."
-    more = min(RUNS_PAGE, MAX_SHOWN - limit, max(0, total - limit))
+        line = f"The newest {rows:,} of {total:,} {kind}."
+    more = min(RUNS_PAGE, MAX_SHOWN - rows, max(0, total - rows))
     return line, gr.update(value=f"Show {more} more", visible=more > 0)

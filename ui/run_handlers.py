@@ -28,7 +28,7 @@ from ui.form import FORM_FIELDS, form_values
 from ui.monitor_text import clock
 from ui.refusals import notice_html
 from ui.refused import Refused
-from ui.run_filters import ALL_STATUSES, RUNS_PAGE, listing
+from ui.run_filters import ALL_STATUSES, RUNS_PAGE, list_filters, more_rows, shown_count
 from ui.train_handlers import NOTICE_CLEAR, begin, refused, watch
 
 RUN_COLUMNS = [
@@ -159,13 +159,20 @@ def runs_table(
     dataset: Optional[str] = "",
     shown: Any = RUNS_PAGE,
 ) -> pd.DataFrame:
-    """The newest ``shown`` remembered runs that match the filters (``run_filters.listing``: name
-    or job id contains ``name``, status word is ``status`` unless "all", a dataset path or Hub id
-    contains ``dataset``); ``gr.Error`` for an unknown status, an over-long filter or a bad count."""
-    filters, limit = listing(name, status, dataset, shown)
-    runs = ctx.runner.store.list_runs(limit=limit, **filters)
+    """The newest ``shown`` remembered runs (``run_filters.shown_count``) that match the filters
+    (``run_filters.list_filters``: name or job id contains ``name``, status word is ``status``
+    unless "all", a dataset path or Hub id contains ``dataset``); ``gr.Error`` for an unknown
+    status, an over-long filter or a bad count."""
+    runs = ctx.runner.store.list_runs(limit=shown_count(shown), **list_filters(name, status, dataset))
     evaluations = _evaluations(ctx)
     return pd.DataFrame([_row(r, evaluations.get(r.job_id, "")) for r in runs], columns=RUN_COLUMNS)
+
+
+def more_runs(ctx: Context, *listed: Any) -> pd.DataFrame:
+    """*Show more*: ``runs_table`` of ``listed`` (the three filters, then the table as the page has
+    it) with ``RUNS_PAGE`` more runs than that table (``run_filters.more_rows``)."""
+    *filters, table = listed
+    return runs_table(ctx, *filters, more_rows(table))
 
 
 def _get(ctx: Context, job_id: Optional[str]) -> RunDetail:
@@ -330,23 +337,15 @@ def resume(ctx: Context, job_id: Optional[str], session: Optional[str] = None) -
         )
 
 
-def delete(
-    ctx: Context,
-    job_id: Optional[str],
-    name: Optional[str] = "",
-    status: Optional[str] = ALL_STATUSES,
-    dataset: Optional[str] = "",
-    shown: Any = RUNS_PAGE,
-) -> tuple[pd.DataFrame, Any, str, str]:
+def delete(ctx: Context, job_id: Optional[str]) -> tuple[pd.DataFrame, Any, str, str]:
     """Forget a run and delete the files it wrote (``write_folders.delete_run``: in its run folder
     and a folder it claimed beside it, such as its ``tensorboard_dir``): never a
     studio folder, another run's files or files put beside them; what is kept is said. Returns the
-    table (``runs_table`` under the list's filters and count shown), the hidden confirmation
-    row, and a blank run id (which clears the run's summary, charts and settings from the page) and
-    notice."""
+    table, the hidden confirmation row, and a blank run id (which clears the run's summary, charts
+    and settings from the page) and notice."""
     run = _get(ctx, job_id)
-    live = ctx.runner.status(with_history=False)
-    if live.is_training_running and live.job_id == run.job_id:
+    status = ctx.runner.status(with_history=False)
+    if status.is_training_running and status.job_id == run.job_id:
         raise Refused("This run is training: stop or cancel it first.")
     task = ctx.tasks.current() if ctx.tasks is not None else None
     if task is not None and task.job_id == run.job_id:
@@ -363,7 +362,7 @@ def delete(
         )
     else:
         gr.Info(f"Deleted run {run.job_id} and its {result.removed} files.")
-    return runs_table(ctx, name, status, dataset, shown), gr.update(visible=False), "", ""
+    return runs_table(ctx), gr.update(visible=False), "", ""
 
 
 def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:

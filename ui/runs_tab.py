@@ -38,15 +38,11 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
             more = gr.Button(
                 f"Show {run_filters.RUNS_PAGE} more", size="sm", visible=False, elem_id="runs-more", scale=0
             )
-        shown = gr.Number(
-            run_filters.RUNS_PAGE, precision=0, visible=False, elem_id="runs-shown"
-        )  # rows the table shows
-        listed = [*filters, shown]  # runs_table's inputs
         summary = gr.Markdown(run_handlers.NO_RUN, elem_id="run-summary")
         shown = gr.Textbox(visible=False, elem_id="run-view-key")  # run_handlers.view_key of what is shown
         follow_timer = gr.Timer(RUN_VIEW_EVERY_S)
         picker = compare_panel.build_compare(ctx)
-        compare_panel.build_label_editor(ctx, selected, listed, table, picker)
+        compare_panel.build_label_editor(ctx, selected, filters, table, picker)
         with gr.Row(elem_id="runs-actions"):
             load_btn = gr.Button("Load into form", elem_id="load-settings", interactive=False)
             resume_btn = gr.Button("Resume", variant="primary", elem_id="resume", interactive=False)
@@ -91,15 +87,13 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
     resumed_form = resume_btn.click(
         partial(run_handlers.form_for_resume, ctx), selected, train_inputs, api_name=False, **FREE
     )
-    tab.select(partial(run_handlers.runs_table, ctx), listed, table, api_name=False, **FREE)
+    tab.select(partial(run_handlers.runs_table, ctx), filters, table, api_name=False, **FREE)
     tab.select(partial(compare_panel.choices, ctx), picker, picker, api_name=False, **FREE)
-    compare_panel.wire_filters(ctx, listed, table)
-    refreshed = refresh.click(partial(run_handlers.runs_table, ctx), listed, table, api_name="runs", **FREE)
-    more.click(run_filters.show_more, shown, shown, api_name=False, **FREE).then(
-        partial(run_handlers.runs_table, ctx), listed, table, api_name=False, **FREE
-    )
-    for changed in (table.change, refreshed.then):  # a refresh may leave the page's rows as they were
-        changed(partial(run_filters.count_line, ctx), listed, [count, more], api_name=False, **FREE)
+    compare_panel.wire_filters(ctx, filters, table)
+    refreshed = refresh.click(partial(run_handlers.runs_table, ctx), filters, table, api_name="runs", **FREE)
+    more.click(partial(run_handlers.more_runs, ctx), [*filters, table], table, api_name=False, **FREE)
+    for changed in (table.change, refreshed.then):  # a refresh may leave the table's rows as they were
+        changed(partial(run_filters.count_line, ctx), [*filters, table], [count, more], api_name=False, **FREE)
     refreshed.then(
         partial(run_handlers.show_run, ctx),
         selected,
@@ -157,7 +151,7 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
     keep_btn.click(lambda: gr.update(visible=False), None, confirm_row, api_name=False)
     confirm_btn.click(
         partial(run_handlers.delete, ctx),
-        [selected, *listed],
+        selected,
         [table, confirm_row, selected, runs_notice],
         api_name="delete_run",
         **FREE,
