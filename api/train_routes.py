@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -160,18 +160,33 @@ def hardware() -> HardwareSnapshot:
 RunStatusWord = Literal[STATUS_WORDS]  # type: ignore[valid-type]
 
 
-@router.get("/runs", response_model=list[RunRecord])
+TOTAL_HEADER = "X-Total-Count"  # GET /runs: how many runs match the filters, beyond the page returned
+_INTEGER = {"type": "integer"}
+
+
+@router.get(
+    "/runs",
+    response_model=list[RunRecord],
+    responses={200: {"headers": {TOTAL_HEADER: {"description": "Runs matching the filters", "schema": _INTEGER}}}},
+)
 def runs(
+    response: Response,
     store: RunStore = Depends(_store),
     name: Optional[str] = Query(None, max_length=200),
     status: Optional[RunStatusWord] = None,
     dataset: Optional[str] = Query(None, max_length=200),
     limit: int = Query(200, ge=1, le=10_000),
+    offset: int = Query(0, ge=0, le=10_000_000),
 ) -> list[RunRecord]:
     """The remembered runs, newest first, that match every filter given: ``name`` is contained in
     the run's name or job id, ``status`` is its state (the phase, or ``cancelled`` /
-    ``early_stopped``), ``dataset`` is contained in a dataset path or Hub id (text ignores case)."""
-    return store.list_runs(limit=limit, name=name, status=status, dataset=dataset)
+    ``early_stopped``), ``dataset`` is contained in a dataset path or Hub id (text ignores case).
+    One page: at most ``limit`` runs from the ``offset``-th match on (0: the newest); the
+    ``X-Total-Count`` header says how many match in all, so a client pages on while
+    ``offset + limit`` is below it."""
+    found, total = store.runs_page(limit=limit, offset=offset, name=name, status=status, dataset=dataset)
+    response.headers[TOTAL_HEADER] = str(total)
+    return found
 
 
 class RunLabel(BaseModel):

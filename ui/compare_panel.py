@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import math
 from functools import partial
+from types import SimpleNamespace
 from typing import Any, Optional
 
 import gradio as gr
@@ -23,8 +24,11 @@ from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, RunRecord
 from ui import compare_view
 from ui.context import Context
 from ui.refused import Refused
-from ui.run_handlers import ALL_STATUSES, STATUS_CHOICES, runs_table
+from ui.run_filters import ALL_STATUSES, STATUS_CHOICES
+from ui.run_handlers import runs_table
 from ui.tables import fit_table
+
+PICKER_RUNS = 200  # runs the compare picker offers (a job id typed in is taken too)
 
 
 def _quoted(value: Any) -> str:
@@ -34,13 +38,14 @@ def _quoted(value: Any) -> str:
 
 
 def choices(ctx: Context, chosen: Optional[list] = None) -> dict:
-    """The compare picker's update: every remembered run, newest first, as (name or job id, job id);
-    the value becomes those of ``chosen`` that still exist (None: the value is left as it is)."""
-    runs = ctx.runner.store.list_runs()
-    options = [(compare.run_label(r), r.job_id) for r in runs]
+    """The compare picker's update: the newest ``PICKER_RUNS`` remembered runs as (``run_label``,
+    job id), read without their settings (``RunStore.run_labels``); the value becomes those of
+    ``chosen`` that are among them (None: the value is left as it is)."""
+    labels = ctx.runner.store.run_labels(PICKER_RUNS)
+    options = [(compare.run_label(SimpleNamespace(job_id=job_id, name=name)), job_id) for job_id, name in labels]
     if chosen is None:
         return gr.update(choices=options)
-    known = {r.job_id for r in runs}
+    known = {job_id for job_id, _ in labels}
     chosen = chosen if isinstance(chosen, list) else [chosen]
     return gr.update(choices=options, value=[j for j in chosen if isinstance(j, str) and j in known])
 

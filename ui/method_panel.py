@@ -5,6 +5,7 @@ settings and weight 1) to the Rewards box, where the weight and settings can be 
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from trainer_core.vocabulary import Phase, TrainingMethod
 from ui.form import FORM_FIELDS, make_widget
 
 NEW_ADAPTER = ("none: a new adapter", "")
+ADAPTER_RUNS = 200  # the newest runs whose adapters *Start from adapter* offers
+_ADAPTERS: weakref.WeakKeyDictionary[Any, tuple[tuple, list]] = weakref.WeakKeyDictionary()  # store -> (key, choices)
 
 
 def adapter_choices(runs: list[Any]) -> list[tuple[str, str]]:
@@ -40,15 +43,24 @@ def adapter_choices(runs: list[Any]) -> list[tuple[str, str]]:
 
 
 def refresh_adapters(store: Any) -> Any:
-    """The *Start from adapter* picker's choices now (page load: runs finished since the page was built)."""
-    return gr.update(choices=adapter_choices(store.list_runs(limit=200) if store is not None else []))
+    """The *Start from adapter* picker's choices now (page load: runs finished since the page was
+    built), from the newest ``ADAPTER_RUNS`` runs; kept while the history is unchanged
+    (``RunStore.changes``), so a page load reads no run then (an adapter folder deleted by hand
+    is still offered until the history next changes)."""
+    if store is None:
+        return gr.update(choices=adapter_choices([]))
+    key, kept = store.changes(), _ADAPTERS.get(store)
+    if kept is None or kept[0] != key:
+        kept = (key, adapter_choices(store.list_runs(limit=ADAPTER_RUNS)))
+        _ADAPTERS[store] = kept
+    return gr.update(choices=kept[1])
 
 
 def build(store: Any = None) -> dict[str, gr.components.Component]:
     """The method section (open, ``#section-method``): its widgets by field name, those of other
     methods than the default hidden; *Start from adapter* lists the adapters of ``store``'s runs
     (``adapter_choices``) and takes any typed folder."""
-    adapters = adapter_choices(store.list_runs(limit=200) if store is not None else [])
+    adapters = adapter_choices(store.list_runs(limit=ADAPTER_RUNS) if store is not None else [])
     with gr.Accordion(SECTIONS["method"].form, open=True, elem_id="section-method"):
         widgets = {}
         for name in (name for name in FORM_FIELDS if group(name) == "method"):

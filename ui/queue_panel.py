@@ -34,10 +34,15 @@ ADD_LABEL = "Add to queue"
 EMPTY = "No jobs waiting. **Add to queue** takes the form as it is and starts it after the jobs before it."
 
 
-def queue_table(ctx: Context) -> tuple[pd.DataFrame, str]:
-    """(the table, a one-line summary). Waiting jobs first in run order; the note says why a job was
-    refused or interrupted (as text: it may quote a user's path)."""
-    entries = ctx.queue.entries() if ctx.queue is not None else []
+def _entries(ctx: Context) -> list:
+    """The queue's entries (``JobQueue.entries``; none without a queue)."""
+    return ctx.queue.entries() if ctx.queue is not None else []
+
+
+def queue_table(ctx: Context, entries: Optional[list] = None) -> tuple[pd.DataFrame, str]:
+    """(the table, a one-line summary) of ``entries`` (None: read now). Waiting jobs first in run
+    order; the note says why a job was refused or interrupted (as text: it may quote a user's path)."""
+    entries = _entries(ctx) if entries is None else entries
     rows = [
         [
             e.position or "",
@@ -66,15 +71,16 @@ def _count_line(entries: list) -> str:
     return f"{', '.join(parts)}{note}. Click a row to move or remove it."
 
 
-def monitor_line(ctx: Context) -> str:
-    """Beside the buttons: how many jobs wait in the queue (the table is under the form)."""
-    waiting = sum(1 for e in ctx.queue.entries() if e.state == QueueState.waiting) if ctx.queue is not None else 0
+def monitor_line(ctx: Context, entries: Optional[list] = None) -> str:
+    """Beside the buttons: how many of ``entries`` (None: read now) wait in the queue (the table is under the form)."""
+    waiting = sum(1 for e in (_entries(ctx) if entries is None else entries) if e.state == QueueState.waiting)
     return f"{waiting} job{'s' * (waiting != 1)} waiting in the queue (Job queue, under the form)" if waiting else ""
 
 
 def refresh(ctx: Context) -> tuple[pd.DataFrame, str, str]:
-    """(table, summary, the monitor's line), for the page's timer."""
-    return (*queue_table(ctx), monitor_line(ctx))
+    """(table, summary, the monitor's line), for the page's load and timer: the entries read once."""
+    entries = _entries(ctx)
+    return (*queue_table(ctx, entries), monitor_line(ctx, entries))
 
 
 def add(

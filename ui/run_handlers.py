@@ -17,7 +17,7 @@ import pandas as pd
 from trainer_core.model_kind import kinds
 from trainer_core.runs.compare import FINAL_SERIES
 from trainer_core.runs.metrics import chart_points_of
-from trainer_core.runs.store import STATUS_WORDS, RunDetail, RunRecord, status_word
+from trainer_core.runs.store import RunDetail, RunRecord, status_word
 from trainer_core.runs.write_folders import delete_run
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.serving.engine import ChatEngine
@@ -28,6 +28,7 @@ from ui.form import FORM_FIELDS, form_values
 from ui.monitor_text import clock
 from ui.refusals import notice_html
 from ui.refused import Refused
+from ui.run_filters import ALL_STATUSES, RUNS_PAGE, list_filters, more_rows, shown_count
 from ui.train_handlers import NOTICE_CLEAR, begin, refused, watch
 
 RUN_COLUMNS = [
@@ -45,8 +46,6 @@ RUN_COLUMNS = [
     "wall time",
     "evaluation",
 ]
-ALL_STATUSES = "all"
-STATUS_CHOICES = [(ALL_STATUSES, ALL_STATUSES)] + [(word.replace("_", " "), word) for word in STATUS_WORDS]
 NO_RUN = "Click a run in the table to see its charts and settings."
 _PUNCTUATION = re.compile(r"([!-%'-/:;=?@\[-`{-~])")  # ASCII punctuation but & < > (those become entities)
 
@@ -153,31 +152,27 @@ def _row(run: RunRecord, evaluation: str = "") -> list[Any]:
     ]
 
 
-def _filter_text(value: Any, what: str) -> str:
-    """A filter box's text (at most 200 characters; ``gr.Error`` for anything else)."""
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) > 200:
-        raise Refused(f"The {what} filter must be text of at most 200 characters.")
-    return value.strip()
-
-
 def runs_table(
-    ctx: Context, name: Optional[str] = "", status: Optional[str] = ALL_STATUSES, dataset: Optional[str] = ""
+    ctx: Context,
+    name: Optional[str] = "",
+    status: Optional[str] = ALL_STATUSES,
+    dataset: Optional[str] = "",
+    shown: Any = RUNS_PAGE,
 ) -> pd.DataFrame:
-    """The remembered runs, newest first, that match the filters (``RunStore.list_runs``: name or
-    job id contains ``name``, status word is ``status`` unless "all", a dataset path or Hub id
-    contains ``dataset``); ``gr.Error`` for an unknown status or an over-long filter."""
-    status = status or ALL_STATUSES
-    if status != ALL_STATUSES and status not in STATUS_WORDS:
-        raise Refused(f"Unknown status filter; choose one of: {', '.join(STATUS_WORDS)}.")
-    runs = ctx.runner.store.list_runs(
-        name=_filter_text(name, "name"),
-        dataset=_filter_text(dataset, "dataset"),
-        status=None if status == ALL_STATUSES else status,
-    )
+    """The newest ``shown`` remembered runs (``run_filters.shown_count``) that match the filters
+    (``run_filters.list_filters``: name or job id contains ``name``, status word is ``status``
+    unless "all", a dataset path or Hub id contains ``dataset``); ``gr.Error`` for an unknown
+    status, an over-long filter or a bad count."""
+    runs = ctx.runner.store.list_runs(limit=shown_count(shown), **list_filters(name, status, dataset))
     evaluations = _evaluations(ctx)
     return pd.DataFrame([_row(r, evaluations.get(r.job_id, "")) for r in runs], columns=RUN_COLUMNS)
+
+
+def more_runs(ctx: Context, *listed: Any) -> pd.DataFrame:
+    """*Show more*: ``runs_table`` of ``listed`` (the three filters, then the table as the page has
+    it) with ``RUNS_PAGE`` more runs than that table (``run_filters.more_rows``)."""
+    *filters, table = listed
+    return runs_table(ctx, *filters, more_rows(table))
 
 
 def _get(ctx: Context, job_id: Optional[str]) -> RunDetail:

@@ -9,7 +9,7 @@ import gradio as gr
 import pandas as pd
 
 from trainer_core.serving.share import MAX_EXPIRES_IN_HOURS, MIN_EXPIRES_IN_HOURS, ShareLinks
-from ui import compare_panel, evaluate_panel, export_panel, run_handlers, share_handlers, task_progress
+from ui import compare_panel, evaluate_panel, export_panel, run_filters, run_handlers, share_handlers, task_progress
 from ui.chat_tab import ChatTab
 from ui.context import Context
 from ui.follow import tab_bound
@@ -33,6 +33,11 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
             )
             refresh = gr.Button("↻ Refresh the list", size="sm", scale=1, elem_id="runs-refresh")
         table = fit_table(pd.DataFrame(columns=run_handlers.RUN_COLUMNS), "runs-table", 300)
+        with gr.Row(elem_id="runs-paging"):
+            count = gr.Markdown("", elem_id="runs-count")
+            more = gr.Button(
+                f"Show {run_filters.RUNS_PAGE} more", size="sm", visible=False, elem_id="runs-more", scale=0
+            )
         summary = gr.Markdown(run_handlers.NO_RUN, elem_id="run-summary")
         shown = gr.Textbox(visible=False, elem_id="run-view-key")  # run_handlers.view_key of what is shown
         follow_timer = gr.Timer(RUN_VIEW_EVERY_S)
@@ -86,6 +91,9 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
     tab.select(partial(compare_panel.choices, ctx), picker, picker, api_name=False, **FREE)
     compare_panel.wire_filters(ctx, filters, table)
     refreshed = refresh.click(partial(run_handlers.runs_table, ctx), filters, table, api_name="runs", **FREE)
+    more.click(partial(run_handlers.more_runs, ctx), [*filters, table], table, api_name=False, **FREE)
+    for changed in (table.change, refreshed.then):  # a refresh may leave the table's rows as they were
+        changed(partial(run_filters.count_line, ctx), [*filters, table], [count, more], api_name=False, **FREE)
     refreshed.then(
         partial(run_handlers.show_run, ctx),
         selected,

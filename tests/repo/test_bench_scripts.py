@@ -262,3 +262,26 @@ def test_constrained_bench_quick(capsys, tiny_model_dir):
     assert report["first_compile_ms"] > report["new_schema_compile_ms"] > 0
     assert report["libraries"]["llguidance"]["ms_per_token"] > 0  # the others: measured where installed
     assert '"bench": "constrained"' in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_history_scale_bench_quick(capsys):
+    """Three apps over 3, 50 and 100 runs (about 20 s: the apps' pages are built): every measure timed on each."""
+    from bench import history_scale
+
+    report = history_scale.main(["--quick"])
+    assert report["runs"] == {"empty": 3, "page": 50, "full": 100}
+    assert set(report["figures"]) == {
+        "page load",
+        "runs tab",
+        "runs tab over HTTP",
+        "compare 3 runs",
+        "api runs",
+        "api runs page 50",
+    }
+    for row in report["figures"].values():
+        assert all(
+            row[side]["ms"] > 0 and len(row[side]["all_ms"]) == report["repeats"] for side in ("empty", "page", "full")
+        )
+        assert row["full/empty"] > 0 and row["full/page"] > 0
+    assert "full/empty" in capsys.readouterr().out

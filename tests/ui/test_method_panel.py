@@ -137,3 +137,28 @@ def test_start_from_adapter_lists_completed_lora_runs_only(tmp_path):
         ("job_a · sft · lora · identity.json", str(tmp_path / "job_a")),
         ("job_d · dpo · lora · identity.json", str(tmp_path / "job_d")),
     ]
+
+
+def test_the_adapters_at_page_load_are_read_again_only_when_the_history_changed(tmp_path, monkeypatch):
+    from trainer_core.runs.store import RunStore
+    from ui.method_panel import NEW_ADAPTER, refresh_adapters
+
+    store = RunStore(tmp_path / "studio.db")
+    reads = []
+    listed = store.list_runs
+    monkeypatch.setattr(store, "list_runs", lambda **kw: reads.append(kw) or listed(**kw))
+
+    def finished(job_id):
+        folder = tmp_path / job_id
+        folder.mkdir()
+        (folder / "adapter_config.json").write_text("{}")
+        store.create_run(job_id, {"training_type": "lora", "hf_dataset": "org/chat"}, str(folder), "training")
+        store.finish_run(job_id, "completed", None, None, "completed")
+
+    finished("job_a")
+    first = refresh_adapters(store)["choices"]
+    assert first == [NEW_ADAPTER, ("job_a · sft · lora · org/chat", str(tmp_path / "job_a"))]
+    assert refresh_adapters(store)["choices"] == first and len(reads) == 1  # unchanged: no run read
+    finished("job_b")
+    assert [value for _, value in refresh_adapters(store)["choices"]][1] == str(tmp_path / "job_b")
+    assert len(reads) == 2

@@ -6,6 +6,8 @@ Columns added after the first release (``ADDED_COLUMNS``) are added to an older 
 is opened, so old files keep working (their old runs read None there). A finished run's loss series
 is also kept packed in table ``series`` for comparisons (``series_store``). The run models live in
 ``records``, the label and filter checks in ``labels``; both are importable from here as before.
+The list queries (a page of runs and its total, the pickers' labels) and the indexes they use are
+``listing``'s.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from trainer_core.runs import series_store
+from trainer_core.runs import listing, series_store
 from trainer_core.runs.integrity import check_readable
-from trainer_core.runs.labels import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, label_text, matches, status_word
+from trainer_core.runs.labels import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, label_text, status_word
 from trainer_core.runs.records import RunDetail, RunRecord
 from trainer_core.runs.series_store import LossRow, PackedSeries
 from trainer_core.status import TrainingProgress
@@ -85,6 +87,7 @@ class RunStore:
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(SCHEMA + series_store.SCHEMA)
         self._add_missing_columns()
+        self._db.executescript(listing.INDEXES)  # some index columns are in ADDED_COLUMNS
 
     def _add_missing_columns(self) -> None:
         """ALTER TABLE an older database up to ``ADDED_COLUMNS`` and ``ADDED_METRIC_COLUMNS``
@@ -256,22 +259,43 @@ class RunStore:
 
     # ----- reads -----
     def list_runs(
-        self, limit: int = 200, name: Optional[str] = None, status: Optional[str] = None, dataset: Optional[str] = None
+        self,
+        limit: int = 200,
+        name: Optional[str] = None,
+        status: Optional[str] = None,
+        dataset: Optional[str] = None,
+        offset: int = 0,
     ) -> list[RunRecord]:
-        """Newest first, at most ``limit``, keeping only runs that match every filter given:
-        ``name`` is contained in the run's name or job id, ``status`` equals its ``status_word``,
-        ``dataset`` is contained in one of its dataset paths or its Hub dataset id (text filters
-        ignore case; None or "" is no filter)."""
-        if not (name or status or dataset):
-            return [_record(r) for r in self._read("SELECT * FROM runs ORDER BY created_at DESC LIMIT ?", (limit,))]
-        found = []
-        for row in self._read("SELECT * FROM runs ORDER BY created_at DESC"):
-            run = _record(row)
-            if matches(run, name, status, dataset):
-                found.append(run)
-                if len(found) >= limit:
-                    break
-        return found
+        """Newest first, at most ``limit`` from the ``offset``-th on, keeping only runs that match
+        every filter given: ``name`` is contained in the run's name or job id, ``status`` equals its
+        ``status_word``, ``dataset`` is contained in one of its dataset paths or its Hub dataset id
+        (text filters ignore case; None or "" is no filter). ``runs_page`` adds the total."""
+        return self.runs_page(limit, offset, name, status, dataset)[0]
+
+    def runs_page(
+        self,
+        limit: int = 200,
+        offset: int = 0,
+        name: Optional[str] = None,
+        status: Optional[str] = None,
+        dataset: Optional[str] = None,
+    ) -> tuple[list[RunRecord], int]:
+        """(the page ``list_runs`` gives, how many runs match the filters in all); only the page's
+        runs are read in full (``listing.page``). ``ValueError`` for a negative limit or offset."""
+        with self._lock:
+            rows, total = listing.page(self._db, limit, offset, name, status, dataset)
+        return [_record(row) for row in rows], total
+
+    def run_labels(self, limit: int = 200) -> list[tuple[str, Optional[str]]]:
+        """(job id, name or None) of the newest ``limit`` runs, newest first, without their settings."""
+        with self._lock:
+            return listing.labels(self._db, limit)
+
+    def run_folders(self, claimed: tuple[str, ...] = ()) -> list[tuple]:
+        """(job id, output folder, then each setting named in ``claimed``: its value or None) of
+        every run, without reading the rest of its settings (``listing.folders``)."""
+        with self._lock:
+            return listing.folders(self._db, claimed)
 
     def loss_rows(self, job_id: str) -> list[LossRow]:
         """The run's logged events as (step, loss, eval_loss, num_tokens) in logged order, from the
@@ -304,6 +328,12 @@ class RunStore:
             if rows:
                 found[name] = float(rows[0]["value"])
         return found
+
+    def changes(self) -> tuple[int, int]:
+        """A key that moves whenever the history may have changed: (rows this connection has
+        written, SQLite's ``data_version``, which moves when another connection commits to the file)."""
+        with self._lock:
+            return self._db.total_changes, self._db.execute("PRAGMA data_version").fetchone()[0]
 
     def get_record(self, job_id: str) -> Optional[RunRecord]:
         """One run without its metrics, or None."""

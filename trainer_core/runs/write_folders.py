@@ -48,9 +48,9 @@ def run_folders(store: Optional[RunStore]) -> list[tuple[str, str]]:
     if store is None:
         return []
     found = []
-    for run in store.list_runs(limit=100_000):
-        found.append((run.job_id, run.output_dir))
-        found += [(run.job_id, str(run.request[f])) for f in CLAIMED_FIELDS if run.request.get(f)]
+    for job_id, output_dir, *claimed in store.run_folders(CLAIMED_FIELDS):
+        found.append((job_id, output_dir))
+        found += [(job_id, str(folder)) for folder in claimed if folder]
     return found
 
 
