@@ -6,7 +6,8 @@ projection inside the transformer blocks of whatever model is loaded: attention 
 included (``qkv_proj``, ``gate_up_proj``, GPT-2's ``Conv1D`` ``c_attn``, Falcon's
 ``query_key_value``), never ``lm_head``, the embeddings or an MoE router. Experts kept as 3-D
 parameters (Qwen3-MoE, Mixtral and gpt-oss in transformers 5) are adapted through PEFT's
-``target_parameters`` (``lora.ParamWrapper``), which needs ``lora_dropout`` 0.
+``target_parameters`` (``lora.ParamWrapper``), which needs ``lora_dropout`` 0. Every block is
+walked (``block_walk``): mixed dense + MoE models adapt their dense MLPs and shared experts too.
 
 The blocks are the ``nn.ModuleList`` with ``config.num_hidden_layers`` entries (the language
 model's, not a vision tower's). PEFT gets an exact regular expression over the blocks' module
@@ -20,8 +21,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from trainer_core.models.block_walk import BlockLayout, expert_count, linear, peft_rewritten_names, walk_blocks
+
 ALL_LINEAR = "all-linear"
-ATTENTION_WORDS = ("attn", "attention")
 
 
 class TargetError(ValueError):
@@ -36,7 +38,11 @@ class Targets:
     ``modules``: the adapted projections as paths inside a block (``self_attn.q_proj``), attention
     first; ``kinds``: ``"attention"`` or ``"mlp"`` for each; ``parameters``: 3-D expert parameters
     inside a block (``mlp.experts.gate_up_proj``); ``blocks``: the blocks' path (``model.layers``)
-    and ``layers`` their count; ``count``: adapted modules and parameters in the whole model.
+    and ``layers`` their count; ``spread``: the blocks holding each of ``modules`` then
+    ``parameters`` (empty: every block); ``count``: adapted modules and parameters in the whole
+    model; ``groups``: a model with experts' groups with their block counts (``"dense MLP in 1
+    layer"``); ``via_parameters``: ``modules`` PEFT gets as ``target_parameters`` (their
+    ``weight``: ``block_walk.peft_rewritten_names``).
     ``explicit``: the names of a user's own list (PEFT gets them as they are); ``outside``: modules
     outside the blocks such a list names (``lm_head``)."""
 
@@ -49,11 +55,15 @@ class Targets:
     outside: tuple[str, ...] = ()
     vision: tuple[str, ...] = ()  # full module paths in a vision tower and its projector
     decoder: tuple[str, ...] = ()  # full module paths in an encoder-decoder model's other blocks (Whisper's decoder)
+    spread: tuple[int, ...] = ()
+    groups: tuple[str, ...] = ()
+    via_parameters: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
         extra = len(self.outside) + len(self.vision) + len(self.decoder)
-        return self.layers * (len(self.modules) + len(self.parameters)) + extra
+        inside = sum(self.spread) if self.spread else self.layers * (len(self.modules) + len(self.parameters))
+        return inside + extra
 
     def peft_target_modules(self) -> Any:
         """What PEFT gets as ``target_modules``: a user's list as it is, else a full-match pattern
@@ -61,21 +71,25 @@ class Targets:
         if self.explicit:
             return list(self.explicit)
         patterns = [re.escape(path) for path in (*self.vision, *self.decoder)]
-        if self.modules:
-            names = "|".join(re.escape(m) for m in self.modules)
+        modules = [m for m in self.modules if m not in self.via_parameters]
+        if modules:
+            names = "|".join(re.escape(m) for m in modules)
             patterns.insert(0, rf"{re.escape(self.blocks)}\.\d+\.(?:{names})")
         if not patterns:
             return None
         return rf"^{patterns[0]}$" if len(patterns) == 1 else rf"^(?:{'|'.join(patterns)})$"
 
     def peft_target_parameters(self) -> Optional[list[str]]:
-        """PEFT's ``target_parameters`` (matched as a suffix of ``module.parameter``) or None."""
-        return list(self.parameters) or None
+        """PEFT's ``target_parameters`` (matched as a suffix of ``module.parameter``) or None: the
+        experts' parameters and the ``weight`` of each of ``via_parameters``."""
+        return [*self.parameters, *(f"{m}.weight" for m in self.via_parameters)] or None
 
     def summary(self) -> str:
         """One line for the check and the run's summary, e.g. ``7 per block x 30 blocks: ...``."""
         parts = list(self.modules) + [f"{p} (experts)" for p in self.parameters]
         line = f"{len(parts)} per block x {self.layers} blocks: {', '.join(parts)}" if parts else "no language layers"
+        if self.groups:  # blocks differ (dense and MoE layers): each group with the blocks holding it
+            line = f"across {self.layers} blocks: {', '.join(self.groups)} ({', '.join(parts)})"
         line += f"; and {', '.join(self.outside)}" if self.outside else ""
         line += f"; and {len(self.decoder)} in the decoder's blocks" if self.decoder else ""
         return line + (f"; and {len(self.vision)} in the vision tower and projector" if self.vision else "")
@@ -100,7 +114,7 @@ def find_blocks(model: Any) -> tuple[str, Any]:
     lists = [
         (name, module)
         for name, module in model.named_modules()
-        if isinstance(module, nn.ModuleList) and len(module) and any(_linear(m) for m in module[0].modules())
+        if isinstance(module, nn.ModuleList) and len(module) and any(linear(m) for m in module[0].modules())
     ]
     lists = [(n, m) for n, m in lists if not any(w in n for w in ("vision", "visual", "image", "audio"))] or lists
     matching = [(n, m) for n, m in lists if len(m) == layers]
@@ -116,53 +130,34 @@ def strip_peft_prefix(name: str) -> str:
     return name.removeprefix("base_model.model.")
 
 
-def _linear(module: Any) -> bool:
-    import torch.nn as nn
-    from transformers.pytorch_utils import Conv1D
-
-    return isinstance(module, (nn.Linear, Conv1D))
-
-
-def _expert_count(config: Any) -> int:
-    config = getattr(config, "text_config", None) or config
-    for name in ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"):
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 1:
-            return value
-    return 0
-
-
-def _kind(path: str) -> str:
-    return "attention" if any(word in part for part in path.split(".")[:-1] for word in ATTENTION_WORDS) else "mlp"
-
-
-def block_projections(model: Any) -> tuple[str, int, list[tuple[str, str]], list[str]]:
-    """What one block of ``model`` offers: (blocks path, block count, [(projection path, kind)],
-    [3-D expert parameter paths]). Routers are left out: a linear layer whose outputs are the
-    experts (``out_features == num_experts``) or a module named ``router`` / ``gate`` beside
-    ``experts``."""
+def block_projections(model: Any) -> BlockLayout:
+    """What the blocks of ``model`` offer (``block_walk.BlockLayout``): every block walked, routers
+    and gates left out."""
     blocks_path, blocks = find_blocks(model)
-    experts = _expert_count(getattr(model, "config", None))
-    block = blocks[0]
-    projections: list[tuple[str, str]] = []
-    parameters: list[str] = []
-    for path, module in block.named_modules():
-        if not path:
-            continue
-        parent, _, leaf = path.rpartition(".")
-        if _linear(module):
-            out = getattr(module, "out_features", None) or getattr(module, "nf", None)
-            beside_experts = hasattr(block.get_submodule(parent) if parent else block, "experts")
-            if (experts and out == experts) or (leaf in ("router", "gate") and beside_experts):
-                continue
-            projections.append((path, _kind(path)))
-        elif leaf == "experts" or path.endswith(".experts"):
-            for name, param in module.named_parameters(recurse=False):
-                if param.dim() == 3:
-                    parameters.append(f"{path}.{name}")
-    order = {"attention": 0, "mlp": 1}
-    projections.sort(key=lambda item: order[item[1]])
-    return blocks_path, len(blocks), projections, parameters
+    return walk_blocks(blocks_path, blocks, expert_count(getattr(model, "config", None)))
+
+
+def _targets(model: Any, layout: BlockLayout, chosen: list[str], parameters: list[str], **extra: Any) -> Targets:
+    """``Targets`` of the ``chosen`` projection paths and expert ``parameters`` of ``layout``: each
+    one's block count, the groups of a model with experts, and the projections PEFT's v5 conversion
+    would move onto the experts (``block_walk.peft_rewritten_names``) adapted through their weight."""
+    held = {p: len(i) for p, _, _, i in layout.projections} | {p: len(i) for p, i in layout.parameters}
+    kinds = {p: k for p, k, _, _ in layout.projections}
+    rewritten = peft_rewritten_names(model)
+    groups = layout.group_layers(set(chosen) | set(parameters)) if layout.parameters else {}
+    words = [f"{group} in {n} layer{'s' if n > 1 else ''}" for group, n in list(groups.items())[:1]]
+    words += [f"{group} in {n}" for group, n in list(groups.items())[1:]]
+    return Targets(
+        layout.blocks,
+        layout.layers,
+        tuple(chosen),
+        tuple(kinds[p] for p in chosen),
+        tuple(parameters),
+        spread=tuple(held[p] for p in (*chosen, *parameters)),
+        groups=tuple(words),
+        via_parameters=tuple(p for p in chosen if p.rpartition(".")[2] in rewritten),
+        **extra,
+    )
 
 
 def resolve_targets(
@@ -177,7 +172,9 @@ def resolve_targets(
     (the name, or the end of the path after a dot); names that match nothing are refused naming
     what the model has, as is a list that takes part of a fused layer's family (none of the names
     may be left unmatched). Raises TargetError (a ValueError) naming ``target_modules``."""
-    blocks, layers, projections, parameters = block_projections(model)
+    layout = block_projections(model)
+    projections = [(path, kind) for path, kind, _, _ in layout.projections]
+    parameters = [path for path, _ in layout.parameters]
     kinds = {"attention": attention, "mlp": mlp}
     if target_modules == [ALL_LINEAR] and not language:
         raise TargetError(
@@ -192,10 +189,8 @@ def resolve_targets(
                 "finetune_attention_modules / finetune_mlp_modules: both are off, so nothing would be trained; "
                 "turn one on"
             )
-        return Targets(
-            blocks, layers, tuple(p for p, _ in chosen), tuple(k for _, k in chosen), tuple(chosen_parameters)
-        )
-    outside = _linear_paths(model, blocks)
+        return _targets(model, layout, [p for p, _ in chosen], chosen_parameters)
+    outside = _linear_paths(model, layout.blocks)
     available = [path for path, _ in projections] + parameters
     unmatched = [n for n in target_modules if not any(_matches(p, n) for p in available + outside)]
     if unmatched:
@@ -205,12 +200,11 @@ def resolve_targets(
         )
     chosen = [(path, kind) for path, kind in projections if any(_matches(path, n) for n in target_modules)]
     chosen_parameters = [p for p in parameters if any(_matches(p, n) for n in target_modules)]
-    return Targets(
-        blocks,
-        layers,
-        tuple(p for p, _ in chosen),
-        tuple(k for _, k in chosen),
-        tuple(chosen_parameters),
+    return _targets(
+        model,
+        layout,
+        [p for p, _ in chosen],
+        chosen_parameters,
         explicit=tuple(n for n in target_modules if not any(_matches(p, n) for p in parameters)),
         outside=tuple(p for p in outside if any(_matches(p, n) for n in target_modules)),
     )
@@ -221,7 +215,7 @@ def _linear_paths(model: Any, blocks: str) -> list[str]:
     return [
         strip_peft_prefix(path)
         for path, module in model.named_modules()
-        if _linear(module) and not strip_peft_prefix(path).startswith(blocks + ".")
+        if linear(module) and not strip_peft_prefix(path).startswith(blocks + ".")
     ]
 
 
@@ -248,7 +242,7 @@ def adapted(model: Any) -> dict[str, Any]:
         count += 1
         path = strip_peft_prefix(path).replace(".base_layer", "")
         match = re.match(rf"^{re.escape(blocks)}\.\d+\.(.+)$", path)
-        if name:  # a lora.ParamWrapper: the module that holds the expert parameter
+        if name and name != "weight":  # a lora.ParamWrapper: the module that holds the expert parameter
             parameters[f"{match.group(1) if match else path}.{name}"] = None
         elif match:
             inside[match.group(1)] = None

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from trainer_core.models.block_walk import linear
 from trainer_core.models.targets import (
     ALL_LINEAR,
     TargetError,
     Targets,
-    _linear,
     find_blocks,
     resolve_targets,
     strip_peft_prefix,
@@ -36,7 +36,7 @@ def vision_paths(model: Any) -> tuple[str, ...]:
     found = []
     for path, module in model.named_modules():
         path = strip_peft_prefix(path)
-        if not _linear(module) or path.startswith(language + ".") or ".base_layer" in path or ".lora_" in path:
+        if not linear(module) or path.startswith(language + ".") or ".base_layer" in path or ".lora_" in path:
             continue
         parts = path.lower().split(".")
         if any(word in part for part in parts for word in TOWER_WORDS + PROJECTOR_WORDS):
