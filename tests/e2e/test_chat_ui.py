@@ -1,6 +1,7 @@
 """The Chat tab through the page's own API (gradio_client), with a run trained in the app: load it,
 chat (greedy answer equal to a direct ``generate`` with the same adapter), base vs tuned side by
-side, refusals during training and for a run without weights."""
+side, refusals during training and for a run without weights; and the Tools box in a browser (calls
+shown as calls, the typed result sent back, tuned beside base)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import form_args, is_training, statuses, wait_for
+from tests.support.page_tools import browser as browser  # the fixture (headless Chromium)
 from ui.refusals import markdown_text
 
 pytestmark = pytest.mark.slow
@@ -156,3 +158,108 @@ def test_a_share_link_from_the_runs_tab_reaches_its_model_and_nothing_else(clien
     revoked, table = client.predict(job_id, link_id, api_name="/share_revoke")
     assert "Revoked" in revoked and table["data"][0][2] == "revoked"
     assert httpx.get(page_url + "/v1/models").status_code in (401, 403, 404, 410)
+
+
+WEATHER = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The current weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
+]
+RESULT = '{"temperature_c": 18, "sky": "clear"}'
+
+
+def _bubbles(page, chat: str) -> list[str]:
+    """The texts of ``chat``'s messages in order (a call or result: its title, then its text)."""
+    return page.locator(f"{chat} .message").all_inner_texts()
+
+
+def _direct_answer_to_result(output_dir: Path, model_dir: Path, question: str, arguments: dict, tokens: int) -> str:
+    """The run's greedy answer, outside the studio, to the question, its call and the tool's result as
+    the API's canonical conversation, rendered with the tools (``serving.generate.render_prompt``)."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainer_core.serving.generate import render_prompt
+    from trainer_core.tools.render import call_text, wrapped_result
+
+    tokenizer = AutoTokenizer.from_pretrained(output_dir)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir), output_dir).eval()
+    messages = [
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": call_text("get_weather", arguments)},
+        {"role": "tool", "content": wrapped_result(RESULT)},
+    ]
+    ids = torch.tensor([render_prompt(tokenizer, messages, WEATHER)])
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=tokens, do_sample=False)
+    return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+
+
+@pytest.mark.browser
+def test_the_tools_box_shows_calls_as_calls_and_sends_the_typed_result_back_tuned_beside_base(
+    app_server, tuned_run, browser, model_dir, tmp_path
+):
+    """A person pastes a function into the Tools box, picks tool choice *required* and sends with
+    Base vs tuned ticked: each side shows its call as a call (its name and JSON arguments, never
+    ``<tool_call>`` text); the result typed once goes back to both as a ``tool`` turn and each answers
+    again (the tuned answer equal to the run's own greedy answer to that conversation)."""
+    import json
+
+    from tests.e2e.conftest import screenshot
+
+    job_id, output_dir = tuned_run
+    question = "What is the weather in Paris?"
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(app_server[1])
+    page.get_by_role("tab", name="Chat").click()
+    page.locator("#chat-model input").fill(job_id)  # the run's final weights (a typed id is accepted)
+    page.locator("#chat-model input").press("Enter")
+    page.locator("#chat-compare input").check()
+    page.get_by_text("Generation settings").click()
+    page.locator("#field-temperature input").fill("0")
+    page.locator("#field-max_new_tokens input").fill("48")  # a forced call of get_weather: ~25 tokens
+    page.get_by_text("Tools (function calling)").click()
+    page.locator("#chat-tools textarea").fill(json.dumps(WEATHER))
+    page.locator("#chat-tool-choice").get_by_label("required").check()
+    page.locator("#chat-tools-summary").get_by_text("1 function: get_weather").wait_for(timeout=15_000)
+    message = page.locator("#chat-message textarea")
+    message.fill(question)
+    message.press("Enter")
+    for chat in ("#chat-tuned", "#chat-base"):
+        page.locator(f"{chat} .message").get_by_text("get_weather(").first.wait_for(timeout=120_000)
+    calls = {}
+    for chat in ("#chat-tuned", "#chat-base"):
+        shown = _bubbles(page, chat)
+        assert not any("<tool_call>" in text for text in shown), shown
+        call = shown[-1]
+        assert "Tool call" in call and "waiting for its result" in call, shown
+        name, _, arguments = call[call.index("get_weather(") :].strip().partition("(")
+        calls[chat] = json.loads(arguments.rstrip().removesuffix(")"))
+        assert name == "get_weather" and isinstance(calls[chat]["city"], str)  # the schema's required string
+    screenshot(page, tmp_path, "chat-tool-calls.png")
+    page.locator("#field-max_new_tokens input").fill("16")
+    page.locator("#chat-tool-result textarea").fill(RESULT)  # Tool result (base) left empty: the same for both
+    page.locator("#chat-tool-send").click()
+    for chat in ("#chat-tuned", "#chat-base"):
+        page.wait_for_function(
+            "c => { const m = [...document.querySelectorAll(c + ' .message')]; const i = m.findIndex("
+            "e => e.innerText.includes('Tool result')); return i >= 0 && i < m.length - 1 && "
+            "m[m.length - 1].innerText.trim().length > 0; }",
+            arg=chat,
+            timeout=120_000,
+        )
+    page.wait_for_function("() => document.querySelector('#chat-notice').innerText.trim() === ''", timeout=15_000)
+    screenshot(page, tmp_path, "chat-tool-result.png")
+    tuned = _bubbles(page, "#chat-tuned")
+    assert "Tool result" in tuned[-2] and RESULT in tuned[-2] and "waiting" not in tuned[-3]
+    answer = tuned[-1].replace(" [max_new_tokens reached]", "").strip()
+    direct = _direct_answer_to_result(output_dir, model_dir, question, calls["#chat-tuned"], 16)
+    assert answer == direct.strip()
+    assert "Tool result" in _bubbles(page, "#chat-base")[-2]
+    page.close()
