@@ -166,7 +166,7 @@ def run_search(
         began = time.monotonic()
         result = search(engine, model_id, query, passages, compare=bool(compare))
     except Refusal as exc:
-        yield gr.skip(), loaded_words(engine), notice_html(in_words(exc), "Not searched")
+        yield gr.skip(), _loaded_words(engine), notice_html(in_words(exc), "Not searched")
         return
     took = f"{time.monotonic() - began:.1f} s" + (", loading the model included" if loading else "")
     prompt = f"; the run's query prompt {result.query_prompt!r} went before the query" if result.query_prompt else ""
@@ -174,7 +174,7 @@ def run_search(
     yield table(result, passages), words, ""
 
 
-def loaded_words(engine: ChatEngine) -> str:
+def _loaded_words(engine: ChatEngine) -> str:
     """The load state line as it is now (never a stale "Loading ..." after a refusal)."""
     loaded = engine.state().get("loaded")
     return f"**{markdown_text(loaded)}** is loaded." if loaded else "No model loaded."
