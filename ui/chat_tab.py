@@ -113,7 +113,9 @@ class ChatTab:
             settings,
         )
         page = (state, notice, clear_btn)
-        self.tools.wire(engine, self.model, compare, system, (chat, base_chat), list(widgets.values()), (images, clips), page)
+        self.tools.wire(
+            engine, self.model, compare, system, (chat, base_chat), list(widgets.values()), (images, clips), page
+        )
 
     def _wire(
         self,

@@ -34,70 +34,61 @@ CALL_TITLE = "🔧 Tool call"
 RESULT_TITLE = "↩️ Tool result"
 WAITING = "waiting for its result"  # the call's note (metadata ``log``) until a result answers it
 CODE = "invalid_tools"  # the code of the box's refusals
-_WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The current weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "The city's name, e.g. Paris"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            },
-            "required": ["city"],
-        },
+
+
+def _function(name: str, description: str, properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict:
+    """A bare function object (``{"name", "description", "parameters"}``) of an example."""
+    parameters = {"type": "object", "properties": properties} | ({"required": list(required)} if required else {})
+    return {"name": name, "description": description, "parameters": parameters}
+
+
+def _typed(kind: str, description: str) -> dict[str, str]:
+    return {"type": kind, "description": description}
+
+
+_WEATHER = _function(
+    "get_weather",
+    "The current weather in a city",
+    {
+        "city": _typed("string", "The city's name, e.g. Paris"),
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
     },
-}
+    ("city",),
+)
 _GLAIVE = [  # bare function objects, as the rows of glaive_toolcall_en_demo.json write them
-    {
-        "name": "calculate_bmi",
-        "description": "Calculate body mass index",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "weight": {"type": "number", "description": "The weight of the person in kilograms"},
-                "height": {"type": "number", "description": "The height of the person in meters"},
-            },
-            "required": ["weight", "height"],
+    _function(
+        "calculate_bmi",
+        "Calculate body mass index",
+        {
+            "weight": _typed("number", "The weight of the person in kilograms"),
+            "height": _typed("number", "The height of the person in meters"),
         },
-    },
-    {
-        "name": "convert_currency",
-        "description": "Convert currency from one type to another",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "amount": {"type": "number", "description": "The amount to convert"},
-                "from_currency": {"type": "string", "description": "The currency to convert from"},
-                "to_currency": {"type": "string", "description": "The currency to convert to"},
-            },
-            "required": ["amount", "from_currency", "to_currency"],
+        ("weight", "height"),
+    ),
+    _function(
+        "convert_currency",
+        "Convert currency from one type to another",
+        {
+            "amount": _typed("number", "The amount to convert"),
+            "from_currency": _typed("string", "The currency to convert from"),
+            "to_currency": _typed("string", "The currency to convert to"),
         },
-    },
+        ("amount", "from_currency", "to_currency"),
+    ),
 ]
-_HOME = [
-    {
-        "type": "function",
-        "function": {
-            "name": "set_light",
-            "description": "Switch a room's light on or off",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "room": {"type": "string", "enum": ["kitchen", "living room", "bedroom"]},
-                    "on": {"type": "boolean"},
-                },
-                "required": ["room", "on"],
-            },
-        },
-    },
-    {"type": "function", "function": {"name": "get_time", "description": "The time now", "parameters": {}}},
-]
-EXAMPLES = {
-    "Weather: get_weather": [_WEATHER],
+_LIGHT = _function(
+    "set_light",
+    "Switch a room's light on or off",
+    {"room": {"type": "string", "enum": ["kitchen", "living room", "bedroom"]}, "on": {"type": "boolean"}},
+    ("room", "on"),
+)
+EXAMPLES = {  # OpenAI's wrapped form, except the glaive demo's
+    "Weather: get_weather": [{"type": "function", "function": _WEATHER}],
     "glaive demo: calculate_bmi, convert_currency": _GLAIVE,
-    "Home: set_light, get_time": _HOME,
+    "Home: set_light, get_time": [
+        {"type": "function", "function": _LIGHT},
+        {"type": "function", "function": _function("get_time", "The time now", {})},
+    ],
 }
 
 
@@ -260,9 +251,7 @@ def for_message(settings: ToolSettings, history: Any, base_history: Any) -> Tool
     return settings
 
 
-def results_for(
-    history: Any, base_history: Any, result: Any, base_result: Any
-) -> tuple[Optional[str], Optional[str]]:
+def results_for(history: Any, base_history: Any, result: Any, base_result: Any) -> tuple[Optional[str], Optional[str]]:
     """(the result for the tuned side's oldest waiting call, the base side's), None for a side with
     no call waiting. The base side takes ``base_result``, or ``result`` when that box is empty.
     Refused naming the box when no call waits, or a waiting call has no result (or one too long)."""

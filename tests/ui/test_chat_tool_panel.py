@@ -31,7 +31,9 @@ def _send(engine, message, history=(), base=(), compare=True, tools=TOOLS, choic
 def _results(engine, result, history, base=(), base_result="", compare=True, choice="auto"):
     """The last outputs of Send tool result: (result box, base result box, chat, base chat, state, notice)."""
     values = (*DEFAULTS, [None], [None], TOOLS, choice)
-    sent = chat_tool_panel.send_results(engine, JOB, compare, "", result, base_result, list(history), list(base), *values)
+    sent = chat_tool_panel.send_results(
+        engine, JOB, compare, "", result, base_result, list(history), list(base), *values
+    )
     return list(sent)[-1]
 
 
@@ -88,7 +90,7 @@ def test_a_refused_result_keeps_the_boxes_and_the_chats():
 
 def test_without_tools_the_chat_is_plain_and_the_accordion_follows_the_model():
     engine = _engine()
-    _, tuned, *_ = _send(engine, 'call get_time {}', tools="", compare=False)
+    _, tuned, *_ = _send(engine, "call get_time {}", tools="", compare=False)
     assert tuned[-1] == {"role": "assistant", "content": "echo: call get_time {}"}
     assert engine.tool_requests[-1] == (None, "auto")  # no tools sent: the engine's plain chat
     engine.add("job_tts", serves="speech")
