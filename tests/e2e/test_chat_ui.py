@@ -1,7 +1,7 @@
 """The Chat tab through the page's own API (gradio_client), with a run trained in the app: load it,
 chat (greedy answer equal to a direct ``generate`` with the same adapter), base vs tuned side by
-side, refusals during training and for a run without weights; and the Tools box in a browser (calls
-shown as calls, the typed result sent back, tuned beside base)."""
+side, refusals during training and for a run without weights; and the Tools box in a browser (the
+call shown as a call, the typed result sent back as a ``tool`` turn)."""
 
 from __future__ import annotations
 
@@ -173,54 +173,51 @@ WEATHER = [
 RESULT = '{"temperature_c": 18, "sky": "clear"}'
 
 
+BUBBLES = "[data-testid=bot], [data-testid=user]"  # one element per message, in order
+
+
 def _bubbles(page, chat: str) -> list[str]:
     """The texts of ``chat``'s messages in order (a call or result: its title, then its text)."""
-    return page.locator(f"{chat} .message").all_inner_texts()
+    return page.locator(f"{chat} :is({BUBBLES})").all_inner_texts()
 
 
-def _direct_answer_to_result(output_dir: Path, model_dir: Path, question: str, arguments: dict, tokens: int) -> str:
-    """The run's greedy answer, outside the studio, to the question, its call and the tool's result as
-    the API's canonical conversation, rendered with the tools (``serving.generate.render_prompt``)."""
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _api_answer_to_result(url: str, model_id: str, question: str, arguments: dict, tokens: int) -> str:
+    """The greedy answer of ``POST /v1/chat/completions`` (the ``openai`` client) to the question,
+    its call and the tool's result sent as OpenAI's ``tool`` message."""
+    import json
 
-    from trainer_core.serving.generate import render_prompt
-    from trainer_core.tools.render import call_text, wrapped_result
+    from openai import OpenAI
 
-    tokenizer = AutoTokenizer.from_pretrained(output_dir)
-    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir), output_dir).eval()
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps(arguments)}}
     messages = [
         {"role": "user", "content": question},
-        {"role": "assistant", "content": call_text("get_weather", arguments)},
-        {"role": "tool", "content": wrapped_result(RESULT)},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": RESULT},
     ]
-    ids = torch.tensor([render_prompt(tokenizer, messages, WEATHER)])
-    with torch.no_grad():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=tokens, do_sample=False)
-    return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+    client = OpenAI(base_url=url.rstrip("/") + "/v1", api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(
+        model=model_id, messages=messages, tools=WEATHER, temperature=0, max_tokens=tokens
+    )
+    return reply.choices[0].message.content or ""
 
 
 @pytest.mark.browser
-def test_the_tools_box_shows_calls_as_calls_and_sends_the_typed_result_back_tuned_beside_base(
-    app_server, tuned_run, browser, model_dir, tmp_path
-):
-    """A person pastes a function into the Tools box, picks tool choice *required* and sends with
-    Base vs tuned ticked: each side shows its call as a call (its name and JSON arguments, never
-    ``<tool_call>`` text); the result typed once goes back to both as a ``tool`` turn and each answers
-    again (the tuned answer equal to the run's own greedy answer to that conversation)."""
+def test_the_tools_box_shows_the_call_as_a_call_and_sends_the_typed_result_back(app_server, browser, tmp_path):
+    """A person pastes a function into the Tools box, picks tool choice *required* and sends: the
+    base model's call is shown as a call (its name and JSON arguments, never ``<tool_call>`` text);
+    the typed result goes back as a ``tool`` turn and the model answers again, exactly as the API
+    answers the same call and result sent as OpenAI's ``tool`` message. (Tuned beside base, each side
+    with its own calls and results: ``tests/ui/test_chat_tool_panel.py``.)"""
     import json
 
     from tests.e2e.conftest import screenshot
 
-    job_id, output_dir = tuned_run
     question = "What is the weather in Paris?"
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.goto(app_server[1])
     page.get_by_role("tab", name="Chat").click()
-    page.locator("#chat-model input").fill(job_id)  # the run's final weights (a typed id is accepted)
+    page.locator("#chat-model input").fill("base")  # a typed id is accepted
     page.locator("#chat-model input").press("Enter")
-    page.locator("#chat-compare input").check()
     page.get_by_text("Generation settings").click()
     page.locator("#field-temperature input").fill("0")
     page.locator("#field-max_new_tokens input").fill("48")  # a forced call of get_weather: ~25 tokens
@@ -231,35 +228,29 @@ def test_the_tools_box_shows_calls_as_calls_and_sends_the_typed_result_back_tune
     message = page.locator("#chat-message textarea")
     message.fill(question)
     message.press("Enter")
-    for chat in ("#chat-tuned", "#chat-base"):
-        page.locator(f"{chat} .message").get_by_text("get_weather(").first.wait_for(timeout=120_000)
-    calls = {}
-    for chat in ("#chat-tuned", "#chat-base"):
-        shown = _bubbles(page, chat)
-        assert not any("<tool_call>" in text for text in shown), shown
-        call = shown[-1]
-        assert "Tool call" in call and "waiting for its result" in call, shown
-        name, _, arguments = call[call.index("get_weather(") :].strip().partition("(")
-        calls[chat] = json.loads(arguments.rstrip().removesuffix(")"))
-        assert name == "get_weather" and isinstance(calls[chat]["city"], str)  # the schema's required string
+    page.locator("#chat-tuned [data-testid=bot]").get_by_text("get_weather(").first.wait_for(timeout=240_000)
+    shown = _bubbles(page, "#chat-tuned")
+    assert not any("<tool_call>" in text for text in shown), shown
+    call = shown[-1]
+    assert "Tool call" in call and "waiting for its result" in call, shown
+    name, _, arguments = call[call.index("get_weather(") :].strip().partition("(")
+    arguments = json.loads(arguments.rstrip().removesuffix(")"))
+    assert name == "get_weather" and isinstance(arguments["city"], str)  # the schema's required string
     screenshot(page, tmp_path, "chat-tool-calls.png")
-    page.locator("#field-max_new_tokens input").fill("16")
-    page.locator("#chat-tool-result textarea").fill(RESULT)  # Tool result (base) left empty: the same for both
+    page.locator("#field-max_new_tokens input").fill("8")
+    page.locator("#chat-tool-result textarea").fill(RESULT)
     page.locator("#chat-tool-send").click()
-    for chat in ("#chat-tuned", "#chat-base"):
-        page.wait_for_function(
-            "c => { const m = [...document.querySelectorAll(c + ' .message')]; const i = m.findIndex("
-            "e => e.innerText.includes('Tool result')); return i >= 0 && i < m.length - 1 && "
-            "m[m.length - 1].innerText.trim().length > 0; }",
-            arg=chat,
-            timeout=120_000,
-        )
+    page.wait_for_function(
+        "([c, b]) => { const m = [...document.querySelectorAll(c + ' :is(' + b + ')')]; const i = m.findIndex("
+        "e => e.innerText.includes('Tool result')); return i >= 0 && i < m.length - 1 && "
+        "m[m.length - 1].innerText.trim().length > 0; }",
+        arg=["#chat-tuned", BUBBLES],
+        timeout=240_000,
+    )
+    api = _api_answer_to_result(app_server[1], "base", question, arguments, 8)  # its turn: after the page's answer
     page.wait_for_function("() => document.querySelector('#chat-notice').innerText.trim() === ''", timeout=15_000)
     screenshot(page, tmp_path, "chat-tool-result.png")
-    tuned = _bubbles(page, "#chat-tuned")
-    assert "Tool result" in tuned[-2] and RESULT in tuned[-2] and "waiting" not in tuned[-3]
-    answer = tuned[-1].replace(" [max_new_tokens reached]", "").strip()
-    direct = _direct_answer_to_result(output_dir, model_dir, question, calls["#chat-tuned"], 16)
-    assert answer == direct.strip()
-    assert "Tool result" in _bubbles(page, "#chat-base")[-2]
+    shown = _bubbles(page, "#chat-tuned")
+    assert "Tool result" in shown[-2] and RESULT in shown[-2] and "waiting" not in shown[-3]
+    assert shown[-1].replace(" [max_new_tokens reached]", "").split() == api.split()  # as shown: spaces collapse
     page.close()
