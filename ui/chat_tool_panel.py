@@ -44,6 +44,7 @@ class ToolsPanel:
                 )
             self.tools = gr.Textbox(
                 label=chat_tools.TOOLS_LABEL,
+                value="",  # a default: API callers (gradio_client) may leave it out
                 lines=6,
                 max_lines=24,
                 placeholder=PLACEHOLDER,
@@ -56,6 +57,7 @@ class ToolsPanel:
             with gr.Row():
                 self.result = gr.Textbox(
                     label=chat_tools.RESULT_LABEL,
+                    value="",  # a default: API callers (gradio_client) may leave it out
                     lines=2,
                     scale=3,
                     elem_id="chat-tool-result",
@@ -63,6 +65,7 @@ class ToolsPanel:
                 )
                 self.base_result = gr.Textbox(
                     label=chat_tools.BASE_RESULT_LABEL,
+                    value="",  # a default: API callers (gradio_client) may leave it out
                     lines=2,
                     scale=3,
                     visible=False,  # shown with Base vs tuned
