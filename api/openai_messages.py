@@ -11,13 +11,14 @@ from typing import Any, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.openai_errors import OpenAIError, param_name
-from api.openai_tools import assistant_text, tool_result, wrapped_result
+from api.openai_tools import assistant_text, tool_result
 from trainer_core.data.audio import MARKER as AUDIO_MARKER
 from trainer_core.data.audio import input_audio_url
 from trainer_core.data.errors import RowError
 from trainer_core.data.images import MARKER
 from trainer_core.serving.schemas import MAX_AUDIO_URL_CHARS, MAX_IMAGE_URL_CHARS, ChatMessage
 from trainer_core.tools.definitions import MAX_TOOLS
+from trainer_core.tools.render import wrapped_result
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 

@@ -24,10 +24,8 @@ from typing import Any, Optional, Union
 
 from api.openai_errors import OpenAIError
 from trainer_core.refusals import Refusal
-from trainer_core.tools.definitions import ToolsError, parsed_arguments, tool_list
-from trainer_core.tools.render import TOOL_RESPONSE, call_text
-
-CHOICES = ("auto", "none", "required")
+from trainer_core.tools.definitions import TOOL_CHOICES, ToolsError, parsed_arguments, tool_list
+from trainer_core.tools.render import call_text
 
 
 def _refused(exc: Refusal) -> OpenAIError:
@@ -51,7 +49,7 @@ def request_tools(
     if tool_choice is None:
         return checked, "auto" if checked else "none"
     name = _named_choice(tool_choice)
-    if tool_choice not in CHOICES and name is None:
+    if tool_choice not in TOOL_CHOICES and name is None:
         raise OpenAIError(
             400,
             'tool_choice: give "auto", "none", "required" or {"type": "function", "function": {"name": ...}}',
@@ -139,11 +137,6 @@ def tool_result(where: str, tool_call_id: Optional[str], open_calls: list[tuple[
             param=f"{where}.tool_call_id",
         )
     return ids.index(tool_call_id)
-
-
-def wrapped_result(text: str) -> str:
-    """A tool's result as our canonical ``tool`` turn's text."""
-    return f"{TOOL_RESPONSE[0]}{text}{TOOL_RESPONSE[1]}"
 
 
 def answer_parts(

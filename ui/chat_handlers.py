@@ -11,14 +11,12 @@ from typing import Any, Optional
 import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
-from trainer_core.serving.schemas import BASE_MODEL_ID, ChatMessage, GenerationSettings, ModelChoice
-from ui import chat_audio
+from trainer_core.serving.schemas import ChatMessage, GenerationSettings, ModelChoice
+from ui import chat_audio, chat_tools
+from ui.chat_checks import MODEL_LABEL, SETTINGS_FIELDS, checked_send, choice_of, notice, tool_settings
 from ui.chat_images import shown_text, user_turn
-from ui.refusals import markdown_text, notice_html
+from ui.refusals import markdown_text
 from ui.refused import Refused
-
-SETTINGS_FIELDS = tuple(GenerationSettings.model_fields)
-MODEL_LABEL = "Model"
 
 
 def _choice_label(choice: ModelChoice) -> str:
@@ -69,52 +67,43 @@ def load_button(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:
     try:
         yield from load(engine, model_id)
     except Refused as exc:
-        yield f"**Not loaded:** {markdown_text(str(exc))}"
-
-
-def _choice_of(engine: ChatEngine, model_id: str) -> ModelChoice:
-    try:
-        return engine.resolve(model_id)
-    except ChatInputError as exc:
-        raise Refused(f"{MODEL_LABEL}: {exc}") from None
+        yield f"**Not loaded:** {markdown_text(exc.message)}"
 
 
 def _label_of(engine: ChatEngine, model_id: str) -> str:
-    return _choice_of(engine, model_id).label
-
-
-def _text(content: Any) -> str:
-    """A chatbot message's content (a string or Gradio's list of text parts) as plain text."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return str(content or "")
+    return choice_of(engine, model_id).label
 
 
 def conversation(
     system: str,
     history: list[dict],
-    message: str,
+    message: Optional[str],
     images: Optional[list[Optional[str]]] = None,
     image: Optional[str] = None,
     clips: Optional[list[Optional[str]]] = None,
     clip: Optional[str] = None,
 ) -> list[ChatMessage]:
-    """The messages sent to the model: the system prompt (if any), the earlier turns, the new one.
-    Without a system prompt the chat template's own default applies, exactly as in training.
+    """The messages sent to the model: the system prompt (if any), the earlier turns (tool calls and
+    results as ``chat_tools.add_turn`` reads them), the new one (none for ``message`` None: an
+    answer to tool results). Without a system prompt the chat template's own default applies, exactly
+    as in training.
     ``images``: the earlier user turns' images in order (None for a turn without; ``chat_images``);
     ``image``: the new turn's; ``clips`` / ``clip``: the same for audio clips (``chat_audio``)."""
     turns = [ChatMessage(role="system", content=system.strip())] if system and system.strip() else []
     pictures, sounds = iter(images or []), iter(clips or [])
     for m in history:
+        if chat_tools.add_turn(turns, m):
+            continue
         if m.get("role") == "user":
             picture, sound = next(pictures, None), next(sounds, None)
-            text = shown_text(_text(m["content"])) if picture else _text(m["content"])
+            text = chat_tools.content_text(m["content"])
+            text = shown_text(text) if picture else text
             text = chat_audio.shown_text(text, sound) if sound else text
             turns.append(ChatMessage(role="user", content=text, images=_one(picture), audios=_one(sound)))
         elif m.get("role") == "assistant":
-            turns.append(ChatMessage(role="assistant", content=_text(m["content"])))
+            turns.append(ChatMessage(role="assistant", content=chat_tools.content_text(m["content"])))
+    if message is None:
+        return turns
     return turns + [ChatMessage(role="user", content=message, images=_one(image), audios=_one(clip))]
 
 
@@ -136,19 +125,6 @@ def shown_turn(message: str, image: Optional[str], clip: Optional[str]) -> dict:
     return user_turn(chat_audio.with_clip(message, clip), image)
 
 
-def settings_from(values: tuple) -> GenerationSettings:
-    """The generation settings widgets' values -> ``GenerationSettings`` (field-named errors)."""
-    from pydantic import ValidationError
-
-    from trainer_core.refusals import explain
-
-    try:
-        data = {name: value for name, value in zip(SETTINGS_FIELDS, values) if value is not None}
-        return GenerationSettings(**data)
-    except ValidationError as exc:
-        raise Refused(explain(exc)) from None
-
-
 def send(
     engine: ChatEngine,
     model_id: Optional[str],
@@ -163,16 +139,19 @@ def send(
     with the same settings and seed into the second column), loading the model first when another
     is loaded. Yields (textbox, chat, base chat, load state, notice, earlier turns' images, earlier
     turns' clips). ``values``: the generation settings, then (the page's states, ``attachments``)
-    the held image, the earlier turns' images, the held clip and the earlier turns' clips. A refusal
+    the held image, the earlier turns' images, the held clip and the earlier turns' clips, then the
+    voice, the Tools box and the Tool choice (``TOOLS_AT``: the model's calls are shown as calls,
+    ``chat_tools``; a message is refused while a call waits for its result). A refusal
     (a training job has the machine, a run without weights, a bad setting, ...) is a notice beside
     Send that keeps the typed message, the image, the clip and the conversation as they were;
     nothing is marked as an error."""
     settings_values, image, images, clip, clips = attachments(values)
     try:
         settings = checked_send(engine, model_id, compare, message, settings_values, clip)
+        tools = chat_tools.for_message(tool_settings(values), history, base_history if compare else [])
     except Refused as exc:  # everything as it was: the typed message, both conversations
         kept = message if isinstance(message, str) else ""
-        yield kept, history or [], base_history or [], gr.skip(), notice(str(exc)), images, clips
+        yield kept, history or [], base_history or [], gr.skip(), notice(exc), images, clips
         return
     before, base_before = list(history or []), list(base_history or [])
     turn = shown_turn(message, image, clip)
@@ -183,7 +162,7 @@ def send(
         state = yield from loading(
             engine, model_id, lambda s: ("", history, base_history, s, "", sent_images, sent_clips)
         )
-        yield from _stream_into(
+        yield from stream_into(
             engine,
             model_id,
             conversation(system, before, message, images, image, clips, clip),
@@ -191,9 +170,10 @@ def send(
             True,
             history,
             lambda h: ("", h, base_history, state, "", sent_images, sent_clips),
+            tools.request(),
         )
         if compare:
-            yield from _stream_into(
+            yield from stream_into(
                 engine,
                 model_id,
                 conversation(system, base_before, message, images, image, clips, clip),
@@ -201,10 +181,11 @@ def send(
                 False,
                 base_history,
                 lambda h: ("", history, h, state, "", sent_images, sent_clips),
+                tools.request(),
             )
     except (ChatUnavailable, ChatInputError, Refused) as exc:
         sent, unsent = (sent_images, sent_clips), (images, clips)
-        yield taken_back(engine, message, (history, before), (base_history, base_before), str(exc), (sent, unsent))
+        yield taken_back(engine, message, (history, before), (base_history, base_before), exc, (sent, unsent))
 
 
 def loading(engine: ChatEngine, model_id: str, outputs) -> Iterator[tuple]:
@@ -216,59 +197,29 @@ def loading(engine: ChatEngine, model_id: str, outputs) -> Iterator[tuple]:
         for state in load(engine, model_id):
             yield outputs(state)
         return state
-    state = _loaded_words(engine)
+    state = loaded_words(engine)
     yield outputs(state)
     return state
 
 
-def taken_back(engine: ChatEngine, message: str, tuned: tuple, base: tuple, why: str, media: tuple) -> tuple:
+def taken_back(engine: ChatEngine, message: str, tuned: tuple, base: tuple, why: BaseException, media: tuple) -> tuple:
     """The send's outputs after a refusal (``why``) cut it short: the message back in its box and a
     turn with no answer yet taken back (a partial answer stays, with its image and clip). ``tuned``
     / ``base``: (the conversation as sent, the conversation before it); ``media``: ((earlier turns'
     images, clips) as sent, the same before it)."""
     (history, before), (base_history, base_before) = tuned, base
-    answered = bool(_text(history[-1]["content"]))
+    answered = bool(chat_tools.content_text(history[-1]["content"]))
     return (
         gr.skip() if answered else message,
         history if answered else before,
         base_history if answered else base_before,
-        _loaded_words(engine),
+        loaded_words(engine),
         notice(why),
         *(media[0] if answered else media[1]),
     )
 
 
-def checked_send(
-    engine: ChatEngine, model_id: Any, compare: bool, message: Any, values: tuple, clip: Optional[str] = None
-) -> GenerationSettings:
-    """The settings of a send that can go ahead; Refused naming the field (by its label) otherwise.
-    The message may be empty when the turn has a ``clip``. Asks the engine first whether chat can
-    run now, so a refused send changes nothing on the page."""
-    if not model_id or not isinstance(model_id, str):
-        raise Refused(f"{MODEL_LABEL}: choose a model to talk to.")
-    if not isinstance(message, str) or not (message.strip() or clip):
-        raise Refused("Message: type something to send.")
-    settings = settings_from(values)
-    if compare and model_id == BASE_MODEL_ID:
-        raise Refused("Base vs tuned: choose a run or checkpoint to compare with its base model.")
-    if compare and _choice_of(engine, model_id).kind == "gguf":
-        raise Refused(
-            "Base vs tuned: a GGUF export holds only the tuned weights; untick it to chat with the GGUF, "
-            "or choose the run it was exported from to compare with its base model."
-        )
-    _choice_of(engine, model_id)  # an unknown id, a run without weights: said before anything moves
-    problem = engine.refusal()
-    if problem:
-        raise Refused(problem)
-    return settings
-
-
-def notice(message: str) -> str:
-    """A refusal as the notice shown beside Send."""
-    return notice_html(message, "Not sent")
-
-
-def _loaded_words(engine: ChatEngine) -> str:
+def loaded_words(engine: ChatEngine) -> str:
     """The load state line as it is now (never a stale "Loading ..." after a refusal)."""
     loaded = engine.state().get("loaded")
     if not loaded:
@@ -279,7 +230,7 @@ def _loaded_words(engine: ChatEngine) -> str:
         return f"**{markdown_text(loaded)}** is loaded."
 
 
-def _stream_into(
+def stream_into(
     engine: ChatEngine,
     model_id: str,
     messages: list[ChatMessage],
@@ -287,16 +238,22 @@ def _stream_into(
     use_adapter: bool,
     history: list[dict],
     outputs,
+    tools: Optional[dict[str, Any]] = None,
 ) -> Iterator[tuple]:
-    """Append streamed text to the last (assistant) message of ``history``, yielding after each piece."""
-    answer = ""
-    for event in engine.stream(model_id, messages, settings, use_adapter=use_adapter):
+    """Append streamed text to the last (assistant) message of ``history``, yielding after each
+    piece; with ``tools`` (``ChatEngine.stream``'s ``tools`` and ``tool_choice``) the answer's calls
+    follow as calls (``chat_tools.show_calls``)."""
+    answer, event = "", None
+    for event in engine.stream(model_id, messages, settings, use_adapter=use_adapter, **(tools or {})):
         answer += event.delta
         if event.finish_reason == "cancelled":
             answer += " [stopped]"
         elif event.finish_reason == "length":
             answer += " [max_new_tokens reached]"
         history[-1] = {"role": "assistant", "content": answer}
+        yield outputs(history)
+    if event is not None and event.tool_calls:
+        chat_tools.show_calls(history, event.tool_calls)
         yield outputs(history)
 
 

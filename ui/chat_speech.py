@@ -18,14 +18,13 @@ import gradio as gr
 from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
 from trainer_core.serving.schemas import Speech
 from trainer_core.serving.voices import speaker
-from ui import chat_audio, chat_handlers
+from ui import chat_audio, chat_checks, chat_handlers
 from ui.refused import Refused
 
 SPEECH_DIR = "studio-speech"  # the folder of the chat's speech files, under tempfile.gettempdir()
 VOICE_LABEL = "Voice"
 SPEECH_MARK = "🔊 "
 NOTHING_SAID = "(no speech: the model ended before its first frame)"  # the answer for no samples
-STATES = 4  # the page's states after the generation settings: held image, images, held clip, clips
 
 
 def speaks(engine: ChatEngine, model_id: Any) -> bool:
@@ -44,7 +43,7 @@ def voice_of(values: tuple) -> Union[int, str]:
     """The voice in a send's ``values`` (the generation settings, the page's states, then the voice
     box; 0 where the call has no voice): a speaker number or name (``serving.voices.speaker``).
     Raises Refused naming the box for what that rule refuses."""
-    rest = values[len(chat_handlers.SETTINGS_FIELDS) + STATES :]
+    rest = values[len(chat_checks.SETTINGS_FIELDS) + chat_checks.STATES :]
     try:
         return speaker(rest[0] if rest else 0)
     except ValueError as exc:
@@ -71,12 +70,12 @@ def speak_send(
     settings_values, _image, images, _clip, clips = chat_handlers.attachments(values)
     text = message if isinstance(message, str) else ""
     try:
-        chat_handlers.checked_send(engine, model_id, compare, text, settings_values)
+        chat_checks.checked_send(engine, model_id, compare, text, settings_values)
         voice = voice_of(values)
         if compare:
             _check_base(engine, model_id)
     except Refused as exc:
-        yield text, history or [], base_history or [], gr.skip(), chat_handlers.notice(str(exc)), images, clips
+        yield text, history or [], base_history or [], gr.skip(), chat_checks.notice(exc), images, clips
         return
     before, base_before = list(history or []), list(base_history or [])
     turn = chat_handlers.shown_turn(text, None, None)
@@ -92,7 +91,7 @@ def speak_send(
             yield "", history, base_history, state, "", *sent
     except (ChatUnavailable, ChatInputError, Refused) as exc:
         yield chat_handlers.taken_back(
-            engine, text, (history, before), (base_history, base_before), str(exc), (sent, unsent)
+            engine, text, (history, before), (base_history, base_before), exc, (sent, unsent)
         )
 
 

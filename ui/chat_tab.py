@@ -1,6 +1,8 @@
 """The Chat tab: a model picker (base, runs, checkpoints), one chat or base vs tuned side by side,
 a system prompt, an image box for vision models, an audio box for audio models and a voice for
-text-to-speech models, Stop generation, Clear, and generation settings built from ``GenerationSettings``."""
+text-to-speech models, Stop generation, Clear, a Tools box (``chat_tool_panel``: function definitions,
+the model's calls shown as calls, the user's results sent back) and generation settings built from
+``GenerationSettings``."""
 
 from __future__ import annotations
 
@@ -12,21 +14,22 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.serving.schemas import GenerationSettings
 from trainer_core.serving.voices import MAX_VOICE_CHARS
 from trainer_core.settings import Settings
-from ui import chat_audio, chat_handlers, chat_images, chat_send, chat_speech
+from ui import chat_audio, chat_checks, chat_handlers, chat_images, chat_send, chat_speech, chat_tool_panel
 from ui.form import number_widgets
 
 FREE = dict(concurrency_limit=None)  # the engine runs one generation at a time and queues the rest
 
 
 class ChatTab:
-    """The tab's components that other tabs use: the model picker (Runs tab's "Chat with this run")."""
+    """The tab's components that other tabs use: the model picker (Runs tab's "Chat with this run");
+    ``tools``: the Tools accordion."""
 
     def __init__(self, engine: ChatEngine, settings: Settings) -> None:
         self.engine = engine
         with gr.Tab("Chat", id="chat") as self.tab:
             with gr.Row():
                 self.model = gr.Dropdown(
-                    label=chat_handlers.MODEL_LABEL,
+                    label=chat_checks.MODEL_LABEL,
                     choices=[],
                     scale=4,
                     elem_id="chat-model",
@@ -87,6 +90,7 @@ class ChatTab:
                 stop_btn = gr.Button("Stop generation", elem_id="chat-stop")
                 clear_btn = gr.Button("Clear", elem_id="chat-clear")
             notice = gr.HTML("", elem_id="chat-notice")  # why a message was not sent (it stays in its box)
+            self.tools = chat_tool_panel.ToolsPanel()
             with gr.Accordion("Generation settings", open=False):
                 widgets = number_widgets(GenerationSettings)
         self._wire(
@@ -107,6 +111,10 @@ class ChatTab:
             (image, held, images),
             (audio, held_clip, clips, voice),
             settings,
+        )
+        page = (state, notice, clear_btn)
+        self.tools.wire(
+            engine, self.model, compare, system, (chat, base_chat), list(widgets.values()), (images, clips), page
         )
 
     def _wire(
@@ -142,8 +150,8 @@ class ChatTab:
         quiet = dict(api_name=False, show_progress="hidden", **FREE)
         self.model.change(partial(chat_speech.boxes, engine), self.model, [audio, voice], **quiet)
         audio.change(partial(chat_audio.pending, settings), audio, [held_clip, notice], **quiet)
-        page = [held, images, held_clip, clips, voice]  # the page's states (chat_speech.STATES), then the voice
-        inputs = [self.model, compare, system, message, chat, base_chat, *widgets, *page]
+        page = [held, images, held_clip, clips, voice]  # the page's states (chat_checks.STATES), then the voice
+        inputs = [self.model, compare, system, message, chat, base_chat, *widgets, *page, *self.tools.inputs()]
         outputs = [message, chat, base_chat, state, notice, images, clips]
         sent = (_sent, [notice, message], [image, audio])
         # the picture and the clip are taken again as the send's first step: a Send pressed before

@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from trainer_core.serving.engine import ChatEngine, ChatInputError, ChatUnavailable
-from ui import chat_handlers
+from ui import chat_checks, chat_handlers
 from ui.chat_audio import AUDIO_LABEL
 from ui.refused import Refused
 
@@ -41,9 +41,9 @@ def transcribe_send(
     try:
         if not clip:
             raise Refused(f"{AUDIO_LABEL}: record or upload a clip for this speech-to-text model to transcribe.")
-        chat_handlers.checked_send(engine, model_id, compare, text, settings_values, clip)
+        chat_checks.checked_send(engine, model_id, compare, text, settings_values, clip)
     except Refused as exc:
-        yield text, history or [], base_history or [], gr.skip(), chat_handlers.notice(str(exc)), images, clips
+        yield text, history or [], base_history or [], gr.skip(), chat_checks.notice(exc), images, clips
         return
     before, base_before = list(history or []), list(base_history or [])
     turn = chat_handlers.shown_turn(text, None, clip)
@@ -59,7 +59,7 @@ def transcribe_send(
             yield "", history, base_history, state, "", *sent
     except (ChatUnavailable, ChatInputError, Refused) as exc:
         yield chat_handlers.taken_back(
-            engine, text, (history, before), (base_history, base_before), str(exc), (sent, unsent)
+            engine, text, (history, before), (base_history, base_before), exc, (sent, unsent)
         )
 
 

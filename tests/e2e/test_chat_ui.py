@@ -1,6 +1,7 @@
 """The Chat tab through the page's own API (gradio_client), with a run trained in the app: load it,
 chat (greedy answer equal to a direct ``generate`` with the same adapter), base vs tuned side by
-side, refusals during training and for a run without weights."""
+side, refusals during training and for a run without weights; and the Tools box in a browser (the
+call shown as a call, the typed result sent back as a ``tool`` turn)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import form_args, is_training, statuses, wait_for
+from tests.support.page_tools import browser as browser  # the fixture (headless Chromium)
 from ui.refusals import markdown_text
 
 pytestmark = pytest.mark.slow
@@ -156,3 +158,99 @@ def test_a_share_link_from_the_runs_tab_reaches_its_model_and_nothing_else(clien
     revoked, table = client.predict(job_id, link_id, api_name="/share_revoke")
     assert "Revoked" in revoked and table["data"][0][2] == "revoked"
     assert httpx.get(page_url + "/v1/models").status_code in (401, 403, 404, 410)
+
+
+WEATHER = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The current weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
+]
+RESULT = '{"temperature_c": 18, "sky": "clear"}'
+
+
+BUBBLES = "[data-testid=bot], [data-testid=user]"  # one element per message, in order
+
+
+def _bubbles(page, chat: str) -> list[str]:
+    """The texts of ``chat``'s messages in order (a call or result: its title, then its text)."""
+    return page.locator(f"{chat} :is({BUBBLES})").all_inner_texts()
+
+
+def _api_answer_to_result(url: str, model_id: str, question: str, arguments: dict, tokens: int) -> str:
+    """The greedy answer of ``POST /v1/chat/completions`` (the ``openai`` client) to the question,
+    its call and the tool's result sent as OpenAI's ``tool`` message."""
+    import json
+
+    from openai import OpenAI
+
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps(arguments)}}
+    messages = [
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": RESULT},
+    ]
+    client = OpenAI(base_url=url.rstrip("/") + "/v1", api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(
+        model=model_id, messages=messages, tools=WEATHER, temperature=0, max_tokens=tokens
+    )
+    return reply.choices[0].message.content or ""
+
+
+@pytest.mark.browser
+def test_the_tools_box_shows_the_call_as_a_call_and_sends_the_typed_result_back(app_server, browser, tmp_path):
+    """A person pastes a function into the Tools box, picks tool choice *required* and sends: the
+    base model's call is shown as a call (its name and JSON arguments, never ``<tool_call>`` text);
+    the typed result goes back as a ``tool`` turn and the model answers again, exactly as the API
+    answers the same call and result sent as OpenAI's ``tool`` message. (Tuned beside base, each side
+    with its own calls and results: ``tests/ui/test_chat_tool_panel.py``.)"""
+    import json
+
+    from tests.e2e.conftest import screenshot
+
+    question = "What is the weather in Paris?"
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(app_server[1])
+    page.get_by_role("tab", name="Chat").click()
+    page.locator("#chat-model input").fill("base")  # a typed id is accepted
+    page.locator("#chat-model input").press("Enter")
+    page.get_by_text("Generation settings").click()
+    page.locator("#field-temperature input").fill("0")
+    page.locator("#field-max_new_tokens input").fill("48")  # a forced call of get_weather: ~25 tokens
+    page.get_by_text("Tools (function calling)").click()
+    page.locator("#chat-tools textarea").fill(json.dumps(WEATHER))
+    page.locator("#chat-tool-choice").get_by_label("required").check()
+    page.locator("#chat-tools-summary").get_by_text("1 function: get_weather").wait_for(timeout=15_000)
+    message = page.locator("#chat-message textarea")
+    message.fill(question)
+    message.press("Enter")
+    page.locator("#chat-tuned [data-testid=bot]").get_by_text("get_weather(").first.wait_for(timeout=240_000)
+    shown = _bubbles(page, "#chat-tuned")
+    assert not any("<tool_call>" in text for text in shown), shown
+    call = shown[-1]
+    assert "Tool call" in call and "waiting for its result" in call, shown
+    name, _, arguments = call[call.index("get_weather(") :].strip().partition("(")
+    arguments = json.loads(arguments.rstrip().removesuffix(")"))
+    assert name == "get_weather" and isinstance(arguments["city"], str)  # the schema's required string
+    screenshot(page, tmp_path, "chat-tool-calls.png")
+    page.locator("#field-max_new_tokens input").fill("8")
+    page.locator("#chat-tool-result textarea").fill(RESULT)
+    page.locator("#chat-tool-send").click()
+    page.wait_for_function(
+        "([c, b]) => { const m = [...document.querySelectorAll(c + ' :is(' + b + ')')]; const i = m.findIndex("
+        "e => e.innerText.includes('Tool result')); return i >= 0 && i < m.length - 1 && "
+        "m[m.length - 1].innerText.trim().length > 0; }",
+        arg=["#chat-tuned", BUBBLES],
+        timeout=240_000,
+    )
+    api = _api_answer_to_result(app_server[1], "base", question, arguments, 8)  # its turn: after the page's answer
+    page.wait_for_function("() => document.querySelector('#chat-notice').innerText.trim() === ''", timeout=15_000)
+    screenshot(page, tmp_path, "chat-tool-result.png")
+    shown = _bubbles(page, "#chat-tuned")
+    assert "Tool result" in shown[-2] and RESULT in shown[-2] and "waiting" not in shown[-3]
+    assert shown[-1].replace(" [max_new_tokens reached]", "").split() == api.split()  # as shown: spaces collapse
+    page.close()

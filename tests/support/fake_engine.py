@@ -177,7 +177,8 @@ class FakeEngine:
         yield from self._words(f"echo: {prompt}".split(" "), settings, len(prompt))
 
     def _flushed(self) -> Iterator[StreamEvent]:
-        held, self._held = self._held, []
+        held = list(self._held)
+        self._held.clear()  # in place: the stream's splitter holds this very list
         for text in held:
             yield StreamEvent(delta=text)
 

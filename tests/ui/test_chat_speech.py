@@ -19,7 +19,7 @@ from tests.support.fake_engine import SPEECH_RATE, FakeEngine
 from tests.support.speech_runs import add_run
 from trainer_core.serving.schemas import Speech
 from trainer_core.settings import Settings
-from ui import chat_handlers, chat_send, chat_speech
+from ui import chat_handlers, chat_send, chat_speech, chat_tools
 
 DEFAULTS = (None,) * len(chat_handlers.SETTINGS_FIELDS)  # the generation settings widgets, untouched
 TTS = "job_tts"
@@ -84,7 +84,7 @@ def test_send_speaks_the_text_tuned_beside_base_as_players() -> None:
     assert _played(history[1]) != _played(base[1])
     again = _send(engine, TTS, "Hello there friend", voice=2)[1]
     assert _played(again[1]) == _played(history[1])  # the same speech: the same file, no second one
-    assert chat_handlers._text(history[1]["content"]) == "🔊 0.30 s, voice 2"  # a later chat turn reads the line
+    assert chat_tools.content_text(history[1]["content"]) == "🔊 0.30 s, voice 2"  # a later chat turn reads the line
 
 
 def test_refusals_are_said_beside_send_keeping_the_text() -> None:

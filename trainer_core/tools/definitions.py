@@ -18,6 +18,7 @@ from trainer_core.tools.json_schema import schema_problem, validation_errors, va
 
 NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")  # OpenAI: letters, digits, _ and -, at most 64 (we allow . and :)
 MAX_TOOLS = 128  # OpenAI's limit on the functions of one request
+TOOL_CHOICES = ("auto", "none", "required")  # tool_choice's words (a named function is an object)
 
 
 class ToolsError(ValueError):

@@ -81,6 +81,11 @@ def split_calls(content: str, where: str = "content") -> tuple[str, list[dict[st
     return content[: blocks[0].start()].strip(), calls
 
 
+def wrapped_result(text: str) -> str:
+    """A tool's result as our canonical ``tool`` turn's text."""
+    return f"{TOOL_RESPONSE[0]}{text}{TOOL_RESPONSE[1]}"
+
+
 def unwrapped_result(content: str) -> str:
     """A tool turn's text without its ``<tool_response>`` wrapper."""
     text = content.strip()
