@@ -2,7 +2,8 @@
 ``openai`` client's ``responses.create``) with a held-out question and its function tool, the model's
 ``function_call`` (asked with ``tool_choice`` auto; forced with ``required`` only where the model
 answered in words, and then said so), the row's own tool result sent back as a
-``function_call_output`` item after the earlier ones, and the final answer; against a run and
+``function_call_output`` item after the earlier ones, and the final answer (asked with auto; again
+with ``none`` only where the model called a function again, and then said so); against a run and
 against its GGUF export (made through ``POST /api/train/export``); ``wait_until`` polls the app."""
 
 from __future__ import annotations
@@ -40,29 +41,39 @@ def exported(app: App, job_id: str, gguf_type: str) -> str:
 
 
 def round_trip(client: Any, model: str, point: EvalRow, result: str, max_tokens: int) -> dict[str, Any]:
-    """The Codex-style round trip through ``responses.create`` (see the module docstring)."""
+    """The Codex-style round trip through ``responses.create`` (see the module docstring): each
+    request with ``tool_choice`` auto first; the call forced (``required``) only where auto answered
+    in words, and the final answer asked again with ``none`` only where auto called a function
+    again (``forced`` / ``quieted``, with what auto said then)."""
     from trainer_core.data.tool_rows import loaded
 
     tools = [{"type": "function", **tool["function"]} for tool in loaded(point.tools)]
     question = openai_messages(point.prompt)
-    first, forced = None, False
-    for choice in ("auto", "required"):
-        first = client.responses.create(
-            model=model, input=question, tools=tools, tool_choice=choice, temperature=0, max_output_tokens=max_tokens
-        )
-        if any(item.type == "function_call" for item in first.output):
-            break
-        forced = True
+
+    def ask(items: list[Any], wanted: str, fallback: str) -> tuple[Any, list[dict[str, Any]]]:
+        said = []
+        for choice in ("auto", fallback):
+            reply = client.responses.create(
+                model=model, input=items, tools=tools, tool_choice=choice, temperature=0, max_output_tokens=max_tokens
+            )
+            said.append([item.model_dump(exclude_none=True) for item in reply.output])
+            if any(item.type == wanted for item in reply.output):
+                break
+        return reply, said
+
+    first, first_said = ask(question, "function_call", "required")
     call = next(item for item in first.output if item.type == "function_call")
     back = [*question, call.model_dump(exclude_none=True)]
     back.append({"type": "function_call_output", "call_id": call.call_id, "output": result})
-    final = client.responses.create(model=model, input=back, tools=tools, temperature=0, max_output_tokens=max_tokens)
+    final, final_said = ask(back, "message", "none")
     return {
         "model": model,
-        "forced": forced,
-        "first": [item.model_dump(exclude_none=True) for item in first.output],
+        "forced": len(first_said) > 1,
+        "quieted": len(final_said) > 1,
+        "auto_said": {"first": first_said[0], "final": final_said[0]},
+        "first": first_said[-1],
         "sent_back": back[-1],
-        "final": [item.model_dump(exclude_none=True) for item in final.output],
+        "final": final_said[-1],
         "final_text": final.output_text,
     }
 

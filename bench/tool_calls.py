@@ -18,12 +18,16 @@ Last, the Codex-style round trip through ``/v1/responses`` (``responses.create``
 run and against its GGUF export (``POST /api/train/export``, ``--gguf-type``): a held-out question
 with its function tool, the model's ``function_call`` (asked with ``tool_choice`` auto; forced with
 ``required`` only where the model answered in words, and then said so), the row's own tool result
-sent back as ``function_call_output``, and the final text answer; every item is printed.
+sent back as ``function_call_output``, and the final text answer (asked with auto; with ``none``
+where auto called again, and then said so); every item is printed.
 
-    python -m bench.tool_calls [--quick | --steps N] [--points N] [--data-dir DIR] [--max-tokens N] [--gguf-type q8_0]
+    python -m bench.tool_calls [--quick | --steps N] [--points N] [--data-dir DIR] [--max-tokens N]
+                               [--call-max-tokens N] [--gguf-type q8_0]
 
 ``--steps N`` trains N steps instead of the default epochs; ``--quick`` is ``--steps 4``, 6 points
-and 48 new tokens (a smoke run: not the figure). ``--data-dir`` keeps the studio's data (the run, the
+and 48 new tokens (a smoke run: not the figure). ``--max-tokens`` (128) bounds an answer with
+``tool_choice`` auto; ``--call-max-tokens`` (256) a forced call (a call cut there is not valid: the
+report lists each invalid answer with its finish reason) and the round trip's answers. ``--data-dir`` keeps the studio's data (the run, the
 export) there; a run of the same request found in it is reused. Prints one JSON line, a summary,
 and writes docs/bench-results/tool_calls.json (``--out``).
 """
@@ -88,9 +92,12 @@ def trained(app: App, request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def asked(client: Any, model: str, point: EvalRow, tool_choice: str, max_tokens: int, fmt: str) -> Said:
+def asked(
+    client: Any, model: str, point: EvalRow, tool_choice: str, max_tokens: int, fmt: str
+) -> tuple[Said, str, str]:
     """What ``model`` says at ``point`` through ``/v1/chat/completions`` (greedy): its ``tool_calls``
-    and whether it began a call (a call that did not parse comes back as text). Raises
+    and whether it began a call (a call that did not parse comes back as text), the finish reason
+    and the answer's text. Raises
     ``openai.BadRequestError`` where the server refuses the request (a schema it cannot compile)."""
     from trainer_core.data.tool_rows import loaded
     from trainer_core.tools.parse import call_start
@@ -105,38 +112,47 @@ def asked(client: Any, model: str, point: EvalRow, tool_choice: str, max_tokens:
     )
     message = reply.choices[0].message
     calls = [{"name": c.function.name, "arguments": c.function.arguments} for c in message.tool_calls or []]
-    return Said(calls, bool(calls) or call_start(message.content or "", fmt) is not None)
+    said = Said(calls, bool(calls) or call_start(message.content or "", fmt) is not None)
+    return said, reply.choices[0].finish_reason, message.content or ""
 
 
 def scored(client: Any, model: str, points: list[EvalRow], tool_choice: str, max_tokens: int, fmt: str) -> dict:
-    """``score_calls`` of ``model``'s answers at ``points``, the seconds they took, and the requests
-    the server refused (400: scored as an answer without a call; their messages listed)."""
+    """``score_calls`` of ``model``'s answers at ``points``, the seconds they took, the requests the
+    server refused (400: scored as an answer without a call; their messages listed) and the answers
+    that attempted a call but are not valid (their finish reason and text: ``length`` is a call cut
+    at ``max_tokens``)."""
     from dataclasses import asdict
 
     import openai
 
     from trainer_core.data.tool_rows import loaded
     from trainer_core.evaluation.tool_calls import expected_calls
-    from trainer_core.tools.scoring import score_calls
+    from trainer_core.tools.scoring import score_calls, valid
 
-    began, said, refused = time.perf_counter(), [], []
+    began, said, refused, invalid = time.perf_counter(), [], [], []
     for point in points:
         try:
-            said.append(asked(client, model, point, tool_choice, max_tokens, fmt))
+            answer, finish, text = asked(client, model, point, tool_choice, max_tokens, fmt)
         except openai.BadRequestError as exc:
             said.append(Said([], False))
             refused.append(str(exc)[:300])
+            continue
+        said.append(answer)
+        if answer.attempted and not valid(answer.calls, loaded(point.tools)):
+            invalid.append({"finish_reason": finish, "text": text[:300], "calls": answer.calls})
     scores: CallScores = score_calls(
         [expected_calls(p.reference) for p in points], said, [loaded(p.tools) for p in points]
     )
-    return {**asdict(scores), "refused": refused, "seconds": round(time.perf_counter() - began, 1)}
+    seconds = round(time.perf_counter() - began, 1)
+    return {**asdict(scores), "refused": refused, "invalid": invalid, "seconds": seconds}
 
 
 def measure(
-    data_dir: Path, steps: int, points_limit: int, max_tokens: int, gguf_type: str, out: Path
+    data_dir: Path, steps: int, points_limit: int, max_tokens: tuple[int, int], gguf_type: str, out: Path
 ) -> dict[str, Any]:
     """The whole bench (see the module docstring); the report so far is written to ``out`` after
-    each stage, so a late failure keeps the figures measured before it."""
+    each stage, so a late failure keeps the figures measured before it. ``max_tokens``: (of an answer
+    with tool_choice auto, of a forced call and of the round trip's answers)."""
     import openai
 
     from trainer_core.evaluation.tool_calls import answer_format, expected_calls
@@ -153,7 +169,8 @@ def measure(
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "request": request,
         "call_format": fmt,
-        "max_tokens": max_tokens,
+        "max_tokens": max_tokens[0],
+        "call_max_tokens": max_tokens[1],
         "points": {"rows": len({p.index for p in points}), "points": len(points), "should_call": len(calling)},
     }
 
@@ -170,17 +187,17 @@ def measure(
         client = openai.OpenAI(base_url=f"{app.url}/v1", api_key="no-token-set", max_retries=0, timeout=900)
         for side, model in (("base", "base"), ("tuned", job_id)):
             report[side] = {
-                "auto": scored(client, model, points, "auto", max_tokens, fmt),
-                "required": scored(client, model, calling, "required", max_tokens, fmt),
+                "auto": scored(client, model, points, "auto", max_tokens[0], fmt),
+                "required": scored(client, model, calling, "required", max_tokens[1], fmt),
             }
             save()
         point, result = round_trip_point(points)
-        report["round_trips"] = [round_trip(client, job_id, point, result, max_tokens)]
+        report["round_trips"] = [round_trip(client, job_id, point, result, max_tokens[1])]
         save()
         began = time.perf_counter()
         gguf = exported(app, job_id, gguf_type)
         report["export_seconds"] = round(time.perf_counter() - began, 1)
-        report["round_trips"].append(round_trip(client, gguf, point, result, max_tokens))
+        report["round_trips"].append(round_trip(client, gguf, point, result, max_tokens[1]))
         save()
     return report
 
@@ -209,7 +226,8 @@ def summary(report: dict[str, Any]) -> list[str]:
         )
     for trip in report["round_trips"]:
         forced = " (call forced: with auto it answered in words)" if trip["forced"] else ""
-        lines.append(f"round trip with {trip['model']}{forced}:")
+        quieted = " (final asked with tool_choice none: with auto it called again)" if trip["quieted"] else ""
+        lines.append(f"round trip with {trip['model']}{forced}{quieted}:")
         lines += [f"  output: {json.dumps(item)}" for item in trip["first"]]
         lines.append(f"  sent back: {json.dumps(trip['sent_back'])}")
         lines += [f"  final: {json.dumps(item)}" for item in trip["final"]]
@@ -223,11 +241,14 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     parser.add_argument("--data-dir", type=Path, help="the studio's data dir (kept; a finished run there is reused)")
     parser.add_argument("--points", type=int, default=0, help="score only the first N held-out points (default all)")
     parser.add_argument("--max-tokens", type=int, help="new tokens per answer (default 128; quick 48)")
+    parser.add_argument(
+        "--call-max-tokens", type=int, default=256, help="new tokens of a forced call and of the round trip's answers"
+    )
     parser.add_argument("--gguf-type", default="q8_0", help="the GGUF type of the export")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON report is written")
     args = parser.parse_args(argv)
     steps, points = (args.steps or 4, args.points or 6) if args.quick else (args.steps, args.points)
-    max_tokens = args.max_tokens or (48 if args.quick else 128)
+    max_tokens = (args.max_tokens or (48 if args.quick else 128), args.call_max_tokens)
     if args.data_dir is not None:
         report = measure(args.data_dir, steps, points, max_tokens, args.gguf_type, args.out)
     else:
