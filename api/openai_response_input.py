@@ -6,7 +6,8 @@ parts, ``function_call`` and ``function_call_output``) becomes the chat's ``Requ
 a row make one assistant message, each output the ``tool`` message of the call its ``call_id`` names.
 Function ``tools`` (flat: ``{"type": "function", "name", "parameters"}``) and ``tool_choice``
 (``{"type": "function", "name"}``) take the chat's form and ``api.openai_tools.request_tools``'s
-checks. Built-in tools, ``previous_response_id`` and a ``text.format`` other than text are refused;
+checks. ``text.format`` ``json_object`` / ``json_schema`` becomes the chat's ``response_format`` (the
+same checks and constrained decoding). Built-in tools and ``previous_response_id`` are refused;
 ``store`` is accepted and nothing is stored. Every refusal is a 400 naming the Responses field
 (``input[2].call_id``, ``tools[0].type``).
 """
@@ -22,7 +23,7 @@ from pydantic import Field
 from api.openai_errors import OpenAIError
 from api.openai_messages import RequestMessage, chat_messages
 from api.openai_schemas import MAX_MESSAGES, SamplingRequest
-from api.openai_tools import request_tools
+from api.openai_tools import format_settings, request_tools
 from trainer_core.serving.schemas import ChatMessage, GenerationSettings
 from trainer_core.tools.definitions import ToolsError, parsed_arguments
 from trainer_core.vocabulary import OptionalWholeNumber
@@ -44,7 +45,9 @@ class ResponsesRequest(SamplingRequest):
     parallel_tool_calls: Optional[bool] = Field(None, description="false: only the answer's first call is kept.")
     store: Optional[bool] = Field(None, description="Accepted; nothing is ever stored (send the whole input).")
     previous_response_id: Optional[str] = Field(None, description="Refused: nothing is stored; send the whole input.")
-    text: Optional[dict[str, Any]] = Field(None, description="Only the text format is supported.")
+    text: Optional[dict[str, Any]] = Field(
+        None, description="`format`: text, json_object or json_schema (`name`, `schema`, `strict`), as response_format."
+    )
 
     def check_supported(self) -> None:
         """Refuse what we would otherwise get silently wrong (400 naming the field)."""
@@ -56,9 +59,6 @@ class ResponsesRequest(SamplingRequest):
                 "(the earlier items, function_call and function_call_output included) and leave it out",
                 param="previous_response_id",
             )
-        text_format = (self.text or {}).get("format")
-        if isinstance(text_format, dict) and text_format.get("type", "text") != "text":
-            raise OpenAIError(400, "text.format: only the text format is supported", param="text.format")
 
     def generation_settings(self) -> GenerationSettings:
         """Our ``GenerationSettings`` (``max_output_tokens`` is ``max_new_tokens``); 400 naming the field."""
@@ -67,6 +67,34 @@ class ResponsesRequest(SamplingRequest):
         except OpenAIError as exc:
             if exc.param == "max_tokens":
                 exc.param, exc.message = "max_output_tokens", exc.message.replace("max_tokens", "max_output_tokens")
+            raise
+
+    def format_settings(self) -> Optional[dict[str, Any]]:
+        """``text.format`` as the chat's ``response_format`` (``json_schema``'s flat ``name``, ``schema``
+        and ``strict`` under ``json_schema``), checked by ``api.openai_tools.format_settings``; None for
+        text. 400 naming ``text.format`` (``text.format.schema`` for a schema that cannot be used)."""
+        text_format = (self.text or {}).get("format")
+        if text_format is None:
+            return None
+        if not isinstance(text_format, dict):
+            raise OpenAIError(
+                400, 'text.format: give {"type": "json_schema", "name": ..., "schema": {...}}', param="text.format"
+            )
+        kind = text_format.get("type", "text")
+        keys = ("name", "description", "schema", "strict")
+        shape = {"type": kind} | (
+            {"json_schema": {key: text_format[key] for key in keys if key in text_format}}
+            if kind == "json_schema"
+            else {}
+        )
+        try:
+            return format_settings(shape)
+        except OpenAIError as exc:
+            for chat, ours in (
+                ("response_format.json_schema", "text.format.schema"),
+                ("response_format", "text.format"),
+            ):
+                exc.param, exc.message = (exc.param or "").replace(chat, ours) or None, exc.message.replace(chat, ours)
             raise
 
     def tool_settings(self) -> tuple[list[dict[str, Any]], str]:

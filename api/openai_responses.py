@@ -8,7 +8,9 @@ answer is a ``response`` object whose ``output`` holds a ``message`` item (its t
 ``stream`` it comes as OpenAI's typed Server-Sent Events, each with its ``sequence_number``:
 ``response.created``, ``response.in_progress``, the text's item, part and ``output_text`` deltas, each
 call's item and ``function_call_arguments`` events, then ``response.completed`` (or
-``response.incomplete``); a failure after the first byte is an ``error`` event. Nothing is stored.
+``response.incomplete``); a failure after the first byte is an ``error`` event. ``text.format``
+``json_object`` / ``json_schema`` constrains the text as the chat's ``response_format`` does. Nothing
+is stored.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def respond(request: Request, body: ResponsesRequest, model_id: str, public: boo
     remote = request.app.state.settings.allow_remote_images and not public
     messages, settings = body.chat_messages(fetch_image if remote else None), body.generation_settings()
     tools, tool_choice = body.tool_settings()
+    response_format = body.format_settings()
     head = ResponseObject(
         id="resp_" + secrets.token_hex(16),
         created_at=int(time.time()),
@@ -95,11 +98,14 @@ def respond(request: Request, body: ResponsesRequest, model_id: str, public: boo
         top_p=settings.top_p,
         tool_choice=body.tool_choice or tool_choice,
         tools=body.tools or [],
+        text={"format": body.text["format"]} if response_format else {"format": {"type": "text"}},
     )
     return answered(
         request,
         public,
-        lambda: engine.stream(model_id, messages, settings, tools=tools, tool_choice=tool_choice),
+        lambda: engine.stream(
+            model_id, messages, settings, tools=tools, tool_choice=tool_choice, response_format=response_format
+        ),
         None if body.stream else lambda events: finished(head, whole(events)),
         lambda events, first, error: response_events(events, first, head, error),
     )

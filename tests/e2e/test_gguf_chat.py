@@ -2,7 +2,7 @@
 ``GET /v1/models``), answers streamed by the llama.cpp worker through the ``openai`` client, the
 prompt rendered by the file's own chat template to the run's tokenizer's ids, Stop, the limits,
 and the doors (a folder outside the allowed ones, a name that leaves the folder, a planted link,
-an unbuilt llama.cpp). The GGUF is the bundled SmolLM2-135M-Instruct Q4_1 file, copied into an
+an unbuilt llama.cpp), and the Codex-style round trip through ``/v1/responses``. The GGUF is the bundled SmolLM2-135M-Instruct Q4_1 file, copied into an
 export task's folder as an export writes it; the real export-then-chat path is in
 ``test_export_real.py``."""
 
@@ -17,6 +17,7 @@ import openai
 import pytest
 
 from tests.e2e.conftest import ServerThread
+from tests.support.codex_round_trip import codex_round_trip
 from tests.support.page_tools import browser as browser  # the fixture (headless Chromium)
 from trainer_core.llamacpp import build as tools
 from trainer_core.serving.errors import ChatInputError, UnknownModel
@@ -131,6 +132,17 @@ def test_tools_and_text_completions_through_the_gguf(studio, tokenizer):
     text = client.completions.create(model=EXPORT, prompt="The capital of France is", temperature=0, max_tokens=2)
     assert text.usage.prompt_tokens == len(tokenizer("The capital of France is")["input_ids"])
     assert text.choices[0].text and text.usage.completion_tokens == 2
+
+
+def test_the_codex_style_round_trip_through_the_gguf(studio):
+    """``responses.create`` against the export in llama.cpp: the call forced (required, then the
+    function named: llguidance over llama.cpp's vocabulary), its result sent back, an answer in words."""
+    *_, url = studio
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="no-token-set", max_retries=0)
+    first, final = codex_round_trip(client, EXPORT, "required")
+    named, _ = codex_round_trip(client, f"{EXPORT}/q4_k_m", {"type": "function", "name": "get_weather"})
+    assert named.output[0].arguments == first.output[0].arguments
+    print("round trip with the GGUF:", first.output[0].arguments, "->", repr(final.output_text))
 
 
 def test_sampling_follows_the_seed_and_a_multi_turn_chat_continues(studio):

@@ -665,7 +665,13 @@ def test_the_codex_style_round_trip(chat_studio):
         ({"input": [{"role": "user", "content": "y" * 100_001}]}, "input[0].content", "at most"),
         ({"instructions": "y" * 100_001}, "instructions", "instructions: String should have at most"),
         ({"max_output_tokens": 0}, "max_output_tokens", ""),
-        ({"text": {"format": {"type": "json_schema"}}}, "text.format", "only the text format"),
+        ({"text": {"format": {"type": "xml"}}}, "text.format", "text.format: type 'xml' is not text, json_object"),
+        ({"text": {"format": "json"}}, "text.format", "give {"),
+        (
+            {"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "strng"}}}},
+            "text.format.schema",
+            "text.format.schema: not a valid JSON schema",
+        ),
     ],
 )
 def test_malformed_responses_requests_are_400_naming_the_field(chat_studio, change, param, words):
@@ -674,6 +680,23 @@ def test_malformed_responses_requests_are_400_naming_the_field(chat_studio, chan
     error = error_of(answer)
     assert error["param"] == param and words in error["message"], error
     assert chat_studio.engine.calls == []
+
+
+def test_text_format_json_reaches_the_worker_as_response_format(chat_studio):
+    """``text.format`` json_schema / json_object go to the engine as the chat's ``response_format``
+    (the worker constrains the decoding: tests/trainer_core/serving/test_constraints.py), and the
+    response echoes the format."""
+    client = openai.OpenAI(base_url=chat_studio.url + "/v1", api_key=TOKEN, max_retries=0)
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    flat = {"type": "json_schema", "name": "place", "schema": schema, "strict": True}
+    reply = client.responses.create(model=JOB, input="where?", text={"format": flat})
+    assert reply.status == "completed" and reply.text.format.type == "json_schema" and reply.text.format.name == "place"
+    shape = {"type": "json_schema", "json_schema": {"name": "place", "schema": schema, "strict": True}}
+    assert chat_studio.engine.tool_requests[-1] == ([], "none", shape)
+    client.responses.create(model=JOB, input="any JSON", text={"format": {"type": "json_object"}})
+    assert chat_studio.engine.tool_requests[-1] == ([], "none", {"type": "json_object"})
+    plain = client.responses.create(model=JOB, input="words", text={"format": {"type": "text"}})
+    assert chat_studio.engine.tool_requests[-1] == ([], "none") and plain.text.format.type == "text"
 
 
 def test_responses_token_and_share_link(chat_studio):

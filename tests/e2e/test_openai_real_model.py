@@ -1,7 +1,10 @@
 """The real fine-tuned SmolLM2 (``trained_run``) through the ``openai`` client: ``/v1`` with the API
-token, and a share link's scoped base URL for one checkpoint."""
+token, a share link's scoped base URL for one checkpoint, the Codex-style round trip through
+``/v1/responses`` and a ``text.format`` JSON schema it must follow."""
 
 from __future__ import annotations
+
+import json
 
 import httpx
 import openai
@@ -10,6 +13,7 @@ from pydantic import SecretStr
 
 from tests.e2e.conftest import TOKEN, ServerThread
 from tests.support.chat_server import api_app
+from tests.support.codex_round_trip import codex_round_trip
 
 pytestmark = pytest.mark.slow
 QUESTION = [{"role": "user", "content": "Who are you?"}]
@@ -70,3 +74,34 @@ def test_a_share_link_serves_one_checkpoint(served, trained_run):
         client.chat.completions.create(model=trained_run.job_id, messages=QUESTION, max_tokens=8)
     page = httpx.get(served + link["url_path"], timeout=30)
     assert page.status_code == 200 and "checkpoint-2" in page.text
+
+
+def test_the_codex_style_round_trip_with_the_tuned_run(served, trained_run):
+    """``responses.create``: the forced call (required, then the function named), its result sent
+    back, a final answer in words; the forced calls are the same call (greedy, one function)."""
+    client = openai.OpenAI(base_url=f"{served}/v1", api_key=TOKEN, max_retries=0, timeout=300)
+    first, final = codex_round_trip(client, trained_run.job_id, "required")
+    named, _ = codex_round_trip(client, trained_run.job_id, {"type": "function", "name": "get_weather"})
+    assert named.output[0].arguments == first.output[0].arguments
+    print("round trip with the tuned run:", first.output[0].arguments, "->", repr(final.output_text))
+
+
+def test_text_format_json_schema_is_followed(served, trained_run):
+    client = openai.OpenAI(base_url=f"{served}/v1", api_key=TOKEN, max_retries=0, timeout=300)
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 30}, "age": {"type": "integer", "minimum": 0}},
+        "required": ["name", "age"],
+        "additionalProperties": False,
+    }
+    shape = {"type": "json_schema", "name": "person", "schema": schema, "strict": True}
+    reply = client.responses.create(
+        model=trained_run.job_id,
+        input="Who are you? Answer as JSON.",
+        text={"format": shape},
+        temperature=0,
+        max_output_tokens=60,
+    )
+    assert reply.status == "completed" and reply.text.format.name == "person"
+    answer = json.loads(reply.output_text)
+    assert set(answer) == {"name", "age"} and isinstance(answer["age"], int) and answer["age"] >= 0
