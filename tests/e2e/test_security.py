@@ -448,6 +448,8 @@ def test_chat_and_share_events_refuse_ids_that_point_outside(studio, outside, da
         "job_nope/../../../etc",
     ]
     settings_values = [24, 0, 0.9, 50, 1.0, 42]
+    hostile = {"name": "f", "parameters": {"$ref": str(outside / "canary.jsonl"), "type": "object"}}
+    hostile_tools = json.dumps([{"type": "function", "function": hostile}])
     for model_id in ids:
         for fn, data in (
             (load, [model_id]),
@@ -466,6 +468,8 @@ def test_chat_and_share_events_refuse_ids_that_point_outside(studio, outside, da
                     *settings_values,
                     *[str(outside / "canary.jsonl"), ["/etc"]] * 2,
                     0,
+                    hostile_tools,  # the Tools box and Tool choice: a schema that points at a file
+                    "required",
                 ],
             ),
             (share, [model_id, None]),
