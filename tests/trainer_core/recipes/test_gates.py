@@ -1,0 +1,57 @@
+"""Each gate drops what it should and keeps what it should: grounding (normalised whitespace),
+judge threshold, length bounds, JSON schema, near-duplicates."""
+
+from __future__ import annotations
+
+from trainer_core.recipes.gates import Dedupe, Gates, Grounding, JudgeGate, LengthGate, near_duplicates, row_failure, schema_failure
+
+CHUNK = "Whisk the flour and the eggs.\nAdd the milk   slowly,\tstirring all the time."
+
+
+def _row(evidence: str, score: int = 3, answer: str = "Slowly, while stirring.") -> dict:
+    return {
+        "chunk": CHUNK,
+        "qa": {"question": "How is the milk added?", "answer": answer, "evidence": evidence},
+        "quality": {"correctness": {"reasoning": "fine", "score": score}},
+    }
+
+
+GROUNDED = Gates(grounding=Grounding(quote="qa.evidence"))
+
+
+def test_grounding_finds_the_quote_across_line_breaks_and_spaces():
+    assert row_failure(_row("Add the milk slowly, stirring all the time."), GROUNDED) is None
+    assert row_failure(_row("the flour and the eggs. Add the milk"), GROUNDED) is None  # across the line break
+
+
+def test_grounding_drops_a_quote_not_in_the_chunk_a_short_one_and_a_missing_one():
+    assert row_failure(_row("Add the cream slowly"), GROUNDED) == ("grounding", "qa.evidence is not in chunk")
+    assert row_failure(_row("milk"), GROUNDED)[0] == "grounding"  # shorter than min_chars grounds nothing
+    row = _row("x")
+    del row["qa"]["evidence"]
+    assert row_failure(row, GROUNDED) == ("grounding", "qa.evidence is missing or shorter than 12 characters")
+
+
+def test_judge_threshold_and_length_bounds():
+    gates = Gates(
+        judge=[JudgeGate(column="quality", score="correctness", min=2)],
+        length=[LengthGate(column="qa.answer", min_chars=5, max_chars=30)],
+    )
+    assert row_failure(_row("e", score=2), gates) is None
+    assert row_failure(_row("e", score=1), gates) == ("judge", "quality.correctness is 1, below 2")
+    assert row_failure(_row("e", answer="Yes"), gates) == ("length", "qa.answer has 3 characters, outside 5..30")
+    assert row_failure(_row("e", answer="x" * 31), gates)[0] == "length"
+
+
+def test_schema_failure_names_the_place():
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    assert schema_failure({"answer": "yes"}, schema) is None
+    assert schema_failure({"answer": 3}, schema) == "answer: 3 is not of type 'string'"
+    assert "'answer' is a required property" in schema_failure({}, schema)
+
+
+def test_near_duplicates_are_dropped_in_favour_of_the_first():
+    texts = ["How is the milk added?", "how is the  milk added ?", "What goes in first?", "How is milk added?"]
+    assert near_duplicates(texts, 0.9) == {1: 0, 3: 0}
+    assert near_duplicates(texts, 1.0) == {}  # only identical (after normalising) texts
+    assert Dedupe(column="q").threshold == 0.9

@@ -1,0 +1,1 @@
+"""The built-in recipes users start from, one YAML file each (``recipes.library`` lists and reads them)."""
