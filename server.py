@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import os
 import secrets
@@ -28,6 +27,7 @@ from api.train_routes import router
 from trainer_core.arena.battle import Arena
 from trainer_core.arena.store import ArenaStore
 from trainer_core.data.preview_tokenizer import local_model_folder
+from trainer_core.hosts import is_loopback
 from trainer_core.process.parent import exit_normally_on_sigterm
 from trainer_core.queue.dispatcher import JobQueue
 from trainer_core.queue.store import QueueStore
@@ -56,16 +56,6 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--share", action="store_true", help="Open a public Gradio share link.")
     parser.add_argument("--insecure", action="store_true", help="Serve publicly without credentials (not advised).")
     return parser.parse_args(argv)
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost and 127.0.0.0/8 / ::1 addresses."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def access_problem(host: str, share: bool, insecure: bool, settings: Settings) -> Optional[str]:

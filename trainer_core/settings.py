@@ -53,6 +53,11 @@ class Settings(BaseSettings):
         description="Let /v1/chat/completions fetch image_url parts given as http(s) URLs (the server then "
         "requests any address a client names: see SECURITY.md); off: only data: URLs are taken.",
     )
+    allow_remote_recipe_models: bool = Field(
+        False,
+        description="Let data recipes send their prompts to a writer model at a non-loopback endpoint (the "
+        "server then connects to any address a recipe names: see SECURITY.md); off: 127.0.0.1 / localhost / ::1 only.",
+    )
     allow_reward_code: bool = Field(
         False,
         description="Let GRPO runs use reward_file, a Python file of reward functions from the allowed folders "

@@ -285,3 +285,14 @@ def test_history_scale_bench_quick(capsys):
         )
         assert row["full/empty"] > 0 and row["full/page"] > 0
     assert "full/empty" in capsys.readouterr().out
+
+
+def test_recipe_sources_bench_quick(capsys):
+    """markitdown on each kind (pymupdf4llm too where it imports): times and quality measured."""
+    from bench import recipe_sources
+
+    report = recipe_sources.main(["--quick"])
+    found = {(r["converter"], r["file"]) for r in report["results"]}
+    assert {("markitdown", "pdf"), ("markitdown", "docx"), ("markitdown", "html")} <= found
+    assert all(r["seconds"] > 0 and r["chars"] > 0 and r["paragraphs_found"] > 0.9 for r in report["results"])
+    assert '"bench": "recipe_sources"' in capsys.readouterr().out

@@ -1,8 +1,8 @@
 """``python -m trainer_core`` (and the ``finetune-studio-cli`` command): the headless face.
 
 Sub-commands, one module each: ``train`` (``cli.train``), ``check`` (``cli.check``), ``chat``
-(``cli.chat``), ``evaluate`` (``cli.evaluate``), ``export`` (``cli.export``) and ``import-runs``
-(``cli.import_runs``). Their flags are
+(``cli.chat``), ``evaluate`` (``cli.evaluate``), ``export`` (``cli.export``), ``import-runs``
+(``cli.import_runs``) and ``recipe`` (``cli.recipe``). Their flags are
 built from the engine's pydantic models (``TrainingStartRequest``, ``GenerationSettings``,
 ``EvaluateRequest``, ``ExportRequest``), as the page's form and the API are.
 """
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from trainer_core.cli import chat, check, evaluate, export, import_runs, train
+from trainer_core.cli import chat, check, evaluate, export, import_runs, recipe, train
 
 COMMANDS = {
     "train": train.run,
@@ -23,6 +23,7 @@ COMMANDS = {
     "evaluate": evaluate.run,
     "export": export.run,
     "import-runs": import_runs.run,
+    "recipe": recipe.run,
 }
 
 
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_parser(sub)
     export.add_parser(sub)
     import_runs.add_parser(sub)
+    recipe.add_parser(sub)
     return parser
 
 

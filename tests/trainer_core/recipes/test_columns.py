@@ -49,7 +49,10 @@ def test_judge_schema_and_rubric_and_structured_schema_checked():
         scores=[{"name": "helpful", "description": "Does it help?", "options": {1: "no", 3: "yes"}}],
     )
     schema = judge.schema()
-    assert schema["required"] == ["helpful"] and schema["properties"]["helpful"]["properties"]["score"]["enum"] == [1, 3]
+    assert schema["required"] == ["helpful"] and schema["properties"]["helpful"]["properties"]["score"]["enum"] == [
+        1,
+        3,
+    ]
     assert "- helpful: Does it help? (1: no; 3: yes)" in judge.rubric()
     with pytest.raises(ValueError, match="output_format is not a JSON schema"):
         LLMStructuredColumn(name="x", prompt="p", output_format={"type": "nonsense"})

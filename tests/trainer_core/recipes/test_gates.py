@@ -3,7 +3,16 @@ judge threshold, length bounds, JSON schema, near-duplicates."""
 
 from __future__ import annotations
 
-from trainer_core.recipes.gates import Dedupe, Gates, Grounding, JudgeGate, LengthGate, near_duplicates, row_failure, schema_failure
+from trainer_core.recipes.gates import (
+    Dedupe,
+    Gates,
+    Grounding,
+    JudgeGate,
+    LengthGate,
+    near_duplicates,
+    row_failure,
+    schema_failure,
+)
 
 CHUNK = "Whisk the flour and the eggs.\nAdd the milk   slowly,\tstirring all the time."
 

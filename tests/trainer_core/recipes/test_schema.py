@@ -34,7 +34,9 @@ def test_every_template_parses_and_reads_only_known_names():
 def test_exactly_one_source():
     data = _qa()
     data["topics"] = ["tea"]
-    with pytest.raises(RecipeError, match="give exactly one of documents, seed_rows or topics \\(given: documents, topics\\)"):
+    with pytest.raises(
+        RecipeError, match="give exactly one of documents, seed_rows or topics \\(given: documents, topics\\)"
+    ):
         parse_recipe(data)
 
 
@@ -52,7 +54,9 @@ def test_names_a_template_reads_must_exist_before_it():
 def test_output_fields_fit_the_format_and_judge_gates_name_a_score():
     data = _qa()
     data["output"] = {"format": "preference", "fields": {"prompt": "qa.question", "best": "qa.answer"}}
-    with pytest.raises(RecipeError, match="format preference takes prompt, chosen, rejected; missing chosen, rejected; unknown best"):
+    with pytest.raises(
+        RecipeError, match="format preference takes prompt, chosen, rejected; missing chosen, rejected; unknown best"
+    ):
         parse_recipe(data)
     data = _qa()
     data["gates"]["judge"][0]["score"] = "style"

@@ -1,0 +1,53 @@
+"""The writer model's endpoint: http(s) only, this machine only unless the server allows others,
+shown without credentials; an endpoint nobody answers stops the run with a clear refusal."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from pydantic import SecretStr
+
+from trainer_core.recipes.errors import MODEL_UNREACHABLE, REMOTE_MODEL, RecipeError
+from trainer_core.recipes.schema import WriterModel
+from trainer_core.recipes.writer import Writer, check_endpoint, on_this_machine, shown_endpoint
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:7860/v1", "http://localhost:8080/v1", "https://[::1]/v1", "http://127.1.2.3/v1"]
+)
+def test_loopback_endpoints_are_taken(url):
+    assert on_this_machine(url)
+    check_endpoint(url, allow_remote=False)
+
+
+@pytest.mark.parametrize("url", ["https://api.example.com/v1", "http://10.0.0.5:8000/v1", "http://169.254.169.254/"])
+def test_remote_endpoints_are_refused_unless_allowed(url):
+    with pytest.raises(RecipeError) as refused:
+        check_endpoint(url, allow_remote=False)
+    assert refused.value.code == REMOTE_MODEL and "STUDIO_ALLOW_REMOTE_RECIPE_MODELS" in str(refused.value)
+    check_endpoint(url, allow_remote=True)
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://127.0.0.1/", "127.0.0.1:7860", ""])
+def test_other_schemes_are_refused(url):
+    with pytest.raises(RecipeError, match="is not an http\\(s\\) URL"):
+        check_endpoint(url, allow_remote=True)
+
+
+def test_credentials_in_the_url_are_never_shown():
+    assert shown_endpoint("https://user:pw-123@host.example:8443/v1?key=abc#x") == "https://host.example:8443/v1"
+
+
+def test_an_endpoint_nobody_answers_stops_with_a_refusal():
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = WriterModel(endpoint=f"http://127.0.0.1:{port}/v1", model="base", max_retries=0, timeout_s=5)
+    writer = Writer(model, SecretStr("secret-value-123"), allow_remote=False)
+    with pytest.raises(RecipeError) as refused:
+        writer.ask([{"role": "user", "content": "hi"}])
+    assert refused.value.code == MODEL_UNREACHABLE
+    assert (
+        str(refused.value) == f"model: http://127.0.0.1:{port}/v1 (model base) cannot be reached (APIConnectionError)"
+    )

@@ -1,0 +1,134 @@
+"""The writer model: any OpenAI-compatible endpoint through the ``openai`` client, with retries
+(the client's own: 429, 5xx, connection errors, with back-off), a timeout, and token counts. The
+key is a ``SecretStr`` handed to the client only; it is never logged, written or returned. An
+endpoint off this machine is refused unless the server allows them (``allow_remote_recipe_models``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Optional
+from urllib.parse import urlsplit
+
+import openai
+from pydantic import SecretStr
+
+from trainer_core.hosts import is_loopback
+from trainer_core.recipes.errors import MODEL_UNREACHABLE, REMOTE_MODEL, RecipeError
+from trainer_core.recipes.schema import WriterModel
+
+NO_KEY = "no-key"  # sent when the recipe names no key: never the OPENAI_API_KEY of this process
+BUSY_WAIT_S = (1.0, 10.0)  # first and longest wait after a 429 (a busy server), doubling, within timeout_s
+
+
+class ModelFailure(Exception):
+    """One request failed after its retries (its row is dropped as ``model_error``)."""
+
+
+def shown_endpoint(url: str) -> str:
+    """``url`` without user, password, query or fragment (for cards and messages)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+def on_this_machine(url: str) -> bool:
+    """Whether ``url``'s host is this machine (localhost or a loopback address)."""
+    return is_loopback((urlsplit(url).hostname or "").lower())
+
+
+def check_endpoint(url: str, allow_remote: bool) -> None:
+    """Raise RecipeError for a URL that is not http(s), or off this machine while not allowed."""
+    try:
+        scheme, host = urlsplit(url).scheme, urlsplit(url).hostname
+    except ValueError:
+        scheme, host = "", None
+    if scheme not in ("http", "https") or not host:
+        raise RecipeError(f"model.endpoint: '{url[:120]}' is not an http(s) URL", fields=("endpoint",))
+    if not allow_remote and not on_this_machine(url):
+        raise RecipeError(
+            f"model.endpoint: {shown_endpoint(url)} is not on this machine; this server sends recipe prompts only to "
+            "127.0.0.1 / localhost / ::1 (its owner can allow others: STUDIO_ALLOW_REMOTE_RECIPE_MODELS)",
+            fields=("endpoint",),
+            code=REMOTE_MODEL,
+        )
+
+
+class Writer:
+    """Chat requests to one model at one endpoint, safe to call from several threads."""
+
+    def __init__(self, model: WriterModel, api_key: Optional[SecretStr], allow_remote: bool) -> None:
+        check_endpoint(model.endpoint, allow_remote)
+        self.model = model
+        self._client = openai.OpenAI(
+            base_url=model.endpoint,
+            api_key=api_key.get_secret_value() if api_key is not None else NO_KEY,
+            max_retries=model.max_retries,
+            timeout=model.timeout_s,
+        )
+        self._lock = threading.Lock()
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.requests = 0
+
+    def ask(self, messages: list[dict[str, str]], schema: Optional[dict[str, Any]] = None, name: str = "value") -> str:
+        """The model's answer to ``messages`` (with ``schema``: a JSON answer asked for by
+        ``response_format`` json_schema). Raises ModelFailure for a failed request, RecipeError
+        (``writer_model_unreachable``) when the endpoint cannot be reached or refuses the key or model."""
+        params = self.model.inference_parameters
+        extra: dict[str, Any] = {}
+        if schema is not None:
+            extra["response_format"] = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+        request = dict(
+            model=self.model.model,
+            messages=messages,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            max_tokens=params.max_tokens,
+            **extra,
+        )
+        try:
+            reply = self._patient(request)
+        except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
+            raise self._refused(f"answered {exc.status_code}: {_message(exc)}") from None
+        except openai.APIConnectionError as exc:
+            raise self._refused(f"cannot be reached ({exc.__class__.__name__})") from None
+        except openai.APIError as exc:
+            raise ModelFailure(f"{getattr(exc, 'status_code', '')} {_message(exc)}".strip()) from None
+        with self._lock:
+            self.requests += 1
+            if reply.usage is not None:
+                self.prompt_tokens += reply.usage.prompt_tokens
+                self.completion_tokens += reply.usage.completion_tokens
+        if not reply.choices:
+            raise ModelFailure("the answer has no choices")
+        return reply.choices[0].message.content or ""
+
+    def _patient(self, request: dict[str, Any]) -> Any:
+        """The completion of ``request``; a 429 (a server that answers one request at a time, such as
+        the studio's own /v1, or a rate limit) is asked again after a doubling wait, until
+        ``timeout_s`` has passed (the client's own retries give up after seconds)."""
+        deadline, wait_s = time.monotonic() + self.model.timeout_s, BUSY_WAIT_S[0]
+        while True:
+            try:
+                return self._client.chat.completions.create(**request)
+            except openai.RateLimitError:
+                if time.monotonic() + wait_s > deadline:
+                    raise
+                time.sleep(wait_s)
+                wait_s = min(2 * wait_s, BUSY_WAIT_S[1])
+
+    def _refused(self, why: str) -> RecipeError:
+        return RecipeError(
+            f"model: {shown_endpoint(self.model.endpoint)} (model {self.model.model[:80]}) {why}",
+            fields=("endpoint", "model"),
+            code=MODEL_UNREACHABLE,
+        )
+
+
+def _message(exc: openai.APIError) -> str:
+    """The error's message, short (the server's words; the key is never part of a request body)."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body["error"] if isinstance(body.get("error"), dict) else body
+    return str(error.get("message") or exc.message)[:200]
