@@ -100,8 +100,12 @@ def test_preview_prints_records_and_writes_nothing(served, tiny_model_dir, tmp_p
     out, err = capsys.readouterr()
     lines = [json.loads(line) for line in out.strip().splitlines()]
     assert sorted(line["record"] for line in lines[:-1]) == [0, 1]
-    preview = lines[-1]["preview"]
+    preview, estimate = lines[-1]["preview"], lines[-1]["full_run_estimate"]
     assert preview["made"] == 2 and preview["kept"] + sum(preview["dropped"].values()) == 2
+    chunks = preview["sources"][0]["chunks"]
+    assert estimate["records"] == chunks > 2 and estimate["seconds"] >= 0
+    tokens = preview["prompt_tokens"] + preview["completion_tokens"]
+    assert estimate["tokens"] == round(tokens * chunks / 2)
     # noise from the tiny model: structured values are JSON by constrained decoding, cut at 24 tokens
     # or not grounded in the chunk, so the gates drop them and say which
     assert all(line["dropped"] in ("schema", "grounding", "judge") for line in lines[:-1] if "dropped" in line)

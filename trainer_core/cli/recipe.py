@@ -4,9 +4,10 @@ writer model (``trainer_core.recipes``).
 
 A run writes ``DATA_DIR/recipes/<name>-<time>/`` (``data.jsonl`` and its data card, see
 ``recipes.output``) and prints its report as JSON on stdout; progress goes to stderr. ``--preview
-N`` makes the first N records, prints each (its row, or the gate that dropped it) and writes
-nothing. The key comes from the environment variable the recipe names (``model.api_key_env``) or
-``--api-key-env``; it is never printed. Ctrl-C stops: the records made so far are written. Exit
+N`` makes the first N records, prints each (its row, or the gate that dropped it) and the full
+run's records, seconds and tokens scaled from them, and writes nothing. The key comes from the
+environment variable the recipe names (``model.api_key_env``) or ``--api-key-env``; it is never
+printed. Ctrl-C stops: the records made so far are written. Exit
 codes: 0 made, 1 the writer model failed, 2 bad input, 130 stopped.
 """
 
@@ -25,7 +26,7 @@ from pydantic import SecretStr
 from trainer_core.recipes.errors import MODEL_UNREACHABLE, RecipeError
 from trainer_core.recipes.library import template_names, template_text
 from trainer_core.recipes.output import summary, write_result
-from trainer_core.recipes.run import RecipeResult, run_recipe
+from trainer_core.recipes.run import RecipeResult, full_run_estimate, run_recipe
 from trainer_core.recipes.schema import read_recipe
 from trainer_core.settings import get_settings
 
@@ -89,14 +90,14 @@ def _run(args: argparse.Namespace) -> int:
         raise outcome["error"]
     result: RecipeResult = outcome["result"]
     if args.preview:
-        for record in [*result.kept, *result.dropped]:
+        for record in sorted([*result.kept, *result.dropped], key=lambda r: r.index):
             shown = (
                 {"record": record.index, "row": record.output}
                 if record.output and not record.reason
                 else {"record": record.index, "dropped": record.reason, "why": record.detail}
             )
             print(json.dumps(shown, ensure_ascii=False))
-        print(json.dumps({"preview": summary(recipe, result)}))
+        print(json.dumps({"preview": summary(recipe, result), "full_run_estimate": full_run_estimate(recipe, result)}))
     else:
         folder = write_result(recipe, result, settings)
         print(json.dumps({"folder": str(folder), **summary(recipe, result)}))

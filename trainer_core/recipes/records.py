@@ -44,7 +44,7 @@ class _Dropped(Exception):
 def _render(text: str, row: dict[str, Any], where: str) -> str:
     try:
         return template(text).render(**row)
-    except TemplateError as exc:  # UndefinedError (a missing key), SecurityError (the sandbox)
+    except (TemplateError, ArithmeticError, TypeError, ValueError) as exc:  # a missing key, the sandbox, 1/0
         raise _Dropped("expression", f"{where}: {exc.__class__.__name__}: {str(exc)[:200]}") from None
 
 

@@ -52,6 +52,17 @@ class RecipeResult:
         }
 
 
+def full_run_estimate(recipe: Recipe, preview: RecipeResult) -> dict[str, Any]:
+    """The full run's records, seconds and tokens, scaled from ``preview`` (same concurrency)."""
+    records = recipe.num_records or len(preview.seeds.rows)
+    made = max(preview.counts["made"], 1)
+    return {
+        "records": records,
+        "seconds": round(preview.seconds * records / made),
+        "tokens": round((preview.prompt_tokens + preview.completion_tokens) * records / made),
+    }
+
+
 def _dedupe(recipe: Recipe, kept: list[Record]) -> tuple[list[Record], list[Record]]:
     """(kept, dropped as ``dedupe``) by the recipe's dedupe gate."""
     if recipe.gates.dedupe is None or not kept:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal, Optional
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from trainer_core.recipes.columns import MODEL_COLUMNS, Column, LLMJudgeColumn, names_used
 from trainer_core.recipes.errors import RecipeError
@@ -50,6 +51,18 @@ class WriterModel(BaseModel):
     max_retries: int = Field(3, ge=0, le=10, description="Retries of a failed request (429, 5xx, connection).")
     timeout_s: float = Field(120.0, gt=0, le=3600, description="Seconds one request may take.")
     inference_parameters: InferenceParameters = InferenceParameters()
+
+    @field_validator("endpoint")
+    @classmethod
+    def _no_credentials(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.username or parts.password or parts.query:
+            raise RecipeError(
+                "model.endpoint: credentials or a query in the URL are not taken (the URL is written to the run's "
+                "folder); put the key in an environment variable and name it in model.api_key_env",
+                fields=("endpoint",),
+            )
+        return value
 
 
 class Output(BaseModel):
@@ -163,9 +176,9 @@ def read_recipe(path: Path) -> Recipe:
         raise RecipeError(f"{path.name}: cannot be read as YAML ({str(exc).splitlines()[0][:200]})") from None
     if isinstance(data, dict):
         base = path.resolve().parent
-        data["documents"] = [str(base / d) for d in data.get("documents") or []]
+        data["documents"] = [str(base / Path(d).expanduser()) for d in data.get("documents") or []]
         if isinstance(data.get("seed_rows"), str):
-            data["seed_rows"] = str(base / data["seed_rows"])
+            data["seed_rows"] = str(base / Path(data["seed_rows"]).expanduser())
     return parse_recipe(data, path.name)
 
 

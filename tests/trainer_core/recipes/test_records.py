@@ -36,3 +36,12 @@ def test_rows_that_do_not_fit_are_dropped_with_why():
     with pytest.raises(_Dropped) as dropped:
         output_row(ROW, Output(format="alpaca", fields={"instruction": "qa.missing", "output": "qa.answer"}))
     assert dropped.value.reason == "expression"
+
+
+def test_an_expression_that_fails_drops_its_row_not_the_run():
+    from trainer_core.recipes.records import _render
+
+    for expr in ("{{ 1 / 0 }}", "{{ qa.missing.deeper }}", "{{ ''.__class__ }}", "{{ qa.question + 1 }}"):
+        with pytest.raises(_Dropped) as dropped:
+            _render(expr, ROW, "columns.x")
+        assert dropped.value.reason == "expression" and dropped.value.detail.startswith("columns.x: ")

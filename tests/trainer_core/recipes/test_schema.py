@@ -69,6 +69,11 @@ def test_unknown_keys_and_bad_values_are_named():
     data["model"]["api_key"] = "sk-inline"  # keys live in the environment, never in the recipe
     with pytest.raises(RecipeError, match="model.api_key: Extra inputs are not permitted"):
         parse_recipe(data)
+    for url in ("http://user:sk-123@127.0.0.1:7860/v1", "http://127.0.0.1:7860/v1?key=sk-123"):
+        data = _qa()
+        data["model"]["endpoint"] = url
+        with pytest.raises(RecipeError, match="model.endpoint: credentials or a query in the URL are not taken"):
+            parse_recipe(data)
     data = _qa()
     data["model"]["inference_parameters"]["max_parallel_requests"] = 0
     with pytest.raises(RecipeError, match="max_parallel_requests"):

@@ -1,0 +1,51 @@
+"""Q&A from a 20-page PDF (written in the test from the shared Alpaca outputs) with the real
+SmolLM2-135M-Instruct served by the studio's own /v1: every kept row's evidence quote is in its
+chunk, the made and dropped rows are counted, and the dataset reads as Alpaca data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from pydantic import SecretStr
+
+from tests.e2e.conftest import TOKEN
+from tests.support.documents import alpaca_paragraphs, write_pdf
+from tests.support.recipe_server import studio_v1
+from trainer_core.data.files import read_file
+from trainer_core.data.formats import detect_format
+from trainer_core.recipes.gates import normalised
+from trainer_core.recipes.library import template_text
+from trainer_core.recipes.output import DATA_FILE, write_result
+from trainer_core.recipes.run import run_recipe
+from trainer_core.recipes.schema import parse_recipe
+from trainer_core.settings import Settings
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+RECORDS = 6  # of the PDF's ~50 chunks: an answer takes seconds to a minute on a shared CPU
+
+
+def test_qa_from_a_20_page_pdf_keeps_only_grounded_rows(tmp_path, model_dir, datasets_dir):
+    settings = Settings(data_dir=tmp_path / "data", api_token=TOKEN, allowed_paths=str(model_dir.parent))
+    docs = settings.data_dir / "docs"
+    docs.mkdir(parents=True)
+    write_pdf(docs / "manual.pdf", alpaca_paragraphs(datasets_dir, 400), pages=20)
+    data = yaml.safe_load(template_text("qa_from_documents"))
+    data.update(documents=[str(docs)], num_records=RECORDS)
+    data["chunking"]["tokenizer"] = str(model_dir)
+    data["model"]["inference_parameters"].update(temperature=0, max_tokens=256)
+    with studio_v1(settings) as (url, model):
+        data["model"].update(endpoint=url, model=model)
+        recipe = parse_recipe(data)
+        result = run_recipe(recipe, settings, SecretStr(TOKEN))
+    folder = write_result(recipe, result, settings)
+    report = json.loads((folder / "report.json").read_text())
+    print(json.dumps({k: report[k] for k in ("made", "kept", "dropped", "seconds", "completion_tokens")}))
+    assert report["made"] == RECORDS and report["kept"] + sum(report["dropped"].values()) == RECORDS
+    assert report["sources"][0]["chunks"] > 20 and report["dropped"]["model_error"] == 0
+    rows = [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines()]
+    assert all(normalised(r["qa"]["evidence"]) in normalised(r["chunk"]) for r in rows)  # grounding: 100 % of kept rows
+    if rows:
+        data_rows = read_file(str(folder / DATA_FILE))
+        assert detect_format(data_rows.column_names, "data") == "alpaca" and len(data_rows) == len(rows)
