@@ -19,7 +19,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
-from api import arena_routes, errors, openai_routes, queue_routes, task_routes
+from api import arena_routes, errors, openai_routes, queue_routes, recipe_routes, task_routes
 from api.auth import bearer_vouched, logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.throttle import FailureThrottle, ThrottleMiddleware
@@ -152,6 +152,7 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     queue = JobQueue(runner, settings, QueueStore(runner.store.path if runner.store else settings.db_path)).start()
     app.state.queue = queue
     app.include_router(queue_routes.router)
+    app.include_router(recipe_routes.router)
     openai_routes.install(app, engine)  # /v1 and share links; before the UI's mount at /
     arena = Arena(engine, ArenaStore(runner.store.path if runner.store else settings.db_path))
     app.state.arena = arena

@@ -165,15 +165,33 @@ def parse_recipe(data: Any, where: str = "recipe") -> Recipe:
         ) from None
 
 
+class _NoAliases(yaml.SafeLoader):
+    """YAML without anchors and aliases (a recipe needs none; they let a few bytes expand to millions of nodes)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("aliases (*name) are not taken in a recipe")
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """``text`` (at most ``MAX_RECIPE_BYTES``) read as YAML; raises RecipeError naming ``where``."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_RECIPE_BYTES:
+        raise RecipeError(f"{where}: a recipe is at most {MAX_RECIPE_BYTES // 1024} KB")
+    try:
+        return yaml.load(text, Loader=_NoAliases)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        raise RecipeError(f"{where}: cannot be read as YAML ({str(exc).splitlines()[0][:200]})") from None
+
+
 def read_recipe(path: Path) -> Recipe:
     """The recipe in YAML file ``path``; relative document and seed paths are taken from the
     file's folder. Raises RecipeError naming the file."""
     try:
-        if path.stat().st_size > MAX_RECIPE_BYTES:
-            raise RecipeError(f"{path.name}: a recipe file is at most {MAX_RECIPE_BYTES // 1024} KB")
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise RecipeError(f"{path.name}: cannot be read as YAML ({str(exc).splitlines()[0][:200]})") from None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecipeError(f"{path.name}: cannot be read ({exc.__class__.__name__})") from None
+    data = load_yaml(text, path.name)
     if isinstance(data, dict):
         base = path.resolve().parent
         data["documents"] = [str(base / Path(d).expanduser()) for d in data.get("documents") or []]
