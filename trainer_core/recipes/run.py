@@ -88,8 +88,8 @@ def run_recipe(
     the endpoint refuses the key or cannot be reached (the records made so far are lost: nothing
     was written)."""
     began = time.monotonic()
+    writer = Writer(recipe.model, api_key, settings.allow_remote_recipe_models)  # the endpoint checked first
     seeds = recipe_seeds(recipe, settings)
-    writer = Writer(recipe.model, api_key, settings.allow_remote_recipe_models)
     total = recipe.num_records or len(seeds.rows)
     total = min(total, preview) if preview else total
     stop = stop or threading.Event()
