@@ -92,6 +92,8 @@ class Writer:
             reply = self._patient(request)
         except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
             raise self._refused(f"answered {exc.status_code}: {_message(exc)}") from None
+        except openai.APITimeoutError:  # a slow answer drops its row; the next may be quicker
+            raise ModelFailure(f"no answer within timeout_s ({self.model.timeout_s:g} s)") from None
         except openai.APIConnectionError as exc:
             raise self._refused(f"cannot be reached ({exc.__class__.__name__})") from None
         except openai.APIError as exc:

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from trainer_core.recipes.errors import MODEL_UNREACHABLE, REMOTE_MODEL, RecipeError
 from trainer_core.recipes.schema import WriterModel
-from trainer_core.recipes.writer import Writer, check_endpoint, on_this_machine, shown_endpoint
+from trainer_core.recipes.writer import ModelFailure, Writer, check_endpoint, on_this_machine, shown_endpoint
 
 
 @pytest.mark.parametrize(
@@ -51,3 +51,14 @@ def test_an_endpoint_nobody_answers_stops_with_a_refusal():
     assert (
         str(refused.value) == f"model: http://127.0.0.1:{port}/v1 (model base) cannot be reached (APIConnectionError)"
     )
+
+
+def test_an_endpoint_that_does_not_answer_in_time_drops_the_row_only():
+    with socket.socket() as server:  # listens (the connection is made) but never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        model = WriterModel(
+            endpoint=f"http://127.0.0.1:{server.getsockname()[1]}/v1", model="m", max_retries=0, timeout_s=1
+        )
+        with pytest.raises(ModelFailure, match=r"no answer within timeout_s \(1 s\)"):
+            Writer(model, None, allow_remote=False).ask([{"role": "user", "content": "hi"}])
