@@ -7,6 +7,7 @@
   sections listed in ``data-sections``, marks ``data-fields`` with ``field-invalid`` and scrolls the
   first into view; a cleared notice clears the marks.
 - The monitor's clocks before a run's first step (``.tick[data-seconds]``) count up every second.
+- Gradio's elapsed-time counters run at one frame a second, not sixty (an idle page's main cost).
 """
 
 CSS = """
@@ -94,3 +95,17 @@ SCRIPT = """
 })();
 </script>
 """
+
+EARLY_SCRIPT = """<script>
+(() => {
+  // Gradio's status trackers count an event's elapsed seconds on requestAnimationFrame, and the page's
+  // own loading tracker keeps counting after the page has loaded (Gradio 6.31): a frame drawn 60 times
+  // a second on an idle page, most of its CPU (issue 53, bench/idle_page.py). Those counters (their
+  // callbacks read performance.now() and divide by 1e3) get one frame a second; every other caller
+  // (charts, transitions) keeps the browser's pace. Served first in <head> (api.page_guard), before Gradio's
+  // modules read requestAnimationFrame.
+  const frame = window.requestAnimationFrame.bind(window);
+  const counter = cb => { const s = String(cb); return s.length < 200 && s.includes('performance.now()') && s.includes('/1e3'); };
+  window.requestAnimationFrame = cb => counter(cb) ? window.setTimeout(() => frame(cb), 1000) : frame(cb);
+})();
+</script>"""

@@ -21,7 +21,7 @@ from trainer_core.runs.store import RunDetail, RunRecord, status_word
 from trainer_core.runs.write_folders import delete_run
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.serving.engine import ChatEngine
-from trainer_core.vocabulary import RESUMABLE_PHASES
+from trainer_core.vocabulary import LIVE_PHASES, RESUMABLE_PHASES
 from ui import charts, grpo_charts
 from ui.context import Context
 from ui.form import FORM_FIELDS, form_values
@@ -202,6 +202,13 @@ def view_key(ctx: Context, job_id: Optional[str]) -> str:
     if run is None:
         return job_id
     return f"{job_id}|{run.phase.value}|{run.last_step}|{run.last_checkpoint}|{run.best_checkpoint}"
+
+
+def is_live(ctx: Context, job_id: Optional[str]) -> bool:
+    """Whether run ``job_id`` is still live (loading or training): its view can still change."""
+    job_id = job_id.strip() if isinstance(job_id, str) else ""
+    run = ctx.runner.store.get_run(job_id) if job_id and ctx.runner.store is not None else None
+    return run is not None and run.phase in LIVE_PHASES
 
 
 def on_select(ctx: Context) -> Callable[[pd.DataFrame, gr.SelectData], str]:

@@ -15,6 +15,7 @@ from trainer_core.serving.choices import list_choices
 from trainer_core.tasks.runner import TaskRunner
 from trainer_core.tasks.schemas import FINAL_TASK_PHASES, TaskPhase, TaskRecord
 from ui.monitor_text import clock, progress_bar
+from ui.timers import pace
 
 POLL_S = 0.5
 MIN_ELAPSED_S = 5.0  # a task's time left is shown after this long...
@@ -75,12 +76,15 @@ def cancel_button(tasks: TaskRunner) -> dict[str, Any]:
 
 def wire_cancel_buttons(tasks: TaskRunner, buttons: list[gr.Button]) -> None:
     """Keep ``buttons`` (the panels' *Cancel task*) enabled only while a task runs: checked on one
-    ``TASK_CHECK_S`` timer for all of them (tasks start from the page, the API or another tab)."""
+    timer for all of them (tasks start from the page, the API or another tab), every
+    ``TASK_CHECK_S`` while a task runs and every ``timers.IDLE_EVERY_S`` while none does."""
 
-    def states() -> tuple[dict[str, Any], ...]:
-        return tuple(cancel_button(tasks) for _ in buttons)
+    timer = gr.Timer(TASK_CHECK_S)
 
-    gr.Timer(TASK_CHECK_S).tick(states, None, buttons, api_name=False, show_progress="hidden", queue=False)
+    def states() -> tuple[dict[str, Any], ...]:  # and the timer's pace: every TASK_CHECK_S only while a task runs
+        return (*(cancel_button(tasks) for _ in buttons), pace(tasks.current() is not None, TASK_CHECK_S))
+
+    timer.tick(states, None, [*buttons, timer], api_name=False, show_progress="hidden", queue=False)
 
 
 def refusal(message: str) -> str:
