@@ -121,7 +121,7 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
         key = run_handlers.view_key(ctx, job_id)
         return key, pace(run_handlers.is_live(ctx, job_id), RUN_VIEW_EVERY_S, None)
 
-    for trigger in (selected.change, follow_timer.tick):
+    for trigger in (selected.change, follow_timer.tick, tab.select):  # the tab shown again: a run resumed since
         trigger(follow, selected, [shown, follow_timer], api_name=False, show_progress="hidden", **FREE)
     shown.change(
         partial(run_handlers.show_run, ctx),
