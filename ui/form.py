@@ -16,8 +16,9 @@ from pydantic import BaseModel, SecretStr
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
 from trainer_core.fieldmeta import base_type, bounds, choices, default
 from trainer_core.request.lora import LLAMA_PROJECTIONS
-from trainer_core.request.mappings import mapping_text, parse_mapping
+from trainer_core.request.mappings import mapping_text, parse_mapping, read_text
 from trainer_core.schemas import TrainingStartRequest
+from ui.page_assets import UNSET_NUMBER
 from ui.refusals import label_of
 from ui.refused import Refused
 
@@ -76,7 +77,6 @@ def _label(name: str) -> str:
     return name.replace("_", " ").capitalize()
 
 
-UNSET_NUMBER = "empty"  # what an optional number box (default None) shows: its help says what empty means
 # Names offered in the list fields' dropdowns (any other name can be typed; the check matches them against the model)
 MAPPING_HINTS = {"custom_format_mapping": "instruction=question, output=answer", "resources_per_worker": "CPU=1, GPU=0"}
 
@@ -200,7 +200,7 @@ def widget_value(name: str, value: Any) -> Any:
     """A stored request value as form widget ``name`` shows it (mapping as "a=b, c=d", None as ""
     in a text box and as an empty number box)."""
     if typing.get_origin(base_type(REQUEST_FIELDS[name].annotation)) is dict:
-        return mapping_text(value)
+        return mapping_text(read_text(value, name))  # a settings file may write the mapping as text
     if name == "rewards":
         from trainer_core.rewards.schemas import RewardSpec, reward_line
 

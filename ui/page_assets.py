@@ -8,7 +8,10 @@
   first into view; a cleared notice clears the marks.
 - The monitor's clocks before a run's first step (``.tick[data-seconds]``) count up every second.
 - Gradio's elapsed-time counters run at one frame a second, not sixty (an idle page's main cost).
+- An optional number box left unset (placeholder ``UNSET_NUMBER``) shows empty, not Gradio's 0.
 """
+
+UNSET_NUMBER = "empty"  # the placeholder of an optional number box (default None): its help says what empty means
 
 CSS = """
 .gradio-container { overflow: clip !important; }  /* hidden would make it a scroll box: no sticky inside */
@@ -56,6 +59,11 @@ SCRIPT = """
   let scheduled = false;
   const mark = () => {
     scheduled = false;
+    // An optional number box (placeholder UNSET_NUMBER) left unset shows empty, as its help says:
+    // Gradio 6.31 draws its None as 0 (the handlers read 0 there as unset too).
+    for (const box of document.querySelectorAll('input[type=number][placeholder="__UNSET__"]')) {
+      if (box.value === '0' && document.activeElement !== box) box.value = '';
+    }
     const boxes = [...document.querySelectorAll('.refusal[data-fields]')].filter(b => b.offsetParent !== null);
     const wanted = new Set(boxes.flatMap(b => b.dataset.fields.split(' ').filter(Boolean)));
     document.querySelectorAll('.field-invalid').forEach(e => { if (!wanted.has(e.id)) e.classList.remove('field-invalid'); });
@@ -94,7 +102,7 @@ SCRIPT = """
   }, 1000);
 })();
 </script>
-"""
+""".replace("__UNSET__", UNSET_NUMBER)
 
 EARLY_SCRIPT = """<script>
 (() => {

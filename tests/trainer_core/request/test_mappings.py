@@ -109,3 +109,15 @@ def test_prompt_and_answer_under_sft_is_said_to_be_grpo_data():
     """Prompts with answers under sft: the hint names GRPO instead of listing the layouts."""
     text = refusal(lambda: detect_format(["prompt", "answer"], "math.json"))
     assert "looks like GRPO data (prompts with answers" in text and "choose training_method grpo" in text
+
+
+@pytest.mark.parametrize("text", FORMS)
+def test_a_settings_file_may_write_the_mapping_in_each_form(text):
+    import json
+
+    from trainer_core.configs.yaml_files import parse_config_text
+    from ui.form import widget_value
+
+    values, _ = parse_config_text(f"local_datasets: [/x.json]\ncustom_format_mapping: {json.dumps(text)}\n", "a.yaml")
+    assert TrainingStartRequest(**values).custom_format_mapping == QA
+    assert widget_value("custom_format_mapping", values["custom_format_mapping"]) == mapping_text(QA)
