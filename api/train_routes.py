@@ -16,6 +16,7 @@ from trainer_core.preflight.report import PreflightReport
 from trainer_core.refusals import Refusal
 from trainer_core.runs import compare
 from trainer_core.runs.job import JobRunner
+from trainer_core.runs.listing import MAX_PAGE_SIZE, PAGE_SIZE
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, RunDetail, RunRecord, RunStore
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.status import MetricHistory, TrainingJobResponse, TrainingProgress, TrainingStatus
@@ -175,7 +176,7 @@ def runs(
     name: Optional[str] = Query(None, max_length=200),
     status: Optional[RunStatusWord] = None,
     dataset: Optional[str] = Query(None, max_length=200),
-    limit: int = Query(200, ge=1, le=10_000),
+    limit: int = Query(PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE),
     offset: int = Query(0, ge=0, le=10_000_000),
 ) -> list[RunRecord]:
     """The remembered runs, newest first, that match every filter given: ``name`` is contained in
