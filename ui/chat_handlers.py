@@ -37,13 +37,22 @@ def serves(engine: ChatEngine, model_id: Any) -> Optional[str]:
 def model_dropdown(engine: ChatEngine, selected: Optional[str] = None) -> dict:
     """Dropdown update listing the base model and every usable run and checkpoint (newest first).
     While ``selected`` is still listed the update carries no value, so a model the user chose or
-    typed while the list was on its way stays chosen; else the newest (None for an empty list)."""
+    typed while the list was on its way stays chosen; else the newest run's weights (the base
+    model when there is no run; None for an empty list)."""
+    return model_listing(engine, selected)[0]
+
+
+def model_listing(engine: ChatEngine, selected: Optional[str] = None, seen: Optional[str] = None) -> tuple:
+    """(``model_dropdown``'s update, the newest run's id): ``seen``, the newest run's id at this
+    page's previous listing, chooses that newer run when another has finished since (the run just
+    trained is preselected, not the model chosen before it)."""
     choices = engine.choices()
     ids = [c.id for c in choices]
     listed = [(_choice_label(c), c.id) for c in choices]
-    if selected in ids:
-        return gr.update(choices=listed)
-    return gr.update(choices=listed, value=ids[0] if ids else None)
+    newest = next((c.id for c in choices if c.kind != "base"), None)
+    if selected in ids and (seen is None or newest == seen):
+        return gr.update(choices=listed), newest
+    return gr.update(choices=listed, value=newest or (ids[0] if ids else None)), newest
 
 
 def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:

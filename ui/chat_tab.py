@@ -95,6 +95,7 @@ class ChatTab:
             held_clip = gr.State(None)  # the recorded or uploaded clip's data: URL until it is sent
             clips = gr.State([])  # the earlier user turns' clips (data: URLs), kept on the server
             self.outcome = gr.State(None)  # what the last send left to do (chat_turns.Outcome)
+            self.seen = gr.State(None)  # the newest run at the last listing (chat_handlers.model_listing)
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="chat-send")
                 stop_btn = gr.Button("Stop generation", elem_id="chat-stop")
@@ -150,8 +151,9 @@ class ChatTab:
         """Wire the tab's events; ``pictures``: (the box, its held data: URL, the earlier turns' data:
         URLs) of images; ``sounds``: the same of audio clips, and the voice box of speech."""
         (image, held, images), (audio, held_clip, clips, voice) = pictures, sounds
-        self.tab.select(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
-        refresh.click(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
+        listing = (partial(chat_handlers.model_listing, engine), [self.model, self.seen], [self.model, self.seen])
+        self.tab.select(*listing, api_name=False, **FREE)
+        refresh.click(*listing, api_name=False, **FREE)
         load_btn.click(partial(chat_handlers.load_button, engine), self.model, state, api_name="chat_load", **FREE)
         compare.change(lambda on: gr.update(visible=on), compare, base_chat, api_name=False)
         self.model.change(partial(chat_images.image_box, engine), self.model, image, api_name=False, **FREE)

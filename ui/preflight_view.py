@@ -118,7 +118,7 @@ def report_html(report: Any) -> str:
         )
     totals.append(
         f"<li><strong>{report.total_steps} steps</strong> ({report.steps_per_epoch} per epoch × "
-        f"{report.epochs:g} epochs, {report.global_batch_size} rows per step)</li>"
+        f"{report.epochs_words()} epochs, {report.global_batch_size} rows per step)</li>"
     )
     if report.architecture:
         adapted = (

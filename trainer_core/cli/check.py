@@ -97,7 +97,7 @@ def render(report: PreflightReport, colour: bool) -> str:
         f"Tokens: {report.tokens_total} kept, {report.trained_words()}; {report.rows_truncated} rows truncated "
         f"({report.rows_truncated_share:.1%}), {report.tokens_cut} tokens cut",
         *_histogram(report),
-        f"Steps: {report.steps_per_epoch} per epoch, {report.total_steps} in total ({report.epochs:g} epochs; "
+        f"Steps: {report.steps_per_epoch} per epoch, {report.total_steps} in total ({report.epochs_words()} epochs; "
         f"{report.global_batch_size} rows per optimizer step)",
         *_structure(report),
         *_estimates(report),
