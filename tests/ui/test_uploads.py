@@ -13,7 +13,9 @@ def test_a_kept_upload_is_named_as_the_preview_names_it(tmp_path):
     kept.write_text("[]")
     packed = settings.uploads_dir / "rows-00112233aabb.jsonl.zst"
     packed.write_text("")
-    said = f"Dataset files: {kept}: row 3 has no 'images'; mllm_demo-0732db8e2351.json again; rows-00112233aabb.jsonl.zst"
+    said = (
+        f"Dataset files: {kept}: row 3 has no 'images'; mllm_demo-0732db8e2351.json again; rows-00112233aabb.jsonl.zst"
+    )
     assert shown_names(said, settings) == (
         "Dataset files: mllm_demo.json: row 3 has no 'images'; mllm_demo.json again; rows.jsonl.zst"
     )
