@@ -88,6 +88,10 @@ def test_text_typed_while_an_answer_streams_is_intact_when_it_ends(slow_chat, br
     assert samples == [TYPED] * 10
     assert box.input_value() == TYPED
     assert _last_answer(page, "#chat-tuned").startswith("echo: Tell me a story")
+    state = page.locator("#chat-state").inner_text()
+    assert (
+        "Tuned: 28 tokens in" in state and "base: 28 tokens in" in state and "tokens/s" in state
+    )  # each answer's speed
     page.close()
 
 

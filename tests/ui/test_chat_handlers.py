@@ -21,3 +21,16 @@ def test_the_run_just_trained_is_preselected():
     finished, seen = model_listing(engine, "base", seen)
     assert finished["value"] == NEW and seen == NEW  # a run finished since: preselected
     assert "value" not in model_listing(engine, "base", seen)[0]  # once: then the user's choice again
+
+
+def test_each_answer_says_its_tokens_per_second():
+    from trainer_core.serving.schemas import GenerationSettings
+    from ui.chat_handlers import send
+
+    engine = FakeEngine()
+    engine.add(OLD)
+    defaults = [f.default for f in GenerationSettings.model_fields.values()]
+    *_, last = send(engine, OLD, True, "", "one two three", [], [], *defaults)
+    state = last[3]
+    assert "is loaded" in state and "Tuned: 4 tokens in" in state and "; base: 4 tokens in" in state
+    assert state.endswith(" tokens/s.")
