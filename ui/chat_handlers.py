@@ -49,10 +49,15 @@ def model_listing(engine: ChatEngine, selected: Optional[str] = None, seen: Opti
     choices = engine.choices()
     ids = [c.id for c in choices]
     listed = [(_choice_label(c), c.id) for c in choices]
-    newest = next((c.id for c in choices if c.kind != "base"), None)
+    newest = newest_run(choices)
     if selected in ids and (seen is None or newest == seen):
         return gr.update(choices=listed), newest
     return gr.update(choices=listed, value=newest or (ids[0] if ids else None)), newest
+
+
+def newest_run(choices: list[ModelChoice]) -> Optional[str]:
+    """The id of the newest run's weights among ``choices`` (``engine.choices()``), None without runs."""
+    return next((c.id for c in choices if c.kind != "base"), None)
 
 
 def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:

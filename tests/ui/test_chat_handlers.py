@@ -4,7 +4,7 @@ chosen at first, a choice the user made kept, and a run finished since the last 
 from __future__ import annotations
 
 from tests.support.fake_engine import FakeEngine
-from ui.chat_handlers import model_listing
+from ui.chat_handlers import model_listing, newest_run
 
 OLD, NEW = "job_20250101_090000_00000000", "job_20250102_090000_11111111"
 
@@ -21,6 +21,8 @@ def test_the_run_just_trained_is_preselected():
     finished, seen = model_listing(engine, "base", seen)
     assert finished["value"] == NEW and seen == NEW  # a run finished since: preselected
     assert "value" not in model_listing(engine, "base", seen)[0]  # once: then the user's choice again
+    # "Chat with this run" on an older run sets the choice and the newest seen (run_handlers.chat_with): kept
+    assert "value" not in model_listing(engine, OLD, newest_run(engine.choices()))[0]
 
 
 def test_each_answer_says_its_tokens_per_second():
