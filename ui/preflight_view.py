@@ -62,6 +62,14 @@ def _parts(parts: dict[str, float], unit: str) -> str:
     return " + ".join(shown)
 
 
+def _time_range(timing: Any) -> str:
+    """ " (range 6 min 30 s – 9 min 50 s; the CPU is busy: ...)" when the estimate has a range."""
+    if getattr(timing, "low_seconds", None) is None:
+        return ""
+    load = f"; {_e(timing.load)}, the slow end if it stays so" if timing.load else ""
+    return f" (range {clock(timing.low_seconds)} – {clock(timing.high_seconds)}{load})"
+
+
 def _estimates(report: Any) -> str:
     lines = []
     memory, timing = report.memory, report.time
@@ -73,8 +81,8 @@ def _estimates(report: Any) -> str:
         )
     if timing is not None:
         lines.append(
-            f"<li><strong>Run time ≈ {clock(timing.total_seconds)}</strong> at {timing.tokens_per_second:.0f} "
-            f"tokens/s: {_parts(timing.parts_seconds, 's')}. <span class='pf-basis'>speed: "
+            f"<li><strong>Run time ≈ {clock(timing.total_seconds)}</strong>{_time_range(timing)} at "
+            f"{timing.tokens_per_second:.0f} tokens/s: {_parts(timing.parts_seconds, 's')}. <span class='pf-basis'>speed: "
             f"{_e(timing.speed_source)}</span></li>"
         )
     if not lines and report.no_estimates:
@@ -110,7 +118,7 @@ def report_html(report: Any) -> str:
         )
     totals.append(
         f"<li><strong>{report.total_steps} steps</strong> ({report.steps_per_epoch} per epoch × "
-        f"{report.epochs:g} epochs, {report.global_batch_size} rows per step)</li>"
+        f"{report.epochs_words()} epochs, {report.global_batch_size} rows per step)</li>"
     )
     if report.architecture:
         adapted = (

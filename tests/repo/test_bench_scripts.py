@@ -285,3 +285,15 @@ def test_history_scale_bench_quick(capsys):
         )
         assert row["full/empty"] > 0 and row["full/page"] > 0
     assert "full/empty" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_chat_threads_bench_quick(capsys, tiny_model_dir):
+    """On the tiny model: all cores against the threads chosen for the load, alone and beside a busy process."""
+    from bench import chat_threads
+
+    report = chat_threads.main(["--quick", "--model", str(tiny_model_dir)])
+    for name in ("alone", "beside_training_load"):
+        assert all(v > 0 for values in report[name]["tokens_per_second"].values() for v in values)
+        assert 1 <= min(report[name]["chosen_threads"]) <= report["cores"]
+    assert "chosen threads" in capsys.readouterr().out

@@ -97,7 +97,7 @@ def render(report: PreflightReport, colour: bool) -> str:
         f"Tokens: {report.tokens_total} kept, {report.trained_words()}; {report.rows_truncated} rows truncated "
         f"({report.rows_truncated_share:.1%}), {report.tokens_cut} tokens cut",
         *_histogram(report),
-        f"Steps: {report.steps_per_epoch} per epoch, {report.total_steps} in total ({report.epochs:g} epochs; "
+        f"Steps: {report.steps_per_epoch} per epoch, {report.total_steps} in total ({report.epochs_words()} epochs; "
         f"{report.global_batch_size} rows per optimizer step)",
         *_structure(report),
         *_estimates(report),
@@ -154,7 +154,10 @@ def _estimates(report: PreflightReport) -> list[str]:
         )
         out.append(f"  ({memory.basis})")
     if time_ is not None:
-        out.append(f"Time: about {time_.total_seconds:.0f} s: {_parts(time_.parts_seconds, ' s')}")
+        spread = f" (range {time_.low_seconds:.0f}-{time_.high_seconds:.0f} s)" if time_.low_seconds is not None else ""
+        out.append(f"Time: about {time_.total_seconds:.0f} s{spread}: {_parts(time_.parts_seconds, ' s')}")
+        if time_.load:
+            out.append(f"  ({time_.load}: the range's slow end if it stays so)")
         out.append(f"  ({time_.tokens_per_second:.0f} tokens/s, {time_.speed_source})")
     if not out and report.no_estimates:
         out.append(f"Estimates: not available ({report.no_estimates})")

@@ -148,5 +148,10 @@ class PreflightReport(BaseModel):
             return f"all in {self.rows_kept} prompts (the completions sampled while training are what trains)"
         return f"{self.tokens_trained} trained"
 
+    def epochs_words(self) -> str:
+        """The epochs run as the report says them: one decimal ("1.3"; whole numbers bare: "3"),
+        two significant digits under one ("0.043")."""
+        return f"{self.epochs:.2g}" if self.epochs < 1 else f"{round(self.epochs, 1):g}"
+
 
 __all__ = ["FileCheck", "Issue", "LengthHistogram", "PreflightReport", "SampleRow", "Segment"]
