@@ -218,22 +218,23 @@ def _derived(
     return out
 
 
-ROW_NUMBER = re.compile(r"\brow (\d+)")
+ROW_NUMBER = re.compile(r"\b(row|line) (\d+)")
 
 
 def _file_rows(report: PreflightReport, samples: list[RowSample]) -> PreflightReport:
-    """The sample's row numbers turned into the files' (shown samples; an error's "row N" when
-    there is one training file, so the row is unambiguous)."""
+    """The sample's row numbers turned into the files' (shown samples; an error's "row N" and, for
+    JSON lines, "line N" when there is one training file, so the row is unambiguous)."""
     by_name = {sample.name: sample for sample in samples}
     for shown in report.samples:
         if shown.file in by_name:
             shown.row = int(by_name[shown.file].picked[shown.row - 1]) + 1
     if len(samples) == 1:
-        picked = samples[0].picked
+        rows = [int(row) + 1 for row in samples[0].picked]
+        numbers = {"row": rows, "line": samples[0].lines or rows}
 
         def file_row(match: re.Match) -> str:
-            number = int(match.group(1))
-            return f"row {int(picked[number - 1]) + 1}" if 0 < number <= len(picked) else match.group(0)
+            word, number = match.group(1), int(match.group(2))
+            return f"{word} {numbers[word][number - 1]}" if 0 < number <= len(rows) else match.group(0)
 
         for issue in report.errors:
             issue.message = ROW_NUMBER.sub(file_row, issue.message)
