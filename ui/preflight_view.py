@@ -98,7 +98,9 @@ def estimate_html(report: Any, progress: Any = None) -> str:
     its progress bar (``progress``: ``admission.full_pass.FullPassState``); "" for an exact report."""
     if report.estimate is None:
         return ""
-    margins = ", ".join(f"{_e(name.replace('_', ' '))} ±{value:,.0f}" for name, value in report.estimate.margins.items())
+    margins = ", ".join(
+        f"{_e(name.replace('_', ' '))} ±{value:,.0f}" for name, value in report.estimate.margins.items()
+    )
     line = f'<p class="pf-estimate"><strong>Estimate</strong>: {_e(report.estimate.basis)}'
     line += f" ({margins})</p>" if margins else "</p>"
     if progress is None:

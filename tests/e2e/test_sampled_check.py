@@ -35,7 +35,9 @@ def _write(path: Path, bad_row: int = 0) -> Path:
 def test_cli_prints_the_estimate_first_then_the_exact_figures(tmp_path, capsys) -> None:
     data = _write(tmp_path / "big.jsonl")
     argv = ["check", "--dataset", str(data), "--max-seq-length", "128", "--json"]
-    code = cli_main(argv, STUDIO_ALLOWED_PATHS=str(tmp_path), STUDIO_CHECK_SAMPLE_MB="1", STUDIO_DATA_DIR=str(tmp_path / "d"))
+    code = cli_main(
+        argv, STUDIO_ALLOWED_PATHS=str(tmp_path), STUDIO_CHECK_SAMPLE_MB="1", STUDIO_DATA_DIR=str(tmp_path / "d")
+    )
     first, exact = (json.loads(line) for line in capsys.readouterr().out.splitlines())
     assert code == 0
     assert first["estimate"]["basis"].startswith(f"estimated from 2,100 of {ROWS:,} rows")

@@ -172,7 +172,9 @@ class CheckWorker:
             here = local_model_folder(request.model_name, settings) is not None
             return refused_report(request, [stopped.issue], started, tokenizer_found=here)
 
-    def sampled(self, request: TrainingStartRequest, settings: Settings, store: Any = None) -> Optional[PreflightReport]:
+    def sampled(
+        self, request: TrainingStartRequest, settings: Settings, store: Any = None
+    ) -> Optional[PreflightReport]:
         """``preflight.sampled.sampled_preflight`` run in the worker (None: the sample cannot stand
         for the data); stopped or died: a report with that error, as ``report``."""
         started = time.perf_counter()

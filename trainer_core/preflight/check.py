@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import numpy as np
 
@@ -49,12 +50,12 @@ def run_preflight(
     seen: Optional[Callable[[Gathered], None]] = None,
 ) -> PreflightReport:
     """The pre-flight report of ``request`` (paths already checked by the caller, e.g.
-    ``admission.request_paths.checked_request``). Loads only the tokenizer (``load_preview_tokenizer``) and
-    the model's config; reads and tokenizes the data as training does. Data that training could not
-    use is an error in the report (code ``data_error``), not an exception. With ``estimates`` the
-    memory and time estimates are added (``preflight.estimates``; ``store``'s run history gives
-    this machine's measured speed). ``seen`` is called with the rows read and counted (the sampled
-check's estimates: ``preflight.sampled``). Never raises for bad data; raises only for bugs."""
+        ``admission.request_paths.checked_request``). Loads only the tokenizer (``load_preview_tokenizer``) and
+        the model's config; reads and tokenizes the data as training does. Data that training could not
+        use is an error in the report (code ``data_error``), not an exception. With ``estimates`` the
+        memory and time estimates are added (``preflight.estimates``; ``store``'s run history gives
+        this machine's measured speed). ``seen`` is called with the rows read and counted (the sampled
+    check's estimates: ``preflight.sampled``). Never raises for bad data; raises only for bugs."""
     started = time.perf_counter()
     folder = local_model_folder(request.model_name, settings)
     audio, audio_errors = audio_check(request, settings, folder)  # every clip by file and row

@@ -79,7 +79,10 @@ def sampled_preflight(
 
 def _expanded(counts: RowCounts, reps: np.ndarray) -> RowCounts:
     return RowCounts(
-        np.repeat(counts.full, reps), np.repeat(counts.trained, reps), np.repeat(counts.trainable, reps), counts.max_seq_length
+        np.repeat(counts.full, reps),
+        np.repeat(counts.trained, reps),
+        np.repeat(counts.trainable, reps),
+        counts.max_seq_length,
     )
 
 
@@ -210,7 +213,9 @@ def _derived(
         spread = round(found_margins["rows_kept"])
         low, high = plan_steps(max(0, kept - spread), request), plan_steps(kept + spread, request)
     out = {
-        "steps_per_epoch": float(max(high.steps_per_epoch - plan.steps_per_epoch, plan.steps_per_epoch - low.steps_per_epoch)),
+        "steps_per_epoch": float(
+            max(high.steps_per_epoch - plan.steps_per_epoch, plan.steps_per_epoch - low.steps_per_epoch)
+        ),
         "total_steps": float(max(high.total_steps - plan.total_steps, plan.total_steps - low.total_steps)),
     }
     if report.time_estimate_seconds and tokens:
