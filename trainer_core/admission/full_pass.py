@@ -98,8 +98,12 @@ def full_pass(pass_id: str) -> Optional[FullPassState]:
 
 
 def _expected_seconds(report: PreflightReport) -> float:
-    """The exact check's expected time: the sample's check time per row over every row (its fixed
-    costs included, so on the long side)."""
+    """The exact check's expected time: the time estimate's tokenizing part (the sample's tokenizing
+    rate over every row) where there is one, else the sample's check time per row over every row
+    (its fixed costs included, so on the long side)."""
+    tokenize = report.time.parts_seconds.get("tokenize") if report.time is not None else None
+    if tokenize:
+        return float(tokenize)
     share = report.estimate.rows_total / max(1, report.estimate.rows_sampled)  # type: ignore[union-attr]
     return report.check_seconds * share
 
