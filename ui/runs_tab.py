@@ -144,7 +144,7 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
         **FREE,
     )
     chat_btn.click(
-        partial(run_handlers.chat_with, ctx, chat.engine), selected, chat.model, api_name=False, **FREE
+        partial(run_handlers.chat_with, ctx, chat.engine), selected, [chat.model, chat.seen], api_name=False, **FREE
     ).then(lambda: gr.update(selected="chat"), None, tabs, api_name=False)
     share_store = ShareLinks(ctx.settings)
     on_create, on_revoke = share_handlers.handlers(share_store, chat.engine)

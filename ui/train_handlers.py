@@ -4,6 +4,7 @@ tab never touches training."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import logging
 import threading
@@ -33,7 +34,7 @@ from ui.monitor_text import status_line
 from ui.placeholder_panel import gate as placeholder_gate
 from ui.refusals import describe
 from ui.refused import Refused
-from ui.uploads import EVAL_UPLOAD_LABEL
+from ui.uploads import EVAL_UPLOAD_LABEL, shown_names
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (the times keep moving)
@@ -214,6 +215,7 @@ def refused(ctx: Context, refusal: BaseException | str, action: str = "Not start
     untouched (its buttons set for the current job), the notice naming its fields by their labels
     and marking them (``ui.refusals.describe``), and a toast."""
     refusal = describe(refusal)
+    refusal = dataclasses.replace(refusal, text=shown_names(refusal.text, ctx.settings))  # as the preview names files
     gr.Warning(f"{action}: {html.escape(refusal.text)}", duration=6)  # toasts render HTML
     status = ctx.runner.status(with_history=False)
     return (*[gr.skip()] * MONITOR_VIEWS, *buttons(status), refusal.html(action))
