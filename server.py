@@ -136,8 +136,13 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
         vouched=partial(bearer_vouched, settings),
     )
     auth = ui_auth(settings)
+    early = page_assets.EARLY_SCRIPT.encode("utf-8")
     if auth is not None:
-        app.add_middleware(ApiInfoGuard, is_logged_in=lambda request: logged_in_user(request) is not None)
+        app.add_middleware(
+            ApiInfoGuard, is_logged_in=lambda request: logged_in_user(request) is not None, head_script=early
+        )
+    else:
+        app.add_middleware(ApiInfoGuard, is_logged_in=lambda request: True, head_script=early)
     app.include_router(router)
     tasks = TaskRunner(runner, settings)  # export / evaluate / push; a Start is refused while one runs
     engine = ChatEngine(

@@ -11,11 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.auth import require_token
 from api.sse import progress_stream
 from trainer_core.admission.admit import admit, checked_for_preflight
+from trainer_core.admission.full_pass import FullPassState, full_pass
 from trainer_core.hardware import HardwareSnapshot, snapshot
 from trainer_core.preflight.report import PreflightReport
 from trainer_core.refusals import Refusal
 from trainer_core.runs import compare
 from trainer_core.runs.job import JobRunner
+from trainer_core.runs.listing import MAX_PAGE_SIZE, PAGE_SIZE
 from trainer_core.runs.store import NAME_MAX_CHARS, NOTE_MAX_CHARS, STATUS_WORDS, RunDetail, RunRecord, RunStore
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.status import MetricHistory, TrainingJobResponse, TrainingProgress, TrainingStatus
@@ -82,11 +84,27 @@ def preflight(body: TrainingStartRequest, request: Request, runner: JobRunner = 
     steps, memory and time estimates, warnings and errors (``trainer_core.preflight``). Paths obey
     the same rules as ``/start`` (a 400 names the field). Runs while a job trains, in the check's
     own worker process (``trainer_core.admission.check_worker``: a check that needs more memory than
-    its limit is a report with that error)."""
-    from trainer_core.admission.check_worker import check_report
+    its limit is a report with that error). Training files over ``check_sample_mb`` are answered
+    from a sample: ``estimate`` says "estimated from N of M rows" and names ``full_pass_id``, the
+    exact check running in the background (``GET /preflight/{full_pass_id}``)."""
+    from trainer_core.admission.full_pass import first_report
 
     checked = checked_for_preflight(body, request.app.state.settings, runner.store)
-    return check_report(checked, request.app.state.settings, runner.store)
+    return first_report(checked, request.app.state.settings, runner.store)
+
+
+@router.get(
+    "/preflight/{full_pass_id}",
+    response_model=FullPassState,
+    responses={404: {"description": "No such exact check (or it finished long ago)"}},
+)
+def preflight_full_pass(full_pass_id: str) -> FullPassState:
+    """The exact check that follows a sampled ``/preflight``: ``running`` with its progress,
+    ``done`` with the exact report (which replaces the estimate), or ``ended`` with why."""
+    found = full_pass(full_pass_id)
+    if found is None:
+        raise Refusal(f"no exact check {full_pass_id}", fields=("full_pass_id",), code="unknown_full_pass", status=404)
+    return found
 
 
 @router.post("/stop", response_model=StopResponse)
@@ -175,7 +193,7 @@ def runs(
     name: Optional[str] = Query(None, max_length=200),
     status: Optional[RunStatusWord] = None,
     dataset: Optional[str] = Query(None, max_length=200),
-    limit: int = Query(200, ge=1, le=10_000),
+    limit: int = Query(PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE),
     offset: int = Query(0, ge=0, le=10_000_000),
 ) -> list[RunRecord]:
     """The remembered runs, newest first, that match every filter given: ``name`` is contained in

@@ -86,7 +86,7 @@ def measure_case(case: str, folder: Path, steps: int) -> dict[str, Any]:
     """The check's estimates of ``case``, its measured run (``bench.preflight._spawn_run``), and
     their errors."""
     from bench.preflight import _spawn_run
-    from trainer_core.preflight import timing
+    from trainer_core.preflight import speed_probe, timing
     from trainer_core.preflight.check import run_preflight
     from trainer_core.schemas import TrainingStartRequest
     from trainer_core.settings import get_settings
@@ -99,9 +99,9 @@ def measure_case(case: str, folder: Path, steps: int) -> dict[str, Any]:
     if report.errors or report.memory is None:
         raise RuntimeError(f"{case}: the check gave no estimates: {report.errors} {report.no_estimates}")
     memory, time_ = report.memory, report.time
-    rate_before = timing.machine_gflops("cpu")  # the check's (best sample)
+    rate_before = timing.machine_gflops("cpu")  # the check's (kept per machine)
     run = _spawn_run(request, Path(get_settings().data_dir))
-    rate_after = timing.matmul_gflops.__wrapped__("cpu")
+    rate_after = speed_probe.probe("cpu").gflops
     per_step = run["training_seconds"] / max(run["steps"], 1)
     estimated_step = time_.parts_seconds["train_steps"] / max(report.total_steps, 1)
     return {

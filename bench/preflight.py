@@ -176,7 +176,7 @@ def measure_config(name: str, request: Any, data_dir: Path, longest: bool = Fals
     (with ``longest``: one step on the epoch's longest batch only)."""
     from transformers import AutoConfig
 
-    from trainer_core.preflight import timing
+    from trainer_core.preflight import speed_probe
     from trainer_core.preflight.estimates import estimate_memory, estimate_time
     from trainer_core.runs.store import RunStore
 
@@ -187,8 +187,7 @@ def measure_config(name: str, request: Any, data_dir: Path, longest: bool = Fals
     facts.pop("longest_rows")
     config = AutoConfig.from_pretrained(str(facts.pop("path")))
     history = RunStore(data_dir / "studio.db").list_runs()
-    timing.matmul_gflops.cache_clear()
-    rate_before = timing.matmul_gflops("cpu")
+    rate_before = speed_probe.probe("cpu").gflops  # a probe of its own (the estimate's is kept per machine)
     time_estimate = estimate_time(
         request,
         config,
@@ -205,8 +204,7 @@ def measure_config(name: str, request: Any, data_dir: Path, longest: bool = Fals
         request, config, facts["longest_batch_tokens"], "cpu", facts["longest_batch_trained"]
     )
     run = _spawn_run(request, data_dir)
-    timing.matmul_gflops.cache_clear()
-    rate_after = timing.matmul_gflops("cpu")
+    rate_after = speed_probe.probe("cpu").gflops
     seen = max(run["step_tokens"])
     memory = estimate_memory(request, config, seen, "cpu", round(seen * facts["trained_share"]))
     return {

@@ -9,7 +9,6 @@ from typing import Any, Optional
 
 from pydantic.fields import FieldInfo
 
-from trainer_core.refusals import Refusal
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import METHOD_DEFAULTS
 
@@ -82,17 +81,3 @@ def method_default(name: str, method: str) -> Any:
     the method's own (``vocabulary.METHOD_DEFAULTS``: what the request applies when the field is not
     set), else the field's. The form's method panel and the command preview compare against it."""
     return METHOD_DEFAULTS.get((name, method), default(name))
-
-
-def parse_mapping(text: str, field: str = "custom_format_mapping") -> dict[str, str]:
-    """``"a=b, c=d"`` -> ``{"a": "b", "c": "d"}`` (the text form of a mapping field such as
-    ``custom_format_mapping`` or ``resources_per_worker``); raises a ``Refusal`` naming ``field``
-    and the bad pair."""
-    mapping: dict[str, str] = {}
-    shape = "our_column=file_column" if field == "custom_format_mapping" else "name=value"
-    for pair in filter(None, (p.strip() for p in (text or "").split(","))):
-        ours, sep, theirs = (s.strip() for s in pair.partition("="))
-        if not sep or not ours or not theirs:
-            raise Refusal(f"{field}: '{pair}' is not '{shape}'", fields=(field,))
-        mapping[ours] = theirs
-    return mapping

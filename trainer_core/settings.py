@@ -93,6 +93,15 @@ class Settings(BaseSettings):
         description="Resident memory (MB) the pre-flight check's worker process may use; past it the worker is "
         "ended and the check answers why (admission.check_worker).",
     )
+    check_sample_mb: float = Field(
+        8.0,
+        ge=0,
+        description="Training files larger than this together (MB) are checked first from a sample, the exact "
+        "figures following in the background (preflight.sampled); 0 samples every file.",
+    )
+    check_sample_rows: int = Field(
+        2000, ge=10, description="Rows drawn at random across the training files for a sampled check."
+    )
 
     @model_validator(mode="after")
     def _strong_secrets(self) -> Settings:

@@ -45,10 +45,10 @@ class TrainingProgress(BaseModel):
     progress_percent: float = Field(0.0, ge=0, le=100)
     elapsed_seconds: float = Field(0.0, ge=0, description="Training seconds, continued over resumes.")
     eta_seconds: Optional[float] = Field(
-        None, description="Seconds left: the median of the latest step times x steps left (None before 3 steps)."
+        None, description="Seconds left: the median of the latest 5 step times x steps left (None before 3 steps)."
     )
-    eta_low_seconds: Optional[float] = Field(None, description="The same with the latest steps' 20th percentile time.")
-    eta_high_seconds: Optional[float] = Field(None, description="The same with their 80th percentile time.")
+    eta_low_seconds: Optional[float] = Field(None, description="The range's low end (``training.eta.spread``).")
+    eta_high_seconds: Optional[float] = Field(None, description="The range's high end (``training.eta.spread``).")
     num_tokens: Optional[int] = None
     # preference methods (TRL's rewards/chosen, rewards/rejected, rewards/margins, rewards/accuracies, kl)
     rewards_chosen: Optional[float] = Field(

@@ -37,13 +37,27 @@ def serves(engine: ChatEngine, model_id: Any) -> Optional[str]:
 def model_dropdown(engine: ChatEngine, selected: Optional[str] = None) -> dict:
     """Dropdown update listing the base model and every usable run and checkpoint (newest first).
     While ``selected`` is still listed the update carries no value, so a model the user chose or
-    typed while the list was on its way stays chosen; else the newest (None for an empty list)."""
+    typed while the list was on its way stays chosen; else the newest run's weights (the base
+    model when there is no run; None for an empty list)."""
+    return model_listing(engine, selected)[0]
+
+
+def model_listing(engine: ChatEngine, selected: Optional[str] = None, seen: Optional[str] = None) -> tuple:
+    """(``model_dropdown``'s update, the newest run's id): ``seen``, the newest run's id at this
+    page's previous listing, chooses that newer run when another has finished since (the run just
+    trained is preselected, not the model chosen before it)."""
     choices = engine.choices()
     ids = [c.id for c in choices]
     listed = [(_choice_label(c), c.id) for c in choices]
-    if selected in ids:
-        return gr.update(choices=listed)
-    return gr.update(choices=listed, value=ids[0] if ids else None)
+    newest = newest_run(choices)
+    if selected in ids and (seen is None or newest == seen):
+        return gr.update(choices=listed), newest
+    return gr.update(choices=listed, value=newest or (ids[0] if ids else None)), newest
+
+
+def newest_run(choices: list[ModelChoice]) -> Optional[str]:
+    """The id of the newest run's weights among ``choices`` (``engine.choices()``), None without runs."""
+    return next((c.id for c in choices if c.kind != "base"), None)
 
 
 def load(engine: ChatEngine, model_id: Optional[str]) -> Iterator[str]:
@@ -162,7 +176,7 @@ def send(
         state = yield from loading(
             engine, model_id, lambda s: ("", history, base_history, s, "", sent_images, sent_clips)
         )
-        yield from stream_into(
+        tuned = yield from stream_into(
             engine,
             model_id,
             conversation(system, before, message, images, image, clips, clip),
@@ -172,8 +186,9 @@ def send(
             lambda h: ("", h, base_history, state, "", sent_images, sent_clips),
             tools.request(),
         )
+        speeds = [("Tuned" if compare else "Answer", tuned)]
         if compare:
-            yield from stream_into(
+            base_speed = yield from stream_into(
                 engine,
                 model_id,
                 conversation(system, base_before, message, images, image, clips, clip),
@@ -183,6 +198,9 @@ def send(
                 lambda h: ("", history, h, state, "", sent_images, sent_clips),
                 tools.request(),
             )
+            speeds.append(("base", base_speed))
+        line = f"{state} {speed_words(speeds)}" if isinstance(state, str) else state
+        yield "", history, base_history, line, "", sent_images, sent_clips
     except (ChatUnavailable, ChatInputError, Refused) as exc:
         sent, unsent = (sent_images, sent_clips), (images, clips)
         yield taken_back(engine, message, (history, before), (base_history, base_before), exc, (sent, unsent))
@@ -242,8 +260,9 @@ def stream_into(
 ) -> Iterator[tuple]:
     """Append streamed text to the last (assistant) message of ``history``, yielding after each
     piece; with ``tools`` (``ChatEngine.stream``'s ``tools`` and ``tool_choice``) the answer's calls
-    follow as calls (``chat_tools.show_calls``)."""
-    answer, event = "", None
+    follow as calls (``chat_tools.show_calls``). Returns (tokens answered, seconds from the request
+    to the last token)."""
+    answer, event, began = "", None, time.monotonic()
     for event in engine.stream(model_id, messages, settings, use_adapter=use_adapter, **(tools or {})):
         answer += event.delta
         if event.finish_reason == "cancelled":
@@ -252,9 +271,22 @@ def stream_into(
             answer += " [max_new_tokens reached]"
         history[-1] = {"role": "assistant", "content": answer}
         yield outputs(history)
+    seconds = time.monotonic() - began
     if event is not None and event.tool_calls:
         chat_tools.show_calls(history, event.tool_calls)
         yield outputs(history)
+    return (event.completion_tokens if event is not None else None) or 0, seconds
+
+
+def speed_words(speeds: list[tuple[str, tuple[int, float]]]) -> str:
+    """ "Answer: 24 tokens in 3.2 s, 7.5 tokens/s." (or tuned and base each) for the load state
+    line: the seconds from the request to the last token, the prompt's reading included."""
+    said = [
+        f"{name}: {tokens} tokens in {seconds:.1f} s, {tokens / seconds:.1f} tokens/s"
+        for name, (tokens, seconds) in speeds
+        if tokens and seconds > 0
+    ]
+    return f"{'; '.join(said)}." if said else ""
 
 
 def stop(engine: ChatEngine) -> None:

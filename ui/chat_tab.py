@@ -14,7 +14,16 @@ from trainer_core.serving.engine import ChatEngine
 from trainer_core.serving.schemas import GenerationSettings
 from trainer_core.serving.voices import MAX_VOICE_CHARS
 from trainer_core.settings import Settings
-from ui import chat_audio, chat_checks, chat_handlers, chat_images, chat_send, chat_speech, chat_tool_panel
+from ui import (
+    chat_audio,
+    chat_checks,
+    chat_handlers,
+    chat_images,
+    chat_send,
+    chat_speech,
+    chat_tool_panel,
+    chat_turns,
+)
 from ui.form import number_widgets
 
 FREE = dict(concurrency_limit=None)  # the engine runs one generation at a time and queues the rest
@@ -85,6 +94,8 @@ class ChatTab:
             images = gr.State([])  # the earlier user turns' images (data: URLs), kept on the server
             held_clip = gr.State(None)  # the recorded or uploaded clip's data: URL until it is sent
             clips = gr.State([])  # the earlier user turns' clips (data: URLs), kept on the server
+            self.outcome = gr.State(None)  # what the last send left to do (chat_turns.Outcome)
+            self.seen = gr.State(None)  # the newest run at the last listing (chat_handlers.model_listing)
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="chat-send")
                 stop_btn = gr.Button("Stop generation", elem_id="chat-stop")
@@ -140,8 +151,9 @@ class ChatTab:
         """Wire the tab's events; ``pictures``: (the box, its held data: URL, the earlier turns' data:
         URLs) of images; ``sounds``: the same of audio clips, and the voice box of speech."""
         (image, held, images), (audio, held_clip, clips, voice) = pictures, sounds
-        self.tab.select(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
-        refresh.click(partial(chat_handlers.model_dropdown, engine), self.model, self.model, api_name=False, **FREE)
+        listing = (partial(chat_handlers.model_listing, engine), [self.model, self.seen], [self.model, self.seen])
+        self.tab.select(*listing, api_name=False, **FREE)
+        refresh.click(*listing, api_name=False, **FREE)
         load_btn.click(partial(chat_handlers.load_button, engine), self.model, state, api_name="chat_load", **FREE)
         compare.change(lambda on: gr.update(visible=on), compare, base_chat, api_name=False)
         self.model.change(partial(chat_images.image_box, engine), self.model, image, api_name=False, **FREE)
@@ -152,28 +164,26 @@ class ChatTab:
         audio.change(partial(chat_audio.pending, settings), audio, [held_clip, notice], **quiet)
         page = [held, images, held_clip, clips, voice]  # the page's states (chat_checks.STATES), then the voice
         inputs = [self.model, compare, system, message, chat, base_chat, *widgets, *page, *self.tools.inputs()]
-        outputs = [message, chat, base_chat, state, notice, images, clips]
-        sent = (_sent, [notice, message], [image, audio])
+        outputs = [message, chat, base_chat, state, notice, images, clips, self.outcome]
+        sent = (
+            partial(chat_turns.after_send, settings),
+            [self.outcome, message, image, audio],
+            [image, audio, message, self.outcome],
+        )
         # the picture and the clip are taken again as the send's first step: a Send pressed before
         # the upload's own change event has run still carries them
         taken = (partial(_taken, settings), [image, audio], [held, held_clip])
-        talk = partial(chat_send.send, engine)  # a speech model speaks, a speech-to-text one transcribes; others chat
-        send = send_btn.click(*taken, api_name=False, **FREE)
-        send = send.then(talk, inputs, outputs, api_name="chat", **FREE)
-        send.then(*sent, api_name=False, **FREE)
-        submit = message.submit(*taken, api_name=False, **FREE)
-        submit = submit.then(talk, inputs, outputs, api_name=False, **FREE)
-        submit.then(*sent, api_name=False, **FREE)
+        # a speech model speaks, a speech-to-text one transcribes; others chat; one answer at a time
+        # per page, the Message box left alone while it streams (chat_turns)
+        talk = chat_turns.PageSend(partial(chat_send.send, engine)).send
+        again = dict(trigger_mode="multiple", **FREE)  # a Send during a stream reaches PageSend (refused there)
+        for trigger, name in ((send_btn.click, "chat"), (message.submit, False)):
+            step = trigger(*taken, api_name=False, **FREE)
+            step = step.then(talk, inputs, outputs, api_name=name, **again)
+            step.then(*sent, api_name=False, **again)
         stop_btn.click(partial(chat_handlers.stop, engine), None, None, api_name="chat_stop", **FREE)
         cleared = [chat, base_chat, message, notice, images, image, clips, audio]
         clear_btn.click(chat_handlers.clear, None, cleared, api_name=False)
-
-
-def _sent(said: str, text: str) -> tuple:
-    """The image and clip boxes after a send: emptied when the turn took them (the send left no
-    notice and emptied the message box), kept otherwise: a refusal keeps everything (a clip sent
-    without text included), and so does a send cut short after part of its answer."""
-    return (None, None) if said == "" and text == "" else (gr.skip(), gr.skip())
 
 
 def _taken(settings: Settings, picture: object, clip: object) -> tuple:

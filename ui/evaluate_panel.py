@@ -218,4 +218,5 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
         **FREE,
     )
     cancel_btn.click(partial(cancel, tasks), None, status, api_name=False, **FREE)
+    cancel_btn.starts = [eval_btn]  # the button that starts a task (task_progress.wire_cancel_buttons)
     return cancel_btn

@@ -269,6 +269,7 @@ def build(tasks: TaskRunner, selected: gr.Textbox, shown: Optional[gr.Textbox] =
         **FREE,
     )
     cancel_btn.click(partial(cancel, tasks), None, status, api_name="task_cancel", **FREE)
+    cancel_btn.starts = [export_btn, push_btn]  # the buttons that start a task (task_progress.wire_cancel_buttons)
     push_btn.click(
         partial(push, tasks),
         [selected, task_id, repo, private, token],

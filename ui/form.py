@@ -14,9 +14,11 @@ import gradio as gr
 from pydantic import BaseModel, SecretStr
 
 from trainer_core.fieldmeta import FIELDS as REQUEST_FIELDS
-from trainer_core.fieldmeta import base_type, bounds, choices, default, parse_mapping
+from trainer_core.fieldmeta import base_type, bounds, choices, default
 from trainer_core.request.lora import LLAMA_PROJECTIONS
+from trainer_core.request.mappings import mapping_text, parse_mapping, read_text
 from trainer_core.schemas import TrainingStartRequest
+from ui.page_assets import UNSET_NUMBER
 from ui.refusals import label_of
 from ui.refused import Refused
 
@@ -110,7 +112,8 @@ def make_widget(name: str, suggestions: Optional[list[tuple[str, str]]] = None) 
     if kind is bool:
         return gr.Checkbox(value=value, **common)
     if kind in (int, float):
-        widget = FieldNumber(value=value, precision=0 if kind is int else None, **bounds(info), **common)
+        empty = {"placeholder": UNSET_NUMBER} if info.default is None else {}  # Gradio shows 0 for None otherwise
+        widget = FieldNumber(value=value, precision=0 if kind is int else None, **bounds(info), **empty, **common)
         widget.field = name
         return widget
     if kind is SecretStr:
@@ -139,6 +142,7 @@ def number_widgets(
         limits = bounds(info)
         if info.default is None:  # optional: an empty box (sent as 0) means the default, never out of bounds
             limits.pop("minimum", None)
+            limits["placeholder"] = UNSET_NUMBER  # shown empty, as its help says, not as Gradio's 0
         widget = FieldNumber(
             value=info.default,
             precision=0 if kind is int else None,
@@ -196,7 +200,7 @@ def widget_value(name: str, value: Any) -> Any:
     """A stored request value as form widget ``name`` shows it (mapping as "a=b, c=d", None as ""
     in a text box and as an empty number box)."""
     if typing.get_origin(base_type(REQUEST_FIELDS[name].annotation)) is dict:
-        return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (value or {}).items())
+        return mapping_text(read_text(value, name))  # a settings file may write the mapping as text
     if name == "rewards":
         from trainer_core.rewards.schemas import RewardSpec, reward_line
 

@@ -7,7 +7,11 @@
   sections listed in ``data-sections``, marks ``data-fields`` with ``field-invalid`` and scrolls the
   first into view; a cleared notice clears the marks.
 - The monitor's clocks before a run's first step (``.tick[data-seconds]``) count up every second.
+- Gradio's elapsed-time counters run at one frame a second, not sixty (an idle page's main cost).
+- An optional number box left unset (placeholder ``UNSET_NUMBER``) shows empty, not Gradio's 0.
 """
+
+UNSET_NUMBER = "empty"  # the placeholder of an optional number box (default None): its help says what empty means
 
 CSS = """
 .gradio-container { overflow: clip !important; }  /* hidden would make it a scroll box: no sticky inside */
@@ -55,6 +59,11 @@ SCRIPT = """
   let scheduled = false;
   const mark = () => {
     scheduled = false;
+    // An optional number box (placeholder UNSET_NUMBER) left unset shows empty, as its help says:
+    // Gradio 6.31 draws its None as 0 (the handlers read 0 there as unset too).
+    for (const box of document.querySelectorAll('input[type=number][placeholder="__UNSET__"]')) {
+      if (box.value === '0' && document.activeElement !== box) box.value = '';
+    }
     const boxes = [...document.querySelectorAll('.refusal[data-fields]')].filter(b => b.offsetParent !== null);
     const wanted = new Set(boxes.flatMap(b => b.dataset.fields.split(' ').filter(Boolean)));
     document.querySelectorAll('.field-invalid').forEach(e => { if (!wanted.has(e.id)) e.classList.remove('field-invalid'); });
@@ -93,4 +102,18 @@ SCRIPT = """
   }, 1000);
 })();
 </script>
-"""
+""".replace("__UNSET__", UNSET_NUMBER)
+
+EARLY_SCRIPT = """<script>
+(() => {
+  // Gradio's status trackers count an event's elapsed seconds on requestAnimationFrame, and the page's
+  // own loading tracker keeps counting after the page has loaded (Gradio 6.31): a frame drawn 60 times
+  // a second on an idle page, most of its CPU (issue 53, bench/idle_page.py). Those counters (their
+  // callbacks read performance.now() and divide by 1e3) get one frame a second; every other caller
+  // (charts, transitions) keeps the browser's pace. Served first in <head> (api.page_guard), before Gradio's
+  // modules read requestAnimationFrame.
+  const frame = window.requestAnimationFrame.bind(window);
+  const counter = cb => { const s = String(cb); return s.length < 200 && s.includes('performance.now()') && s.includes('/1e3'); };
+  window.requestAnimationFrame = cb => counter(cb) ? window.setTimeout(() => frame(cb), 1000) : frame(cb);
+})();
+</script>"""

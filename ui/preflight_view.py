@@ -62,6 +62,14 @@ def _parts(parts: dict[str, float], unit: str) -> str:
     return " + ".join(shown)
 
 
+def _time_range(timing: Any) -> str:
+    """ " (range 6 min 30 s – 9 min 50 s; the CPU is busy: ...)" when the estimate has a range."""
+    if getattr(timing, "low_seconds", None) is None:
+        return ""
+    load = f"; {_e(timing.load)}, the slow end if it stays so" if timing.load else ""
+    return f" (range {clock(timing.low_seconds)} – {clock(timing.high_seconds)}{load})"
+
+
 def _estimates(report: Any) -> str:
     lines = []
     memory, timing = report.memory, report.time
@@ -73,8 +81,8 @@ def _estimates(report: Any) -> str:
         )
     if timing is not None:
         lines.append(
-            f"<li><strong>Run time ≈ {clock(timing.total_seconds)}</strong> at {timing.tokens_per_second:.0f} "
-            f"tokens/s: {_parts(timing.parts_seconds, 's')}. <span class='pf-basis'>speed: "
+            f"<li><strong>Run time ≈ {clock(timing.total_seconds)}</strong>{_time_range(timing)} at "
+            f"{timing.tokens_per_second:.0f} tokens/s: {_parts(timing.parts_seconds, 's')}. <span class='pf-basis'>speed: "
             f"{_e(timing.speed_source)}</span></li>"
         )
     if not lines and report.no_estimates:
@@ -93,8 +101,30 @@ def _sample(sample: Any) -> str:
     )
 
 
-def report_html(report: Any) -> str:
-    """The whole report as HTML (every value escaped: file names and rows are the user's)."""
+def estimate_html(report: Any, progress: Any = None) -> str:
+    """The "estimated from N of M rows" line with each figure's ± and, while the exact check runs,
+    its progress bar (``progress``: ``admission.full_pass.FullPassState``); "" for an exact report."""
+    if report.estimate is None:
+        return ""
+    margins = ", ".join(
+        f"{_e(name.replace('_', ' '))} ±{value:,.0f}" for name, value in report.estimate.margins.items()
+    )
+    line = f'<p class="pf-estimate"><strong>Estimate</strong>: {_e(report.estimate.basis)}'
+    line += f" ({margins})</p>" if margins else "</p>"
+    if progress is None:
+        return line
+    if progress.state == "ended":
+        return line + f'<p class="pf-warning">The exact check ended: {_e(progress.message)}</p>'
+    return line + (
+        f'<p>Exact check of every row: <progress class="pf-full-pass" value="{progress.progress:.3f}" max="1">'
+        f"</progress> {100 * progress.progress:.0f} % ({progress.elapsed_seconds:.0f} s of about "
+        f"{progress.expected_seconds:.0f} s, by the sample's rate)</p>"
+    )
+
+
+def report_html(report: Any, progress: Any = None) -> str:
+    """The whole report as HTML (every value escaped: file names and rows are the user's); an
+    estimated report leads with ``estimate_html``."""
     issues, ids = _issues(report)
     share = f"{100 * report.rows_truncated_share:.1f} %"
     totals = [
@@ -110,7 +140,7 @@ def report_html(report: Any) -> str:
         )
     totals.append(
         f"<li><strong>{report.total_steps} steps</strong> ({report.steps_per_epoch} per epoch × "
-        f"{report.epochs:g} epochs, {report.global_batch_size} rows per step)</li>"
+        f"{report.epochs_words()} epochs, {report.global_batch_size} rows per step)</li>"
     )
     if report.architecture:
         adapted = (
@@ -144,7 +174,7 @@ def report_html(report: Any) -> str:
     return (
         f'<div class="preflight" data-fields="{_e(marks)}">'
         f"<h3>Pre-flight check: {'refused' if report.errors else 'ready'} "
-        f"<small>({report.check_seconds:.1f} s)</small></h3>{issues}<ul>{''.join(totals)}{_estimates(report)}</ul>"
+        f"<small>({report.check_seconds:.1f} s)</small></h3>{estimate_html(report, progress)}{issues}<ul>{''.join(totals)}{_estimates(report)}</ul>"
         f"{_files(report)}{legend}{samples}</div>"
     )
 
@@ -163,7 +193,7 @@ def histogram_figure(report: Any) -> go.Figure:
     are truncated). An empty histogram says why."""
     edges, counts = report.histogram.edges, report.histogram.counts
     layout = dict(
-        title="Token lengths of the training rows",
+        title="Token lengths of the training rows" + (" (estimated from a sample)" if report.estimate else ""),
         height=240,
         margin=dict(l=50, r=20, t=40, b=40),
         xaxis=dict(title="tokens per row"),

@@ -15,8 +15,9 @@ from trainer_core.admission.request_paths import confine_dataset
 from trainer_core.data import import_data_stack
 from trainer_core.data.files import DatasetError
 from trainer_core.data.fill import fill_record
-from trainer_core.fieldmeta import FIELDS, bounds, default, parse_mapping
+from trainer_core.fieldmeta import FIELDS, bounds, default
 from trainer_core.refusals import Refusal
+from trainer_core.request.mappings import parse_mapping
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import FormatType, TrainingMethod
 from ui import audio_panel, embedding_panel, placeholder_panel
@@ -25,6 +26,19 @@ from ui.form import TRI_VALUES, build_request
 from ui.refusals import describe, markdown_text
 from ui.train_handlers import EMPTY_PREVIEW
 from ui.uploads import received_upload, split_paths
+
+
+def files_line(received: Optional[Path], typed: list[str]) -> str:
+    """The files Check and Start read, when there are several (the upload, then each typed path: the
+    list ``ui.context.dataset_paths`` gives them), above the preview of the first; empty for one."""
+    names = ([f"{received.name} (uploaded)"] if received else []) + [f"{Path(p).name} ({p})" for p in typed]
+    if len(names) < 2:
+        return ""
+    listed = ", ".join(markdown_text(name) for name in names)
+    return (
+        f"**Check and Start read {len(names)} files:** {listed}. The preview shows the first; remove a path "
+        "you did not mean from *...or dataset paths on the server*.\n\n"
+    )
 
 
 def preview(
@@ -100,7 +114,7 @@ def preview(
         return f"**Cannot use this dataset:** {markdown_text(exc.message)}", EMPTY_PREVIEW.copy(), *none
     except (DatasetError, ValueError, TypeError, OverflowError, OSError) as exc:
         return f"**Cannot use this dataset:** {markdown_text(describe(exc).text)}", EMPTY_PREVIEW.copy(), *none
-    summary = preview_summary(found, Path(first).name, length, tokenizer is not None)
+    summary = files_line(received, typed) + preview_summary(found, Path(first).name, length, tokenizer is not None)
     filled = fill_record(ctx.settings.uploads_dir / Path(first).name, content=received) if received else None
     if filled:
         values = ", ".join(f"`{{{{{k}}}}}` = {markdown_text(v)}" for k, v in filled.get("values", {}).items())

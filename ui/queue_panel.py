@@ -39,6 +39,11 @@ def _entries(ctx: Context) -> list:
     return ctx.queue.entries() if ctx.queue is not None else []
 
 
+def has_entries(ctx: Context) -> bool:
+    """Whether a job waits in the queue (the page's timer keeps its fast pace then)."""
+    return any(e.state == QueueState.waiting for e in _entries(ctx))
+
+
 def queue_table(ctx: Context, entries: Optional[list] = None) -> tuple[pd.DataFrame, str]:
     """(the table, a one-line summary) of ``entries`` (None: read now). Waiting jobs first in run
     order; the note says why a job was refused or interrupted (as text: it may quote a user's path)."""

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import gradio as gr
 import pandas as pd
 
+from trainer_core.runs.listing import MAX_PAGE_SIZE, PAGE_SIZE
 from trainer_core.runs.store import STATUS_WORDS
 from ui.context import Context
 from ui.refused import Refused
@@ -18,8 +19,8 @@ from ui.refused import Refused
 ALL_STATUSES = "all"
 STATUS_CHOICES = [(ALL_STATUSES, ALL_STATUSES)] + [(word.replace("_", " "), word) for word in STATUS_WORDS]
 FILTER_MAX_CHARS = 200
-RUNS_PAGE = 50  # runs the table shows at first, and adds on each "Show more"
-MAX_SHOWN = 10_000  # runs the table shows at most (as GET /api/train/runs' largest limit)
+RUNS_PAGE = PAGE_SIZE  # runs the table shows at first, and adds on each "Show more"
+MAX_SHOWN = MAX_PAGE_SIZE  # runs the table shows at most (as GET /api/train/runs' largest limit)
 
 
 def _filter_text(value: Any, what: str) -> str:

@@ -21,8 +21,9 @@ from trainer_core.runs.store import RunDetail, RunRecord, status_word
 from trainer_core.runs.write_folders import delete_run
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.serving.engine import ChatEngine
-from trainer_core.vocabulary import RESUMABLE_PHASES
+from trainer_core.vocabulary import LIVE_PHASES, RESUMABLE_PHASES
 from ui import charts, grpo_charts
+from ui.chat_handlers import newest_run
 from ui.context import Context
 from ui.form import FORM_FIELDS, form_values
 from ui.monitor_text import clock
@@ -202,6 +203,13 @@ def view_key(ctx: Context, job_id: Optional[str]) -> str:
     if run is None:
         return job_id
     return f"{job_id}|{run.phase.value}|{run.last_step}|{run.last_checkpoint}|{run.best_checkpoint}"
+
+
+def is_live(ctx: Context, job_id: Optional[str]) -> bool:
+    """Whether run ``job_id`` is still live (loading or training): its view can still change."""
+    job_id = job_id.strip() if isinstance(job_id, str) else ""
+    run = ctx.runner.store.get_run(job_id) if job_id and ctx.runner.store is not None else None
+    return run is not None and run.phase in LIVE_PHASES
 
 
 def on_select(ctx: Context) -> Callable[[pd.DataFrame, gr.SelectData], str]:
@@ -385,13 +393,14 @@ def download(ctx: Context, job_id: Optional[str]) -> tuple[Any, str]:
     return gr.update(value=str(archive), visible=True), NOTICE_CLEAR
 
 
-def chat_with(ctx: Context, engine: ChatEngine, job_id: Optional[str]) -> dict:
+def chat_with(ctx: Context, engine: ChatEngine, job_id: Optional[str]) -> tuple[dict, Optional[str]]:
     """The Chat tab's model picker set to run ``job_id``'s final weights (or, when it saved none, its
-    newest checkpoint); ``gr.Error`` when the run has nothing to talk to."""
+    newest checkpoint), and the newest run as the tab has now seen it (``chat_handlers.model_listing``
+    then keeps this choice); ``gr.Error`` when the run has nothing to talk to."""
     run = _get(ctx, job_id)
     choices = engine.choices()
     own = [c for c in choices if c.job_id == run.job_id]
     if not own:
         raise Refused(f"Run {run.job_id} has no saved weights to chat with (it saved no final weights or checkpoint).")
     pick = next((c for c in own if c.kind == "final"), own[0])
-    return gr.update(choices=[(c.label, c.id) for c in choices], value=pick.id)
+    return gr.update(choices=[(c.label, c.id) for c in choices], value=pick.id), newest_run(choices)

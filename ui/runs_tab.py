@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import gradio as gr
 import pandas as pd
@@ -14,6 +15,7 @@ from ui.chat_tab import ChatTab
 from ui.context import Context
 from ui.follow import tab_bound
 from ui.tables import fit_table
+from ui.timers import pace
 
 RUN_VIEW_EVERY_S = 3.0  # how often the Runs tab checks whether the selected run moved on
 FREE = dict(concurrency_limit=None)  # reads are cheap; the runner's lock guards the one job
@@ -40,7 +42,7 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
             )
         summary = gr.Markdown(run_handlers.NO_RUN, elem_id="run-summary")
         shown = gr.Textbox(visible=False, elem_id="run-view-key")  # run_handlers.view_key of what is shown
-        follow_timer = gr.Timer(RUN_VIEW_EVERY_S)
+        follow_timer = gr.Timer(RUN_VIEW_EVERY_S, active=False)  # started by a live run's selection
         picker = compare_panel.build_compare(ctx)
         compare_panel.build_label_editor(ctx, selected, filters, table, picker)
         with gr.Row(elem_id="runs-actions"):
@@ -113,9 +115,14 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
     selected.change(  # another run: the last one's notice and download are not about it
         lambda: ("", gr.update(value=None, visible=False)), None, [runs_notice, bundle], api_name=False, queue=False
     )
+
     # the selected run's view follows the run: redrawn when its phase, step or checkpoints change
-    for trigger in (selected.change, follow_timer.tick):
-        trigger(partial(run_handlers.view_key, ctx), selected, shown, api_name=False, show_progress="hidden", **FREE)
+    def follow(job_id: Any) -> tuple[str, Any]:  # the view's key, and the timer: ticking only while the run is live
+        key = run_handlers.view_key(ctx, job_id)
+        return key, pace(run_handlers.is_live(ctx, job_id), RUN_VIEW_EVERY_S, None)
+
+    for trigger in (selected.change, follow_timer.tick, tab.select):  # the tab shown again: a run resumed since
+        trigger(follow, selected, [shown, follow_timer], api_name=False, show_progress="hidden", **FREE)
     shown.change(
         partial(run_handlers.show_run, ctx),
         selected,
@@ -137,7 +144,7 @@ def build(ctx: Context, train_inputs: list, monitor: list, notice: gr.HTML, tabs
         **FREE,
     )
     chat_btn.click(
-        partial(run_handlers.chat_with, ctx, chat.engine), selected, chat.model, api_name=False, **FREE
+        partial(run_handlers.chat_with, ctx, chat.engine), selected, [chat.model, chat.seen], api_name=False, **FREE
     ).then(lambda: gr.update(selected="chat"), None, tabs, api_name=False)
     share_store = ShareLinks(ctx.settings)
     on_create, on_revoke = share_handlers.handlers(share_store, chat.engine)

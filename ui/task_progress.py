@@ -4,6 +4,7 @@ download links, and the model choices of one run."""
 from __future__ import annotations
 
 import html
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any, Optional
@@ -14,23 +15,27 @@ import gradio as gr
 from trainer_core.serving.choices import list_choices
 from trainer_core.tasks.runner import TaskRunner
 from trainer_core.tasks.schemas import FINAL_TASK_PHASES, TaskPhase, TaskRecord
+from trainer_core.training.eta import ProgressPace
 from ui.monitor_text import clock, progress_bar
+from ui.timers import pace
 
 POLL_S = 0.5
-MIN_ELAPSED_S = 5.0  # a task's time left is shown after this long...
-MIN_PROGRESS = 0.05  # ...and this much progress
+TICK_S = 2.0  # a running task's line is redrawn at least this often (its time left grows while it stalls)
+_PACES: dict[str, ProgressPace] = {}  # task id -> its progress reports as the page saw them
+_PACES_LOCK = threading.Lock()
 
 
 def follow(tasks: TaskRunner, task_id: str, timeout_s: float = 24 * 3600) -> Iterator[TaskRecord]:
-    """The task's record now and about every half second until it has ended (the last one is final)."""
-    deadline, last = time.monotonic() + timeout_s, None
+    """The task's record now, then each time it changes (checked about every half second) and at
+    least every ``TICK_S`` while it runs, until it has ended (the last one is final)."""
+    deadline, last, shown = time.monotonic() + timeout_s, None, 0.0
     while time.monotonic() < deadline:
         record = tasks.get(task_id)
         if record is None:
             return
         key = (record.phase, round(record.progress, 3), record.message)
-        if key != last:
-            last = key
+        if key != last or time.monotonic() - shown >= TICK_S:
+            last, shown = key, time.monotonic()
             yield record
         if record.phase in FINAL_TASK_PHASES:
             return
@@ -46,7 +51,8 @@ def status_line(record: Optional[TaskRecord]) -> str:
         head += f" · {100 * record.progress:.0f}%"
         left = time_left(record)
         if left is not None:
-            head += f" · about {clock(left)} left"
+            spread = f" ({clock(left[1])} – {clock(left[2])})" if left[2] > left[1] else ""
+            head += f" · about {clock(left[0])} left{spread}"
     text = f"{head}\n\n{html.escape(record.message)}"
     if record.phase == TaskPhase.running:
         text += "\n\n" + progress_bar(record.progress)
@@ -55,14 +61,18 @@ def status_line(record: Optional[TaskRecord]) -> str:
     return text
 
 
-def time_left(record: TaskRecord, now: Optional[float] = None) -> Optional[float]:
-    """Seconds left in a running task at its average pace so far: elapsed x (1 - p) / p for
-    progress p; None until it has run ``MIN_ELAPSED_S`` and reached ``MIN_PROGRESS`` (the first
-    percent is loading, which says little about the rest)."""
-    elapsed = (time.time() if now is None else now) - record.created_at
-    if record.phase != TaskPhase.running or elapsed < MIN_ELAPSED_S or record.progress < MIN_PROGRESS:
-        return None
-    return elapsed * (1.0 - record.progress) / record.progress
+def time_left(record: TaskRecord, now: Optional[float] = None) -> Optional[tuple[float, float, float]]:
+    """(seconds left, low, high) in a running task at its recent pace (``training.eta.ProgressPace``:
+    the same rule as a training run's ETA, fed with each progress this page sees); None until it
+    has reported progress twice, and for a task that is not running."""
+    now = time.time() if now is None else now
+    with _PACES_LOCK:
+        if record.phase != TaskPhase.running:
+            _PACES.pop(record.task_id, None)
+            return None
+        pace = _PACES.setdefault(record.task_id, ProgressPace(record.created_at))
+        pace.update(now, record.progress)
+        return pace.estimate(now)
 
 
 TASK_CHECK_S = 2.0  # how often a panel's Cancel task button checks for a running task
@@ -75,12 +85,18 @@ def cancel_button(tasks: TaskRunner) -> dict[str, Any]:
 
 def wire_cancel_buttons(tasks: TaskRunner, buttons: list[gr.Button]) -> None:
     """Keep ``buttons`` (the panels' *Cancel task*) enabled only while a task runs: checked on one
-    ``TASK_CHECK_S`` timer for all of them (tasks start from the page, the API or another tab)."""
+    timer for all of them (tasks start from the page, the API or another tab), every
+    ``TASK_CHECK_S`` while a task runs and every ``timers.IDLE_EVERY_S`` while none does; a click on a
+    button that starts a task (a button's ``starts`` list) sets the fast pace at once."""
 
-    def states() -> tuple[dict[str, Any], ...]:
-        return tuple(cancel_button(tasks) for _ in buttons)
+    timer = gr.Timer(TASK_CHECK_S)
 
-    gr.Timer(TASK_CHECK_S).tick(states, None, buttons, api_name=False, show_progress="hidden", queue=False)
+    def states() -> tuple[dict[str, Any], ...]:  # and the timer's pace: every TASK_CHECK_S only while a task runs
+        return (*(cancel_button(tasks) for _ in buttons), pace(tasks.current() is not None, TASK_CHECK_S))
+
+    timer.tick(states, None, [*buttons, timer], api_name=False, show_progress="hidden", queue=False)
+    for start in (start for button in buttons for start in getattr(button, "starts", [])):  # a task starts here:
+        start.click(lambda: pace(True, TASK_CHECK_S), None, timer, api_name=False, show_progress="hidden", queue=False)
 
 
 def refusal(message: str) -> str:

@@ -4,12 +4,14 @@ tab never touches training."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import logging
 import threading
 import time
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Optional
 
 import gradio as gr
@@ -32,7 +34,7 @@ from ui.monitor_text import status_line
 from ui.placeholder_panel import gate as placeholder_gate
 from ui.refusals import describe
 from ui.refused import Refused
-from ui.uploads import EVAL_UPLOAD_LABEL
+from ui.uploads import EVAL_UPLOAD_LABEL, shown_names
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # a watcher re-renders at least this often (the times keep moving)
@@ -213,6 +215,7 @@ def refused(ctx: Context, refusal: BaseException | str, action: str = "Not start
     untouched (its buttons set for the current job), the notice naming its fields by their labels
     and marking them (``ui.refusals.describe``), and a toast."""
     refusal = describe(refusal)
+    refusal = dataclasses.replace(refusal, text=shown_names(refusal.text, ctx.settings))  # as the preview names files
     gr.Warning(f"{action}: {html.escape(refusal.text)}", duration=6)  # toasts render HTML
     status = ctx.runner.status(with_history=False)
     return (*[gr.skip()] * MONITOR_VIEWS, *buttons(status), refusal.html(action))
@@ -259,7 +262,10 @@ def start_request(ctx: Context, request: TrainingStartRequest, session: Optional
 
 def restore_form(ctx: Context) -> list[Any]:
     """Page load: while a job runs, the form shows that job's settings and data files (so a reload
-    mid-run does not show defaults); otherwise every widget is left as it is."""
+    mid-run does not show defaults); otherwise every widget is left as it is. Returns [train upload,
+    server paths, eval upload, eval paths, *form widgets]: a file the job got as an upload (kept in
+    the uploads folder) goes back into its upload box, where it was chosen and where the next upload
+    replaces it, never into the paths box beside the next upload."""
     status = ctx.runner.status(with_history=False)
     run = (
         ctx.runner.store.get_run(status.job_id)
@@ -267,8 +273,23 @@ def restore_form(ctx: Context) -> list[Any]:
         else None
     )
     if run is None:
-        return [gr.skip()] * (2 + len(FORM_FIELDS))
-    return form_values(run.request)
+        return [gr.skip()] * (4 + len(FORM_FIELDS))
+    request = dict(run.request)
+    uploads = [_uploaded(request, name, ctx.settings.uploads_dir) for name in ("local_datasets", "local_eval_datasets")]
+    paths, eval_paths, *widgets = form_values(request)
+    return [uploads[0], paths, uploads[1], eval_paths, *widgets]
+
+
+def _uploaded(request: dict[str, Any], name: str, uploads_dir: Path) -> Optional[str]:
+    """The first of ``request[name]``'s files that is a kept upload (in ``uploads_dir``), taken out
+    of the list (one upload box holds one file); None when none is."""
+    files = list(request.get(name) or [])
+    folder = Path(uploads_dir).resolve()
+    found = next((f for f in files if Path(f).resolve().parent == folder and Path(f).is_file()), None)
+    if found is not None:
+        files.remove(found)
+        request[name] = files
+    return found
 
 
 def hardware_line(ctx: Context) -> str:

@@ -30,6 +30,7 @@ from ui import train_handlers as handlers
 from ui.context import Context
 from ui.follow import tab_bound
 from ui.form import FORM_FIELDS
+from ui.timers import IDLE_EVERY_S, pace
 
 HARDWARE_EVERY_S = 2.0  # the hardware panel's refresh period
 PREVIEW_FIELDS = (
@@ -247,26 +248,32 @@ class TrainTab:
 
     def _wire_monitor(self, ctx: Context, demo: gr.Blocks, refresh: Callable[[Any], Any]) -> gr.Timer:
         """At page load: follow the job, show its settings in the form, warm a worker; the hardware
-        panel every ``HARDWARE_EVERY_S`` s. Returns that timer."""
+        panel every ``HARDWARE_EVERY_S`` s while a job runs or waits, every ``timers.IDLE_EVERY_S`` while
+        none does (``timers.pace``). Returns that timer (the job queue's table follows it too)."""
         demo.load(
             tab_bound(handlers.watch, ctx.runner), None, self.monitor, api_name="watch", show_progress="hidden", **FREE
         )
         restored = demo.load(
             partial(handlers.restore_form, ctx),
             None,
-            [self.paths, self.eval_paths, *self.form],
+            [*self.files, *self.form],
             api_name=False,
             show_progress="hidden",
             **FREE,
         )
         refresh(restored)
         demo.load(handlers.prewarm(ctx.runner), None, None, api_name=False, show_progress="hidden", **FREE)
-        timer = gr.Timer(HARDWARE_EVERY_S)
+        timer = gr.Timer(IDLE_EVERY_S)
+
+        def hardware() -> tuple[str, Any]:  # the line, and the timer's pace: fast while a job runs or waits
+            running = ctx.runner.status(with_history=False).is_training_running
+            return handlers.hardware_line(ctx), pace(running or queue_panel.has_entries(ctx), HARDWARE_EVERY_S)
+
         for trigger in (demo.load, timer.tick):
             trigger(
-                partial(handlers.hardware_line, ctx),
+                hardware,
                 None,
-                self.hardware,
+                [self.hardware, timer],
                 api_name=False,
                 show_progress="hidden",
                 **FREE,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from pathlib import Path
 from typing import Optional
@@ -70,3 +71,21 @@ def keep_upload(upload: Optional[str], settings: Settings, label: str = UPLOAD_L
         shutil.copyfile(path, tmp)
         tmp.replace(target)
     return str(target)
+
+
+KEPT_NAME = re.compile(r"(?:[^\s'\"`(),;]*/)?([^\s/'\"`(),;]+?)-[0-9a-f]{12}(\.[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)?)")
+
+
+def shown_names(text: str, settings: Settings) -> str:
+    """``text`` with each kept upload (``keep_upload``'s ``<name>-<12 hex><ext>`` in the uploads
+    folder, by path or by name) named as the user's file was: ``mllm_demo.json``, as the preview
+    names it. Other names are left as they are."""
+    folder = settings.uploads_dir.resolve()
+
+    def named(match: re.Match) -> str:
+        whole = match.group(0)
+        kept = folder / Path(whole).name
+        inside = "/" not in whole or Path(whole).resolve().parent == folder
+        return f"{match.group(1)}{match.group(2)}" if inside and kept.is_file() else whole
+
+    return KEPT_NAME.sub(named, text)

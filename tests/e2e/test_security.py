@@ -587,3 +587,67 @@ def test_ray_and_machine_settings_are_checked_at_every_door(studio, outside, dat
     )
     assert "Ray storage path" in answer and CANARY not in answer, answer[:600]
     assert runner.status().job_id == last_job and not runner.status().is_training_running  # nothing was started
+
+
+def test_send_tool_result_and_show_more_take_no_forged_value(studio, outside, datasets_dir):
+    """*Send tool result* (the chat histories are the client's values) and the Runs tab's *Show more*
+    (the table is the client's value), called raw: a model id outside, a history naming a file
+    outside, histories of every wrong shape, a result too long, a table of 100,000 rows. Each is a
+    notice or a refusal (never a traceback, never the canary), nothing is loaded, and *Show more*
+    never lists more than the history holds."""
+    from ui.chat_tools import CALL_TITLE
+    from ui.run_filters import MAX_SHOWN
+
+    settings, runner, url = studio
+    raw = RawGradio(logged_in(url))
+    send = raw.fn_index("chat_tool_result")
+    wanted = len(next(d for d in raw.dependencies if d["id"] == send)["inputs"])
+
+    def said(text: str) -> list[dict]:
+        return [{"type": "text", "text": text}]
+
+    call = {"role": "assistant", "content": said("get_weather({})"), "metadata": {"title": CALL_TITLE, "id": "c1"}}
+    canary = {"type": "file", "file": file_value(str(outside / "canary.jsonl")), "alt_text": None}
+    canary_file = {"role": "user", "content": [canary]}
+    cases = [
+        ("job_outside_chat", [call], "{}"),
+        ("../../etc", [call], "{}"),
+        ("base", [canary_file, call], "{}"),
+        ("base", [{"role": "assistant", "content": said("x"), "metadata": "not a dict"}], "{}"),
+        ("base", [{"role": "assistant", "content": ["a", {"b": 1}], "metadata": {"title": CALL_TITLE}}], ""),
+        ("base", [{"role": "assistant", "content": said("f("), "metadata": {"title": CALL_TITLE, "id": None}}], ""),
+        ("base", [{"role": "tool", "content": said("{}"), "metadata": {"title": CALL_TITLE, "id": ["x"]}}], "{}"),
+        ("base", [call], "x" * 200_000),
+        ("base", [], "{}"),
+    ]
+    for model_id, history, result in cases:
+        data = [model_id, False, "", result, "", history, [], 24, 0, 0.9, 50, 1.0, 42]
+        data = [*data, *[None] * (wanted - len(data) - 2), json.dumps([]), "auto"]
+        message = raw.call(send, data)
+        text = json.dumps(message)
+        assert "Traceback" not in text and CANARY not in text, text[:300]
+        said = "Not sent" in text or "Not loaded" in text or "no tool call waits" in text
+        assert said or (not message.get("success") and error_text(message).strip()), (model_id, text[:300])
+    assert app_engine(url, studio).state()["loaded"] is None  # nothing was loaded
+
+    more = next(d["id"] for d in raw.dependencies if d["inputs"][-1:] == d["outputs"][:1] and len(d["inputs"]) == 4)
+    for name in ("job_1", "x" * 300):
+        runner.store.create_run(
+            name[:200], {"model_name": "m"}, str(settings.data_dir / "runs" / name[:20]), "completed"
+        )
+    total = len(runner.store.list_runs())
+    rows = [[f"job_{i}"] for i in range(100_000)]
+    for filters, table in (
+        (["", "all", ""], {"headers": ["job_id"], "data": rows, "metadata": None}),
+        (["../../etc", "all", str(outside)], {"headers": ["job_id"], "data": [], "metadata": None}),
+        ([None, None, None], "not a table"),
+    ):
+        message = raw.call(more, [*filters, table], timeout_s=120)
+        text = json.dumps(message)
+        assert "Traceback" not in text and CANARY not in text, text[:300]
+        if message.get("success"):
+            shown = message["output"]["data"][0]["data"]
+            assert len(shown) <= min(total, MAX_SHOWN), len(shown)
+        else:
+            assert error_text(message).strip(), text[:300]
+    assert_no_canary(settings.data_dir)

@@ -287,6 +287,35 @@ def test_history_scale_bench_quick(capsys):
     assert "full/empty" in capsys.readouterr().out
 
 
+@pytest.mark.slow
+def test_chat_threads_bench_quick(capsys, tiny_model_dir):
+    """On the tiny model: all cores against the threads chosen for the load, alone and beside a busy process."""
+    from bench import chat_threads
+
+    report = chat_threads.main(["--quick", "--model", str(tiny_model_dir)])
+    for name in ("alone", "beside_training_load"):
+        assert all(v > 0 for values in report[name]["tokens_per_second"].values() for v in values)
+        assert 1 <= min(report[name]["chosen_threads"]) <= report["cores"]
+    assert "chosen threads" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_scale_bench_quick(capsys, tmp_path):
+    """A 1,500-row file sampled (``--sample-mb 0.5``): both sides run, the check answers first from
+    the sample and its full pass follows (about a minute, each side's process start)."""
+    from bench import scale
+
+    report = scale.main(["--quick", "--rows", "1500", "--sample-mb", "0.5", "--dir", str(tmp_path)])
+    (entry,) = report["files"]
+    bare, check = entry["runs"]
+    assert (bare["side"], check["side"]) == ("bare", "check") and bare["rows"] == 1500
+    assert bare["wall_s"] > 0 and bare["peak_rss_mib"] > 0 and check["peak_rss_mib"] > 0
+    assert check["sampled"] and check["basis"].startswith("estimated from") and "of 1,500 rows" in check["basis"]
+    assert 0 < check["first_answer_s"] < check["wall_s"]
+    assert abs(check["tokens_trained"]["error_pct"]) < 5 and check["total_steps"]["error_pct"] == 0
+    assert "first answer" in capsys.readouterr().out
+
+
 def test_recipe_sources_bench_quick(capsys):
     """markitdown on each kind (pymupdf4llm too where it imports): times and quality measured."""
     from bench import recipe_sources

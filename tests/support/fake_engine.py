@@ -83,6 +83,14 @@ class FakeEngine:
         self.models[model_id] = choice
         return choice
 
+    def reads_images(self, model_id: str) -> bool:
+        """No fake model reads images (the Chat tab asks when a model is chosen)."""
+        return False
+
+    def reads_audio(self, model_id: str) -> bool:
+        """No fake chat model hears audio (the Chat tab asks when a model is chosen)."""
+        return False
+
     def refusal(self) -> Optional[str]:
         return TRAINING_BUSY if self.busy else None
 

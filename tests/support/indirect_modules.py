@@ -15,6 +15,8 @@ INDIRECT: dict[str, str] = {
     # worker-side modules: they run in the processes the tests start
     "trainer_core.kinds.text_to_speech.trainer": "a CSM run's trainer, built by its kind in training.worker; "
     "tests/trainer_core/kinds/text_to_speech/test_trainer.py and tests/e2e/test_tts_runs.py train through it",
+    "trainer_core.serving.slot": "serving.engine's inference worker (load, commands, a killed or abandoned worker); "
+    "tests/trainer_core/serving/test_engine.py",
     "trainer_core.serving.turns": "serving.engine's queue of generations; "
     "tests/trainer_core/serving/test_engine.py::test_generations_take_turns_in_arrival_order",
     "trainer_core.llamacpp.probe": "the llama.cpp process llamacpp.client starts; "

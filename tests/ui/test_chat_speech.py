@@ -162,4 +162,4 @@ def test_the_model_list_refresh_keeps_a_listed_choice_untouched() -> None:
     kept = chat_handlers.model_dropdown(engine, TTS)
     assert "value" not in kept and TTS in [value for _, value in kept["choices"]]  # the page keeps what it shows
     gone = chat_handlers.model_dropdown(engine, "job_gone")
-    assert gone["value"] == gone["choices"][0][1]  # a choice no longer listed: the newest
+    assert gone["value"] == TTS  # a choice no longer listed: the newest run

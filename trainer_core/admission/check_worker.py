@@ -82,6 +82,15 @@ def _take_environment(environment: dict[str, str]) -> None:
 _stores: dict[str, Any] = {}  # in the worker: the run history by path, opened once
 
 
+def _store(path: Optional[str]) -> Any:
+    """The run history at ``path`` (opened once in the worker), or None."""
+    if path is None:
+        return None
+    from trainer_core.runs.store import RunStore
+
+    return _stores.get(path) or _stores.setdefault(path, RunStore(path))
+
+
 def _answer(kind: str, args: tuple) -> dict[str, Any]:
     """``{"result": ...}``, ``{"data_error": message}`` or ``{"failed": ..., "trace": ...}``."""
     import traceback
@@ -91,12 +100,13 @@ def _answer(kind: str, args: tuple) -> dict[str, Any]:
     try:
         if kind == "report":
             request, settings, store_path, estimates = args
-            store = None
-            if store_path is not None:
-                from trainer_core.runs.store import RunStore
-
-                store = _stores.get(store_path) or _stores.setdefault(store_path, RunStore(store_path))
+            store = _store(store_path)
             return {"result": check.run_preflight(request, settings, store, estimates)}
+        if kind == "sampled":
+            from trainer_core.preflight.sampled import sampled_preflight
+
+            request, settings, store_path = args
+            return {"result": sampled_preflight(request, settings, _store(store_path))}
         return {"result": check.start_issues(*args)}
     except DatasetError as exc:
         return {"data_error": str(exc), "fields": exc.fields}
@@ -139,7 +149,8 @@ class CheckWorker:
     """One check worker, started on first use and again after it ended; one check at a time
     (callers wait their turn). Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
+        self._timeout_s = timeout_s  # a check that takes longer is ended
         self._lock = threading.Lock()
         self._worker: Optional[WorkerProcess] = None
         self._baseline = 0  # the worker's resident bytes when it was ready
@@ -161,6 +172,19 @@ class CheckWorker:
             here = local_model_folder(request.model_name, settings) is not None
             return refused_report(request, [stopped.issue], started, tokenizer_found=here)
 
+    def sampled(
+        self, request: TrainingStartRequest, settings: Settings, store: Any = None
+    ) -> Optional[PreflightReport]:
+        """``preflight.sampled.sampled_preflight`` run in the worker (None: the sample cannot stand
+        for the data); stopped or died: a report with that error, as ``report``."""
+        started = time.perf_counter()
+        try:
+            return self._call(settings, "sampled", (request, settings, str(store.path) if store is not None else None))
+        except _Stopped as stopped:
+            from trainer_core.preflight.check import refused_report
+
+            return refused_report(request, [stopped.issue], started)
+
     def start_issues(self, request: TrainingStartRequest, settings: Settings) -> list[Issue]:
         """``preflight.check.start_issues`` run in the worker; a check stopped for memory or a
         worker that died is that one error. Raises DatasetError as it does."""
@@ -174,6 +198,13 @@ class CheckWorker:
         with self._lock:
             self._end()
 
+    def interrupt(self) -> None:
+        """End the worker now, without waiting for the check it runs (which answers that it was
+        ended); the next check starts a fresh one."""
+        worker = self._worker
+        if worker is not None:
+            worker.terminate(grace_s=0.5)
+
     @property
     def pid(self) -> Optional[int]:
         """The live worker's process id, or None."""
@@ -186,7 +217,7 @@ class CheckWorker:
             worker = self._live(limit)
             self._number += 1
             worker.send((self._number, kind, args, dict(os.environ)))
-            answer = self._wait(worker, "answer", limit, TIMEOUT_S, self._number)
+            answer = self._wait(worker, "answer", limit, self._timeout_s, self._number)
             if self._rss(worker) > self._baseline + RECYCLE_MB * 2**20:
                 self._end()
         if "data_error" in answer:
@@ -239,7 +270,7 @@ class CheckWorker:
                 raise _Stopped(memory_issue(used / 2**20, limit // 2**20))
             if time.monotonic() > deadline:
                 self._end()
-                raise _Stopped(ended_issue(f"it took more than {TIMEOUT_S:.0f} s and was ended."))
+                raise _Stopped(ended_issue(f"it took more than {timeout_s:.0f} s and was ended."))
 
     @staticmethod
     def _rss(worker: WorkerProcess) -> int:

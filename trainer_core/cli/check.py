@@ -3,6 +3,10 @@ check in a terminal. Prints per-file lines, three sample rows with the trained t
 the masked ones dim (no colour when stdout is not a terminal or NO_COLOR is set: trained text is
 then wrapped in « »), a text histogram of token lengths, the steps, the estimates with their parts,
 warnings and errors. ``--json`` prints ``PreflightReport.model_dump_json()`` and nothing else.
+Training files over ``check_sample_mb`` (``STUDIO_CHECK_SAMPLE_MB``) are answered first from a sample
+(``preflight.sampled``: the report says "estimated from N of M rows", each figure with its ±), then
+a line when the exact check of every row begins and its report when it ends; with ``--json`` that is
+two lines, the estimate's document and the exact one's. The exit code is the exact check's.
 Exit codes: 0 no errors, 1 errors, 2 bad input (as ``train``).
 """
 
@@ -53,12 +57,29 @@ def run(args: argparse.Namespace) -> int:
     settings = operator_settings()
     store = _store(settings)
     try:
+        _estimate_first(request, settings, store, args.json)
         report = run_preflight(request, settings, store)
     finally:
         if store is not None:
             store.close()
     print(report.model_dump_json() if args.json else render(report, use_colour(sys.stdout)))
     return 1 if report.errors else 0
+
+
+def _estimate_first(request: Any, settings: Any, store: Any, as_json: bool) -> None:
+    """The sampled report and the line that says the exact check follows, when the data is large."""
+    from trainer_core.preflight.sampled import sampled_preflight, wants_sample
+
+    if not wants_sample(request, settings):
+        return
+    estimate = sampled_preflight(request, settings, store)
+    if estimate is None or estimate.estimate is None:
+        return
+    if as_json:
+        print(estimate.model_dump_json(), flush=True)
+        return
+    print(render(estimate, use_colour(sys.stdout)))
+    print(f"\nExact check of all {estimate.estimate.rows_total:,} rows under way...\n", flush=True)
 
 
 def _store(settings: Any) -> Optional[Any]:
@@ -80,6 +101,7 @@ def render(report: PreflightReport, colour: bool) -> str:
     lines = [
         f"Model {report.model_name} (tokenizer {'found' if report.tokenizer_found else 'NOT on this machine'}), "
         f"max_seq_length {report.max_seq_length}",
+        *_basis(report),
         "",
         "Files:",
     ]
@@ -97,7 +119,7 @@ def render(report: PreflightReport, colour: bool) -> str:
         f"Tokens: {report.tokens_total} kept, {report.trained_words()}; {report.rows_truncated} rows truncated "
         f"({report.rows_truncated_share:.1%}), {report.tokens_cut} tokens cut",
         *_histogram(report),
-        f"Steps: {report.steps_per_epoch} per epoch, {report.total_steps} in total ({report.epochs:g} epochs; "
+        f"Steps: {report.steps_per_epoch} per epoch, {report.total_steps} in total ({report.epochs_words()} epochs; "
         f"{report.global_batch_size} rows per optimizer step)",
         *_structure(report),
         *_estimates(report),
@@ -106,6 +128,15 @@ def render(report: PreflightReport, colour: bool) -> str:
         f"Checked in {report.check_seconds:.1f} s.",
     ]
     return "\n".join(lines)
+
+
+def _basis(report: PreflightReport) -> list[str]:
+    """The "estimated from N of M rows" line and each estimated figure's ± (none when exact)."""
+    if report.estimate is None:
+        return []
+    margins = ", ".join(f"{name.replace('_', ' ')} ±{value:,.0f}" for name, value in report.estimate.margins.items())
+    basis = report.estimate.basis
+    return [f"ESTIMATE: {basis[0].upper()}{basis[1:]}" + (f"; {margins}" if margins else "")]
 
 
 def _histogram(report: PreflightReport) -> list[str]:
@@ -154,7 +185,10 @@ def _estimates(report: PreflightReport) -> list[str]:
         )
         out.append(f"  ({memory.basis})")
     if time_ is not None:
-        out.append(f"Time: about {time_.total_seconds:.0f} s: {_parts(time_.parts_seconds, ' s')}")
+        spread = f" (range {time_.low_seconds:.0f}-{time_.high_seconds:.0f} s)" if time_.low_seconds is not None else ""
+        out.append(f"Time: about {time_.total_seconds:.0f} s{spread}: {_parts(time_.parts_seconds, ' s')}")
+        if time_.load:
+            out.append(f"  ({time_.load}: the range's slow end if it stays so)")
         out.append(f"  ({time_.tokens_per_second:.0f} tokens/s, {time_.speed_source})")
     if not out and report.no_estimates:
         out.append(f"Estimates: not available ({report.no_estimates})")

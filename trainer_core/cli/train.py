@@ -23,8 +23,9 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from trainer_core.configs.yaml_files import read_config_file
-from trainer_core.fieldmeta import FIELDS, base_type, choices, default, group, parse_mapping
+from trainer_core.fieldmeta import FIELDS, base_type, choices, default, group
 from trainer_core.refusals import Refusal, explain
+from trainer_core.request.mappings import parse_mapping
 from trainer_core.request.rules import training_data_missing
 from trainer_core.request.sections import SECTIONS
 from trainer_core.runs.job import JobRunner

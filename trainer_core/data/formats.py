@@ -27,6 +27,7 @@ from trainer_core.data.tool_rows import (
     shown_tools,
     shown_turn,
 )
+from trainer_core.request.mappings import mapping_text
 from trainer_core.vocabulary import FormatType
 
 # a source role -> (our role, text before the content, text after it)
@@ -79,6 +80,14 @@ def detect_format(columns: list[str], source: str) -> FormatType:
     for fmt, required in REQUIRED.items():
         if names.issuperset(required):
             return fmt
+    if {"prompt", "answer"} <= names:
+        raise DatasetError(
+            f"{source} looks like GRPO data (prompts with answers: columns {', '.join(columns)}): choose "
+            "training_method grpo; or, to learn the answers word for word with sft, map them with "
+            "custom_format_mapping, e.g. " + mapping_text({"instruction": "prompt", "output": "answer"}),
+            fields=("training_method", "custom_format_mapping"),
+            code="grpo_data_for_sft",
+        )
     pairs = next((" / ".join(shape) for shape in EMBEDDING_SHAPES if names.issuperset(shape)), None)
     if pairs:
         raise DatasetError(
@@ -90,7 +99,8 @@ def detect_format(columns: list[str], source: str) -> FormatType:
         )
     raise DatasetError(
         f"{source} has columns {list(columns)}, which match no known layout; expected {LAYOUTS}. "
-        'Rename the columns, or map them with custom_format_mapping, e.g. {"instruction": "question", "output": "answer"}',
+        "Rename the columns, or map them with custom_format_mapping, e.g. "
+        + mapping_text({"instruction": "question", "output": "answer"}),
         fields=("custom_format_mapping",),
     )
 

@@ -27,6 +27,7 @@ from trainer_core.data.errors import DatasetError, RowError
 from trainer_core.data.formats import conversation_turns, text_field, turn_text
 from trainer_core.data.media import refuse_media
 from trainer_core.data.text_values import TextConversions
+from trainer_core.request.mappings import mapping_text
 
 PROMPT_LAYOUTS = "prompt (text or messages), question, messages / conversations, or instruction (+ input)"
 _LAYOUT_COLUMNS = {
@@ -48,7 +49,7 @@ def prompt_layout(columns: list[str], source: str) -> str:
             return name
     raise DatasetError(
         f"{source} has no prompt for GRPO (its columns: {', '.join(columns) or 'none'}): give {PROMPT_LAYOUTS}, "
-        "or map your column with custom_format_mapping (e.g. prompt -> problem)",
+        "or map your column with custom_format_mapping (e.g. " + mapping_text({"prompt": "problem"}) + ")",
         fields=("custom_format_mapping",),
     )
 

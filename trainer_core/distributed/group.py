@@ -32,9 +32,7 @@ from multiprocessing.connection import Connection, Listener, wait
 from pathlib import Path
 from typing import Any, Optional
 
-import psutil
-
-from trainer_core.distributed import failure
+from trainer_core.distributed import ending, failure
 from trainer_core.distributed.launch import (
     Devices,
     launcher_command,
@@ -218,39 +216,12 @@ class RankGroup:
                 pass
 
     def terminate(self, grace_s: float = 1.0) -> None:
-        """End the launcher and every process of the group: SIGTERM, then SIGKILL after ``grace_s`` s
-        (the processes run in sessions of their own, so each is signalled by pid)."""
+        """End the launcher and every process of the group (``ending.end_processes``): SIGTERM, then
+        SIGKILL after ``grace_s`` s."""
         if self.process is not None:
-            others = self._descendants()
-            for proc in others:
-                _signal(proc, "terminate")
-            if self.process.poll() is None:
-                self.process.terminate()
-            deadline = time.monotonic() + grace_s
-            _, alive = psutil.wait_procs(others, timeout=grace_s)
-            for proc in alive:
-                _signal(proc, "kill")
-            self.join(max(0.0, deadline - time.monotonic()))
-            if self.process.poll() is None:
-                self.process.kill()
-                self.join(1.0)
-            psutil.wait_procs(alive, timeout=1.0)
+            ending.end_processes(self.process, self.pids.values(), grace_s)
         self._ended = self._ended or "The training processes were ended."
         self._close()
-
-    def _descendants(self) -> list[psutil.Process]:
-        found: dict[int, psutil.Process] = {}
-        try:
-            for proc in psutil.Process(self.process.pid).children(recursive=True):
-                found[proc.pid] = proc
-        except psutil.Error:
-            pass
-        for pid in list(self.pids.values()):  # a process whose launcher died is no longer its child
-            try:
-                found.setdefault(pid, psutil.Process(pid))
-            except psutil.Error:
-                pass
-        return list(found.values())
 
     def _close(self) -> None:
         with self._lock:
@@ -385,13 +356,6 @@ class RankGroup:
         raise WorkerExited(
             self.exitcode, failure.launcher_ended(self.launcher, self.exitcode, failure.log_tail(self.log_path))
         )
-
-
-def _signal(proc: psutil.Process, how: str) -> None:
-    try:
-        getattr(proc, how)()
-    except psutil.Error:
-        pass
 
 
 @atexit.register

@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from trainer_core.serving.generate import generate_kwargs
 from trainer_core.serving.schemas import GenerationSettings
+from trainer_core.serving.threads import cpu_threads
 
 TOKENS_EVERY = 8  # on_tokens is called every this many new tokens of a batch
 
@@ -120,14 +121,15 @@ def generate_answers(
                 if (length - prompt) % TOKENS_EVERY == 0 and length > prompt:
                     on_tokens(batch, length - prompt)
 
-            output = model.generate(
-                input_ids=input_ids,
-                attention_mask=attention,
-                eos_token_id=stops,
-                pad_token_id=pad_id,
-                stopping_criteria=_stop_flag(should_stop, on_length),
-                **kwargs,
-            )
+            with cpu_threads(device):  # each batch with the threads the load leaves (serving.threads)
+                output = model.generate(
+                    input_ids=input_ids,
+                    attention_mask=attention,
+                    eos_token_id=stops,
+                    pad_token_id=pad_id,
+                    stopping_criteria=_stop_flag(should_stop, on_length),
+                    **kwargs,
+                )
             new = output[:, input_ids.shape[1] :].tolist()  # (B, new tokens); .tolist() waits for the device
             result.seconds += time.perf_counter() - began
             if should_stop():

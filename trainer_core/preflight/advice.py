@@ -99,17 +99,21 @@ def round_up(value: float) -> float:
     return float(f"{math.ceil(value / scale - 1e-9) * scale:.1g}")
 
 
-def _budget_issue(request: TrainingStartRequest, steps: int, short: bool) -> Optional[Issue]:
-    """``learning_rate_too_low`` when the learning-rate budget over ``steps`` is below MIN_LR_BUDGET;
-    when even LORA_MAX_SUGGESTED_LR would not reach it, the fix names more steps too (a
-    ``run_too_short`` about steps when the rate is already there and no such warning was given)."""
+def _budget_issue(request: TrainingStartRequest, steps: int, short: bool, run_steps: int) -> Optional[Issue]:
+    """``learning_rate_too_low`` when the learning-rate budget over ``steps`` (the run's own
+    ``run_steps``, or the count the ``run_too_short`` fix gives when ``short``) is below
+    MIN_LR_BUDGET; the message states the run's own steps and sum first. When even
+    LORA_MAX_SUGGESTED_LR would not reach it, the fix names more steps too (a ``run_too_short``
+    about steps when the rate is already there and no such warning was given)."""
     budget, mean = lr_budget(request, steps), schedule_mean(request, steps)
     if budget >= MIN_LR_BUDGET or mean <= 0:
         return None
     needed = round_up(MIN_LR_BUDGET / (steps * mean))
+    after_fix = f"; over the {steps} steps the fix above gives, {budget:.4f}" if steps != run_steps else ""
     said = (
-        f"learning_rate={request.learning_rate:g} over {steps} steps ({request.lr_scheduler_type} schedule) sums to "
-        f"{budget:.4f}, below the {MIN_LR_BUDGET:g} that moved the model in our measurements"
+        f"learning_rate={request.learning_rate:g} over {run_steps} steps ({request.lr_scheduler_type} schedule) sums "
+        f"to {lr_budget(request, run_steps):.4f}{after_fix}, below the {MIN_LR_BUDGET:g} that moved the model in our "
+        "measurements"
     )
     if needed <= LORA_MAX_SUGGESTED_LR:
         return Issue(
@@ -163,6 +167,6 @@ def training_budget_issues(request: TrainingStartRequest, total_steps: int, rows
                 f"to learn them (measured on a 91-row dataset: 23 steps, 1 pass, changed no answer); {fix}",
             )
         )
-    if request.training_type != TrainingType.full and (budget := _budget_issue(request, steps, short)):
+    if request.training_type != TrainingType.full and (budget := _budget_issue(request, steps, short, total_steps)):
         issues.append(budget)
     return issues

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from typing import Any, Optional
 
 import numpy as np
@@ -42,14 +43,19 @@ NO_DATA = "the data could not be checked (see the error)"
 
 
 def run_preflight(
-    request: TrainingStartRequest, settings: Settings, store: Optional[Any] = None, estimates: bool = True
+    request: TrainingStartRequest,
+    settings: Settings,
+    store: Optional[Any] = None,
+    estimates: bool = True,
+    seen: Optional[Callable[[Gathered], None]] = None,
 ) -> PreflightReport:
     """The pre-flight report of ``request`` (paths already checked by the caller, e.g.
-    ``admission.request_paths.checked_request``). Loads only the tokenizer (``load_preview_tokenizer``) and
-    the model's config; reads and tokenizes the data as training does. Data that training could not
-    use is an error in the report (code ``data_error``), not an exception. With ``estimates`` the
-    memory and time estimates are added (``preflight.estimates``; ``store``'s run history gives
-    this machine's measured speed). Never raises for bad data; raises only for bugs."""
+        ``admission.request_paths.checked_request``). Loads only the tokenizer (``load_preview_tokenizer``) and
+        the model's config; reads and tokenizes the data as training does. Data that training could not
+        use is an error in the report (code ``data_error``), not an exception. With ``estimates`` the
+        memory and time estimates are added (``preflight.estimates``; ``store``'s run history gives
+        this machine's measured speed). ``seen`` is called with the rows read and counted (the sampled
+    check's estimates: ``preflight.sampled``). Never raises for bad data; raises only for bugs."""
     started = time.perf_counter()
     folder = local_model_folder(request.model_name, settings)
     audio, audio_errors = audio_check(request, settings, folder)  # every clip by file and row
@@ -68,6 +74,8 @@ def run_preflight(
     except DatasetError as exc:
         return refused_report(request, [rules.data_error(exc)], started, tokenizer is not None, warnings)
     count_media(found, kind, folder)  # e.g. the clips' audio tokens, which the tokenizer alone does not see
+    if seen is not None:
+        seen(found)
     counts = found.train_counts
     rows = len(found.train)
     kept = counts.kept if counts is not None else np.ones(rows, dtype=bool)
@@ -95,7 +103,7 @@ def run_preflight(
         )
         if issue
     ]
-    warnings += _advice(request, plan.total_steps, int(kept.sum()))
+    warnings += budget_advice(request, plan.total_steps, int(kept.sum()))
     report = PreflightReport(
         model_name=request.model_name,
         tokenizer_found=tokenizer is not None,
@@ -104,7 +112,7 @@ def run_preflight(
         rows_read=rows + _held_out(found),
         rows_kept=int(kept.sum()),
         rows_dropped=int((~kept).sum()),
-        **_token_numbers(counts),
+        **token_numbers(counts),
         eval_rows=_eval_rows(found),
         histogram=length_histogram(counts),
         samples=_samples(found, tokenizer, request),
@@ -214,7 +222,7 @@ def _plan(request: TrainingStartRequest, found: Gathered, kept: np.ndarray) -> S
     return plan_steps(packed, request)
 
 
-def _token_numbers(counts: Any) -> dict[str, Any]:
+def token_numbers(counts: Any) -> dict[str, Any]:
     """The report's token fields (zeros without a tokenizer); sums as ``TokenizationStats``."""
     if counts is None or len(counts.full) == 0:
         return dict(
@@ -305,7 +313,7 @@ def _samples(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> 
     ]
 
 
-def _advice(request: TrainingStartRequest, total_steps: int, rows_kept: int) -> list[Issue]:
+def budget_advice(request: TrainingStartRequest, total_steps: int, rows_kept: int) -> list[Issue]:
     """Helper module ``preflight.advice``'s "run too short / learning rate too low" warnings."""
     try:
         from trainer_core.preflight.advice import training_budget_issues
@@ -336,7 +344,7 @@ def refused_report(
         rows_read=0,
         rows_kept=0,
         rows_dropped=0,
-        **_token_numbers(None),
+        **token_numbers(None),
         eval_rows=0,
         histogram=LengthHistogram(),
         samples=[],
@@ -377,4 +385,4 @@ def _add_estimates(
         report.warnings.append(issue)
 
 
-__all__ = ["refused_report", "run_preflight", "start_issues"]
+__all__ = ["budget_advice", "length_histogram", "refused_report", "run_preflight", "start_issues", "token_numbers"]

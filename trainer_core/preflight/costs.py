@@ -102,6 +102,7 @@ def estimate_costs(
         history,
         steps_per_epoch=plan.steps_per_epoch,
         tokenize_seconds=found.tokenize_seconds,
+        cache_dir=settings.data_dir,  # the machine's probed speed is kept there
     )
     return memory, time_
 

@@ -66,6 +66,19 @@ class LengthHistogram(BaseModel):
     counts: list[int] = Field(default_factory=list)
 
 
+class SampleEstimate(BaseModel):
+    """Where a report's row, token, step, time and memory figures are estimates from a sample of
+    the training files (``preflight.sampled``): ``basis`` says "estimated from N of M rows";
+    ``margins`` maps a report field to the half-width of its 95 % interval (same unit as the
+    field); ``full_pass_id`` names the exact check that follows (poll it where the report came from)."""
+
+    rows_sampled: int
+    rows_total: int
+    basis: str
+    margins: dict[str, float] = Field(default_factory=dict)
+    full_pass_id: Optional[str] = None
+
+
 try:  # helper module with the memory / time models; absent only while it is being written
     from trainer_core.preflight.estimates import MemoryEstimate, TimeEstimate
 except ModuleNotFoundError as exc:  # pragma: no cover - a partial import (a cycle) still raises
@@ -111,6 +124,9 @@ class PreflightReport(BaseModel):
     warnings: list[Issue] = Field(default_factory=list)
     errors: list[Issue] = Field(default_factory=list)
     check_seconds: float = 0.0
+    estimate: Optional[SampleEstimate] = Field(
+        None, description="Set when the figures are estimated from a sample; None when they are exact."
+    )
     architecture: Optional[str] = Field(None, description="The model's class, e.g. Phi3ForCausalLM.")
     attention: Optional[str] = Field(None, description="The attention implementation training uses.")
     adapted_modules: Optional[str] = Field(
@@ -148,5 +164,10 @@ class PreflightReport(BaseModel):
             return f"all in {self.rows_kept} prompts (the completions sampled while training are what trains)"
         return f"{self.tokens_trained} trained"
 
+    def epochs_words(self) -> str:
+        """The epochs run as the report says them: one decimal ("1.3"; whole numbers bare: "3"),
+        two significant digits under one ("0.043")."""
+        return f"{self.epochs:.2g}" if self.epochs < 1 else f"{round(self.epochs, 1):g}"
 
-__all__ = ["FileCheck", "Issue", "LengthHistogram", "PreflightReport", "SampleRow", "Segment"]
+
+__all__ = ["FileCheck", "Issue", "LengthHistogram", "PreflightReport", "SampleEstimate", "SampleRow", "Segment"]

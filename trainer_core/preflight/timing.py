@@ -5,8 +5,8 @@ Training speed (input tokens per training second), in order of preference:
 1. this machine's run history: the median ``tokens_per_second`` of the latest ``HISTORY_RUNS``
    runs of the same model and method (``training_type``) that trained at least
    ``MIN_HISTORY_SECONDS``;
-2. else the fp32 (CPU) / bf16 (CUDA) matmul rate measured now (a 1024-square ``torch.mm`` for
-   about 0.3 s, once per process) times the share of it a training step reaches
+2. else the fp32 (CPU) / bf16 (CUDA) matmul rate of this machine (``speed_probe``: the median of
+   short ``torch.mm`` runs, kept per machine in the data dir) times the share of it a training step reaches
    (``EFFICIENCY``: 0.52 for LoRA on this CPU, bench/throughput.py) over the model FLOPs per token
    (PaLM's count, Chowdhery et al. 2022 app. B: 6 N for full fine-tuning, 4 N with frozen weights,
    plus 12 L d n for attention over rows of n tokens).
@@ -16,22 +16,27 @@ or what earlier runs of the same model spent outside training when the history h
 ``tokenize`` (measured by the caller, or ``TOKENIZE_TOKENS_PER_SECOND``), ``evaluation`` (forward
 passes only: 2 N per token against 4 N / 6 N in training) and ``save`` (the final weights and every
 checkpoint at ``DISK_BYTES_PER_SECOND``).
+
+The estimate is a range as well as a point when its speed is unsure: the slowest and fastest of the
+history's runs, or of the probe's runs when they spread over ``speed_probe.NOISY_SPREAD``; on a CPU
+with more processes ready to run than cores the slow end is stretched by that ratio and the load named.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import statistics
-import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
+from trainer_core.preflight import speed_probe
 from trainer_core.preflight.memory import dtype_bytes
 from trainer_core.preflight.parameters import count_parameters, shapes
+from trainer_core.preflight.speed_probe import MachineSpeed
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import TrainingMethod, TrainingType
 
@@ -89,43 +94,19 @@ class TimeEstimate(BaseModel):
     )
     tokens_per_second: float = Field(description="The training speed used (input tokens per training second).")
     speed_source: str = Field(description="Where that speed came from.")
+    low_seconds: Optional[float] = Field(None, description="The range's fast end (None: a point estimate).")
+    high_seconds: Optional[float] = Field(None, description="The range's slow end (None: a point estimate).")
+    load: Optional[str] = Field(None, description="The machine's load when it is high, in words.")
 
 
-@functools.lru_cache(maxsize=2)
-def matmul_gflops(device: str, size: int = 1024, seconds: float = 0.3) -> float:
-    """Median GFLOP/s of back-to-back ``size``-square ``torch.mm`` products (2 size^3 FLOPs each) in
-    the compute dtype of ``device`` over about ``seconds``, after one warm-up; cached per process."""
-    import torch
-
-    dtype = torch.float32 if dtype_bytes(device) == 4 else torch.bfloat16
-    target = "cuda" if device == "cuda" else "cpu"
-    a, b = (torch.randn(size, size, dtype=dtype, device=target) for _ in range(2))
-    sync = torch.cuda.synchronize if target == "cuda" else (lambda: None)
-    torch.mm(a, b)
-    sync()
-    rates, deadline = [], time.perf_counter() + seconds
-    while time.perf_counter() < deadline or len(rates) < 3:
-        began = time.perf_counter()
-        torch.mm(a, b)
-        sync()
-        rates.append(2 * size**3 / (time.perf_counter() - began) / 1e9)
-    return statistics.median(rates)
+def machine_speed(device: str, folder: Optional[Path] = None) -> MachineSpeed:
+    """This machine's probed matmul rate (``speed_probe.SPEEDS``: kept in ``folder``, the data dir)."""
+    return speed_probe.SPEEDS.speed(device, folder)
 
 
-RESAMPLE_S = 60.0  # a new matmul sample at most this often
-_BEST: dict[str, tuple[float, float]] = {}  # device -> (best GFLOP/s seen, monotonic time of the last sample)
-
-
-def machine_gflops(device: str) -> float:
-    """This machine's matmul rate for the estimate: the best of the samples taken (a new one when
-    the last is over RESAMPLE_S old). Other work on the machine only lowers a sample, so a check run
-    while the CPU was busy does not hold the estimate down for the rest of the process."""
-    best, taken = _BEST.get(device, (0.0, -RESAMPLE_S))
-    if time.monotonic() - taken >= RESAMPLE_S:
-        sample = getattr(matmul_gflops, "__wrapped__", matmul_gflops)(device)
-        best, taken = max(best, sample), time.monotonic()
-        _BEST[device] = (best, taken)
-    return best
+def machine_gflops(device: str, folder: Optional[Path] = None) -> float:
+    """The median GFLOP/s of ``machine_speed``."""
+    return machine_speed(device, folder).gflops
 
 
 def flops_per_token(
@@ -172,9 +153,11 @@ def early_eta_logged(
         return None
 
 
-def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -> Optional[tuple[float, float, str]]:
-    """(median tokens/s, median seconds outside training, source text) from earlier runs of the same
-    model, method and number of processes, or None when there are none."""
+def history_speed(
+    request: TrainingStartRequest, history: Optional[list[Any]]
+) -> Optional[tuple[float, float, str, tuple[float, float]]]:
+    """(median tokens/s, median seconds outside training, source text, (slowest, fastest) tokens/s)
+    from earlier runs of the same model, method and number of processes, or None when there are none."""
     same = [
         run
         for run in history or []
@@ -194,11 +177,17 @@ def history_speed(request: TrainingStartRequest, history: Optional[list[Any]]) -
         f"this machine's run history: median of {len(same)} earlier {request.training_type.value} run(s) of "
         f"{request.model_name} ({', '.join(f'{v:.0f}' for v in speeds)} tokens/s)"
     )
-    return statistics.median(speeds), (statistics.median(overheads) if overheads else math.nan), source
+    overhead = statistics.median(overheads) if overheads else math.nan
+    return statistics.median(speeds), overhead, source, (min(speeds), max(speeds))
 
 
 def generation_part(
-    request: TrainingStartRequest, model_config: Any, total_steps: int, device: str, from_history: bool
+    request: TrainingStartRequest,
+    model_config: Any,
+    total_steps: int,
+    device: str,
+    from_history: bool,
+    folder: Optional[Path] = None,
 ) -> dict[str, float]:
     """GRPO: ``{"generation": seconds}`` spent sampling completions (``preflight.generation``), when
     the speed is not from this machine's GRPO runs (whose tokens/s already include sampling); else {}."""
@@ -206,7 +195,9 @@ def generation_part(
         return {}
     from trainer_core.preflight.generation import generation_seconds
 
-    return {"generation": generation_seconds(request, model_config, total_steps, device, machine_gflops(device))}
+    return {
+        "generation": generation_seconds(request, model_config, total_steps, device, machine_gflops(device, folder))
+    }
 
 
 def startup_seconds(weight_bytes: float) -> float:
@@ -260,6 +251,7 @@ def estimate_time(
     steps_per_epoch: Optional[int] = None,
     tokenize_seconds: Optional[float] = None,
     lm_head: bool = True,
+    cache_dir: Optional[Path] = None,
 ) -> TimeEstimate:
     """Estimated seconds from Start to completed for ``request`` on ``device``.
 
@@ -268,7 +260,8 @@ def estimate_time(
     which is right unless ``max_steps`` is set); ``eval_tokens`` tokens per evaluation, run
     ``evaluations`` times; ``history``: ``runs.store.RunRecord`` list of this machine (None: none);
     ``tokenize_seconds``: what tokenizing the rows took the caller (None: estimated); ``lm_head``:
-    False for a model that runs no LM head (an embedder)."""
+    False for a model that runs no LM head (an embedder); ``cache_dir``: where the machine's probed
+    speed is kept (the data dir; None: in this process only)."""
     train_tokens = _trained_tokens(request, train_tokens_per_epoch, total_steps, steps_per_epoch)
     row_tokens = train_tokens / max(total_steps * request.batch_size * request.gradient_accumulation_steps, 1)
     per_token = flops_per_token(request, model_config, row_tokens, lm_head=lm_head)
@@ -280,28 +273,36 @@ def estimate_time(
     save = _save_seconds(request, model_config, total_steps, device)
     measured = history_speed(request, history)
     if measured is not None:
-        speed, overhead, source = measured
+        speed, overhead, source, (slowest, fastest) = measured
         if not math.isnan(overhead):  # what those runs spent outside training, less this run's tokenize and save
             startup = max(overhead - tokenize - save, BUILD_SECONDS)
+        spread = (speed / fastest, speed / slowest)  # time factors of the range's fast and slow ends
     else:
-        rate, share = machine_gflops(device), EFFICIENCY["cuda" if device == "cuda" else "cpu"]
-        speed = rate * 1e9 * share / per_token
+        probed, share = machine_speed(device, cache_dir), EFFICIENCY["cuda" if device == "cuda" else "cpu"]
+        speed = probed.gflops * 1e9 * share / per_token
         source = (
-            f"the {'bf16' if dtype_bytes(device) == 2 else 'fp32'} matmul rate measured on this machine (best sample, {rate:.0f} GFLOP/s) "
+            f"the {'bf16' if dtype_bytes(device) == 2 else 'fp32'} matmul rate of this machine, {probed.described()}, "
             f"x {share:.0%} over {per_token / 1e9:.2f} GFLOP per token (no earlier run of this model and method here)"
         )
+        spread = (probed.gflops / probed.high_gflops, probed.gflops / probed.low_gflops) if probed.noisy else (1, 1)
     eval_speed = speed * per_token / flops_per_token(request, model_config, row_tokens, training=False, lm_head=lm_head)
     parts = {
         "startup": startup,
         "tokenize": tokenize,
-        **generation_part(request, model_config, total_steps, device, measured is not None),
+        **generation_part(request, model_config, total_steps, device, measured is not None, cache_dir),
         "train_steps": train_tokens / speed,
         "evaluation": evaluations * eval_tokens / eval_speed,
         "save": save,
     }
+    load, cores = speed_probe.cpu_load() if device != "cuda" else (0.0, 1)
+    busy = speed_probe.busy_words(load, cores)
+    low, high = speed_probe.time_range(parts, spread[0], spread[1] * (load / cores if busy else 1.0))
     return TimeEstimate(
         total_seconds=round(sum(parts.values()), 1),
         parts_seconds={name: round(value, 1) for name, value in parts.items()},
         tokens_per_second=round(speed, 1),
         speed_source=source,
+        low_seconds=low,
+        high_seconds=high,
+        load=busy,
     )

@@ -3,7 +3,7 @@ template, the column mapping, the Hub parts (subset, splits), the held-out share
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import Field, field_validator
 
@@ -18,6 +18,7 @@ from trainer_core.request.base import (
     blank_is_none,
     in_section,
 )
+from trainer_core.request.mappings import read_text
 from trainer_core.vocabulary import DefaultTemplate, FormatType, WholeNumber
 
 
@@ -57,7 +58,7 @@ class DataFields(FieldGroup):
     custom_format_mapping: dict[NameText, NameText] = Field(
         default_factory=dict,
         max_length=32,
-        description="Our column name -> the file's column, e.g. instruction -> question, output -> answer.",
+        description="Our column name = the file's column, e.g. instruction=question, output=answer; instruction -> question and a JSON object read the same.",
         json_schema_extra=in_section("data"),
     )
     subset: Optional[str] = Field(
@@ -103,6 +104,12 @@ class DataFields(FieldGroup):
         description="Row after the last one to use (exclusive); 0: to the end.",
         json_schema_extra=in_section("data"),
     )
+
+    @field_validator("custom_format_mapping", mode="before")
+    @classmethod
+    def _column_mapping_text(cls, value: Any) -> Any:
+        """The text forms (``a=b, c=d``, ``a -> b``, a JSON object) read as the form reads them."""
+        return read_text(value, "custom_format_mapping")
 
     @field_validator("subset", "eval_split")
     @classmethod

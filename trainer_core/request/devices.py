@@ -9,6 +9,7 @@ from typing import Any, Optional
 from pydantic import Field, field_validator
 
 from trainer_core.request.base import MAX_PATH_CHARS, FieldGroup, blank_is_none, in_section
+from trainer_core.request.mappings import read_text
 from trainer_core.vocabulary import Compute, Distributed, WholeNumber
 
 HOST_PORT = re.compile(r"([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})")  # host:port, [v6]:port
@@ -150,6 +151,12 @@ class DeviceFields(FieldGroup):
                 f"local path, which must be in the allowed folders) or {', '.join(STORAGE_SCHEMES)}://bucket/path"
             )
         return value
+
+    @field_validator("resources_per_worker", mode="before")
+    @classmethod
+    def _resources_text(cls, value: Any) -> Any:
+        """The text forms (``a=b, c=d``, ``a -> b``, a JSON object) read as the form reads them."""
+        return read_text(value, "resources_per_worker")
 
     @field_validator("resources_per_worker")
     @classmethod

@@ -4,11 +4,12 @@ query prompt (fields the form shows only for an embedding model; the model's kin
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import Field, field_validator
 
 from trainer_core.request.base import FieldGroup, in_section
+from trainer_core.request.mappings import read_text
 from trainer_core.vocabulary import EMBEDDING_ROLES, EmbeddingLoss, OptionalWholeNumber, WholeNumber
 
 MAX_MATRYOSHKA_DIMS = 16
@@ -43,7 +44,7 @@ class EmbeddingFields(FieldGroup):
         None,
         title="Embedding columns",
         description=(
-            'Which data column plays which part, e.g. {"anchor": "instruction", "positive": "output"}; parts: '
+            "Which data column plays which part, e.g. anchor=instruction, positive=output; parts: "
             + ", ".join(EMBEDDING_ROLES)
             + ". Empty: the columns named as sentence-transformers names them (query / document read as anchor / positive)."
         ),
@@ -79,6 +80,12 @@ class EmbeddingFields(FieldGroup):
         ),
         json_schema_extra=in_section("embedding", embedding=True),
     )
+
+    @field_validator("embedding_columns", mode="before")
+    @classmethod
+    def _embedding_columns_text(cls, value: Any) -> Any:
+        """The text forms (``a=b, c=d``, ``a -> b``, a JSON object) read as the form reads them."""
+        return read_text(value, "embedding_columns")
 
     @field_validator("embedding_columns")
     @classmethod

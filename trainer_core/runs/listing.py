@@ -21,6 +21,9 @@ from typing import Optional
 from trainer_core.runs.labels import matches
 from trainer_core.vocabulary import EndReason, Phase
 
+PAGE_SIZE = 50  # runs in a page: GET /api/train/runs' default limit, the Runs tab's first rows and each "Show more"
+MAX_PAGE_SIZE = 10_000  # the largest page: GET /api/train/runs' largest limit, the Runs table's most rows
+
 # indexes of the tables in ``store.SCHEMA``; CREATE ... IF NOT EXISTS adds them to an older file on open
 # (after its missing columns). ``runs_by_created`` covers what the name and status filters read.
 INDEXES = """

@@ -2,29 +2,26 @@
 and one generation at a time (the others wait their turn, in order). Training has priority: chat
 is refused while a job runs, and Start unloads the chat model first (``JobRunner.before_start``).
 
-The worker is supervised like the training worker (``process.supervisor``): when it crashes or is
-killed, the request in flight gets a ``ChatUnavailable`` naming the reason (``exit_reason``) and the
-next request loads the model again. Locking: ``_lock`` guards the fields and is never held while
-waiting for the worker or calling the runner (``JobRunner.start`` calls ``unload`` under its own
-lock); ``_turns`` orders loads and generations.
+The worker and the model it holds are ``slot.WorkerSlot``'s (supervised like the training worker:
+when it crashes or is killed, the request in flight gets a ``ChatUnavailable`` naming the reason and
+the next request loads the model again); ``_turns`` orders loads and generations. Nothing here holds
+a lock while waiting for the worker or calling the runner (``JobRunner.start`` calls ``unload`` under
+its own lock).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Optional, Protocol, Union
 
-from trainer_core.process.supervisor import WorkerExited, WorkerProcess
+from trainer_core.process.supervisor import WorkerProcess
 from trainer_core.runs.job import JobRunner
 from trainer_core.serving.choices import list_choices, resolve_choice
 from trainer_core.serving.errors import TRAINING_BUSY, ChatInputError, ChatUnavailable, UnknownModel
-from trainer_core.serving.gguf_worker import BASE_REFUSAL, serve_gguf
+from trainer_core.serving.gguf_worker import BASE_REFUSAL
 from trainer_core.serving.inputs import checked_messages
 from trainer_core.serving.one_answer import OneAnswerRequests, refuse_other
 from trainer_core.serving.schemas import (
@@ -33,15 +30,13 @@ from trainer_core.serving.schemas import (
     ModelChoice,
     StreamEvent,
 )
+from trainer_core.serving.slot import WorkerSlot
 from trainer_core.serving.turns import Turns
 from trainer_core.serving.worker import EventKind, serve
 from trainer_core.settings import Settings
 
 __all__ = ["ChatEngine", "ChatInputError", "ChatUnavailable", "UnknownModel"]
 log = logging.getLogger(__name__)
-POLL_S = 0.1  # how often a waiting request checks the worker between events
-ABANDON_S = 30.0  # how long an abandoned generation may take to stop before its worker is ended
-OOM_HINT = "Chat with a smaller model, lower max_new_tokens, or free memory."
 
 
 class ModelSource(Protocol):
@@ -69,15 +64,13 @@ class ChatEngine(OneAnswerRequests):
         models: Optional[ModelSource] = None,
     ) -> None:
         self._runner, self._settings, self._target, self._models = runner, settings, worker_target, models
-        self._lock = threading.Lock()  # guards the fields below
         self._turns = Turns()
-        self._worker: Optional[WorkerProcess] = None
-        self._loaded: Optional[ModelChoice] = None
-        self._loading: Optional[str] = None
-        self._load_seconds: Optional[float] = None
-        self._generating = False
-        self._epoch = 0  # bumped by unload: loads and generations of an older epoch were cut short
-        self._ids = itertools.count(1)
+        self._slot = WorkerSlot(worker_target, settings, self._refuse_while_training, self._preempted)
+
+    @property
+    def _worker(self) -> Optional[WorkerProcess]:
+        """The inference worker now (None when no model is loaded)."""
+        return self._slot.worker
 
     # ----- reads -----
     def choices(self) -> list[ModelChoice]:
@@ -122,9 +115,7 @@ class ChatEngine(OneAnswerRequests):
 
     def state(self) -> dict:
         """``{"loaded": id | None, "loading": id | None, "load_seconds": float | None}``."""
-        with self._lock:
-            loaded = self._loaded.id if self._loaded is not None else None
-            return {"loaded": loaded, "loading": self._loading, "load_seconds": self._load_seconds}
+        return self._slot.state()
 
     # ----- commands -----
     def load(self, model_id: str) -> float:
@@ -134,7 +125,7 @@ class ChatEngine(OneAnswerRequests):
         self._refuse_while_training()
         choice = self.resolve(model_id)
         with self._turns.turn():
-            return self._ensure_loaded(choice)
+            return self._slot.ensure_loaded(choice)
 
     def stream(
         self,
@@ -223,23 +214,12 @@ class ChatEngine(OneAnswerRequests):
     def stop_generation(self) -> bool:
         """Stop the generation in progress at its next token (it ends with ``cancelled``); False
         when none runs."""
-        with self._lock:
-            if not self._generating or self._worker is None:
-                return False
-            self._worker.stop.set()
-            return True
+        return self._slot.stop_generation()
 
     def unload(self) -> None:
         """End the inference worker and forget the model at once; a generation in progress ends
         with ChatUnavailable. Never waits for a turn (``JobRunner.start`` calls it)."""
-        with self._lock:
-            worker, self._worker = self._worker, None
-            self._loaded, self._loading, self._load_seconds = None, None, None
-            self._epoch += 1
-        if worker is not None:
-            log.info("unloading the chat model")
-            worker.stop.set()
-            worker.terminate()
+        self._slot.unload()
 
     # ----- loading -----
     def refusal(self) -> Optional[str]:
@@ -263,61 +243,9 @@ class ChatEngine(OneAnswerRequests):
         """The worker's ``done`` payload for one ``request`` to ``choice`` (loaded on demand, in its
         turn)."""
         with self._turns.turn():
-            self._ensure_loaded(choice)
-            with contextlib.closing(self._exchange(request)) as events:
+            self._slot.ensure_loaded(choice)
+            with contextlib.closing(self._slot.exchange(request)) as events:
                 return next(kind_payload for kind_payload in events if kind_payload[0] == EventKind.DONE)[1]
-
-    def _ensure_loaded(self, choice: ModelChoice) -> float:
-        """Have ``choice`` loaded (the caller holds a turn); seconds spent loading."""
-        self._refuse_while_training()
-        with self._lock:
-            if self._loaded == choice and self._worker is not None and self._worker.is_alive():
-                return 0.0
-            old, self._worker, self._loaded, self._load_seconds = self._worker, None, None, None
-            epoch = self._epoch
-        if old is not None:
-            if not old.is_alive():
-                log.warning("the chat worker had ended: %s", old.exit_reason())
-            old.terminate()
-        target, place = self._target, str(self._settings.models_dir)
-        if choice.kind == "gguf":  # llama.cpp runs the file (``gguf_worker``)
-            target, place = serve_gguf, str(self._settings.llama_cpp_dir)
-        worker = WorkerProcess.create(
-            target,
-            (choice.model_dump(), place),
-            name="chat-worker",
-            commands=True,
-            label="chat model's process",
-            oom_hint=OOM_HINT,
-        )
-        with self._lock:
-            if self._epoch != epoch:
-                raise self._preempted()
-            self._worker, self._loading = worker, choice.id
-            worker.start()
-        began = time.monotonic()
-        try:
-            kind, payload = self._next(worker, epoch)
-            if kind != EventKind.LOADED:
-                error = ChatInputError if payload.get("kind") == "load" else ChatUnavailable
-                raise error(f"{choice.id}: {payload.get('message', 'the model could not be loaded')}")
-        except BaseException:
-            self._forget(worker)
-            raise
-        seconds = time.monotonic() - began
-        with self._lock:
-            if self._epoch != epoch:
-                raise self._preempted()
-            self._loaded, self._loading, self._load_seconds = choice, None, seconds
-        log.info("chat model %s loaded in %.1f s (%s)", choice.id, seconds, payload.get("device"))
-        return seconds
-
-    def _forget(self, worker: WorkerProcess) -> None:
-        """Drop ``worker`` (dead or failed) if it is still the current one, and end it."""
-        with self._lock:
-            if self._worker is worker:
-                self._worker, self._loaded, self._loading, self._load_seconds = None, None, None, None
-        worker.terminate()
 
     def _preempted(self) -> ChatUnavailable:
         """The error for a load or generation cut short by ``unload``."""
@@ -325,30 +253,15 @@ class ChatEngine(OneAnswerRequests):
             return ChatUnavailable(TRAINING_BUSY)
         return ChatUnavailable("The chat model was unloaded while in use; send again to load it.")
 
-    def _next(self, worker: WorkerProcess, epoch: int, deadline: float = float("inf")) -> Optional[tuple[str, dict]]:
-        """The worker's next event (None once ``time.monotonic()`` passes ``deadline``);
-        ChatUnavailable when the worker died (or was unloaded) meanwhile."""
-        while time.monotonic() < deadline:
-            try:
-                event = worker.next_event(POLL_S)
-            except WorkerExited as exited:
-                self._forget(worker)
-                if self._epoch != epoch:
-                    raise self._preempted() from None
-                raise ChatUnavailable(f"{exited.reason} Send again to load the model anew.") from None
-            if event is not None:
-                return event
-        return None
-
     # ----- generating -----
     def _stream(self, choice: ModelChoice, request: dict[str, Any]) -> Iterator[StreamEvent]:
         with self._turns.turn():
-            self._ensure_loaded(choice)
+            self._slot.ensure_loaded(choice)
             yield from self._generate(request)
 
     def _generate(self, request: dict[str, Any]) -> Iterator[StreamEvent]:
         """Send one generation to the loaded worker and relay its events (the caller holds a turn)."""
-        with contextlib.closing(self._exchange(request)) as events:
+        with contextlib.closing(self._slot.exchange(request)) as events:
             for kind, payload in events:
                 if kind == EventKind.DELTA:
                     yield StreamEvent(delta=payload["text"])
@@ -360,54 +273,3 @@ class ChatEngine(OneAnswerRequests):
                     tool_calls=payload.get("tool_calls"),
                 )
                 return
-
-    def _exchange(self, request: dict[str, Any]) -> Iterator[tuple[str, dict]]:
-        """Send one command to the loaded worker and relay its ``delta`` events, then its ``done``
-        (the caller holds a turn); its error event raised as ChatInputError (with its ``code`` and
-        ``fields``) or ChatUnavailable. Closed early, it stops the command."""
-        gen_id = next(self._ids)
-        with self._lock:
-            worker, epoch = self._worker, self._epoch
-            if worker is None:
-                raise ChatUnavailable("The chat model was unloaded; send again to load it.")
-            worker.stop.clear()
-            self._generating = True
-        finished = False
-        try:
-            worker.send((gen_id, request))
-            while True:
-                kind, payload = self._next(worker, epoch)
-                if payload.get("id") != gen_id:
-                    continue
-                if kind == EventKind.DELTA:
-                    yield kind, payload
-                    continue
-                finished = True
-                if kind == EventKind.DONE:
-                    yield kind, payload
-                    return
-                if payload["kind"] in ("input", "load"):
-                    raise ChatInputError(payload["message"], fields=payload.get("fields", ()), code=payload.get("code"))
-                raise ChatUnavailable(payload["message"])
-        finally:
-            with self._lock:
-                self._generating = False
-            if not finished:
-                self._abandon(worker, gen_id, epoch)
-
-    def _abandon(self, worker: WorkerProcess, gen_id: int, epoch: int) -> None:
-        """A generation whose reader left (or failed): stop it and wait for its end, so the next
-        one starts clean; a worker that does not finish within ``ABANDON_S`` seconds is ended."""
-        worker.stop.set()
-        deadline = time.monotonic() + ABANDON_S
-        while True:
-            try:
-                event = self._next(worker, epoch, deadline)
-            except ChatUnavailable:
-                return
-            if event is None:
-                break
-            if event[1].get("id") == gen_id and event[0] in (EventKind.DONE, EventKind.ERROR):
-                return
-        log.warning("an abandoned generation did not stop within %.0f s; ending the chat worker", ABANDON_S)
-        self._forget(worker)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from trainer_core.serving.errors import ChatInputError
 from trainer_core.serving.loader import LoadedModel
 from trainer_core.serving.schemas import GenerationSettings
+from trainer_core.serving.threads import cpu_threads
 
 if TYPE_CHECKING:
     from trainer_core.tools.constrain import Constraint
@@ -223,7 +224,7 @@ def generate(
     streamer = _Streamer(loaded.tokenizer, on_text, keep)
     processor = constraint.processor(loaded.tokenizer, stops) if constraint is not None else None
     torch.manual_seed(settings.seed)
-    with loaded.weights(use_adapter) as model, torch.inference_mode():
+    with loaded.weights(use_adapter) as model, torch.inference_mode(), cpu_threads(loaded.device):
         output = model.generate(
             input_ids=input_ids,
             attention_mask=torch.ones_like(input_ids),

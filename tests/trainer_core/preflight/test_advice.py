@@ -42,8 +42,11 @@ def test_old_defaults_are_too_short_and_the_fix_is_named():
     assert short.level == "warning" and short.fields == ["num_epochs", "max_steps"]
     assert "23 optimizer steps, 1.0 passes over its 91 rows" in short.message
     assert "raise num_epochs to 3 (or set max_steps to 60)" in short.message
-    # counted at the 69 steps of the fix: 2e-4 x 69 x 1/2 = 0.0069 < MIN_LR_BUDGET
-    assert "over 69 steps (cosine schedule) sums to 0.0069" in low.message and "raise learning_rate to" in low.message
+    # the run's own 23 steps first (2e-4 x 23 x 1/2 = 0.0023), then the 69 steps of the fix: 0.0069 < MIN_LR_BUDGET
+    assert (
+        "over 23 steps (cosine schedule) sums to 0.0023; over the 69 steps the fix above gives, 0.0069" in low.message
+    )
+    assert "raise learning_rate to" in low.message and "60 steps" not in low.message
 
 
 def test_max_steps_run_gets_a_max_steps_fix():

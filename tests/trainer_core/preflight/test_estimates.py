@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import LlamaConfig
 
-from trainer_core.preflight import parameters, timing
+from trainer_core.preflight import parameters, speed_probe, timing
 from trainer_core.preflight.estimates import estimate_memory, estimate_time
 from trainer_core.preflight.memory import activation_elements
 from trainer_core.request.lora import LLAMA_PROJECTIONS
@@ -243,7 +243,8 @@ def run_record(
     )
 
 
-def test_time_uses_the_history_of_the_same_model_and_method():
+def test_time_uses_the_history_of_the_same_model_and_method(monkeypatch):
+    monkeypatch.setattr(speed_probe, "cpu_load", lambda: (0.5, 2))
     history = [run_record(tokens_per_second=v) for v in (90.0, 100.0, 130.0)]
     history += [
         run_record(model="other/model", tokens_per_second=5.0),
@@ -260,18 +261,31 @@ def test_time_uses_the_history_of_the_same_model_and_method():
     )
     assert estimate.parts_seconds["train_steps"] == pytest.approx(1000.0, abs=0.1)
     assert estimate.parts_seconds["tokenize"] == 1.5
+    fixed = estimate.total_seconds - 1000.0  # the range: the slowest and fastest of those runs' speeds
+    assert estimate.low_seconds == pytest.approx(fixed + 1000.0 * 100 / 130, abs=0.5)
+    assert estimate.high_seconds == pytest.approx(fixed + 1000.0 * 100 / 90, abs=0.5)
     # those runs spent 20 s outside training: startup is that less this run's tokenize and save
     assert estimate.parts_seconds["startup"] == pytest.approx(20.0 - 1.5 - estimate.parts_seconds["save"], abs=0.2)
     assert estimate.total_seconds == pytest.approx(sum(estimate.parts_seconds.values()), abs=0.5)
 
 
+def steady(gflops: float, low: float = 0.0, high: float = 0.0) -> speed_probe.SpeedCache:
+    """A speed cache whose probe always measures ``gflops`` (its runs from ``low`` to ``high``)."""
+    return speed_probe.SpeedCache(
+        lambda device: speed_probe.MachineSpeed(
+            gflops=gflops, low_gflops=low or gflops, high_gflops=high or gflops, runs=5, measured_at=time.time()
+        )
+    )
+
+
 def test_time_without_history_uses_the_measured_matmul_rate(monkeypatch):
-    monkeypatch.setattr(timing, "matmul_gflops", lambda device: 100.0)
-    monkeypatch.setattr(timing, "_BEST", {})
+    monkeypatch.setattr(speed_probe, "SPEEDS", steady(100.0))
+    monkeypatch.setattr(speed_probe, "cpu_load", lambda: (0.5, 2))
     one_epoch = estimate_time(request(), smol(), 100_000, 250, 0, 0, "cpu", None, steps_per_epoch=250)
     per_token = timing.flops_per_token(request(), smol(), 100_000 / 1000)
     assert one_epoch.tokens_per_second == pytest.approx(100e9 * timing.EFFICIENCY["cpu"] / per_token, rel=1e-3)
-    assert "100 GFLOP/s)" in one_epoch.speed_source
+    assert "100 GFLOP/s (median of 5 short runs" in one_epoch.speed_source
+    assert one_epoch.low_seconds is None and one_epoch.load is None  # a steady probe, a quiet machine: a point
     half = estimate_time(request(max_steps=125), smol(), 100_000, 125, 0, 0, "cpu", [], steps_per_epoch=250)
     assert half.parts_seconds["train_steps"] == pytest.approx(one_epoch.parts_seconds["train_steps"] / 2, rel=0.01)
     with_eval = estimate_time(request(), smol(), 100_000, 250, 10_000, 5, "cpu", None, steps_per_epoch=250)
@@ -279,14 +293,6 @@ def test_time_without_history_uses_the_measured_matmul_rate(monkeypatch):
     full = estimate_time(request(training_type="full"), smol(), 100_000, 250, 0, 0, "cpu", None, steps_per_epoch=250)
     assert full.parts_seconds["train_steps"] > one_epoch.parts_seconds["train_steps"]
     assert full.parts_seconds["save"] > one_epoch.parts_seconds["save"]
-
-
-def test_matmul_rate_is_measured_once_per_process():
-    timing.matmul_gflops.cache_clear()
-    began = time.perf_counter()
-    first = timing.matmul_gflops("cpu")
-    assert first > 0 and timing.matmul_gflops("cpu") == first
-    assert timing.matmul_gflops.cache_info().hits == 1 and time.perf_counter() - began < 10
 
 
 @pytest.mark.slow
@@ -299,21 +305,6 @@ def test_preflight_bench_quick(capsys, model_dir):
     assert result["run"]["peak_rss_gib"] > 1 and result["run"]["wall_seconds"] > result["run"]["training_seconds"] > 0
     assert result["memory_estimate"]["total_gib"] > 1 and result["time_estimate"]["total_seconds"] > 0
     assert "Start -> completed" in capsys.readouterr().out
-
-
-def test_the_machine_rate_is_the_best_sample_and_is_resampled(monkeypatch):
-    samples = iter([40.0, 150.0, 90.0])
-    monkeypatch.setattr(timing, "matmul_gflops", lambda device: next(samples))
-    monkeypatch.setattr(timing, "_BEST", {})
-    clock = [1000.0]
-    monkeypatch.setattr(timing.time, "monotonic", lambda: clock[0])
-    assert timing.machine_gflops("cpu") == 40.0  # a busy moment
-    clock[0] += 10
-    assert timing.machine_gflops("cpu") == 40.0  # not resampled within RESAMPLE_S
-    clock[0] += timing.RESAMPLE_S
-    assert timing.machine_gflops("cpu") == 150.0
-    clock[0] += timing.RESAMPLE_S
-    assert timing.machine_gflops("cpu") == 150.0  # a later busy sample does not lower it
 
 
 def test_processes_on_the_cpu_each_hold_a_copy_and_on_gpus_the_estimate_is_per_gpu():

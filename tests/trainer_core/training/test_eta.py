@@ -3,6 +3,8 @@ pace for tasks, and how the page says them."""
 
 from __future__ import annotations
 
+import pytest
+
 from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
 from trainer_core.training.eta import StepTimes
 from ui.monitor_text import eta_text, progress_bar
@@ -42,14 +44,63 @@ def test_the_estimate_is_the_median_of_recent_steps_with_their_spread():
 
 
 def test_a_task_shows_a_bar_and_its_time_left_once_under_way():
-    record = TaskRecord(task_id="t1", kind=TaskKind.evaluate, model="base", progress=0.25, created_at=1000.0)
-    assert time_left(record, now=1030.0) == 90.0  # 30 s for a quarter: 90 s for the rest
-    assert time_left(record, now=1003.0) is None  # too early to say
-    assert time_left(record.model_copy(update={"progress": 0.01}), now=1030.0) is None
-    assert time_left(record.model_copy(update={"phase": TaskPhase.completed}), now=1030.0) is None
-    line = status_line(record.model_copy(update={"created_at": 0.0}))
-    assert "25%" in line and "left" in line and '<progress class="run-progress" value="0.250"' in line
+    record = TaskRecord(task_id="t1", kind=TaskKind.evaluate, model="base", progress=0.1, created_at=1000.0)
+    assert time_left(record, now=1020.0) is None  # one report: the loading is in it
+    at_quarter = record.model_copy(update={"progress": 0.25})
+    left, low, high = time_left(at_quarter, now=1035.0)
+    assert left == 75.0 and low == high == 75.0  # 15 s for 0.15 (the loading left out): 75 s for the rest
+    assert time_left(at_quarter.model_copy(update={"phase": TaskPhase.completed}), now=1040.0) is None
+    line = status_line(record.model_copy(update={"task_id": "t2", "created_at": 0.0}))
+    assert "10%" in line and '<progress class="run-progress" value="0.100"' in line
     assert progress_bar(1.7).startswith('<progress class="run-progress" value="1.000"')
+
+
+def test_a_stalled_task_has_its_time_left_grow():
+    """An evaluation that said "about 40 s left" and then slowed down: the time left follows the
+    wait instead of sitting still until the next report."""
+    record = TaskRecord(task_id="t3", kind=TaskKind.evaluate, model="base", progress=0.0, created_at=0.0)
+    for second, done in ((10, 0.2), (20, 0.4), (30, 0.6)):
+        shown = time_left(record.model_copy(update={"progress": done}), now=float(second))
+    assert shown == pytest.approx((20.0, 20.0, 20.0))
+    stalled = [time_left(record.model_copy(update={"progress": 0.6}), now=float(t))[0] for t in (35, 60, 120)]
+    assert stalled[0] == pytest.approx(20.0) and stalled[0] < stalled[1] < stalled[2]  # overdue: the wait counts
+    assert stalled[2] == pytest.approx(0.4 * 90 / 0.2)  # 90 s for what took 10
+
+
+def _synthetic_coverage(factor: float, seed: int, total: int = 60, change_at: int = 40) -> list[bool]:
+    """For a run of ``total`` steps of about 1 s (±10 % noise) whose step time changes by
+    ``factor`` at step ``change_at``: whether the ETA range held the actual time left, at each
+    step once the change has lasted 5 steps."""
+    import random
+
+    rng = random.Random(seed)
+    times = [(1.0 if step < change_at else factor) * rng.uniform(0.9, 1.1) for step in range(total)]
+    steps, clock, held = StepTimes(), 0.0, []
+    steps.step_ended(clock)
+    for step, seconds in enumerate(times):
+        clock += seconds
+        steps.step_ended(clock)
+        done = step + 1
+        if done >= change_at + 5 and done < total:
+            _, low, high = steps.estimate(total - done)
+            held.append(low <= sum(times[done:]) <= high)
+    return held
+
+
+def test_the_eta_range_follows_a_2x_change_of_step_time_within_5_steps():
+    """(The median of the latest 20 steps with their 20th-80th percentiles held 62-69 % here.)"""
+    for factor in (2.0, 0.5):  # the machine twice as busy from step 40 on, or twice as free
+        held = [h for seed in range(10) for h in _synthetic_coverage(factor, seed)]
+        assert sum(held) / len(held) >= 0.8, (factor, sum(held) / len(held))
+
+
+def test_the_point_follows_a_change_within_three_steps():
+    steps, clock = StepTimes(), 0.0
+    steps.step_ended(clock)
+    for seconds in [1.0] * 30 + [2.0] * 3:
+        clock += seconds
+        steps.step_ended(clock)
+    assert steps.estimate(10)[0] == 20.0  # the recent median: the new pace
 
 
 def test_before_three_steps_the_check_estimate_from_earlier_runs_is_shown():

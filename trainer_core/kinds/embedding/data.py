@@ -20,12 +20,13 @@ import datasets
 from trainer_core.data.errors import DatasetError
 from trainer_core.data.prepare import has_eval_data, raw_sources, split_validation
 from trainer_core.kinds.embedding.values import checked_values, grouped_labels, label_ids
+from trainer_core.request.mappings import mapping_text
 from trainer_core.vocabulary import EmbeddingLoss
 
 ALIASES = {"query": "anchor", "document": "positive"}  # the other names sentence-transformers' docs use
 GENERATION = (  # columns of a text generator's data, and the mapping a refusal suggests for them
-    (("instruction", "output"), '{"anchor": "instruction", "positive": "output"}'),
-    (("prompt", "completion"), '{"anchor": "prompt", "positive": "completion"}'),
+    (("instruction", "output"), mapping_text({"anchor": "instruction", "positive": "output"})),
+    (("prompt", "completion"), mapping_text({"anchor": "prompt", "positive": "completion"})),
     (("messages",), None),
     (("conversations",), None),
     (("chosen", "rejected"), None),
@@ -98,7 +99,7 @@ def _shape(columns: list[str], source: str, mapped: bool) -> Shape:
         return Shape.labelled
     for needed, mapping in GENERATION:
         if set(needed) <= names and not mapped:
-            how = f", e.g. {mapping}" if mapping else " into anchor / positive columns"
+            how = f" (e.g. {mapping})" if mapping else " into anchor / positive columns"
             raise DatasetError(
                 f"{source} is a text generator's data (columns {', '.join(needed)}), not embedding pairs: an embedding "
                 f"model learns from (anchor, positive) pairs, scored sentence pairs or labelled texts. Map its "

@@ -49,7 +49,7 @@ def test_llama_factorys_demo_file_keeps_its_markers_and_resolves_its_paths(datas
     rows = audio_rows(path)
     assert rows.column_names == ["messages", "audios"]
     assert [row["audios"] for row in rows] == [
-        [str(datasets_dir / "mllm_demo_data" / name)] for name in ("1.mp3", "2.wav", "3.flac")
+        [str((datasets_dir / "mllm_demo_data" / name).resolve())] for name in ("1.mp3", "2.wav", "3.flac")
     ]
     assert rows[2]["messages"][0]["content"] == "<audio>What does the person say?"
     assert has_audio(read_file(str(path)))

@@ -52,7 +52,7 @@ def test_llama_factorys_demo_file_keeps_its_markers_and_resolves_its_paths(datas
     assert len(rows) == 6 and rows.column_names == ["messages", "images"]
     first = rows[0]
     assert first["messages"][0] == {"role": "user", "content": "<image>Who are they?"}
-    assert first["images"] == [str(datasets_dir / "mllm_demo_data" / "1.jpg")] * 2
+    assert first["images"] == [str((datasets_dir / "mllm_demo_data" / "1.jpg").resolve())] * 2  # links resolved
     assert all(sum(m["content"].count("<image>") for m in row["messages"]) == len(row["images"]) for row in rows)
 
 
