@@ -22,7 +22,7 @@ import datasets
 from trainer_core.data.token_cache.key import KEY_CHARS, CacheKey
 from trainer_core.paths import confine
 from trainer_core.refusals import Refusal
-from trainer_core.settings import get_settings
+from trainer_core.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,9 @@ class Entry:
     tool_format: Optional[str] = None
 
 
-def cache_root() -> Path:
-    """``<data dir>/token_cache`` (made when missing)."""
-    root = get_settings().data_dir / "token_cache"
+def cache_root(settings: Optional[Settings] = None) -> Path:
+    """``<data dir>/token_cache`` (made when missing) of ``settings`` (default: the process's)."""
+    root = (settings or get_settings()).data_dir / "token_cache"
     root.mkdir(parents=True, exist_ok=True)
     return root
 
@@ -70,12 +70,12 @@ def enabled() -> bool:
     return get_settings().token_cache_mb > 0
 
 
-def entry_folder(key: str) -> Path:
+def entry_folder(key: str, settings: Optional[Settings] = None) -> Path:
     """The folder of ``key``, confined to the cache root. Raises UnknownCacheEntry for anything that
     is not a key's shape (KEY_CHARS lowercase hex characters), PathNotAllowed should it resolve outside."""
     if not isinstance(key, str) or not KEY_PATTERN.match(key):
         raise UnknownCacheEntry(f"key: not a token cache key ({KEY_CHARS} hex characters)", fields=("key",))
-    root = cache_root()
+    root = cache_root(settings)
     return confine(root / key, [root], "key")
 
 
@@ -136,15 +136,15 @@ def commit(staging: Path, key: CacheKey, rows: int, **extra: Optional[str]) -> E
     return entry
 
 
-def entries() -> list[Entry]:
+def entries(settings: Optional[Settings] = None) -> list[Entry]:
     """Every complete entry, most recently used first."""
-    found = [_read_entry(folder) for folder in cache_root().iterdir() if KEY_PATTERN.match(folder.name)]
+    found = [_read_entry(folder) for folder in cache_root(settings).iterdir() if KEY_PATTERN.match(folder.name)]
     return sorted((entry for entry in found if entry), key=lambda entry: entry.last_used, reverse=True)
 
 
-def delete(key: str) -> Entry:
+def delete(key: str, settings: Optional[Settings] = None) -> Entry:
     """Remove ``key``'s entry. Raises UnknownCacheEntry when there is none (or ``key`` is no key)."""
-    folder = entry_folder(key)
+    folder = entry_folder(key, settings)
     entry = _read_entry(folder) if folder.is_dir() else None
     if entry is None:
         raise UnknownCacheEntry(f"key: no token cache entry {key}", fields=("key",))
