@@ -97,3 +97,29 @@ def test_the_cache_routes_refuse_an_attacker(app_proc, tmp_path):
     assert refused.status_code == 400 and refused.json()["code"] == "path_not_allowed"
     assert (outside / "keep.txt").read_text() == "precious" and (outside / "entry.json").exists()
     planted.unlink()
+
+
+def test_the_page_deletes_listed_entries_only(studio, tmp_path):
+    """The Train tab's cache accordion through raw Gradio calls (logged in): junk and traversal in
+    the key are refused in the notice, naming the box; a link planted in the cache is not followed."""
+    from tests.e2e.conftest import logged_in
+    from tests.support.raw_gradio import RawGradio, error_text
+
+    settings, _, url = studio
+    outside = tmp_path / "outside-page"
+    outside.mkdir()
+    (outside / "entry.json").write_text("{}")
+    planted = Path(settings.data_dir) / "token_cache" / ("e" * 24)
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.symlink_to(outside)
+    raw = RawGradio(logged_in(url))
+    delete = raw.fn_index("token_cache_delete")
+    for junk in ("", "../../etc", "e" * 24, "<img src=x onerror=alert(1)>", "f" * 24):
+        answer = raw.call(delete, [junk])
+        assert answer["success"], error_text(answer)
+        notice = json.dumps(answer["output"]["data"][2])
+        assert "Cache entry:" in notice and "<img" not in notice, (junk, notice)
+    assert (outside / "entry.json").exists() and planted.is_symlink()
+    listed = raw.call(raw.fn_index("token_cache_list"), [])
+    assert listed["success"] and "Nothing cached yet" in json.dumps(listed["output"]["data"][1])
+    planted.unlink()

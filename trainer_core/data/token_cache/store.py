@@ -138,7 +138,8 @@ def commit(staging: Path, key: CacheKey, rows: int, **extra: Optional[str]) -> E
 
 def entries(settings: Optional[Settings] = None) -> list[Entry]:
     """Every complete entry, most recently used first."""
-    found = [_read_entry(folder) for folder in cache_root(settings).iterdir() if KEY_PATTERN.match(folder.name)]
+    folders = [f for f in cache_root(settings).iterdir() if KEY_PATTERN.match(f.name) and not f.is_symlink()]
+    found = [_read_entry(folder) for folder in folders]
     return sorted((entry for entry in found if entry), key=lambda entry: entry.last_used, reverse=True)
 
 
