@@ -36,7 +36,11 @@ def test_the_table_lists_entries_and_delete_takes_the_chosen_one(tmp_path, monke
     table, line = panel.cache_table(ctx)
     assert table.iloc[0]["dataset files"] == "a.jsonl, b.jsonl" and table.iloc[0]["rows"] == 5
     assert table.iloc[0]["key"] == "a" * 24 and line.startswith("1 tokenized split, ") and "of 64 MB" in line
-    for junk, said in (("", "choose a row"), ("../../etc", "not a token cache key"), ("b" * 24, "no token cache entry")):
+    for junk, said in (
+        ("", "choose a row"),
+        ("../../etc", "not a token cache key"),
+        ("b" * 24, "no token cache entry"),
+    ):
         table_update, _, notice, chosen = panel.delete(ctx, junk)
         assert f"Cache entry: {said}" in notice["value"] and len(table_update["value"]) == 1
     _, line, notice, chosen = panel.delete(ctx, "a" * 24)
