@@ -14,6 +14,7 @@ row concerned.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -111,33 +112,32 @@ def encode_rows(
             f"cannot tokenize columns {dataset.column_names}: normalise the data first (messages or text)"
         )
     total = len(dataset)
-
     num_proc = max(1, min(num_proc, total))
 
     def counted(batch: dict, indices: list[int], rank: Optional[int] = None, **kwargs: Any) -> dict:
         encoded = encode(batch, indices, **kwargs)
-        if indices and not rank:  # several processes: the first tells, its share times their number
-            done = indices[-1] + 1 if rank is None else min((indices[-1] + 1) * num_proc, total - 1)
-            progress.rows_done(done, total, "tokenized")
+        if rank is not None:  # one of several processes: counted in shared memory, told by this one
+            progress.add_rows(rank, len(indices))
+        elif indices:
+            progress.rows_done(indices[-1] + 1, total, "tokenized")
         return encoded
 
-    encoded = dataset.map(
-        counted,
-        fn_kwargs={"tokenizer": tokenizer, "max_len": max_seq_length, "completions_only": train_on_completions},
-        batched=True,
-        batch_size=BATCH_ROWS,
-        with_indices=True,
-        with_rank=num_proc > 1,
-        num_proc=num_proc if num_proc > 1 else None,
-        remove_columns=[c for c in dataset.column_names if c not in keep_columns],
-        keep_in_memory=cache_file_name is None,
-        cache_file_name=cache_file_name,
-        new_fingerprint=uuid.uuid4().hex,  # hashing the tokenizer is slow and pointless here
-        desc=desc or f"Tokenizing {kind}",
-    )
-    if num_proc > 1:
-        progress.rows_done(total, total, "tokenized")
-    return encoded
+    shared = progress.across_processes(num_proc, total, "tokenized") if num_proc > 1 else contextlib.nullcontext()
+    with shared:
+        return dataset.map(
+            counted,
+            fn_kwargs={"tokenizer": tokenizer, "max_len": max_seq_length, "completions_only": train_on_completions},
+            batched=True,
+            batch_size=BATCH_ROWS,
+            with_indices=True,
+            with_rank=num_proc > 1,
+            num_proc=num_proc if num_proc > 1 else None,
+            remove_columns=[c for c in dataset.column_names if c not in keep_columns],
+            keep_in_memory=cache_file_name is None,
+            cache_file_name=cache_file_name,
+            new_fingerprint=uuid.uuid4().hex,  # hashing the tokenizer is slow and pointless here
+            desc=desc or f"Tokenizing {kind}",
+        )
 
 
 def finish_rows(encoded: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, TokenizationStats]:
