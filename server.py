@@ -19,7 +19,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
-from api import arena_routes, errors, openai_routes, queue_routes, recipe_routes, task_routes
+from api import arena_routes, data_routes, errors, openai_routes, queue_routes, recipe_routes, task_routes
 from api.auth import bearer_vouched, logged_in_user, require_docs_access
 from api.page_guard import ApiInfoGuard
 from api.throttle import FailureThrottle, ThrottleMiddleware
@@ -162,6 +162,7 @@ def build_app(settings: Optional[Settings] = None, runner: Optional[JobRunner] =
     arena = Arena(engine, ArenaStore(runner.store.path if runner.store else settings.db_path))
     app.state.arena = arena
     app.include_router(arena_routes.router)
+    app.include_router(data_routes.router)
     _api_description(app)
     demo = quiet_queue(build_ui(runner, settings, engine, tasks, queue, arena).queue(default_concurrency_limit=None))
     app = gr.mount_gradio_app(

@@ -14,7 +14,7 @@ learning rate ``LEARNING_RATE`` constant, fp32, no activation checkpointing, see
 the numeric match of the final answer against the ``answer`` column (the studio's default reward;
 the TRL script uses the same function).
 
-- ours: the studio's own path (``data.prepare.prepare_data`` reads the prompts,
+- ours: the studio's own path (``data.prepared.prepare_data`` reads the prompts,
   ``training.grpo.build_grpo_trainer`` builds the trainer with our saves, callbacks and the live
   samples);
 - TRL: a bare script as TRL's docs write it: the prompts mapped to conversational messages,
@@ -78,7 +78,7 @@ def _log(sink: list[dict]) -> Any:
 def _ours(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) -> Any:
     from transformers import AutoTokenizer
 
-    from trainer_core.data.prepare import prepare_data
+    from trainer_core.data.prepared import prepare_data
     from trainer_core.models.loading import load_model
     from trainer_core.schemas import TrainingStartRequest
     from trainer_core.training.grpo import build_grpo_trainer

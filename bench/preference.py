@@ -6,7 +6,7 @@ Both sides train the default model (SmolLM2-135M-Instruct, or ``--model``'s fold
 all seven projections, batch 2, max_length 256, beta 0.1, sigmoid loss, learning rate 5e-5 constant,
 fp32, no activation checkpointing, seed 42, on ``dpo_en_demo.json``, for ``--steps`` optimizer steps.
 
-- ours: the studio's own path (``data.prepare.prepare_data`` reads the ShareGPT pairs,
+- ours: the studio's own path (``data.prepared.prepare_data`` reads the ShareGPT pairs,
   ``training.preference.build_preference_trainer`` builds the trainer with our saves and callbacks);
 - TRL: a bare script as TRL's docs write it: the rows mapped to conversational prompt / chosen /
   rejected in three lines, ``DPOConfig`` + ``DPOTrainer`` + ``LoraConfig``.
@@ -71,7 +71,7 @@ class LossLog:
 
 
 def _ours(model_dir: str, dataset: str, steps: int, method: str, out: Path, logs: list[dict]) -> Any:
-    from trainer_core.data.prepare import prepare_data
+    from trainer_core.data.prepared import prepare_data
     from trainer_core.models.loading import load_model, load_tokenizer
     from trainer_core.schemas import TrainingStartRequest
     from trainer_core.training.preference import build_preference_trainer

@@ -116,7 +116,7 @@ def _data_facts(request: Any) -> dict:
     """Token counts of the request's training rows as the worker tokenizes them (tokenizer only)."""
     import numpy as np
 
-    from trainer_core.data.prepare import prepare_data
+    from trainer_core.data.prepared import prepare_data
     from trainer_core.models import loading as models
     from trainer_core.settings import get_settings
 

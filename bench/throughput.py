@@ -122,7 +122,7 @@ def _model_path() -> Path:
 
 def build_ours(dataset: str, steps: int, out: Path) -> tuple[Any, Any]:
     """Our trainer exactly as the worker builds it. Returns (trainer, loss recorder)."""
-    from trainer_core.data.prepare import prepare_data
+    from trainer_core.data.prepared import prepare_data
     from trainer_core.models import loading as models
     from trainer_core.training.trainer import build_trainer
 
@@ -147,7 +147,7 @@ def build_trl(dataset: str, steps: int, out: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    from trainer_core.data.prepare import prepare_data
+    from trainer_core.data.prepared import prepare_data
     from trainer_core.models import loading as models
 
     path = _model_path()

@@ -27,6 +27,9 @@ def _share_the_cores() -> None:
 
 
 _share_the_cores()
+# The token cache writes under the data dir (``studio_data/`` of the working directory by default):
+# off for the tests; those of the cache, and the launched apps with a data dir of their own, turn it on.
+os.environ.setdefault("STUDIO_TOKEN_CACHE_MB", "0")
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 # Fixtures shared by several test modules (the page's app and browser; the chat studio over a fake

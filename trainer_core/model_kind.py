@@ -116,8 +116,8 @@ class ModelKind:
         return None
 
     def prepare_data(self, request: Any, processor: Any) -> Any:
-        """The ``data.prepare.PreparedData`` of ``request`` for this kind's ``processor``; None:
-        the text path (``data.prepare.prepare_data``). Raises DatasetError."""
+        """The ``data.prepared.PreparedData`` of ``request`` for this kind's ``processor``; None:
+        the text path (``data.prepared.prepare_data``). Raises DatasetError."""
         return None
 
     def data_note(self, family: Optional[str], data: Any) -> tuple[str, dict]:

@@ -87,6 +87,12 @@ class Settings(BaseSettings):
     max_row_chars: int = Field(
         8_000_000, ge=1, description="Characters (bytes for binary values) of one data row's values together."
     )
+    token_cache_mb: int = Field(
+        10240,
+        ge=0,
+        description="Disk (MB) the tokenized-data cache under the data dir's token_cache/ may fill; past it the "
+        "least recently used entries are deleted (the newest is kept even when larger). 0 turns the cache off.",
+    )
     check_memory_mb: int = Field(
         4096,
         ge=256,

@@ -23,6 +23,7 @@ from ui import (
     preflight_panel,
     preview,
     queue_panel,
+    token_cache_panel,
     train_widgets,
     vision_panel,
 )
@@ -69,6 +70,7 @@ class TrainTab:
     hardware: gr.Markdown
     preflight: dict
     blocks: dict
+    cache: dict
 
     @property
     def form(self) -> list:
@@ -88,10 +90,11 @@ class TrainTab:
                 widgets.update(train_widgets.sections(blocks))
                 config = train_widgets.config_block()
                 queued = queue_panel.build(ctx) if ctx.queue is not None else None
+                cache = token_cache_panel.build(ctx)
             monitor, notice, hardware, preflight = train_widgets.monitor_column(ctx)
         return cls(
             widgets, upload, paths, eval_upload, eval_paths, detected, table, fill, config, queued, monitor, notice,
-            hardware, preflight, blocks,
+            hardware, preflight, blocks, cache,
         )  # fmt: skip
 
     @property
@@ -108,6 +111,7 @@ class TrainTab:
         self._wire_settings(ctx, demo, refresh)
         self._wire_buttons(ctx, refresh)
         timer = self._wire_monitor(ctx, demo, refresh)
+        token_cache_panel.wire(ctx, self.cache, [demo.load])
         if self.queued is not None:
             queue_panel.wire(
                 ctx,

@@ -110,6 +110,7 @@ def api_app(tmp_path_factory, datasets_dir, tiny_model_dir, tiny_vl_dir, tiny_au
         "STUDIO_ALLOWED_PATHS": allowed(datasets_dir, files, *models),
         "STUDIO_API_TOKEN": API_TOKEN,
         "STUDIO_ALLOW_REWARD_CODE": "1",
+        "STUDIO_TOKEN_CACHE_MB": "64",  # on, in the app's own data dir (tests/conftest.py turns it off elsewhere)
     }
     proc = AppProcess(free_port(), env, folder / "app.log").start()
     proc.files = files

@@ -1,6 +1,6 @@
 """The prepared splits of a clip-per-row kind (speech-to-text, text-to-speech) and what they share:
 the counts of a split (``ClipSplitStats``), the splits with their processor (``ClipSplits``: the
-attributes the worker reads of ``data.prepare.PreparedData``), the refusal of a ``sampling_rate``
+attributes the worker reads of ``data.prepared.PreparedData``), the refusal of a ``sampling_rate``
 other than the model's, the training / evaluation split (``val_size`` or evaluation data), and the
 rows of a file the dataset preview reads (``preview_head``)."""
 

@@ -48,6 +48,7 @@ MESSAGE_FEATURES = datasets.Features(
 CONVERSATION_FEATURES = datasets.Features({**MESSAGE_FEATURES, TOOLS: datasets.Value("string")})
 log = logging.getLogger(__name__)
 TEXT_FEATURES = datasets.Features({"text": datasets.Value("string")})
+NORMALIZE_ROWS = 5_000  # rows made Python objects at once while normalising
 REQUIRED = {
     FormatType.sharegpt: ["conversations"],
     FormatType.messages: ["messages"],
@@ -153,19 +154,37 @@ def normalize_with_notes(
             "choose another format_type or map the columns with custom_format_mapping",
             fields=("format_type", "custom_format_mapping"),
         )
-    build = _ROW_BUILDERS[fmt]
     wanted = [name for name in (*REQUIRED[fmt], *_OPTIONAL.get(fmt, ())) if name in dataset.column_names]
-    rows = dataset.select_columns(wanted).to_list()
-    out, conversions = [], TextConversions()
-    for index, row in enumerate(rows):
+    columns, conversions = dataset.select_columns(wanted), TextConversions()
+    parts = [  # a batch of rows as Python objects at a time: memory stays flat in the rows
+        _normalized_rows(
+            columns.select(range(start, min(start + NORMALIZE_ROWS, len(columns)))),
+            fmt,
+            conversions,
+            source,
+            first_row + start,
+        )
+        for start in range(0, len(columns), NORMALIZE_ROWS)
+    ]
+    if not parts:
+        parts = [_normalized_rows(columns, fmt, conversions, source, first_row)]
+    return (parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)), conversions.notes()
+
+
+def _normalized_rows(
+    rows: datasets.Dataset, fmt: FormatType, conversions: TextConversions, source: str, first_row: int
+) -> datasets.Dataset:
+    """``rows`` (a batch) in canonical form, ``first_row`` the file row number of ``rows[0]``."""
+    build, out = _ROW_BUILDERS[fmt], []
+    for index, row in enumerate(rows.to_list()):
         try:
             out.append(build(row, conversions))
         except RowError as exc:
             raise DatasetError(f"{source}, row {first_row + index}: {exc}") from None
     if fmt == FormatType.text:
-        return datasets.Dataset.from_dict({"text": out}, features=TEXT_FEATURES), conversions.notes()
+        return datasets.Dataset.from_dict({"text": out}, features=TEXT_FEATURES)
     table = {"messages": [row["messages"] for row in out], TOOLS: [row[TOOLS] for row in out]}
-    return datasets.Dataset.from_dict(table, features=CONVERSATION_FEATURES), conversions.notes()
+    return datasets.Dataset.from_dict(table, features=CONVERSATION_FEATURES)
 
 
 def text_field(row: dict, field: str, conv: TextConversions, required: bool = True) -> str:

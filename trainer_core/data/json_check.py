@@ -23,10 +23,26 @@ def json_problem(file: Path) -> Optional[str]:
     to a list of objects whose columns each hold one kind of value (text, numbers and true/false
     count as one kind: ``formats`` turns numbers and booleans in text fields into text). Raises
     DatasetError for a compressed file that decompresses to more than the cap (see ``json_rows``)."""
-    rows, problem = json_rows(file)
-    if problem is None:
-        problem = mixed_type_problem(rows)
-    return problem
+    text, problem = _text(file)
+    if problem is not None:
+        return problem
+    if split_suffix(file)[0] == ".jsonl" or looks_like_lines(text):
+        return parse_json_lines(text, keep=False)[1]  # one row at a time: memory flat in the rows
+    rows, problem = parse_json_array(text)
+    return problem if problem is not None else mixed_type_problem(rows)
+
+
+def _text(file: Path) -> tuple[str, Optional[str]]:
+    """(the file's decompressed text, None) or ("", why it cannot be read as text). Raises
+    DatasetError (from ``compressed``) for a file that decompresses past the cap."""
+    try:
+        return read_text(file), None
+    except DatasetError:
+        raise
+    except UnicodeDecodeError as exc:
+        return "", f"is not UTF-8 text (byte {exc.start}): save it with UTF-8 encoding"
+    except Exception as exc:  # noqa: BLE001 - gzip / zstandard raise their own kinds for damaged data
+        return "", f"cannot be decompressed ({exc}): check that the file is complete and really {split_suffix(file)[1]}"
 
 
 def json_rows(file: Path) -> tuple[list[dict], Optional[str]]:
@@ -35,14 +51,9 @@ def json_rows(file: Path) -> tuple[list[dict], Optional[str]]:
     DatasetError (from ``compressed``) for a compressed file that decompresses to more than
     ``compressed.MAX_DECOMPRESSED_BYTES``; a damaged or truncated one is a problem ("cannot be
     decompressed (the Zstandard data ends early: the file is truncated): ...")."""
-    try:
-        text = read_text(file)
-    except DatasetError:
-        raise
-    except UnicodeDecodeError as exc:
-        return [], f"is not UTF-8 text (byte {exc.start}): save it with UTF-8 encoding"
-    except Exception as exc:  # noqa: BLE001 - gzip / zstandard raise their own kinds for damaged data
-        return [], f"cannot be decompressed ({exc}): check that the file is complete and really {split_suffix(file)[1]}"
+    text, problem = _text(file)
+    if problem is not None:
+        return [], problem
     if split_suffix(file)[0] == ".jsonl" or looks_like_lines(text):
         return parse_json_lines(text)
     return parse_json_array(text)
@@ -59,13 +70,18 @@ def looks_like_lines(text: str) -> bool:
     return False
 
 
-def parse_json_lines(text: str) -> tuple[list[dict], Optional[str]]:
-    """Rows of a JSON lines text and the first problem (line, column and 1-based row) or None."""
+def parse_json_lines(text: str, keep: bool = True) -> tuple[list[dict], Optional[str]]:
+    """Rows of a JSON lines text and the first problem (line, column and 1-based row) or None.
+    Without ``keep`` no row is kept (the list is empty) and the problem may also be a column
+    that mixes kinds (``mixed_type_problem``'s words), found one row at a time."""
     rows: list[dict] = []
+    kinds = ColumnKinds()
+    count = 0
     for line_no, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        where = f"line {line_no} (row {len(rows) + 1})"
+        count += 1
+        where = f"line {line_no} (row {count})"
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -75,7 +91,10 @@ def parse_json_lines(text: str) -> tuple[list[dict], Optional[str]]:
             )
         if not isinstance(row, dict):
             return rows, f'{where} is {kind_of(row)}, not a JSON object: write one {{"column": value}} object per line'
-        rows.append(row)
+        if keep:
+            rows.append(row)
+        elif (problem := kinds.add(row, count)) is not None:
+            return rows, problem
     return rows, None
 
 
@@ -113,16 +132,30 @@ def mixed_type_problem(rows: list[dict]) -> Optional[str]:
     """'column 'output' is text in row 1 but a list in row 7: ...' for the first column whose
     first-level values differ in kind, else None. Missing and null values are ignored, and text,
     numbers and true/false may share a column (they are all turned into text where text is needed)."""
-    first_seen: dict[str, tuple[int, str]] = {}
+    kinds = ColumnKinds()
     for index, row in enumerate(rows, start=1):
+        if (problem := kinds.add(row, index)) is not None:
+            return problem
+    return None
+
+
+class ColumnKinds:
+    """The kind of value each column first held (and in which row), fed one row at a time."""
+
+    def __init__(self) -> None:
+        self.first_seen: dict[str, tuple[int, str]] = {}
+
+    def add(self, row: dict, index: int) -> Optional[str]:
+        """``mixed_type_problem``'s words for the first column of ``row`` (1-based ``index``) whose
+        value differs in kind from the column's first, else None."""
         for column, value in row.items():
             if value is None:
                 continue
             kind = kind_of(value)
-            seen = first_seen.setdefault(column, (index, kind))
+            seen = self.first_seen.setdefault(column, (index, kind))
             if seen[1] != kind and not (seen[1] in SCALARS and kind in SCALARS):
                 return (
                     f"column {column!r} is {seen[1]} in row {seen[0]} but {kind} in row {index}: "
                     "make every value of a column the same kind (text, or a list, or an object)"
                 )
-    return None
+        return None

@@ -107,18 +107,14 @@ def prepare_media_data(
     media_field: str,
     too_long_fix: str = "raise max_seq_length",
 ) -> Any:
-    """``data.prepare.prepare_data`` for a media chat model: the request's rows as ``kind`` reads them
+    """``data.prepared.prepare_data`` for a media chat model: the request's rows as ``kind`` reads them
     (with their media; text rows get an empty media list), split as for text, made ready by
     ``prepare_media_rows``. Returns a ``PreparedData`` whose splits are canonical rows
     (``messages`` and ``collator.column``) and whose ``media_field`` ("images", "audio") is the
     training split's stats (``new_stats()``). Raises DatasetError."""
-    from trainer_core.data.prepare import (
-        PreparedData,
-        has_eval_data,
-        load_conversations,
-        shared_system_message,
-        split_validation,
-    )
+    from trainer_core.data.prepare import has_eval_data, load_conversations, split_validation
+    from trainer_core.data.prepared import PreparedData
+    from trainer_core.data.system_message import shared_system_message
 
     train_rows, fmt = load_conversations(request, kind=kind)
     eval_rows = None

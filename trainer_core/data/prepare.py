@@ -1,5 +1,5 @@
-"""The data façade for the worker and the UI: request -> canonical rows -> tokenized splits, and a
-quick preview of a file.
+"""The data façade: request -> canonical rows per split (tokenized splits are ``data.prepared``,
+a file's preview ``data.preview``).
 
 Reading is in ``files`` (folders in ``folders``), layouts in ``formats``, rendering and loss masks in
 ``tokenization``. ``reading_notes`` (from ``files``) says what reading a file changed: numbers and
@@ -11,23 +11,18 @@ so one request may mix, say, an Alpaca file and a ShareGPT file.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import datasets
-import pandas as pd
 
-from trainer_core.data.files import DatasetError, read_file, read_head, read_parts, reading_notes, rows_dataset
-from trainer_core.data.formats import apply_mapping, detect_format, message_lines, normalize
+from trainer_core.data.files import DatasetError, read_parts, reading_notes
+from trainer_core.data.formats import apply_mapping, detect_format, normalize
 from trainer_core.data.hub_data import read_hub
 from trainer_core.data.images import base_folder
 from trainer_core.data.local_kind import request_kind
 from trainer_core.data.preference import canonical_preference
-from trainer_core.data.prompt_fit import fitting_prompts
 from trainer_core.data.prompts import canonical_prompts
-from trainer_core.data.tokenization import TokenizationStats, tokenize_dataset
-from trainer_core.data.tool_rows import TOOLS, trained_tool_format
 from trainer_core.model_kind import ModelKind, joined_media, media_keeper
 from trainer_core.request.rules import NO_TRAINING_DATA
 from trainer_core.schemas import TrainingStartRequest
@@ -35,35 +30,15 @@ from trainer_core.vocabulary import FormatType, TrainingMethod
 
 log = logging.getLogger(__name__)
 __all__ = [
-    "PreparedData",
     "check_local_data",
     "eval_conversations",
     "has_eval_data",
     "load_conversations",
-    "prepare_data",
-    "preview",
     "raw_sources",
     "source_parts",
     "reading_notes",
     "split_validation",
 ]
-
-PREVIEW_CHARS = 300  # characters per preview cell
-
-
-@dataclass
-class PreparedData:
-    """Tokenized splits (columns ``input_ids``, ``labels``) with their layout and token counts."""
-
-    train: datasets.Dataset
-    eval: Optional[datasets.Dataset]
-    format: FormatType
-    stats: TokenizationStats
-    eval_stats: Optional[TokenizationStats]
-    system_message: Optional[str] = None  # the one system message every training row has (run.json)
-    tool_format: Optional[str] = None  # how the rows' tools were rendered (``tool_rows.trained_tool_format``, run.json)
-    images: Any = None  # a vision run's image counts (``kinds.vision.prepare.ImageStats``)
-    audio: Any = None  # an audio chat run's clip counts (``kinds.audio_chat.prepare.AudioStats``)
 
 
 def has_eval_data(request: TrainingStartRequest) -> bool:
@@ -277,132 +252,3 @@ def check_local_data(request: TrainingStartRequest) -> None:
         split_validation(rows, request)
     if request.local_eval_datasets:
         load_conversations(request, eval=True)
-
-
-def prepare_data(request: TrainingStartRequest, tokenizer: Any) -> PreparedData:
-    """Load, normalise and tokenize the training data (and the evaluation data: files, a Hub split,
-    or the ``val_size`` share of the training rows, which training then does not see) with
-    ``request.max_seq_length`` and ``request.train_on_completions``. Preference methods get their
-    canonical rows (TRL tokenizes them) with the counts of ``data.preference_tokens``. Raises
-    DatasetError."""
-    train_rows, fmt = load_conversations(request)
-    eval_rows = None
-    if request.val_size > 0:
-        train_rows, eval_rows = split_validation(train_rows, request)
-    elif has_eval_data(request):
-        eval_rows, _ = load_conversations(request, eval=True)
-    if request.training_method == TrainingMethod.grpo:  # TRL renders the prompts and samples answers
-        train_rows, stats = fitting_prompts(train_rows, tokenizer, request.max_seq_length)
-        eval_stats = None
-        if eval_rows is not None:
-            eval_rows, eval_stats = fitting_prompts(eval_rows, tokenizer, request.max_seq_length)
-        return PreparedData(train=train_rows, eval=eval_rows, format=fmt, stats=stats, eval_stats=eval_stats)
-    if request.training_method != TrainingMethod.sft:  # TRL tokenizes preference rows itself; we count them
-        train_rows, stats = _answerable(train_rows, tokenizer, request.max_seq_length)
-        eval_stats = None
-        if eval_rows is not None:
-            eval_rows, eval_stats = _answerable(eval_rows, tokenizer, request.max_seq_length)
-        return PreparedData(train=train_rows, eval=eval_rows, format=fmt, stats=stats, eval_stats=eval_stats)
-    system = shared_system_message(train_rows)
-    train, stats = tokenize_dataset(train_rows, tokenizer, request.max_seq_length, request.train_on_completions)
-    eval_split, eval_stats = None, None
-    if eval_rows is not None:
-        eval_split, eval_stats = tokenize_dataset(
-            eval_rows, tokenizer, request.max_seq_length, request.train_on_completions
-        )
-    return PreparedData(
-        train=train,
-        eval=eval_split,
-        format=fmt,
-        stats=stats,
-        eval_stats=eval_stats,
-        system_message=system,
-        tool_format=trained_tool_format(train_rows, tokenizer),
-    )
-
-
-def shared_system_message(rows: datasets.Dataset) -> Optional[str]:
-    """The system message every conversation of ``rows`` (canonical, column ``messages``) opens
-    with, when they all open with the same one; None when a row has none, two rows differ, or the
-    rows are raw text. What the run was trained to answer under: its exports' Modelfile ``SYSTEM``."""
-    if "messages" not in rows.column_names or len(rows) == 0:
-        return None
-    found: Optional[str] = None
-    for batch in rows.select_columns(["messages"]).iter(batch_size=1000):
-        for messages in batch["messages"]:
-            first = messages[0] if messages else {}
-            content = first.get("content") if first.get("role") == "system" else None
-            if not isinstance(content, str) or (found is not None and content != found):
-                return None
-            found = content
-    return found
-
-
-def _answerable(rows: datasets.Dataset, tokenizer: Any, max_len: int) -> tuple[datasets.Dataset, TokenizationStats]:
-    """Canonical preference rows without those whose prompt alone fills ``max_len`` (no answer token
-    would be left: DPOTrainer drops them itself, but ORPO's and KTO's would score an empty answer,
-    a NaN loss), with their counts. Raises DatasetError when no row is left."""
-    columns = tuple(rows.column_names)
-    kept, stats = tokenize_dataset(rows, tokenizer, max_len, True, keep_columns=columns)
-    return kept.select_columns(list(columns)), stats
-
-
-def preview(
-    path: str,
-    rows: int = 5,
-    format_type: FormatType = FormatType.auto,
-    mapping: Optional[dict[str, str]] = None,
-    method: TrainingMethod = TrainingMethod.sft,
-) -> tuple[FormatType, pd.DataFrame]:
-    """The detected (or given) layout of a local file and its first ``rows`` rows as parsed, for
-    the UI: columns ``row`` (1-based) and ``conversation`` ("role: content" lines) or ``text``
-    (for a preference ``method``: ``prompt`` and the answers, see ``_preference_preview``), each
-    cell cut to ~300 characters. Reads only the start of the file where it can.
-    Raises DatasetError like ``load_conversations``."""
-    name = Path(path).name
-    head = read_head(path, rows)
-    try:
-        dataset = rows_dataset(head)
-    except DatasetError:  # values arrow cannot hold together: the full reader names them
-        dataset = read_file(path).select(range(min(rows, len(head))))
-    if mapping:
-        dataset = apply_mapping(dataset, mapping, name)
-    if method == TrainingMethod.grpo:
-        from trainer_core.data.inspect import sample_frame
-
-        return FormatType.prompt_only, sample_frame(canonical_prompts(dataset, name))
-    if method != TrainingMethod.sft:
-        return _preference_preview(dataset, format_type, method, name)
-    fmt = detect_format(dataset.column_names, name) if format_type == FormatType.auto else format_type
-    canonical = normalize(dataset, fmt, name)
-    if "text" in canonical.column_names:
-        cells = [_cut(text) for text in canonical["text"]]
-        column = "text"
-    else:
-        cells = [message_lines(m, PREVIEW_CHARS, t) for m, t in zip(canonical["messages"], canonical[TOOLS])]
-        column = "conversation"
-    return fmt, pd.DataFrame({"row": range(1, len(cells) + 1), column: cells})
-
-
-def _preference_preview(
-    dataset: datasets.Dataset, format_type: FormatType, method: TrainingMethod, name: str
-) -> tuple[FormatType, pd.DataFrame]:
-    """Preview rows of preference data: ``row``, ``prompt`` and ``chosen`` / ``rejected`` (pairs) or
-    ``completion`` / ``label`` (KTO rows; pairs are shown unpaired, two rows per pair)."""
-    request = TrainingStartRequest.model_construct(training_method=method, format_type=format_type)
-    canonical, fmt = canonical_preference(dataset, request, name)
-    table = {
-        "row": list(range(1, len(canonical) + 1)),
-        "prompt": [message_lines(m, PREVIEW_CHARS) for m in canonical["prompt"]],
-    }
-    for column in ("chosen", "rejected", "completion"):
-        if column in canonical.column_names:
-            table[column] = [message_lines(m, PREVIEW_CHARS) for m in canonical[column]]
-    if "label" in canonical.column_names:
-        table["label"] = ["desirable" if label else "undesirable" for label in canonical["label"]]
-    return fmt, pd.DataFrame(table)
-
-
-def _cut(text: str) -> str:
-    """``text`` cut to PREVIEW_CHARS characters (with an ellipsis)."""
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"

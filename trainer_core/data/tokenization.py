@@ -14,6 +14,7 @@ row concerned.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -32,7 +33,15 @@ from trainer_core.data.turn_spans import IGNORE, render_text, render_with_spans,
 
 log = logging.getLogger(__name__)
 
-__all__ = ["IGNORE", "TokenizationStats", "encode_rows", "render_with_spans", "span_labels", "tokenize_dataset"]
+__all__ = [
+    "IGNORE",
+    "TokenizationStats",
+    "encode_rows",
+    "finish_rows",
+    "render_with_spans",
+    "span_labels",
+    "tokenize_dataset",
+]
 BATCH_ROWS = 256
 
 
@@ -69,7 +78,7 @@ def tokenize_dataset(
     ``max_seq_length``).
     """
     encoded = encode_rows(dataset, tokenizer, max_seq_length, train_on_completions, keep_columns=keep_columns)
-    return _finish(encoded, max_seq_length)
+    return finish_rows(encoded, max_seq_length)
 
 
 def encode_rows(
@@ -79,13 +88,17 @@ def encode_rows(
     train_on_completions: bool,
     keep_columns: tuple[str, ...] = (),
     desc: Optional[str] = None,
+    num_proc: int = 1,
+    cache_file_name: Optional[str] = None,
 ) -> datasets.Dataset:
     """Every canonical row (none dropped) as columns ``input_ids`` and ``labels`` (cut to
     ``max_seq_length``; -100 where not trained) plus the counting columns ``full_length`` (tokens
     before truncation), ``trained`` (labelled tokens kept) and ``trainable`` (labelled tokens before
     truncation); ``keep_columns`` of the input stay beside them. What ``tokenize_dataset`` (and
-    the pre-flight check) build on. Raises DatasetError as ``tokenize_dataset`` does for template
-    failures."""
+    the pre-flight check) build on. ``num_proc`` processes share the rows; with ``cache_file_name``
+    the output is written there (``name_0000i_of_0000n.arrow`` with several processes) and read back
+    memory mapped instead of being held in memory. Raises DatasetError as ``tokenize_dataset`` does
+    for template failures."""
     if is_preference_rows(dataset.column_names):
         encode, kind = encode_preference, "preference rows"
     elif is_prompt_rows(dataset.column_names):
@@ -99,28 +112,37 @@ def encode_rows(
             f"cannot tokenize columns {dataset.column_names}: normalise the data first (messages or text)"
         )
     total = len(dataset)
+    num_proc = max(1, min(num_proc, total))
 
-    def counted(batch: dict, indices: list[int], **kwargs: Any) -> dict:
+    def counted(batch: dict, indices: list[int], rank: Optional[int] = None, **kwargs: Any) -> dict:
         encoded = encode(batch, indices, **kwargs)
-        if indices:
+        if rank is not None:  # one of several processes: counted in shared memory, told by this one
+            progress.add_rows(rank, len(indices))
+        elif indices:
             progress.rows_done(indices[-1] + 1, total, "tokenized")
         return encoded
 
-    return dataset.map(
-        counted,
-        fn_kwargs={"tokenizer": tokenizer, "max_len": max_seq_length, "completions_only": train_on_completions},
-        batched=True,
-        batch_size=BATCH_ROWS,
-        with_indices=True,
-        remove_columns=[c for c in dataset.column_names if c not in keep_columns],
-        keep_in_memory=True,
-        new_fingerprint=uuid.uuid4().hex,  # hashing the tokenizer is slow and pointless here
-        desc=desc or f"Tokenizing {kind}",
-    )
+    shared = progress.across_processes(num_proc, total, "tokenized") if num_proc > 1 else contextlib.nullcontext()
+    with shared:
+        return dataset.map(
+            counted,
+            fn_kwargs={"tokenizer": tokenizer, "max_len": max_seq_length, "completions_only": train_on_completions},
+            batched=True,
+            batch_size=BATCH_ROWS,
+            with_indices=True,
+            with_rank=num_proc > 1,
+            num_proc=num_proc if num_proc > 1 else None,
+            remove_columns=[c for c in dataset.column_names if c not in keep_columns],
+            keep_in_memory=cache_file_name is None,
+            cache_file_name=cache_file_name,
+            new_fingerprint=uuid.uuid4().hex,  # hashing the tokenizer is slow and pointless here
+            desc=desc or f"Tokenizing {kind}",
+        )
 
 
-def _finish(encoded: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, TokenizationStats]:
-    """Drop rows without labels, remove the counting columns and sum the stats."""
+def finish_rows(encoded: datasets.Dataset, max_len: int) -> tuple[datasets.Dataset, TokenizationStats]:
+    """``encode_rows``' output without the rows that have no label and without the counting
+    columns, with its summed stats. Raises DatasetError when no row is left."""
     full = np.asarray(encoded.data.column("full_length").to_numpy(), dtype=np.int64)  # (rows,)
     trained = np.asarray(encoded.data.column("trained").to_numpy(), dtype=np.int64)  # (rows,)
     trainable = np.asarray(encoded.data.column("trainable").to_numpy(), dtype=np.int64)  # (rows,) before truncation

@@ -197,5 +197,8 @@ def trained_tool_format(rows: Any, tokenizer: Any) -> Optional[str]:
     None when no row defines functions or calls one."""
     if "messages" not in rows.column_names or TOOLS not in rows.column_names:
         return None
-    counts = tool_counts(rows["messages"], rows[TOOLS])
-    return tool_format(tokenizer) if counts.with_tools or counts.calls else None
+    for batch in rows.select_columns(["messages", TOOLS]).iter(batch_size=1000):  # never all rows at once
+        counts = tool_counts(batch["messages"], batch[TOOLS])
+        if counts.with_tools or counts.calls:
+            return tool_format(tokenizer)
+    return None

@@ -12,8 +12,9 @@ import datasets
 import numpy as np
 
 from trainer_core.data.prepare import split_validation
+from trainer_core.data.token_cache.tokenized import CacheHit
 from trainer_core.preflight.sources import Source, read_eval_sources, read_train_sources
-from trainer_core.preflight.tokens import RowCounts, encode_rows, row_counts, with_media
+from trainer_core.preflight.tokens import RowCounts, row_counts, tokens, with_media
 from trainer_core.schemas import TrainingStartRequest
 
 BOOKKEEPING = ["_source", "_row"]  # source index and 1-based file row of each row
@@ -35,6 +36,7 @@ class Gathered:
     eval_from_split: bool = False  # the evaluation rows are the val_size share of the training rows
     tokenize_seconds: Optional[float] = None  # wall time of tokenizing both splits
     media_tokens: int = 0  # tokens the rows' media add (``count_media``), in the counts above
+    cache: Optional[CacheHit] = None  # how the training split was tokenized (``data.token_cache``)
 
     def where(self, index: int) -> str:
         """ "row N of FILE" for training row ``index``."""
@@ -79,10 +81,11 @@ def gather(request: TrainingStartRequest, tokenizer: Optional[Any], notes: bool 
     if tokenizer is None:
         return found
     started = time.perf_counter()
-    found.train_encoded = encode_rows(train, tokenizer, request.max_seq_length, request.train_on_completions)
+    fmt = train_sources[0].format if train_sources else None
+    found.train_encoded, found.cache = tokens(request, tokenizer, "train", train, fmt)
     found.train_counts = row_counts(found.train_encoded, request.max_seq_length)
     if eval_rows is not None:
-        eval_encoded = encode_rows(eval_rows, tokenizer, request.max_seq_length, request.train_on_completions)
+        eval_encoded, _ = tokens(request, tokenizer, "eval", eval_rows, None)
         found.eval_counts = row_counts(eval_encoded, request.max_seq_length)
     found.tokenize_seconds = time.perf_counter() - started
     return found

@@ -2,22 +2,25 @@
 with every row kept and its counts: the check needs per-row lengths before truncation and the
 reason a row would be dropped, which ``tokenize_dataset`` sums up and removes.
 
-The per-row encoders are the data layer's own (``_encode_conversations`` / ``_encode_texts``, run
-with the same ``Dataset.map`` settings), so masks, truncation and leading assistant turns are the
+Conversations and text come through the token cache (``data.token_cache.tokenized``), so the
+check's exact pass and Start share one tokenization; the per-row encoders are the data layer's own, so masks, truncation and leading assistant turns are the
 training ones; ``tests/trainer_core/preflight/test_check.py`` checks the sums against ``tokenize_dataset``'s stats.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import datasets
 import numpy as np
 
 from trainer_core.data import tokenization
-from trainer_core.data.preference_tokens import PREFERENCE_COLUMNS
+from trainer_core.data.preference_tokens import PREFERENCE_COLUMNS, is_preference_rows
+from trainer_core.data.prompt_tokens import is_prompt_rows
+from trainer_core.data.token_cache.tokenized import CacheHit, tokenized
 from trainer_core.data.tool_rows import TOOLS
+from trainer_core.schemas import TrainingStartRequest
 
 
 @dataclass
@@ -41,17 +44,31 @@ class RowCounts:
         return np.minimum(self.full, self.max_seq_length)
 
 
-def encode_rows(
-    rows: datasets.Dataset, tokenizer: Any, max_seq_length: int, train_on_completions: bool
-) -> datasets.Dataset:
-    """``rows`` (canonical ``messages`` or ``text``, plus any bookkeeping columns, which are kept)
-    as columns ``input_ids``, ``labels`` (cut to ``max_seq_length``; -100 where not trained),
-    ``full_length``, ``trained`` and ``trainable``, one row per input row (none dropped): the data
-    layer's own ``tokenization.encode_rows``. Raises DatasetError like ``tokenize_dataset``."""
-    bookkeeping = tuple(c for c in rows.column_names if c not in ("messages", TOOLS, "text", *PREFERENCE_COLUMNS))
-    return tokenization.encode_rows(
-        rows, tokenizer, max_seq_length, train_on_completions, keep_columns=bookkeeping, desc="Checking tokens"
-    )
+def tokens(
+    request: TrainingStartRequest, tokenizer: Any, split: str, rows: datasets.Dataset, fmt: Optional[str]
+) -> tuple[datasets.Dataset, Optional[CacheHit]]:
+    """``rows`` (canonical ``messages`` or ``text`` plus bookkeeping columns) as ``encode_rows``
+    makes them, one row per input row (none dropped), with the bookkeeping columns beside them.
+    Conversations and text come through the token cache (``token_cache.tokenized``: the same
+    entry Start reads, ``split`` "train" or "eval", ``fmt`` the rows' format); other rows
+    (preference pairs, prompts) are encoded here. Raises DatasetError like ``tokenize_dataset``."""
+    bookkeeping = [c for c in rows.column_names if c not in ("messages", TOOLS, "text", *PREFERENCE_COLUMNS)]
+    if is_preference_rows(rows.column_names) or is_prompt_rows(rows.column_names):
+        encoded = tokenization.encode_rows(
+            rows,
+            tokenizer,
+            request.max_seq_length,
+            request.train_on_completions,
+            keep_columns=tuple(bookkeeping),
+            desc="Checking tokens",
+        )
+        return encoded, None
+    encoded, hit = tokenized(request, tokenizer, split, lambda: (rows, fmt), desc="Checking tokens")
+    if bookkeeping:  # beside the tokens, row for row (``rows`` may carry a split's indices mapping)
+        encoded = datasets.concatenate_datasets(
+            [encoded, rows.select_columns(bookkeeping).flatten_indices(keep_in_memory=True)], axis=1
+        )
+    return encoded, hit
 
 
 def row_counts(encoded: datasets.Dataset, max_seq_length: int) -> RowCounts:
@@ -76,4 +93,4 @@ def with_media(counts: RowCounts, media: list[int]) -> RowCounts:
     return RowCounts(counts.full + tokens, trained, counts.trainable, counts.max_seq_length)
 
 
-__all__ = ["RowCounts", "encode_rows", "row_counts", "with_media"]
+__all__ = ["RowCounts", "row_counts", "tokens", "with_media"]

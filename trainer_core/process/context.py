@@ -35,7 +35,7 @@ from typing import Any, Optional
 START_ENV = "STUDIO_WORKER_START"
 PRELOAD = (
     "trainer_core.training.trainer",
-    "trainer_core.data.prepare",
+    "trainer_core.data.prepared",
     "trainer_core.models.loading",
     "trainer_core.serving.worker",
 )  # torch, transformers, peft, trl, datasets; what training, chat and export workers import first

@@ -22,7 +22,7 @@ from trainer_core.process.supervisor import WorkerProcess
 
 TRAINING_STACK = (
     "trainer_core.training.trainer",
-    "trainer_core.data.prepare",
+    "trainer_core.data.prepared",
     "trainer_core.models.loading",
 )  # torch, transformers, peft, trl, datasets
 HANDOVER_MARGIN_S = 30.0  # a standby this close to its idle exit (or a quarter of idle_s) is replaced, not used

@@ -7,7 +7,7 @@ Keys: ``job_id``; ``request`` (``public_dict()``: no token); ``seed``; ``sft_con
 start) and ``ended_at`` (ISO 8601, UTC); ``sessions`` (one ``{"started_at",
 "resume_from_checkpoint"}`` per start or resume); ``end_reason`` (an ``EndReason`` value);
 ``best_checkpoint``; ``final_metrics`` (see ``final_metrics``); ``system_message`` (the system
-message every training row opens with, ``data.prepare.shared_system_message``; None when they differ
+message every training row opens with, ``data.system_message.shared_system_message``; None when they differ
 or have none: the exports' Modelfile ``SYSTEM``); ``tool_format`` (how the training rows' tools were
 rendered, ``data.tool_rows.trained_tool_format``: "native" through the chat template's ``tools``,
 "fallback" as the ``<tools>`` block with ``<tool_call>`` calls; None without tools: what serving

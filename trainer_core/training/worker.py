@@ -133,7 +133,7 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
     trained as) for ``request``, loaded as the kind has them (``model_kind.kind_for_request``: its
     model, processor and data where it has its own)."""
     from trainer_core.data import progress
-    from trainer_core.data.prepare import prepare_data
+    from trainer_core.data.prepared import prepare_data
     from trainer_core.model_kind import folder_config, kind_for_request
     from trainer_core.models import loading as models
     from trainer_core.settings import get_settings
@@ -158,6 +158,18 @@ def _load(request: TrainingStartRequest, events: Any) -> tuple[Any, Any, Any, st
             data = prepare_data(request, tokenizer)
     finally:
         progress.listen(None)
+    if getattr(data, "cache", None) is not None:  # "data: cache hit <key>, N rows, X.X s"
+        events.put(
+            (
+                EventKind.INFO,
+                {
+                    "message": data.cache.line(),
+                    "details": {
+                        "token_cache": {name: getattr(data.cache, name) for name in ("key", "hit", "rows", "seconds")}
+                    },
+                },
+            )
+        )
     events.put((EventKind.INFO, _data_line(request, data, device, kind.data_note(kind.family(config), data))))
     return model, tokenizer, data, device, kind
 

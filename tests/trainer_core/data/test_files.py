@@ -131,7 +131,7 @@ def test_jsonl_line_that_is_a_list(tmp_path: Path) -> None:
 )
 def test_null_json_is_an_error_not_a_crash(tmp_path: Path, text: str, needle: str) -> None:
     # pyarrow's JSON reader segfaults on a top-level null; the stdlib check must come first
-    from trainer_core.data.prepare import preview
+    from trainer_core.data.preview import preview
 
     path = write(tmp_path, "null.json", text)
     for read in (lambda p: read_files([p]), preview):

@@ -282,3 +282,15 @@ def test_forced_format_with_missing_columns() -> None:
         DatasetError, match=r"format alpaca needs column\(s\) \['instruction', 'output'\], but x.json has \['text'\]"
     ):
         normalize(rows({"text": "a"}), FormatType.alpaca, "x.json")
+
+
+def test_rows_are_normalised_in_batches_with_their_own_row_numbers(monkeypatch) -> None:
+    from trainer_core.data import formats
+
+    monkeypatch.setattr(formats, "NORMALIZE_ROWS", 2)
+    rows = [{"instruction": f"q{i}", "input": "", "output": f"a{i}"} for i in range(5)]
+    canonical = normalize(datasets.Dataset.from_list(rows), FormatType.alpaca, "f.json", first_row=11)
+    assert [m[-1]["content"] for m in canonical["messages"]] == [f"a{i}" for i in range(5)]
+    rows[3]["output"] = ""
+    with pytest.raises(DatasetError, match=r"^f\.json, row 14: "):  # in the second batch
+        normalize(datasets.Dataset.from_list(rows), FormatType.alpaca, "f.json", first_row=11)

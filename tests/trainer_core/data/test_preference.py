@@ -10,7 +10,8 @@ import json
 import pytest
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.data.prepare import load_conversations, preview
+from trainer_core.data.prepare import load_conversations
+from trainer_core.data.preview import preview
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import FormatType, TrainingMethod
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from trainer_core.data.files import DatasetError
-from trainer_core.data.prepare import PreparedData, has_eval_data, load_conversations, prepare_data, preview
+from trainer_core.data.prepare import has_eval_data, load_conversations
+from trainer_core.data.prepared import PreparedData, prepare_data
+from trainer_core.data.preview import preview
 from trainer_core.data.tokenization import IGNORE
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.vocabulary import FormatType

@@ -19,7 +19,8 @@ import pytest
 from trainer_core.admission.request_paths import MissingPaths, checked_request
 from trainer_core.data.files import DatasetError, read_file, read_head, reading_notes
 from trainer_core.data.inspect import inspect_dataset
-from trainer_core.data.prepare import load_conversations, preview
+from trainer_core.data.prepare import load_conversations
+from trainer_core.data.preview import preview
 from trainer_core.paths import PathNotAllowed
 from trainer_core.schemas import TrainingStartRequest
 

@@ -9,7 +9,8 @@ import datasets
 import pytest
 
 from trainer_core.data.errors import DatasetError
-from trainer_core.data.prepare import load_conversations, prepare_data
+from trainer_core.data.prepare import load_conversations
+from trainer_core.data.prepared import prepare_data
 from trainer_core.data.prompts import canonical_prompts
 from trainer_core.schemas import TrainingStartRequest
 

@@ -275,3 +275,32 @@ def test_template_that_fails_on_a_row(tiny_model_dir: Path) -> None:
     bad = [{"role": "user", "content": "boom"}, {"role": "assistant", "content": "a"}]
     with pytest.raises(DatasetError, match="row 2: the chat template of .* cannot render this conversation: no booms"):
         tokenize_dataset(messages_rows(ok, bad), strict, 128, train_on_completions=True)
+
+
+def test_several_processes_write_the_same_tokens_to_disk_and_name_a_bad_row_by_its_place(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    from trainer_core.data import progress
+    from trainer_core.data.tokenization import encode_rows
+    from trainer_core.models.loading import load_tokenizer
+
+    strict = load_tokenizer(tiny_model_dir)
+    strict.chat_template = (
+        "{% for m in messages %}{% if m['content'] == 'boom' %}{{ raise_exception('no booms') }}{% endif %}"
+        "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    )
+    ok = [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}] for i in range(300)]
+    rows = messages_rows(*ok)
+    one = encode_rows(rows, strict, 32, True)
+    heard: list[tuple[int, int, str]] = []
+    progress.listen(lambda done, total, what: heard.append((done, total, what)))
+    try:
+        two = encode_rows(rows, strict, 32, True, num_proc=2, cache_file_name=str(tmp_path / "tokens.arrow"))
+    finally:
+        progress.listen(None)
+    assert heard[-1] == (300, 300, "tokenized") and all(done <= 300 for done, _, _ in heard)  # told here, summed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tokens_00000_of_00002.arrow", "tokens_00001_of_00002.arrow"]
+    assert two["input_ids"] == one["input_ids"] and two["labels"] == one["labels"] and two["trained"] == one["trained"]
+    bad = [{"role": "user", "content": "boom"}, {"role": "assistant", "content": "a"}]
+    with pytest.raises(DatasetError, match="^row 251: "):  # in the second process's half
+        encode_rows(messages_rows(*ok[:250], bad, *ok[250:]), strict, 32, True, num_proc=2)

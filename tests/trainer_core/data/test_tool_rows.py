@@ -170,7 +170,8 @@ def test_counts_and_the_recorded_format(tokenizer, glaive: datasets.Dataset) -> 
 
 
 def test_a_run_records_the_format_and_evaluation_rows_keep_their_tools(tokenizer, datasets_dir: Path) -> None:
-    from trainer_core.data.prepare import load_conversations, prepare_data
+    from trainer_core.data.prepare import load_conversations
+    from trainer_core.data.prepared import prepare_data
     from trainer_core.evaluation.rows import to_rows
     from trainer_core.evaluation.worker import _fitting
     from trainer_core.schemas import TrainingStartRequest

@@ -15,7 +15,8 @@ from rouge_score import rouge_scorer
 
 from trainer_core.cli import main
 from trainer_core.data.files import DatasetError
-from trainer_core.data.prepare import eval_conversations, load_conversations, prepare_data, split_validation
+from trainer_core.data.prepare import eval_conversations, load_conversations, split_validation
+from trainer_core.data.prepared import prepare_data
 from trainer_core.evaluation.generation import cut_at_stop, left_padded
 from trainer_core.evaluation.rows import to_rows
 from trainer_core.evaluation.schemas import EvaluateRequest

@@ -135,12 +135,12 @@ def test_a_llama_3_template_translates_and_a_folded_gemma_one_is_left_to_the_ggu
 
 def test_system_is_the_one_the_run_was_trained_with(tokenizer, tmp_path):
     """Every training row's system message (``run.json``'s ``system_message``, written by
-    ``data.prepare.shared_system_message``) is the SYSTEM; a checkpoint reads its run's."""
+    ``data.system_message.shared_system_message``) is the SYSTEM; a checkpoint reads its run's."""
     import json
 
     import datasets
 
-    from trainer_core.data.prepare import shared_system_message
+    from trainer_core.data.system_message import shared_system_message
 
     rows = [
         [{"role": "system", "content": "You are Ada, made by Lab."}, {"role": "user", "content": f"q{i}"}]

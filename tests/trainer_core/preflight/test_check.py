@@ -316,7 +316,7 @@ def test_alpaca_check_takes_a_few_seconds(datasets_dir, settings):
 def test_steps_equal_a_real_trainers(extra, datasets_dir, tokenizer, tmp_path, tiny_model_dir):
     """The check's total_steps equals the ``max_steps`` that the trainer training builds (real model,
     LoRA, TRL's packing) computes for its dataloader."""
-    from trainer_core.data.prepare import prepare_data
+    from trainer_core.data.prepared import prepare_data
     from trainer_core.models.loading import load_model
     from trainer_core.training.trainer import build_trainer
 

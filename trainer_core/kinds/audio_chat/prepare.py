@@ -70,7 +70,7 @@ def audio_collator(processor: Any, request: Any) -> AudioChatCollator:
 
 
 def prepare_audio_chat_data(request: Any, processor: Any, kind: Any) -> Any:
-    """``data.prepare.prepare_data`` for an audio-in chat model (``media_prepare.prepare_media_data``
+    """``data.prepared.prepare_data`` for an audio-in chat model (``media_prepare.prepare_media_data``
     with the audio collator): a ``PreparedData`` whose splits are canonical rows (``messages``,
     ``audios``) and whose ``audio`` is the training split's ``AudioStats``. ``kind``: the audio chat
     kind, whose rows are read. Raises DatasetError (a clip over ``max_audio_seconds`` by row)."""

@@ -67,7 +67,7 @@ class EmbeddingStats:
 @dataclass
 class EmbeddingData:
     """The prepared splits (sentence-transformers' columns) with their shape and token counts; the
-    attributes the worker reads of ``data.prepare.PreparedData`` (``format`` is the ``Shape``).
+    attributes the worker reads of ``data.prepared.PreparedData`` (``format`` is the ``Shape``).
     ``sources`` / ``eval_sources``: (name, rows read) of each file or split, in order (the rows
     joined in that order before any ``val_size`` split); ``row_lengths``: each training row's
     longest text in tokens, before the cut."""

@@ -60,7 +60,7 @@ def prepare_vision_rows(
 
 
 def prepare_vision_data(request: Any, processor: Any, kind: Any) -> Any:
-    """``data.prepare.prepare_data`` for a vision-language model (``media_prepare.prepare_media_data``
+    """``data.prepared.prepare_data`` for a vision-language model (``media_prepare.prepare_media_data``
     with the vision collator): a ``PreparedData`` whose splits are canonical rows (``messages``,
     ``images``) and whose ``images`` are the training split's ``ImageStats``. ``kind``: the vision
     kind, whose rows are read. Raises DatasetError."""
