@@ -6,8 +6,8 @@ replaces it with an empty description in HTML answers to visitors who are not lo
 path (Gradio serves the page under unknown ``/gradio_api/...`` paths too, e.g. ``/gradio_api/runs``);
 the page fetches nothing else before the login (``/config`` and ``/gradio_api/info`` are behind it).
 
-``head_script`` (``ui.page_assets.EARLY_SCRIPT``) goes right after ``<head>`` in every page, logged in
-or not: Gradio adds ``Blocks(head=...)`` only after its own modules have run, too late for a script
+``head_script`` (``ui.page_assets.EARLY_SCRIPT``) goes right after ``<head>`` in every Gradio page
+(not the share links' own pages under ``/s/``), logged in or not: Gradio adds ``Blocks(head=...)`` only after its own modules have run, too late for a script
 that must change what they read when they load.
 """
 
@@ -36,6 +36,7 @@ class ApiInfoGuard:
             scope["type"] != "http"
             or scope.get("method") != "GET"
             or path.startswith("/api/")  # FastAPI's JSON routes; Gradio's (/gradio_api/...) can serve the page too
+            or path.startswith("/s/")  # share links' own pages (``api.share_routes``): no Gradio in them
         ):
             await self.app(scope, receive, send)
             return
