@@ -1,0 +1,158 @@
+"""The recipe panel's results: the folders in ``DATA_DIR/recipes`` with their counts, a result's
+data card, its dataset file to download, and *Use this dataset*, which puts that file (and its
+format) into the Train form. A result is named by its folder's name only; anything else, or a
+name outside that folder, is refused naming the "Result" box."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import gradio as gr
+import pandas as pd
+
+from trainer_core.paths import PathNotAllowed, confine
+from trainer_core.recipes.output import DATA_FILE, RECIPES_FOLDER
+from trainer_core.settings import Settings
+from ui.recipe_form import notice
+
+RESULT_LABEL = "Result"
+COLUMNS = ["result", "format", "kept", "made", "dropped", "stopped"]
+CARD_CHARS = 20_000
+# The Train form's fields a result's format sets (format_type, training_method, is_embedding).
+USE_AS: dict[str, dict[str, str]] = {
+    "alpaca": {"format_type": "alpaca", "training_method": "sft"},
+    "messages": {"format_type": "messages", "training_method": "sft"},
+    "preference": {"format_type": "preference", "training_method": "dpo"},
+    "embedding_pairs": {"format_type": "auto", "training_method": "sft", "is_embedding": "yes"},
+}
+USE_FIELDS = ("format_type", "training_method", "is_embedding")
+
+
+class NoResult(ValueError):
+    """A result name that is not a folder in ``DATA_DIR/recipes``."""
+
+
+def folder_of(settings: Settings) -> Path:
+    """``DATA_DIR/recipes``."""
+    return Path(settings.data_dir) / RECIPES_FOLDER
+
+
+def _report(folder: Path) -> dict[str, Any]:
+    try:
+        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return report if isinstance(report, dict) else {}
+
+
+def results(settings: Settings) -> list[Path]:
+    """The result folders (those holding a dataset file), newest first."""
+    root = folder_of(settings)
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and (p / DATA_FILE).is_file()]
+    return sorted(found, key=lambda p: (p / DATA_FILE).stat().st_mtime, reverse=True)
+
+
+def results_table(settings: Settings) -> pd.DataFrame:
+    """One row per result folder: its format and counts (from its report; none yet while it runs)."""
+    rows = []
+    for folder in results(settings):
+        report = _report(folder)
+        dropped = report.get("dropped") if isinstance(report.get("dropped"), dict) else {}
+        rows.append(
+            [
+                folder.name,
+                report.get("format", ""),
+                report.get("kept", ""),
+                report.get("made", ""),
+                sum(v for v in dropped.values() if isinstance(v, int)) if report else "",
+                ("yes" if report.get("stopped") else "no") if report else "unfinished",
+            ]
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def result_folder(name: Optional[str], settings: Settings) -> Path:
+    """The result folder named ``name``; raises NoResult naming the Result box."""
+    name = (name or "").strip()
+    if not name:
+        raise NoResult(f"{RESULT_LABEL}: choose a result first")
+    if Path(name).name != name or name in (".", ".."):
+        raise NoResult(f"{RESULT_LABEL}: '{name[:80]}' is not a result's name")
+    try:
+        folder = confine(str(folder_of(settings) / name), [folder_of(settings)], RESULT_LABEL)
+    except PathNotAllowed:
+        raise NoResult(f"{RESULT_LABEL}: '{name[:80]}' is not in {RECIPES_FOLDER}/") from None
+    if not (folder / DATA_FILE).is_file():
+        raise NoResult(f"{RESULT_LABEL}: no result '{name[:80]}'")
+    return folder
+
+
+def refresh(settings: Settings, chosen: Optional[str] = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(table, result choice) read now; the choice keeps ``chosen`` while it exists, else the newest."""
+    names = [p.name for p in results(settings)]
+    value = chosen if chosen in names else (names[0] if names else None)
+    return gr.update(value=results_table(settings)), gr.update(choices=names, value=value)
+
+
+def card(settings: Settings, name: Optional[str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(data card, dataset file to download, notice) of result ``name``."""
+    if not (name or "").strip():
+        return gr.update(value=""), gr.update(value=None), gr.update(value="")
+    try:
+        folder = result_folder(name, settings)
+    except NoResult as exc:
+        return gr.update(value=""), gr.update(value=None), gr.update(value=notice(str(exc), "not_found"))
+    try:
+        text = (folder / "README.md").read_text(encoding="utf-8")[:CARD_CHARS]
+    except OSError:
+        text = f"*{folder.name}: no data card yet (the run has not ended).*"
+    return gr.update(value=text), gr.update(value=download_copy(folder)), gr.update(value="")
+
+
+def download_copy(folder: Path) -> str:
+    """A copy of the result's dataset file in the temp folder (Gradio serves files from there),
+    named ``<result>-data.jsonl``."""
+    target = Path(tempfile.gettempdir()) / "studio-recipes" / folder.name / f"{folder.name}-{DATA_FILE}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(folder / DATA_FILE, target)
+    return str(target)
+
+
+def use(settings: Settings, name: Optional[str]) -> tuple[dict[str, Any], ...]:
+    """*Use this dataset*: (upload box, paths box, format_type, training_method, is_embedding,
+    notice): the result's dataset file as the training data, its format set."""
+    try:
+        folder = result_folder(name, settings)
+    except NoResult as exc:
+        return (
+            gr.update(),
+            gr.update(),
+            *(gr.update() for _ in USE_FIELDS),
+            gr.update(value=notice(str(exc), "not_found")),
+        )
+    fmt = _report(folder).get("format") or _format_of(folder)
+    sets = USE_AS.get(fmt, {"format_type": "auto"})
+    said = f"The Train form now trains on {folder.name}/{DATA_FILE} ({fmt or 'format detected'}); Check or Start."
+    return (
+        gr.update(value=None),
+        gr.update(value=str((folder / DATA_FILE).resolve())),
+        *(gr.update(value=sets[f]) if f in sets else gr.update() for f in USE_FIELDS),
+        gr.update(value=notice(said)),
+    )
+
+
+def _format_of(folder: Path) -> str:
+    """The output format in the folder's ``recipe.yaml`` ('' when it cannot be read)."""
+    try:
+        import yaml
+
+        data = yaml.safe_load((folder / "recipe.yaml").read_text(encoding="utf-8"))
+        return str(data["output"]["format"])
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+        return ""
