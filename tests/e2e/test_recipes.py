@@ -128,8 +128,8 @@ def test_stop_keeps_what_was_made(served, tiny_model_dir, caplog):
     recipe = parse_recipe(_recipe(served, "embedding_pairs", tiny_model_dir, num_records=6))
     stop = threading.Event()
     result = run_recipe(recipe, settings, SecretStr(TOKEN), progress=lambda done, total, dropped: stop.set(), stop=stop)
-    assert result.stopped and 1 <= result.counts["made"] < 6 and result.records == result.counts["made"]
+    assert result.stopped and 1 <= result.counts["made"] < 6 and result.records == 6
     folder = write_result(recipe, result, settings)
     assert len((folder / DATA_FILE).read_text().splitlines()) == result.counts["kept"]
-    assert "(stopped early)" in (folder / "README.md").read_text()
+    assert f"(stopped at {result.counts['made']} of 6)" in (folder / "README.md").read_text()
     _no_key_anywhere(settings, caplog.text)

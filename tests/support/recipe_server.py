@@ -44,3 +44,51 @@ def studio_v1(settings, model_folder: Optional[Path] = None) -> Iterator[tuple[s
         runner.stop(save=False)
         runner.wait(10)
         runner.store.close()
+
+
+def topics_recipe(endpoint: str, model: str, topics: list[str], **changes) -> dict:
+    """A recipe over ``topics`` with one short model column (``answer``, 4 tokens) and a length
+    gate on the topic (topics under 3 characters are dropped as ``length``): cheap to run."""
+    data = {
+        "name": "topics_qa",
+        "topics": topics,
+        "model": {
+            "endpoint": endpoint,
+            "model": model,
+            "api_key_env": "STUDIO_API_TOKEN",
+            "timeout_s": 120,
+            "inference_parameters": {"max_tokens": 4, "max_parallel_requests": 1},
+        },
+        "columns": [
+            {"name": "question", "column_type": "expression", "expr": "What is a {{ topic }}?"},
+            {"name": "answer", "column_type": "llm-text", "prompt": "{{ question }} Answer in one word."},
+        ],
+        "gates": {"length": [{"column": "topic", "min_chars": 3, "max_chars": 50}]},
+        "output": {"format": "alpaca", "name": "topics", "fields": {"instruction": "question", "output": "answer"}},
+    }
+    data.update(changes)
+    return data
+
+
+@contextmanager
+def task_runner(settings) -> Iterator:
+    """A ``TaskRunner`` over a job runner whose training is a stub (nothing trains here); the
+    running task is stopped at the end."""
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+    from trainer_core.tasks.runner import TaskRunner
+
+    jobs = JobRunner(
+        worker_target=fake_workers.stepping_worker,
+        runs_dir=settings.runs_dir,
+        store=RunStore(settings.db_path),
+        warm_modules=(),
+    )
+    tasks = TaskRunner(jobs, settings)
+    try:
+        yield tasks
+    finally:
+        tasks.cancel()
+        tasks.wait(60)
+        jobs.stop(save=False)
+        jobs.wait(10)

@@ -62,7 +62,7 @@ Writer model: `{report["model"]["model"]}` at `{report["model"]["endpoint"]}`.
 {sources}
 
 ## Counts
-Records asked for: {report["records"]}; made: {report["made"]}; kept: **{report["kept"]}**{" (stopped early)" if report["stopped"] else ""}.
+Records asked for: {report["records"]}; made: {report["made"]}; kept: **{report["kept"]}**{f" (stopped at {report['made']} of {report['records']})" if report["stopped"] else ""}.
 
 | dropped by | rows |
 |---|---|
@@ -77,11 +77,17 @@ The recipe as run is `recipe.yaml` beside this card; dropped records and why are
 """
 
 
-def write_result(recipe: Recipe, result: RecipeResult, settings: Settings) -> Path:
-    """Write the run's folder under the data dir; returns it."""
+def result_folder(recipe: Recipe, settings: Settings) -> Path:
+    """A new result folder's path (not made): ``DATA_DIR/recipes/<output name>-<time>-<hex>``."""
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-    folder = Path(settings.data_dir) / RECIPES_FOLDER / f"{recipe.output.name}-{stamp}"
-    folder.mkdir(parents=True)
+    return Path(settings.data_dir) / RECIPES_FOLDER / f"{recipe.output.name}-{stamp}"
+
+
+def write_result(recipe: Recipe, result: RecipeResult, settings: Settings, folder: Path | None = None) -> Path:
+    """Write the run's files into ``folder`` (a task's folder, which may hold what it appended as
+    it ran; its ``data.jsonl`` is rewritten) or a new folder under the data dir; returns it."""
+    folder = Path(folder) if folder is not None else result_folder(recipe, settings)
+    folder.mkdir(parents=True, exist_ok=True)
     _jsonl(folder / DATA_FILE, [r.output for r in result.kept if r.output is not None])
     _jsonl(folder / "rows.jsonl", [{"record": r.index, **r.row} for r in result.kept])
     _jsonl(

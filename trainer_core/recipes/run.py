@@ -25,6 +25,7 @@ from trainer_core.settings import Settings
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int, dict[str, int]], None]  # (records done, records in all, dropped by gate)
+OnRecord = Callable[[Record], None]  # each record as it is made, in the calling thread
 
 
 @dataclass
@@ -34,7 +35,7 @@ class RecipeResult:
     seeds: Seeds
     kept: list[Record]
     dropped: list[Record]
-    records: int  # records asked for
+    records: int  # records asked for (a stopped run made fewer)
     stopped: bool
     seconds: float
     requests: int
@@ -82,30 +83,35 @@ def run_recipe(
     preview: int = 0,
     progress: Optional[Progress] = None,
     stop: Optional[threading.Event] = None,
+    on_record: Optional[OnRecord] = None,
+    made_before: tuple[Record, ...] = (),
 ) -> RecipeResult:
-    """Make ``recipe``'s records (``preview``: only the first that many). Raises RecipeError before
-    the first request for a recipe, source or endpoint that cannot be used, and during the run when
-    the endpoint refuses the key or cannot be reached (the records made so far are lost: nothing
-    was written)."""
+    """Make ``recipe``'s records (``preview``: only the first that many). ``on_record`` gets each
+    record as it is made (the task appends it to the result folder); ``made_before`` are the
+    records of an earlier part of this run (resume): their indices are skipped and they count in
+    the result. Raises RecipeError before the first request for a recipe, source or endpoint that
+    cannot be used, and during the run when the endpoint refuses the key or cannot be reached."""
     began = time.monotonic()
     writer = Writer(recipe.model, api_key, settings.allow_remote_recipe_models)  # the endpoint checked first
     seeds = recipe_seeds(recipe, settings)
     total = recipe.num_records or len(seeds.rows)
     total = min(total, preview) if preview else total
     stop = stop or threading.Event()
-    done: list[Record] = []
-    dropped_by: Counter = Counter()
+    done: list[Record] = [r for r in made_before if r.index < total]
+    skip = {r.index for r in done}
+    dropped_by: Counter = Counter(r.reason for r in done if r.reason)
     workers = recipe.model.inference_parameters.max_parallel_requests
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="recipe") as pool:
         pending: set[Future] = set()
         next_index = 0
         while next_index < total or pending:
             while next_index < total and len(pending) < 2 * workers and not stop.is_set():
-                seed = seeds.rows[next_index % len(seeds.rows)]
-                pending.add(pool.submit(make_record, recipe, writer, seed, next_index))
+                if next_index not in skip:
+                    seed = seeds.rows[next_index % len(seeds.rows)]
+                    pending.add(pool.submit(make_record, recipe, writer, seed, next_index))
                 next_index += 1
             if stop.is_set() and next_index < total:
-                total = next_index  # Stop: finish what is in flight, ask for nothing more
+                next_index = total  # Stop: finish what is in flight, ask for nothing more
             if not pending:
                 break
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -118,6 +124,8 @@ def run_recipe(
                         other.cancel()
                     raise
                 done.append(record)
+                if on_record:
+                    on_record(record)
                 if record.reason:
                     dropped_by[record.reason] += 1
                 if progress:
@@ -129,7 +137,7 @@ def run_recipe(
         kept=kept,
         dropped=[r for r in done if r.reason is not None] + twins,
         records=total,
-        stopped=stop.is_set(),
+        stopped=stop.is_set() and len(done) < total,
         seconds=time.monotonic() - began,
         requests=writer.requests,
         prompt_tokens=writer.prompt_tokens,

@@ -1,4 +1,4 @@
-"""Runs one background task at a time (export, evaluate, push) in a supervised worker process,
+"""Runs one background task at a time (export, evaluate, push, recipe) in a supervised worker process,
 so the UI and the API stay responsive and a crash or out-of-memory kill costs only the task.
 
 Training has the machine: a task is refused while a job runs, and a Start is refused while a task
@@ -7,6 +7,11 @@ Each task writes only into its own new folder (``<run folder>/exports/<task id>`
 ``<run folder>/evaluations/<task id>``, or ``<data dir>/evaluations/<task id>`` for the base
 model); a task that fails with an error or is cancelled leaves nothing there. A check that does not
 pass keeps the files, marked failed. The run's files list is updated so Delete removes them.
+
+A data recipe run (``KEEPS_WHAT_WAS_MADE``) writes into the result folder it is given and keeps
+what it made: Stop asks its worker to finish the requests in flight and write what it has (it ends
+``cancelled`` with its result), killing it only after ``STOP_GRACE_S``; an error or a kill leaves
+the records made so far in the folder, for a resume.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ log = logging.getLogger(__name__)
 POLL_S = 0.2
 SAVE_EVERY_S = 0.5
 CANCEL_GRACE_S = 2.0
+STOP_GRACE_S = 120.0  # a recipe run's requests in flight finish (a slow model) before its files are written
 FOLDERS = {TaskKind.export: "exports", TaskKind.evaluate: "evaluations"}
+KEEPS_WHAT_WAS_MADE = frozenset({TaskKind.recipe})
 
 
 class TaskRefused(Refusal):
@@ -137,14 +144,15 @@ class TaskRunner:
         context: Optional[dict[str, Any]] = None,
         public_request: Optional[dict[str, Any]] = None,
         output_parent: Optional[Path] = None,
+        output_dir: Optional[Path] = None,
     ) -> TaskRecord:
         """Start ``target`` for ``choice`` in a worker process and return the task's record at once.
         ``request`` goes to the worker (it may hold a token); ``public_request`` is what is stored
         (default: ``request``). The worker's ``context`` gets ``choice`` (a dict), ``models_dir``,
-        ``output_dir`` and ``task_id`` added. Raises TaskRefused (409) while training or another
-        task runs."""
+        ``output_dir`` and ``task_id`` added. ``output_dir``: the folder of a kind that is not in
+        ``FOLDERS`` (a recipe's result folder; it may exist: a resume). Raises TaskRefused (409)
+        while training or another task runs."""
         task_id = f"{kind.value}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-        output_dir = None
         if kind in FOLDERS:
             parent = output_parent or (
                 Path(choice.path).parent
@@ -171,7 +179,7 @@ class TaskRunner:
             if self.before_task is not None:
                 self.before_task()
             if output_dir is not None:
-                output_dir.mkdir(parents=True, exist_ok=False)
+                Path(output_dir).mkdir(parents=True, exist_ok=kind in KEEPS_WHAT_WAS_MADE)
             ctx = {
                 **(context or {}),
                 "choice": choice.model_dump(),
@@ -212,12 +220,14 @@ class TaskRunner:
 
     def cancel(self, task_id: Optional[str] = None) -> bool:
         """Cancel the running task (``task_id`` must match when given); it ends ``cancelled`` within
-        about two seconds and leaves no files. False when no such task runs."""
+        about two seconds and leaves no files; a recipe run stops and keeps what it made (see the
+        module docstring). False when no such task runs."""
         with self._lock:
             if self._current is None or (task_id is not None and self._current.task_id != task_id):
                 return False
             self._cancelled = True
-            self._current.message = "Cancelling"
+            keeps = self._current.kind in KEEPS_WHAT_WAS_MADE
+            self._current.message = "Stopping: finishing the requests in flight" if keeps else "Cancelling"
             worker = self._worker
         if worker is not None:
             worker.stop.set()
@@ -234,10 +244,11 @@ class TaskRunner:
     def _supervise(self, worker: WorkerProcess) -> None:
         final: tuple = (TaskPhase.failed, None, "the task ended without a result")
         saved, cancel_at = 0.0, None
+        keeps = self._current is not None and self._current.kind in KEEPS_WHAT_WAS_MADE
         try:
             while True:
                 if self._cancelled and cancel_at is None:
-                    cancel_at = time.monotonic() + CANCEL_GRACE_S
+                    cancel_at = time.monotonic() + (STOP_GRACE_S if keeps else CANCEL_GRACE_S)
                 if cancel_at is not None and time.monotonic() > cancel_at:
                     worker.terminate(0.5)
                 try:
@@ -255,13 +266,17 @@ class TaskRunner:
                 if kind == TaskEvent.PROGRESS:
                     with self._lock:
                         self._current.progress = max(0.0, min(1.0, float(payload.get("fraction", 0.0))))
-                        self._current.message = str(payload.get("message", ""))[:500]
+                        if not self._cancelled:  # "Stopping" stays up while the requests in flight end
+                            self._current.message = str(payload.get("message", ""))[:500]
                     if time.monotonic() - saved > SAVE_EVERY_S:
                         saved = time.monotonic()
                         self._save_current()
                 elif kind == TaskEvent.RESULT:
                     phase = TaskPhase.failed if payload.get("passed") is False else TaskPhase.completed
-                    final = (TaskPhase.cancelled, None, None) if self._cancelled else (phase, payload, None)
+                    if self._cancelled:
+                        final = (TaskPhase.cancelled, payload if keeps else None, None)
+                    else:
+                        final = (phase, payload, None)
                     break
                 elif kind == TaskEvent.ERROR:
                     final = (
@@ -294,10 +309,13 @@ class TaskRunner:
         if record is None:
             return
         assert phase in FINAL_TASK_PHASES
+        keeps = record.kind in KEEPS_WHAT_WAS_MADE
         message = {TaskPhase.completed: "Done", TaskPhase.cancelled: "Cancelled; nothing was kept"}.get(phase)
         if phase == TaskPhase.failed:
             message = "Finished, but the check did not pass" if result is not None else f"Failed: {error}"
-        if result is None and record.output_dir:
+        if keeps:
+            message = _kept_message(phase, result, error, record.output_dir)
+        elif result is None and record.output_dir:
             shutil.rmtree(record.output_dir, ignore_errors=True)
         record = record.model_copy(
             update={
@@ -325,3 +343,15 @@ class TaskRunner:
                 record_files(Path(run.output_dir), record.job_id, under=Path(record.output_dir))
             except OSError:
                 log.exception("could not record the files of %s", record.task_id)
+
+
+def _kept_message(phase: TaskPhase, result: Optional[dict], error: Optional[str], folder: Optional[str]) -> str:
+    """The final message of a task that keeps what it made (a recipe run)."""
+    counts = (result or {}).get("counts") or {}
+    if result is not None and phase == TaskPhase.cancelled:
+        return f"Stopped at {counts.get('made')} of {counts.get('records')}; the {counts.get('kept')} rows kept are written"
+    if result is not None:
+        return f"Done: {counts.get('kept')} rows kept of {counts.get('made')} made"
+    where = f" in {Path(folder).name}" if folder else ""
+    head = f"Failed: {error}" if phase == TaskPhase.failed else "Stopped"
+    return f"{head}; the records made so far are kept{where} (resume to finish)"

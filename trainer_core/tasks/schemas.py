@@ -1,6 +1,6 @@
 """What a background task is, as stored and as answered by the API.
 
-A task is one export, evaluation or Hub push on a model choice (``base``, a run's job id, or
+A task is one export, evaluation, Hub push or data recipe run on a model choice (``base``, a run's job id, or
 ``JOB_ID/checkpoint-N``; see ``serving.choices``). Workers talk to the ``TaskRunner`` with
 ``(kind, payload)`` events (``TaskEvent``); the runner keeps the record current in the run history.
 """
@@ -20,11 +20,13 @@ class TaskKind(str, Enum):
     export = "export"
     evaluate = "evaluate"
     push = "push"
+    recipe = "recipe"
 
 
 class TaskPhase(str, Enum):
     """``running`` until one of the final phases. ``failed`` covers a check that did not pass (the
-    files stay, marked as failed) and an error (nothing is left)."""
+    files stay, marked as failed) and an error (nothing is left, but for a recipe run: see
+    ``tasks.runner.KEEPS_WHAT_WAS_MADE``). A stopped recipe run is ``cancelled`` with its result."""
 
     running = "running"
     completed = "completed"
@@ -38,7 +40,8 @@ FINAL_TASK_PHASES = (TaskPhase.completed, TaskPhase.failed, TaskPhase.cancelled)
 class TaskRecord(BaseModel):
     """One task. Times are Unix seconds; ``progress`` is 0..1; ``result`` is the worker's result
     (``export.schemas.ExportResult`` / ``evaluation.schemas.EvaluationResult`` /
-    ``export.schemas.PushResult`` as a dict); ``request`` never holds a token."""
+    ``export.schemas.PushResult`` / ``recipes.task_worker.task_result`` as a dict); ``request``
+    never holds a token."""
 
     task_id: str
     kind: TaskKind
