@@ -172,6 +172,17 @@ def on_page(exc: Refusal) -> Refusal:
     return type(exc)(f"{labels[0]}: {exc}", fields=exc.fields, code=exc.code)
 
 
+def recipe_numbers(text: str) -> tuple[Any, Any, Any]:
+    """(chunk size, overlap, requests at once) that recipe ``text`` sets (a value it does not set: the
+    schema's default), for the page's fields; (None, None, None) for a recipe that cannot be read."""
+    try:
+        recipe = parse_recipe(load_yaml(text or "", "recipe"))
+    except Refusal:
+        return None, None, None
+    params = recipe.model.inference_parameters
+    return recipe.chunking.chunk_tokens, recipe.chunking.overlap_tokens, params.max_parallel_requests
+
+
 def columns_text(text: str) -> str:
     """Markdown: the recipe's columns (name and type, in order) and its output, or why it cannot be used."""
     try:

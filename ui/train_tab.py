@@ -23,6 +23,7 @@ from ui import (
     preflight_panel,
     preview,
     queue_panel,
+    recipe_panel,
     token_cache_panel,
     train_widgets,
     vision_panel,
@@ -71,6 +72,7 @@ class TrainTab:
     preflight: dict
     blocks: dict
     cache: dict
+    recipes: Optional[dict]
 
     @property
     def form(self) -> list:
@@ -91,10 +93,11 @@ class TrainTab:
                 config = train_widgets.config_block()
                 queued = queue_panel.build(ctx) if ctx.queue is not None else None
                 cache = token_cache_panel.build(ctx)
+                recipes = recipe_panel.build(ctx) if ctx.tasks is not None else None  # a run is a task
             monitor, notice, hardware, preflight = train_widgets.monitor_column(ctx)
         return cls(
             widgets, upload, paths, eval_upload, eval_paths, detected, table, fill, config, queued, monitor, notice,
-            hardware, preflight, blocks, cache,
+            hardware, preflight, blocks, cache, recipes,
         )  # fmt: skip
 
     @property
@@ -123,6 +126,9 @@ class TrainTab:
                 self.preflight["waiting"],
                 [demo.load, timer.tick],
             )
+        if self.recipes is not None:
+            used = {"upload": self.upload, "paths": self.paths, **self.widgets}
+            recipe_panel.wire(ctx, self.recipes, used, [demo.load], refresh)
 
     def _wire_preview(self, ctx: Context, preview_after: list) -> Callable[[Any], Any]:
         """The dataset preview on each change that alters it, and the placeholders' Fill button;
