@@ -21,7 +21,7 @@ from trainer_core.settings import Settings
 from trainer_core.tasks.runner import TaskRunner
 from trainer_core.tasks.schemas import TaskKind, TaskPhase
 from ui.monitor_text import clock
-from ui.recipe_form import PageFields, compose, notice
+from ui.recipe_form import PageFields, compose, notice, on_page
 from ui.task_progress import follow, status_line
 
 PREVIEW_ROWS = 5
@@ -78,7 +78,7 @@ def preview(
         recipe = compose(text, fields, settings)
         result = run_recipe(recipe, settings, task_key(recipe, key, settings), preview=PREVIEW_ROWS)
     except Refusal as exc:
-        said = scrubbed(str(exc), key)
+        said = scrubbed(str(on_page(exc)), key)
         return gr.update(), gr.update(value=""), gr.update(value=notice(said, exc.code))
     estimate = full_run_estimate(recipe, result)
     return (
@@ -98,7 +98,7 @@ def run(
         recipe_text = "" if resume else _as_run(text, fields, tasks.settings)
         record = start_recipe_task(tasks, recipe_text, api_key=key, resume=resume)
     except Refusal as exc:
-        yield "", None, notice(scrubbed(str(exc), key), exc.code)
+        yield "", None, notice(scrubbed(str(on_page(exc)), key), exc.code)
         return
     for current in follow(tasks, record.task_id):
         yield scrubbed(progress_text(current), key), record.task_id, ""

@@ -49,6 +49,10 @@ def test_documents_and_seeds_outside_the_allowed_folders_are_refused(studio, out
             text = json.dumps(message)
             assert CANARY not in text and KEY not in text, text[:400]
             assert said in text or said in error_text(message), (fields, text[:400])
+    (settings.data_dir / "notes.md").write_text("# Notes\n\nA paragraph of notes to cut into chunks.\n")
+    tokenizer = _page_values(recipe, paths=str(settings.data_dir / "notes.md"), tokenizer=str(outside / "model"))
+    said = _notice(raw.call(preview, [*tokenizer[:-3], "http://127.0.0.1:9/v1", *tokenizer[-2:]]))
+    assert "Tokenizer that counts the tokens: " in said and "is not on this machine" in said and CANARY not in said
     assert runner.status().phase.value == "idle"
     assert snapshot(outside) == before
     assert not (settings.data_dir / "recipes").exists() or not any((settings.data_dir / "recipes").iterdir())
