@@ -67,6 +67,13 @@ def test_upload_a_document_run_a_recipe_and_use_the_dataset(
         page.locator("#recipe-tokenizer textarea, #recipe-tokenizer input").first.fill(str(tiny_model_dir))
         page.locator("#recipe-model textarea, #recipe-model input").first.fill(RUN)
         page.locator("#recipe-docs").get_by_text("KB").first.wait_for(timeout=30_000)  # uploaded (the name is cut)
+        page.locator("#recipe-preview").click()
+        estimate = page.locator("#recipe-estimate")
+        estimate.get_by_text("Full run").wait_for(timeout=120_000)
+        assert re.search(r"Preview: \d+ of [2-4] rows kept .* Full run: [2-4] records", estimate.inner_text())
+        table = page.locator("#recipe-rows").inner_text()  # kept or dropped and why, then the columns
+        assert all(name in table for name in ("kept", "why dropped", "chunk", "query")), table[:300]
+        assert not (settings.data_dir / "recipes").exists()  # a preview writes nothing
         page.locator("#recipe-run").click()
         status = page.locator("#recipe-status")
         try:
