@@ -26,7 +26,8 @@ from pydantic import SecretStr
 from trainer_core.recipes.errors import MODEL_UNREACHABLE, RecipeError
 from trainer_core.recipes.library import template_names, template_text
 from trainer_core.recipes.output import summary, write_result
-from trainer_core.recipes.run import RecipeResult, full_run_estimate, run_recipe
+from trainer_core.recipes.preview import preview_report, shown_records
+from trainer_core.recipes.run import RecipeResult, run_recipe
 from trainer_core.recipes.schema import read_recipe
 from trainer_core.settings import get_settings
 
@@ -90,14 +91,9 @@ def _run(args: argparse.Namespace) -> int:
         raise outcome["error"]
     result: RecipeResult = outcome["result"]
     if args.preview:
-        for record in sorted([*result.kept, *result.dropped], key=lambda r: r.index):
-            shown = (
-                {"record": record.index, "row": record.output}
-                if record.output and not record.reason
-                else {"record": record.index, "dropped": record.reason, "why": record.detail}
-            )
+        for shown in shown_records(result):
             print(json.dumps(shown, ensure_ascii=False))
-        print(json.dumps({"preview": summary(recipe, result), "full_run_estimate": full_run_estimate(recipe, result)}))
+        print(json.dumps(preview_report(recipe, result)))
     else:
         folder = write_result(recipe, result, settings)
         print(json.dumps({"folder": str(folder), **summary(recipe, result)}))

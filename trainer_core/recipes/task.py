@@ -61,29 +61,29 @@ def _check_sources(recipe: Recipe, settings: Settings) -> None:
             raise RecipeError(f"seed_rows: '{path.name}' does not exist", fields=("seed_rows",))
 
 
-def resume_folder(tasks: TaskRunner, resume: str) -> Path:
-    """The result folder ``resume`` names: a recipe task id, or a folder name in
-    ``DATA_DIR/recipes``. Raises TaskRefused (404 unknown, 400 outside the recipes folder)."""
-    settings = tasks.settings
-    recipes = (Path(settings.data_dir) / RECIPES_FOLDER).resolve()
-    record = tasks.get(resume)
+def named_folder(tasks: TaskRunner, name: str, field: str = "resume") -> Path:
+    """The result folder ``name`` names: a recipe task id, or a folder name in ``DATA_DIR/recipes``
+    (through the path check: a link out of it is refused). Raises TaskRefused naming ``field``
+    (404 unknown, 400 not a name or outside the recipes folder)."""
+    recipes = (Path(tasks.settings.data_dir) / RECIPES_FOLDER).resolve()
+    record = tasks.get(name) if name else None
     if record is not None and record.kind == TaskKind.recipe and record.output_dir:
-        name = record.output_dir
-    elif resume and Path(resume).name == resume and resume not in (".", ".."):
-        name = str(recipes / resume)
+        path = record.output_dir
+    elif name and Path(name).name == name and name not in (".", ".."):
+        path = str(recipes / name)
     else:
         raise TaskRefused(
-            f"resume: '{resume[:120]}' is neither a recipe task id nor a result folder's name in {RECIPES_FOLDER}/",
+            f"{field}: '{name[:120]}' is neither a recipe task id nor a result folder's name in {RECIPES_FOLDER}/",
             400,
             code="invalid_setting",
-            fields=("resume",),
+            fields=(field,),
         )
     try:
-        folder = confine(name, [recipes], "resume")
+        folder = confine(path, [recipes], field)
     except PathNotAllowed as exc:
-        raise TaskRefused(str(exc), 400, code=exc.code, fields=("resume",)) from None
+        raise TaskRefused(str(exc), 400, code=exc.code, fields=(field,)) from None
     if not (folder / "recipe.yaml").is_file():
-        raise TaskRefused(f"resume: no recipe result folder '{folder.name}'", 404, code="not_found", fields=("resume",))
+        raise TaskRefused(f"{field}: no recipe result folder '{folder.name}'", 404, code="not_found", fields=(field,))
     return folder
 
 
@@ -116,7 +116,7 @@ def start_recipe_task(
     from trainer_core.recipes.task_worker import run_recipe_task
 
     settings = tasks.settings
-    folder = resume_folder(tasks, resume) if resume else None
+    folder = named_folder(tasks, resume) if resume else None
     try:
         if folder is not None and not (recipe_text or "").strip():
             recipe_text = (folder / "recipe.yaml").read_text(encoding="utf-8")

@@ -204,6 +204,11 @@ class TaskRunner:
         self._thread.start()
         return record.model_copy(deep=True)
 
+    def check_idle(self) -> None:
+        """TaskRefused (409) while a training job or a task runs (for work done in the request, such
+        as a recipe preview, that claims nothing)."""
+        self._refuse_if_busy()
+
     def _refuse_if_busy(self) -> None:
         """TaskRefused (409) while a training job or another task runs."""
         if self._jobs.status(with_history=False).is_training_running:
