@@ -61,33 +61,32 @@ def _check_sources(recipe: Recipe, settings: Settings) -> None:
             raise RecipeError(f"seed_rows: '{path.name}' does not exist", fields=("seed_rows",))
 
 
-def named_folder(tasks: TaskRunner, name: str, field: str = "resume") -> Path:
-    """The result folder ``name`` names: a recipe task id, or a folder name in ``DATA_DIR/recipes``
-    (through the path check: a link out of it is refused). Raises TaskRefused naming ``field``
-    (404 unknown, 400 not a name or outside the recipes folder)."""
-    recipes = (Path(tasks.settings.data_dir) / RECIPES_FOLDER).resolve()
-    record = tasks.get(name) if name else None
-    if record is not None and record.kind == TaskKind.recipe and record.output_dir:
-        path = record.output_dir
-    elif name and Path(name).name == name and name not in (".", ".."):
-        path = str(recipes / name)
-    else:
-        raise TaskRefused(
-            f"{field}: '{name[:120]}' is neither a recipe task id nor a result folder's name in {RECIPES_FOLDER}/",
-            400,
-            code="invalid_setting",
-            fields=(field,),
-        )
-    try:
-        folder = confine(path, [recipes], field)
-    except PathNotAllowed as exc:
-        raise TaskRefused(str(exc), 400, code=exc.code, fields=(field,)) from None
+def folder_in_recipes(settings: Settings, name: str, field: str = "resume") -> Path:
+    """The result folder ``name`` (a folder's name, or its path) in ``DATA_DIR/recipes``, through the
+    path check (a link out of it is refused). Raises RecipeError / PathNotAllowed naming ``field``."""
+    recipes = (Path(settings.data_dir) / RECIPES_FOLDER).resolve()
+    if not name or name in (".", ".."):
+        raise RecipeError(f"{field}: name a result folder in {RECIPES_FOLDER}/", fields=(field,))
+    folder = confine(recipes / name if Path(name).name == name else name, [recipes], field)
     if not (folder / "recipe.yaml").is_file():
-        raise TaskRefused(f"{field}: no recipe result folder '{folder.name}'", 404, code="not_found", fields=(field,))
+        raise RecipeError(f"{field}: no recipe result folder '{folder.name}'", fields=(field,), code="not_found")
     return folder
 
 
-def _same_recipe(recipe: Recipe, folder: Path) -> None:
+def named_folder(tasks: TaskRunner, name: str, field: str = "resume") -> Path:
+    """The result folder ``name`` names: a recipe task id, or as ``folder_in_recipes`` takes it.
+    Raises TaskRefused naming ``field`` (404 unknown, 400 outside the recipes folder)."""
+    record = tasks.get(name) if name else None
+    if record is not None and record.kind == TaskKind.recipe and record.output_dir:
+        name = record.output_dir
+    try:
+        return folder_in_recipes(tasks.settings, name, field)
+    except (RecipeError, PathNotAllowed) as exc:
+        status = 404 if exc.code == "not_found" else 400
+        raise TaskRefused(str(exc), status, code=exc.code, fields=(field,)) from None
+
+
+def same_recipe(recipe: Recipe, folder: Path) -> None:
     """RecipeError unless ``recipe`` is the folder's recipe but for ``model`` (the records are
     numbered by it: a resume with other sources or columns would mix two datasets)."""
     earlier = parse_recipe(load_yaml((folder / "recipe.yaml").read_text(encoding="utf-8"), "recipe.yaml"))
@@ -122,7 +121,7 @@ def start_recipe_task(
             recipe_text = (folder / "recipe.yaml").read_text(encoding="utf-8")
         recipe = parse_recipe(load_yaml(recipe_text or "", "recipe"))
         if folder is not None:
-            _same_recipe(recipe, folder)
+            same_recipe(recipe, folder)
         check_endpoint(recipe.model.endpoint, settings.allow_remote_recipe_models)
         key = task_key(recipe, api_key, settings)
         _check_sources(recipe, settings)
