@@ -119,7 +119,7 @@ def task_file(tasks: TaskRunner, task_id: str, name: str) -> Path:
     "/tasks/{task_id}/files/{name:path}", response_class=FileResponse, responses={404: {"description": "No such file"}}
 )
 def download(task_id: str, name: str, tasks: TaskRunner = Depends(_tasks)) -> FileResponse:
-    """Download one file a finished export or evaluation wrote (its name as listed in the result)."""
+    """Download one file a finished export, evaluation or recipe run wrote (its name as listed in the result)."""
     path = task_file(tasks, task_id, name)
     return FileResponse(path, filename=path.name)
 

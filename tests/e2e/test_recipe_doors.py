@@ -122,6 +122,9 @@ def test_a_run_preview_and_push_keep_the_key_and_token_to_themselves(app, caplog
     wait_for(lambda: client.get(f"/api/train/tasks/{task_id}").json()["phase"] != "running", 300, "recipe run")
     done = client.get(f"/api/train/tasks/{task_id}").json()
     assert done["phase"] == "completed" and done["result"]["counts"]["made"] == 3, done
+    data = client.get(f"/api/train/tasks/{task_id}/files/data.jsonl")  # downloadable as an export's files
+    assert data.status_code == 200 and len(data.text.splitlines()) == done["result"]["counts"]["kept"]
+    assert client.get(f"/api/train/tasks/{task_id}/files/made.jsonl").status_code == 404
     listed = client.get("/api/recipes/results").json()
     assert listed[0]["name"] == done["result"]["name"] and listed[0]["counts"] == done["result"]["counts"]
     answers += [json.dumps(done), json.dumps(listed), client.get("/api/train/tasks").text]

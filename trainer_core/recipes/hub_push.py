@@ -13,19 +13,17 @@ from typing import Any, Optional
 from pydantic import SecretStr
 
 from trainer_core.export.hub_push import HubPushError, commit_files, redact, repo_id_problem
-from trainer_core.recipes.output import DATA_FILE
+from trainer_core.recipes.output import RESULT_FILES
 from trainer_core.serving.schemas import ModelChoice
 from trainer_core.tasks.runner import TaskRefused, TaskRunner
 from trainer_core.tasks.schemas import TaskEvent, TaskKind, TaskRecord
 
-PUSHED = (DATA_FILE, "README.md", "recipe.yaml", "report.json", "rows.jsonl", "dropped.jsonl")
-
 
 def dataset_operations(folder: Path) -> list[Any]:
-    """The commit's file additions: each of ``PUSHED`` the folder holds."""
+    """The commit's file additions: each of ``output.RESULT_FILES`` the folder holds."""
     from huggingface_hub import CommitOperationAdd
 
-    return [CommitOperationAdd(name, str(folder / name)) for name in PUSHED if (folder / name).is_file()]
+    return [CommitOperationAdd(name, str(folder / name)) for name in RESULT_FILES if (folder / name).is_file()]
 
 
 def push_result(request: dict[str, Any], folder: Path, say: Any = lambda message: None) -> dict[str, Any]:

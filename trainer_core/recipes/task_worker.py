@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from trainer_core.recipes.errors import RecipeError
 from trainer_core.recipes.journal import Journal, read_made
-from trainer_core.recipes.output import DATA_FILE, summary, write_result
+from trainer_core.recipes.output import DATA_FILE, RESULT_FILES, summary, write_result
 from trainer_core.recipes.run import Progress, RecipeResult, run_recipe
 from trainer_core.recipes.schema import Recipe, load_yaml, parse_recipe, recipe_yaml
 from trainer_core.settings import Settings
@@ -43,8 +43,11 @@ def _earlier_parts(folder: Path) -> dict[str, float]:
 
 
 def task_result(folder: Path, report: dict[str, Any]) -> dict[str, Any]:
-    """The task's result: the folder, its data file, the format, the counts and the report."""
+    """The task's result: the folder, its data file, the format, the counts, the report and the
+    files (downloadable through the task routes, as an export's are)."""
+    files = [{"name": n, "size_bytes": (folder / n).stat().st_size} for n in RESULT_FILES if (folder / n).is_file()]
     return {
+        "files": files,
         "output_dir": str(folder),
         "name": folder.name,
         "data_file": str(folder / DATA_FILE),
