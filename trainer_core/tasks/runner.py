@@ -278,8 +278,10 @@ class TaskRunner:
                         self._save_current()
                 elif kind == TaskEvent.RESULT:
                     phase = TaskPhase.failed if payload.get("passed") is False else TaskPhase.completed
-                    if self._cancelled:
-                        final = (TaskPhase.cancelled, payload if keeps else None, None)
+                    if self._cancelled and keeps:  # stopped with what it made (or it had just finished)
+                        final = (TaskPhase.cancelled if payload.get("stopped") else phase, payload, None)
+                    elif self._cancelled:
+                        final = (TaskPhase.cancelled, None, None)
                     else:
                         final = (phase, payload, None)
                     break
