@@ -1,17 +1,21 @@
-"""Data recipes over HTTP (``/api/recipes/...``): the built-in templates and the check of a recipe
-as YAML (what the page's editor sends before a run). Nothing here reads a document, a seed file or
-the writer model: a recipe is checked as text only; a refusal names the recipe keys and its code."""
+"""Data recipes over HTTP (``/api/recipes/...``): the built-in templates, the check of a recipe as
+YAML (text only: no document, seed file or model is read), a preview of its first records, a run as
+a task (``recipes.task``; its status and Stop are the task routes'), the result folders, and a
+result's push to the Hub as a dataset. A refusal names the recipe keys and its code; a key or token
+sent is never stored, logged or returned."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
-from fastapi import APIRouter, Depends
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from api.auth import require_token
 from trainer_core.recipes.library import template_names, template_text
 from trainer_core.recipes.schema import DOCUMENT_COLUMNS, MAX_RECIPE_BYTES, TOPIC_COLUMNS, load_yaml, parse_recipe
+from trainer_core.tasks.runner import TaskRunner
+from trainer_core.tasks.schemas import TaskRecord
 
 router = APIRouter(prefix="/api/recipes", tags=["data recipes"], dependencies=[Depends(require_token)])
 
@@ -63,3 +67,90 @@ def check(body: RecipeText) -> Any:
         columns=[{"name": c.name, "column_type": c.column_type} for c in recipe.columns],
         output_format=recipe.output.format,
     )
+
+
+# ----- runs: a recipe run is a task (status and Stop: GET / DELETE /api/train/tasks/{task_id}) -----
+REFUSED = {
+    400: {"description": "A recipe, source, endpoint or folder that cannot be used"},
+    404: {"description": "No such result folder"},
+    409: {"description": "A training job or another task is running"},
+}
+
+
+class RunBody(BaseModel):
+    """Run a recipe as a task. The key is used for this run only: never stored, logged or returned."""
+
+    model_config = ConfigDict(extra="forbid")
+    yaml: str = Field("", max_length=MAX_RECIPE_BYTES, description="The recipe (empty with resume: the folder's own).")
+    api_key: Optional[SecretStr] = Field(
+        None, max_length=1000, description="The writer endpoint's key, if it needs one."
+    )
+    resume: Optional[str] = Field(
+        None, max_length=200, description="Continue this stopped or failed run: its task id or result folder's name."
+    )
+
+
+class PreviewBody(BaseModel):
+    """Preview a recipe: its first records, nothing written."""
+
+    model_config = ConfigDict(extra="forbid")
+    yaml: str = Field(max_length=MAX_RECIPE_BYTES, description="The recipe, as a recipe YAML file holds it.")
+    api_key: Optional[SecretStr] = Field(
+        None, max_length=1000, description="The writer endpoint's key, if it needs one."
+    )
+
+
+class DatasetPushBody(BaseModel):
+    """Push a result folder to the Hub as a dataset repo. The token is used for this push only."""
+
+    model_config = ConfigDict(extra="forbid")
+    result: str = Field(min_length=1, max_length=200, description="The recipe task id or result folder's name.")
+    repo_id: str = Field(min_length=3, max_length=96, description="Hub dataset repository, owner/name.")
+    private: bool = Field(True, description="Create the repository as private.")
+    token: Optional[SecretStr] = Field(None, max_length=400, description="Hub token with write access (else HF_TOKEN).")
+
+
+def _tasks(request: Request) -> TaskRunner:
+    return request.app.state.tasks
+
+
+@router.post("/run", response_model=TaskRecord, responses=REFUSED)
+def run(body: RunBody, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
+    """Start a recipe run (or resume one) as a task; follow it with ``GET /api/train/tasks/{task_id}``
+    (progress: rows done / total and the drops by gate), stop it with ``DELETE`` there (what was
+    made is kept). The result names the folder, its ``data.jsonl``, the format and the counts."""
+    from trainer_core.recipes.task import start_recipe_task
+
+    return start_recipe_task(tasks, body.yaml, body.api_key, body.resume)
+
+
+@router.post("/preview", responses=REFUSED)
+def preview(body: PreviewBody, tasks: TaskRunner = Depends(_tasks)) -> dict[str, Any]:
+    """Make the recipe's first 5 records and answer with them (each row, or the gate that dropped
+    it), their counts and the full run's estimate; nothing is written. Answered in the request (a
+    short look the editor waits for), refused while training or a task runs."""
+    from trainer_core.recipes.preview import preview_recipe
+    from trainer_core.recipes.task import task_key
+
+    recipe = parse_recipe(load_yaml(body.yaml, "recipe"))
+    key = task_key(recipe, body.api_key, tasks.settings)
+    tasks.check_idle()
+    return preview_recipe(recipe, tasks.settings, key)
+
+
+@router.get("/results")
+def results(tasks: TaskRunner = Depends(_tasks)) -> list[dict[str, Any]]:
+    """The result folders in the data folder's ``recipes/``, newest first, with their counts
+    (``finished`` false: the run was killed or failed; resume it)."""
+    from trainer_core.recipes.results import list_results
+
+    return list_results(tasks.settings)
+
+
+@router.post("/push", response_model=TaskRecord, responses=REFUSED)
+def push(body: DatasetPushBody, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
+    """Push a finished (or stopped) result folder to the Hugging Face Hub as a dataset repo
+    (private by default), as a task."""
+    from trainer_core.recipes.hub_push import start_dataset_push
+
+    return start_dataset_push(tasks, body.result, body.repo_id, body.token, body.private)

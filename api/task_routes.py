@@ -74,7 +74,8 @@ def push(body: PushRequest, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
 def tasks_list(
     job_id: Optional[str] = None, kind: Optional[TaskKind] = None, tasks: TaskRunner = Depends(_tasks)
 ) -> list[TaskRecord]:
-    """Tasks, newest first (only run ``job_id``'s / only ``kind`` when given)."""
+    """Tasks, newest first (only run ``job_id``'s / only ``kind`` when given: ``recipe`` lists the
+    recipe runs)."""
     return tasks.list(job_id, kind)
 
 
@@ -89,7 +90,9 @@ def task(task_id: str, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
 
 @router.delete("/tasks/{task_id}", response_model=CancelResponse)
 def cancel(task_id: str, tasks: TaskRunner = Depends(_tasks)) -> CancelResponse:
-    """Cancel the running task: it ends ``cancelled`` within about two seconds and keeps no files."""
+    """Cancel the running task: it ends ``cancelled`` within about two seconds and keeps no files; a
+    recipe run (``POST /api/recipes/run``) stops instead: the requests in flight finish and what was
+    made is written (its result says ``stopped``), resumable."""
     if not tasks.cancel(task_id):
         return CancelResponse(status="idle", message=f"task {task_id} is not running")
     return CancelResponse(status="cancelling", message=f"cancelling {task_id}")
@@ -116,7 +119,7 @@ def task_file(tasks: TaskRunner, task_id: str, name: str) -> Path:
     "/tasks/{task_id}/files/{name:path}", response_class=FileResponse, responses={404: {"description": "No such file"}}
 )
 def download(task_id: str, name: str, tasks: TaskRunner = Depends(_tasks)) -> FileResponse:
-    """Download one file a finished export or evaluation wrote (its name as listed in the result)."""
+    """Download one file a finished export, evaluation or recipe run wrote (its name as listed in the result)."""
     path = task_file(tasks, task_id, name)
     return FileResponse(path, filename=path.name)
 

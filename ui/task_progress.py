@@ -78,7 +78,7 @@ TASK_CHECK_S = 2.0  # how often a panel's Cancel task button checks for a runnin
 
 
 def cancel_button(tasks: TaskRunner) -> dict[str, Any]:
-    """The *Cancel task* button's state: enabled only while an export, evaluation or push runs."""
+    """The *Cancel task* button's state: enabled only while a task (export, evaluation, push, recipe) runs."""
     return gr.update(interactive=tasks.current() is not None)
 
 

@@ -162,6 +162,20 @@ def outside(tmp_path_factory) -> Path:
     return folder
 
 
+def locked_settings(data_dir: Path, allowed_paths: str) -> Any:
+    """Settings of the whole app with login (``USER`` / ``PASSWORD``) and the API ``TOKEN`` on."""
+    from trainer_core.settings import Settings
+
+    return Settings(
+        data_dir=data_dir,
+        allowed_paths=allowed_paths,
+        username=USER,
+        password=PASSWORD,
+        api_token=TOKEN,
+        login_attempts_per_minute=10_000,
+    )
+
+
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory, datasets_dir):
     """(settings, runner, url) of the whole app with login + token, a fake stepping worker."""

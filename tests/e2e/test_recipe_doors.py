@@ -1,107 +1,146 @@
-"""The "Make a dataset from documents" panel's events called raw, as an attacker would (the whole app,
-login and token on; no model is reached: every call here is refused before a request): files and
-folders outside the allowed ones, result names that climb out of ``DATA_DIR/recipes``, a key that
-must never come back or reach the log, and recipes too big or built to expand."""
+"""The recipe doors of the whole app (login and token on) tried with raw HTTP as an attacker would:
+documents, seed rows and resume folders outside the allowed folders, a remote endpoint, the server's
+environment named as the key; and one real run, preview and push whose key (the studio's token, the
+writer being the app's own /v1 serving the tiny model) and Hub token are then searched for in every
+answer, the task store, the data folder's files and the logs. The Hub is not reachable here: a push
+ends failed saying so, as a model push does (tests/e2e/test_task_security.py)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
 
+import httpx
 import pytest
+import yaml
 
-from tests.e2e.conftest import CANARY, assert_no_canary, logged_in, snapshot
-from tests.support.raw_gradio import RawGradio, error_text, file_value
-from trainer_core.recipes.library import template_text
+from tests.e2e.conftest import CANARY, TOKEN, ServerThread, api, locked_settings, wait_for
+from tests.support import fake_workers
+from tests.support.recipe_server import RUN, topics_recipe
 
 pytestmark = pytest.mark.slow
-KEY = "sk-recipe-key-that-must-never-echo-7"
+HF_TOKEN = "hf_DatasetPushTokenNeverEcho42"
 
 
-def _page_values(recipe: str, **fields) -> list:
-    """The inputs of recipe_preview / recipe_run: recipe, key, then the panel's fields in order."""
-    values = dict(docs=None, paths="", seed="", topics="", chunk=512, overlap=64, tokenizer="", endpoint="",
-                  model="base", concurrency=1)  # fmt: skip
-    values.update(fields)
-    return [recipe, KEY, *values.values()]
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, tiny_model_dir):
+    """(settings, url, /v1 URL): the whole app, its own /v1 serving the tiny model as run RUN."""
+    from server import build_app
+    from trainer_core.runs.job import JobRunner
+    from trainer_core.runs.store import RunStore
+
+    mine = tmp_path_factory.mktemp("mine")
+    settings = locked_settings(tmp_path_factory.mktemp("data"), f"{mine},{tiny_model_dir.parent}")
+    store = RunStore(settings.db_path)
+    runner = JobRunner(worker_target=fake_workers.stepping_worker, runs_dir=settings.runs_dir, store=store)
+    shutil.copytree(tiny_model_dir, settings.runs_dir / RUN)
+    store.create_run(RUN, {"model_name": str(tiny_model_dir)}, str(settings.runs_dir / RUN), "completed")
+    with ServerThread(build_app(settings, runner)) as server:
+        url = server.url.rstrip("/")
+        yield settings, url, f"{url}/v1"
 
 
-def _notice(message: dict) -> str:
-    assert message.get("success"), error_text(message)[:300]
-    data = message["output"]["data"]
-    return json.dumps(data)
+def _recipe(v1: str, **changes) -> str:
+    data = topics_recipe(v1, RUN, ["cats", "ox", "dogs"])
+    data["model"].pop("api_key_env")  # the key comes in the request's api_key field
+    data.update(changes)
+    return yaml.safe_dump(data)
 
 
-def test_documents_and_seeds_outside_the_allowed_folders_are_refused(studio, outside):
-    settings, runner, url = studio
-    raw = RawGradio(logged_in(url))
-    preview, run = raw.fn_index("recipe_preview"), raw.fn_index("recipe_run")
-    before = snapshot(outside)
-    recipe = template_text("embedding_pairs")
-    for fields, said in (
-        ({"docs": [file_value(str(outside / "canary.jsonl"))]}, "not uploaded"),
-        ({"paths": str(outside)}, "path_not_allowed"),
-        ({"paths": str(settings.data_dir / ".." / outside.name)}, "path_not_allowed"),
-        ({"seed": str(outside / "canary.jsonl")}, "seed_rows"),
+def test_recipe_doors_need_the_token(app):
+    _, url, _ = app
+    anonymous = httpx.Client(base_url=url, timeout=30)
+    for method, path, body in (
+        ("POST", "/api/recipes/run", {"yaml": "x"}),
+        ("POST", "/api/recipes/preview", {"yaml": "x"}),
+        ("GET", "/api/recipes/results", None),
+        ("POST", "/api/recipes/push", {"result": "x", "repo_id": "a/b"}),
     ):
-        for fn in (preview, run):
-            message = raw.call(fn, _page_values(recipe, endpoint="http://127.0.0.1:9/v1", **fields))
-            text = json.dumps(message)
-            assert CANARY not in text and KEY not in text, text[:400]
-            assert said in text or said in error_text(message), (fields, text[:400])
-    (settings.data_dir / "notes.md").write_text("# Notes\n\nA paragraph of notes to cut into chunks.\n")
-    tokenizer = _page_values(recipe, paths=str(settings.data_dir / "notes.md"), tokenizer=str(outside / "model"))
-    said = _notice(raw.call(preview, [*tokenizer[:-3], "http://127.0.0.1:9/v1", *tokenizer[-2:]]))
-    assert "Tokenizer that counts the tokens: " in said and "is not on this machine" in said and CANARY not in said
-    assert runner.status().phase.value == "idle"
-    assert snapshot(outside) == before
-    assert not (settings.data_dir / "recipes").exists() or not any((settings.data_dir / "recipes").iterdir())
-    assert_no_canary(settings.data_dir)
+        assert anonymous.request(method, path, json=body).status_code == 401, path
 
 
-def test_result_names_never_leave_the_recipes_folder(studio, outside):
-    settings, runner, url = studio
-    raw = RawGradio(logged_in(url))
-    use, resume = raw.fn_index("recipe_use"), raw.fn_index("recipe_resume")
-    (settings.data_dir / "data.jsonl").write_text('{"text": "beside"}\n')
-    for name in ("..", "../..", str(outside), f"../{outside.name}", "x/../../..", "\x00", "a" * 5000, {"x": 1}):
-        message = raw.call(use, [name])
-        text = json.dumps(message)
-        assert CANARY not in text and str(settings.data_dir) not in text, text[:400]
-        if message.get("success"):
-            upload, paths, *_, said = message["output"]["data"]
-            assert "value" not in paths and "Result:" in said["value"]
-        shown = raw.call(resume, [KEY, name])
-        assert KEY not in json.dumps(shown) and runner.status().phase.value == "idle"
+def test_paths_endpoints_and_folders_outside_are_refused(app, tmp_path):
+    settings, url, v1 = app
+    client = api(url)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.md").write_text(f"# {CANARY}\n")
+    (outside / "rows.jsonl").write_text(json.dumps({"topic": CANARY}) + "\n")
+    (settings.data_dir / "recipes").mkdir(exist_ok=True)
+    (settings.data_dir / "recipes" / "escape").symlink_to(outside, target_is_directory=True)
+    (outside / "recipe.yaml").write_text(_recipe(v1))
+    cases = [
+        ({"yaml": _recipe(v1, topics=[], documents=[str(outside / "notes.md")])}, "documents"),
+        ({"yaml": _recipe(v1, topics=[], documents=["../../../" + str(outside)])}, "documents"),
+        ({"yaml": _recipe(v1, topics=[], seed_rows=str(outside / "rows.jsonl"))}, "seed_rows"),
+        (
+            {"yaml": _recipe(v1, model={**yaml.safe_load(_recipe(v1))["model"], "endpoint": "http://10.1.2.3/v1"})},
+            "endpoint",
+        ),
+        (
+            {
+                "yaml": _recipe(v1, model={**yaml.safe_load(_recipe(v1))["model"], "api_key_env": "HF_TOKEN"}),
+                "api_key": None,
+            },
+            "api_key_env",  # no key sent: the server reads no environment variable for one
+        ),
+        ({"yaml": "", "resume": "../../" + outside.name}, "resume"),
+        ({"yaml": "", "resume": str(outside)}, "resume"),
+        ({"yaml": "", "resume": "escape"}, "resume"),  # a link in the recipes folder that leads out
+    ]
+    for body, field in cases:
+        for door in ("/api/recipes/run", "/api/recipes/preview"):
+            if door.endswith("preview") and "resume" in body:
+                continue
+            answer = client.post(door, json={"api_key": TOKEN, **body})
+            assert answer.status_code == 400, (door, field, answer.text)
+            assert field in answer.json()["detail"] and answer.json()["code"], answer.text
+            assert CANARY not in answer.text and TOKEN not in answer.text and "Traceback" not in answer.text
+    assert client.get("/api/train/tasks", params={"kind": "recipe"}).json() == []  # no task was started
+    assert "escape" not in [r["name"] for r in client.get("/api/recipes/results").json()]
+    bad = client.post("/api/recipes/run", json={"yaml": "x", "api_key": TOKEN, "key": "misnamed"})
+    assert bad.status_code == 422 and TOKEN not in bad.text
 
 
-def test_the_key_never_comes_back_nor_reaches_the_log(studio, caplog, capfd):
-    settings, runner, url = studio
-    raw = RawGradio(logged_in(url))
-    recipe = template_text("embedding_pairs")
-    with caplog.at_level(logging.DEBUG):
-        for endpoint in ("http://example.com/v1", f"http://user:{KEY}@127.0.0.1:9/v1", "ftp://127.0.0.1/v1"):
-            for api_name in ("recipe_preview", "recipe_run"):
-                values = _page_values(recipe, paths=str(settings.data_dir / "notes.md"), endpoint=endpoint)
-                message = raw.call(raw.fn_index(api_name), values)
-                assert KEY not in json.dumps(message) and "endpoint" in json.dumps(message), message
-        raw.call(raw.fn_index("recipe_stop"), [])
-    captured = capfd.readouterr()
-    assert KEY not in captured.out + captured.err and KEY not in caplog.text
+def test_a_run_preview_and_push_keep_the_key_and_token_to_themselves(app, caplog, capfd):
+    caplog.set_level(logging.DEBUG)
+    settings, url, v1 = app
+    client = api(url)
+    answers = []
+    preview = client.post("/api/recipes/preview", json={"yaml": _recipe(v1), "api_key": TOKEN})
+    answers.append(preview.text)
+    assert preview.status_code == 200, preview.text
+    assert [r["record"] for r in preview.json()["records"]] == [0, 1, 2]
+    assert preview.json()["preview"]["dropped"]["length"] == 1
+    assert not (settings.data_dir / "recipes").exists() or not any((settings.data_dir / "recipes").glob("topics-*"))
 
+    started = client.post("/api/recipes/run", json={"yaml": _recipe(v1), "api_key": TOKEN})
+    answers.append(started.text)
+    assert started.status_code == 200 and started.json()["kind"] == "recipe", started.text
+    task_id = started.json()["task_id"]
+    wait_for(lambda: client.get(f"/api/train/tasks/{task_id}").json()["phase"] != "running", 300, "recipe run")
+    done = client.get(f"/api/train/tasks/{task_id}").json()
+    assert done["phase"] == "completed" and done["result"]["counts"]["made"] == 3, done
+    data = client.get(f"/api/train/tasks/{task_id}/files/data.jsonl")  # downloadable as an export's files
+    assert data.status_code == 200 and len(data.text.splitlines()) == done["result"]["counts"]["kept"]
+    assert client.get(f"/api/train/tasks/{task_id}/files/made.jsonl").status_code == 404
+    listed = client.get("/api/recipes/results").json()
+    assert listed[0]["name"] == done["result"]["name"] and listed[0]["counts"] == done["result"]["counts"]
+    answers += [json.dumps(done), json.dumps(listed), client.get("/api/train/tasks").text]
 
-def test_huge_and_expanding_recipes_are_refused_in_the_notice(studio):
-    settings, runner, url = studio
-    raw = RawGradio(logged_in(url))
-    preview = raw.fn_index("recipe_preview")
-    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, n in zip("abcdefgh", "bcdefghi")
-    )
-    for recipe, said in (
-        ("name: x\ndescription: " + "y" * (300 * 1024), "a recipe is at most 256 KB"),
-        (laughs, "aliases (*name) are not taken"),
-        ("[1, 2", "cannot be read as YAML"),
-        ("- a list", "a recipe is a mapping"),
-    ):
-        assert said in _notice(raw.call(preview, _page_values(recipe, topics="a"))), said
-    assert runner.status().phase.value == "idle"
+    pushed = client.post("/api/recipes/push", json={"result": task_id, "repo_id": "someone/topics", "token": HF_TOKEN})
+    answers.append(pushed.text)
+    assert pushed.status_code == 200 and pushed.json()["request"]["repo_type"] == "dataset", pushed.text
+    push_id = pushed.json()["task_id"]
+    wait_for(lambda: client.get(f"/api/train/tasks/{push_id}").json()["phase"] != "running", 120, "push")
+    failed = client.get(f"/api/train/tasks/{push_id}").json()
+    assert failed["phase"] == "failed" and "could not reach" in failed["error"], failed  # no Hub here
+    answers.append(json.dumps(failed))
+
+    out, err = capfd.readouterr()
+    for text in [*answers, caplog.text, out, err]:
+        assert TOKEN not in text and HF_TOKEN not in text
+    for path in settings.data_dir.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes() and HF_TOKEN.encode() not in path.read_bytes(), path

@@ -16,12 +16,14 @@ from pydantic import SecretStr
 from tests.e2e.conftest import TOKEN
 from tests.support.cli_here import cli_main
 from tests.support.documents import alpaca_paragraphs, write_pdf
-from tests.support.recipe_server import studio_v1
+from tests.support.recipe_server import studio_v1, topics_recipe
 from trainer_core.recipes.errors import MODEL_UNREACHABLE
+from trainer_core.recipes.journal import read_made
 from trainer_core.recipes.library import template_text
-from trainer_core.recipes.output import DATA_FILE, write_result
+from trainer_core.recipes.output import DATA_FILE, result_folder, write_result
 from trainer_core.recipes.run import run_recipe
 from trainer_core.recipes.schema import parse_recipe
+from trainer_core.recipes.task_worker import make_into
 from trainer_core.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -133,3 +135,22 @@ def test_stop_keeps_what_was_made(served, tiny_model_dir, caplog):
     assert len((folder / DATA_FILE).read_text().splitlines()) == result.counts["kept"]
     assert f"(stopped at {result.counts['made']} of 6)" in (folder / "README.md").read_text()
     _no_key_anywhere(settings, caplog.text)
+
+
+def test_cli_resume_finishes_a_stopped_run_in_its_folder(served, tmp_path, capsys, caplog):
+    caplog.set_level(logging.DEBUG)
+    settings, url, model, _ = served
+    data = topics_recipe(url, model, ["cats", "ox", "dogs", "birds"])
+    data["model"]["api_key_env"] = KEY_VARIABLE
+    recipe = parse_recipe(data)
+    folder, stop = result_folder(recipe, settings), threading.Event()
+    first = make_into(recipe, SecretStr(TOKEN), settings, folder, stop, lambda done, total, dropped: stop.set())
+    assert first["stopped"] and 1 <= first["made"] < 4
+    assert _cli(served, data, tmp_path, "--resume", folder.name) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["folder"] == str(folder) and report["made"] == report["records"] == 4
+    assert report["dropped"]["length"] == 1 and not report["stopped"]
+    assert report["requests"] == 4  # one request per record over both parts: none asked twice
+    assert [r.index for r in read_made(folder)] == [0, 1, 2, 3]
+    _no_key_anywhere(settings, out, err, caplog.text)

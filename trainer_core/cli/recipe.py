@@ -1,14 +1,18 @@
-"""``python -m trainer_core recipe run RECIPE.yaml [--preview N] [--api-key-env NAME]``, ``recipe
-templates`` and ``recipe show TEMPLATE``: make a dataset from documents, seed rows or topics with a
-writer model (``trainer_core.recipes``).
+"""``python -m trainer_core recipe run RECIPE.yaml [--preview N] [--api-key-env NAME] [--resume
+FOLDER] [--push-to OWNER/NAME [--public]]``, ``recipe templates`` and ``recipe show TEMPLATE``: make
+a dataset from documents, seed rows or topics with a writer model (``trainer_core.recipes``).
 
 A run writes ``DATA_DIR/recipes/<name>-<time>/`` (``data.jsonl`` and its data card, see
-``recipes.output``) and prints its report as JSON on stdout; progress goes to stderr. ``--preview
-N`` makes the first N records, prints each (its row, or the gate that dropped it) and the full
-run's records, seconds and tokens scaled from them, and writes nothing. The key comes from the
-environment variable the recipe names (``model.api_key_env``) or ``--api-key-env``; it is never
-printed. Ctrl-C stops: the records made so far are written. Exit
-codes: 0 made, 1 the writer model failed, 2 bad input, 130 stopped.
+``recipes.output``; each record is appended as it is made, ``recipes.journal``) and prints its
+report as JSON on stdout; progress goes to stderr. ``--resume FOLDER`` continues a stopped or
+failed run in its folder (its name in ``DATA_DIR/recipes``), skipping the records it made; the
+recipe must be the folder's but for ``model``. ``--push-to`` pushes the result folder to the Hub as
+a dataset repo (private unless ``--public``; the token from ``HF_TOKEN``). ``--preview N`` makes the
+first N records, prints each (its row, or the gate that dropped it) and the full run's records,
+seconds and tokens scaled from them, and writes nothing. The key comes from the environment
+variable the recipe names (``model.api_key_env``) or ``--api-key-env``; it is never printed. Ctrl-C
+stops: the records made so far are written. Exit codes: 0 made, 1 the writer model or the push
+failed, 2 bad input, 130 stopped.
 """
 
 from __future__ import annotations
@@ -23,11 +27,17 @@ from typing import Any, Optional
 
 from pydantic import SecretStr
 
+from trainer_core.export.hub_push import HubPushError, repo_id_problem
+from trainer_core.paths import PathNotAllowed
 from trainer_core.recipes.errors import MODEL_UNREACHABLE, RecipeError
+from trainer_core.recipes.hub_push import push_result
 from trainer_core.recipes.library import template_names, template_text
-from trainer_core.recipes.output import summary, write_result
-from trainer_core.recipes.run import RecipeResult, full_run_estimate, run_recipe
+from trainer_core.recipes.output import result_folder
+from trainer_core.recipes.preview import preview_report, shown_records
+from trainer_core.recipes.run import RecipeResult, run_recipe
 from trainer_core.recipes.schema import read_recipe
+from trainer_core.recipes.task import folder_in_recipes, same_recipe
+from trainer_core.recipes.task_worker import make_into
 from trainer_core.settings import get_settings
 
 
@@ -45,6 +55,11 @@ def add_parser(sub: Any) -> None:
         metavar="NAME",
         help="Environment variable holding the endpoint's key (overrides the recipe's).",
     )
+    run.add_argument(
+        "--resume", metavar="FOLDER", help="Continue the stopped or failed run in this result folder (its name)."
+    )
+    run.add_argument("--push-to", metavar="OWNER/NAME", help="Push the result to this Hub dataset repo (HF_TOKEN).")
+    run.add_argument("--public", action="store_true", help="With --push-to: create the dataset repo as public.")
     actions.add_parser("templates", help="List the built-in recipes.")
     show = actions.add_parser("show", help="Print a built-in recipe's YAML (save it, edit it, run it).")
     show.add_argument("template", choices=template_names())
@@ -69,11 +84,23 @@ def _run(args: argparse.Namespace) -> int:
     settings = get_settings()
     recipe = read_recipe(args.file)
     key = _key(args.api_key_env or recipe.model.api_key_env)
+    if args.preview and (args.resume or args.push_to):
+        raise RecipeError("--preview writes nothing: it takes no --resume or --push-to", fields=("preview",))
+    if args.push_to and (problem := repo_id_problem(args.push_to)):
+        raise RecipeError(f"--push-to: {problem}", fields=("push_to",))
+    folder = folder_in_recipes(settings, args.resume) if args.resume else result_folder(recipe, settings)
+    if args.resume:
+        same_recipe(recipe, folder)
     stop, outcome = threading.Event(), {}
 
     def work() -> None:
         try:
-            outcome["result"] = run_recipe(recipe, settings, key, preview=args.preview, progress=_progress, stop=stop)
+            if args.preview:
+                outcome["result"] = run_recipe(
+                    recipe, settings, key, preview=args.preview, progress=_progress, stop=stop
+                )
+            else:
+                outcome["report"] = make_into(recipe, key, settings, folder, stop, _progress)
         except BaseException as exc:  # handed to the main thread
             outcome["error"] = exc
 
@@ -88,20 +115,22 @@ def _run(args: argparse.Namespace) -> int:
         thread.join()
     if "error" in outcome:
         raise outcome["error"]
-    result: RecipeResult = outcome["result"]
     if args.preview:
-        for record in sorted([*result.kept, *result.dropped], key=lambda r: r.index):
-            shown = (
-                {"record": record.index, "row": record.output}
-                if record.output and not record.reason
-                else {"record": record.index, "dropped": record.reason, "why": record.detail}
-            )
+        result: RecipeResult = outcome["result"]
+        for shown in shown_records(result):
             print(json.dumps(shown, ensure_ascii=False))
-        print(json.dumps({"preview": summary(recipe, result), "full_run_estimate": full_run_estimate(recipe, result)}))
-    else:
-        folder = write_result(recipe, result, settings)
-        print(json.dumps({"folder": str(folder), **summary(recipe, result)}))
-    return 130 if result.stopped else 0
+        print(json.dumps(preview_report(recipe, result)))
+        return 130 if result.stopped else 0
+    report = {"folder": str(folder), **outcome["report"]}
+    code = 130 if report["stopped"] else 0
+    if args.push_to and not report["stopped"]:
+        try:
+            report["pushed"] = push_result({"repo_id": args.push_to, "private": not args.public}, folder)
+        except HubPushError as exc:
+            print(f"error [hub_push_failed]: {exc} (the dataset is kept in {folder})", file=sys.stderr)
+            code = 1
+    print(json.dumps(report))
+    return code
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,6 +143,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         return _run(args)
-    except RecipeError as exc:
+    except (RecipeError, PathNotAllowed) as exc:
         print(f"error [{exc.code}]: {exc}", file=sys.stderr)
         return 1 if exc.code == MODEL_UNREACHABLE else 2

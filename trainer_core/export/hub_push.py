@@ -59,7 +59,8 @@ def operations(export: dict[str, Any]) -> list[Any]:
     return ops
 
 
-def _redact(text: str, token: Optional[str]) -> str:
+def redact(text: str, token: Optional[str]) -> str:
+    """``text`` with ``token`` replaced by ``***``."""
     return text.replace(token, "***") if token else text
 
 
@@ -93,8 +94,12 @@ def _explain(exc: BaseException, repo_id: str, host: str) -> str:
     return f"the push to {repo_id} failed: {type(exc).__name__}: {exc}"
 
 
-def push_export(request: dict[str, Any], export: dict[str, Any], say: Any = lambda message: None) -> PushResult:
-    """Create the repo and commit the export's files. Raises HubPushError."""
+def commit_files(
+    request: dict[str, Any], ops: Any, message: str, repo_type: str = "model", say: Any = lambda message: None
+) -> tuple[str, bool]:
+    """Create ``request["repo_id"]`` (a ``repo_type`` repo, private unless ``request["private"]`` is
+    False) and commit ``ops`` (a list, or a callable making it once the Hub answers) in one commit;
+    returns (its URL, private). Raises HubPushError (see the module docstring)."""
     from urllib.parse import urlparse
 
     from huggingface_hub import HfApi, constants
@@ -112,20 +117,28 @@ def push_export(request: dict[str, Any], export: dict[str, Any], say: Any = lamb
         raise HubPushError(f"could not reach {host}: check the network (or proxy) and push again; nothing was pushed")
     api = HfApi(token=token)
     try:
-        ops = operations(export)
+        ops = ops() if callable(ops) else ops
         say(f"Creating {repo_id} ({'private' if private else 'public'})")
-        url = api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
+        url = api.create_repo(repo_id, private=private, exist_ok=True, repo_type=repo_type)
         say(f"Uploading {len(ops)} files to {repo_id}")
-        api.create_commit(
-            repo_id,
-            ops,
-            commit_message=f"Export {export.get('model')} ({(export.get('result') or {}).get('format')}) "
-            "from Finetune Studio",
-        )
+        api.create_commit(repo_id, ops, commit_message=message, repo_type=repo_type)
     except Exception as exc:  # noqa: BLE001 - the Hub client raises httpx, OSError and its own errors alike
-        raise HubPushError(_redact(_explain(exc, repo_id, host), token)) from None
-    log.info("pushed %d files to %s", len(ops), repo_id)
-    return PushResult(repo_id=repo_id, url=str(url), private=private, files=[op.path_in_repo for op in ops])
+        raise HubPushError(redact(_explain(exc, repo_id, host), token)) from None
+    log.info("pushed %d files to %s (%s)", len(ops), repo_id, repo_type)
+    return str(url), private
+
+
+def push_export(request: dict[str, Any], export: dict[str, Any], say: Any = lambda message: None) -> PushResult:
+    """Create the repo and commit the export's files. Raises HubPushError."""
+    ops: list[Any] = []
+
+    def made() -> list[Any]:
+        ops.extend(operations(export))
+        return ops
+
+    message = f"Export {export.get('model')} ({(export.get('result') or {}).get('format')}) from Finetune Studio"
+    url, private = commit_files(request, made, message, "model", say)
+    return PushResult(repo_id=request["repo_id"], url=url, private=private, files=[op.path_in_repo for op in ops])
 
 
 def run_push(request: dict[str, Any], context: dict[str, Any], events: Any, stop: Any) -> None:
@@ -147,7 +160,7 @@ def run_push(request: dict[str, Any], context: dict[str, Any], events: Any, stop
         events.put(
             (
                 TaskEvent.ERROR,
-                {"message": _redact(f"the push failed: {type(exc).__name__}: {exc}", token), "kind": "internal"},
+                {"message": redact(f"the push failed: {type(exc).__name__}: {exc}", token), "kind": "internal"},
             )
         )
         return

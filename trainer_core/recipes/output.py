@@ -17,6 +17,7 @@ from trainer_core.recipes.writer import shown_endpoint
 from trainer_core.settings import Settings
 
 DATA_FILE = "data.jsonl"
+RESULT_FILES = (DATA_FILE, "README.md", "recipe.yaml", "report.json", "rows.jsonl", "dropped.jsonl")  # not made.jsonl
 RECIPES_FOLDER = "recipes"  # under the data dir: an allowed folder, so the Train tab can read the result
 
 

@@ -61,33 +61,32 @@ def _check_sources(recipe: Recipe, settings: Settings) -> None:
             raise RecipeError(f"seed_rows: '{path.name}' does not exist", fields=("seed_rows",))
 
 
-def resume_folder(tasks: TaskRunner, resume: str) -> Path:
-    """The result folder ``resume`` names: a recipe task id, or a folder name in
-    ``DATA_DIR/recipes``. Raises TaskRefused (404 unknown, 400 outside the recipes folder)."""
-    settings = tasks.settings
+def folder_in_recipes(settings: Settings, name: str, field: str = "resume") -> Path:
+    """The result folder ``name`` (a folder's name, or its path) in ``DATA_DIR/recipes``, through the
+    path check (a link out of it is refused). Raises RecipeError / PathNotAllowed naming ``field``."""
     recipes = (Path(settings.data_dir) / RECIPES_FOLDER).resolve()
-    record = tasks.get(resume)
-    if record is not None and record.kind == TaskKind.recipe and record.output_dir:
-        name = record.output_dir
-    elif resume and Path(resume).name == resume and resume not in (".", ".."):
-        name = str(recipes / resume)
-    else:
-        raise TaskRefused(
-            f"resume: '{resume[:120]}' is neither a recipe task id nor a result folder's name in {RECIPES_FOLDER}/",
-            400,
-            code="invalid_setting",
-            fields=("resume",),
-        )
-    try:
-        folder = confine(name, [recipes], "resume")
-    except PathNotAllowed as exc:
-        raise TaskRefused(str(exc), 400, code=exc.code, fields=("resume",)) from None
+    if not name or name in (".", ".."):
+        raise RecipeError(f"{field}: name a result folder in {RECIPES_FOLDER}/", fields=(field,))
+    folder = confine(recipes / name if Path(name).name == name else name, [recipes], field)
     if not (folder / "recipe.yaml").is_file():
-        raise TaskRefused(f"resume: no recipe result folder '{folder.name}'", 404, code="not_found", fields=("resume",))
+        raise RecipeError(f"{field}: no recipe result folder '{folder.name}'", fields=(field,), code="not_found")
     return folder
 
 
-def _same_recipe(recipe: Recipe, folder: Path) -> None:
+def named_folder(tasks: TaskRunner, name: str, field: str = "resume") -> Path:
+    """The result folder ``name`` names: a recipe task id, or as ``folder_in_recipes`` takes it.
+    Raises TaskRefused naming ``field`` (404 unknown, 400 outside the recipes folder)."""
+    record = tasks.get(name) if name else None
+    if record is not None and record.kind == TaskKind.recipe and record.output_dir:
+        name = record.output_dir
+    try:
+        return folder_in_recipes(tasks.settings, name, field)
+    except (RecipeError, PathNotAllowed) as exc:
+        status = 404 if exc.code == "not_found" else 400
+        raise TaskRefused(str(exc), status, code=exc.code, fields=(field,)) from None
+
+
+def same_recipe(recipe: Recipe, folder: Path) -> None:
     """RecipeError unless ``recipe`` is the folder's recipe but for ``model`` (the records are
     numbered by it: a resume with other sources or columns would mix two datasets)."""
     earlier = parse_recipe(load_yaml((folder / "recipe.yaml").read_text(encoding="utf-8"), "recipe.yaml"))
@@ -116,13 +115,13 @@ def start_recipe_task(
     from trainer_core.recipes.task_worker import run_recipe_task
 
     settings = tasks.settings
-    folder = resume_folder(tasks, resume) if resume else None
+    folder = named_folder(tasks, resume) if resume else None
     try:
         if folder is not None and not (recipe_text or "").strip():
             recipe_text = (folder / "recipe.yaml").read_text(encoding="utf-8")
         recipe = parse_recipe(load_yaml(recipe_text or "", "recipe"))
         if folder is not None:
-            _same_recipe(recipe, folder)
+            same_recipe(recipe, folder)
         check_endpoint(recipe.model.endpoint, settings.allow_remote_recipe_models)
         key = task_key(recipe, api_key, settings)
         _check_sources(recipe, settings)

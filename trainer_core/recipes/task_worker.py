@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from pydantic import SecretStr
 
 from trainer_core.recipes.errors import RecipeError
 from trainer_core.recipes.journal import Journal, read_made
-from trainer_core.recipes.output import DATA_FILE, summary, write_result
-from trainer_core.recipes.run import RecipeResult, run_recipe
-from trainer_core.recipes.schema import load_yaml, parse_recipe, recipe_yaml
+from trainer_core.recipes.output import DATA_FILE, RESULT_FILES, summary, write_result
+from trainer_core.recipes.run import Progress, RecipeResult, run_recipe
+from trainer_core.recipes.schema import Recipe, load_yaml, parse_recipe, recipe_yaml
+from trainer_core.settings import Settings
 from trainer_core.tasks.schemas import TaskEvent
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,11 @@ def _earlier_parts(folder: Path) -> dict[str, float]:
 
 
 def task_result(folder: Path, report: dict[str, Any]) -> dict[str, Any]:
-    """The task's result: the folder, its data file, the format, the counts and the report."""
+    """The task's result: the folder, its data file, the format, the counts, the report and the
+    files (downloadable through the task routes, as an export's are)."""
+    files = [{"name": n, "size_bytes": (folder / n).stat().st_size} for n in RESULT_FILES if (folder / n).is_file()]
     return {
+        "files": files,
         "output_dir": str(folder),
         "name": folder.name,
         "data_file": str(folder / DATA_FILE),
@@ -54,27 +58,27 @@ def task_result(folder: Path, report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def make_into(request: dict[str, Any], context: dict[str, Any], events: Any, stop: Any) -> dict[str, Any]:
-    """Run the recipe into ``context["folder"]``; returns the task's result. Raises RecipeError."""
-    settings, folder = context["settings"], Path(context["folder"])
-    recipe = parse_recipe(load_yaml(request["recipe_yaml"], "recipe"))
-    key = SecretStr(request["api_key"]) if request.get("api_key") else None
+def make_into(
+    recipe: Recipe,
+    api_key: Optional[SecretStr],
+    settings: Settings,
+    folder: Path,
+    stop: Any,
+    progress: Optional[Progress] = None,
+) -> dict[str, Any]:
+    """Run ``recipe`` into ``folder`` (new, or a stopped run's: its records are skipped); returns
+    the run's report (``output.summary``, all parts counted). Raises RecipeError."""
     folder.mkdir(parents=True, exist_ok=True)
     made_before, earlier = read_made(folder), _earlier_parts(folder)
     (folder / "recipe.yaml").write_text(recipe_yaml(recipe), encoding="utf-8")
     if not made_before:
         (folder / DATA_FILE).write_text("", encoding="utf-8")
-
-    def progress(done: int, total: int, dropped: dict[str, int]) -> None:
-        fraction = done / total if total else 1.0
-        events.put((TaskEvent.PROGRESS, {"fraction": fraction, "message": progress_message(done, total, dropped)}))
-
     journal = Journal(folder, DATA_FILE)
     try:
         result: RecipeResult = run_recipe(
             recipe,
             settings,
-            key,
+            api_key,
             progress=progress,
             stop=stop,
             on_record=journal.append,
@@ -85,7 +89,20 @@ def make_into(request: dict[str, Any], context: dict[str, Any], events: Any, sto
     for name in PARTS:
         setattr(result, name, getattr(result, name) + earlier.get(name, 0))
     write_result(recipe, result, settings, folder)
-    return task_result(folder, summary(recipe, result))
+    return summary(recipe, result)
+
+
+def _task_run(request: dict[str, Any], context: dict[str, Any], events: Any, stop: Any) -> dict[str, Any]:
+    """The task's run: the recipe and key of ``request`` into ``context["folder"]``; its result."""
+    recipe = parse_recipe(load_yaml(request["recipe_yaml"], "recipe"))
+    key = SecretStr(request["api_key"]) if request.get("api_key") else None
+
+    def progress(done: int, total: int, dropped: dict[str, int]) -> None:
+        fraction = done / total if total else 1.0
+        events.put((TaskEvent.PROGRESS, {"fraction": fraction, "message": progress_message(done, total, dropped)}))
+
+    folder = Path(context["folder"])
+    return task_result(folder, make_into(recipe, key, context["settings"], folder, stop, progress))
 
 
 def run_recipe_task(request: dict[str, Any], context: dict[str, Any], events: Any, stop: Any) -> None:
@@ -96,7 +113,7 @@ def run_recipe_task(request: dict[str, Any], context: dict[str, Any], events: An
     exit_with_parent()
     key = request.get("api_key") or ""
     try:
-        events.put((TaskEvent.RESULT, make_into(request, context, events, stop)))
+        events.put((TaskEvent.RESULT, _task_run(request, context, events, stop)))
     except RecipeError as exc:
         events.put((TaskEvent.ERROR, {"message": str(exc), "kind": "input"}))
     except BaseException as exc:  # noqa: BLE001 - the process boundary; the key is redacted

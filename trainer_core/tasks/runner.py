@@ -204,6 +204,11 @@ class TaskRunner:
         self._thread.start()
         return record.model_copy(deep=True)
 
+    def check_idle(self) -> None:
+        """TaskRefused (409) while a training job or a task runs (for work done in the request, such
+        as a recipe preview, that claims nothing)."""
+        self._refuse_if_busy()
+
     def _refuse_if_busy(self) -> None:
         """TaskRefused (409) while a training job or another task runs."""
         if self._jobs.status(with_history=False).is_training_running:
@@ -273,8 +278,10 @@ class TaskRunner:
                         self._save_current()
                 elif kind == TaskEvent.RESULT:
                     phase = TaskPhase.failed if payload.get("passed") is False else TaskPhase.completed
-                    if self._cancelled:
-                        final = (TaskPhase.cancelled, payload if keeps else None, None)
+                    if self._cancelled and keeps:  # stopped with what it made (or it had just finished)
+                        final = (TaskPhase.cancelled if payload.get("stopped") else phase, payload, None)
+                    elif self._cancelled:
+                        final = (TaskPhase.cancelled, None, None)
                     else:
                         final = (phase, payload, None)
                     break

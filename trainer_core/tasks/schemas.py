@@ -58,7 +58,7 @@ class TaskRecord(BaseModel):
     output_dir: Optional[str] = Field(None, description="Where the task's files are (inside the run's folder).")
 
     def file_names(self) -> list[str]:
-        """The names of the files this task listed once finished (an export's files; an
+        """The names of the files this task listed once finished (an export's or a recipe run's files; an
         evaluation's predictions and ``scores.json``), in the result's order; [] while it runs."""
         if self.phase == TaskPhase.running or not self.output_dir or not self.result:
             return []

@@ -15,6 +15,8 @@ def test_run_flags_parse():
     args = build_parser().parse_args(["recipe", "run", "r.yaml", "--preview", "5", "--api-key-env", "KEY"])
     assert (args.command, args.action, args.preview, args.api_key_env) == ("recipe", "run", 5, "KEY")
     assert COMMANDS["recipe"] is recipe_command.run
+    args = build_parser().parse_args(["recipe", "run", "r.yaml", "--resume", "qa-1", "--push-to", "me/qa", "--public"])
+    assert (args.resume, args.push_to, args.public) == ("qa-1", "me/qa", True)
 
 
 def test_templates_are_listed_and_shown(capsys):
@@ -48,3 +50,19 @@ def test_bad_input_is_exit_code_2_with_the_refusal(tmp_path, capsys):
     assert "error [remote_writer_model]: model.endpoint: https://api.example.com/v1 is not on this machine" in (
         capsys.readouterr().err
     )
+
+
+def test_resume_and_push_refusals_name_their_flag(tmp_path, capsys):
+    env = {"STUDIO_DATA_DIR": str(tmp_path / "data")}
+    recipe = _write(tmp_path, api_key_env=None)
+    (tmp_path / "data" / "recipes").mkdir(parents=True)
+    for extra, words in (
+        (["--resume", "../.."], "error [path_not_allowed]: resume: "),
+        (["--resume", str(tmp_path)], "error [path_not_allowed]: resume: "),
+        (["--resume", "no-such-run"], "error [not_found]: resume: no recipe result folder 'no-such-run'"),
+        (["--push-to", "just-a-name"], "error [recipe_invalid]: --push-to: 'just-a-name' must be owner/name"),
+        (["--preview", "2", "--resume", "x"], "error [recipe_invalid]: --preview writes nothing"),
+    ):
+        assert cli_main(["recipe", "run", recipe, *extra], **env) == 2, extra
+        assert words in capsys.readouterr().err, extra
+    assert list((tmp_path / "data" / "recipes").iterdir()) == []  # refused before a folder was made

@@ -75,3 +75,16 @@ def test_refusals_before_a_worker_starts(tasks, tmp_path) -> None:
         refused = _refusal(tasks, "", resume=resume)
         assert refused.fields == ("resume",) and refused.status in (400, 404)
     assert _refusal(tasks, "columns: [").status == 400
+
+
+def test_a_recipe_run_cut_off_by_the_app_stopping_keeps_its_folder(tmp_path) -> None:
+    from trainer_core.tasks.schemas import TaskKind, TaskPhase, TaskRecord
+    from trainer_core.tasks.store import TaskStore
+
+    folder = tmp_path / "recipes" / "topics-1"
+    folder.mkdir(parents=True)
+    (folder / MADE_FILE).write_text("")
+    store = TaskStore(tmp_path / "studio.db")
+    store.save(TaskRecord(task_id="recipe-1", kind=TaskKind.recipe, model="base", output_dir=str(folder)))
+    assert store.mark_interrupted() == 1
+    assert store.get("recipe-1").phase == TaskPhase.failed and (folder / MADE_FILE).is_file()  # resumable

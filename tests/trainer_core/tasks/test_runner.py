@@ -90,6 +90,17 @@ def test_an_error_or_a_killed_worker_fails_the_task_and_leaves_nothing(setup, ta
     assert not Path(done.output_dir).exists()
 
 
+@pytest.mark.parametrize("target", [fake_task_workers.failing_task, fake_task_workers.dying_task])
+def test_a_recipe_run_that_fails_or_is_killed_keeps_its_folder(setup, tmp_path, target) -> None:
+    tasks, _, choice, _ = setup
+    folder = tmp_path / "recipes" / "topics-1"
+    record = tasks.start(TaskKind.recipe, choice, {}, target, context={}, output_dir=folder)
+    assert record.output_dir == str(folder)
+    done = _finish(tasks, record.task_id)
+    assert done.phase == TaskPhase.failed and done.result is None and folder.is_dir()  # for a resume
+    assert done.message.endswith("the records made so far are kept in topics-1 (resume to finish)")
+
+
 def test_cancel_ends_the_task_within_seconds_and_leaves_nothing(setup) -> None:
     tasks, _, choice, _ = setup
     record = tasks.start(TaskKind.evaluate, choice, {}, fake_task_workers.slow_task)
