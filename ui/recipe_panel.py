@@ -16,6 +16,7 @@ import gradio as gr
 import pandas as pd
 
 from trainer_core.recipes.library import template_names, template_text
+from trainer_core.recipes.preview import PREVIEW_RECORDS
 from ui import recipe_form as form
 from ui import recipe_results, recipe_run
 from ui.context import Context
@@ -99,7 +100,7 @@ def build(ctx: Context) -> dict[str, Any]:
         block["columns"] = gr.Markdown(form.columns_text(first), elem_id="recipe-columns")
         block.update(_writer(numbers))
         with gr.Row():
-            block["preview"] = gr.Button("Preview 5 rows", size="sm", elem_id="recipe-preview")
+            block["preview"] = gr.Button(f"Preview {PREVIEW_RECORDS} rows", size="sm", elem_id="recipe-preview")
             block["run"] = gr.Button("Run", variant="primary", size="sm", elem_id="recipe-run")
             block["stop"] = gr.Button("Stop", variant="stop", size="sm", elem_id="recipe-stop")
             block["resume"] = gr.Button("Resume", size="sm", elem_id="recipe-resume")
@@ -140,7 +141,7 @@ def wire(
         trigger_mode="always_last", **FREE,
     )  # fmt: skip
     block["preview"].click(
-        lambda text, key, *values: recipe_run.preview(settings, text, fields_of(*values), key),
+        lambda text, key, *values: recipe_run.preview(tasks, text, fields_of(*values), key),
         [block["recipe"], block["key"], *fields],
         [block["rows"], block["estimate"], said],
         api_name="recipe_preview",

@@ -5,7 +5,6 @@ name outside that folder, is refused naming the "Result" box."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,6 +15,7 @@ import pandas as pd
 
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.recipes.output import DATA_FILE, RECIPES_FOLDER
+from trainer_core.recipes.results import describe, list_results
 from trainer_core.settings import Settings
 from ui.recipe_form import notice
 
@@ -41,39 +41,14 @@ def folder_of(settings: Settings) -> Path:
     return Path(settings.data_dir) / RECIPES_FOLDER
 
 
-def _report(folder: Path) -> dict[str, Any]:
-    try:
-        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return report if isinstance(report, dict) else {}
-
-
-def results(settings: Settings) -> list[Path]:
-    """The result folders (those holding a dataset file), newest first."""
-    root = folder_of(settings)
-    if not root.is_dir():
-        return []
-    found = [p for p in root.iterdir() if p.is_dir() and (p / DATA_FILE).is_file()]
-    return sorted(found, key=lambda p: (p / DATA_FILE).stat().st_mtime, reverse=True)
-
-
-def results_table(settings: Settings) -> pd.DataFrame:
-    """One row per result folder: its format and counts (from its report; none yet while it runs)."""
+def results_table(found: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per result (``recipes.results.list_results``): its format and counts."""
     rows = []
-    for folder in results(settings):
-        report = _report(folder)
-        dropped = report.get("dropped") if isinstance(report.get("dropped"), dict) else {}
-        rows.append(
-            [
-                folder.name,
-                report.get("format", ""),
-                report.get("kept", ""),
-                report.get("made", ""),
-                sum(v for v in dropped.values() if isinstance(v, int)) if report else "",
-                ("yes" if report.get("stopped") else "no") if report else "unfinished",
-            ]
-        )
+    for result in found:
+        counts = result["counts"]
+        state = ("yes" if result["stopped"] else "no") if result["finished"] else "unfinished"
+        dropped = sum(v for v in counts["dropped"].values() if isinstance(v, int))
+        rows.append([result["name"], result["format"] or "", counts["kept"], counts["made"], dropped, state])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -88,16 +63,17 @@ def result_folder(name: Optional[str], settings: Settings) -> Path:
         folder = confine(str(folder_of(settings) / name), [folder_of(settings)], RESULT_LABEL)
     except PathNotAllowed:
         raise NoResult(f"{RESULT_LABEL}: '{name[:80]}' is not in {RECIPES_FOLDER}/") from None
-    if not (folder / DATA_FILE).is_file():
+    if not (folder / DATA_FILE).is_file() or not (folder / "recipe.yaml").is_file():
         raise NoResult(f"{RESULT_LABEL}: no result '{name[:80]}'")
     return folder
 
 
 def refresh(settings: Settings, chosen: Optional[str] = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(table, result choice) read now; the choice keeps ``chosen`` while it exists, else the newest."""
-    names = [p.name for p in results(settings)]
+    found = list_results(settings)
+    names = [r["name"] for r in found]
     value = chosen if chosen in names else (names[0] if names else None)
-    return gr.update(value=results_table(settings)), gr.update(choices=names, value=value)
+    return gr.update(value=results_table(found)), gr.update(choices=names, value=value)
 
 
 def card(settings: Settings, name: Optional[str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -136,7 +112,7 @@ def use(settings: Settings, name: Optional[str]) -> tuple[dict[str, Any], ...]:
             *(gr.update() for _ in USE_FIELDS),
             gr.update(value=notice(str(exc), "not_found")),
         )
-    fmt = _report(folder).get("format") or _format_of(folder)
+    fmt = describe(folder)["format"] or _format_of(folder)
     sets = USE_AS.get(fmt, {"format_type": "auto"})
     said = f"The Train form now trains on {folder.name}/{DATA_FILE} ({fmt or 'format detected'}); Check or Start."
     return (

@@ -14,6 +14,7 @@ import gradio as gr
 import pandas as pd
 from pydantic import SecretStr
 
+from trainer_core.recipes.preview import PREVIEW_RECORDS
 from trainer_core.recipes.run import RecipeResult, full_run_estimate, run_recipe
 from trainer_core.recipes.task import start_recipe_task, task_key
 from trainer_core.refusals import Refusal
@@ -24,7 +25,6 @@ from ui.monitor_text import clock
 from ui.recipe_form import PageFields, compose, notice, on_page
 from ui.task_progress import follow, status_line
 
-PREVIEW_ROWS = 5
 CELL_CHARS = 300
 PREVIEW_COLUMNS = ["record", "kept", "why dropped"]
 
@@ -70,13 +70,16 @@ def estimate_text(estimate: dict[str, Any], result: RecipeResult) -> str:
 
 
 def preview(
-    settings: Settings, text: str, fields: PageFields, typed_key: Optional[str]
+    tasks: TaskRunner, text: str, fields: PageFields, typed_key: Optional[str]
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """Make the first ``PREVIEW_ROWS`` records: (table, estimate, notice)."""
-    key = secret(typed_key)
+    """Make the first ``PREVIEW_RECORDS`` records (refused while training or a task runs, as the
+    API's preview is): (table, estimate, notice)."""
+    key, settings = secret(typed_key), tasks.settings
     try:
         recipe = compose(text, fields, settings)
-        result = run_recipe(recipe, settings, task_key(recipe, key, settings), preview=PREVIEW_ROWS)
+        sent = task_key(recipe, key, settings)
+        tasks.check_idle()
+        result = run_recipe(recipe, settings, sent, preview=PREVIEW_RECORDS)
     except Refusal as exc:
         said = scrubbed(str(on_page(exc)), key)
         return gr.update(), gr.update(value=""), gr.update(value=notice(said, exc.code))

@@ -27,19 +27,19 @@ def _result(settings: Settings, name: str, fmt: str, report: bool = True) -> Pat
     (folder / "recipe.yaml").write_text(f"output: {{format: {fmt}}}\n", encoding="utf-8")
     if report:
         dropped = {"grounding": 2, "judge": 1}
-        body = {"format": fmt, "kept": 1, "made": 4, "dropped": dropped, "stopped": False}
+        body = {"format": fmt, "records": 4, "kept": 1, "made": 4, "dropped": dropped, "stopped": False}
         (folder / "report.json").write_text(json.dumps(body), encoding="utf-8")
         (folder / "README.md").write_text(f"# {name}\ncard", encoding="utf-8")
     return folder
 
 
 def test_results_are_listed_with_their_counts(settings):
-    assert results.results_table(settings).empty
+    assert results.refresh(settings)[0]["value"].empty
     _result(settings, "qa-1", "alpaca")
     _result(settings, "pairs-2", "preference", report=False)  # still running: no report yet
-    table = results.results_table(settings).set_index("result")
+    table = results.refresh(settings)[0]["value"].set_index("result")
     assert table.loc["qa-1"].tolist() == ["alpaca", 1, 4, 3, "no"]
-    assert table.loc["pairs-2", "stopped"] == "unfinished"
+    assert table.loc["pairs-2"].tolist() == ["", 0, 0, 0, "unfinished"]
     shown, choice = results.refresh(settings, "qa-1")
     assert choice["value"] == "qa-1" and sorted(choice["choices"]) == ["pairs-2", "qa-1"]
 

@@ -48,7 +48,8 @@ def test_the_preview_table_and_estimate():
 @pytest.mark.parametrize("endpoint", [f"http://{KEY}@example.com/v1", "http://example.com/v1"])
 def test_a_refused_preview_shows_the_key_nowhere(settings, endpoint, tmp_path):
     fields = form.PageFields(doc_paths=str(tmp_path / "a.md"), endpoint=endpoint)
-    table, estimate, said = recipe_run.preview(settings, template_text("embedding_pairs"), fields, KEY)
+    tasks = TaskRunner(JobRunner(runs_dir=settings.runs_dir), settings)
+    table, estimate, said = recipe_run.preview(tasks, template_text("embedding_pairs"), fields, KEY)
     assert table == {"__type__": "update"} and estimate["value"] == ""
     assert said["value"].startswith('<div class="queue-note" data-code="') and "endpoint" in html.unescape(
         said["value"]
@@ -83,3 +84,15 @@ def test_a_finished_tasks_counts_in_its_status_line():
     )
     text = recipe_run.progress_text(record)
     assert "**Dropped by gate:** length 1. Stopped: *Resume*" in text
+
+
+def test_the_preview_waits_while_training_or_a_task_runs(settings, tmp_path, monkeypatch):
+    from trainer_core.tasks.runner import TaskRefused
+
+    tasks = TaskRunner(JobRunner(runs_dir=settings.runs_dir), settings)
+    monkeypatch.setattr(
+        tasks, "check_idle", lambda: (_ for _ in ()).throw(TaskRefused("A training job is running", 409))
+    )
+    fields = form.PageFields(doc_paths=str(tmp_path / "a.md"), endpoint="http://127.0.0.1:9/v1")
+    table, estimate, said = recipe_run.preview(tasks, template_text("embedding_pairs"), fields, KEY)
+    assert 'data-code="busy">A training job is running' in said["value"] and table == {"__type__": "update"}
