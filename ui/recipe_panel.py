@@ -110,7 +110,10 @@ def build(ctx: Context) -> dict[str, Any]:
         block["status"] = gr.Markdown("", elem_id="recipe-status")
         block["task"] = gr.State(None)
         with gr.Row():
-            block["result"] = gr.Dropdown([], label=recipe_results.RESULT_LABEL, elem_id="recipe-result")
+            block["result"] = gr.Dropdown(
+                [], label=recipe_results.RESULT_LABEL, elem_id="recipe-result",
+                info="Resume goes on with this result when its run was stopped.",
+            )  # fmt: skip
             block["refresh"] = gr.Button("Refresh", size="sm", min_width=60, elem_id="recipe-refresh")
             block["use"] = gr.Button("Use this dataset", variant="primary", size="sm", elem_id="recipe-use")
         block["results"] = fit_table(pd.DataFrame(columns=recipe_results.COLUMNS), "recipe-results", 240)

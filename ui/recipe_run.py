@@ -25,7 +25,7 @@ from ui.monitor_text import clock
 from ui.recipe_form import PageFields, compose, notice, on_page
 from ui.task_progress import follow, status_line
 
-CELL_CHARS = 300
+CELL_CHARS = 200
 PREVIEW_COLUMNS = ["record", "kept", "why dropped"]
 
 
@@ -46,9 +46,12 @@ def _cell(value: Any) -> str:
 
 
 def preview_table(result: RecipeResult) -> pd.DataFrame:
-    """One row per record made: kept or dropped and why, then each column's value."""
+    """One row per record made: kept or dropped and why, then each column's value (the recipe's
+    columns, then the seed's)."""
     records = sorted([*result.kept, *result.dropped], key=lambda r: r.index)
     names = list(dict.fromkeys(name for r in records for name in r.row))
+    seeds = set(result.seeds.columns)
+    names = [n for n in names if n not in seeds] + [n for n in names if n in seeds]  # the model's columns first
     rows = [
         [r.index + 1, "no" if r.reason else "yes", f"{r.reason}: {r.detail}" if r.reason else "", *(
             _cell(r.row.get(n, "")) for n in names

@@ -36,7 +36,7 @@ def _result() -> RecipeResult:
 def test_the_preview_table_and_estimate():
     result = _result()
     table = recipe_run.preview_table(result)
-    assert list(table.columns) == [*recipe_run.PREVIEW_COLUMNS, "chunk", "query"]
+    assert list(table.columns) == [*recipe_run.PREVIEW_COLUMNS, "query", "chunk"]  # the model's columns first
     assert table.iloc[0, :3].tolist() == [1, "yes", ""]
     assert table.iloc[1, :3].tolist() == [2, "no", "length: query has 1 characters, min 5"]
     assert len(table.iloc[0]["chunk"]) == recipe_run.CELL_CHARS and table.iloc[0]["chunk"].endswith("…")
