@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from api.auth import require_token
 from trainer_core.recipes.library import template_names, template_text
+from trainer_core.recipes.push_request import DatasetPushRequest
 from trainer_core.recipes.schema import DOCUMENT_COLUMNS, MAX_RECIPE_BYTES, TOPIC_COLUMNS, load_yaml, parse_recipe
 from trainer_core.tasks.runner import TaskRunner
 from trainer_core.tasks.schemas import TaskRecord
@@ -100,16 +101,6 @@ class PreviewBody(BaseModel):
     )
 
 
-class DatasetPushBody(BaseModel):
-    """Push a result folder to the Hub as a dataset repo. The token is used for this push only."""
-
-    model_config = ConfigDict(extra="forbid")
-    result: str = Field(min_length=1, max_length=200, description="The recipe task id or result folder's name.")
-    repo_id: str = Field(min_length=3, max_length=96, description="Hub dataset repository, owner/name.")
-    private: bool = Field(True, description="Create the repository as private.")
-    token: Optional[SecretStr] = Field(None, max_length=400, description="Hub token with write access (else HF_TOKEN).")
-
-
 def _tasks(request: Request) -> TaskRunner:
     return request.app.state.tasks
 
@@ -148,7 +139,7 @@ def results(tasks: TaskRunner = Depends(_tasks)) -> list[dict[str, Any]]:
 
 
 @router.post("/push", response_model=TaskRecord, responses=REFUSED)
-def push(body: DatasetPushBody, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
+def push(body: DatasetPushRequest, tasks: TaskRunner = Depends(_tasks)) -> TaskRecord:
     """Push a finished (or stopped) result folder to the Hugging Face Hub as a dataset repo
     (private by default), as a task."""
     from trainer_core.recipes.hub_push import start_dataset_push

@@ -17,6 +17,7 @@ import pandas as pd
 
 from trainer_core.recipes.library import template_names, template_text
 from trainer_core.recipes.preview import PREVIEW_RECORDS
+from trainer_core.recipes.push_request import DatasetPushRequest
 from ui import recipe_form as form
 from ui import recipe_results, recipe_run
 from ui.context import Context
@@ -119,7 +120,26 @@ def build(ctx: Context) -> dict[str, Any]:
         block["results"] = fit_table(pd.DataFrame(columns=recipe_results.COLUMNS), "recipe-results", 240)
         block["download"] = gr.File(label="Dataset file", interactive=False, elem_id="recipe-download")
         block["card"] = gr.Markdown("", elem_id="recipe-card")
+        block.update(_push())
     return block
+
+
+def _push() -> dict[str, gr.components.Component]:
+    """The chosen result's push to a Hub dataset repo: repository, private, token, *Push*, status."""
+    fields, labels = DatasetPushRequest.model_fields, recipe_results.PUSH_LABELS
+    with gr.Accordion("Push this result to the Hugging Face Hub", open=False, elem_id="recipe-push-panel"):
+        with gr.Row():
+            repo = gr.Textbox(
+                label=labels["repo_id"], placeholder="your-name/my-dataset", info=fields["repo_id"].description,
+                elem_id="recipe-push-repo", scale=2,
+            )  # fmt: skip
+            private = gr.Checkbox(
+                label=labels["private"], value=fields["private"].default, info=fields["private"].description
+            )
+            token = gr.Textbox(label=labels["token"], type="password", info=fields["token"].description)
+            button = gr.Button("Push", size="sm", elem_id="recipe-push")
+        status = gr.Markdown("", elem_id="recipe-push-status")
+    return {"push_repo": repo, "push_private": private, "push_token": token, "push": button, "push_status": status}
 
 
 SOURCE_FIELDS = ("docs", "paths", "seed", "topics", "chunk", "overlap", "tokenizer")
@@ -169,6 +189,17 @@ def wire(
     block["stop"].click(lambda: recipe_run.stop(tasks), None, said, api_name="recipe_stop", **FREE)
     for event in (ran, resumed):
         event.then(lambda chosen: recipe_results.refresh(settings), result, listed, api_name=False, **FREE)
+
+    def push(name: str, repo: str, private: bool, token: str) -> Any:
+        yield from recipe_results.push(tasks, name, repo, private, token)
+
+    block["push"].click(
+        push,
+        [result, block["push_repo"], block["push_private"], block["push_token"]],
+        block["push_status"],
+        api_name="recipe_push",
+        **FREE,
+    )
     block["refresh"].click(
         lambda chosen: recipe_results.refresh(settings, chosen), result, listed, api_name="recipe_results", **FREE
     )

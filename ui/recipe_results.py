@@ -7,19 +7,27 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
 import gradio as gr
 import pandas as pd
+from pydantic import SecretStr, ValidationError
 
 from trainer_core.paths import PathNotAllowed, confine
 from trainer_core.recipes.output import DATA_FILE, RECIPES_FOLDER
+from trainer_core.recipes.push_request import DatasetPushRequest
 from trainer_core.recipes.results import describe, list_results
+from trainer_core.refusals import Refusal, explain
 from trainer_core.settings import Settings
+from trainer_core.tasks.runner import TaskRunner
+from trainer_core.tasks.schemas import TaskPhase
 from ui.recipe_form import notice
+from ui.task_progress import follow, status_line
 
 RESULT_LABEL = "Result"
+PUSH_LABELS = {"repo_id": "Hub dataset repository", "private": "Private", "token": "Hub token"}
 COLUMNS = ["result", "format", "kept", "made", "dropped", "stopped"]
 CARD_CHARS = 20_000
 # The Train form's fields a result's format sets (format_type, training_method, is_embedding).
@@ -132,3 +140,41 @@ def _format_of(folder: Path) -> str:
         return str(data["output"]["format"])
     except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
         return ""
+
+
+def push(tasks: TaskRunner, name: Optional[str], repo_id: str, private: bool, token: str) -> Iterator[str]:
+    """*Push*: the chosen result to a Hub dataset repo as a push task, followed (status lines,
+    then the repo's address). Refusals name the box (``PUSH_LABELS``); the token goes to the push
+    worker only and is never in a line shown."""
+    from trainer_core.recipes.hub_push import start_dataset_push
+
+    try:
+        folder = result_folder(name, tasks.settings)
+        body = DatasetPushRequest(
+            result=folder.name,
+            repo_id=(repo_id or "").strip(),
+            private=bool(private),
+            token=SecretStr(token.strip()) if (token or "").strip() else None,
+        )
+        record = start_dataset_push(tasks, body.result, body.repo_id, body.token, body.private)
+    except NoResult as exc:
+        yield notice(str(exc), "not_found")
+        return
+    except ValidationError as exc:
+        yield notice(_labelled(explain(exc)), "invalid_setting")
+        return
+    except Refusal as exc:
+        yield notice(_labelled(str(exc)), exc.code)
+        return
+    for current in follow(tasks, record.task_id):
+        text = status_line(current)
+        if current.phase == TaskPhase.completed and current.result and current.result.get("url"):
+            text += f"\n\nPushed to [{current.result['url']}]({current.result['url']})"
+        yield text
+
+
+def _labelled(message: str) -> str:
+    """``message`` with the push request's field names as the page's labels."""
+    for field, label in PUSH_LABELS.items():
+        message = message.replace(f"{field}:", f"{label}:")
+    return message

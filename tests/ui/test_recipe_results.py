@@ -85,3 +85,36 @@ def test_names_outside_the_results_are_refused_naming_the_box(settings, tmp_path
         assert said["value"].startswith('<div class="queue-note" data-code="not_found">Result: ')
         assert why in html.unescape(said["value"])
         assert results.card(settings, name)[1]["value"] is None
+
+
+HUB_TOKEN = "hf_PagePushTokenNeverShown77"
+
+
+def test_push_refusals_name_the_boxes(settings):
+    from tests.support.recipe_server import task_runner
+
+    _result(settings, "qa-1", "alpaca")
+    _result(settings, "open-2", "alpaca", report=False)
+    with task_runner(settings) as tasks:
+        for name, repo, code, said in (
+            ("", "me/x", "not_found", "Result: choose a result first"),
+            ("../x", "me/x", "not_found", "Result:"),
+            ("open-2", "me/x", "result_unfinished", "resume it, then push"),
+            ("qa-1", "x", "invalid_setting", "Hub dataset repository:"),
+        ):
+            lines = list(results.push(tasks, name, repo, True, HUB_TOKEN))
+            assert len(lines) == 1 and f'data-code="{code}"' in lines[0] and said in html.unescape(lines[0]), lines
+            assert HUB_TOKEN not in lines[0]
+        assert tasks.current() is None
+
+
+def test_a_push_runs_as_a_task_and_says_why_it_failed_offline(settings, monkeypatch):
+    """No Hub is reachable here: the push task ends failed saying so, the token in no line shown."""
+    from tests.support.recipe_server import task_runner
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _result(settings, "qa-1", "alpaca")
+    with task_runner(settings) as tasks:
+        lines = list(results.push(tasks, "qa-1", "me/qa", True, HUB_TOKEN))
+    assert "push" in lines[0] and "· failed" in lines[-1], lines
+    assert "reach" in lines[-1] and not any(HUB_TOKEN in line for line in lines)
