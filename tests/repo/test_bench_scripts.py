@@ -32,7 +32,7 @@ def test_compare_bench_quick(capsys):
 
 @pytest.mark.slow
 def test_throughput_bench_quick(capsys, tiny_model_dir):
-    """On the tiny model (the script is checked, not the figures): about 30 s, each side's process start."""
+    """On the tiny model (the script is checked, not the figures): both sides in this process."""
     from bench import throughput
 
     report = throughput.main(["--quick", "--model", str(tiny_model_dir)])
