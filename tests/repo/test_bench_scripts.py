@@ -107,7 +107,7 @@ def test_export_bench_runs(capsys, trained_run):
 
 @pytest.mark.slow
 def test_preference_bench_quick(capsys, tiny_model_dir):
-    """On the tiny model: about 35 s, each side's process start."""
+    """On the tiny model: both sides in this process (the script is checked, not the figures)."""
     from bench import preference
 
     report = preference.main(["--quick", "--model", str(tiny_model_dir)])
