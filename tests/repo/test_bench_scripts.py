@@ -227,7 +227,7 @@ def test_compile_steps_bench_measures_a_break_even(capsys, tiny_model_dir):
 
 @pytest.mark.slow
 def test_embedding_bench_quick(capsys, tiny_encoder_dir):
-    """On the tiny encoder: one A B pair of 2 steps (each side's process start); the quality part
+    """On the tiny encoder: one A B pair of 2 steps (both sides in this process); the quality part
     (retrieval before and after training) is run by hand for docs/BENCHMARKS.md."""
     from bench import embedding
 
