@@ -14,7 +14,7 @@ left out).
   (10 % of the pairs held out, seeded). The held-out pairs are scored before and after with the same
   ``InformationRetrievalEvaluator`` (``kinds.embedding.evaluators``; each held-out instruction
   retrieves its own output among all held-out outputs): recall@1, nDCG@10, MRR@10, recall@10.
-- speed: A B A B, each run in a fresh process, only ``trainer.train()`` timed (and each step: the
+- speed: A B A B, each run in a fresh process (``--quick``: both in this one), only ``trainer.train()`` timed (and each step: the
   median step time after the first, and with ``--threads 1`` its CPU time, are the figures least
   moved by other work on the machine); ours builds the
   trainer as the worker does (``load_embedding_model``, ``prepare_embedding_data``, the kind's
@@ -205,12 +205,15 @@ def side(which: str, model_dir: str, steps: int) -> dict[str, Any]:
         return {"side": which, **timed_train(trainer, steps, SPEED["batch_size"], losses, ends)}
 
 
-def speed(model_dir: str, steps: int, pairs: int, threads: Optional[int] = None) -> dict[str, Any]:
-    """``pairs`` A B rounds (each side with ``threads`` torch threads; None: torch's default); per
-    side the median samples / s, the median step time (wall and CPU) and the mean logged loss."""
+def speed(model_dir: str, steps: int, pairs: int, threads: Optional[int] = None, here: bool = False) -> dict[str, Any]:
+    """``pairs`` A B rounds (each side in a fresh process with ``threads`` torch threads, None: torch's
+    default; ``here``: in this process, a check of the script); per side the median samples / s, the
+    median step time (wall and CPU) and the mean logged loss."""
     argv = ["--model", model_dir, "--steps", str(steps)]
+    sides = [which for _ in range(pairs) for which in ("ours", "bare")]
     runs = [
-        spawn("bench.embedding", ["_side", which, *argv], threads) for _ in range(pairs) for which in ("ours", "bare")
+        side(which, model_dir, steps) if here else spawn("bench.embedding", ["_side", which, *argv], threads)
+        for which in sides
     ]
     return {"model": model_dir, "steps": steps, "pairs": pairs, **summary(runs)}
 
@@ -242,7 +245,8 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         print(json.dumps(report))
         print(f"held-out retrieval, {report['held_out_pairs']} pairs: base {report['base']} -> tuned {report['tuned']}")
     else:
-        report = speed(model, args.steps or (2 if args.quick else 8), 1 if args.quick else args.pairs, args.threads)
+        steps, pairs = args.steps or (2 if args.quick else 8), 1 if args.quick else args.pairs
+        report = speed(model, steps, pairs, args.threads, here=args.quick)  # --quick: both sides in this process
         print(json.dumps(report))
         print(
             f"ours {report['ours']['median_samples_per_s']} vs bare {report['bare']['median_samples_per_s']} samples/s"

@@ -20,7 +20,7 @@ the TRL script uses the same function).
 - TRL: a bare script as TRL's docs write it: the prompts mapped to conversational messages,
   ``GRPOConfig`` + ``GRPOTrainer`` + ``LoraConfig``.
 
-Runs alternate A B A B, each in a fresh process; only ``trainer.train()`` is timed. Reported per
+Runs alternate A B A B, each in a fresh process (``--quick``: both in this process); only ``trainer.train()`` is timed. Reported per
 run: steps / s and the reward per step (the curves should have the same shape: both sides sample
 with the same seed), and the pre-flight check's estimate of those seconds (``estimate``).
 
@@ -142,8 +142,9 @@ def _trl(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) 
     )
 
 
-def child(side: str, model_dir: str, dataset: str, steps: int) -> None:
-    """One run in this process (``SETTINGS`` as the parent set them); prints its JSON result line."""
+def child(side: str, model_dir: str, dataset: str, steps: int) -> dict:
+    """One run in this process (``SETTINGS`` as the parent set them); prints its JSON result line and
+    returns it."""
     import torch
 
     torch.manual_seed(SETTINGS["random_seed"])
@@ -154,20 +155,18 @@ def child(side: str, model_dir: str, dataset: str, steps: int) -> None:
         trainer.train()
         seconds = time.perf_counter() - started
     rewards = [round(e["reward"], 4) for e in logs]
-    print(
-        json.dumps(
-            {
-                "side": side,
-                "seconds": round(seconds, 2),
-                "steps_per_second": round(steps / seconds, 4),
-                "rewards": rewards,
-                "first5_reward": round(statistics.mean(rewards[:5]), 4),
-                "last5_reward": round(statistics.mean(rewards[-5:]), 4),
-                "mean_reward": round(statistics.mean(rewards), 4),
-                "completion_lengths": [round(e["length"], 1) for e in logs if e["length"] is not None],
-            }
-        )
-    )
+    found = {
+        "side": side,
+        "seconds": round(seconds, 2),
+        "steps_per_second": round(steps / seconds, 4),
+        "rewards": rewards,
+        "first5_reward": round(statistics.mean(rewards[:5]), 4),
+        "last5_reward": round(statistics.mean(rewards[-5:]), 4),
+        "mean_reward": round(statistics.mean(rewards), 4),
+        "completion_lengths": [round(e["length"], 1) for e in logs if e["length"] is not None],
+    }
+    print(json.dumps(found))
+    return found
 
 
 def default_model() -> str:
@@ -201,11 +200,15 @@ def estimate(model_dir: str, dataset: str, steps: int) -> dict:
     }
 
 
-def _run(side: str, model_dir: str, dataset: str, steps: int) -> dict:
-    command = [sys.executable, "-m", "bench.grpo", "--child", side, "--steps", str(steps)]
-    command += ["--dataset", dataset, "--model", model_dir, "--settings", json.dumps(SETTINGS)]
-    out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
-    found = json.loads(out.stdout.strip().splitlines()[-1])
+def _run(side: str, model_dir: str, dataset: str, steps: int, here: bool = False) -> dict:
+    """One run of ``side`` in a fresh process (``here``: in this one, for --quick's check of the script)."""
+    if here:
+        found = child(side, model_dir, dataset, steps)
+    else:
+        command = [sys.executable, "-m", "bench.grpo", "--child", side, "--steps", str(steps)]
+        command += ["--dataset", dataset, "--model", model_dir, "--settings", json.dumps(SETTINGS)]
+        out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+        found = json.loads(out.stdout.strip().splitlines()[-1])
     print(
         f"{side:5s} {found['seconds']:7.1f} s  {found['steps_per_second']:.4f} steps/s  first 5 reward "
         f"{found['first5_reward']:.3f}  last 5 {found['last5_reward']:.3f}",
@@ -259,7 +262,8 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
                 f"pre-flight estimate {report['estimate']['train_seconds']:.0f} s vs {found['seconds']:.0f} s measured"
             )
             return report
-        results = [_run(side, model_dir, dataset, steps) for _ in range(args.pairs) for side in ("ours", "trl")]
+        pairs = [side for _ in range(args.pairs) for side in ("ours", "trl")]
+        results = [_run(side, model_dir, dataset, steps, here=args.quick) for side in pairs]
         estimated = estimate(model_dir, dataset, steps)  # while the prompts file exists
     rate = {
         side: statistics.median(r["steps_per_second"] for r in results if r["side"] == side) for side in ("ours", "trl")

@@ -11,7 +11,7 @@ fp32, no activation checkpointing, seed 42, on ``dpo_en_demo.json``, for ``--ste
 - TRL: a bare script as TRL's docs write it: the rows mapped to conversational prompt / chosen /
   rejected in three lines, ``DPOConfig`` + ``DPOTrainer`` + ``LoraConfig``.
 
-Runs alternate A B A B, each in a fresh process; only ``trainer.train()`` is timed. Reported per
+Runs alternate A B A B, each in a fresh process (``--quick``: both in this process); only ``trainer.train()`` is timed. Reported per
 run: samples (pairs) / s, the mean of the last 5 logged losses (target: within 0.02 of TRL's), and
 the last logged reward accuracy and margin (with ``--steps 100``: the quality target, accuracy
 above 0.5 and margin above 0). TRL 1.16's ``DPOTrainer`` has no padding-free path (it falls back to
@@ -137,8 +137,8 @@ def _trl(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) 
     )
 
 
-def child(side: str, model_dir: str, dataset: str, steps: int, method: str) -> None:
-    """One run in this process; prints its JSON result line."""
+def child(side: str, model_dir: str, dataset: str, steps: int, method: str) -> dict:
+    """One run in this process; prints its JSON result line and returns it."""
     import torch
 
     torch.manual_seed(SETTINGS["random_seed"])
@@ -153,21 +153,19 @@ def child(side: str, model_dir: str, dataset: str, steps: int, method: str) -> N
         trainer.train()
         seconds = time.perf_counter() - started
     last = logs[-5:]
-    print(
-        json.dumps(
-            {
-                "side": side,
-                "seconds": round(seconds, 2),
-                "pairs_per_second": round(steps * SETTINGS["batch_size"] / seconds, 3),
-                "last5_loss": round(statistics.mean(e["loss"] for e in last), 4),
-                "last_accuracy": last[-1]["accuracy"],
-                "last_margin": last[-1]["margin"],
-                "mean_last10_accuracy": round(statistics.mean(e["accuracy"] for e in logs[-10:]), 3),
-                "mean_last10_margin": round(statistics.mean(e["margin"] for e in logs[-10:]), 4),
-                "losses": [round(e["loss"], 4) for e in logs],
-            }
-        )
-    )
+    found = {
+        "side": side,
+        "seconds": round(seconds, 2),
+        "pairs_per_second": round(steps * SETTINGS["batch_size"] / seconds, 3),
+        "last5_loss": round(statistics.mean(e["loss"] for e in last), 4),
+        "last_accuracy": last[-1]["accuracy"],
+        "last_margin": last[-1]["margin"],
+        "mean_last10_accuracy": round(statistics.mean(e["accuracy"] for e in logs[-10:]), 3),
+        "mean_last10_margin": round(statistics.mean(e["margin"] for e in logs[-10:]), 4),
+        "losses": [round(e["loss"], 4) for e in logs],
+    }
+    print(json.dumps(found))
+    return found
 
 
 def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
@@ -201,6 +199,9 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     results = []
     for _ in range(args.pairs):
         for side in sides:
+            if args.quick:  # a check of the script, not of the figures: both sides in this process
+                results.append(child(side, model_dir, args.dataset, args.steps, args.method))
+                continue
             out = subprocess.run(
                 [
                     sys.executable,

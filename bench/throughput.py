@@ -6,7 +6,8 @@ Both sides train the default model (SmolLM2-135M-Instruct, or ``--model``'s fold
 on all seven projections, batch 4, max_seq_length 256, answer-only loss, no activation
 checkpointing, seed 42; ours in the precision its ``mixed_precision`` chooses (``--mixed-precision``,
 default auto: bf16 on a CPU whose bf16 units pay), TRL in fp32 as its users run it on a CPU; on the same Alpaca file, for ``--steps`` optimizer steps. Runs alternate
-A B A B (ours, TRL, ours, TRL, ...), each in a fresh process so neither inherits the other's caches;
+A B A B (ours, TRL, ours, TRL, ...), each in a fresh process so neither inherits the other's caches
+(``--quick``, a check of the script and not of the figures: both in this process, no process start);
 only ``trainer.train()`` is timed (model load and tokenization are outside the clock).
 
 Reported: samples/s and tokens/s (tokens fed, and tokens without padding) per run, medians and
@@ -348,7 +349,10 @@ def main(argv: list[str] | None = None) -> dict:
     runs = []
     for _ in range(pairs):
         for side in ("ours", "trl"):
-            runs.append(_spawn(side, args.dataset, steps, args.quick))
+            # --quick checks the script: both sides in this process (no process start per side)
+            runs.append(
+                run_child(side, args.dataset, steps) if args.quick else _spawn(side, args.dataset, steps, args.quick)
+            )
             print(f"# {side}: {runs[-1]['samples_per_s']} samples/s, loss {runs[-1]['last5_loss']}", file=sys.stderr)
     report = {
         "bench": "throughput",

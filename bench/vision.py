@@ -17,7 +17,7 @@ fp32, no activation checkpointing, seed 42, for ``--steps`` optimizer steps.
   the first user turn), ``SFTConfig`` + ``SFTTrainer`` with the processor as ``processing_class``
   (TRL's ``DataCollatorForVisionLanguageModeling``: every token scored, image tokens included).
 
-Runs alternate A B A B, each in a fresh process; only ``trainer.train()`` is timed. The two losses
+Runs alternate A B A B, each in a fresh process (``--quick``: both in this process); only ``trainer.train()`` is timed. The two losses
 differ by design (ours scores answers only, TRL every token), so only speed is compared; each
 side's tokens per step are printed so the work is seen to be the same. Prints one JSON line, then
 a human summary.
@@ -127,8 +127,8 @@ def _trl(model_dir: str, dataset: str, steps: int, out: Path, logs: list[dict]) 
     )
 
 
-def child(side: str, model_dir: str, dataset: str, steps: int) -> None:
-    """One run in this process; prints its JSON result line."""
+def child(side: str, model_dir: str, dataset: str, steps: int) -> dict:
+    """One run in this process; prints its JSON result line and returns it."""
     import torch
 
     torch.manual_seed(SETTINGS["random_seed"])
@@ -139,17 +139,15 @@ def child(side: str, model_dir: str, dataset: str, steps: int) -> None:
         started = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - started
-    print(
-        json.dumps(
-            {
-                "side": side,
-                "seconds": round(seconds, 2),
-                "steps_per_second": round(steps / seconds, 4),
-                "tokens_per_step": round(logs[-1]["tokens"] / len(logs), 1) if logs and logs[-1]["tokens"] else None,
-                "last5_loss": round(statistics.mean(e["loss"] for e in logs[-5:]), 4),
-            }
-        )
-    )
+    found = {
+        "side": side,
+        "seconds": round(seconds, 2),
+        "steps_per_second": round(steps / seconds, 4),
+        "tokens_per_step": round(logs[-1]["tokens"] / len(logs), 1) if logs and logs[-1]["tokens"] else None,
+        "last5_loss": round(statistics.mean(e["loss"] for e in logs[-5:]), 4),
+    }
+    print(json.dumps(found))
+    return found
 
 
 def default_model() -> str:
@@ -182,10 +180,13 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     results = []
     for _ in range(args.pairs):
         for side in ("ours", "trl"):
-            command = [sys.executable, "-m", "bench.vision", "--child", side, "--steps", str(args.steps)]
-            command += ["--dataset", args.dataset, "--model", model_dir]
-            out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
-            results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            if args.quick:  # a check of the script, not of the figures: both sides in this process
+                results.append(child(side, model_dir, args.dataset, args.steps))
+            else:
+                command = [sys.executable, "-m", "bench.vision", "--child", side, "--steps", str(args.steps)]
+                command += ["--dataset", args.dataset, "--model", model_dir]
+                out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+                results.append(json.loads(out.stdout.strip().splitlines()[-1]))
             found = results[-1]
             print(
                 f"{side:5s} {found['seconds']:7.1f} s  {found['steps_per_second']:.3f} steps/s  "

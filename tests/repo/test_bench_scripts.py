@@ -32,7 +32,7 @@ def test_compare_bench_quick(capsys):
 
 @pytest.mark.slow
 def test_throughput_bench_quick(capsys, tiny_model_dir):
-    """On the tiny model (the script is checked, not the figures): about 30 s, each side's process start."""
+    """On the tiny model (the script is checked, not the figures): both sides in this process."""
     from bench import throughput
 
     report = throughput.main(["--quick", "--model", str(tiny_model_dir)])
@@ -107,7 +107,7 @@ def test_export_bench_runs(capsys, trained_run):
 
 @pytest.mark.slow
 def test_preference_bench_quick(capsys, tiny_model_dir):
-    """On the tiny model: about 35 s, each side's process start."""
+    """On the tiny model: both sides in this process (the script is checked, not the figures)."""
     from bench import preference
 
     report = preference.main(["--quick", "--model", str(tiny_model_dir)])
@@ -227,7 +227,7 @@ def test_compile_steps_bench_measures_a_break_even(capsys, tiny_model_dir):
 
 @pytest.mark.slow
 def test_embedding_bench_quick(capsys, tiny_encoder_dir):
-    """On the tiny encoder: one A B pair of 2 steps (each side's process start); the quality part
+    """On the tiny encoder: one A B pair of 2 steps (both sides in this process); the quality part
     (retrieval before and after training) is run by hand for docs/BENCHMARKS.md."""
     from bench import embedding
 
