@@ -1,7 +1,8 @@
 """The writer model: any OpenAI-compatible endpoint through the ``openai`` client, with retries
 (the client's own: 429, 5xx, connection errors, with back-off), a timeout, and token counts. The
 key is a ``SecretStr`` handed to the client only; it is never logged, written or returned. An
-endpoint off this machine is refused unless the server allows them (``allow_remote_recipe_models``)."""
+endpoint off this machine is refused unless the server allows them (``allow_remote_recipe_models``),
+and a redirect is never followed (it could lead the prompts off this machine past that check)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ class Writer:
             api_key=api_key.get_secret_value() if api_key is not None else NO_KEY,
             max_retries=model.max_retries,
             timeout=model.timeout_s,
+            http_client=openai.DefaultHttpxClient(follow_redirects=False),
         )
         self._lock = threading.Lock()
         self.prompt_tokens = 0
@@ -96,6 +98,10 @@ class Writer:
             raise ModelFailure(f"no answer within timeout_s ({self.model.timeout_s:g} s)") from None
         except openai.APIConnectionError as exc:
             raise self._refused(f"cannot be reached ({exc.__class__.__name__})") from None
+        except openai.APIStatusError as exc:
+            if 300 <= exc.status_code < 400:
+                raise self._refused(f"answered {exc.status_code}, a redirect: name the endpoint it leads to") from None
+            raise ModelFailure(f"{exc.status_code} {_message(exc)}".strip()) from None
         except openai.APIError as exc:
             raise ModelFailure(f"{getattr(exc, 'status_code', '')} {_message(exc)}".strip()) from None
         with self._lock:
