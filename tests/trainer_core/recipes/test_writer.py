@@ -101,3 +101,35 @@ def test_a_redirect_is_not_followed_off_the_endpoint():
             server.server_close()
     assert asked == []
     assert refused.value.code == MODEL_UNREACHABLE and "redirect" in str(refused.value)
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_an_endpoint_that_echoes_the_key_does_not_put_it_in_a_message(status):
+    """Some servers quote the key they refused ("Invalid API key: ..."): the refusal (answered by the
+    preview, the task's error) and a dropped row's reason (dropped.jsonl) never carry it."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.dumps({"error": {"message": f"Invalid API key: {self.headers['Authorization']}"}}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = WriterModel(endpoint=f"http://127.0.0.1:{server.server_port}/v1", model="m", max_retries=0)
+        with pytest.raises((RecipeError, ModelFailure)) as failed:
+            Writer(model, SecretStr("secret-value-123"), allow_remote=False).ask([{"role": "user", "content": "hi"}])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "Invalid API key" in str(failed.value) and "secret-value-123" not in str(failed.value)
