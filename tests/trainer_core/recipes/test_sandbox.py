@@ -8,6 +8,7 @@ import pytest
 from jinja2.exceptions import SecurityError
 
 from trainer_core.recipes.columns import template
+from trainer_core.recipes.sandbox import MAX_TEXT_CHARS
 
 HUGE = [
     "{{ 10**100000000 }}",
@@ -41,3 +42,9 @@ def test_ordinary_templates_render_as_before():
     assert (
         template("{{ ['a', 'b']|join(', ') }} {{ 'ab' * 3 }} {{ range(3)|list }}").render() == "a, b ababab [0, 1, 2]"
     )
+
+
+def test_the_bound_is_the_text_length():
+    assert len(template(f'{{{{ "x" * {MAX_TEXT_CHARS} }}}}').render()) == MAX_TEXT_CHARS
+    with pytest.raises(SecurityError, match="at most 1,000,000 characters"):
+        template(f'{{{{ "x" * {MAX_TEXT_CHARS + 1} }}}}').render()
