@@ -1,7 +1,7 @@
 """The columns of a recipe, after NVIDIA data-designer's column model: ``llm-text``,
 ``llm-structured`` (a JSON schema), ``llm-judge`` (scores), ``sampler`` and ``expression`` (Jinja2).
 Prompts and expressions are Jinja2 templates over the row so far (seed columns, then earlier
-columns), rendered in a sandbox (no attribute or file access beyond the row's values)."""
+columns), rendered in a sandbox (no attribute or file access beyond the row's values, sizes bounded: ``sandbox``)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal, Optional, Union
 
 import jsonschema
-from jinja2 import StrictUndefined, TemplateSyntaxError, meta
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2 import TemplateSyntaxError, meta
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from trainer_core.recipes.errors import RecipeError
+from trainer_core.recipes.sandbox import sandbox
 
-ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+ENV = sandbox()
 SAMPLER_TYPES = ("category", "uniform")
 
 

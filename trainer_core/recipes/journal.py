@@ -26,13 +26,27 @@ def _line(record: Record) -> dict[str, Any]:
     }
 
 
+def _open_whole_lines(path: Path) -> Any:
+    """``path`` opened to append, after a line a killed process cut short (ended, so the next
+    record starts a line of its own; the cut line is skipped when read)."""
+    cut = False
+    if path.is_file() and path.stat().st_size > 0:
+        with path.open("rb") as done:
+            done.seek(-1, 2)
+            cut = done.read(1) != b"\n"
+    handle = path.open("a", encoding="utf-8")
+    if cut:
+        handle.write("\n")
+    return handle
+
+
 class Journal:
     """Appends each record made to ``folder`` (``made.jsonl``; kept rows also to ``data_file``)."""
 
     def __init__(self, folder: Path, data_file: str) -> None:
         self.folder = Path(folder)
-        self._made = (self.folder / MADE_FILE).open("a", encoding="utf-8")
-        self._data = (self.folder / data_file).open("a", encoding="utf-8")
+        self._made = _open_whole_lines(self.folder / MADE_FILE)
+        self._data = _open_whole_lines(self.folder / data_file)
         self._lock = threading.Lock()
 
     def append(self, record: Record) -> None:

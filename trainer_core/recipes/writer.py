@@ -1,7 +1,8 @@
 """The writer model: any OpenAI-compatible endpoint through the ``openai`` client, with retries
 (the client's own: 429, 5xx, connection errors, with back-off), a timeout, and token counts. The
 key is a ``SecretStr`` handed to the client only; it is never logged, written or returned. An
-endpoint off this machine is refused unless the server allows them (``allow_remote_recipe_models``)."""
+endpoint off this machine is refused unless the server allows them (``allow_remote_recipe_models``),
+and a redirect is never followed (it could lead the prompts off this machine past that check)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,9 @@ class Writer:
             api_key=api_key.get_secret_value() if api_key is not None else NO_KEY,
             max_retries=model.max_retries,
             timeout=model.timeout_s,
+            http_client=openai.DefaultHttpxClient(follow_redirects=False),
         )
+        self._key = api_key.get_secret_value() if api_key is not None else ""
         self._lock = threading.Lock()
         self.prompt_tokens = 0
         self.completion_tokens = 0
@@ -91,13 +94,17 @@ class Writer:
         try:
             reply = self._patient(request)
         except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
-            raise self._refused(f"answered {exc.status_code}: {_message(exc)}") from None
+            raise self._refused(f"answered {exc.status_code}: {self._message(exc)}") from None
         except openai.APITimeoutError:  # a slow answer drops its row; the next may be quicker
             raise ModelFailure(f"no answer within timeout_s ({self.model.timeout_s:g} s)") from None
         except openai.APIConnectionError as exc:
             raise self._refused(f"cannot be reached ({exc.__class__.__name__})") from None
+        except openai.APIStatusError as exc:
+            if 300 <= exc.status_code < 400:
+                raise self._refused(f"answered {exc.status_code}, a redirect: name the endpoint it leads to") from None
+            raise ModelFailure(f"{exc.status_code} {self._message(exc)}".strip()) from None
         except openai.APIError as exc:
-            raise ModelFailure(f"{getattr(exc, 'status_code', '')} {_message(exc)}".strip()) from None
+            raise ModelFailure(f"{getattr(exc, 'status_code', '')} {self._message(exc)}".strip()) from None
         with self._lock:
             self.requests += 1
             if reply.usage is not None:
@@ -121,16 +128,16 @@ class Writer:
                 time.sleep(wait_s)
                 wait_s = min(2 * wait_s, BUSY_WAIT_S[1])
 
+    def _message(self, exc: openai.APIError) -> str:
+        """The error's message, short (the server's words, which may quote the key it refused: never shown)."""
+        body = exc.body if isinstance(exc.body, dict) else {}
+        error = body["error"] if isinstance(body.get("error"), dict) else body
+        text = str(error.get("message") or exc.message)
+        return (text.replace(self._key, "***") if self._key else text)[:200]
+
     def _refused(self, why: str) -> RecipeError:
         return RecipeError(
             f"model: {shown_endpoint(self.model.endpoint)} (model {self.model.model[:80]}) {why}",
             fields=("endpoint", "model"),
             code=MODEL_UNREACHABLE,
         )
-
-
-def _message(exc: openai.APIError) -> str:
-    """The error's message, short (the server's words; the key is never part of a request body)."""
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body["error"] if isinstance(body.get("error"), dict) else body
-    return str(error.get("message") or exc.message)[:200]

@@ -32,3 +32,23 @@ def test_results_are_listed_with_their_counts(tmp_path):
     assert found["done"]["counts"] == counts and found["done"]["finished"] and found["done"]["format"] == "alpaca"
     assert found["killed"]["counts"] == {"records": None, "made": 2, "kept": 1, "dropped": {"schema": 1}}
     assert not found["killed"]["finished"] and found["killed"]["stopped"]
+
+
+def test_a_resume_killed_after_the_earlier_parts_report_is_not_listed_finished(tmp_path):
+    """Stopped at 1 of 4 (its report written), resumed, the worker killed after 2 more records:
+    the earlier part's report is stale; the list counts the appended records and says resume."""
+    import os
+
+    settings = Settings(data_dir=tmp_path / "data")
+    folder = settings.data_dir / RECIPES_FOLDER / "resumed"
+    folder.mkdir(parents=True)
+    (folder / "recipe.yaml").write_text("name: x\n")
+    counts = {"records": 4, "made": 1, "kept": 1, "dropped": {}}
+    (folder / "report.json").write_text(json.dumps({**counts, "format": "alpaca", "recipe": "x", "stopped": True}))
+    made = [{"record": i, "row": {}, "output": {"instruction": str(i)}, "reason": None} for i in range(3)]
+    (folder / MADE_FILE).write_text("".join(json.dumps(line) + "\n" for line in made))
+    written = (folder / "report.json").stat().st_mtime_ns
+    os.utime(folder / MADE_FILE, ns=(written + 10**9, written + 10**9))  # appended a second later
+    (found,) = list_results(settings)
+    assert found["counts"] == {"records": 4, "made": 3, "kept": 3, "dropped": {}}
+    assert not found["finished"] and found["stopped"] and found["format"] == "alpaca"

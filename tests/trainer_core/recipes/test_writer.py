@@ -62,3 +62,74 @@ def test_an_endpoint_that_does_not_answer_in_time_drops_the_row_only():
         )
         with pytest.raises(ModelFailure, match=r"no answer within timeout_s \(1 s\)"):
             Writer(model, None, allow_remote=False).ask([{"role": "user", "content": "hi"}])
+
+
+def test_a_redirect_is_not_followed_off_the_endpoint():
+    """A loopback endpoint answering 307 to another host would carry the prompts (the documents)
+    past the this-machine check: the writer refuses the redirect and never asks the target."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    asked = []
+
+    class Target(BaseHTTPRequestHandler):  # stands for a host off this machine
+        def do_POST(self):
+            asked.append(self.rfile.read(int(self.headers.get("content-length") or 0)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    class Redirect(Target):
+        def do_POST(self):
+            self.send_response(307)
+            self.send_header("Location", f"http://127.0.0.1:{target.server_port}{self.path}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    target, redirect = ThreadingHTTPServer(("127.0.0.1", 0), Target), ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    for server in (target, redirect):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = WriterModel(endpoint=f"http://127.0.0.1:{redirect.server_port}/v1", model="m", max_retries=0)
+        with pytest.raises(RecipeError) as refused:
+            Writer(model, None, allow_remote=False).ask([{"role": "user", "content": "the document"}])
+    finally:
+        for server in (target, redirect):
+            server.shutdown()
+            server.server_close()
+    assert asked == []
+    assert refused.value.code == MODEL_UNREACHABLE and "redirect" in str(refused.value)
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_an_endpoint_that_echoes_the_key_does_not_put_it_in_a_message(status):
+    """Some servers quote the key they refused ("Invalid API key: ..."): the refusal (answered by the
+    preview, the task's error) and a dropped row's reason (dropped.jsonl) never carry it."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.dumps({"error": {"message": f"Invalid API key: {self.headers['Authorization']}"}}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = WriterModel(endpoint=f"http://127.0.0.1:{server.server_port}/v1", model="m", max_retries=0)
+        with pytest.raises((RecipeError, ModelFailure)) as failed:
+            Writer(model, SecretStr("secret-value-123"), allow_remote=False).ask([{"role": "user", "content": "hi"}])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "Invalid API key" in str(failed.value) and "secret-value-123" not in str(failed.value)
