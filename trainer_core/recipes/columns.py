@@ -18,6 +18,7 @@ from trainer_core.recipes.errors import RecipeError
 
 ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 SAMPLER_TYPES = ("category", "uniform")
+JUDGE_REASONING_CHARS = 400  # a judge's reasoning, at most: bounds its answer (answer_size) so none is cut
 
 
 @lru_cache(maxsize=256)
@@ -129,7 +130,7 @@ class LLMJudgeColumn(_Prompted):
             s.name: {
                 "type": "object",
                 "properties": {
-                    "reasoning": {"type": "string"},
+                    "reasoning": {"type": "string", "maxLength": JUDGE_REASONING_CHARS},
                     "score": {"type": "integer", "enum": sorted(s.options)},
                 },
                 "required": ["reasoning", "score"],

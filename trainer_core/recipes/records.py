@@ -21,7 +21,7 @@ from trainer_core.recipes.columns import (
 )
 from trainer_core.recipes.gates import row_failure, schema_failure
 from trainer_core.recipes.schema import FORMAT_FIELDS, Output, Recipe
-from trainer_core.recipes.writer import ModelFailure, Writer
+from trainer_core.recipes.writer import CutShort, ModelFailure, Writer
 
 
 @dataclass
@@ -61,6 +61,8 @@ def _asked(column: Any, row: dict[str, Any], writer: Writer) -> Any:
         answer = writer.ask(messages, schema, column.name)
     except ModelFailure as exc:
         raise _Dropped("model_error", f"columns.{column.name}: {exc}") from None
+    except CutShort as exc:
+        raise _Dropped("schema", f"columns.{column.name}: {exc}") from None
     if schema is None:
         return answer.strip()
     try:
