@@ -6,6 +6,7 @@ columns), rendered in a sandbox (no attribute or file access beyond the row's va
 from __future__ import annotations
 
 import random
+import re
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -18,6 +19,7 @@ from trainer_core.recipes.sandbox import sandbox
 
 ENV = sandbox()
 SAMPLER_TYPES = ("category", "uniform")
+JUDGE_REASONING_CHARS = 400  # a judge's reasoning, at most: bounds its answer (answer_size) so none is cut
 
 
 @lru_cache(maxsize=256)
@@ -85,12 +87,51 @@ class LLMTextColumn(_Prompted):
     column_type: Literal["llm-text"] = "llm-text"
 
 
+def sentences(text: str, min_chars: int, max_chars: int) -> list[str]:
+    """The sentences of ``text`` (split after . ! ? and a space, whitespace normalised) of
+    ``min_chars``..``max_chars`` characters, each once, in order."""
+    found = [s for s in re.split(r"(?<=[.!?])\s+", " ".join(str(text).split())) if min_chars <= len(s) <= max_chars]
+    return list(dict.fromkeys(found))
+
+
 class LLMStructuredColumn(_Prompted):
     """A JSON value the writer model makes to ``output_format`` (a JSON schema; constrained decoding
-    where the endpoint offers it); a value that fails the schema drops its row (gate ``schema``)."""
+    where the endpoint offers it); a value that fails the schema drops its row (gate ``schema``).
+    ``copy_from`` names string properties to be copied from the row: property -> column path; such a
+    property's schema gets an ``enum`` of that text's sentences (within its minLength..maxLength),
+    so constrained decoding can only copy one of them word for word."""
 
     column_type: Literal["llm-structured"] = "llm-structured"
     output_format: dict[str, Any] = Field(description="JSON schema of the value.")
+    copy_from: dict[str, str] = Field(
+        {}, description="String property -> column path of the text it copies one sentence of, e.g. evidence: chunk."
+    )
+
+    @model_validator(mode="after")
+    def _copies_strings(self) -> LLMStructuredColumn:
+        properties = self.output_format.get("properties", {})
+        for name in self.copy_from:
+            if properties.get(name, {}).get("type") != "string":
+                raise RecipeError(
+                    f"columns.{self.name}.copy_from: {name} is not a string property of output_format",
+                    fields=("columns",),
+                )
+        return self
+
+    def schema_for(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The schema for ``row``: ``output_format`` with each ``copy_from`` property limited to the
+        sentences of its text (left as it is where the text has none that fit)."""
+        properties = dict(self.output_format.get("properties", {}))
+        for name, path in self.copy_from.items():
+            try:
+                text = lookup(row, path)
+            except KeyError:
+                continue
+            rule = properties[name]
+            choices = sentences(str(text), rule.get("minLength", 1), rule.get("maxLength", 10_000))
+            if choices:
+                properties[name] = {**rule, "enum": choices}
+        return {**self.output_format, "properties": properties}
 
     @field_validator("output_format")
     @classmethod
@@ -129,7 +170,7 @@ class LLMJudgeColumn(_Prompted):
             s.name: {
                 "type": "object",
                 "properties": {
-                    "reasoning": {"type": "string"},
+                    "reasoning": {"type": "string", "maxLength": JUDGE_REASONING_CHARS},
                     "score": {"type": "integer", "enum": sorted(s.options)},
                 },
                 "required": ["reasoning", "score"],

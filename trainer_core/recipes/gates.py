@@ -1,10 +1,11 @@
 """Quality gates that drop rows, each counted by name in the run's report: ``schema`` (a structured
 or judge value that fails its JSON schema), ``grounding`` (the evidence quote must appear in its
-chunk, whitespace normalised), ``judge`` (a score below its threshold), ``length`` (bounds in
+chunk; ``grounding_form``: whitespace, quote marks, dashes and case normalised, nothing else), ``judge`` (a score below its threshold), ``length`` (bounds in
 characters) and ``dedupe`` (near-duplicates of a kept row, by rapidfuzz similarity)."""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Optional
 
 import jsonschema
@@ -74,6 +75,30 @@ def normalised(text: str) -> str:
     return " ".join(str(text).split())
 
 
+# Typographic quote marks and dashes as their ASCII forms (a model often writes one for the other).
+_PLAIN_MARKS = str.maketrans(
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2212", "-"),
+    }
+)
+_QUOTE_ENDS = "\"' "  # marks a model puts around a quote, stripped from the quote only
+_QUOTE_TAIL = ".,;:!?"  # a sentence's end mark, present in the chunk or not
+
+
+def grounding_form(text: str) -> str:
+    """``text`` as the grounding gate compares it: Unicode NFKC (ligatures such as "ﬁ" as letters),
+    typographic quotes and dashes as ASCII, case-folded, each run of whitespace as one space."""
+    return normalised(unicodedata.normalize("NFKC", str(text)).translate(_PLAIN_MARKS).casefold())
+
+
+def quote_form(quote: str) -> str:
+    """The evidence ``quote`` as the gate looks for it: ``grounding_form`` less the quote marks around
+    it and its final punctuation (the words themselves must all be in the chunk, in order)."""
+    return grounding_form(quote).strip(_QUOTE_ENDS).rstrip(_QUOTE_TAIL).strip(_QUOTE_ENDS)
+
+
 def schema_failure(value: Any, schema: dict[str, Any]) -> Optional[str]:
     """Why ``value`` fails JSON ``schema`` (the first error, short), or None."""
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
@@ -95,12 +120,12 @@ def row_failure(row: dict[str, Any], gates: Gates) -> Optional[tuple[str, str]]:
     """(gate, detail) of the first gate ``row`` fails among grounding, judge and length, or None."""
     if gates.grounding:
         quote, within = _text(row, gates.grounding.quote), _text(row, gates.grounding.within)
-        if quote is None or within is None or len(normalised(quote)) < gates.grounding.min_chars:
+        if quote is None or within is None or len(quote_form(quote)) < gates.grounding.min_chars:
             return (
                 "grounding",
                 f"{gates.grounding.quote} is missing or shorter than {gates.grounding.min_chars} characters",
             )
-        if normalised(quote) not in normalised(within):
+        if quote_form(quote) not in grounding_form(within):
             return "grounding", f"{gates.grounding.quote} is not in {gates.grounding.within}"
     for gate in gates.judge:
         try:

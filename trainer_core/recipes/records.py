@@ -21,7 +21,7 @@ from trainer_core.recipes.columns import (
 )
 from trainer_core.recipes.gates import row_failure, schema_failure
 from trainer_core.recipes.schema import FORMAT_FIELDS, Output, Recipe
-from trainer_core.recipes.writer import ModelFailure, Writer
+from trainer_core.recipes.writer import CutShort, ModelFailure, Writer
 
 
 @dataclass
@@ -57,10 +57,13 @@ def _asked(column: Any, row: dict[str, Any], writer: Writer) -> Any:
     if column.system_prompt:
         messages.insert(0, {"role": "system", "content": _render(column.system_prompt, row, f"columns.{column.name}")})
     schema = column.schema() if isinstance(column, (LLMStructuredColumn, LLMJudgeColumn)) else None
+    asked = column.schema_for(row) if isinstance(column, LLMStructuredColumn) else schema  # copy_from's choices
     try:
-        answer = writer.ask(messages, schema, column.name)
+        answer = writer.ask(messages, asked, column.name)
     except ModelFailure as exc:
         raise _Dropped("model_error", f"columns.{column.name}: {exc}") from None
+    except CutShort as exc:
+        raise _Dropped("schema", f"columns.{column.name}: {exc}") from None
     if schema is None:
         return answer.strip()
     try:

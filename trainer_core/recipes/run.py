@@ -76,6 +76,14 @@ def _dedupe(recipe: Recipe, kept: list[Record]) -> tuple[list[Record], list[Reco
     return [r for i, r in enumerate(kept) if i not in twins], [kept[i] for i in twins]
 
 
+def sorted_out(recipe: Recipe, done: list[Record]) -> tuple[list[Record], list[Record]]:
+    """(kept, dropped) of the records ``done``: those a gate dropped, then the near-duplicates of
+    kept ones (each record in one list, once)."""
+    failed = [r for r in done if r.reason is not None]  # before dedupe marks its twins
+    kept, twins = _dedupe(recipe, [r for r in done if r.reason is None])
+    return kept, failed + twins
+
+
 def run_recipe(
     recipe: Recipe,
     settings: Settings,
@@ -131,11 +139,11 @@ def run_recipe(
                 if progress:
                     progress(len(done), total, dict(dropped_by))
     done.sort(key=lambda r: r.index)
-    kept, twins = _dedupe(recipe, [r for r in done if r.reason is None])
+    kept, dropped = sorted_out(recipe, done)
     result = RecipeResult(
         seeds=seeds,
         kept=kept,
-        dropped=[r for r in done if r.reason is not None] + twins,
+        dropped=dropped,
         records=total,
         stopped=stop.is_set() and len(done) < total,
         seconds=time.monotonic() - began,

@@ -2,7 +2,13 @@
 (the client's own: 429, 5xx, connection errors, with back-off), a timeout, and token counts. The
 key is a ``SecretStr`` handed to the client only; it is never logged, written or returned. An
 endpoint off this machine is refused unless the server allows them (``allow_remote_recipe_models``),
-and a redirect is never followed (it could lead the prompts off this machine past that check)."""
+and a redirect is never followed (it could lead the prompts off this machine past that check).
+
+A structured answer is asked for with ``response_format`` json_schema, ``strict`` (the studio's
+/v1, llama.cpp's server, vLLM and OpenAI decode it constrained to the schema), and with at least
+the tokens the schema's longest answer takes (``answer_size.answer_tokens``) so that it is never
+cut mid-JSON. An endpoint that refuses ``response_format`` (400 naming it) is asked again without
+it, and from then on: its answers are checked against the schema as they come."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import openai
 from pydantic import SecretStr
 
 from trainer_core.hosts import is_loopback
+from trainer_core.recipes.answer_size import answer_tokens
 from trainer_core.recipes.errors import MODEL_UNREACHABLE, REMOTE_MODEL, RecipeError
 from trainer_core.recipes.schema import WriterModel
 
@@ -24,6 +31,11 @@ BUSY_WAIT_S = (1.0, 10.0)  # first and longest wait after a 429 (a busy server),
 
 class ModelFailure(Exception):
     """One request failed after its retries (its row is dropped as ``model_error``)."""
+
+
+class CutShort(Exception):
+    """A structured answer ended at ``max_tokens`` before its JSON closed (its row is dropped as
+    ``schema``, with the limit named)."""
 
 
 def shown_endpoint(url: str) -> str:
@@ -74,25 +86,35 @@ class Writer:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.requests = 0
+        self.plain_json = False  # True once the endpoint refused response_format: not asked again
 
     def ask(self, messages: list[dict[str, str]], schema: Optional[dict[str, Any]] = None, name: str = "value") -> str:
         """The model's answer to ``messages`` (with ``schema``: a JSON answer asked for by
-        ``response_format`` json_schema). Raises ModelFailure for a failed request, RecipeError
+        ``response_format`` json_schema, strict). Raises ModelFailure for a failed request, CutShort
+        for a JSON answer that reached max_tokens, RecipeError
         (``writer_model_unreachable``) when the endpoint cannot be reached or refuses the key or model."""
         params = self.model.inference_parameters
-        extra: dict[str, Any] = {}
-        if schema is not None:
-            extra["response_format"] = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
-        request = dict(
+        request: dict[str, Any] = dict(
             model=self.model.model,
             messages=messages,
             temperature=params.temperature,
             top_p=params.top_p,
             max_tokens=params.max_tokens,
-            **extra,
         )
+        if schema is not None:
+            request["max_tokens"] = max(params.max_tokens, answer_tokens(schema) or 0)
+            if not self.plain_json:
+                request["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": name, "schema": schema, "strict": True},
+                }
         try:
             reply = self._patient(request)
+        except openai.BadRequestError as exc:
+            if "response_format" not in request or "response_format" not in f"{self._message(exc)} {exc.body}":
+                raise ModelFailure(f"400 {self._message(exc)}") from None
+            self.plain_json = True  # this endpoint does not take structured outputs
+            return self.ask(messages, schema, name)
         except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
             raise self._refused(f"answered {exc.status_code}: {self._message(exc)}") from None
         except openai.APITimeoutError:  # a slow answer drops its row; the next may be quicker
@@ -112,7 +134,10 @@ class Writer:
                 self.completion_tokens += reply.usage.completion_tokens
         if not reply.choices:
             raise ModelFailure("the answer has no choices")
-        return reply.choices[0].message.content or ""
+        choice = reply.choices[0]
+        if schema is not None and choice.finish_reason == "length":
+            raise CutShort(f"the answer was cut at max_tokens ({request['max_tokens']}) before its JSON closed")
+        return choice.message.content or ""
 
     def _patient(self, request: dict[str, Any]) -> Any:
         """The completion of ``request``; a 429 (a server that answers one request at a time, such as

@@ -1,5 +1,6 @@
 """Columns: templates parse and render in a sandbox, samplers draw repeatably within their
-parameters, judge columns carry their schema, structured columns need a JSON schema."""
+parameters, judge columns carry their schema, structured columns need a JSON schema and copy a
+property from the row's sentences (copy_from)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from trainer_core.recipes.columns import (
     SamplerColumn,
     lookup,
     names_used,
+    sentences,
     template,
 )
 
@@ -64,3 +66,24 @@ def test_lookup_follows_dotted_paths():
     assert lookup({"qa": {"evidence": "e"}}, "qa.evidence") == "e"
     with pytest.raises(KeyError):
         lookup({"qa": "text"}, "qa.evidence")
+
+
+def test_copy_from_limits_a_property_to_the_texts_sentences():
+    column = LLMStructuredColumn(
+        name="qa",
+        prompt="{{ chunk }}",
+        copy_from={"evidence": "chunk"},
+        output_format={
+            "type": "object",
+            "properties": {"evidence": {"type": "string", "minLength": 12, "maxLength": 40}, "q": {"type": "string"}},
+        },
+    )
+    chunk = "Whisk the  eggs well.\nAdd milk. Pour the batter into a hot pan! Then wait until the edges of the crepe turn golden brown. "
+    chunk += "Whisk the eggs well."  # once only; "Add milk." too short, the third too long
+    assert sentences(chunk, 12, 40) == ["Whisk the eggs well.", "Pour the batter into a hot pan!"]
+    schema = column.schema_for({"chunk": chunk})
+    assert schema["properties"]["evidence"]["enum"] == sentences(chunk, 12, 40)
+    assert "enum" not in column.schema()["properties"]["evidence"]  # what the answer is checked against
+    assert column.schema_for({"chunk": "Too short."}) == column.schema()  # nothing fits: left as it is
+    with pytest.raises(ValueError, match=r"columns.qa.copy_from: q2 is not a string property of output_format"):
+        LLMStructuredColumn(name="qa", prompt="p", copy_from={"q2": "chunk"}, output_format=column.output_format)

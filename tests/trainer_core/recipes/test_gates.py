@@ -33,6 +33,21 @@ def test_grounding_finds_the_quote_across_line_breaks_and_spaces():
     assert row_failure(_row("the flour and the eggs. Add the milk"), GROUNDED) is None  # across the line break
 
 
+def test_grounding_forgives_case_quote_marks_dashes_ligatures_and_the_end_mark_only():
+    chunk = "The \ufb01rst step \u2014 \u201cwhisk\u201d the eggs.\nThen add milk."
+    kept = (
+        'the first step - "whisk" the eggs',  # ligature, dash, typographic quotes, case
+        "\u2018The first step \u2014 \u201cwhisk\u201d the eggs.\u2019",  # quoted by the model
+        'THE FIRST STEP - "WHISK" THE EGGS. THEN ADD MILK',  # across the line break, no end mark
+    )
+    for quote in kept:
+        assert row_failure({"chunk": chunk, "qa": {"evidence": quote}}, GROUNDED) is None, quote
+    changed = ("the first step - whisk the eggs", 'the first step - "beat" the eggs', "first step whisk eggs")
+    for quote in changed:  # a word or a mark left out or changed is not the text
+        failed = row_failure({"chunk": chunk, "qa": {"evidence": quote}}, GROUNDED)
+        assert failed == ("grounding", "qa.evidence is not in chunk"), quote
+
+
 def test_grounding_drops_a_quote_not_in_the_chunk_a_short_one_and_a_missing_one():
     assert row_failure(_row("Add the cream slowly"), GROUNDED) == ("grounding", "qa.evidence is not in chunk")
     assert row_failure(_row("milk"), GROUNDED)[0] == "grounding"  # shorter than min_chars grounds nothing

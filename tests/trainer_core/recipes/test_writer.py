@@ -1,16 +1,22 @@
 """The writer model's endpoint: http(s) only, this machine only unless the server allows others,
-shown without credentials; an endpoint nobody answers stops the run with a clear refusal."""
+shown without credentials; an endpoint nobody answers stops the run with a clear refusal; a
+structured answer is asked strict with room for its longest JSON, plainly where the endpoint
+refuses response_format, and named when cut at max_tokens."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import socket
+import threading
 
 import pytest
 from pydantic import SecretStr
 
+from trainer_core.recipes.answer_size import answer_tokens
 from trainer_core.recipes.errors import MODEL_UNREACHABLE, REMOTE_MODEL, RecipeError
 from trainer_core.recipes.schema import WriterModel
-from trainer_core.recipes.writer import ModelFailure, Writer, check_endpoint, on_this_machine, shown_endpoint
+from trainer_core.recipes.writer import CutShort, ModelFailure, Writer, check_endpoint, on_this_machine, shown_endpoint
 
 
 @pytest.mark.parametrize(
@@ -133,3 +139,77 @@ def test_an_endpoint_that_echoes_the_key_does_not_put_it_in_a_message(status):
         server.shutdown()
         server.server_close()
     assert "Invalid API key" in str(failed.value) and "secret-value-123" not in str(failed.value)
+
+
+class _Endpoint(http.server.BaseHTTPRequestHandler):
+    """A chat-completions endpoint that records each request body and answers from ``replies``
+    (status, finish reason, content), one per request."""
+
+    bodies: list[dict] = []
+    replies: list[tuple[int, str, str]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        self.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        status, finish, content = self.replies.pop(0)
+        if status == 200:
+            choice = {"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": content}}
+            body = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
+        else:
+            body = {"error": {"message": content, "type": "invalid_request_error", "param": "response_format"}}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture()
+def endpoint():
+    _Endpoint.bodies, _Endpoint.replies = [], []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    model = WriterModel(endpoint=f"http://127.0.0.1:{server.server_address[1]}/v1", model="m", max_retries=0)
+    yield Writer(model, None, allow_remote=False), _Endpoint
+    server.shutdown()
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"evidence": {"type": "string", "maxLength": 300}},
+    "required": ["evidence"],
+    "additionalProperties": False,
+}
+
+
+def test_a_structured_answer_is_asked_strict_with_room_for_the_longest_json(endpoint):
+    writer, server = endpoint
+    server.replies = [(200, "stop", '{"evidence": "x"}'), (200, "stop", "free text")]
+    assert writer.ask([{"role": "user", "content": "q"}], SCHEMA, "qa") == '{"evidence": "x"}'
+    assert writer.ask([{"role": "user", "content": "q"}]) == "free text"
+    structured, free = server.bodies
+    assert structured["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "qa", "schema": SCHEMA, "strict": True},
+    }
+    assert structured["max_tokens"] == answer_tokens(SCHEMA) > 512  # above the recipe's max_tokens
+    assert "response_format" not in free and free["max_tokens"] == 512
+
+
+def test_an_endpoint_without_structured_outputs_is_asked_plainly_from_then_on(endpoint):
+    writer, server = endpoint
+    server.replies = [(400, "", "response_format is not supported"), (200, "stop", "{}"), (200, "stop", "{}")]
+    for _ in range(2):
+        assert writer.ask([{"role": "user", "content": "q"}], SCHEMA) == "{}"
+    assert ["response_format" in b for b in server.bodies] == [True, False, False] and writer.plain_json
+
+
+def test_a_json_answer_cut_at_max_tokens_is_named_so(endpoint):
+    writer, server = endpoint
+    server.replies = [(200, "length", '{"evidence": "xx')]
+    limit = answer_tokens(SCHEMA)
+    with pytest.raises(CutShort, match=rf"cut at max_tokens \({limit}\) before its JSON closed"):
+        writer.ask([{"role": "user", "content": "q"}], SCHEMA)
