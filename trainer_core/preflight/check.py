@@ -30,7 +30,13 @@ from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, Pre
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
 from trainer_core.preflight.structure import model_structure
-from trainer_core.preflight.token_issues import default_template_note, no_tokens, template_shaping, tools_line
+from trainer_core.preflight.token_issues import (
+    cached_tokens_pass,
+    default_template_note,
+    no_tokens,
+    template_shaping,
+    tools_line,
+)
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 from trainer_core.vocabulary import TrainingMethod
@@ -158,6 +164,7 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     this machine only the data is read (the worker checks tokens). Raises DatasetError for data
     training could not read, as ``data.prepare.check_local_data`` does. A tracker in ``report_to``
     without its package is refused first, before any data is read."""
+    began = time.perf_counter()
     missing = rules.trackers_missing(request)
     if missing:
         return [missing]
@@ -173,6 +180,9 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     _, structure_errors = model_structure(request, settings)
     if structure_errors or request.hf_dataset:
         return structure_errors
+    if cached_tokens_pass(request, tokenizer, kind):  # a Start after its check: no row read again
+        log.info("start check: the data's tokens are cached (%.1f s), rows not read", time.perf_counter() - began)
+        return [issue for issue in (rules.embedding_fields_unused(request),) if issue]
     found = gather(request, tokenizer, notes=False)
     count_media(found, kind, folder)  # rows whose clips alone fill max_seq_length are left out, as by the check
     checks = (

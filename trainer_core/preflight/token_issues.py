@@ -33,6 +33,26 @@ def no_tokens(found: Gathered, request: TrainingStartRequest) -> Optional[Issue]
     return None
 
 
+def cached_tokens_pass(request: TrainingStartRequest, tokenizer: Any, kind: Any) -> bool:
+    """True when the token cache alone shows Start's token checks pass, so no row need be read:
+    an SFT run on local data whose training split (and evaluation split, where it has one) are
+    cached (``token_cache.tokenized.cached``: the key holds the files' content hashes, so they read
+    and render as when tokenized) with a trained token in each, for a model ``kind`` whose media add
+    no tokens (``ModelKind.media_tokens`` not its own). False: read and count the rows (``gather``)."""
+    from trainer_core.data.prepare import has_eval_data
+    from trainer_core.data.token_cache.tokenized import cached
+    from trainer_core.model_kind import ModelKind
+    from trainer_core.preflight.tokens import row_counts
+
+    if tokenizer is None or request.hf_dataset or type(kind).media_tokens is not ModelKind.media_tokens:
+        return False
+    for split in ("train", "eval") if has_eval_data(request) else ("train",):
+        found = cached(request, tokenizer, split)
+        if found is None or not row_counts(found[0], request.max_seq_length).kept.any():
+            return False
+    return True
+
+
 def template_shaping(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[Issue]:
     """Warning when the chat template refuses some rows as written and they are shaped to fit
     (``data.template_fit``: Gemma's system text, Mistral's repeated turns)."""
