@@ -25,8 +25,6 @@ from pydantic import SecretStr
 
 from trainer_core.recipes.errors import MODEL_UNREACHABLE, RecipeError
 from trainer_core.recipes.library import template_names, template_text
-from trainer_core.recipes.output import summary, write_result
-from trainer_core.recipes.run import RecipeResult, full_run_estimate, run_recipe
 from trainer_core.recipes.schema import read_recipe
 from trainer_core.settings import get_settings
 
@@ -66,6 +64,10 @@ def _progress(done: int, total: int, dropped: dict[str, int]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # here, not at the top: the writer's client (openai) is no part of the other commands' start
+    from trainer_core.recipes.output import summary, write_result
+    from trainer_core.recipes.run import full_run_estimate, run_recipe
+
     settings = get_settings()
     recipe = read_recipe(args.file)
     key = _key(args.api_key_env or recipe.model.api_key_env)
@@ -88,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         thread.join()
     if "error" in outcome:
         raise outcome["error"]
-    result: RecipeResult = outcome["result"]
+    result = outcome["result"]  # a recipes.run.RecipeResult
     if args.preview:
         for record in sorted([*result.kept, *result.dropped], key=lambda r: r.index):
             shown = (
