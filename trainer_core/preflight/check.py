@@ -24,6 +24,7 @@ from trainer_core.data.preview_tokenizer import load_preview_tokenizer, local_mo
 from trainer_core.model_kind import kind_for_folder, kind_for_request
 from trainer_core.preflight import rules
 from trainer_core.preflight.audio import audio_check
+from trainer_core.preflight.data_memory import data_over_memory, tokenized_bytes
 from trainer_core.preflight.gather import Gathered, count_media, gather
 from trainer_core.preflight.grpo import grpo_summary
 from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, PreflightReport
@@ -106,6 +107,7 @@ def run_preflight(
             rules.learning_rate(request),
             template_shaping(found, tokenizer, request),
             default_template_note(found, tokenizer, request),
+            data_over_memory(settings, tokenized_bytes(found.train_encoded, rows)),
         )
         if issue
     ]
