@@ -81,3 +81,17 @@ def test_a_start_after_its_check_reads_no_row_when_the_tokens_are_cached(tmp_pat
         check.start_issues(request, settings)
     assert read == [1]
     get_settings.cache_clear()
+
+
+def test_rows_without_tools_are_told_apart_in_arrow() -> None:
+    from trainer_core.preflight.token_issues import may_use_tools
+
+    def table(last: dict, tools):
+        rows = {"messages": [[{"role": "user", "content": "hi"}, last]], "tools": [tools]}
+        return datasets.Dataset.from_dict(rows).data
+
+    answer = {"role": "assistant", "content": "yo"}
+    assert not may_use_tools(table(answer, "")) and not may_use_tools(table(answer, None))
+    assert may_use_tools(table({"role": "assistant", "content": "<tool_call>{}"}, ""))
+    assert may_use_tools(table({"role": "tool", "content": None}, None))
+    assert may_use_tools(table(answer, json.dumps([WEATHER])))
