@@ -162,7 +162,8 @@ def run_preflight(
 
 def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issue]:
     """The errors Start refuses on, with the check's messages: reads and tokenizes the local data
-    (no model weights, no estimates). Hub data is left to the worker; when the tokenizer is not on
+    (no model weights, no estimates), or, when the token cache holds every split with a trained
+    token (a Start after its check: ``token_issues.cached_tokens_pass``), reads no row. Hub data is left to the worker; when the tokenizer is not on
     this machine only the data is read (the worker checks tokens). Raises DatasetError for data
     training could not read, as ``data.prepare.check_local_data`` does. A tracker in ``report_to``
     without its package is refused first, before any data is read."""
