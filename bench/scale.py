@@ -10,7 +10,8 @@ folder unless given; never the repository), then for each file runs, A B A B (``
 - ``bare``: a fresh process that loads the file with ``datasets.load_dataset`` and tokenizes every
   row through the model's chat template with ``map(batched=True, num_proc=2)``;
 - ``check``: a fresh ``python -m trainer_core check --json`` (the CLI a user runs; the default
-  model SmolLM2-135M-Instruct and request), whose first line is the estimate from a sample (files
+  model SmolLM2-135M-Instruct and request; a data dir of its own, so no token cache entry of an
+  earlier run serves it), whose first line is the estimate from a sample (files
   over ``--sample-mb``, the setting ``STUDIO_CHECK_SAMPLE_MB``) and whose last is the exact report.
   Timed: the first answer and the full pass (``--first-only``: the process is ended after the first
   answer, for files whose full pass takes too long to wait for).
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -146,7 +148,8 @@ def run_bare(path: Path, model: str) -> dict[str, Any]:
 def run_check(path: Path, model: str, sample_mb: Optional[float], first_only: bool) -> dict[str, Any]:
     """The CLI check in a fresh process: seconds to its first answer and to the exact one, peak
     RSS, and the estimate's figures against the exact ones."""
-    env = dict(os.environ, STUDIO_ALLOWED_PATHS=str(path.parent), NO_COLOR="1")
+    data = tempfile.mkdtemp(prefix="bench-scale-data-")  # a cold token cache: nothing of an earlier run served
+    env = dict(os.environ, STUDIO_ALLOWED_PATHS=str(path.parent), NO_COLOR="1", STUDIO_DATA_DIR=data)
     if sample_mb is not None:
         env["STUDIO_CHECK_SAMPLE_MB"] = str(sample_mb)
     argv = [sys.executable, "-m", "trainer_core", "check", "--dataset", str(path), "--model-name", model, "--json"]
@@ -162,6 +165,7 @@ def run_check(path: Path, model: str, sample_mb: Optional[float], first_only: bo
             break
     process.wait()
     peak = memory.stop()
+    shutil.rmtree(data, ignore_errors=True)
     if not answers:
         raise RuntimeError(f"the check printed nothing for {path.name} (exit {process.returncode})")
     first, last = answers[0], answers[-1]

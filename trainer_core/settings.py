@@ -93,6 +93,13 @@ class Settings(BaseSettings):
         description="Disk (MB) the tokenized-data cache under the data dir's token_cache/ may fill; past it the "
         "least recently used entries are deleted (the newest is kept even when larger). 0 turns the cache off.",
     )
+    data_memory_mb: int = Field(
+        0,
+        ge=0,
+        description="Memory (MB) the tokenized training data may take; larger data is read from the memory-mapped "
+        "token cache and the pre-flight check says so (preflight.data_memory). 0: the memory available when the "
+        "check runs.",
+    )
     check_memory_mb: int = Field(
         4096,
         ge=256,

@@ -30,14 +30,8 @@ from pydantic import SecretStr
 from trainer_core.export.hub_push import HubPushError, repo_id_problem
 from trainer_core.paths import PathNotAllowed
 from trainer_core.recipes.errors import MODEL_UNREACHABLE, RecipeError
-from trainer_core.recipes.hub_push import push_result
 from trainer_core.recipes.library import template_names, template_text
-from trainer_core.recipes.output import result_folder
-from trainer_core.recipes.preview import preview_report, shown_records
-from trainer_core.recipes.run import RecipeResult, run_recipe
 from trainer_core.recipes.schema import read_recipe
-from trainer_core.recipes.task import folder_in_recipes, same_recipe
-from trainer_core.recipes.task_worker import make_into
 from trainer_core.settings import get_settings
 
 
@@ -81,6 +75,14 @@ def _progress(done: int, total: int, dropped: dict[str, int]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # the recipe runner (the openai client) only when a recipe runs: not for every CLI command
+    from trainer_core.recipes.hub_push import push_result
+    from trainer_core.recipes.output import result_folder
+    from trainer_core.recipes.preview import preview_report, shown_records
+    from trainer_core.recipes.run import RecipeResult, run_recipe
+    from trainer_core.recipes.task import folder_in_recipes, same_recipe
+    from trainer_core.recipes.task_worker import make_into
+
     settings = get_settings()
     recipe = read_recipe(args.file)
     key = _key(args.api_key_env or recipe.model.api_key_env)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from trainer_core.data.files import DatasetError
+from trainer_core.evaluation.cached_tokens import cached_loss_rows
 from trainer_core.evaluation.generation import generate_answers
 from trainer_core.evaluation.loss import answer_loss, tokenize_rows
 from trainer_core.evaluation.report import SCORES_FILE, Outcome, prediction_rows, write_atomic, write_predictions
@@ -200,7 +201,8 @@ def evaluate(
     began, req = time.monotonic(), EvaluateRequest.model_validate(request)
     choice, plan = ModelChoice(**context["choice"]), context["data"]
     progress(0.0, f"Reading {plan['source']}")
-    all_rows, skipped = to_rows(read_plan(plan), plan["source"])
+    canonical = read_plan(plan)
+    all_rows, skipped = to_rows(canonical, plan["source"])
     progress(0.01, f"Loading {choice.id}")
     loaded = load_choice(choice, Path(context["models_dir"]))
     limit, notes = row_limit(req.max_rows, len(all_rows), loaded.device)
@@ -214,7 +216,8 @@ def evaluate(
     if evaluator is not None:  # the kind's rows are encoded batch by batch (with their images)
         encoded, truncated, dropped = None, 0, 0
     else:
-        encoded, truncated, dropped = tokenize_rows(rows, loaded.tokenizer, plan["max_seq_length"])
+        from_cache = cached_loss_rows(plan, rows, canonical, loaded.tokenizer)
+        encoded, truncated, dropped = from_cache or tokenize_rows(rows, loaded.tokenizer, plan["max_seq_length"])
     sides = [("tuned", True)] + ([("base", False)] if req.compare_base and choice.kind != "base" else [])
     batches = -(-len(rows) // req.batch_size)
     bar = _Bar(progress, len(sides) * batches * (1 + max(1.0, req.max_new_tokens / NEW_TOKENS_PER_UNIT)))

@@ -115,7 +115,13 @@ def peft_rewritten_names(model: Any) -> frozenset[str]:
     (``w1`` / ``w2`` / ``w3`` for Mixtral's). A dense MLP or shared expert with such a name would
     lose its adapter (and PEFT warns about rank / alpha patterns for the fused pair), so those
     projections are adapted through ``target_parameters`` instead (their ``weight``). Empty for
-    other models and PEFT versions without the conversion."""
+    other models and PEFT versions without the conversion; a model without routed experts (every
+    model type PEFT converts has them) is answered without importing PEFT (seconds: it imports
+    bitsandbytes, which compiles its kernels with torch.compile)."""
+    if not expert_count(getattr(model, "config", None)) and not any(
+        "experts" in name.split(".") for name, _ in model.named_modules()
+    ):
+        return frozenset()
     try:
         from peft.utils import transformers_weight_conversion as conversion
     except ImportError:

@@ -24,13 +24,20 @@ from trainer_core.data.preview_tokenizer import load_preview_tokenizer, local_mo
 from trainer_core.model_kind import kind_for_folder, kind_for_request
 from trainer_core.preflight import rules
 from trainer_core.preflight.audio import audio_check
+from trainer_core.preflight.data_memory import data_over_memory, tokenized_bytes
 from trainer_core.preflight.gather import Gathered, count_media, gather
 from trainer_core.preflight.grpo import grpo_summary
 from trainer_core.preflight.report import FileCheck, Issue, LengthHistogram, PreflightReport
 from trainer_core.preflight.samples import pick_samples, sample_row
 from trainer_core.preflight.steps import StepPlan, packed_sequences, plan_steps
 from trainer_core.preflight.structure import model_structure
-from trainer_core.preflight.token_issues import default_template_note, no_tokens, template_shaping, tools_line
+from trainer_core.preflight.token_issues import (
+    cached_tokens_pass,
+    default_template_note,
+    no_tokens,
+    template_shaping,
+    tools_line,
+)
 from trainer_core.schemas import TrainingStartRequest
 from trainer_core.settings import Settings
 from trainer_core.vocabulary import TrainingMethod
@@ -100,6 +107,7 @@ def run_preflight(
             rules.learning_rate(request),
             template_shaping(found, tokenizer, request),
             default_template_note(found, tokenizer, request),
+            data_over_memory(settings, tokenized_bytes(found.train_encoded, rows)),
         )
         if issue
     ]
@@ -154,10 +162,12 @@ def run_preflight(
 
 def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issue]:
     """The errors Start refuses on, with the check's messages: reads and tokenizes the local data
-    (no model weights, no estimates). Hub data is left to the worker; when the tokenizer is not on
+    (no model weights, no estimates), or, when the token cache holds every split with a trained
+    token (a Start after its check: ``token_issues.cached_tokens_pass``), reads no row. Hub data is left to the worker; when the tokenizer is not on
     this machine only the data is read (the worker checks tokens). Raises DatasetError for data
     training could not read, as ``data.prepare.check_local_data`` does. A tracker in ``report_to``
     without its package is refused first, before any data is read."""
+    began = time.perf_counter()
     missing = rules.trackers_missing(request)
     if missing:
         return [missing]
@@ -173,6 +183,9 @@ def start_issues(request: TrainingStartRequest, settings: Settings) -> list[Issu
     _, structure_errors = model_structure(request, settings)
     if structure_errors or request.hf_dataset:
         return structure_errors
+    if cached_tokens_pass(request, tokenizer, kind):  # a Start after its check: no row read again
+        log.info("start check: the data's tokens are cached (%.1f s), rows not read", time.perf_counter() - began)
+        return [issue for issue in (rules.embedding_fields_unused(request),) if issue]
     found = gather(request, tokenizer, notes=False)
     count_media(found, kind, folder)  # rows whose clips alone fill max_seq_length are left out, as by the check
     checks = (

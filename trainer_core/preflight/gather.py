@@ -44,7 +44,8 @@ class Gathered:
 
     def source_of_train(self) -> np.ndarray:
         """Source index of each training row, (rows,)."""
-        return np.asarray(self.train["_source"], dtype=np.int64)  # not .data: a split keeps an indices mapping
+        # not .data: a split keeps an indices mapping; numpy format: no Python list of every row
+        return np.asarray(self.train.with_format("numpy")["_source"], dtype=np.int64)
 
     def source_of_eval(self) -> np.ndarray:
         """Source index of each evaluation row, (rows,) (empty without evaluation rows)."""

@@ -28,6 +28,8 @@ import numpy as np
 from trainer_core.data.row_sample import RowSample, can_sample, sample_file
 from trainer_core.preflight import rules
 from trainer_core.preflight.check import budget_advice, length_histogram, run_preflight, token_numbers
+from trainer_core.preflight.data_memory import CODE as DATA_OVER_MEMORY
+from trainer_core.preflight.data_memory import data_over_memory, tokenized_bytes
 from trainer_core.preflight.gather import Gathered
 from trainer_core.preflight.report import PreflightReport, SampleEstimate
 from trainer_core.preflight.sample_math import margins, repeats, row_weights
@@ -39,7 +41,10 @@ from trainer_core.vocabulary import TrainingMethod
 
 SAMPLE_FIRST = 100  # the file's first rows, always in the sample (what a reader looks at first)
 COUNTED = ("rows_truncated", "eval_too_small", "too_few_evaluations", "run_too_short", "learning_rate_too_low")
-COUNTED += ("memory_over_free",)  # warnings whose figures the sample's counts would get wrong: made again
+COUNTED += (
+    "memory_over_free",
+    DATA_OVER_MEMORY,
+)  # warnings whose figures the sample's counts would get wrong: made again
 
 
 def wants_sample(request: TrainingStartRequest, settings: Settings) -> bool:
@@ -172,6 +177,7 @@ def scale(
         rules.truncation(counts),
         rules.eval_too_small(eval_rows, request, has_eval),
         rules.evaluations(request, plan.total_steps, has_eval),
+        data_over_memory(settings, tokenized_bytes(found.train_encoded, len(counts.full))),
     )
     report.warnings += [issue for issue in again if issue] + budget_advice(request, plan.total_steps, kept)
     found_all = replace(

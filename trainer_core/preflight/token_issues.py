@@ -33,6 +33,26 @@ def no_tokens(found: Gathered, request: TrainingStartRequest) -> Optional[Issue]
     return None
 
 
+def cached_tokens_pass(request: TrainingStartRequest, tokenizer: Any, kind: Any) -> bool:
+    """True when the token cache alone shows Start's token checks pass, so no row need be read:
+    an SFT run on local data whose training split (and evaluation split, where it has one) are
+    cached (``token_cache.tokenized.cached``: the key holds the files' content hashes, so they read
+    and render as when tokenized) with a trained token in each, for a model ``kind`` whose media add
+    no tokens (``ModelKind.media_tokens`` not its own). False: read and count the rows (``gather``)."""
+    from trainer_core.data.prepare import has_eval_data
+    from trainer_core.data.token_cache.tokenized import cached
+    from trainer_core.model_kind import ModelKind
+    from trainer_core.preflight.tokens import row_counts
+
+    if tokenizer is None or request.hf_dataset or type(kind).media_tokens is not ModelKind.media_tokens:
+        return False
+    for split in ("train", "eval") if has_eval_data(request) else ("train",):
+        found = cached(request, tokenizer, split)
+        if found is None or not row_counts(found[0], request.max_seq_length).kept.any():
+            return False
+    return True
+
+
 def template_shaping(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[Issue]:
     """Warning when the chat template refuses some rows as written and they are shaped to fit
     (``data.template_fit``: Gemma's system text, Mistral's repeated turns)."""
@@ -66,6 +86,35 @@ def default_template_note(found: Gathered, tokenizer: Any, request: TrainingStar
     )
 
 
+def may_use_tools(table: Any) -> bool:
+    """False when no row of ``table`` (a ``datasets`` Arrow table with ``messages`` and the tools
+    column) defines functions, calls one (``<tool_call>`` in an answer) or has a tool result: read
+    in Arrow, no row turned into Python (seconds at 100,000 rows). True may still count none (also
+    for columns of another shape than text: the rows are then counted one by one)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from trainer_core.data.tool_rows import TOOLS
+
+    def any_true(values: Any) -> bool:
+        return bool(pc.any(values).as_py())
+
+    tools, turns = table.column(TOOLS), pc.list_flatten(table.column("messages"))
+    fields = {field.name: field.type for field in turns.type} if pa.types.is_struct(turns.type) else {}
+    texts = (
+        pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+        for t in (tools.type, *fields.values())
+    )
+    if not all(texts) or "role" not in fields:
+        return True
+    if not pa.types.is_null(tools.type) and any_true(pc.greater(pc.utf8_length(tools), 0)):
+        return True
+    if "content" in fields and not pa.types.is_null(fields["content"]):
+        if any_true(pc.match_substring(pc.struct_field(turns, "content"), "<tool_call>")):
+            return True
+    return not pa.types.is_null(fields["role"]) and any_true(pc.equal(pc.struct_field(turns, "role"), "tool"))
+
+
 def tools_line(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -> Optional[str]:
     """The check's line on tool use (None when no training row defines functions or calls one): rows
     with tools, the functions defined, calls per row, results (never trained), and whether the
@@ -73,6 +122,8 @@ def tools_line(found: Gathered, tokenizer: Any, request: TrainingStartRequest) -
     from trainer_core.data.tool_rows import FALLBACK, TOOLS, tool_counts, tool_format
 
     if "messages" not in found.train.column_names or TOOLS not in found.train.column_names:
+        return None
+    if not may_use_tools(found.train.data):
         return None
     counts = tool_counts(found.train["messages"], found.train[TOOLS])
     if not counts.with_tools and not counts.calls:

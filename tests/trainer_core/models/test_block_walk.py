@@ -100,3 +100,14 @@ def test_the_check_line_lists_each_group_with_its_blocks_and_run_json_names_the_
     assert {"mlp.gate_proj", "mlp.shared_experts.down_proj", "self_attn.kv_b_proj"} <= set(found["modules"])
     assert set(found["parameters"]) == {"mlp.experts.gate_up_proj", "mlp.experts.down_proj"}
     assert found["count"] == targets.count
+
+
+@pytest.mark.parametrize("family", MOE_FAMILIES)
+def test_the_experts_guard_never_hides_a_conversion(family):
+    """``peft_rewritten_names`` answers a model without routed experts without importing PEFT: every
+    model with experts still gets PEFT's own answer."""
+    from peft.utils import transformers_weight_conversion as conversion
+
+    model = family_model(family)
+    kinds, mapping = conversion._MODEL_TO_CONVERSION_PATTERN, conversion._MOE_TARGET_MODULE_MAPPING
+    assert peft_rewritten_names(model) == frozenset(mapping.get(kinds.get(model.config.model_type), {}))

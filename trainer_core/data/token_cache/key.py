@@ -48,6 +48,7 @@ TOKENIZER_FILES = (
     "chat_template.json",
 )  # the files a tokenizer folder may hold that decide its tokens
 CHUNK_BYTES = 1 << 20
+DIGESTS_KEPT = 256  # file digests remembered per process
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,25 @@ class CacheKey:
     model: str
 
 
+_digests: dict[tuple[str, int, int, int, int], str] = {}  # a file's digest by its path, size, inode and times
+
+
 def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes (or of a folder's files, names relative to it, in sorted order)."""
+    """SHA-256 of a file's bytes (or of a folder's files, names relative to it, in sorted order).
+    A file's is remembered for this process while its size, inode, modification and change times
+    stay the same (a Start after its check hashes a large file once)."""
+    if path.is_file():
+        stat = path.stat()
+        seen = (str(path.resolve()), stat.st_size, stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns)
+        if seen not in _digests:
+            if len(_digests) >= DIGESTS_KEPT:
+                _digests.clear()
+            _digests[seen] = _content_digest(path)
+        return _digests[seen]
+    return _content_digest(path)
+
+
+def _content_digest(path: Path) -> str:
     digest = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     for file in files:

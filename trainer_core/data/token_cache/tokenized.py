@@ -18,7 +18,7 @@ import datasets
 
 from trainer_core.data import tokenization
 from trainer_core.data.token_cache import store
-from trainer_core.data.token_cache.key import cache_key
+from trainer_core.data.token_cache.key import CacheKey, cache_key
 from trainer_core.data.tool_rows import TOOLS, trained_tool_format
 from trainer_core.schemas import TrainingStartRequest
 
@@ -65,20 +65,9 @@ def tokenized(
     called), else tokenized from ``rows()`` and stored. Raises DatasetError as ``encode_rows`` does."""
     started = time.perf_counter()
     key = cache_key(request, tokenizer, split) if store.enabled() else None
-    found = store.load(key) if key is not None else None
+    found = _hit(key, split, started)
     if found is not None:
-        encoded, entry = found
-        hit = CacheHit(
-            key.key,
-            True,
-            len(encoded),
-            time.perf_counter() - started,
-            entry.format,
-            entry.system_message,
-            entry.tool_format,
-        )
-        log.info("%s split: %s", split, hit.line())
-        return encoded, hit
+        return found
     canonical, fmt = rows()
     canonical = canonical.select_columns([c for c in canonical.column_names if c in CANONICAL])
     extra = _training_extras(canonical, tokenizer, fmt) if split == "train" else {}
@@ -103,6 +92,26 @@ def tokenized(
     return encoded, hit
 
 
+def cached(request: TrainingStartRequest, tokenizer: Any, split: str) -> Optional[tuple[datasets.Dataset, CacheHit]]:
+    """``split`` of ``request`` as ``tokenized`` gives it when the cache holds it, without reading a
+    row (the key's content hashes prove the files are those once tokenized); None when it does not
+    (or the split is not cached: ``cache_key``, the cache off)."""
+    started = time.perf_counter()
+    return _hit(cache_key(request, tokenizer, split) if store.enabled() else None, split, started)
+
+
+def _hit(key: Optional[CacheKey], split: str, started: float) -> Optional[tuple[datasets.Dataset, CacheHit]]:
+    """The entry of ``key`` (memory mapped) with its CacheHit, or None."""
+    found = store.load(key) if key is not None else None
+    if found is None:
+        return None
+    encoded, entry = found
+    extra = {"format": entry.format, "system_message": entry.system_message, "tool_format": entry.tool_format}
+    hit = CacheHit(key.key, True, len(encoded), time.perf_counter() - started, **extra)
+    log.info("%s split: %s", split, hit.line())
+    return encoded, hit
+
+
 def _training_extras(rows: datasets.Dataset, tokenizer: Any, fmt: Optional[str]) -> dict[str, Optional[str]]:
     """What training records beside a training split's tokens: its format, shared system message
     and tool format."""
@@ -115,4 +124,4 @@ def _training_extras(rows: datasets.Dataset, tokenizer: Any, fmt: Optional[str])
     }
 
 
-__all__ = ["CacheHit", "Rows", "processes", "tokenized"]
+__all__ = ["CacheHit", "Rows", "cached", "processes", "tokenized"]

@@ -3,6 +3,7 @@ path keeps it, and splits that are not cached get none."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -83,3 +84,18 @@ def test_hub_data_without_a_known_commit_is_not_cached(data_file, tokenizer, mon
     assert with_hub.sources == ("rows.json", "someone/data [train]")
     monkeypatch.setattr(key_module, "hub_revision", lambda request: "def456")  # a new commit: a new key
     assert cache_key(_request(data_file, hf_dataset="someone/data"), tokenizer, "train").key != with_hub.key
+
+
+def test_a_file_is_hashed_once_while_it_stays_the_same(tmp_path, monkeypatch):
+    from trainer_core.data.token_cache import key as key_module
+
+    file = tmp_path / "rows.jsonl"
+    file.write_text('{"text": "a"}\n')
+    first = key_module.file_digest(file)
+    hashed = []
+    content = key_module._content_digest
+    monkeypatch.setattr(key_module, "_content_digest", lambda path: hashed.append(path) or content(path))
+    assert key_module.file_digest(file) == first and hashed == []
+    file.write_text('{"text": "b"}\n')  # the same size, other bytes
+    os.utime(file, ns=(file.stat().st_atime_ns, file.stat().st_mtime_ns + 1_000_000))
+    assert key_module.file_digest(file) != first and hashed == [file]
