@@ -5,12 +5,13 @@ characters) and ``dedupe`` (near-duplicates of a kept row, by rapidfuzz similari
 
 from __future__ import annotations
 
+import bisect
 import unicodedata
 from typing import Any, Optional
 
 import jsonschema
 from pydantic import BaseModel, Field
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from trainer_core.recipes.columns import lookup
 
@@ -143,16 +144,35 @@ def row_failure(row: dict[str, Any], gates: Gates) -> Optional[tuple[str, str]]:
 
 
 def near_duplicates(texts: list[str], threshold: float) -> dict[int, int]:
-    """Index of each text that is at least ``threshold`` similar (0-1) to an earlier kept one ->
-    that kept one's index. Texts are compared case-folded with whitespace normalised."""
-    kept: list[tuple[int, str]] = []
-    dropped: dict[int, int] = {}
+    """Index of each text that is at least ``threshold`` similar (0-1] to an earlier kept one ->
+    that kept one's index (the most similar). Texts are compared case-folded with whitespace
+    normalised, by rapidfuzz's ``fuzz.ratio`` (normalised Indel similarity), in C through
+    ``process.extractOne``. Only kept texts whose length allows ``threshold`` are compared: the
+    ratio of lengths ``n`` and ``m`` is at most ``1 - |n - m| / (n + m)``; an exact repeat is found
+    by hash. So the cost is about N x the kept texts of a compatible length, not N x N in Python."""
     cutoff = threshold * 100
+    exact: dict[str, int] = {}
+    lengths: list[int] = []  # the kept texts' lengths, ascending
+    kept: list[str] = []  # the kept texts, in that order
+    indices: list[int] = []  # their indices in ``texts``
+    dropped: dict[int, int] = {}
     for index, text in enumerate(texts):
         plain = normalised(text).casefold()
-        match = next((k for k, other in kept if fuzz.ratio(plain, other, score_cutoff=cutoff)), None)
-        if match is None:
-            kept.append((index, plain))
-        else:
-            dropped[index] = match
+        if plain in exact:
+            dropped[index] = exact[plain]
+            continue
+        size = len(plain)
+        low = bisect.bisect_left(lengths, size * threshold / (2 - threshold))
+        high = bisect.bisect_right(lengths, size * (2 - threshold) / threshold)
+        match = (
+            process.extractOne(plain, kept[low:high], scorer=fuzz.ratio, score_cutoff=cutoff) if high > low else None
+        )
+        if match is not None:
+            dropped[index] = indices[low + match[2]]
+            continue
+        at = bisect.bisect_right(lengths, size)
+        lengths.insert(at, size)
+        kept.insert(at, plain)
+        indices.insert(at, index)
+        exact[plain] = index
     return dropped
