@@ -8,7 +8,8 @@ the median of the last ``RECENT`` step times (the first step of a session left o
 change of load within three steps, times the steps left, once ``MIN_STEPS`` are timed; the range
 widens that with what the steps have done lately: from the lower of the ``WINDOW`` latest steps'
 20th percentile and the recent median less their standard deviation, to the higher of the 80th
-percentile and the recent median plus it. (The range recent steps give, not a confidence interval:
+percentile, the recent median plus it and the slowest of the recent steps (a pace that keeps
+creeping up after a change stays inside the range). (The range recent steps give, not a confidence interval:
 the load may come back or go away.) A task's pace is the same rule over the seconds per unit of
 progress between its progress reports; once the wait since the last report is longer than a report
 usually takes, that wait is the pace at least (a task that stalls has its time left grow, not sit
@@ -39,7 +40,7 @@ def spread(times: Sequence[float]) -> tuple[float, float, float]:
         q20, q80 = cuts[0], cuts[3]
     else:
         q20 = q80 = window[0]
-    return level, max(min(q20, level - deviation), 0.0), max(q80, level + deviation)
+    return level, max(min(q20, level - deviation), 0.0), max(q80, level + deviation, max(recent))
 
 
 class StepTimes:

@@ -67,14 +67,17 @@ def test_a_stalled_task_has_its_time_left_grow():
     assert stalled[2] == pytest.approx(0.4 * 90 / 0.2)  # 90 s for what took 10
 
 
-def _synthetic_coverage(factor: float, seed: int, total: int = 60, change_at: int = 40) -> list[bool]:
-    """For a run of ``total`` steps of about 1 s (±10 % noise) whose step time changes by
-    ``factor`` at step ``change_at``: whether the ETA range held the actual time left, at each
+def _synthetic_coverage(
+    factor: float, seed: int, total: int = 60, change_at: int = 40, noise: float = 0.1, creep: float = 0.0
+) -> list[bool]:
+    """For a run of ``total`` steps of about 1 s (± ``noise``) whose step time changes by
+    ``factor`` at step ``change_at`` (and then grows by ``creep`` of it each step): whether the ETA range held the actual time left, at each
     step once the change has lasted 5 steps."""
     import random
 
     rng = random.Random(seed)
-    times = [(1.0 if step < change_at else factor) * rng.uniform(0.9, 1.1) for step in range(total)]
+    pace = [1.0 if step < change_at else factor * (1 + creep * (step - change_at)) for step in range(total)]
+    times = [p * rng.uniform(1 - noise, 1 + noise) for p in pace]
     steps, clock, held = StepTimes(), 0.0, []
     steps.step_ended(clock)
     for step, seconds in enumerate(times):
@@ -92,6 +95,14 @@ def test_the_eta_range_follows_a_2x_change_of_step_time_within_5_steps():
     for factor in (2.0, 0.5):  # the machine twice as busy from step 40 on, or twice as free
         held = [h for seed in range(10) for h in _synthetic_coverage(factor, seed)]
         assert sum(held) / len(held) >= 0.8, (factor, sum(held) / len(held))
+
+
+def test_the_range_holds_a_pace_that_keeps_creeping_after_the_change():
+    """As CI's run of test_eta_under_load showed: after the 2x change the steps varied ±25 % and kept
+    slowing (1 % a step here). The slowest recent step in the high bound holds 84 % of the samples
+    (the 80th percentile and median plus deviation alone: 68 %)."""
+    held = [h for seed in range(40) for h in _synthetic_coverage(2.0, seed, 40, 20, noise=0.25, creep=0.01)]
+    assert sum(held) / len(held) >= 0.8, sum(held) / len(held)
 
 
 def test_the_point_follows_a_change_within_three_steps():

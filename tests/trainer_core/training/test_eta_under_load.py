@@ -1,5 +1,5 @@
 """The training ETA on a real run whose machine gets busy halfway: a CLI run of the tiny model, one
-torch thread, and from its middle step one spinning process per core beside it, so that each step
+torch thread, and from its middle step 2 x cores - 1 spinning processes beside it, so that each step
 takes about twice as long. The ETA range logged at each step (``trainer_core/training/eta.py``,
 through the worker's progress callback into metrics.jsonl) must hold the run's actual end once the
 change has lasted 5 steps, as ``test_eta.py`` checks on replayed synthetic step times. When other
@@ -40,7 +40,7 @@ def test_the_eta_range_holds_the_end_after_the_machine_gets_twice_as_busy(tmp_pa
         **os.environ,
         "STUDIO_DATA_DIR": str(data_dir),
         "STUDIO_ALLOWED_PATHS": f"{datasets_dir},{tiny_model_dir.parent}",
-        "OMP_NUM_THREADS": "1",  # one thread: a spinning process on each core halves its share
+        "OMP_NUM_THREADS": "1",  # one thread: with 2n - 1 spinners on n cores it gets half a core
     }
     command = [sys.executable, "-m", "trainer_core", "train", "--dataset", str(datasets_dir / "identity.json")]
     command += ["--model-name", str(tiny_model_dir), "--max-steps", str(STEPS), "--batch-size", "4"]
@@ -54,7 +54,9 @@ def test_the_eta_range_holds_the_end_after_the_machine_gets_twice_as_busy(tmp_pa
             logged = _logged(data_dir)
             if changed_at is None and logged and logged[-1]["step"] >= STEPS // 2:
                 changed_at = logged[-1]["step"]
-                spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(os.cpu_count() or 1)]
+                spinners = [
+                    subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(2 * (os.cpu_count() or 1) - 1)
+                ]
             time.sleep(0.05)
         said = run.communicate(timeout=30)[0]
     finally:
